@@ -1,0 +1,35 @@
+// swift-tools-version: 6.1
+
+import PackageDescription
+
+// swift-file-coordination: NSFileCoordinator / NSFilePresenter for Linux.
+//
+// Module map (see docs/ARCHITECTURE.md). Modules of DESIGN.md that have no code yet are added by the issue that
+// gives them some; nothing here is a placeholder.
+let package = Package(
+    name: "swift-file-coordination",
+    products: [
+        .library(name: "FCCore", targets: ["FCCore"]),
+        .executable(name: "fcdemo", targets: ["fcdemo"]),
+    ],
+    targets: [
+        // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
+        // Stdlib only: no Foundation, no Glibc, no clocks.
+        .target(name: "FCCore"),
+        // A demonstration of the in-process arbiter, run by the README's first command.
+        .executableTarget(name: "fcdemo", dependencies: ["FCCore"]),
+        // Unit tests for every rule, and the seeded simulator.
+        .testTarget(name: "FCCoreTests", dependencies: ["FCCore"]),
+    ]
+)
+
+// --- Strict settings for every target, in one place (swift-log / swift-nio style). --- //
+for target in package.targets where [.executable, .test, .regular].contains(target.type) {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.enableUpcomingFeature("NonisolatedNonsendingByDefault"))
+    settings.append(.unsafeFlags(["-require-explicit-sendable"]))
+    target.swiftSettings = settings
+}

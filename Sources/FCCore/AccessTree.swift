@@ -1,0 +1,194 @@
+/// One node of the access tree: a path component with the presenters and claim items that sit exactly there.
+///
+/// Nodes are created on demand and pruned as soon as nothing refers to them. Each node also counts the claim items
+/// and presenters in its whole subtree, so that a search below a node visits only branches that hold something:
+/// a claim's cost depends on the depth of its path and on what it affects, never on how many presenters or claims
+/// exist elsewhere in the tree.
+///
+/// Not thread-safe: owned by one ``Arbiter``.
+final class AccessNode {
+    let name: [UInt8]
+    unowned let parent: AccessNode?
+    var children: [[UInt8]: AccessNode] = [:]
+    /// Presenters whose item is exactly this node, in registration order.
+    var presenters: [PresenterID] = []
+    /// Claim items whose effective item (the item, or its outermost enclosing package) is this node.
+    var entries: [EntryRef] = []
+    /// Claim items at this node and below it.
+    var subtreeEntries = 0
+    /// Presenters at this node and below it.
+    var subtreePresenters = 0
+    /// Presenters that declared this node a package.
+    var packageDeclarations = 0
+
+    init(name: [UInt8], parent: AccessNode?) {
+        self.name = name
+        self.parent = parent
+    }
+
+    var isUnused: Bool {
+        children.isEmpty && presenters.isEmpty && entries.isEmpty && packageDeclarations == 0
+    }
+}
+
+/// A reference to one item of one claim.
+struct EntryRef: Hashable {
+    var claim: ClaimID
+    var index: Int
+}
+
+/// The tree of access nodes, rooted at `/`.
+///
+/// Not thread-safe: owned by one ``Arbiter``.
+struct AccessTree {
+    let root = AccessNode(name: [], parent: nil)
+    let packageExtensions: Set<[UInt8]>
+
+    init(packageExtensions: Set<[UInt8]>) {
+        self.packageExtensions = packageExtensions
+    }
+
+    /// The node for `path`, if it exists.
+    func existingNode(_ path: ItemPath) -> AccessNode? {
+        var node = root
+        for component in path.components {
+            guard let child = node.children[component] else { return nil }
+            node = child
+        }
+        return node
+    }
+
+    /// The node for `path`, created with its ancestors if missing.
+    func node(_ path: ItemPath) -> AccessNode {
+        var node = root
+        for component in path.components {
+            node = child(of: node, named: component)
+        }
+        return node
+    }
+
+    /// The node that stands for `path` in conflict checks: the outermost package at or above it, else the item's
+    /// own node (SEMANTICS.md §2 rule 2). Created if missing.
+    func effectiveNode(_ path: ItemPath) -> AccessNode {
+        var node = root
+        for component in path.components {
+            let next = child(of: node, named: component)
+            if isPackage(next) { return next }
+            node = next
+        }
+        return node
+    }
+
+    /// The path of the outermost package at or above `path`, or `path` itself.
+    func effectivePath(_ path: ItemPath) -> ItemPath {
+        var node: AccessNode? = root
+        for (index, component) in path.components.enumerated() {
+            let existing = node?.children[component]
+            if isPackage(name: component, node: existing) { return path.prefix(index + 1) }
+            node = existing
+        }
+        return path
+    }
+
+    func isPackage(_ node: AccessNode) -> Bool {
+        isPackage(name: node.name, node: node)
+    }
+
+    func isPackage(name: [UInt8], node: AccessNode?) -> Bool {
+        if let node, node.packageDeclarations > 0 { return true }
+        guard let dot = name.lastIndex(of: ItemPath.dot), dot != name.startIndex else { return false }
+        return packageExtensions.contains(Array(name[(dot + 1)...]))
+    }
+
+    /// The path of a node.
+    func path(of node: AccessNode) -> ItemPath {
+        var components: [[UInt8]] = []
+        var current: AccessNode? = node
+        while let n = current, n !== root {
+            components.append(n.name)
+            current = n.parent
+        }
+        return ItemPath(components: components.reversed())
+    }
+
+    func addEntry(_ ref: EntryRef, at node: AccessNode) {
+        node.entries.append(ref)
+        var current: AccessNode? = node
+        while let n = current {
+            n.subtreeEntries += 1
+            current = n.parent
+        }
+    }
+
+    func removeEntry(_ ref: EntryRef, at node: AccessNode) {
+        guard let index = node.entries.firstIndex(of: ref) else { return }
+        node.entries.remove(at: index)
+        var current: AccessNode? = node
+        while let n = current {
+            n.subtreeEntries -= 1
+            current = n.parent
+        }
+        prune(node)
+    }
+
+    func addPresenter(_ id: PresenterID, at node: AccessNode, declaresPackage: Bool) {
+        node.presenters.append(id)
+        if declaresPackage { node.packageDeclarations += 1 }
+        var current: AccessNode? = node
+        while let n = current {
+            n.subtreePresenters += 1
+            current = n.parent
+        }
+    }
+
+    func removePresenter(_ id: PresenterID, at node: AccessNode, declaredPackage: Bool) {
+        guard let index = node.presenters.firstIndex(of: id) else { return }
+        node.presenters.remove(at: index)
+        if declaredPackage { node.packageDeclarations -= 1 }
+        var current: AccessNode? = node
+        while let n = current {
+            n.subtreePresenters -= 1
+            current = n.parent
+        }
+        prune(node)
+    }
+
+    /// Removes `node` and its ancestors while they hold nothing.
+    func prune(_ node: AccessNode) {
+        var current = node
+        while current !== root, current.isUnused, let parent = current.parent {
+            parent.children[current.name] = nil
+            current = parent
+        }
+    }
+
+    /// Calls `body` for every node strictly below `node` whose subtree holds claim items.
+    func forEachDescendantWithEntries(of node: AccessNode, _ body: (AccessNode) -> Void) {
+        for child in node.children.values where child.subtreeEntries > 0 {
+            body(child)
+            forEachDescendantWithEntries(of: child, body)
+        }
+    }
+
+    /// Calls `body` for every node strictly below `node` whose subtree holds presenters, parents first.
+    func forEachDescendantWithPresenters(of node: AccessNode, _ body: (AccessNode) -> Void) {
+        for child in node.children.values.sorted(by: { $0.name.lexicographicallyPrecedes($1.name) })
+        where child.subtreePresenters > 0 {
+            body(child)
+            forEachDescendantWithPresenters(of: child, body)
+        }
+    }
+
+    /// The number of nodes, the root included.
+    var nodeCount: Int {
+        func count(_ node: AccessNode) -> Int { 1 + node.children.values.reduce(0) { $0 + count($1) } }
+        return count(root)
+    }
+
+    private func child(of node: AccessNode, named name: [UInt8]) -> AccessNode {
+        if let existing = node.children[name] { return existing }
+        let created = AccessNode(name: name, parent: node)
+        node.children[name] = created
+        return created
+    }
+}

@@ -1,0 +1,288 @@
+extension Arbiter {
+    // MARK: Before the access (SEMANTICS.md §3, "presenter of the item", "presenters inside", packages)
+
+    /// Plans and sends the messages a claim owes presenters before its accessor may run.
+    func startPreparing(_ claim: ClaimRecord) {
+        claim.phase = .preparing
+        var order: [PresenterID] = []
+        var steps: [PresenterID: PlannedSteps] = [:]
+        func add(_ presenter: PresenterID, _ update: (inout PlannedSteps) -> Void) {
+            guard presenter != claim.request.filePresenter else { return }
+            if steps[presenter] == nil {
+                order.append(presenter)
+                steps[presenter] = PlannedSteps()
+            }
+            update(&steps[presenter]!)
+        }
+        for entry in claim.entries {
+            let path = entry.path
+            // Presenters of enclosing directories: packages hear as if their own item were accessed.
+            var node: AccessNode? = tree.root
+            for component in path.components {
+                guard let current = node else { break }
+                if current !== tree.root, tree.isPackage(current) {
+                    for presenter in current.presenters {
+                        add(presenter) { $0.addForEnclosingPackage(entry.access, item: path) }
+                    }
+                }
+                node = current.children[component]
+            }
+            guard let itemNode = node else { continue }
+            for presenter in itemNode.presenters {
+                add(presenter) { $0.addForItem(entry.access) }
+            }
+            if entry.access.coversSubtree {
+                tree.forEachDescendantWithPresenters(of: itemNode) { inside in
+                    for presenter in inside.presenters {
+                        add(presenter) { $0.addForContainedItem(entry.access) }
+                    }
+                }
+            }
+        }
+        for presenterID in order {
+            guard let presenter = presenters[presenterID], let planned = steps[presenterID] else { continue }
+            let kinds = planned.kinds.filter { presenter.registration.callbacks.contains($0.callback) }
+            guard !kinds.isEmpty else { continue }
+            claim.plans[presenterID] = Array(kinds.dropFirst())
+            if claim.plans[presenterID]!.isEmpty { claim.plans[presenterID] = nil }
+            sendRequest(kinds[0], to: presenter, for: claim)
+        }
+    }
+
+    func sendRequest(_ kind: PresenterMessageKind, to presenter: PresenterRecord, for claim: ClaimRecord) {
+        nextRequest += 1
+        let requestID = RequestID(rawValue: nextRequest)
+        let presenterID = presenter.registration.id
+        requests[requestID] = PendingRequest(presenter: presenterID, claim: claim.id, kind: kind)
+        claim.outstanding[requestID] = presenterID
+        statistics.messagesSent += 1
+        effects.append(
+            .message(
+                PresenterMessage(
+                    presenter: presenterID,
+                    client: presenter.registration.client,
+                    request: requestID,
+                    claim: claim.id,
+                    kind: kind
+                )
+            )
+        )
+        if let timeout = configuration.presenterTimeout {
+            effects.append(.startTimer(.presenterReply(requestID), after: timeout))
+        }
+    }
+
+    // MARK: Replies
+
+    func presenterReplied(_ requestID: RequestID, _ reply: PresenterReply) {
+        guard let request = requests.removeValue(forKey: requestID) else {
+            log(.debug, "reply to an unknown request ignored", ["request.id": "\(requestID.rawValue)"])
+            return
+        }
+        cancelTimer(for: requestID)
+        guard let claimID = request.claim, let claim = claims[claimID] else {
+            // The claim failed while the presenter was answering: hand its reacquirer straight back.
+            if case .relinquished(reacquirer: true) = reply, let presenter = presenters[request.presenter] {
+                sendNotification(.reacquire(relinquish: requestID), to: presenter, claim: nil)
+            }
+            return
+        }
+        claim.outstanding[requestID] = nil
+        switch reply {
+        case .relinquished(let reacquirer):
+            if reacquirer { claim.reacquirers.append((request.presenter, requestID)) }
+        case .succeeded:
+            break
+        case .failed(let error):
+            log(
+                .info,
+                "presenter refused; the claim fails with its error",
+                ["claim.id": "\(claimID.rawValue)", "presenter.id": "\(request.presenter.rawValue)", "error": "\(error)"]
+            )
+            claim.plans[request.presenter] = nil
+            fail(claim, .presenterError(error, presenter: request.presenter))
+            return
+        }
+        sendNextStep(of: claim, to: request.presenter)
+    }
+
+    func sendNextStep(of claim: ClaimRecord, to presenterID: PresenterID) {
+        guard var remaining = claim.plans[presenterID], !remaining.isEmpty else {
+            claim.plans[presenterID] = nil
+            return
+        }
+        let next = remaining.removeFirst()
+        claim.plans[presenterID] = remaining.isEmpty ? nil : remaining
+        guard let presenter = presenters[presenterID] else {
+            claim.plans[presenterID] = nil
+            return
+        }
+        sendRequest(next, to: presenter, for: claim)
+    }
+
+    func timerFired(_ timer: TimerID) {
+        switch timer {
+        case .presenterReply(let requestID):
+            guard let request = requests[requestID] else { return }
+            statistics.presenterTimeouts += 1
+            log(
+                .warning,
+                "presenter did not answer in time; treated as having relinquished",
+                [
+                    "presenter.id": "\(request.presenter.rawValue)", "request.id": "\(requestID.rawValue)",
+                    "request.kind": "\(request.kind)",
+                ]
+            )
+            let reply: PresenterReply =
+                switch request.kind {
+                case .relinquishToReader, .relinquishToWriter: .relinquished(reacquirer: false)
+                default: .succeeded
+                }
+            presenterReplied(requestID, reply)
+        }
+    }
+
+    // MARK: After the access
+
+    /// Notifications owed for a granted claim that ended: did change, subitem did change or appear.
+    func notifyAfterAccess(_ claim: ClaimRecord, created: [ItemPath]) {
+        var sent: Set<PresenterMessageKey> = []
+        let createdSet = Set(created)
+        func notify(_ presenterID: PresenterID, _ kind: PresenterMessageKind) {
+            guard presenterID != claim.request.filePresenter, let presenter = presenters[presenterID],
+                presenter.registration.callbacks.contains(kind.callback),
+                sent.insert(PresenterMessageKey(presenter: presenterID, kind: kind)).inserted
+            else { return }
+            sendNotification(kind, to: presenter, claim: claim.id)
+        }
+        func notifyEnclosing(of path: ItemPath, appeared: Bool) {
+            var node: AccessNode? = tree.root
+            for component in path.components {
+                guard let current = node else { return }
+                if current !== tree.root || !current.presenters.isEmpty {
+                    let package = current !== tree.root && tree.isPackage(current)
+                    for presenterID in current.presenters {
+                        guard let presenter = presenters[presenterID] else { continue }
+                        let callbacks = presenter.registration.callbacks
+                        if package && callbacks.isDisjoint(with: .subitemNotifications) {
+                            notify(presenterID, .presentedItemDidChange)
+                        } else {
+                            notify(
+                                presenterID,
+                                appeared ? .presentedSubitemDidAppear(at: path) : .presentedSubitemDidChange(at: path)
+                            )
+                        }
+                    }
+                }
+                node = current.children[component]
+            }
+        }
+        func touchedByMove(_ path: ItemPath) -> Bool {
+            claim.moves.contains { $0.from.isEqualOrDescendant(of: path) || $0.to.isEqualOrDescendant(of: path) }
+        }
+        for entry in claim.entries {
+            guard case .write(let options) = entry.access, !touchedByMove(entry.path) else { continue }
+            if !options.contains(.forDeleting), let node = tree.existingNode(entry.path) {
+                for presenterID in node.presenters {
+                    notify(presenterID, .presentedItemDidChange)
+                }
+            }
+            notifyEnclosing(of: entry.path, appeared: createdSet.contains(entry.path))
+        }
+        for path in created where !claim.entries.contains(where: { $0.path == path }) && !touchedByMove(path) {
+            notifyEnclosing(of: path, appeared: true)
+        }
+    }
+
+    func sendReacquirers(_ claim: ClaimRecord) {
+        for (presenterID, requestID) in claim.reacquirers {
+            guard let presenter = presenters[presenterID] else { continue }
+            sendNotification(.reacquire(relinquish: requestID), to: presenter, claim: claim.id)
+        }
+        claim.reacquirers.removeAll()
+    }
+
+    func sendNotification(_ kind: PresenterMessageKind, to presenter: PresenterRecord, claim: ClaimID?) {
+        statistics.messagesSent += 1
+        effects.append(
+            .message(
+                PresenterMessage(
+                    presenter: presenter.registration.id,
+                    client: presenter.registration.client,
+                    request: nil,
+                    claim: claim,
+                    kind: kind
+                )
+            )
+        )
+    }
+}
+
+/// A (presenter, message) pair, to send each notification at most once per claim.
+struct PresenterMessageKey: Hashable {
+    var presenter: PresenterID
+    var kind: PresenterMessageKind
+}
+
+/// The requests one presenter owes one claim before its accessor runs, merged across the claim's items.
+///
+/// Order on the presenter's queue: relinquish (to a writer if any item is written, else to a reader), then save,
+/// then accommodate deletion, then accommodate subitem deletions.
+struct PlannedSteps {
+    var relinquish: PresenterMessageKind?
+    var save = false
+    var accommodateDeletion = false
+    var subitemDeletions: [ItemPath] = []
+
+    var kinds: [PresenterMessageKind] {
+        var out: [PresenterMessageKind] = []
+        if let relinquish { out.append(relinquish) }
+        if save { out.append(.savePresentedItemChanges) }
+        if accommodateDeletion { out.append(.accommodatePresentedItemDeletion) }
+        out += subitemDeletions.map { .accommodatePresentedSubitemDeletion(at: $0) }
+        return out
+    }
+
+    mutating func relinquish(for access: Access) {
+        if access.isWrite {
+            relinquish = .relinquishToWriter
+        } else if relinquish == nil {
+            relinquish = .relinquishToReader
+        }
+    }
+
+    /// The presenter of the item itself.
+    mutating func addForItem(_ access: Access) {
+        relinquish(for: access)
+        switch access {
+        case .read(let options):
+            if !options.contains(.withoutChanges) { save = true }
+        case .write(let options):
+            if options.contains(.forMerging) { save = true }
+            if !options.isDisjoint(with: [.forDeleting, .forReplacing]) { accommodateDeletion = true }
+        }
+    }
+
+    /// The presenter of a package that encloses the item: it hears as if the package were accessed, but a deletion
+    /// inside it is a subitem deletion.
+    mutating func addForEnclosingPackage(_ access: Access, item: ItemPath) {
+        relinquish(for: access)
+        switch access {
+        case .read(let options):
+            if !options.contains(.withoutChanges) { save = true }
+        case .write(let options):
+            if options.contains(.forMerging) { save = true }
+            if !options.isDisjoint(with: [.forDeleting, .forReplacing]), !subitemDeletions.contains(item) {
+                subitemDeletions.append(item)
+            }
+        }
+    }
+
+    /// The presenter of an item inside a directory that is deleted, moved or replaced.
+    mutating func addForContainedItem(_ access: Access) {
+        relinquish(for: access)
+        if case .write(let options) = access, !options.isDisjoint(with: [.forDeleting, .forReplacing]) {
+            accommodateDeletion = true
+        }
+    }
+}

@@ -1,0 +1,121 @@
+extension Arbiter {
+    // MARK: item(at:didMoveTo:) (SEMANTICS.md §2 rule 7 and §3)
+
+    func itemMoved(_ claimID: ClaimID, from: ItemPath, to: ItemPath) {
+        guard let claim = claims[claimID], claim.phase == .granted,
+            claim.entries.contains(where: { $0.access.isWrite })
+        else {
+            log(
+                .warning,
+                "move reported outside a granted write; ignored",
+                ["claim.id": "\(claimID.rawValue)", "item.path": "\(from)"]
+            )
+            return
+        }
+        guard from != to else { return }  // Useless invocations are harmless.
+        guard !to.isDescendant(of: from) else {
+            log(.warning, "move of an item into itself ignored", ["item.path": "\(from)", "item.newPath": "\(to)"])
+            return
+        }
+        claim.moves.append((from, to))
+        let exempt = claim.request.filePresenter
+        var told: Set<PresenterID> = []
+
+        // Presenters of the item and of everything inside it follow it, and are told where it went.
+        var moved: [(PresenterRecord, ItemPath)] = []
+        if let node = tree.existingNode(from) {
+            var nodes = [node]
+            tree.forEachDescendantWithPresenters(of: node) { nodes.append($0) }
+            for current in nodes {
+                for presenterID in current.presenters {
+                    guard let presenter = presenters[presenterID], let old = presenter.registration.path,
+                        let new = old.relocated(from: from, to: to)
+                    else { continue }
+                    moved.append((presenter, new))
+                }
+            }
+        }
+        for (presenter, new) in moved {
+            relocate(presenter, to: new)
+            let id = presenter.registration.id
+            told.insert(id)
+            guard id != exempt, presenter.registration.callbacks.contains(.presentedItemDidMove) else { continue }
+            sendNotification(.presentedItemDidMove(to: new), to: presenter, claim: claimID)
+        }
+
+        // Presenters of enclosing directories, of the old and of the new location: one message each.
+        for path in [from, to] {
+            var node: AccessNode? = tree.root
+            for component in path.components {
+                guard let current = node else { break }
+                let package = current !== tree.root && tree.isPackage(current)
+                for presenterID in current.presenters where presenterID != exempt && !told.contains(presenterID) {
+                    guard let presenter = presenters[presenterID] else { continue }
+                    told.insert(presenterID)
+                    let callbacks = presenter.registration.callbacks
+                    if package && callbacks.isDisjoint(with: .subitemNotifications) {
+                        if callbacks.contains(.presentedItemDidChange) {
+                            sendNotification(.presentedItemDidChange, to: presenter, claim: claimID)
+                        }
+                    } else if callbacks.contains(.presentedSubitemDidMove) {
+                        sendNotification(.presentedSubitemDidMove(from: from, to: to), to: presenter, claim: claimID)
+                    }
+                }
+                node = current.children[component]
+            }
+        }
+
+        // Claims still waiting follow the item, except writers that replace whatever is at the old location.
+        for pendingID in pendingOrder {
+            guard let pending = claims[pendingID], pending.phase != .granted else { continue }
+            for index in pending.entries.indices {
+                let entry = pending.entries[index]
+                if case .write(let options) = entry.access, options.contains(.forReplacing) { continue }
+                guard let new = entry.path.relocated(from: from, to: to) else { continue }
+                let ref = EntryRef(claim: pendingID, index: index)
+                let newNode = tree.effectiveNode(new)
+                tree.addEntry(ref, at: newNode)
+                tree.removeEntry(ref, at: entry.node)
+                pending.entries[index].path = new
+                pending.entries[index].node = newNode
+            }
+        }
+    }
+
+    // MARK: Versions (SEMANTICS.md §3, "version added, removed, resolved")
+
+    func versionChanged(_ claimID: ClaimID, _ path: ItemPath, _ change: VersionChange) {
+        guard let claim = claims[claimID], claim.phase == .granted else {
+            log(.warning, "version change reported outside a granted claim; ignored", ["claim.id": "\(claimID.rawValue)"])
+            return
+        }
+        // Every presenter of the item hears, the writer's own included.
+        if let node = tree.existingNode(path) {
+            for presenterID in node.presenters {
+                guard let presenter = presenters[presenterID] else { continue }
+                let kind = PresenterMessageKind.presentedItemVersion(change)
+                if presenter.registration.callbacks.contains(kind.callback) {
+                    sendNotification(kind, to: presenter, claim: claim.id)
+                }
+            }
+        }
+        var node: AccessNode? = tree.root
+        for component in path.components {
+            guard let current = node else { break }
+            let package = current !== tree.root && tree.isPackage(current)
+            for presenterID in current.presenters {
+                guard let presenter = presenters[presenterID] else { continue }
+                let callbacks = presenter.registration.callbacks
+                let kind = PresenterMessageKind.presentedSubitemVersion(at: path, change)
+                if package && callbacks.isDisjoint(with: .subitemNotifications) {
+                    if callbacks.contains(.presentedItemDidChange) {
+                        sendNotification(.presentedItemDidChange, to: presenter, claim: claim.id)
+                    }
+                } else if callbacks.contains(kind.callback) {
+                    sendNotification(kind, to: presenter, claim: claim.id)
+                }
+            }
+            node = current.children[component]
+        }
+    }
+}

@@ -1,0 +1,234 @@
+/// The arbitration state machine: who may access which item when, and which presenter must hear what.
+///
+/// `Arbiter` is sans-I/O. The host (the daemon's event loop, or the in-process arbiter of the client library) feeds
+/// it ``ArbiterEvent``s with ``handle(_:)`` and carries out the ``ArbiterEffect``s it returns, in order: grants and
+/// failures go to the claim's client, messages to the presenter's client, timers to the host's clock. Time only
+/// arrives as ``ArbiterEvent/timerFired(_:)``; the arbiter never reads a clock.
+///
+/// The rules are SEMANTICS.md §2 (who waits for whom) and §3 (which presenter hears what); `docs/ARCHITECTURE.md`
+/// maps each rule to the code that implements it.
+///
+/// - Important: Not thread-safe. One arbiter is owned by one thread or event loop, which calls every method.
+///   Bad input (unknown ids, replies to nothing, a finish for a claim never granted) is logged and ignored: no client
+///   can crash or corrupt the arbiter.
+public final class Arbiter {
+    /// The settings this arbiter was created with.
+    public let configuration: ArbiterConfiguration
+    /// Counters, for the dump and for tests.
+    public internal(set) var statistics = ArbiterStatistics()
+
+    var tree: AccessTree
+    var clients: [ClientID: ClientRecord] = [:]
+    var presenters: [PresenterID: PresenterRecord] = [:]
+    var claims: [ClaimID: ClaimRecord] = [:]
+    /// Claims not yet granted, in arrival order (the FIFO of rule 6).
+    var pendingOrder: [ClaimID] = []
+    var requests: [RequestID: PendingRequest] = [:]
+    var nextSequence: UInt64 = 0
+    var nextRequest: UInt64 = 0
+    /// Effects of the event being handled.
+    var effects: [ArbiterEffect] = []
+
+    /// Creates an empty arbiter.
+    public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
+        self.configuration = configuration
+        self.tree = AccessTree(packageExtensions: configuration.packageExtensions)
+    }
+
+    /// Handles one event and returns what the host must do, in order.
+    public func handle(_ event: ArbiterEvent) -> [ArbiterEffect] {
+        effects = []
+        switch event {
+        case .clientConnected(let info):
+            clientConnected(info)
+        case .clientDisconnected(let id):
+            clientDisconnected(id)
+        case .presenterAdded(let registration):
+            addPresenter(registration)
+        case .presenterRemoved(let id):
+            removePresenter(id, reason: "removed")
+        case .presenterURLChanged(let id, let path):
+            changePresenterURL(id, to: path)
+        case .claimRequested(let request):
+            requestClaim(request)
+        case .claimFinished(let id, let created):
+            finishClaim(id, created: created)
+        case .coordinatorCancelled(let client, let coordinator):
+            cancelCoordinator(client, coordinator)
+        case .claimCancelled(let id):
+            cancelClaim(id)
+        case .presenterReplied(let request, let reply):
+            presenterReplied(request, reply)
+        case .itemMoved(let claim, let from, let to):
+            itemMoved(claim, from: from, to: to)
+        case .versionChanged(let claim, let path, let change):
+            versionChanged(claim, path, change)
+        case .timerFired(let timer):
+            timerFired(timer)
+        }
+        reevaluatePending()
+        let out = effects
+        effects = []
+        return out
+    }
+
+    // MARK: Clients
+
+    func client(_ id: ClientID) -> ClientRecord {
+        if let existing = clients[id] { return existing }
+        let record = ClientRecord(info: ClientInfo(id: id, pid: 0, name: "client-\(id.rawValue)"))
+        clients[id] = record
+        return record
+    }
+
+    private func clientConnected(_ info: ClientInfo) {
+        if let existing = clients[info.id] {
+            existing.info = info
+        } else {
+            clients[info.id] = ClientRecord(info: info)
+        }
+    }
+
+    private func clientDisconnected(_ id: ClientID) {
+        guard let record = clients.removeValue(forKey: id) else { return }
+        for presenter in record.presenters.sorted() {
+            removePresenter(presenter, reason: "client disconnected")
+        }
+        for claimID in record.claims.sorted() {
+            guard let claim = claims[claimID] else { continue }
+            if claim.phase == .granted {
+                // The accessor may have written before the process died: presenters hear of it as of any write.
+                completeGranted(claim, created: [])
+            } else {
+                abandon(claim, failure: nil)
+            }
+        }
+        log(.info, "client disconnected; its claims and presenters are gone", ["client.id": "\(id.rawValue)"])
+    }
+
+    // MARK: Presenters
+
+    private func addPresenter(_ registration: PresenterRegistration) {
+        guard presenters[registration.id] == nil else {
+            log(.warning, "presenter registered twice; ignored", ["presenter.id": "\(registration.id.rawValue)"])
+            return
+        }
+        let record = PresenterRecord(registration: registration)
+        presenters[registration.id] = record
+        client(registration.client).presenters.insert(registration.id)
+        if let path = registration.path {
+            let node = tree.node(path)
+            tree.addPresenter(registration.id, at: node, declaresPackage: registration.isPackage)
+            record.node = node
+        }
+    }
+
+    /// Removes a presenter; its outstanding requests count as answered yes, and it gets no reacquirer.
+    func removePresenter(_ id: PresenterID, reason: String) {
+        guard let record = presenters.removeValue(forKey: id) else {
+            log(.debug, "removal of an unknown presenter ignored", ["presenter.id": "\(id.rawValue)"])
+            return
+        }
+        clients[record.registration.client]?.presenters.remove(id)
+        if let node = record.node {
+            tree.removePresenter(id, at: node, declaredPackage: record.registration.isPackage)
+        }
+        for (requestID, request) in requests where request.presenter == id {
+            requests[requestID] = nil
+            cancelTimer(for: requestID)
+            if let claimID = request.claim, let claim = claims[claimID] {
+                claim.outstanding[requestID] = nil
+                claim.plans[id] = nil
+            }
+        }
+        for claim in claims.values {
+            claim.reacquirers.removeAll { $0.presenter == id }
+            claim.plans[id] = nil
+        }
+    }
+
+    private func changePresenterURL(_ id: PresenterID, to path: ItemPath?) {
+        guard let record = presenters[id] else {
+            log(.debug, "URL change of an unknown presenter ignored", ["presenter.id": "\(id.rawValue)"])
+            return
+        }
+        relocate(record, to: path)
+    }
+
+    func relocate(_ record: PresenterRecord, to path: ItemPath?) {
+        if let node = record.node {
+            tree.removePresenter(record.registration.id, at: node, declaredPackage: record.registration.isPackage)
+            record.node = nil
+        }
+        record.registration.path = path
+        if let path {
+            let node = tree.node(path)
+            tree.addPresenter(record.registration.id, at: node, declaresPackage: record.registration.isPackage)
+            record.node = node
+        }
+    }
+
+    // MARK: Helpers
+
+    func log(_ level: LogLevel, _ message: String, _ metadata: [String: String] = [:]) {
+        effects.append(.log(LogRecord(level: level, message: message, metadata: metadata)))
+    }
+
+    func cancelTimer(for request: RequestID) {
+        if configuration.presenterTimeout != nil {
+            effects.append(.cancelTimer(.presenterReply(request)))
+        }
+    }
+}
+
+@available(*, unavailable)
+extension Arbiter: Sendable {}
+
+/// Counters kept by the arbiter.
+public struct ArbiterStatistics: Hashable, Sendable {
+    public var claimsRequested = 0
+    public var claimsGranted = 0
+    public var claimsFailed = 0
+    public var messagesSent = 0
+    public var presenterTimeouts = 0
+    public init() {}
+}
+
+/// The life of a claim.
+public enum ClaimPhase: Hashable, Sendable, CustomStringConvertible {
+    /// Blocked by a conflicting claim that is active or arrived earlier.
+    case waiting
+    /// Unblocked; the affected presenters are being asked to relinquish, save or accommodate.
+    case preparing
+    /// The accessor may run.
+    case granted
+
+    public var description: String {
+        switch self {
+        case .waiting: "waiting"
+        case .preparing: "preparing"
+        case .granted: "granted"
+        }
+    }
+}
+
+final class ClientRecord {
+    var info: ClientInfo
+    var presenters: Set<PresenterID> = []
+    var claims: Set<ClaimID> = []
+    var cancelledCoordinators: Set<CoordinatorID> = []
+    init(info: ClientInfo) { self.info = info }
+}
+
+final class PresenterRecord {
+    var registration: PresenterRegistration
+    var node: AccessNode?
+    init(registration: PresenterRegistration) { self.registration = registration }
+}
+
+struct PendingRequest {
+    var presenter: PresenterID
+    /// The claim waiting for the reply; `nil` once that claim has failed (an orphaned request).
+    var claim: ClaimID?
+    var kind: PresenterMessageKind
+}

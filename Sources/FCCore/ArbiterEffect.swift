@@ -1,0 +1,58 @@
+/// Why a claim failed.
+public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
+    /// `cancel()` was called, or the claim was abandoned (`CocoaError(.userCancelled)`).
+    case cancelled
+    /// A presenter's save or accommodate failed; the error is passed through intact.
+    case presenterError(PresenterError, presenter: PresenterID)
+    /// The request was malformed (no items, duplicate id, …).
+    case invalidRequest(String)
+
+    public var description: String {
+        switch self {
+        case .cancelled: "cancelled"
+        case .presenterError(let error, let presenter): "\(presenter) failed: \(error)"
+        case .invalidRequest(let reason): "invalid request: \(reason)"
+        }
+    }
+}
+
+/// Severity of a log record.
+public enum LogLevel: Int, Hashable, Sendable, Comparable {
+    case trace, debug, info, notice, warning, error
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A log record the host should write (through swift-log in the daemon).
+public struct LogRecord: Hashable, Sendable, CustomStringConvertible {
+    public var level: LogLevel
+    public var message: String
+    /// Structured metadata with dotted keys (`claim.id`, `client.id`, `item.path`).
+    public var metadata: [String: String]
+
+    public init(level: LogLevel, message: String, metadata: [String: String] = [:]) {
+        self.level = level
+        self.message = message
+        self.metadata = metadata
+    }
+
+    public var description: String {
+        let meta = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        return "[\(level)] \(message)" + (meta.isEmpty ? "" : " \(meta)")
+    }
+}
+
+/// What the arbiter asks its host to do, in order.
+public enum ArbiterEffect: Hashable, Sendable {
+    /// Run the claim's accessor with these paths, one per requested item in request order (moves applied).
+    case grant(ClaimID, client: ClientID, paths: [ItemPath])
+    /// The claim failed; its accessor must not run.
+    case fail(ClaimID, client: ClientID, ClaimFailure)
+    /// Deliver a message to a presenter, on its queue, after every message emitted before it for that presenter.
+    case message(PresenterMessage)
+    /// Start a timer; when it fires, feed ``ArbiterEvent/timerFired(_:)``.
+    case startTimer(TimerID, after: Duration)
+    /// Stop a timer that is no longer needed.
+    case cancelTimer(TimerID)
+    /// Write a log record.
+    case log(LogRecord)
+}

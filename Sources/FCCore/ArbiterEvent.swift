@@ -1,0 +1,112 @@
+/// A client as the arbiter knows it: enough to name it in logs and dumps.
+public struct ClientInfo: Hashable, Sendable {
+    public var id: ClientID
+    /// The process id, as the transport learnt it (`SO_PEERCRED`), or 0 in process.
+    public var pid: Int32
+    /// A short process name for reports.
+    public var name: String
+
+    public init(id: ClientID, pid: Int32, name: String) {
+        self.id = id
+        self.pid = pid
+        self.name = name
+    }
+}
+
+/// A presenter's registration (`NSFileCoordinator.addFilePresenter(_:)`).
+public struct PresenterRegistration: Hashable, Sendable {
+    public var id: PresenterID
+    public var client: ClientID
+    /// The presented item, or `nil` while the item does not exist yet.
+    public var path: ItemPath?
+    /// The callbacks the presenter implements.
+    public var callbacks: PresenterCallbacks
+    /// `true` when the presenter declares its item a package (a directory treated as one document).
+    public var isPackage: Bool
+
+    public init(
+        id: PresenterID,
+        client: ClientID,
+        path: ItemPath?,
+        callbacks: PresenterCallbacks = .all,
+        isPackage: Bool = false
+    ) {
+        self.id = id
+        self.client = client
+        self.path = path
+        self.callbacks = callbacks
+        self.isPackage = isPackage
+    }
+}
+
+/// A claim request: one `coordinate…` or `prepare…` call.
+public struct ClaimRequest: Hashable, Sendable {
+    public var id: ClaimID
+    public var client: ClientID
+    public var coordinator: CoordinatorID
+    /// The coordinator's purpose identifier.
+    public var purpose: PurposeID
+    /// The presenter the coordinator was created with (`init(filePresenter:)`), if any. It is never messaged about
+    /// this claim (version messages excepted), and its writes jump ahead of claims it is answering (rule 5).
+    public var filePresenter: PresenterID?
+    /// The presenter whose operation queue the call was made from, if it was made inside a callback.
+    /// The deadlock detector uses it: the call holds that queue while it waits.
+    public var fromPresenterQueue: PresenterID?
+    /// The items, granted together or not at all.
+    public var items: [ClaimItem]
+
+    public init(
+        id: ClaimID,
+        client: ClientID,
+        coordinator: CoordinatorID,
+        purpose: PurposeID,
+        filePresenter: PresenterID? = nil,
+        fromPresenterQueue: PresenterID? = nil,
+        items: [ClaimItem]
+    ) {
+        self.id = id
+        self.client = client
+        self.coordinator = coordinator
+        self.purpose = purpose
+        self.filePresenter = filePresenter
+        self.fromPresenterQueue = fromPresenterQueue
+        self.items = items
+    }
+}
+
+/// A timer the arbiter asked its host to run.
+public enum TimerID: Hashable, Sendable {
+    /// The presenter timeout of one request (SEMANTICS.md §6).
+    case presenterReply(RequestID)
+}
+
+/// Everything that can happen to the arbiter. The host feeds events one at a time, in order.
+public enum ArbiterEvent: Hashable, Sendable {
+    /// A client connected. Optional: clients are also created on first use.
+    case clientConnected(ClientInfo)
+    /// A client went away: its claims are released, its presenters removed, its pending replies count as answered.
+    case clientDisconnected(ClientID)
+    /// A presenter registered.
+    case presenterAdded(PresenterRegistration)
+    /// A presenter unregistered. Its pending replies count as answered.
+    case presenterRemoved(PresenterID)
+    /// A presenter's `presentedItemURL` changed (after a move it was told of, or a nil URL becoming real).
+    case presenterURLChanged(PresenterID, to: ItemPath?)
+    /// A claim was requested.
+    case claimRequested(ClaimRequest)
+    /// The accessor of a granted claim returned. `created` names items the accessor created
+    /// (reported as `presentedSubitemDidAppear` to enclosing directories).
+    case claimFinished(ClaimID, created: [ItemPath])
+    /// `cancel()` on a coordinator: its waiting claims fail with `.cancelled`, and so do its later claims.
+    case coordinatorCancelled(ClientID, CoordinatorID)
+    /// A single claim was abandoned (a per-call deadline, task cancellation): it fails if not yet granted.
+    case claimCancelled(ClaimID)
+    /// A presenter answered a request.
+    case presenterReplied(RequestID, PresenterReply)
+    /// `item(at:didMoveTo:)` inside the accessor of a granted write claim.
+    case itemMoved(ClaimID, from: ItemPath, to: ItemPath)
+    /// A version of an item was added, removed or resolved inside the accessor of a granted claim.
+    case versionChanged(ClaimID, ItemPath, VersionChange)
+    /// A timer the arbiter scheduled fired.
+    case timerFired(TimerID)
+}

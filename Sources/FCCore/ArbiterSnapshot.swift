@@ -1,0 +1,66 @@
+/// A read-only picture of the arbiter's state, for dumps, tests and the simulator's invariant checks.
+public struct ArbiterSnapshot: Hashable, Sendable {
+    /// A live claim.
+    public struct Claim: Hashable, Sendable {
+        public var request: ClaimRequest
+        public var phase: ClaimPhase
+        /// Where each item is now (waiting claims follow moves).
+        public var paths: [ItemPath]
+        /// Each item's effective path: itself, or its outermost enclosing package.
+        public var effectivePaths: [ItemPath]
+        /// Arrival order.
+        public var sequence: UInt64
+        /// Requests sent for this claim and not answered, with the presenter that owes each.
+        public var awaiting: [RequestID: PresenterID]
+    }
+
+    /// The live claims, in arrival order.
+    public var claims: [Claim]
+    /// The registered presenters, by id, with their current paths.
+    public var presenters: [PresenterID: PresenterRegistration]
+    /// Requests sent and not answered, with their presenter.
+    public var outstandingRequests: [RequestID: PresenterID]
+    /// Known clients.
+    public var clients: [ClientID: ClientInfo]
+    /// The number of access nodes, the root included.
+    public var nodeCount: Int
+}
+
+extension Arbiter {
+    /// A picture of the current state. Costs O(state): for dumps and tests, not for the hot path.
+    public func snapshot() -> ArbiterSnapshot {
+        let live = claims.values.sorted { $0.sequence < $1.sequence }
+        return ArbiterSnapshot(
+            claims: live.map { claim in
+                ArbiterSnapshot.Claim(
+                    request: claim.request,
+                    phase: claim.phase,
+                    paths: claim.entries.map(\.path),
+                    effectivePaths: claim.entries.map { tree.path(of: $0.node) },
+                    sequence: claim.sequence,
+                    awaiting: claim.outstanding
+                )
+            },
+            presenters: presenters.mapValues(\.registration),
+            outstandingRequests: requests.mapValues(\.presenter),
+            clients: clients.mapValues(\.info),
+            nodeCount: tree.nodeCount
+        )
+    }
+
+    /// The phase of a live claim, or `nil` if it is not live.
+    public func phase(of claim: ClaimID) -> ClaimPhase? {
+        claims[claim]?.phase
+    }
+
+    /// Whether `path` counts as a package now (by extension, or declared by a presenter).
+    public func isPackage(_ path: ItemPath) -> Bool {
+        guard let last = path.lastComponent else { return false }
+        return tree.isPackage(name: last, node: tree.existingNode(path))
+    }
+
+    /// The path that stands for `path` in conflict checks: its outermost enclosing package, or itself.
+    public func effectivePath(_ path: ItemPath) -> ItemPath {
+        tree.effectivePath(path)
+    }
+}

@@ -1,0 +1,167 @@
+/// A canonical absolute item path, held as raw byte components.
+///
+/// Linux names are bytes, not Unicode strings: two names that differ only in Unicode normalisation are two different
+/// files, so components are compared byte for byte. `ItemPath` does lexical normalisation only: `.` components,
+/// repeated slashes and trailing slashes are dropped and `..` removes the previous component (at the root it stays
+/// at the root, as `/..` is `/` on POSIX). Resolving symbolic links and case-insensitive directories needs the file
+/// system and happens outside `FCCore` (SEMANTICS.md §4).
+///
+/// Ordering is lexicographic by components, then by length; it is the canonical order in which multi-item claims
+/// take their items (SEMANTICS.md §2 rule 6).
+public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The path's components, root first. The root itself has none.
+    public private(set) var components: [[UInt8]]
+
+    /// The root directory, `/`.
+    public static let root = ItemPath(components: [])
+
+    /// Creates a path from components that are already canonical (non-empty, no `/`, not `.` or `..`).
+    ///
+    /// - Precondition: each component is non-empty and contains neither `/` nor NUL.
+    public init(components: [[UInt8]]) {
+        for component in components {
+            precondition(ItemPath.isValidComponent(component), "invalid path component")
+        }
+        self.components = components
+    }
+
+    /// Parses and lexically normalises an absolute path given as bytes.
+    ///
+    /// - Throws: ``ItemPathError`` if the path is empty, relative, or contains a NUL byte.
+    public init(absolute bytes: some Collection<UInt8>) throws(ItemPathError) {
+        guard let first = bytes.first else { throw ItemPathError.empty }
+        guard first == ItemPath.slash else { throw ItemPathError.relative }
+        var result: [[UInt8]] = []
+        var current: [UInt8] = []
+        func flush() {
+            defer { current.removeAll(keepingCapacity: true) }
+            if current.isEmpty || current == [ItemPath.dot] { return }
+            if current == [ItemPath.dot, ItemPath.dot] {
+                if !result.isEmpty { result.removeLast() }
+                return
+            }
+            result.append(current)
+        }
+        for byte in bytes {
+            if byte == 0 { throw ItemPathError.containsNUL }
+            if byte == ItemPath.slash {
+                flush()
+            } else {
+                current.append(byte)
+            }
+        }
+        flush()
+        self.components = result
+    }
+
+    /// Parses and lexically normalises an absolute path given as a string (its UTF-8 bytes).
+    ///
+    /// - Throws: ``ItemPathError`` if the path is empty, relative, or contains a NUL byte.
+    public init(absolute string: String) throws(ItemPathError) {
+        try self.init(absolute: Array(string.utf8))
+    }
+
+    /// `true` for `/`.
+    public var isRoot: Bool { components.isEmpty }
+
+    /// The number of components (0 for the root).
+    public var depth: Int { components.count }
+
+    /// The last component, or `nil` for the root.
+    public var lastComponent: [UInt8]? { components.last }
+
+    /// The enclosing directory, or `nil` for the root.
+    public var parent: ItemPath? {
+        guard !components.isEmpty else { return nil }
+        return ItemPath(trusted: Array(components.dropLast()))
+    }
+
+    /// The path with one more component appended.
+    public func appending(_ component: [UInt8]) -> ItemPath {
+        precondition(ItemPath.isValidComponent(component), "invalid path component")
+        return ItemPath(trusted: components + [component])
+    }
+
+    /// The prefix made of the first `count` components.
+    public func prefix(_ count: Int) -> ItemPath {
+        ItemPath(trusted: Array(components.prefix(count)))
+    }
+
+    /// `true` when `self` is `other` or lies inside it.
+    public func isEqualOrDescendant(of other: ItemPath) -> Bool {
+        other.components.count <= components.count && components.starts(with: other.components)
+    }
+
+    /// `true` when `self` lies strictly inside `other`.
+    public func isDescendant(of other: ItemPath) -> Bool {
+        other.components.count < components.count && components.starts(with: other.components)
+    }
+
+    /// The path this one becomes when the item at `from` is moved to `to`; `nil` if `self` is not at or under `from`.
+    public func relocated(from: ItemPath, to: ItemPath) -> ItemPath? {
+        guard isEqualOrDescendant(of: from) else { return nil }
+        return ItemPath(trusted: to.components + components.dropFirst(from.components.count))
+    }
+
+    /// The bytes after the last `.` of the last component (not counting a leading dot), or `nil` when there is none.
+    public var pathExtension: [UInt8]? {
+        guard let last = components.last,
+            let dot = last.lastIndex(of: ItemPath.dot),
+            dot != last.startIndex,
+            dot != last.index(before: last.endIndex)
+        else { return nil }
+        return Array(last[last.index(after: dot)...])
+    }
+
+    /// The path as bytes, `/` separated, starting with `/`.
+    public var bytes: [UInt8] {
+        if components.isEmpty { return [ItemPath.slash] }
+        var out: [UInt8] = []
+        out.reserveCapacity(components.reduce(0) { $0 + $1.count + 1 })
+        for component in components {
+            out.append(ItemPath.slash)
+            out.append(contentsOf: component)
+        }
+        return out
+    }
+
+    /// The path as a string; bytes that are not valid UTF-8 are shown as U+FFFD.
+    public var description: String { String(decoding: bytes, as: UTF8.self) }
+
+    public static func < (lhs: ItemPath, rhs: ItemPath) -> Bool {
+        for (a, b) in zip(lhs.components, rhs.components) where a != b {
+            return a.lexicographicallyPrecedes(b)
+        }
+        return lhs.components.count < rhs.components.count
+    }
+
+    static let slash = UInt8(ascii: "/")
+    static let dot = UInt8(ascii: ".")
+
+    static func isValidComponent(_ component: [UInt8]) -> Bool {
+        !component.isEmpty && !component.contains(slash) && !component.contains(0) && component != [dot]
+            && component != [dot, dot]
+    }
+
+    private init(trusted components: [[UInt8]]) {
+        self.components = components
+    }
+}
+
+/// Why a path could not be made canonical.
+public enum ItemPathError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The path was empty.
+    case empty
+    /// The path did not start with `/`; only absolute paths are coordinated (SEMANTICS.md §4).
+    case relative
+    /// The path contained a NUL byte, which no Linux file name can hold.
+    case containsNUL
+
+    public var description: String {
+        switch self {
+        case .empty: "the path is empty"
+        case .relative: "the path is relative; only absolute paths can be coordinated"
+        case .containsNUL: "the path contains a NUL byte"
+        }
+    }
+}

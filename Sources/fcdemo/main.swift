@@ -1,0 +1,2 @@
+import FCCore
+print(Arbiter().snapshot().nodeCount)

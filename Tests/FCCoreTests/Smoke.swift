@@ -1,0 +1,3 @@
+import Testing
+@testable import FCCore
+@Test func smoke() { #expect(Arbiter().snapshot().nodeCount == 1) }
