@@ -10,16 +10,19 @@ let package = Package(
     name: "swift-file-coordination",
     products: [
         .library(name: "FCCore", targets: ["FCCore"]),
+        .library(name: "FCTestSupport", targets: ["FCTestSupport"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
     ],
     targets: [
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
+        // Harnesses for tests, benchmarks and the demonstration (not for apps).
+        .target(name: "FCTestSupport", dependencies: ["FCCore"]),
         // A demonstration of the in-process arbiter, run by the README's first command.
-        .executableTarget(name: "fcdemo", dependencies: ["FCCore"]),
+        .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.
-        .testTarget(name: "FCCoreTests", dependencies: ["FCCore"]),
+        .testTarget(name: "FCCoreTests", dependencies: ["FCCore", "FCTestSupport"]),
     ]
 )
 

@@ -119,8 +119,26 @@ extension Arbiter {
         return requests.values.contains { $0.presenter == presenter }
     }
 
+    /// `true` when the claim's coordinator holds a granted claim: the call was made inside that claim's accessor
+    /// (SEMANTICS.md §5, a nested read does not wait). Queueing it behind claims that wait for the outer access
+    /// would deadlock, so it waits only for active conflicting claims.
+    func isNested(_ claim: ClaimRecord) -> Bool {
+        guard let owner = clients[claim.request.client] else { return false }
+        return owner.claims.contains { id in
+            guard id != claim.id, let other = claims[id] else { return false }
+            return other.phase == .granted && other.request.coordinator == claim.request.coordinator
+        }
+    }
+
+    /// `true` when the claim may pass claims that wait before it: a presenter's own access while it owes a reply
+    /// (rule 5), or a nested access inside a granted one of the same coordinator (§5).
+    func jumpsQueue(_ claim: ClaimRecord) -> Bool {
+        isAnsweringRequest(claim) || isNested(claim)
+    }
+
     /// The claims that keep `claim` from starting: conflicting claims that are active (preparing or granted) or
-    /// arrived earlier. A write made by a presenter while it answers a request jumps the queue (rule 5).
+    /// arrived earlier. A write made by a presenter while it answers a request jumps the queue (rule 5), and so does
+    /// a nested access inside a granted claim of the same coordinator.
     public func blockers(of id: ClaimID) -> [ClaimID] {
         guard let claim = claims[id] else { return [] }
         return startBlockers(claim).map(\.id)
@@ -129,13 +147,13 @@ extension Arbiter {
     func startBlockers(_ claim: ClaimRecord, stopAtFirst: Bool = false) -> [ClaimRecord] {
         var result: [ClaimRecord] = []
         var seen: Set<ClaimID> = []
-        let jumping = isAnsweringRequest(claim)
+        let jumping = jumpsQueue(claim)
         forEachConflicting(claim) { other in
             if stopAtFirst && !result.isEmpty { return }
             guard !seen.contains(other.id), !exempt(claim.request, other.request) else { return }
             seen.insert(other.id)
             if jumping {
-                // Only granted claims, and active claims it is not answering, hold back a presenter's own write.
+                // Only granted claims, and active claims it is not answering, hold back a jumping claim.
                 if other.phase == .granted || (other.phase == .preparing && !answersRequest(claim, of: other)) {
                     result.append(other)
                 }
@@ -158,7 +176,19 @@ extension Arbiter {
     // MARK: Progress
 
     /// Moves every claim that can go on one step further, in arrival order.
+    ///
+    /// A claim that starts preparing sends requests, and a presenter that now owes a reply may let an earlier claim
+    /// of its own jump the queue (rule 5); a grant lets nested claims of the same coordinator jump (§5). So a pass
+    /// that started or granted anything that may matter is followed by another one.
     func reevaluatePending() {
+        var started = true
+        while started {
+            started = false
+            reevaluationPass(started: &started)
+        }
+    }
+
+    private func reevaluationPass(started: inout Bool) {
         var index = 0
         while index < pendingOrder.count {
             let id = pendingOrder[index]
@@ -168,6 +198,7 @@ extension Arbiter {
             }
             if claim.phase == .waiting, startBlockers(claim, stopAtFirst: true).isEmpty {
                 startPreparing(claim)
+                if !claim.outstanding.isEmpty { started = true }
             }
             if claims[id] == nil {
                 // Failed while preparing: its presenter plans were empty and something refused.
@@ -176,6 +207,8 @@ extension Arbiter {
             if claim.phase == .preparing, claim.outstanding.isEmpty, claim.plans.isEmpty, !hasGrantedConflict(claim) {
                 grant(claim)
                 pendingOrder.remove(at: index)
+                // A nested claim of the same coordinator, queued earlier, may now go ahead (§5).
+                if clients[claim.request.client]?.claims.count ?? 0 > 1 { started = true }
                 continue
             }
             index += 1

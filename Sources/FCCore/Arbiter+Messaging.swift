@@ -76,7 +76,11 @@ extension Arbiter {
 
     func presenterReplied(_ requestID: RequestID, _ reply: PresenterReply) {
         guard let request = requests.removeValue(forKey: requestID) else {
-            log(.debug, "reply to an unknown request ignored", ["request.id": "\(requestID.rawValue)"])
+            if let late = timedOutRequests.removeValue(forKey: requestID) {
+                lateReply(requestID, late, reply)
+            } else {
+                log(.debug, "reply to an unknown request ignored", ["request.id": "\(requestID.rawValue)"])
+            }
             return
         }
         cancelTimer(for: requestID)
@@ -139,6 +143,21 @@ extension Arbiter {
                 default: .succeeded
                 }
             presenterReplied(requestID, reply)
+            // The presenter may still answer; a reacquirer it hands back then must not be lost.
+            timedOutRequests[requestID] = request
+        }
+    }
+
+    /// A reply that came after its presenter timeout. Only a reacquirer matters now: it runs when the claim ends,
+    /// or at once if the claim has ended already.
+    func lateReply(_ requestID: RequestID, _ request: PendingRequest, _ reply: PresenterReply) {
+        guard case .relinquished(reacquirer: true) = reply, let presenter = presenters[request.presenter] else {
+            return
+        }
+        if let claimID = request.claim, let claim = claims[claimID] {
+            claim.reacquirers.append((request.presenter, requestID))
+        } else {
+            sendNotification(.reacquire(relinquish: requestID), to: presenter, claim: nil)
         }
     }
 

@@ -24,6 +24,8 @@ public final class Arbiter {
     /// Claims not yet granted, in arrival order (the FIFO of rule 6).
     var pendingOrder: [ClaimID] = []
     var requests: [RequestID: PendingRequest] = [:]
+    /// Requests whose presenter timed out; a late reply may still hand back a reacquirer.
+    var timedOutRequests: [RequestID: PendingRequest] = [:]
     var nextSequence: UInt64 = 0
     var nextRequest: UInt64 = 0
     /// Effects of the event being handled.
@@ -141,6 +143,7 @@ public final class Arbiter {
                 claim.plans[id] = nil
             }
         }
+        timedOutRequests = timedOutRequests.filter { $0.value.presenter != id }
         for claim in claims.values {
             claim.reacquirers.removeAll { $0.presenter == id }
             claim.plans[id] = nil

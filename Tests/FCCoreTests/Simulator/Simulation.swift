@@ -1,0 +1,459 @@
+import FCCore
+
+/// One random schedule of many clients and presenters against one arbiter, with the invariants of issue #2 checked
+/// after every step. Deterministic: the same seed gives the same schedule and the same effects.
+///
+/// Invariants:
+/// 1. Mutual exclusion: no two conflicting, non-exempt claims are granted at once (checked with ``SpecModel``).
+/// 2. No needless wait: a waiting claim has a blocker by the rules; a preparing claim with no reply owed is held only
+///    by a granted conflicting claim. With the final drain, every claim is granted or failed once its blockers leave.
+/// 3. Messages: only to registered presenters, only for declared callbacks, never to the claim's own presenter
+///    (versions and reacquirers aside), at most one relinquish per presenter per claim, a reacquire exactly once for
+///    each relinquish answered with a reacquirer, one did-change per presenter per write.
+/// 4. Disconnect: nothing of a disconnected client survives; at the end the tree is back to its root.
+/// 5. Each claim is granted at most once and failed at most once, never both.
+struct Simulation {
+    struct Failure: Error, CustomStringConvertible {
+        var seed: UInt64
+        var step: Int
+        var message: String
+        var trace: [String]
+        var description: String { "seed \(seed), step \(step): \(message)" }
+    }
+
+    let seed: UInt64
+    let steps: Int
+    var trace: [String] = []
+    private var rng: SplitMix64
+    private let arbiter: Arbiter
+    private let packageExtensions: Set<[UInt8]>
+    private let recordTrace: Bool
+
+    // The simulator's own record, built from events and effects.
+    private var liveClients: [ClientID] = []
+    private var coordinators: [ClientID: [CoordinatorID]] = [:]
+    private var presenterInfo: [PresenterID: PresenterRegistration] = [:]
+    private var claimInfo: [ClaimID: ClaimRequest] = [:]
+    private var granted: Set<ClaimID> = []
+    private var failed: Set<ClaimID> = []
+    private var ended: Set<ClaimID> = []
+    private var abandonedClients: Set<ClientID> = []
+    private var requestKinds: [RequestID: (PresenterID, ClaimID?, PresenterMessageKind)] = [:]
+    private var openRequests: [RequestID] = []
+    private var owedReacquire: [RequestID: PresenterID] = [:]
+    private var reacquired: Set<RequestID> = []
+    private var relinquishesPerClaim: Set<String> = []
+    private var didChangePerClaim: Set<String> = []
+    private var previousPhase: [ClaimID: ClaimPhase] = [:]
+    private var previousSnapshot: ArbiterSnapshot?
+    private var nextID: UInt64 = 0
+    private var step = 0
+
+    static let universe: [ItemPath] = [
+        "/r", "/r/a", "/r/a/x", "/r/a/y", "/r/b", "/r/b/z", "/r/p.rtfd", "/r/p.rtfd/c", "/r/p.rtfd/c/d", "/r/q",
+        "/s", "/s/t",
+    ].map { try! ItemPath(absolute: $0) }
+
+    init(seed: UInt64, steps: Int, recordTrace: Bool = false) {
+        self.seed = seed
+        self.steps = steps
+        self.rng = SplitMix64(seed: seed)
+        let configuration = ArbiterConfiguration(presenterTimeout: .seconds(30))
+        self.arbiter = Arbiter(configuration: configuration)
+        self.packageExtensions = configuration.packageExtensions
+        self.recordTrace = recordTrace
+    }
+
+    /// Runs the schedule, then drains it: answers everything and finishes every granted claim until none is left.
+    mutating func run() throws(Failure) {
+        for _ in 0..<steps {
+            step += 1
+            randomStep()
+            try check()
+        }
+        try drain()
+    }
+
+    // MARK: Random steps
+
+    private mutating func newID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+
+    private mutating func randomStep() {
+        let roll = Int.random(in: 0..<100, using: &rng)
+        switch roll {
+        case 0..<6 where liveClients.count < 4, 0..<2:
+            let id = ClientID(newID())
+            liveClients.append(id)
+            coordinators[id] = []
+            send(.clientConnected(ClientInfo(id: id, pid: Int32(id.rawValue), name: "sim\(id.rawValue)")))
+        case 6..<8 where !liveClients.isEmpty:
+            let client = liveClients.remove(at: Int.random(in: 0..<liveClients.count, using: &rng))
+            abandonedClients.insert(client)
+            send(.clientDisconnected(client))
+            for (id, info) in presenterInfo where info.client == client { presenterInfo[id] = nil }
+        case 8..<20 where !liveClients.isEmpty:
+            addPresenter()
+        case 20..<23 where !presenterInfo.isEmpty:
+            let id = presenterInfo.keys.sorted()[Int.random(in: 0..<presenterInfo.count, using: &rng)]
+            presenterInfo[id] = nil
+            send(.presenterRemoved(id))
+        case 23..<45 where !liveClients.isEmpty:
+            requestClaim()
+        case 45..<60 where !openRequests.isEmpty:
+            let request = openRequests[Int.random(in: 0..<openRequests.count, using: &rng)]
+            send(.presenterReplied(request, randomReply(for: request)))
+        case 60..<75:
+            if let claim = randomGranted() {
+                let created = rng.chance(20) ? [Self.universe.randomElement(using: &rng)!] : []
+                send(.claimFinished(claim, created: created))
+            }
+        case 75..<80:
+            if let client = liveClients.randomElement(using: &rng), let coordinator = coordinators[client]?.randomElement(using: &rng) {
+                send(.coordinatorCancelled(client, coordinator))
+            }
+        case 80..<83:
+            if let claim = claimInfo.keys.sorted().randomElement(using: &rng) { send(.claimCancelled(claim)) }
+        case 83..<90:
+            if let claim = randomGranted(), let item = claimInfo[claim]?.items.first(where: { $0.access.isWrite }) {
+                let to = Self.universe.randomElement(using: &rng)!
+                send(.itemMoved(claim, from: item.path, to: to))
+            }
+        case 90..<93:
+            if let claim = randomGranted(), let item = claimInfo[claim]?.items.first {
+                let version = VersionID("v\(newID())")
+                let change: VersionChange = [.added(version), .removed(version), .resolved(version)].randomElement(using: &rng)!
+                send(.versionChanged(claim, item.path, change))
+            }
+        case 93..<97 where !openRequests.isEmpty:
+            send(.timerFired(.presenterReply(openRequests.randomElement(using: &rng)!)))
+        case 97..<100:
+            // Garbage: ids nobody knows.
+            send(.presenterReplied(RequestID(999_999), .succeeded))
+            send(.claimFinished(ClaimID(999_999), created: []))
+        default:
+            break
+        }
+    }
+
+    private mutating func addPresenter() {
+        let client = liveClients.randomElement(using: &rng)!
+        let path: ItemPath? = rng.chance(10) ? nil : Self.universe.randomElement(using: &rng)!
+        var callbacks = PresenterCallbacks.all
+        if rng.chance(40) { callbacks = PresenterCallbacks(rawValue: UInt32.random(in: 0..<(1 << 16), using: &rng)) }
+        let registration = PresenterRegistration(id: PresenterID(newID()), client: client, path: path, callbacks: callbacks)
+        presenterInfo[registration.id] = registration
+        send(.presenterAdded(registration))
+    }
+
+    private mutating func requestClaim() {
+        let client = liveClients.randomElement(using: &rng)!
+        var coordinator: CoordinatorID
+        if let existing = coordinators[client]?.randomElement(using: &rng), rng.chance(30) {
+            coordinator = existing
+        } else {
+            coordinator = CoordinatorID(newID())
+            coordinators[client, default: []].append(coordinator)
+        }
+        let purpose = rng.chance(10) ? PurposeID("shared") : PurposeID("p\(client.rawValue)-\(coordinator.rawValue)")
+        let own = presenterInfo.values.filter { $0.client == client }.map(\.id).sorted()
+        let filePresenter = rng.chance(30) ? own.randomElement(using: &rng) : nil
+        let count = rng.chance(25) ? 2 : 1
+        var items: [ClaimItem] = []
+        for _ in 0..<count {
+            let path = Self.universe.randomElement(using: &rng)!
+            if rng.chance(50) {
+                let options = ReadingOptions(rawValue: UInt.random(in: 0..<16, using: &rng))
+                items.append(ClaimItem(path: path, access: .read(options)))
+            } else {
+                let all: [WritingOptions] = [[], [], .forDeleting, .forMoving, .forMerging, .forReplacing]
+                items.append(ClaimItem(path: path, access: .write(all.randomElement(using: &rng)!)))
+            }
+        }
+        let request = ClaimRequest(
+            id: ClaimID(newID()),
+            client: client,
+            coordinator: coordinator,
+            purpose: purpose,
+            filePresenter: filePresenter,
+            fromPresenterQueue: rng.chance(10) ? own.randomElement(using: &rng) : nil,
+            items: items
+        )
+        claimInfo[request.id] = request
+        send(.claimRequested(request))
+    }
+
+    private mutating func randomReply(for request: RequestID) -> PresenterReply {
+        guard let (_, _, kind) = requestKinds[request] else { return .succeeded }
+        switch kind {
+        case .relinquishToReader, .relinquishToWriter:
+            return .relinquished(reacquirer: rng.chance(70))
+        default:
+            return rng.chance(10) ? .failed(PresenterError(domain: "Sim", code: 7, message: "refused")) : .succeeded
+        }
+    }
+
+    private mutating func randomGranted() -> ClaimID? {
+        let live = granted.subtracting(ended).sorted()
+        return live.randomElement(using: &rng)
+    }
+
+    // MARK: Feeding the arbiter and recording what it says
+
+    private mutating func send(_ event: ArbiterEvent) {
+        if recordTrace { trace.append("step \(step): \(event)") }
+        let owed = owedNotifications(for: event)
+        let effects = arbiter.handle(event)
+        for (presenter, kind) in owed {
+            let count = effects.filter {
+                if case .message(let message) = $0 { return message.presenter == presenter && message.kind == kind }
+                return false
+            }.count
+            if count != 1 { violations.append("\(presenter) was owed one \(kind) after \(event), got \(count)") }
+        }
+        if case .presenterReplied(let request, let reply) = event, let index = openRequests.firstIndex(of: request) {
+            openRequests.remove(at: index)
+            if case .relinquished(reacquirer: true) = reply, let (presenter, _, _) = requestKinds[request] {
+                owedReacquire[request] = presenter
+            }
+        }
+        if case .timerFired(.presenterReply(let request)) = event, let index = openRequests.firstIndex(of: request) {
+            openRequests.remove(at: index)
+        }
+        for effect in effects {
+            if recordTrace, case .log = effect {} else if recordTrace { trace.append("    -> \(effect)") }
+            record(effect)
+        }
+        // Requests owed by presenters that are gone count as answered.
+        let stillOpen = arbiter.snapshot().outstandingRequests
+        openRequests.removeAll { stillOpen[$0] == nil }
+    }
+
+    private var violations: [String] = []
+    private var movedClaims: Set<ClaimID> = []
+
+    /// The notifications an event must produce, exactly once each: did change to the presenters of an item written
+    /// by a claim that ends (not for deletions, nor for claims that moved something), did move to the presenters at
+    /// and under a moved item.
+    private mutating func owedNotifications(for event: ArbiterEvent) -> [(PresenterID, PresenterMessageKind)] {
+        var owed: [(PresenterID, PresenterMessageKind)] = []
+        switch event {
+        case .claimFinished(let id, _):
+            guard arbiter.phase(of: id) == .granted, !movedClaims.contains(id), let request = claimInfo[id] else {
+                return []
+            }
+            let snapshot = arbiter.snapshot()
+            guard let live = snapshot.claims.first(where: { $0.request.id == id }) else { return [] }
+            var seen: Set<PresenterID> = []
+            // The paths the claim holds now: a claim that waited may have followed a move (rule 7).
+            for (path, item) in zip(live.paths, request.items) {
+                guard case .write(let options) = item.access, !options.contains(.forDeleting) else { continue }
+                for (id, registration) in snapshot.presenters.sorted(by: { $0.key < $1.key })
+                where registration.path == path && id != request.filePresenter
+                    && registration.callbacks.contains(.presentedItemDidChange) && seen.insert(id).inserted
+                {
+                    owed.append((id, .presentedItemDidChange))
+                }
+            }
+        case .itemMoved(let id, let from, let to):
+            guard arbiter.phase(of: id) == .granted, let request = claimInfo[id],
+                request.items.contains(where: { $0.access.isWrite })
+            else { return [] }
+            movedClaims.insert(id)
+            guard from != to, !to.isDescendant(of: from) else { return [] }
+            for (presenter, registration) in arbiter.snapshot().presenters.sorted(by: { $0.key < $1.key }) {
+                guard presenter != request.filePresenter, registration.callbacks.contains(.presentedItemDidMove),
+                    let new = registration.path?.relocated(from: from, to: to)
+                else { continue }
+                owed.append((presenter, .presentedItemDidMove(to: new)))
+            }
+        default:
+            break
+        }
+        return owed
+    }
+
+    private mutating func record(_ effect: ArbiterEffect) {
+        switch effect {
+        case .grant(let id, _, let paths):
+            if granted.contains(id) { violations.append("\(id) granted twice") }
+            if failed.contains(id) { violations.append("\(id) granted after failing") }
+            if let request = claimInfo[id], paths.count != request.items.count {
+                violations.append("\(id) granted with \(paths.count) paths for \(request.items.count) items")
+            }
+            granted.insert(id)
+        case .fail(let id, _, _):
+            if failed.contains(id) { violations.append("\(id) failed twice") }
+            if granted.contains(id) && !ended.contains(id) && claimInfo[id] != nil
+                && arbiter.phase(of: id) == .granted
+            {
+                violations.append("\(id) failed while granted")
+            }
+            failed.insert(id)
+        case .message(let message):
+            checkMessage(message)
+        case .startTimer, .cancelTimer, .log:
+            break
+        }
+    }
+
+    private mutating func checkMessage(_ message: PresenterMessage) {
+        guard let presenter = presenterInfo[message.presenter] else {
+            violations.append("message \(message.kind) to \(message.presenter), which is not registered")
+            return
+        }
+        if presenter.client != message.client {
+            violations.append("message to \(message.presenter) addressed to the wrong client")
+        }
+        if case .reacquire(let relinquish) = message.kind {
+            if owedReacquire[relinquish] != message.presenter {
+                violations.append("reacquire for \(relinquish) that \(message.presenter) did not ask for")
+            }
+            if !reacquired.insert(relinquish).inserted { violations.append("reacquire for \(relinquish) sent twice") }
+            return
+        }
+        if !presenter.callbacks.contains(message.kind.callback) {
+            violations.append("\(message.kind) sent to \(message.presenter), which does not implement it")
+        }
+        if let claim = message.claim, let request = claimInfo[claim], request.filePresenter == message.presenter {
+            switch message.kind {
+            case .presentedItemVersion, .presentedSubitemVersion: break
+            default: violations.append("\(message.kind) sent to the claim's own presenter \(message.presenter)")
+            }
+        }
+        if let request = message.request {
+            requestKinds[request] = (message.presenter, message.claim, message.kind)
+            openRequests.append(request)
+        }
+        if let claim = message.claim {
+            switch message.kind {
+            case .relinquishToReader, .relinquishToWriter:
+                if !relinquishesPerClaim.insert("\(claim)/\(message.presenter)").inserted {
+                    violations.append("two relinquish requests to \(message.presenter) for \(claim)")
+                }
+            case .presentedItemDidChange:
+                if !didChangePerClaim.insert("\(claim)/\(message.presenter)").inserted {
+                    violations.append("two did-change to \(message.presenter) for \(claim)")
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    // MARK: Invariants
+
+    private mutating func check() throws(Failure) {
+        let snapshot = arbiter.snapshot()
+        for (id, _) in claimInfo where snapshot.claims.first(where: { $0.request.id == id }) == nil {
+            ended.insert(id)
+        }
+        // Reacquirers owed for claims that ended must have been sent (to presenters still registered).
+        for (request, presenter) in owedReacquire where presenterInfo[presenter] != nil && !reacquired.contains(request) {
+            guard let (_, claim, _) = requestKinds[request] else { continue }
+            if let claim, snapshot.claims.contains(where: { $0.request.id == claim }) { continue }
+            violations.append("\(presenter) relinquished with a reacquirer for \(request) and never got it back")
+        }
+        let granted = snapshot.claims.filter { $0.phase == .granted }
+        for (i, a) in granted.enumerated() {
+            for b in granted[(i + 1)...] where SpecModel.conflict(a, b, packageExtensions: packageExtensions) {
+                violations.append("conflicting claims granted at once: \(a.request.id) \(a.paths) and \(b.request.id) \(b.paths)")
+            }
+        }
+        for claim in snapshot.claims where claim.phase == .waiting {
+            let jumping = jumps(claim, in: snapshot)
+            let blocked = snapshot.claims.contains { other in
+                guard SpecModel.conflict(claim, other, packageExtensions: packageExtensions) else { return false }
+                if jumping { return other.phase != .waiting }
+                return other.phase != .waiting || other.sequence < claim.sequence
+            }
+            if !blocked { violations.append("\(claim.request.id) waits with nothing blocking it") }
+        }
+        // FIFO (rule 6): a claim that starts must not overtake an earlier conflicting claim that still waits,
+        // unless it is a presenter's own write while that presenter owes a reply (rule 5).
+        for claim in snapshot.claims where claim.phase != .waiting && (previousPhase[claim.request.id] ?? .waiting) == .waiting {
+            if jumps(claim, in: snapshot) || previousSnapshot.map({ jumps(claim, in: $0) }) == true { continue }
+            for other in snapshot.claims
+            where other.phase == .waiting && other.sequence < claim.sequence
+                && SpecModel.conflict(claim, other, packageExtensions: packageExtensions)
+            {
+                violations.append("\(claim.request.id) started ahead of earlier conflicting \(other.request.id)")
+            }
+        }
+        previousPhase = Dictionary(uniqueKeysWithValues: snapshot.claims.map { ($0.request.id, $0.phase) })
+        previousSnapshot = snapshot
+        for claim in snapshot.claims where claim.phase == .preparing && claim.awaiting.isEmpty {
+            let held = snapshot.claims.contains {
+                $0.phase == .granted && SpecModel.conflict(claim, $0, packageExtensions: packageExtensions)
+            }
+            if !held { violations.append("\(claim.request.id) is prepared, owes nothing, and is not granted") }
+        }
+        for client in abandonedClients {
+            if snapshot.claims.contains(where: { $0.request.client == client }) {
+                violations.append("a claim of disconnected \(client) survived")
+            }
+            if snapshot.presenters.values.contains(where: { $0.client == client }) {
+                violations.append("a presenter of disconnected \(client) survived")
+            }
+        }
+        for id in snapshot.presenters.keys where presenterInfo[id] == nil {
+            violations.append("\(id) is still registered after it was removed")
+        }
+        if let first = violations.first {
+            throw Failure(seed: seed, step: step, message: first, trace: trace)
+        }
+    }
+
+    /// `true` when a claim may pass earlier waiting claims: its presenter owes a reply (rule 5), or its coordinator
+    /// holds a granted claim, so it is a nested access (§5).
+    private func jumps(_ claim: ArbiterSnapshot.Claim, in snapshot: ArbiterSnapshot) -> Bool {
+        if let presenter = claim.request.filePresenter, snapshot.outstandingRequests.values.contains(presenter) {
+            return true
+        }
+        return snapshot.claims.contains {
+            $0.request.id != claim.request.id && $0.phase == .granted && $0.request.client == claim.request.client
+                && $0.request.coordinator == claim.request.coordinator
+        }
+    }
+
+    /// Answers every request and finishes every granted claim until nothing is left; then disconnects everyone.
+    private mutating func drain() throws(Failure) {
+        var rounds = 0
+        while true {
+            step += 1
+            rounds += 1
+            let snapshot = arbiter.snapshot()
+            if snapshot.claims.isEmpty && snapshot.outstandingRequests.isEmpty { break }
+            if rounds > 10_000 {
+                throw Failure(seed: seed, step: step, message: "drain made no progress: \(snapshot.claims.map { "\($0.request.id) \($0.phase)" })", trace: trace)
+            }
+            if let request = openRequests.first {
+                send(.presenterReplied(request, randomReply(for: request)))
+            } else if let claim = snapshot.claims.first(where: { $0.phase == .granted }) {
+                send(.claimFinished(claim.request.id, created: []))
+            } else {
+                throw Failure(
+                    seed: seed,
+                    step: step,
+                    message: "stuck: no request open and no claim granted, yet claims wait: \(snapshot.claims.map { "\($0.request.id) \($0.phase) \($0.paths)" })",
+                    trace: trace
+                )
+            }
+            try check()
+        }
+        for id in claimInfo.keys.sorted() where !granted.contains(id) && !failed.contains(id) {
+            guard let client = claimInfo[id]?.client, !abandonedClients.contains(client) else { continue }
+            throw Failure(seed: seed, step: step, message: "\(id) was never granted nor failed", trace: trace)
+        }
+        for client in liveClients {
+            send(.clientDisconnected(client))
+        }
+        presenterInfo = [:]
+        let end = arbiter.snapshot()
+        if end.nodeCount != 1 || !end.claims.isEmpty || !end.presenters.isEmpty {
+            throw Failure(seed: seed, step: step, message: "state left after everyone left: \(end.nodeCount) nodes", trace: trace)
+        }
+    }
+}

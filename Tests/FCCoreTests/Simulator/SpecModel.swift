@@ -1,0 +1,46 @@
+import FCCore
+
+/// The waiting rules of SEMANTICS.md §2 written a second time, plainly and without the access-node tree, so that the
+/// simulator checks the arbiter's indexed implementation against an independent statement of the same rules.
+enum SpecModel {
+    /// The path that stands for `path`: its outermost ancestor-or-self whose name has a package extension.
+    /// (The simulator never declares packages by presenter, so the extension is the whole rule here.)
+    static func effectivePath(_ path: ItemPath, packageExtensions: Set<[UInt8]>) -> ItemPath {
+        for depth in 1..<(path.depth + 1) {
+            let prefix = path.prefix(depth)
+            if let ext = prefix.pathExtension, packageExtensions.contains(ext) { return prefix }
+        }
+        return path
+    }
+
+    /// Rules 1 to 3 for two items, given their effective paths.
+    static func conflict(_ a: ItemPath, _ accessA: Access, _ b: ItemPath, _ accessB: Access) -> Bool {
+        if a == b { return accessA.isWrite || accessB.isWrite }
+        if b.isDescendant(of: a) { return accessA.coversSubtree }
+        if a.isDescendant(of: b) { return accessB.coversSubtree }
+        return false
+    }
+
+    /// Rule 4.
+    static func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
+        if a.client == b.client && a.coordinator == b.coordinator { return true }
+        if let pa = a.filePresenter, pa == b.filePresenter { return true }
+        return a.purpose == b.purpose
+    }
+
+    static func conflict(
+        _ a: ArbiterSnapshot.Claim,
+        _ b: ArbiterSnapshot.Claim,
+        packageExtensions: Set<[UInt8]>
+    ) -> Bool {
+        guard a.request.id != b.request.id, !exempt(a.request, b.request) else { return false }
+        for (pathA, itemA) in zip(a.paths, a.request.items) {
+            let effA = effectivePath(pathA, packageExtensions: packageExtensions)
+            for (pathB, itemB) in zip(b.paths, b.request.items) {
+                let effB = effectivePath(pathB, packageExtensions: packageExtensions)
+                if conflict(effA, itemA.access, effB, itemB.access) { return true }
+            }
+        }
+        return false
+    }
+}
