@@ -22,6 +22,10 @@ final class ClaimRecord {
     var reacquirers: [(presenter: PresenterID, request: RequestID)] = []
     /// Moves reported inside the accessor, to avoid telling presenters twice.
     var moves: [(from: ItemPath, to: ItemPath)] = []
+    /// Notifications already sent on behalf of this claim: each at most once per presenter.
+    var sentNotifications: Set<PresenterMessageKey> = []
+    /// `true` when the presenter the claim was made with owed a reply when the claim arrived (rule 5).
+    var madeWhileAnswering = false
 
     init(request: ClaimRequest, sequence: UInt64, entries: [ClaimEntry]) {
         self.request = request
@@ -45,7 +49,10 @@ extension Arbiter {
             return
         }
         if request.items.isEmpty {
-            effects.append(.fail(request.id, client: request.client, .invalidRequest("a claim needs at least one item")))
+            log(.warning, "claim with no items refused", ["claim.id": "\(request.id.rawValue)"])
+            effects.append(
+                .fail(request.id, client: request.client, .invalidRequest("a claim needs at least one item"))
+            )
             statistics.claimsFailed += 1
             return
         }
@@ -59,6 +66,7 @@ extension Arbiter {
             ClaimEntry(path: item.path, access: item.access, node: tree.effectiveNode(item.path))
         }
         let claim = ClaimRecord(request: request, sequence: nextSequence, entries: entries)
+        claim.madeWhileAnswering = isAnsweringRequest(claim)
         claims[request.id] = claim
         owner.claims.insert(request.id)
         for (index, entry) in entries.enumerated() {
@@ -119,26 +127,44 @@ extension Arbiter {
         return requests.values.contains { $0.presenter == presenter }
     }
 
-    /// `true` when the claim's coordinator holds a granted claim: the call was made inside that claim's accessor
-    /// (SEMANTICS.md §5, a nested read does not wait). Queueing it behind claims that wait for the outer access
-    /// would deadlock, so it waits only for active conflicting claims.
-    func isNested(_ claim: ClaimRecord) -> Bool {
-        guard let owner = clients[claim.request.client] else { return false }
-        return owner.claims.contains { id in
-            guard id != claim.id, let other = claims[id] else { return false }
-            return other.phase == .granted && other.request.coordinator == claim.request.coordinator
+    /// The granted claims that `claim` is exempt from (same coordinator, same presenter, same purpose): the claim
+    /// may have been made inside their accessors (a nested access, §5) or by a cooperating subsystem (rule 4).
+    func exemptHolders(of claim: ClaimRecord) -> Set<ClaimID> {
+        var holders: Set<ClaimID> = []
+        for other in claims.values where other.phase == .granted && other.id != claim.id {
+            if exempt(claim.request, other.request) { holders.insert(other.id) }
         }
+        return holders
     }
 
-    /// `true` when the claim may pass claims that wait before it: a presenter's own access while it owes a reply
-    /// (rule 5), or a nested access inside a granted one of the same coordinator (§5).
-    func jumpsQueue(_ claim: ClaimRecord) -> Bool {
-        isAnsweringRequest(claim) || isNested(claim)
+    /// `true` when `waiting` waits, directly or through other waiting claims, for one of `holders`.
+    ///
+    /// Such a claim must not hold back a claim that is exempt from those holders: the holder's accessor may be
+    /// waiting for that very claim, and queueing it would deadlock.
+    func waitsTransitively(_ waiting: ClaimRecord, on holders: Set<ClaimID>) -> Bool {
+        var stack = [waiting]
+        var visited: Set<ClaimID> = [waiting.id]
+        while let current = stack.popLast() {
+            var found = false
+            forEachConflicting(current) { other in
+                guard !found, !exempt(current.request, other.request) else { return }
+                if other.phase != .waiting {
+                    if holders.contains(other.id) { found = true }
+                } else if other.sequence < current.sequence, visited.insert(other.id).inserted {
+                    stack.append(other)
+                }
+            }
+            if found { return true }
+        }
+        return false
     }
 
     /// The claims that keep `claim` from starting: conflicting claims that are active (preparing or granted) or
-    /// arrived earlier. A write made by a presenter while it answers a request jumps the queue (rule 5), and so does
-    /// a nested access inside a granted claim of the same coordinator.
+    /// arrived earlier (rule 6), with two ways past claims that wait:
+    /// - a claim made with a presenter while that presenter owes a reply jumps every waiting claim, and the preparing
+    ///   claims it is answering (rule 5);
+    /// - a claim exempt from a granted claim (a nested access by the same coordinator, or the same presenter or
+    ///   purpose) passes waiting claims that wait for that granted claim, directly or transitively (§5).
     public func blockers(of id: ClaimID) -> [ClaimID] {
         guard let claim = claims[id] else { return [] }
         return startBlockers(claim).map(\.id)
@@ -147,17 +173,19 @@ extension Arbiter {
     func startBlockers(_ claim: ClaimRecord, stopAtFirst: Bool = false) -> [ClaimRecord] {
         var result: [ClaimRecord] = []
         var seen: Set<ClaimID> = []
-        let jumping = jumpsQueue(claim)
+        let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
+        var holders: Set<ClaimID>?
         forEachConflicting(claim) { other in
             if stopAtFirst && !result.isEmpty { return }
             guard !seen.contains(other.id), !exempt(claim.request, other.request) else { return }
             seen.insert(other.id)
-            if jumping {
-                // Only granted claims, and active claims it is not answering, hold back a jumping claim.
-                if other.phase == .granted || (other.phase == .preparing && !answersRequest(claim, of: other)) {
-                    result.append(other)
-                }
-            } else if other.phase != .waiting || other.sequence < claim.sequence {
+            if other.phase != .waiting {
+                if answering && other.phase == .preparing && answersRequest(claim, of: other) { return }
+                result.append(other)
+            } else if other.sequence < claim.sequence {
+                if answering { return }
+                if holders == nil { holders = exemptHolders(of: claim) }
+                if let holders, !holders.isEmpty, waitsTransitively(other, on: holders) { return }
                 result.append(other)
             }
         }
@@ -207,8 +235,9 @@ extension Arbiter {
             if claim.phase == .preparing, claim.outstanding.isEmpty, claim.plans.isEmpty, !hasGrantedConflict(claim) {
                 grant(claim)
                 pendingOrder.remove(at: index)
-                // A nested claim of the same coordinator, queued earlier, may now go ahead (§5).
-                if clients[claim.request.client]?.claims.count ?? 0 > 1 { started = true }
+                // A claim exempt from this one (nested, same presenter or purpose), queued earlier, may now pass
+                // claims that wait for it (§5).
+                if !pendingOrder.isEmpty { started = true }
                 continue
             }
             index += 1
@@ -248,7 +277,10 @@ extension Arbiter {
     }
 
     func cancelClaim(_ id: ClaimID) {
-        guard let claim = claims[id] else { return }
+        guard let claim = claims[id] else {
+            log(.debug, "cancel of an unknown claim ignored", ["claim.id": "\(id.rawValue)"])
+            return
+        }
         guard claim.phase != .granted else { return }  // A running accessor finishes.
         fail(claim, .cancelled)
     }

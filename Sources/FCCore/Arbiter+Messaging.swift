@@ -101,7 +101,10 @@ extension Arbiter {
             log(
                 .info,
                 "presenter refused; the claim fails with its error",
-                ["claim.id": "\(claimID.rawValue)", "presenter.id": "\(request.presenter.rawValue)", "error": "\(error)"]
+                [
+                    "claim.id": "\(claimID.rawValue)", "presenter.id": "\(request.presenter.rawValue)",
+                    "error": "\(error)",
+                ]
             )
             claim.plans[request.presenter] = nil
             fail(claim, .presenterError(error, presenter: request.presenter))
@@ -165,14 +168,10 @@ extension Arbiter {
 
     /// Notifications owed for a granted claim that ended: did change, subitem did change or appear.
     func notifyAfterAccess(_ claim: ClaimRecord, created: [ItemPath]) {
-        var sent: Set<PresenterMessageKey> = []
         let createdSet = Set(created)
         func notify(_ presenterID: PresenterID, _ kind: PresenterMessageKind) {
-            guard presenterID != claim.request.filePresenter, let presenter = presenters[presenterID],
-                presenter.registration.callbacks.contains(kind.callback),
-                sent.insert(PresenterMessageKey(presenter: presenterID, kind: kind)).inserted
-            else { return }
-            sendNotification(kind, to: presenter, claim: claim.id)
+            guard presenterID != claim.request.filePresenter, let presenter = presenters[presenterID] else { return }
+            notifyOnce(claim, presenter, kind)
         }
         func notifyEnclosing(of path: ItemPath, appeared: Bool) {
             var node: AccessNode? = tree.root
@@ -199,18 +198,33 @@ extension Arbiter {
         func touchedByMove(_ path: ItemPath) -> Bool {
             claim.moves.contains { $0.from.isEqualOrDescendant(of: path) || $0.to.isEqualOrDescendant(of: path) }
         }
+        /// Where an item written by the claim is now: an item inside a directory the claim moved went with it.
+        func currentPath(_ path: ItemPath) -> ItemPath {
+            claim.moves.reduce(path) { current, move in current.relocated(from: move.from, to: move.to) ?? current }
+        }
         for entry in claim.entries {
             guard case .write(let options) = entry.access, !touchedByMove(entry.path) else { continue }
-            if !options.contains(.forDeleting), let node = tree.existingNode(entry.path) {
+            let path = currentPath(entry.path)
+            if !options.contains(.forDeleting), let node = tree.existingNode(path) {
                 for presenterID in node.presenters {
                     notify(presenterID, .presentedItemDidChange)
                 }
             }
-            notifyEnclosing(of: entry.path, appeared: createdSet.contains(entry.path))
+            notifyEnclosing(of: path, appeared: createdSet.contains(entry.path))
         }
         for path in created where !claim.entries.contains(where: { $0.path == path }) && !touchedByMove(path) {
             notifyEnclosing(of: path, appeared: true)
         }
+    }
+
+    /// Sends a notification on behalf of a claim unless the presenter does not implement it or already had the
+    /// same one for this claim (exactly once, SEMANTICS.md §3).
+    func notifyOnce(_ claim: ClaimRecord, _ presenter: PresenterRecord, _ kind: PresenterMessageKind) {
+        guard presenter.registration.callbacks.contains(kind.callback),
+            claim.sentNotifications.insert(PresenterMessageKey(presenter: presenter.registration.id, kind: kind))
+                .inserted
+        else { return }
+        sendNotification(kind, to: presenter, claim: claim.id)
     }
 
     func sendReacquirers(_ claim: ClaimRecord) {

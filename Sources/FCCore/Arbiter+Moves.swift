@@ -39,8 +39,8 @@ extension Arbiter {
             relocate(presenter, to: new)
             let id = presenter.registration.id
             told.insert(id)
-            guard id != exempt, presenter.registration.callbacks.contains(.presentedItemDidMove) else { continue }
-            sendNotification(.presentedItemDidMove(to: new), to: presenter, claim: claimID)
+            guard id != exempt else { continue }
+            notifyOnce(claim, presenter, .presentedItemDidMove(to: new))
         }
 
         // Presenters of enclosing directories, of the old and of the new location: one message each.
@@ -54,15 +54,24 @@ extension Arbiter {
                     told.insert(presenterID)
                     let callbacks = presenter.registration.callbacks
                     if package && callbacks.isDisjoint(with: .subitemNotifications) {
-                        if callbacks.contains(.presentedItemDidChange) {
-                            sendNotification(.presentedItemDidChange, to: presenter, claim: claimID)
-                        }
-                    } else if callbacks.contains(.presentedSubitemDidMove) {
-                        sendNotification(.presentedSubitemDidMove(from: from, to: to), to: presenter, claim: claimID)
+                        notifyOnce(claim, presenter, .presentedItemDidChange)
+                    } else {
+                        notifyOnce(claim, presenter, .presentedSubitemDidMove(from: from, to: to))
                     }
                 }
                 node = current.children[component]
             }
+        }
+
+        // The mover holds the new location too, as it held the old: claims that follow the item (below) wait for
+        // it there, and new claims on the new location as well.
+        for entry in claim.entries {
+            guard let new = entry.path.relocated(from: from, to: to),
+                !claim.entries.contains(where: { $0.path == new && $0.access == entry.access })
+            else { continue }
+            let node = tree.effectiveNode(new)
+            claim.entries.append(ClaimEntry(path: new, access: entry.access, node: node))
+            tree.addEntry(EntryRef(claim: claimID, index: claim.entries.count - 1), at: node)
         }
 
         // Claims still waiting follow the item, except writers that replace whatever is at the old location.
@@ -86,17 +95,18 @@ extension Arbiter {
 
     func versionChanged(_ claimID: ClaimID, _ path: ItemPath, _ change: VersionChange) {
         guard let claim = claims[claimID], claim.phase == .granted else {
-            log(.warning, "version change reported outside a granted claim; ignored", ["claim.id": "\(claimID.rawValue)"])
+            log(
+                .warning,
+                "version change reported outside a granted claim; ignored",
+                ["claim.id": "\(claimID.rawValue)"]
+            )
             return
         }
         // Every presenter of the item hears, the writer's own included.
         if let node = tree.existingNode(path) {
             for presenterID in node.presenters {
                 guard let presenter = presenters[presenterID] else { continue }
-                let kind = PresenterMessageKind.presentedItemVersion(change)
-                if presenter.registration.callbacks.contains(kind.callback) {
-                    sendNotification(kind, to: presenter, claim: claim.id)
-                }
+                notifyOnce(claim, presenter, .presentedItemVersion(change))
             }
         }
         var node: AccessNode? = tree.root
@@ -108,11 +118,9 @@ extension Arbiter {
                 let callbacks = presenter.registration.callbacks
                 let kind = PresenterMessageKind.presentedSubitemVersion(at: path, change)
                 if package && callbacks.isDisjoint(with: .subitemNotifications) {
-                    if callbacks.contains(.presentedItemDidChange) {
-                        sendNotification(.presentedItemDidChange, to: presenter, claim: claim.id)
-                    }
-                } else if callbacks.contains(kind.callback) {
-                    sendNotification(kind, to: presenter, claim: claim.id)
+                    notifyOnce(claim, presenter, .presentedItemDidChange)
+                } else {
+                    notifyOnce(claim, presenter, kind)
                 }
             }
             node = current.children[component]

@@ -92,7 +92,10 @@ public final class Arbiter {
     }
 
     private func clientDisconnected(_ id: ClientID) {
-        guard let record = clients.removeValue(forKey: id) else { return }
+        guard let record = clients.removeValue(forKey: id) else {
+            log(.debug, "disconnect of an unknown client ignored", ["client.id": "\(id.rawValue)"])
+            return
+        }
         for presenter in record.presenters.sorted() {
             removePresenter(presenter, reason: "client disconnected")
         }
@@ -122,6 +125,23 @@ public final class Arbiter {
             let node = tree.node(path)
             tree.addPresenter(registration.id, at: node, declaresPackage: registration.isPackage)
             record.node = node
+            if registration.isPackage && node.packageDeclarations == 1 { reindexClaims() }
+        }
+    }
+
+    /// Places every live claim's items again after a package declaration came or went, so that an item inside a
+    /// package counts as the package (rule 2) whenever the package was declared. Rare; costs O(live claims).
+    func reindexClaims() {
+        for claim in claims.values {
+            for index in claim.entries.indices {
+                let entry = claim.entries[index]
+                let node = tree.effectiveNode(entry.path)
+                guard node !== entry.node else { continue }
+                let ref = EntryRef(claim: claim.id, index: index)
+                tree.addEntry(ref, at: node)
+                tree.removeEntry(ref, at: entry.node)
+                claim.entries[index].node = node
+            }
         }
     }
 
@@ -134,6 +154,7 @@ public final class Arbiter {
         clients[record.registration.client]?.presenters.remove(id)
         if let node = record.node {
             tree.removePresenter(id, at: node, declaredPackage: record.registration.isPackage)
+            if record.registration.isPackage && node.packageDeclarations == 0 { reindexClaims() }
         }
         for (requestID, request) in requests where request.presenter == id {
             requests[requestID] = nil
@@ -169,6 +190,7 @@ public final class Arbiter {
             tree.addPresenter(record.registration.id, at: node, declaresPackage: record.registration.isPackage)
             record.node = node
         }
+        if record.registration.isPackage { reindexClaims() }
     }
 
     // MARK: Helpers

@@ -4,14 +4,19 @@ public struct ArbiterSnapshot: Hashable, Sendable {
     public struct Claim: Hashable, Sendable {
         public var request: ClaimRequest
         public var phase: ClaimPhase
-        /// Where each item is now (waiting claims follow moves).
+        /// Where each item is now (waiting claims follow moves). A granted claim that reported a move also holds the
+        /// new location, so it can have more paths than it requested.
         public var paths: [ItemPath]
+        /// The access of each path in ``paths``.
+        public var accesses: [Access]
         /// Each item's effective path: itself, or its outermost enclosing package.
         public var effectivePaths: [ItemPath]
         /// Arrival order.
         public var sequence: UInt64
         /// Requests sent for this claim and not answered, with the presenter that owes each.
         public var awaiting: [RequestID: PresenterID]
+        /// `true` when the presenter the claim was made with owed a reply when it arrived (rule 5).
+        public var madeWhileAnswering: Bool
     }
 
     /// The live claims, in arrival order.
@@ -36,9 +41,11 @@ extension Arbiter {
                     request: claim.request,
                     phase: claim.phase,
                     paths: claim.entries.map(\.path),
+                    accesses: claim.entries.map(\.access),
                     effectivePaths: claim.entries.map { tree.path(of: $0.node) },
                     sequence: claim.sequence,
-                    awaiting: claim.outstanding
+                    awaiting: claim.outstanding,
+                    madeWhileAnswering: claim.madeWhileAnswering
                 )
             },
             presenters: presenters.mapValues(\.registration),

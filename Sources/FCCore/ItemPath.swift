@@ -6,8 +6,9 @@
 /// at the root, as `/..` is `/` on POSIX). Resolving symbolic links and case-insensitive directories needs the file
 /// system and happens outside `FCCore` (SEMANTICS.md §4).
 ///
-/// Ordering is lexicographic by components, then by length; it is the canonical order in which multi-item claims
-/// take their items (SEMANTICS.md §2 rule 6).
+/// Ordering is lexicographic by components, then by length, for deterministic listings. Multi-item claims need no
+/// lock order: the arbiter grants all of a claim's items in one step or none (SEMANTICS.md §2 rule 6), which is what
+/// keeps two processes taking the same pair in opposite order from deadlocking.
 public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The path's components, root first. The root itself has none.
     public private(set) var components: [[UInt8]]

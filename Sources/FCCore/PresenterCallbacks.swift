@@ -124,8 +124,13 @@ public struct PresenterMessage: Hashable, Sendable, CustomStringConvertible {
     /// What to tell the presenter.
     public var kind: PresenterMessageKind
 
-    public init(presenter: PresenterID, client: ClientID, request: RequestID?, claim: ClaimID?, kind: PresenterMessageKind)
-    {
+    public init(
+        presenter: PresenterID,
+        client: ClientID,
+        request: RequestID?,
+        claim: ClaimID?,
+        kind: PresenterMessageKind
+    ) {
         self.presenter = presenter
         self.client = client
         self.request = request

@@ -2,7 +2,8 @@ import FCCore
 import FCTestSupport
 import Testing
 
-@Test func writeWithPresenterSequence() {
+/// The whole life of one write with a presenter and a waiting reader, message by message.
+@Test func writeThenReadWithOnePresenter() {
     let h = ArbiterHarness()
     let a = h.connect("editor")
     let b = h.connect("sync")
@@ -12,16 +13,21 @@ import Testing
     #expect(!h.isGranted(w))
     let r = h.read("/d/f.txt", client: b)
     #expect(h.arbiter.phase(of: r) == .waiting)
+    #expect(h.arbiter.blockers(of: r) == [w])
     h.answerAll()
     #expect(h.isGranted(w))
     #expect(!h.isGranted(r))
     h.finish(w)
-    #expect(h.messages(to: p).count == 3)
-    print(h.messages(to: p), h.messages(to: dir))
     h.answerAll()
     #expect(h.isGranted(r))
     h.finish(r)
-    print(h.messages(to: p))
+    #expect(
+        h.messages(to: p) == [
+            .relinquishToWriter, .presentedItemDidChange, .reacquire(relinquish: RequestID(1)),
+            .relinquishToReader, .savePresentedItemChanges, .reacquire(relinquish: RequestID(2)),
+        ]
+    )
+    #expect(h.messages(to: dir) == [.presentedSubitemDidChange(at: ArbiterHarness.path("/d/f.txt"))])
     h.send(.clientDisconnected(a))
     h.send(.clientDisconnected(b))
     #expect(h.arbiter.snapshot().nodeCount == 1)

@@ -111,7 +111,9 @@ struct Simulation {
                 send(.claimFinished(claim, created: created))
             }
         case 75..<80:
-            if let client = liveClients.randomElement(using: &rng), let coordinator = coordinators[client]?.randomElement(using: &rng) {
+            if let client = liveClients.randomElement(using: &rng),
+                let coordinator = coordinators[client]?.randomElement(using: &rng)
+            {
                 send(.coordinatorCancelled(client, coordinator))
             }
         case 80..<83:
@@ -124,7 +126,9 @@ struct Simulation {
         case 90..<93:
             if let claim = randomGranted(), let item = claimInfo[claim]?.items.first {
                 let version = VersionID("v\(newID())")
-                let change: VersionChange = [.added(version), .removed(version), .resolved(version)].randomElement(using: &rng)!
+                let change: VersionChange = [.added(version), .removed(version), .resolved(version)].randomElement(
+                    using: &rng
+                )!
                 send(.versionChanged(claim, item.path, change))
             }
         case 93..<97 where !openRequests.isEmpty:
@@ -143,7 +147,12 @@ struct Simulation {
         let path: ItemPath? = rng.chance(10) ? nil : Self.universe.randomElement(using: &rng)!
         var callbacks = PresenterCallbacks.all
         if rng.chance(40) { callbacks = PresenterCallbacks(rawValue: UInt32.random(in: 0..<(1 << 16), using: &rng)) }
-        let registration = PresenterRegistration(id: PresenterID(newID()), client: client, path: path, callbacks: callbacks)
+        let registration = PresenterRegistration(
+            id: PresenterID(newID()),
+            client: client,
+            path: path,
+            callbacks: callbacks
+        )
         presenterInfo[registration.id] = registration
         send(.presenterAdded(registration))
     }
@@ -206,6 +215,18 @@ struct Simulation {
         if recordTrace { trace.append("step \(step): \(event)") }
         let owed = owedNotifications(for: event)
         let effects = arbiter.handle(event)
+        if case .itemMoved(let mover, _, _) = event {
+            // A mover holds the new location from now on. If it moved the item onto a location another granted
+            // claim holds, without claiming it first, that overlap is the mover's doing, not the arbiter's.
+            let snapshot = arbiter.snapshot()
+            if let moving = snapshot.claims.first(where: { $0.request.id == mover }) {
+                for other in snapshot.claims
+                where other.phase == .granted && SpecModel.conflict(moving, other, packageExtensions: packageExtensions)
+                {
+                    excusedPairs.insert([mover, other.request.id])
+                }
+            }
+        }
         for (presenter, kind) in owed {
             let count = effects.filter {
                 if case .message(let message) = $0 { return message.presenter == presenter && message.kind == kind }
@@ -233,6 +254,7 @@ struct Simulation {
 
     private var violations: [String] = []
     private var movedClaims: Set<ClaimID> = []
+    private var excusedPairs: Set<Set<ClaimID>> = []
 
     /// The notifications an event must produce, exactly once each: did change to the presenters of an item written
     /// by a claim that ends (not for deletions, nor for claims that moved something), did move to the presenters at
@@ -351,33 +373,36 @@ struct Simulation {
             ended.insert(id)
         }
         // Reacquirers owed for claims that ended must have been sent (to presenters still registered).
-        for (request, presenter) in owedReacquire where presenterInfo[presenter] != nil && !reacquired.contains(request) {
+        for (request, presenter) in owedReacquire where presenterInfo[presenter] != nil && !reacquired.contains(request)
+        {
             guard let (_, claim, _) = requestKinds[request] else { continue }
             if let claim, snapshot.claims.contains(where: { $0.request.id == claim }) { continue }
             violations.append("\(presenter) relinquished with a reacquirer for \(request) and never got it back")
         }
         let granted = snapshot.claims.filter { $0.phase == .granted }
         for (i, a) in granted.enumerated() {
-            for b in granted[(i + 1)...] where SpecModel.conflict(a, b, packageExtensions: packageExtensions) {
-                violations.append("conflicting claims granted at once: \(a.request.id) \(a.paths) and \(b.request.id) \(b.paths)")
+            for b in granted[(i + 1)...]
+            where SpecModel.conflict(a, b, packageExtensions: packageExtensions)
+                && !excusedPairs.contains([a.request.id, b.request.id])
+            {
+                violations.append(
+                    "conflicting claims granted at once: \(a.request.id) \(a.paths) and \(b.request.id) \(b.paths)"
+                )
             }
         }
         for claim in snapshot.claims where claim.phase == .waiting {
-            let jumping = jumps(claim, in: snapshot)
-            let blocked = snapshot.claims.contains { other in
-                guard SpecModel.conflict(claim, other, packageExtensions: packageExtensions) else { return false }
-                if jumping { return other.phase != .waiting }
-                return other.phase != .waiting || other.sequence < claim.sequence
-            }
+            let blocked = snapshot.claims.contains { mayHold(claim, back: $0, in: snapshot) }
             if !blocked { violations.append("\(claim.request.id) waits with nothing blocking it") }
         }
-        // FIFO (rule 6): a claim that starts must not overtake an earlier conflicting claim that still waits,
-        // unless it is a presenter's own write while that presenter owes a reply (rule 5).
-        for claim in snapshot.claims where claim.phase != .waiting && (previousPhase[claim.request.id] ?? .waiting) == .waiting {
-            if jumps(claim, in: snapshot) || previousSnapshot.map({ jumps(claim, in: $0) }) == true { continue }
+        // FIFO (rule 6): a claim that starts must not overtake an earlier conflicting claim that still waits, unless
+        // a rule lets it pass (judged on this snapshot or the one before, as the start happened in between).
+        for claim in snapshot.claims
+        where claim.phase != .waiting && (previousPhase[claim.request.id] ?? .waiting) == .waiting {
             for other in snapshot.claims
             where other.phase == .waiting && other.sequence < claim.sequence
                 && SpecModel.conflict(claim, other, packageExtensions: packageExtensions)
+                && mayHold(claim, back: other, in: snapshot)
+                && previousSnapshot.map({ mayHold(claim, back: other, in: $0) }) != false
             {
                 violations.append("\(claim.request.id) started ahead of earlier conflicting \(other.request.id)")
             }
@@ -406,16 +431,53 @@ struct Simulation {
         }
     }
 
-    /// `true` when a claim may pass earlier waiting claims: its presenter owes a reply (rule 5), or its coordinator
-    /// holds a granted claim, so it is a nested access (§5).
-    private func jumps(_ claim: ArbiterSnapshot.Claim, in snapshot: ArbiterSnapshot) -> Bool {
-        if let presenter = claim.request.filePresenter, snapshot.outstandingRequests.values.contains(presenter) {
+    /// Whether `other` keeps `claim` from starting, by SEMANTICS.md §2 stated without the arbiter's index:
+    /// a conflicting, non-exempt claim that is active or arrived earlier (rule 6), except that
+    /// - a claim made with a presenter that owed a reply then and still does passes every waiting claim and the
+    ///   preparing claims that presenter is answering (rule 5);
+    /// - a claim exempt from a granted claim passes waiting claims that wait, directly or transitively, for it (§5).
+    private func mayHold(
+        _ claim: ArbiterSnapshot.Claim,
+        back other: ArbiterSnapshot.Claim,
+        in snapshot: ArbiterSnapshot
+    ) -> Bool {
+        guard SpecModel.conflict(claim, other, packageExtensions: packageExtensions) else { return false }
+        let presenter = claim.request.filePresenter
+        let answering =
+            claim.madeWhileAnswering && presenter.map { snapshot.outstandingRequests.values.contains($0) } == true
+        if other.phase != .waiting {
+            if answering, other.phase == .preparing, let presenter, other.awaiting.values.contains(presenter) {
+                return false
+            }
             return true
         }
-        return snapshot.claims.contains {
-            $0.request.id != claim.request.id && $0.phase == .granted && $0.request.client == claim.request.client
-                && $0.request.coordinator == claim.request.coordinator
+        guard other.sequence < claim.sequence, !answering else { return false }
+        let holders = Set(
+            snapshot.claims.filter {
+                $0.phase == .granted && $0.request.id != claim.request.id && SpecModel.exempt(claim.request, $0.request)
+            }.map(\.request.id)
+        )
+        return holders.isEmpty || !waitsTransitively(other, on: holders, in: snapshot)
+    }
+
+    private func waitsTransitively(
+        _ waiting: ArbiterSnapshot.Claim,
+        on holders: Set<ClaimID>,
+        in snapshot: ArbiterSnapshot
+    ) -> Bool {
+        var stack = [waiting]
+        var visited: Set<ClaimID> = [waiting.request.id]
+        while let current = stack.popLast() {
+            for other in snapshot.claims where SpecModel.conflict(current, other, packageExtensions: packageExtensions)
+            {
+                if other.phase != .waiting {
+                    if holders.contains(other.request.id) { return true }
+                } else if other.sequence < current.sequence, visited.insert(other.request.id).inserted {
+                    stack.append(other)
+                }
+            }
         }
+        return false
     }
 
     /// Answers every request and finishes every granted claim until nothing is left; then disconnects everyone.
@@ -427,7 +489,12 @@ struct Simulation {
             let snapshot = arbiter.snapshot()
             if snapshot.claims.isEmpty && snapshot.outstandingRequests.isEmpty { break }
             if rounds > 10_000 {
-                throw Failure(seed: seed, step: step, message: "drain made no progress: \(snapshot.claims.map { "\($0.request.id) \($0.phase)" })", trace: trace)
+                throw Failure(
+                    seed: seed,
+                    step: step,
+                    message: "drain made no progress: \(snapshot.claims.map { "\($0.request.id) \($0.phase)" })",
+                    trace: trace
+                )
             }
             if let request = openRequests.first {
                 send(.presenterReplied(request, randomReply(for: request)))
@@ -437,7 +504,8 @@ struct Simulation {
                 throw Failure(
                     seed: seed,
                     step: step,
-                    message: "stuck: no request open and no claim granted, yet claims wait: \(snapshot.claims.map { "\($0.request.id) \($0.phase) \($0.paths)" })",
+                    message:
+                        "stuck: no request open and no claim granted, yet claims wait: \(snapshot.claims.map { "\($0.request.id) \($0.phase) \($0.paths)" })",
                     trace: trace
                 )
             }
@@ -453,7 +521,12 @@ struct Simulation {
         presenterInfo = [:]
         let end = arbiter.snapshot()
         if end.nodeCount != 1 || !end.claims.isEmpty || !end.presenters.isEmpty {
-            throw Failure(seed: seed, step: step, message: "state left after everyone left: \(end.nodeCount) nodes", trace: trace)
+            throw Failure(
+                seed: seed,
+                step: step,
+                message: "state left after everyone left: \(end.nodeCount) nodes",
+                trace: trace
+            )
         }
     }
 }

@@ -27,7 +27,9 @@ import Testing
             do {
                 try simulation.run()
             } catch {
-                Issue.record("simulator: \(error)\nreplay: FC_SIM_SEED=\(error.seed) swift test --filter SimulatorTests")
+                Issue.record(
+                    "simulator: \(error)\nreplay: FC_SIM_SEED=\(error.seed) swift test --filter SimulatorTests"
+                )
                 return
             }
             ran += 1

@@ -34,11 +34,11 @@ enum SpecModel {
         packageExtensions: Set<[UInt8]>
     ) -> Bool {
         guard a.request.id != b.request.id, !exempt(a.request, b.request) else { return false }
-        for (pathA, itemA) in zip(a.paths, a.request.items) {
+        for (pathA, accessA) in zip(a.paths, a.accesses) {
             let effA = effectivePath(pathA, packageExtensions: packageExtensions)
-            for (pathB, itemB) in zip(b.paths, b.request.items) {
+            for (pathB, accessB) in zip(b.paths, b.accesses) {
                 let effB = effectivePath(pathB, packageExtensions: packageExtensions)
-                if conflict(effA, itemA.access, effB, itemB.access) { return true }
+                if conflict(effA, accessA, effB, accessB) { return true }
             }
         }
         return false
