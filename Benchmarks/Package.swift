@@ -13,8 +13,9 @@ import PackageDescription
 let package = Package(
     name: "Benchmarks",
     dependencies: [
-        // The root package. Its identity is the name of the clone's directory, which this manifest cannot know, so
-        // products are looked up by the root manifest's `name:`, given here (see `fileCoordination` below).
+        // The root package. A path dependency's identity is its directory's name, which differs between clones, so
+        // `name:` gives the root manifest's name and the product below is looked up by it. (Without `name:`,
+        // `package: "swift-file-coordination"` fails unless the clone's directory has that name.)
         .package(name: "swift-file-coordination", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
