@@ -10,6 +10,7 @@ let package = Package(
     name: "swift-file-coordination",
     products: [
         .library(name: "FCCore", targets: ["FCCore"]),
+        .library(name: "FileCoordination", targets: ["FileCoordination"]),
         .library(name: "FCTestSupport", targets: ["FCTestSupport"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
     ],
@@ -17,12 +18,18 @@ let package = Package(
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
+        // The library apps import: NSFileCoordinator, NSFilePresenter, NSFileAccessIntent with Apple's signatures.
+        .target(name: "FileCoordination", dependencies: ["FCCore"]),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(name: "FCTestSupport", dependencies: ["FCCore"]),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.
         .testTarget(name: "FCCoreTests", dependencies: ["FCCore", "FCTestSupport"]),
+        // Behaviour tests of the library, in one process.
+        .testTarget(name: "FileCoordinationTests", dependencies: ["FileCoordination"]),
+        // Code written exactly as for macOS, which must compile unchanged and behave the same.
+        .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
     ]
 )
 

@@ -205,9 +205,9 @@ extension Arbiter {
 
     /// Moves every claim that can go on one step further, in arrival order.
     ///
-    /// A claim that starts preparing sends requests, and a presenter that now owes a reply may let an earlier claim
-    /// of its own jump the queue (rule 5); a grant lets nested claims of the same coordinator jump (§5). So a pass
-    /// that started or granted anything that may matter is followed by another one.
+    /// A claim that starts preparing sends requests, and a claim made while its presenter owes a reply may then jump
+    /// the queue (rule 5); a grant lets claims exempt from the granted one pass the claims that wait for it (§5). So
+    /// a pass that started or granted anything while claims are pending is followed by another one.
     func reevaluatePending() {
         var started = true
         while started {
@@ -306,7 +306,7 @@ extension Arbiter {
 
     /// Ends a granted claim: notifications for what it wrote, then reacquirers.
     func completeGranted(_ claim: ClaimRecord, created: [ItemPath]) {
-        notifyAfterAccess(claim, created: created)
+        if !claim.request.isPreparation { notifyAfterAccess(claim, created: created) }
         sendReacquirers(claim)
         remove(claim)
     }

@@ -54,6 +54,9 @@ public struct ClaimRequest: Hashable, Sendable {
     public var fromPresenterQueue: PresenterID?
     /// The items, granted together or not at all.
     public var items: [ClaimItem]
+    /// `true` for `prepare(forReadingItemsAt:…)`: presenters are asked as for any claim, but the claim writes
+    /// nothing itself (the coordinated calls made inside it do), so its end sends no did-change.
+    public var isPreparation: Bool
 
     public init(
         id: ClaimID,
@@ -62,7 +65,8 @@ public struct ClaimRequest: Hashable, Sendable {
         purpose: PurposeID,
         filePresenter: PresenterID? = nil,
         fromPresenterQueue: PresenterID? = nil,
-        items: [ClaimItem]
+        items: [ClaimItem],
+        isPreparation: Bool = false
     ) {
         self.id = id
         self.client = client
@@ -71,6 +75,7 @@ public struct ClaimRequest: Hashable, Sendable {
         self.filePresenter = filePresenter
         self.fromPresenterQueue = fromPresenterQueue
         self.items = items
+        self.isPreparation = isPreparation
     }
 }
 

@@ -1,0 +1,76 @@
+public import Foundation
+
+/// An error of file coordination itself (not one a presenter returned, which is passed through intact, nor
+/// cancellation, which is `CocoaError(.userCancelled)` as on Apple platforms).
+///
+/// Bridged to `NSError` in ``FileCoordinationError/errorDomain`` with the code's raw value; each code has a message
+/// that says what happened and what to do (SEMANTICS.md §5).
+public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The error domain of `NSError`s made from this error.
+    public static let errorDomain = "FileCoordinationErrorDomain"
+
+    /// What went wrong. New codes may be added; switch with a `default`.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// No arbiter could be reached or started (code 1).
+        public static let arbiterUnreachable = Code(rawValue: 1)
+        /// The connection to the arbiter was lost while the call waited (code 2).
+        public static let connectionLost = Code(rawValue: 2)
+        /// The call was failed to break a deadlock (code 3).
+        public static let deadlock = Code(rawValue: 3)
+        /// A presenter did not answer in time (code 4).
+        public static let presenterTimeout = Code(rawValue: 4)
+        /// The URL is not an absolute `file:` URL (code 5).
+        public static let unsupportedURL = Code(rawValue: 5)
+        /// The arbiter speaks another protocol version (code 6).
+        public static let protocolVersionMismatch = Code(rawValue: 6)
+        /// A write was nested inside an accessor of the same coordinator where that is not allowed (code 7).
+        public static let nestedWrite = Code(rawValue: 7)
+        /// The arbiter refused the request as malformed (code 8).
+        public static let invalidRequest = Code(rawValue: 8)
+        /// A symbolic link cycle, or another failure to make the path canonical (code 9).
+        public static let unresolvablePath = Code(rawValue: 9)
+
+        public var description: String {
+            switch self {
+            case .arbiterUnreachable: "arbiterUnreachable"
+            case .connectionLost: "connectionLost"
+            case .deadlock: "deadlock"
+            case .presenterTimeout: "presenterTimeout"
+            case .unsupportedURL: "unsupportedURL"
+            case .protocolVersionMismatch: "protocolVersionMismatch"
+            case .nestedWrite: "nestedWrite"
+            case .invalidRequest: "invalidRequest"
+            case .unresolvablePath: "unresolvablePath"
+            default: "code\(rawValue)"
+            }
+        }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// What happened and what to do about it.
+    public var message: String
+    /// The URL the call was about, if any.
+    public var url: URL?
+
+    public init(_ code: Code, _ message: String, url: URL? = nil) {
+        self.code = code
+        self.message = message
+        self.url = url
+    }
+
+    public var description: String { "FileCoordinationError.\(code): \(message)" }
+}
+
+extension FileCoordinationError: CustomNSError, LocalizedError {
+    public var errorCode: Int { code.rawValue }
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let url { info[NSURLErrorKey] = url }
+        return info
+    }
+    public var errorDescription: String? { message }
+}

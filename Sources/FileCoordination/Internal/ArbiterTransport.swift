@@ -1,0 +1,79 @@
+import Dispatch
+import FCCore
+import Foundation
+import Synchronization
+
+/// Where this process's claims and presenters are arbitrated: the in-process arbiter now, the daemon's connection
+/// later (issue #4). A transport feeds events to an arbiter and hands the effects addressed to this process back to
+/// ``CoordinationClient/perform(_:)``, in the order the arbiter emitted them.
+///
+/// - Important: `submit(_:)` may be called from any thread, including from inside `perform(_:)`.
+protocol ArbiterTransport: AnyObject, Sendable {
+    func submit(_ event: ArbiterEvent)
+}
+
+/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (SEMANTICS.md §9).
+///
+/// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
+/// two events handled on two threads deliver their effects in the order the arbiter produced them. Timers run on a
+/// global queue and come back as events.
+///
+/// - Important: Thread-safe. The lock protects `arbiter` and `timers`; it is never held while user code runs.
+final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private let arbiter: Arbiter
+    private var timers: [TimerID: DispatchWorkItem] = [:]
+    private let delivery = DispatchQueue(label: "FileCoordination.delivery")
+    private let sink: @Sendable ([ArbiterEffect]) -> Void
+    private let logger: @Sendable (LogRecord) -> Void
+
+    init(
+        configuration: ArbiterConfiguration,
+        logger: @escaping @Sendable (LogRecord) -> Void,
+        sink: @escaping @Sendable ([ArbiterEffect]) -> Void
+    ) {
+        self.arbiter = Arbiter(configuration: configuration)
+        self.sink = sink
+        self.logger = logger
+    }
+
+    func submit(_ event: ArbiterEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        let effects = arbiter.handle(event)
+        var forClients: [ArbiterEffect] = []
+        for effect in effects {
+            switch effect {
+            case .startTimer(let id, let after):
+                let item = DispatchWorkItem { [weak self] in self?.submit(.timerFired(id)) }
+                timers[id]?.cancel()
+                timers[id] = item
+                DispatchQueue.global().asyncAfter(deadline: .now() + after.timeInterval, execute: item)
+            case .cancelTimer(let id):
+                timers.removeValue(forKey: id)?.cancel()
+            case .log(let record):
+                logger(record)
+            case .grant, .fail, .message:
+                forClients.append(effect)
+            }
+        }
+        if case .timerFired(let id) = event { timers[id] = nil }
+        if !forClients.isEmpty {
+            let sink = self.sink
+            let out = forClients
+            delivery.async { sink(out) }
+        }
+    }
+
+    /// A picture of the arbiter's state, for tests.
+    func snapshot() -> ArbiterSnapshot {
+        lock.withLock { arbiter.snapshot() }
+    }
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,255 @@
+import Dispatch
+import FCCore
+import Foundation
+
+/// The process's side of file coordination: its presenters, the claims its coordinators wait for, and the
+/// transport to the arbiter. One per process (``shared``).
+///
+/// - Important: Thread-safe. `lock` protects the tables below; it is never held while user code (presenter
+///   callbacks, accessors) runs or while the transport is called.
+final class CoordinationClient: @unchecked Sendable {
+    /// The process's client.
+    static let shared = CoordinationClient()
+
+    let clientID = ClientID(1)
+    private let lock = NSLock()
+    private var transport: (any ArbiterTransport)!
+    private var nextID: UInt64 = 0
+    private var presenters: [PresenterID: PresenterEntry] = [:]
+    private var presenterIDs: [ObjectIdentifier: PresenterID] = [:]
+    private var waiters: [ClaimID: ClaimWaiter] = [:]
+    private var reacquirers: [RequestID: @Sendable () -> Void] = [:]
+    /// The error objects presenters failed with, so that the caller gets the very object (SEMANTICS.md §3).
+    private var presenterErrors: [PresenterID: any Error] = [:]
+    private var local: LocalArbiterTransport?
+
+    final class PresenterEntry {
+        let presenter: any NSFilePresenter
+        var path: ItemPath?
+        init(presenter: any NSFilePresenter, path: ItemPath?) {
+            self.presenter = presenter
+            self.path = path
+        }
+    }
+
+    private init() {
+        let local = LocalArbiterTransport(
+            configuration: ArbiterConfiguration(),
+            logger: { record in
+                if record.level >= .warning {
+                    FileHandle.standardError.write(Data("FileCoordination: \(record)\n".utf8))
+                }
+            },
+            sink: { effects in CoordinationClient.shared.perform(effects) }
+        )
+        self.local = local
+        self.transport = local
+        transport.submit(
+            .clientConnected(
+                ClientInfo(
+                    id: clientID,
+                    pid: ProcessInfo.processInfo.processIdentifier,
+                    name: ProcessInfo.processInfo.processName
+                )
+            )
+        )
+    }
+
+    func newID() -> UInt64 {
+        lock.withLock {
+            nextID += 1
+            return nextID
+        }
+    }
+
+    func submit(_ event: ArbiterEvent) {
+        transport.submit(event)
+    }
+
+    /// The in-process arbiter's state, for tests.
+    func snapshot() -> ArbiterSnapshot? { local?.snapshot() }
+
+    // MARK: Presenters
+
+    func addPresenter(_ presenter: any NSFilePresenter) {
+        let key = ObjectIdentifier(presenter)
+        let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+        let id: PresenterID? = lock.withLock {
+            guard presenterIDs[key] == nil else { return nil }
+            nextID += 1
+            let id = PresenterID(nextID)
+            presenterIDs[key] = id
+            presenters[id] = PresenterEntry(presenter: presenter, path: path)
+            return id
+        }
+        guard let id else { return }
+        submit(
+            .presenterAdded(
+                PresenterRegistration(
+                    id: id,
+                    client: clientID,
+                    path: path,
+                    callbacks: presenter.presentedItemCallbacks,
+                    isPackage: presenter.presentedItemIsPackage
+                )
+            )
+        )
+    }
+
+    func removePresenter(_ presenter: any NSFilePresenter) {
+        let id: PresenterID? = lock.withLock {
+            guard let id = presenterIDs.removeValue(forKey: ObjectIdentifier(presenter)) else { return nil }
+            presenters[id] = nil
+            presenterErrors[id] = nil
+            return id
+        }
+        if let id { submit(.presenterRemoved(id)) }
+    }
+
+    var allPresenters: [any NSFilePresenter] {
+        lock.withLock { presenters.sorted { $0.key < $1.key }.map(\.value.presenter) }
+    }
+
+    func presenterID(of presenter: any NSFilePresenter) -> PresenterID? {
+        lock.withLock { presenterIDs[ObjectIdentifier(presenter)] }
+    }
+
+    /// Reads a presenter's URL again and tells the arbiter if it changed (after a move it was told of, or when a
+    /// nil URL became real at the end of a coordinated write made on its behalf).
+    func refreshURL(of id: PresenterID) {
+        let update: ItemPath?? = lock.withLock {
+            guard let entry = presenters[id] else { return nil }
+            let path = entry.presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+            guard path != entry.path else { return nil }
+            entry.path = path
+            return .some(path)
+        }
+        if let update { submit(.presenterURLChanged(id, to: update)) }
+    }
+
+    // MARK: Claims
+
+    func register(_ waiter: ClaimWaiter, for claim: ClaimID) {
+        lock.withLock { waiters[claim] = waiter }
+    }
+
+    func unregister(_ claim: ClaimID) {
+        lock.withLock { waiters[claim] = nil }
+    }
+
+    // MARK: Effects (on the transport's delivery queue, in the arbiter's order)
+
+    func perform(_ effects: [ArbiterEffect]) {
+        for effect in effects {
+            switch effect {
+            case .grant(let claim, _, let paths):
+                lock.withLock { waiters.removeValue(forKey: claim) }?.resume(.granted(paths))
+            case .fail(let claim, _, let failure):
+                let error = error(for: failure)
+                lock.withLock { waiters.removeValue(forKey: claim) }?.resume(.failed(error))
+            case .message(let message):
+                deliver(message)
+            case .startTimer, .cancelTimer, .log:
+                break
+            }
+        }
+    }
+
+    private func error(for failure: ClaimFailure) -> any Error {
+        switch failure {
+        case .cancelled:
+            return CocoaError(.userCancelled)
+        case .presenterError(let error, let presenter):
+            if let original = lock.withLock({ presenterErrors.removeValue(forKey: presenter) }) { return original }
+            return NSError(domain: error.domain, code: error.code, userInfo: [NSLocalizedDescriptionKey: error.message])
+        case .invalidRequest(let reason):
+            return FileCoordinationError(.invalidRequest, "The arbiter refused the request: \(reason).")
+        }
+    }
+
+    /// Runs one message on the presenter's queue; a request is answered through the transport, exactly once.
+    private func deliver(_ message: PresenterMessage) {
+        let entry = lock.withLock { presenters[message.presenter] }
+        guard let entry else {
+            // The presenter was removed after the arbiter sent this: answer for it.
+            if let request = message.request { submit(.presenterReplied(request, .succeeded)) }
+            return
+        }
+        let presenter = UncheckedPresenter(value: entry.presenter)
+        let id = message.presenter
+        entry.presenter.presentedItemOperationQueue.addOperation { [self] in
+            ThreadContext.withPresenter(id) {
+                PresenterDelivery.run(message, on: presenter.value, client: self)
+            }
+        }
+    }
+
+    func storeReacquirer(_ reacquirer: @escaping @Sendable () -> Void, for request: RequestID) {
+        lock.withLock { reacquirers[request] = reacquirer }
+    }
+
+    func takeReacquirer(_ request: RequestID) -> (@Sendable () -> Void)? {
+        lock.withLock { reacquirers.removeValue(forKey: request) }
+    }
+
+    func recordPresenterError(_ error: any Error, presenter: PresenterID) {
+        lock.withLock { presenterErrors[presenter] = error }
+    }
+}
+
+/// A presenter carried to its own operation queue. Presenters are not `Sendable`; Apple's contract, which this
+/// library keeps, is that their callbacks run on `presentedItemOperationQueue`, which is where this goes.
+struct UncheckedPresenter: @unchecked Sendable {
+    let value: any NSFilePresenter
+}
+
+/// What a waiting claim became.
+enum ClaimOutcome: Sendable {
+    case granted([ItemPath])
+    case failed(any Error)
+}
+
+/// One waiting claim: resumed once by the delivery queue, waited for by a blocked thread or an async task.
+///
+/// - Important: Thread-safe.
+final class ClaimWaiter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var outcome: ClaimOutcome?
+    private var continuation: CheckedContinuation<ClaimOutcome, Never>?
+
+    func resume(_ result: ClaimOutcome) {
+        condition.lock()
+        guard outcome == nil else {
+            condition.unlock()
+            return
+        }
+        outcome = result
+        let continuation = self.continuation
+        self.continuation = nil
+        condition.broadcast()
+        condition.unlock()
+        continuation?.resume(returning: result)
+    }
+
+    /// Blocks the calling thread until the claim is granted or fails.
+    func wait() -> ClaimOutcome {
+        condition.lock()
+        defer { condition.unlock() }
+        while outcome == nil { condition.wait() }
+        return outcome!
+    }
+
+    /// Suspends the task until the claim is granted or fails.
+    func value() async -> ClaimOutcome {
+        await withCheckedContinuation { continuation in
+            condition.lock()
+            if let outcome {
+                condition.unlock()
+                continuation.resume(returning: outcome)
+            } else {
+                self.continuation = continuation
+                condition.unlock()
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import FCCore
+import Foundation
+import Synchronization
+
+/// Turns one arbiter message into one call of an ``NSFilePresenter`` callback, and the presenter's answer into
+/// one reply to the arbiter.
+///
+/// - Important: Runs on the presenter's `presentedItemOperationQueue`. Reply blocks may be called from any thread,
+///   and a second call of the same block is ignored.
+enum PresenterDelivery {
+    static func run(_ message: PresenterMessage, on presenter: any NSFilePresenter, client: CoordinationClient) {
+        let id = message.presenter
+        switch message.kind {
+        case .relinquishToReader:
+            presenter.relinquishPresentedItem(toReader: relinquishReply(message, client: client))
+        case .relinquishToWriter:
+            presenter.relinquishPresentedItem(toWriter: relinquishReply(message, client: client))
+        case .savePresentedItemChanges:
+            presenter.savePresentedItemChanges(completionHandler: completionReply(message, client: client))
+        case .accommodatePresentedItemDeletion:
+            presenter.accommodatePresentedItemDeletion(completionHandler: completionReply(message, client: client))
+        case .accommodatePresentedSubitemDeletion(let path):
+            presenter.accommodatePresentedSubitemDeletion(
+                at: URLMapping.url(path),
+                completionHandler: completionReply(message, client: client)
+            )
+        case .reacquire(let request):
+            client.takeReacquirer(request)?()
+        case .presentedItemDidChange:
+            presenter.presentedItemDidChange()
+        case .presentedItemDidMove(let path):
+            presenter.presentedItemDidMove(to: URLMapping.url(path))
+            client.refreshURL(of: id)
+        case .presentedSubitemDidChange(let path):
+            presenter.presentedSubitemDidChange(at: URLMapping.url(path))
+        case .presentedSubitemDidAppear(let path):
+            presenter.presentedSubitemDidAppear(at: URLMapping.url(path))
+        case .presentedSubitemDidMove(let from, let to):
+            presenter.presentedSubitem(at: URLMapping.url(from), didMoveTo: URLMapping.url(to))
+        case .presentedItemVersion(let change):
+            let version = fileVersion(change, of: presenter.presentedItemURL)
+            switch change {
+            case .added: presenter.presentedItemDidGain(version)
+            case .removed: presenter.presentedItemDidLose(version)
+            case .resolved: presenter.presentedItemDidResolveConflict(version)
+            }
+        case .presentedSubitemVersion(let path, let change):
+            let url = URLMapping.url(path)
+            let version = fileVersion(change, of: url)
+            switch change {
+            case .added: presenter.presentedSubitem(at: url, didGain: version)
+            case .removed: presenter.presentedSubitem(at: url, didLose: version)
+            case .resolved: presenter.presentedSubitem(at: url, didResolve: version)
+            }
+        }
+    }
+
+    private static func fileVersion(_ change: VersionChange, of url: URL?) -> NSFileVersion {
+        let id: VersionID =
+            switch change {
+            case .added(let id), .removed(let id), .resolved(let id): id
+            }
+        return NSFileVersion(url: nil, persistentIdentifier: id.rawValue)
+    }
+
+    private static func relinquishReply(
+        _ message: PresenterMessage,
+        client: CoordinationClient
+    ) -> @Sendable ((@Sendable () -> Void)?) -> Void {
+        let once = Once()
+        return { reacquirer in
+            guard once.claim(), let request = message.request else { return }
+            if let reacquirer { client.storeReacquirer(reacquirer, for: request) }
+            client.submit(.presenterReplied(request, .relinquished(reacquirer: reacquirer != nil)))
+        }
+    }
+
+    private static func completionReply(
+        _ message: PresenterMessage,
+        client: CoordinationClient
+    ) -> @Sendable ((any Error)?) -> Void {
+        let once = Once()
+        return { error in
+            guard once.claim(), let request = message.request else { return }
+            guard let error else {
+                client.submit(.presenterReplied(request, .succeeded))
+                return
+            }
+            client.recordPresenterError(error, presenter: message.presenter)
+            let nsError = error as NSError
+            let reply = PresenterError(
+                domain: nsError.domain,
+                code: nsError.code,
+                message: nsError.localizedDescription
+            )
+            client.submit(.presenterReplied(request, .failed(reply)))
+        }
+    }
+}
+
+/// A flag that can be claimed once, from any thread.
+final class Once: Sendable {
+    private let claimed = Atomic<Bool>(false)
+
+    /// `true` the first time only.
+    func claim() -> Bool {
+        !claimed.exchange(true, ordering: .acquiringAndReleasing)
+    }
+}

@@ -1,0 +1,75 @@
+import FCCore
+public import Foundation
+
+extension NSFileCoordinator {
+    /// Reads an item in a coordinated way and returns what `body` returns: the `async` form of
+    /// ``coordinate(readingItemAt:options:error:byAccessor:)`` for new code.
+    ///
+    /// The wait suspends the task instead of blocking a thread. Cancelling the task while it waits abandons the claim
+    /// and throws `CocoaError(.userCancelled)`; once `body` runs, it runs to the end.
+    ///
+    /// - Parameters:
+    ///   - url: The item to read.
+    ///   - options: The reading options.
+    ///   - body: Reads the item at the URL it is given (the item's current location).
+    /// - Returns: What `body` returns.
+    /// - Throws: The error that kept `body` from running, or what `body` throws.
+    public func read<T>(
+        at url: URL,
+        options: NSFileCoordinator.ReadingOptions = [],
+        _ body: (URL) throws -> T
+    ) async throws -> T {
+        try await access([(url, .read(FCCore.ReadingOptions(rawValue: options.rawValue)))]) { urls in
+            try body(urls[0])
+        }
+    }
+
+    /// Writes an item in a coordinated way and returns what `body` returns: the `async` form of
+    /// ``coordinate(writingItemAt:options:error:byAccessor:)`` for new code.
+    ///
+    /// The wait suspends the task instead of blocking a thread. Cancelling the task while it waits abandons the claim
+    /// and throws `CocoaError(.userCancelled)`; once `body` runs, it runs to the end.
+    ///
+    /// - Parameters:
+    ///   - url: The item to write.
+    ///   - options: The writing options.
+    ///   - body: Writes the item at the URL it is given (the item's current location).
+    /// - Returns: What `body` returns.
+    /// - Throws: The error that kept `body` from running, or what `body` throws.
+    public func write<T>(
+        at url: URL,
+        options: NSFileCoordinator.WritingOptions = [],
+        _ body: (URL) throws -> T
+    ) async throws -> T {
+        try await access([(url, .write(FCCore.WritingOptions(rawValue: options.rawValue)))]) { urls in
+            try body(urls[0])
+        }
+    }
+
+    private func access<T>(_ items: [(URL, Access)], _ body: ([URL]) throws -> T) async throws -> T {
+        let prepared: PreparedClaim
+        switch prepareClaim(items, isPreparation: false) {
+        case .failure(let error): throw error
+        case .success(let claim): prepared = claim
+        }
+        let client = CoordinationClient.shared
+        let outcome = await withTaskCancellationHandler {
+            client.submit(.claimRequested(prepared.claimRequest))
+            return await prepared.waiter.value()
+        } onCancel: {
+            client.submit(.claimCancelled(prepared.id))
+        }
+        switch outcome {
+        case .failed(let error):
+            throw error
+        case .granted(let paths):
+            let access = ThreadContext.Access(
+                coordinator: ObjectIdentifier(self),
+                claim: prepared.id,
+                refusesNestedWrite: true
+            )
+            defer { finish(prepared, created: prepared.createdItems(paths: paths)) }
+            return try ThreadContext.withAccess(access) { try body(prepared.urls(for: paths)) }
+        }
+    }
+}

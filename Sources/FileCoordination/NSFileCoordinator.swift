@@ -1,0 +1,401 @@
+import FCCore
+public import Foundation
+
+#if !canImport(Darwin)
+/// A pointer through which a method returns an error, as in Apple's `NSErrorPointer`: call with `error: &error`
+/// where `var error: NSError?`.
+public typealias NSErrorPointer = UnsafeMutablePointer<NSError?>?
+#endif
+
+/// Coordinates reading and writing of files and directories among processes and with presenters: Apple's
+/// `NSFileCoordinator`, with the same Swift names and signatures.
+///
+/// Each `coordinate…` call asks the arbiter for a claim on its items, waits until no conflicting claim holds them
+/// and every affected presenter has relinquished, saved or accommodated as needed, runs the accessor, then lets
+/// presenters hear what changed (SEMANTICS.md §2 and §3). Non-file and relative URLs fail with
+/// ``FileCoordinationError/Code/unsupportedURL`` instead of being silently skipped.
+///
+/// - Important: A coordinator may be used from any thread; ``cancel()`` in particular is meant to be called from
+///   another thread than the one waiting. The synchronous methods block the calling thread until the accessor has
+///   run; do not call them from a presenter's own queue for its own item unless the coordinator was created with
+///   that presenter.
+open class NSFileCoordinator: NSObject, @unchecked Sendable {
+    /// Options of a coordinated read (Apple's raw values).
+    public struct ReadingOptions: OptionSet, Hashable, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// Do not ask presenters to save first.
+        public static let withoutChanges = ReadingOptions(rawValue: 1 << 0)
+        /// Hand the accessor a symbolic link's target.
+        public static let resolvesSymbolicLink = ReadingOptions(rawValue: 1 << 1)
+        /// Only metadata that is available at once is read.
+        public static let immediatelyAvailableMetadataOnly = ReadingOptions(rawValue: 1 << 2)
+        /// The read is for uploading.
+        public static let forUploading = ReadingOptions(rawValue: 1 << 3)
+    }
+
+    /// Options of a coordinated write (Apple's raw values).
+    public struct WritingOptions: OptionSet, Hashable, Sendable {
+        public let rawValue: UInt
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+        /// The write deletes the item.
+        public static let forDeleting = WritingOptions(rawValue: 1 << 0)
+        /// The write moves the item.
+        public static let forMoving = WritingOptions(rawValue: 1 << 1)
+        /// Ask presenters to save first.
+        public static let forMerging = WritingOptions(rawValue: 1 << 2)
+        /// The write replaces whatever is at the URL.
+        public static let forReplacing = WritingOptions(rawValue: 1 << 3)
+        /// Only metadata independent of the contents is written.
+        public static let contentIndependentMetadataOnly = WritingOptions(rawValue: 1 << 4)
+    }
+
+    let coordinatorID: CoordinatorID
+    private let presenter: (any NSFilePresenter)?
+    private let lock = NSLock()
+    private var purpose: String
+    private var purposeAssigned = false
+    private var cancelled = false
+    private var client: CoordinationClient { .shared }
+
+    /// Creates a coordinator on behalf of `filePresenter`, which then hears nothing of this coordinator's accesses
+    /// (version messages aside) and whose writes made while answering a request go first (SEMANTICS.md §2 rule 5).
+    public init(filePresenter: (any NSFilePresenter)?) {
+        self.presenter = filePresenter
+        self.coordinatorID = CoordinatorID(CoordinationClient.shared.newID())
+        if let filePresenter {
+            self.purpose =
+                "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
+        } else {
+            self.purpose = UUID().uuidString
+        }
+        super.init()
+    }
+
+    /// Creates a coordinator that acts for no presenter.
+    public override convenience init() {
+        self.init(filePresenter: nil)
+    }
+
+    // MARK: Presenters
+
+    /// Registers a presenter process-wide. Balance it with ``removeFilePresenter(_:)``.
+    ///
+    /// To be sure to hear of a write that races with the registration, register inside a coordinated read of the
+    /// item (SEMANTICS.md §7).
+    open class func addFilePresenter(_ filePresenter: any NSFilePresenter) {
+        CoordinationClient.shared.addPresenter(filePresenter)
+    }
+
+    /// Unregisters a presenter. Requests it owed count as answered.
+    open class func removeFilePresenter(_ filePresenter: any NSFilePresenter) {
+        CoordinationClient.shared.removePresenter(filePresenter)
+    }
+
+    /// The presenters registered in this process.
+    open class var filePresenters: [any NSFilePresenter] {
+        CoordinationClient.shared.allPresenters
+    }
+
+    /// Coordinators with the same purpose never block each other, even in different processes.
+    ///
+    /// Every coordinator gets a unique one; coordinators created with the same presenter share one. It may be set
+    /// once, to a non-empty string, and only on a coordinator created without a presenter; anything else is a
+    /// programming error and traps, as Apple's raises an exception.
+    open var purposeIdentifier: String {
+        get { lock.withLock { purpose } }
+        set {
+            lock.withLock {
+                precondition(!newValue.isEmpty, "NSFileCoordinator.purposeIdentifier must not be empty")
+                precondition(
+                    presenter == nil,
+                    "NSFileCoordinator.purposeIdentifier cannot be set on a coordinator created with a presenter"
+                )
+                precondition(!purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
+                purpose = newValue
+                purposeAssigned = true
+            }
+        }
+    }
+
+    // MARK: Coordinated access
+
+    /// Reads an item once no writer holds it and its presenters have relinquished (and saved, unless
+    /// `.withoutChanges`). On failure the accessor does not run and `outError` is set.
+    open func coordinate(
+        readingItemAt url: URL,
+        options: NSFileCoordinator.ReadingOptions = [],
+        error outError: NSErrorPointer,
+        byAccessor reader: (URL) -> Void
+    ) {
+        let error = access([(url, .read(ReadingOptions_(options)))], refusesNestedWrite: true) { urls in
+            reader(urls[0])
+        }
+        outError?.pointee = error.map { $0 as NSError }
+    }
+
+    /// Writes an item once no reader or writer holds it and its presenters have relinquished (and saved or
+    /// accommodated, as the options ask). On failure the accessor does not run and `outError` is set.
+    open func coordinate(
+        writingItemAt url: URL,
+        options: NSFileCoordinator.WritingOptions = [],
+        error outError: NSErrorPointer,
+        byAccessor writer: (URL) -> Void
+    ) {
+        let error = access([(url, .write(WritingOptions_(options)))], refusesNestedWrite: true) { urls in
+            writer(urls[0])
+        }
+        outError?.pointee = error.map { $0 as NSError }
+    }
+
+    /// Reads one item and writes another, both taken at once (no deadlock with another process taking the same pair
+    /// in the other order). A nested `coordinate(writingItemAt:…)` is allowed inside the accessor.
+    open func coordinate(
+        readingItemAt readingURL: URL,
+        options readingOptions: NSFileCoordinator.ReadingOptions = [],
+        writingItemAt writingURL: URL,
+        options writingOptions: NSFileCoordinator.WritingOptions = [],
+        error outError: NSErrorPointer,
+        byAccessor readerWriter: (URL, URL) -> Void
+    ) {
+        let items: [(URL, Access)] = [
+            (readingURL, .read(ReadingOptions_(readingOptions))), (writingURL, .write(WritingOptions_(writingOptions))),
+        ]
+        let error = access(items, refusesNestedWrite: false) { urls in readerWriter(urls[0], urls[1]) }
+        outError?.pointee = error.map { $0 as NSError }
+    }
+
+    /// Writes two items, both taken at once. The usual move: `.forMoving` on the source, `.forReplacing` on the
+    /// destination, then ``item(at:didMoveTo:)`` inside the accessor.
+    open func coordinate(
+        writingItemAt url1: URL,
+        options options1: NSFileCoordinator.WritingOptions = [],
+        writingItemAt url2: URL,
+        options options2: NSFileCoordinator.WritingOptions = [],
+        error outError: NSErrorPointer,
+        byAccessor writer: (URL, URL) -> Void
+    ) {
+        let items: [(URL, Access)] = [
+            (url1, .write(WritingOptions_(options1))), (url2, .write(WritingOptions_(options2))),
+        ]
+        let error = access(items, refusesNestedWrite: false) { urls in writer(urls[0], urls[1]) }
+        outError?.pointee = error.map { $0 as NSError }
+    }
+
+    /// Asks the presenters of many items to relinquish and save, then runs `batchAccessor`, which makes its own
+    /// coordinated calls with this coordinator and must call the completion handler it is given, from any thread.
+    /// Returns when the handler has been called.
+    open func prepare(
+        forReadingItemsAt readingURLs: [URL],
+        options readingOptions: NSFileCoordinator.ReadingOptions = [],
+        writingItemsAt writingURLs: [URL],
+        options writingOptions: NSFileCoordinator.WritingOptions = [],
+        error outError: NSErrorPointer,
+        byAccessor batchAccessor: (@escaping @Sendable () -> Void) -> Void
+    ) {
+        let items =
+            readingURLs.map { ($0, Access.read(ReadingOptions_(readingOptions))) }
+            + writingURLs.map { ($0, Access.write(WritingOptions_(writingOptions))) }
+        guard !items.isEmpty else {
+            batchAccessor {}
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        let error = access(items, refusesNestedWrite: false, isPreparation: true) { _ in
+            batchAccessor { done.signal() }
+            done.wait()
+        }
+        outError?.pointee = error.map { $0 as NSError }
+    }
+
+    /// Coordinates many items at once and runs `accessor` on `queue` when they are granted, or with the error.
+    /// Use each intent's ``NSFileAccessIntent/url`` inside the accessor.
+    open func coordinate(
+        with intents: [NSFileAccessIntent],
+        queue: OperationQueue,
+        byAccessor accessor: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        let items: [(URL, Access)] = intents.map { intent in
+            switch intent.access {
+            case .reading(let options): (intent.url, .read(ReadingOptions_(options)))
+            case .writing(let options): (intent.url, .write(WritingOptions_(options)))
+            }
+        }
+        let request: PreparedClaim
+        switch prepareClaim(items, isPreparation: false) {
+        case .failure(let error):
+            queue.addOperation { accessor(error) }
+            return
+        case .success(let prepared):
+            request = prepared
+        }
+        request.waiter.onOutcome { [self] outcome in
+            switch outcome {
+            case .failed(let error):
+                queue.addOperation { accessor(error) }
+            case .granted(let paths):
+                let urls = request.urls(for: paths)
+                for (intent, url) in zip(intents, urls) { intent.update(url: url) }
+                queue.addOperation { [self] in
+                    let access = ThreadContext.Access(
+                        coordinator: ObjectIdentifier(self),
+                        claim: request.id,
+                        refusesNestedWrite: false
+                    )
+                    ThreadContext.withAccess(access) { accessor(nil) }
+                    finish(request, created: request.createdItems(paths: paths))
+                }
+            }
+        }
+        client.submit(.claimRequested(request.claimRequest))
+    }
+
+    /// Announces a move (App Sandbox on macOS). Does nothing here; call ``item(at:didMoveTo:)`` after the move.
+    open func item(at oldURL: URL, willMoveTo newURL: URL) {}
+
+    /// Tells presenters that the item at `oldURL` now is at `newURL`: it, and everything inside it, hear did move;
+    /// enclosing directories hear subitem did move; claims waiting for it follow it (SEMANTICS.md §2 rule 7).
+    /// Call it inside the accessor of a coordinated write of the item; elsewhere it is ignored.
+    open func item(at oldURL: URL, didMoveTo newURL: URL) {
+        guard let claim = ThreadContext.accesses.last(where: { $0.coordinator == ObjectIdentifier(self) })?.claim,
+            let from = try? URLMapping.canonicalPath(oldURL)
+        else { return }
+        // The new location exists now: resolve it, but keep the old one's spelling if it cannot be resolved.
+        guard let to = try? URLMapping.canonicalPath(newURL) else { return }
+        client.submit(.itemMoved(claim, from: from, to: to))
+    }
+
+    /// Cancels this coordinator's waiting calls, which return at once with `CocoaError(.userCancelled)` without
+    /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
+    open func cancel() {
+        lock.withLock { cancelled = true }
+        client.submit(.coordinatorCancelled(client.clientID, coordinatorID))
+    }
+
+    // MARK: The claim machinery shared by every method
+
+    /// A claim ready to be submitted, with what is needed to answer the caller.
+    struct PreparedClaim {
+        var id: ClaimID
+        var claimRequest: ClaimRequest
+        var waiter: ClaimWaiter
+        var originals: [URL]
+        var canonical: [ItemPath]
+        var existedBefore: [Bool?]
+
+        func urls(for paths: [ItemPath]) -> [URL] {
+            zip(zip(originals, canonical), paths).map { pair, path in
+                URLMapping.url(for: path, spelledAs: pair.0, canonical: pair.1)
+            }
+        }
+
+        /// Written items that did not exist before the accessor and do now.
+        func createdItems(paths: [ItemPath]) -> [ItemPath] {
+            zip(existedBefore, paths).compactMap { existed, path in
+                guard existed == false, FileManager.default.fileExists(atPath: path.description) else { return nil }
+                return path
+            }
+        }
+    }
+
+    func prepareClaim(_ items: [(URL, Access)], isPreparation: Bool) -> Result<PreparedClaim, any Error> {
+        if lock.withLock({ cancelled }) { return .failure(CocoaError(.userCancelled)) }
+        var canonical: [ItemPath] = []
+        for (url, _) in items {
+            do {
+                canonical.append(try URLMapping.canonicalPath(url))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let id = ClaimID(client.newID())
+        let waiter = ClaimWaiter()
+        client.register(waiter, for: id)
+        let request = ClaimRequest(
+            id: id,
+            client: client.clientID,
+            coordinator: coordinatorID,
+            purpose: PurposeID(purposeIdentifier),
+            filePresenter: presenter.flatMap { client.presenterID(of: $0) },
+            fromPresenterQueue: ThreadContext.currentPresenter,
+            items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) },
+            isPreparation: isPreparation
+        )
+        let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
+            item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil
+        }
+        return .success(
+            PreparedClaim(
+                id: id,
+                claimRequest: request,
+                waiter: waiter,
+                originals: items.map(\.0),
+                canonical: canonical,
+                existedBefore: existedBefore
+            )
+        )
+    }
+
+    /// Claims `items`, blocks until granted or failed, runs `body` with the URLs to use, and ends the claim.
+    /// Returns the error that kept `body` from running, if any.
+    func access(
+        _ items: [(URL, Access)],
+        refusesNestedWrite: Bool,
+        isPreparation: Bool = false,
+        _ body: ([URL]) -> Void
+    ) -> (any Error)? {
+        let mine = ObjectIdentifier(self)
+        if items.contains(where: { $0.1.isWrite }),
+            let outer = ThreadContext.accesses.last(where: { $0.coordinator == mine }), outer.refusesNestedWrite
+        {
+            return FileCoordinationError(
+                .nestedWrite,
+                "A coordinated write was nested inside the accessor of a coordinated read or write by the same "
+                    + "coordinator. Use coordinate(readingItemAt:options:writingItemAt:options:error:byAccessor:) "
+                    + "or coordinate(writingItemAt:options:writingItemAt:options:error:byAccessor:) to take both at "
+                    + "once.",
+                url: items.first { $0.1.isWrite }?.0
+            )
+        }
+        let request: PreparedClaim
+        switch prepareClaim(items, isPreparation: isPreparation) {
+        case .failure(let error): return error
+        case .success(let prepared): request = prepared
+        }
+        client.submit(.claimRequested(request.claimRequest))
+        switch request.waiter.wait() {
+        case .failed(let error):
+            return error
+        case .granted(let paths):
+            let access = ThreadContext.Access(
+                coordinator: mine,
+                claim: request.id,
+                refusesNestedWrite: refusesNestedWrite
+            )
+            ThreadContext.withAccess(access) { body(request.urls(for: paths)) }
+            finish(request, created: request.createdItems(paths: paths))
+            return nil
+        }
+    }
+
+    func finish(_ request: PreparedClaim, created: [ItemPath]) {
+        client.submit(.claimFinished(request.id, created: created))
+        if let presenter, let id = client.presenterID(of: presenter) { client.refreshURL(of: id) }
+    }
+}
+
+extension ClaimWaiter {
+    /// Calls `body` once with the outcome, on the delivery queue (or at once if it is already known).
+    func onOutcome(_ body: @escaping @Sendable (ClaimOutcome) -> Void) {
+        Task { body(await value()) }
+    }
+}
+
+// Conversions between the public option sets and the core's (same raw values).
+private func ReadingOptions_(_ options: NSFileCoordinator.ReadingOptions) -> FCCore.ReadingOptions {
+    FCCore.ReadingOptions(rawValue: options.rawValue)
+}
+
+private func WritingOptions_(_ options: NSFileCoordinator.WritingOptions) -> FCCore.WritingOptions {
+    FCCore.WritingOptions(rawValue: options.rawValue)
+}
