@@ -1,6 +1,8 @@
 /// `NSFileCoordinator.ReadingOptions`, with Apple's raw values.
 public struct ReadingOptions: OptionSet, Hashable, Sendable {
+    /// The option bits, with Apple's values.
     public var rawValue: UInt
+    /// Creates options from their bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
     /// Presenters are not asked to save before the read.
@@ -15,7 +17,9 @@ public struct ReadingOptions: OptionSet, Hashable, Sendable {
 
 /// `NSFileCoordinator.WritingOptions`, with Apple's raw values.
 public struct WritingOptions: OptionSet, Hashable, Sendable {
+    /// The option bits, with Apple's values.
     public var rawValue: UInt
+    /// Creates options from their bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
 
     /// The write deletes the item.
@@ -50,6 +54,7 @@ public enum Access: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// `read` or `write`, followed by the option names, for logs.
     public var description: String {
         switch self {
         case .read(let options):
@@ -78,10 +83,12 @@ public struct ClaimItem: Hashable, Sendable, CustomStringConvertible {
     /// How the item is accessed.
     public var access: Access
 
+    /// Creates a claim item for a canonical path.
     public init(path: ItemPath, access: Access) {
         self.path = path
         self.access = access
     }
 
+    /// The access, then the path, for logs.
     public var description: String { "\(access) \(path)" }
 }

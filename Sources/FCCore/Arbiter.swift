@@ -211,11 +211,17 @@ extension Arbiter: Sendable {}
 
 /// Counters kept by the arbiter.
 public struct ArbiterStatistics: Hashable, Sendable {
+    /// Claims requested, including those refused at once.
     public var claimsRequested = 0
+    /// Claims granted.
     public var claimsGranted = 0
+    /// Claims whose client was told they failed: refused, cancelled or failed by a presenter.
     public var claimsFailed = 0
+    /// Messages sent to presenters, requests and notifications alike.
     public var messagesSent = 0
+    /// Requests whose presenter did not answer within the presenter timeout.
     public var presenterTimeouts = 0
+    /// Creates counters that are all zero.
     public init() {}
 }
 
@@ -228,6 +234,7 @@ public enum ClaimPhase: Hashable, Sendable, CustomStringConvertible {
     /// The accessor may run.
     case granted
 
+    /// The phase's name, for logs.
     public var description: String {
         switch self {
         case .waiting: "waiting"

@@ -12,6 +12,7 @@ public struct ArbiterConfiguration: Hashable, Sendable {
         "playground", "scriptd", "sketch", "band", "logicx", "photoslibrary", "fcpbundle", "docset", "package",
     ]
 
+    /// Creates a configuration. A `nil` `presenterTimeout` waits forever for presenters.
     public init(packageExtensions: [String] = defaultPackageExtensions, presenterTimeout: Duration? = .seconds(30)) {
         self.packageExtensions = Set(packageExtensions.map { Array($0.utf8) })
         self.presenterTimeout = presenterTimeout

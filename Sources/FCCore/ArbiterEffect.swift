@@ -7,6 +7,7 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     /// The request was malformed (no items, duplicate id, …).
     case invalidRequest(String)
 
+    /// A short explanation of the failure, for logs.
     public var description: String {
         switch self {
         case .cancelled: "cancelled"
@@ -19,22 +20,27 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
 /// Severity of a log record.
 public enum LogLevel: Int, Hashable, Sendable, Comparable {
     case trace, debug, info, notice, warning, error
+    /// Orders levels by severity, `trace` lowest.
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// A log record the host should write (through swift-log in the daemon).
 public struct LogRecord: Hashable, Sendable, CustomStringConvertible {
+    /// The record's severity.
     public var level: LogLevel
+    /// What happened, in words.
     public var message: String
     /// Structured metadata with dotted keys (`claim.id`, `client.id`, `item.path`).
     public var metadata: [String: String]
 
+    /// Creates a log record.
     public init(level: LogLevel, message: String, metadata: [String: String] = [:]) {
         self.level = level
         self.message = message
         self.metadata = metadata
     }
 
+    /// The level, the message and the metadata sorted by key, on one line.
     public var description: String {
         let meta = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return "[\(level)] \(message)" + (meta.isEmpty ? "" : " \(meta)")

@@ -1,11 +1,13 @@
 /// A client as the arbiter knows it: enough to name it in logs and dumps.
 public struct ClientInfo: Hashable, Sendable {
+    /// The client's id.
     public var id: ClientID
     /// The process id, as the transport learnt it (`SO_PEERCRED`), or 0 in process.
     public var pid: Int32
     /// A short process name for reports.
     public var name: String
 
+    /// Creates a client description.
     public init(id: ClientID, pid: Int32, name: String) {
         self.id = id
         self.pid = pid
@@ -15,7 +17,9 @@ public struct ClientInfo: Hashable, Sendable {
 
 /// A presenter's registration (`NSFileCoordinator.addFilePresenter(_:)`).
 public struct PresenterRegistration: Hashable, Sendable {
+    /// The presenter's id.
     public var id: PresenterID
+    /// The client that registered the presenter.
     public var client: ClientID
     /// The presented item, or `nil` while the item does not exist yet.
     public var path: ItemPath?
@@ -24,6 +28,7 @@ public struct PresenterRegistration: Hashable, Sendable {
     /// `true` when the presenter declares its item a package (a directory treated as one document).
     public var isPackage: Bool
 
+    /// Creates a registration. By default the presenter implements every callback and is not a package.
     public init(
         id: PresenterID,
         client: ClientID,
@@ -41,8 +46,11 @@ public struct PresenterRegistration: Hashable, Sendable {
 
 /// A claim request: one `coordinate…` or `prepare…` call.
 public struct ClaimRequest: Hashable, Sendable {
+    /// The claim's id.
     public var id: ClaimID
+    /// The client that made the call.
     public var client: ClientID
+    /// The coordinator the call was made on.
     public var coordinator: CoordinatorID
     /// The coordinator's purpose identifier.
     public var purpose: PurposeID
@@ -58,6 +66,7 @@ public struct ClaimRequest: Hashable, Sendable {
     /// nothing itself (the coordinated calls made inside it do), so its end sends no did-change.
     public var isPreparation: Bool
 
+    /// Creates a claim request.
     public init(
         id: ClaimID,
         client: ClientID,

@@ -2,7 +2,9 @@
 public struct ArbiterSnapshot: Hashable, Sendable {
     /// A live claim.
     public struct Claim: Hashable, Sendable {
+        /// The claim as it was requested.
         public var request: ClaimRequest
+        /// Where the claim is in its life.
         public var phase: ClaimPhase
         /// Where each item is now (waiting claims follow moves). A granted claim that reported a move also holds the
         /// new location, so it can have more paths than it requested.

@@ -129,6 +129,7 @@ public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// The path as a string; bytes that are not valid UTF-8 are shown as U+FFFD.
     public var description: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// Compares component by component, byte for byte; a path sorts before the paths inside it.
     public static func < (lhs: ItemPath, rhs: ItemPath) -> Bool {
         for (a, b) in zip(lhs.components, rhs.components) where a != b {
             return a.lexicographicallyPrecedes(b)
@@ -158,6 +159,7 @@ public enum ItemPathError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The path contained a NUL byte, which no Linux file name can hold.
     case containsNUL
 
+    /// What is wrong with the path, for error messages.
     public var description: String {
         switch self {
         case .empty: "the path is empty"

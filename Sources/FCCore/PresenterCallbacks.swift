@@ -3,24 +3,42 @@
 /// A presenter declares them when it registers (default: all). The arbiter sends no message a presenter does not
 /// implement, and treats an unimplemented relinquish, save or accommodate as an immediate yes (SEMANTICS.md §3).
 public struct PresenterCallbacks: OptionSet, Hashable, Sendable {
+    /// The callback bits.
     public var rawValue: UInt32
+    /// Creates a set of callbacks from their bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// `relinquishPresentedItem(toReader:)`
     public static let relinquishToReader = PresenterCallbacks(rawValue: 1 << 0)
+    /// `relinquishPresentedItem(toWriter:)`
     public static let relinquishToWriter = PresenterCallbacks(rawValue: 1 << 1)
+    /// `savePresentedItemChanges(completionHandler:)`
     public static let savePresentedItemChanges = PresenterCallbacks(rawValue: 1 << 2)
+    /// `accommodatePresentedItemDeletion(completionHandler:)`
     public static let accommodatePresentedItemDeletion = PresenterCallbacks(rawValue: 1 << 3)
+    /// `accommodatePresentedSubitemDeletion(at:completionHandler:)`
     public static let accommodatePresentedSubitemDeletion = PresenterCallbacks(rawValue: 1 << 4)
+    /// `presentedItemDidMove(to:)`
     public static let presentedItemDidMove = PresenterCallbacks(rawValue: 1 << 5)
+    /// `presentedItemDidChange()`
     public static let presentedItemDidChange = PresenterCallbacks(rawValue: 1 << 6)
+    /// `presentedSubitemDidChange(at:)`
     public static let presentedSubitemDidChange = PresenterCallbacks(rawValue: 1 << 7)
+    /// `presentedSubitemDidAppear(at:)`
     public static let presentedSubitemDidAppear = PresenterCallbacks(rawValue: 1 << 8)
+    /// `presentedSubitem(at:didMoveTo:)`
     public static let presentedSubitemDidMove = PresenterCallbacks(rawValue: 1 << 9)
+    /// `presentedItemDidGain(_:)`
     public static let presentedItemDidGainVersion = PresenterCallbacks(rawValue: 1 << 10)
+    /// `presentedItemDidLose(_:)`
     public static let presentedItemDidLoseVersion = PresenterCallbacks(rawValue: 1 << 11)
+    /// `presentedItemDidResolveConflict(_:)`
     public static let presentedItemDidResolveConflictVersion = PresenterCallbacks(rawValue: 1 << 12)
+    /// `presentedSubitem(at:didGain:)`
     public static let presentedSubitemDidGainVersion = PresenterCallbacks(rawValue: 1 << 13)
+    /// `presentedSubitem(at:didLose:)`
     public static let presentedSubitemDidLoseVersion = PresenterCallbacks(rawValue: 1 << 14)
+    /// `presentedSubitem(at:didResolve:)`
     public static let presentedSubitemDidResolveConflictVersion = PresenterCallbacks(rawValue: 1 << 15)
 
     /// Every callback.
@@ -92,6 +110,7 @@ public enum PresenterMessageKind: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The `NSFilePresenter` call this message stands for (or the reacquirer run), with its arguments, for logs.
     public var description: String {
         switch self {
         case .relinquishToReader: "relinquishPresentedItem(toReader:)"
@@ -124,6 +143,7 @@ public struct PresenterMessage: Hashable, Sendable, CustomStringConvertible {
     /// What to tell the presenter.
     public var kind: PresenterMessageKind
 
+    /// Creates a message for one presenter.
     public init(
         presenter: PresenterID,
         client: ClientID,
@@ -138,6 +158,7 @@ public struct PresenterMessage: Hashable, Sendable, CustomStringConvertible {
         self.kind = kind
     }
 
+    /// The presenter, the message and any request id, for logs.
     public var description: String {
         "\(presenter) <- \(kind)" + (request.map { " [\($0)]" } ?? "")
     }
@@ -152,12 +173,14 @@ public struct PresenterError: Error, Hashable, Sendable, CustomStringConvertible
     /// The error's localized description.
     public var message: String
 
+    /// Creates an error from an `NSError`'s domain, code and localized description.
     public init(domain: String, code: Int, message: String) {
         self.domain = domain
         self.code = code
         self.message = message
     }
 
+    /// The domain, code and message, for logs.
     public var description: String { "\(domain) \(code): \(message)" }
 }
 

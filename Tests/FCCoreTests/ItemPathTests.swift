@@ -1,16 +1,6 @@
 import FCCore
 import Testing
 
-/// A path the test knows to be valid.
-private func path(_ string: String) -> ItemPath {
-    do {
-        return try ItemPath(absolute: string)
-    } catch {
-        Issue.record("bad test path \(string): \(error)")
-        return .root
-    }
-}
-
 /// The components of a path, as strings.
 private func names(_ path: ItemPath) -> [String] {
     path.components.map { String(decoding: $0, as: UTF8.self) }

@@ -2,22 +2,6 @@ import FCCore
 import FCTestSupport
 import Testing
 
-private func path(_ string: String) -> ItemPath { ArbiterHarness.path(string) }
-
-/// The only open request of `presenter`, or `nil` (and an issue) when it has none or several.
-private func soleRequest(
-    _ h: ArbiterHarness,
-    of presenter: PresenterID,
-    sourceLocation: SourceLocation = #_sourceLocation
-) -> (id: RequestID, kind: PresenterMessageKind)? {
-    let open = h.openRequests(of: presenter)
-    guard open.count == 1 else {
-        Issue.record("\(presenter) has \(open.count) open requests, expected 1", sourceLocation: sourceLocation)
-        return nil
-    }
-    return (open[0].0, open[0].1)
-}
-
 /// The request id of the last relinquish sent to `presenter` (what its reacquire names).
 private func relinquishRequest(_ h: ArbiterHarness, of presenter: PresenterID) -> RequestID? {
     h.allMessages.last {

@@ -2,25 +2,9 @@ import FCCore
 import FCTestSupport
 import Testing
 
-private func path(_ string: String) -> ItemPath { ArbiterHarness.path(string) }
-
 /// The claims that keep `claim` from starting, as a set (their order is not part of the rules).
 private func blockers(_ h: ArbiterHarness, _ claim: ClaimID) -> Set<ClaimID> {
     Set(h.arbiter.blockers(of: claim))
-}
-
-/// The only open request of `presenter`, or `nil` (and an issue) when it has none or several.
-private func soleRequest(
-    _ h: ArbiterHarness,
-    of presenter: PresenterID,
-    sourceLocation: SourceLocation = #_sourceLocation
-) -> (id: RequestID, kind: PresenterMessageKind)? {
-    let open = h.openRequests(of: presenter)
-    guard open.count == 1 else {
-        Issue.record("\(presenter) has \(open.count) open requests, expected 1", sourceLocation: sourceLocation)
-        return nil
-    }
-    return (open[0].0, open[0].1)
 }
 
 /// SEMANTICS.md §2, "Who waits for whom": one or more tests per numbered rule, each named after its rule.
