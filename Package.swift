@@ -12,24 +12,73 @@ let package = Package(
         .library(name: "FCCore", targets: ["FCCore"]),
         .library(name: "FileCoordination", targets: ["FileCoordination"]),
         .library(name: "FCTestSupport", targets: ["FCTestSupport"]),
+        .library(name: "FCProtocol", targets: ["FCProtocol"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
+        .executable(name: "filecoordd", targets: ["filecoordd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
         // The library apps import: NSFileCoordinator, NSFilePresenter, NSFileAccessIntent with Apple's signatures.
-        .target(name: "FileCoordination", dependencies: ["FCCore"]),
+        .target(name: "FileCoordination", dependencies: ["FCCore", "FCProtocol"]),
+        // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
+        // framing, version handshake, limits, and conversions to FCCore's types. Bytes in, messages out; no I/O.
+        .target(
+            name: "FCProtocol",
+            dependencies: ["FCCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["filecoord.proto"]
+        ),
+        // The daemon as a library: id mapping and routing, runtime folder, lock, listener and sessions.
+        .target(
+            name: "FCDaemon",
+            dependencies: [
+                "FCCore", "FCProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The per-user arbiter daemon: a thin command over FCDaemon.
+        .executableTarget(
+            name: "filecoordd",
+            dependencies: [
+                "FCDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(name: "FCTestSupport", dependencies: ["FCCore"]),
+        // A process that presents and coordinates on command: for multi-process tests and the README's demonstration.
+        .executableTarget(name: "fc-testhost", dependencies: ["FileCoordination"]),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.
         .testTarget(name: "FCCoreTests", dependencies: ["FCCore", "FCTestSupport"]),
+        // Round trips, framing edge cases and a seeded fuzz test of the wire protocol.
+        .testTarget(
+            name: "FCProtocolTests",
+            dependencies: ["FCProtocol", "FCCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+        ),
+        // The daemon's pieces, tested without and with sockets.
+        .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
         // Behaviour tests of the library, in one process.
         .testTarget(name: "FileCoordinationTests", dependencies: ["FileCoordination"]),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
+        // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.
+        .testTarget(name: "EndToEndTests", dependencies: ["FCProtocol", "FCCore"]),
     ]
 )
 

@@ -1,0 +1,198 @@
+import FCCore
+import FCProtocol
+import Foundation
+import Logging
+import NIOCore
+
+/// The arbiter as the daemon runs it: the ``SessionRouter`` and its arbiter, the live connections, and the timers,
+/// all on one event loop (DESIGN.md decision 2: no locks on the hot path).
+///
+/// - Important: Every method must be called on ``loop``.
+final class ArbiterHost {
+    let loop: any EventLoop
+    let router: SessionRouter
+    let configuration: DaemonConfiguration
+    let logger: Logger
+    private var connections: [ClientID: any Channel] = [:]
+    private var timers: [TimerID: Scheduled<Void>] = [:]
+    private let encoder: FrameEncoder
+    private var shuttingDown = false
+
+    init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
+        self.loop = loop
+        self.configuration = configuration
+        self.logger = logger
+        self.encoder = FrameEncoder(maximumFrameSize: configuration.maximumFrameSize)
+        self.router = SessionRouter(
+            configuration: configuration.arbiterConfiguration,
+            maximumClaimsPerClient: configuration.maximumClaimsPerClient,
+            maximumPresentersPerClient: configuration.maximumPresentersPerClient
+        )
+    }
+
+    /// A client finished its handshake.
+    func accept(_ channel: any Channel, pid: Int32, name: String) -> ClientID {
+        loop.preconditionInEventLoop()
+        let client = router.connect(pid: pid, name: name)
+        connections[client] = channel
+        logger.info(
+            "client connected",
+            metadata: ["client.id": "\(client.rawValue)", "client.pid": "\(pid)", "client.name": "\(name)"]
+        )
+        return client
+    }
+
+    /// One event from a client, in its own ids.
+    func receive(_ event: ArbiterEvent, from client: ClientID) {
+        loop.preconditionInEventLoop()
+        if shuttingDown, case .claimRequested(let request) = event {
+            send(
+                Filecoord_V1_Frame(
+                    .claimFailed(
+                        Filecoord_V1_ClaimFailed(
+                            claim: request.id,
+                            reason: .shuttingDown("filecoordd is shutting down; retry when it is back"),
+                            message: nil
+                        )
+                    )
+                ),
+                to: client
+            )
+            return
+        }
+        do {
+            apply(try router.handle(event, from: client))
+        } catch {
+            switch (error, event) {
+            case (.tooManyClaims, .claimRequested(let request)):
+                logger.warning("claim refused: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+                let failed = Filecoord_V1_ClaimFailed(
+                    claim: request.id,
+                    reason: .limitExceeded("\(error)"),
+                    message: nil
+                )
+                send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
+            default:
+                close(client, because: ProtocolError(.limitExceeded, "\(error)"))
+            }
+        }
+    }
+
+    /// A connection closed: its claims are released and its presenters removed at once (SEMANTICS.md §7).
+    func closed(_ client: ClientID) {
+        loop.preconditionInEventLoop()
+        guard connections.removeValue(forKey: client) != nil else { return }
+        apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
+    }
+
+    /// Sends a protocol error and closes one connection; nothing else is affected.
+    func close(_ client: ClientID, because error: ProtocolError) {
+        loop.preconditionInEventLoop()
+        logger.warning("closing a connection: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+        send(Filecoord_V1_Frame(error), to: client)
+        connections[client]?.close(promise: nil)
+    }
+
+    /// Fails every claim that has not been granted with a clear error, and closes every connection.
+    func shutDown() {
+        loop.preconditionInEventLoop()
+        shuttingDown = true
+        for (client, claim) in router.pendingClaims() {
+            let failed = Filecoord_V1_ClaimFailed(
+                claim: claim,
+                reason: .shuttingDown("filecoordd is shutting down; the call failed instead of waiting"),
+                message: nil
+            )
+            send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
+        }
+        for channel in connections.values { channel.close(promise: nil) }
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+    }
+
+    /// The state as JSON, for `DumpRequest` (the full dump is issue #5).
+    func dump() -> [UInt8] {
+        let snapshot = router.arbiter.snapshot()
+        let statistics = router.arbiter.statistics
+        func quoted(_ text: String) -> String {
+            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        let clients = router.clients.map { "{\"id\":\($0.id.rawValue),\"pid\":\($0.pid),\"name\":\(quoted($0.name))}" }
+        let claims = snapshot.claims.map { claim in
+            "{\"id\":\(claim.request.id.rawValue),\"client\":\(claim.request.client.rawValue),"
+                + "\"phase\":\(quoted("\(claim.phase)")),\"items\":["
+                + zip(claim.paths, claim.accesses).map { "{\"path\":\(quoted("\($0)")),\"access\":\(quoted("\($1)"))}" }
+                .joined(separator: ",") + "]}"
+        }
+        let presenters = snapshot.presenters.values.sorted { $0.id < $1.id }.map { presenter in
+            "{\"id\":\(presenter.id.rawValue),\"client\":\(presenter.client.rawValue),"
+                + "\"path\":\(presenter.path.map { quoted("\($0)") } ?? "null")}"
+        }
+        let json =
+            "{\"clients\":[\(clients.joined(separator: ","))],\"claims\":[\(claims.joined(separator: ","))],"
+            + "\"presenters\":[\(presenters.joined(separator: ","))],\"nodes\":\(snapshot.nodeCount),"
+            + "\"statistics\":{\"claimsGranted\":\(statistics.claimsGranted),\"claimsFailed\":\(statistics.claimsFailed),"
+            + "\"presenterTimeouts\":\(statistics.presenterTimeouts)}}"
+        return Array(json.utf8)
+    }
+
+    func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
+        guard let channel = connections[client] else { return }
+        do {
+            let bytes = try encoder.encode(frame)
+            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+        } catch {
+            logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+        }
+    }
+
+    private func apply(_ routed: SessionRouter.Routed) {
+        for effect in routed.host {
+            switch effect {
+            case .startTimer(let timer, let after):
+                timers[timer]?.cancel()
+                timers[timer] = loop.assumeIsolated().scheduleTask(in: .nanoseconds(after.nanoseconds)) { [weak self] in
+                    self?.fire(timer)
+                }
+            case .cancelTimer(let timer):
+                timers.removeValue(forKey: timer)?.cancel()
+            case .log(let record):
+                log(record)
+            case .grant, .fail, .message:
+                break
+            }
+        }
+        for (client, effects) in routed.perClient {
+            for effect in effects {
+                if let frame = Filecoord_V1_Frame(effect) { send(frame, to: client) }
+            }
+        }
+    }
+
+    private func fire(_ timer: TimerID) {
+        timers[timer] = nil
+        apply(router.timerFired(timer))
+    }
+
+    private func log(_ record: LogRecord) {
+        let level: Logger.Level =
+            switch record.level {
+            case .trace: .trace
+            case .debug: .debug
+            case .info: .info
+            case .notice: .notice
+            case .warning: .warning
+            case .error: .error
+            }
+        logger.log(level: level, "\(record.message)", metadata: record.metadata.mapValues { .string($0) })
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : product + attoseconds / 1_000_000_000
+    }
+}

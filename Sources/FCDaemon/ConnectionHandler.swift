@@ -1,0 +1,185 @@
+import FCCore
+import FCProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+/// One client connection: checks the peer's uid, runs the handshake, decodes frames and hands them to the
+/// ``ArbiterHost``. A malformed, oversized or out-of-order frame closes this connection only, with the reason logged
+/// and sent to the client first.
+///
+/// - Important: Runs on the host's event loop, like every channel handler of the daemon.
+final class ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private enum State {
+        case awaitingHello
+        case ready(ClientID)
+        case closed
+    }
+
+    private let host: ArbiterHost
+    private var decoder: FrameDecoder
+    private var state = State.awaitingHello
+    private var peerPID: Int32 = 0
+    /// The client this connection speaks for, from the handshake until the connection is gone.
+    private var client: ClientID?
+    private let limits: ProtocolLimits
+
+    init(host: ArbiterHost) {
+        self.host = host
+        self.limits = ProtocolLimits(
+            maximumFrameSize: host.configuration.maximumFrameSize,
+            maximumClaimsPerClient: host.configuration.maximumClaimsPerClient,
+            maximumPresentersPerClient: host.configuration.maximumPresentersPerClient
+        )
+        self.decoder = FrameDecoder(maximumFrameSize: host.configuration.maximumFrameSize, accepting: .toDaemon)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        // Only this user's processes may coordinate through this daemon (SO_PEERCRED). On the channel's own loop
+        // the option is read at once, so the callback below runs before this method returns.
+        guard let provider = context.channel as? any SocketOptionProvider else {
+            refuse("peer credentials unavailable", context: context)
+            return
+        }
+        let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: SocketOptionName(SO_PEERCRED)
+        )
+        future.assumeIsolated().whenComplete { result in
+            switch result {
+            case .failure(let error):
+                self.refuse("peer credentials unavailable: \(error)", context: context)
+            case .success(let credentials) where credentials.uid != getuid():
+                self.refuse(
+                    "peer uid \(credentials.uid) (pid \(credentials.pid)) is not this daemon's uid \(getuid())",
+                    context: context
+                )
+            case .success(let credentials):
+                self.peerPID = credentials.pid
+                context.fireChannelActive()
+            }
+        }
+    }
+
+    private func refuse(_ reason: String, context: ChannelHandlerContext) {
+        host.logger.warning("connection refused: \(reason)")
+        state = .closed
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        decoder.append(buffer.readableBytesView)
+        do {
+            while case .some(let frame) = try decoder.next() {
+                try handle(frame, context: context)
+                if case .closed = state { return }
+            }
+        } catch {
+            fail(error, context: context)
+        }
+    }
+
+    private func handle(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) throws(ProtocolError) {
+        switch state {
+        case .closed:
+            return
+        case .awaitingHello:
+            guard case .hello(let hello)? = frame.payload else {
+                throw ProtocolError(
+                    .unexpectedMessage,
+                    "the first frame must be Hello, not \(frame.payload?.messageName ?? "empty")"
+                )
+            }
+            switch ProtocolVersion.check(hello) {
+            case .refuse(let refused):
+                host.logger.warning("client refused: \(refused.reason)", metadata: ["client.pid": "\(peerPID)"])
+                write(Filecoord_V1_Frame(.refused(refused)), context: context)
+                state = .closed
+                context.close(promise: nil)
+            case .accept(let version):
+                // The pid is the kernel's (SO_PEERCRED), not what the client says.
+                let client = host.accept(context.channel, pid: peerPID, name: hello.clientName)
+                self.client = client
+                state = .ready(client)
+                var reply = Filecoord_V1_HelloReply()
+                reply.protocolVersion = version
+                reply.daemonPid = getpid()
+                write(Filecoord_V1_Frame(.helloReply(reply)), context: context)
+            }
+        case .ready(let client):
+            if case .hello? = frame.payload {
+                throw ProtocolError(.unexpectedMessage, "Hello was sent twice")
+            }
+            if case .dumpRequest? = frame.payload {
+                var reply = Filecoord_V1_DumpReply()
+                reply.json = Data(host.dump())
+                write(Filecoord_V1_Frame(.dumpReply(reply)), context: context)
+                return
+            }
+            guard let event = try ArbiterEvent(wire: frame, client: client, limits: limits) else { return }
+            host.receive(event, from: client)
+        }
+    }
+
+    private func fail(_ error: ProtocolError, context: ChannelHandlerContext) {
+        switch state {
+        case .ready(let client):
+            state = .closed
+            host.close(client, because: error)
+        case .awaitingHello:
+            state = .closed
+            host.logger.warning(
+                "closing a connection before its handshake: \(error)",
+                metadata: ["client.pid": "\(peerPID)"]
+            )
+            write(Filecoord_V1_Frame(error), context: context)
+            context.close(promise: nil)
+        case .closed:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // However the connection ended, what it held is released now.
+        if let client { host.closed(client) }
+        client = nil
+        state = .closed
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        host.logger.debug("connection error: \(error)")
+        context.close(promise: nil)
+    }
+
+    private func write(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) {
+        guard let bytes = try? FrameEncoder(maximumFrameSize: host.configuration.maximumFrameSize).encode(frame) else {
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+    }
+
+    typealias OutboundOut = ByteBuffer
+
+}
+
+@available(*, unavailable)
+extension ConnectionHandler: Sendable {}
+
+/// `struct ucred` (pid, uid, gid), which Swift does not import without `_GNU_SOURCE`: same layout, read with
+/// `getsockopt(SO_PEERCRED)`.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}

@@ -1,0 +1,47 @@
+public import FCCore
+import FCProtocol
+import Foundation
+
+/// The daemon's settings, with defaults embedded: nothing needs configuring.
+public struct DaemonConfiguration: Sendable {
+    /// The Unix socket clients connect to.
+    public var socketPath: String
+    /// How long a presenter may take to answer before it counts as having said yes (`nil`: forever).
+    public var presenterTimeout: Duration?
+    /// How long a wait lasts before the deadlock detector looks at it (used by the detector, issue #5).
+    public var deadlockDetectionDelay: Duration
+    /// Most live claims one connection may hold.
+    public var maximumClaimsPerClient: Int
+    /// Most presenters one connection may register.
+    public var maximumPresentersPerClient: Int
+    /// Largest frame accepted, in bytes.
+    public var maximumFrameSize: Int
+
+    /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
+    public init(
+        socketPath: String = DaemonConfiguration.defaultSocketPath(),
+        presenterTimeout: Duration? = .seconds(30),
+        deadlockDetectionDelay: Duration = .seconds(1),
+        maximumClaimsPerClient: Int = 10_000,
+        maximumPresentersPerClient: Int = 100_000,
+        maximumFrameSize: Int = 1 << 20
+    ) {
+        self.socketPath = socketPath
+        self.presenterTimeout = presenterTimeout
+        self.deadlockDetectionDelay = deadlockDetectionDelay
+        self.maximumClaimsPerClient = maximumClaimsPerClient
+        self.maximumPresentersPerClient = maximumPresentersPerClient
+        self.maximumFrameSize = maximumFrameSize
+    }
+
+    /// The per-user socket (``DaemonAddress/socketPath(environment:uid:)``): `$XDG_RUNTIME_DIR/filecoordd/socket`,
+    /// or `/tmp/filecoordd-$UID/socket`; `FILECOORDD_SOCKET` overrides both.
+    public static func defaultSocketPath() -> String {
+        DaemonAddress.socketPath(environment: ProcessInfo.processInfo.environment, uid: UInt32(getuid()))
+    }
+
+    /// The arbiter's settings.
+    public var arbiterConfiguration: ArbiterConfiguration {
+        ArbiterConfiguration(presenterTimeout: presenterTimeout)
+    }
+}

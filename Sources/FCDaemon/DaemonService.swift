@@ -1,0 +1,66 @@
+import FCCore
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+public import ServiceLifecycle
+
+/// The daemon as a service: takes the lock, prepares the private folder, listens on the socket, and on graceful
+/// shutdown (SIGTERM, SIGINT) fails waiting calls with a clear error, closes every connection and removes the
+/// socket.
+///
+/// - Important: `run()` is called once, by a `ServiceGroup`. The arbiter lives on one event loop of its own.
+public final class DaemonService: Service, Sendable {
+    private let configuration: DaemonConfiguration
+    private let logger: Logger
+    private let ready: @Sendable () -> Void
+
+    /// Creates the service; `ready` is called once the socket accepts connections.
+    public init(configuration: DaemonConfiguration, logger: Logger, ready: @escaping @Sendable () -> Void = {}) {
+        self.configuration = configuration
+        self.logger = logger
+        self.ready = ready
+    }
+
+    /// Serves until a graceful shutdown.
+    public func run() async throws {
+        let socketPath = configuration.socketPath
+        try RuntimeDirectory.prepare(forSocket: socketPath)
+        let lock = try DaemonLock(forSocket: socketPath)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let host = try await loop.submit {
+            NIOLoopBound(
+                ArbiterHost(loop: loop, configuration: self.configuration, logger: self.logger),
+                eventLoop: loop
+            )
+        }.get()
+        // Holding the lock, any socket file left is a dead daemon's: replace it.
+        let server = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host.value))
+                }
+            }
+            .bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true)
+            .get()
+        chmod(socketPath, 0o600)
+        logger.info(
+            "filecoordd listening",
+            metadata: ["socket": "\(socketPath)", "pid": "\(getpid())", "lock": "\(lock.path)"]
+        )
+        ready()
+        await withGracefulShutdownHandler {
+            try? await server.closeFuture.get()
+        } onGracefulShutdown: {
+            loop.execute {
+                host.value.shutDown()
+                server.close(promise: nil)
+            }
+        }
+        unlink(socketPath)
+        try? await group.shutdownGracefully()
+        logger.info("filecoordd stopped", metadata: ["socket": "\(socketPath)"])
+        withExtendedLifetime(lock) {}
+    }
+}

@@ -1,0 +1,223 @@
+public import FCCore
+
+/// Maps each client's own presenter, claim and coordinator ids to the arbiter's global ids and back, feeds the
+/// arbiter, and sorts its effects by the client they are for.
+///
+/// Clients number their presenters, claims and coordinators themselves; two clients may use the same numbers. The
+/// router gives every one a global id, so that the arbiter never confuses them and no client can name, answer or
+/// finish another client's claim or presenter. Request ids are the arbiter's own and are checked against the client
+/// whose presenter was asked.
+///
+/// - Important: Not thread-safe: owned by the daemon's event loop, like the arbiter inside it.
+public final class SessionRouter {
+    /// A client's view of the effects meant for it, in its own ids.
+    public struct Routed: Sendable {
+        /// Effects per client, in the arbiter's order, with the client's own ids.
+        public var perClient: [(ClientID, [ArbiterEffect])] = []
+        /// Timers to start or cancel, and log records (global ids).
+        public var host: [ArbiterEffect] = []
+    }
+
+    /// Why a client's request was refused before it reached the arbiter.
+    public enum Refusal: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The client has as many live claims as it may.
+        case tooManyClaims(limit: Int)
+        /// The client has as many presenters as it may.
+        case tooManyPresenters(limit: Int)
+        /// The client reused one of its ids while it was live.
+        case duplicateID(String)
+
+        public var description: String {
+            switch self {
+            case .tooManyClaims(let limit): "more than \(limit) live claims on one connection"
+            case .tooManyPresenters(let limit): "more than \(limit) presenters on one connection"
+            case .duplicateID(let what): "\(what) reused while live"
+            }
+        }
+    }
+
+    /// The arbiter, for snapshots and statistics.
+    public let arbiter: Arbiter
+    private let maximumClaims: Int
+    private let maximumPresenters: Int
+    private var sessions: [ClientID: Session] = [:]
+    private var presenterOwner: [PresenterID: (ClientID, UInt64)] = [:]
+    private var claimOwner: [ClaimID: (ClientID, UInt64)] = [:]
+    private var requestOwner: [RequestID: ClientID] = [:]
+    private var nextGlobal: UInt64 = 0
+
+    private struct Session {
+        var info: ClientInfo
+        var presenters: [UInt64: PresenterID] = [:]
+        var claims: [UInt64: ClaimID] = [:]
+        var coordinators: [UInt64: CoordinatorID] = [:]
+    }
+
+    /// Creates a router around a new arbiter.
+    public init(configuration: ArbiterConfiguration, maximumClaimsPerClient: Int, maximumPresentersPerClient: Int) {
+        self.arbiter = Arbiter(configuration: configuration)
+        self.maximumClaims = maximumClaimsPerClient
+        self.maximumPresenters = maximumPresentersPerClient
+    }
+
+    private func newGlobal() -> UInt64 {
+        nextGlobal += 1
+        return nextGlobal
+    }
+
+    /// A new client: returns the id the arbiter knows it by.
+    public func connect(pid: Int32, name: String) -> ClientID {
+        let id = ClientID(newGlobal())
+        let info = ClientInfo(id: id, pid: pid, name: name)
+        sessions[id] = Session(info: info)
+        _ = arbiter.handle(.clientConnected(info))
+        return id
+    }
+
+    /// A client went away: everything it held is released and the effects for the others are returned.
+    public func disconnect(_ client: ClientID) -> Routed {
+        guard let session = sessions.removeValue(forKey: client) else { return Routed() }
+        let routed = route(arbiter.handle(.clientDisconnected(client)))
+        for presenter in session.presenters.values { presenterOwner[presenter] = nil }
+        for claim in session.claims.values { claimOwner[claim] = nil }
+        requestOwner = requestOwner.filter { $0.value != client }
+        return routed
+    }
+
+    /// Every live claim not yet granted, as (client, the client's own claim id), for a shutdown that fails them.
+    public func pendingClaims() -> [(ClientID, ClaimID)] {
+        arbiter.snapshot().claims.filter { $0.phase != .granted }.compactMap { claim in
+            claimOwner[claim.request.id].map { ($0.0, ClaimID($0.1)) }
+        }
+    }
+
+    /// The clients connected now.
+    public var clients: [ClientInfo] { sessions.values.map(\.info).sorted { $0.id < $1.id } }
+
+    /// Handles one event from `client`, written in the client's own ids.
+    ///
+    /// - Throws: ``Refusal`` when the event breaks a limit or reuses a live id; the arbiter has not seen it.
+    public func handle(_ event: ArbiterEvent, from client: ClientID) throws(Refusal) -> Routed {
+        guard var session = sessions[client] else { return Routed() }
+        let global: ArbiterEvent
+        var finished: ClaimID?
+        switch event {
+        case .clientConnected, .clientDisconnected, .timerFired:
+            return Routed()  // Not a client's to send.
+        case .presenterAdded(var registration):
+            let local = registration.id.rawValue
+            guard session.presenters[local] == nil else { throw .duplicateID("presenter id \(local)") }
+            guard session.presenters.count < maximumPresenters else {
+                throw .tooManyPresenters(limit: maximumPresenters)
+            }
+            let id = PresenterID(newGlobal())
+            session.presenters[local] = id
+            presenterOwner[id] = (client, local)
+            registration.id = id
+            registration.client = client
+            global = .presenterAdded(registration)
+        case .presenterRemoved(let local):
+            guard let id = session.presenters.removeValue(forKey: local.rawValue) else { return Routed() }
+            presenterOwner[id] = nil
+            global = .presenterRemoved(id)
+        case .presenterURLChanged(let local, let path):
+            guard let id = session.presenters[local.rawValue] else { return Routed() }
+            global = .presenterURLChanged(id, to: path)
+        case .claimRequested(var request):
+            let local = request.id.rawValue
+            guard session.claims[local] == nil else { throw .duplicateID("claim id \(local)") }
+            guard session.claims.count < maximumClaims else { throw .tooManyClaims(limit: maximumClaims) }
+            let id = ClaimID(newGlobal())
+            session.claims[local] = id
+            claimOwner[id] = (client, local)
+            request.id = id
+            request.client = client
+            request.coordinator = coordinator(request.coordinator, in: &session)
+            request.filePresenter = request.filePresenter.flatMap { session.presenters[$0.rawValue] }
+            request.fromPresenterQueue = request.fromPresenterQueue.flatMap { session.presenters[$0.rawValue] }
+            global = .claimRequested(request)
+        case .claimFinished(let local, let created):
+            guard let id = session.claims[local.rawValue] else { return Routed() }
+            finished = id
+            global = .claimFinished(id, created: created)
+        case .coordinatorCancelled(_, let local):
+            global = .coordinatorCancelled(client, coordinator(local, in: &session))
+        case .claimCancelled(let local):
+            guard let id = session.claims[local.rawValue] else { return Routed() }
+            global = .claimCancelled(id)
+        case .presenterReplied(let request, let reply):
+            guard requestOwner[request] == client else { return Routed() }  // Not this client's to answer.
+            global = .presenterReplied(request, reply)
+        case .itemMoved(let local, let from, let to):
+            guard let id = session.claims[local.rawValue] else { return Routed() }
+            global = .itemMoved(id, from: from, to: to)
+        case .versionChanged(let local, let path, let change):
+            guard let id = session.claims[local.rawValue] else { return Routed() }
+            global = .versionChanged(id, path, change)
+        }
+        sessions[client] = session
+        let routed = route(arbiter.handle(global))
+        if let finished, arbiter.phase(of: finished) == nil,
+            let (owner, local) = claimOwner.removeValue(forKey: finished)
+        {
+            sessions[owner]?.claims[local] = nil
+        }
+        return routed
+    }
+
+    /// Feeds a timer that fired.
+    public func timerFired(_ timer: TimerID) -> Routed {
+        route(arbiter.handle(.timerFired(timer)))
+    }
+
+    private func coordinator(_ local: CoordinatorID, in session: inout Session) -> CoordinatorID {
+        if let id = session.coordinators[local.rawValue] { return id }
+        let id = CoordinatorID(newGlobal())
+        session.coordinators[local.rawValue] = id
+        return id
+    }
+
+    /// Translates effects to each client's ids, and forgets claims that failed.
+    private func route(_ effects: [ArbiterEffect]) -> Routed {
+        var routed = Routed()
+        var order: [ClientID] = []
+        var buckets: [ClientID: [ArbiterEffect]] = [:]
+        func append(_ effect: ArbiterEffect, to client: ClientID) {
+            if buckets[client] == nil { order.append(client) }
+            buckets[client, default: []].append(effect)
+        }
+        for effect in effects {
+            switch effect {
+            case .grant(let id, let client, let paths):
+                guard let (owner, local) = claimOwner[id], owner == client else { continue }
+                append(.grant(ClaimID(local), client: client, paths: paths), to: client)
+            case .fail(let id, let client, let failure):
+                guard let (owner, local) = claimOwner.removeValue(forKey: id), owner == client else { continue }
+                sessions[client]?.claims[local] = nil
+                var localFailure = failure
+                if case .presenterError(let error, let presenter) = failure {
+                    // Another client's presenter id means nothing to this client.
+                    let own = presenterOwner[presenter].flatMap { $0.0 == client ? PresenterID($0.1) : nil }
+                    localFailure = .presenterError(error, presenter: own ?? PresenterID(0))
+                }
+                append(.fail(ClaimID(local), client: client, localFailure), to: client)
+            case .message(var message):
+                guard let (owner, local) = presenterOwner[message.presenter], owner == message.client else { continue }
+                if let request = message.request { requestOwner[request] = owner }
+                if case .reacquire(let request) = message.kind { requestOwner[request] = nil }
+                message.presenter = PresenterID(local)
+                message.claim = message.claim.flatMap { claim in
+                    claimOwner[claim].flatMap { $0.0 == owner ? ClaimID($0.1) : nil }
+                }
+                append(.message(message), to: owner)
+            case .startTimer, .cancelTimer, .log:
+                routed.host.append(effect)
+            }
+        }
+        routed.perClient = order.map { ($0, buckets[$0]!) }
+        return routed
+    }
+}
+
+@available(*, unavailable)
+extension SessionRouter: Sendable {}

@@ -1,0 +1,270 @@
+import SwiftProtobuf
+
+/// Who sends a message: every `Frame` payload travels in one direction only. A value: usable from any thread.
+public enum FrameDirection: Hashable, Sendable, CustomStringConvertible {
+    /// Sent by a client, received by the daemon (`Hello`, `RequestClaim`, ...).
+    case toDaemon
+    /// Sent by the daemon, received by a client (`HelloReply`, `Granted`, ...).
+    case toClient
+
+    /// `to daemon` or `to client`, for logs.
+    public var description: String {
+        switch self {
+        case .toDaemon: "to daemon"
+        case .toClient: "to client"
+        }
+    }
+}
+
+extension Filecoord_V1_Frame.OneOf_Payload {
+    /// The direction this message travels in.
+    public var direction: FrameDirection {
+        switch self {
+        case .hello, .registerPresenter, .unregisterPresenter, .presenterURLChanged, .requestClaim, .finishClaim,
+            .cancelCoordinator, .cancelClaim, .presenterReply, .itemMoved, .versionChanged, .dumpRequest:
+            .toDaemon
+        case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply:
+            .toClient
+        }
+    }
+
+    /// The message's name in `filecoord.proto`, for logs and errors.
+    public var messageName: String {
+        switch self {
+        case .hello: "Hello"
+        case .registerPresenter: "RegisterPresenter"
+        case .unregisterPresenter: "UnregisterPresenter"
+        case .presenterURLChanged: "PresenterURLChanged"
+        case .requestClaim: "RequestClaim"
+        case .finishClaim: "FinishClaim"
+        case .cancelCoordinator: "CancelCoordinator"
+        case .cancelClaim: "CancelClaim"
+        case .presenterReply: "PresenterReply"
+        case .itemMoved: "ItemMoved"
+        case .versionChanged: "VersionChanged"
+        case .dumpRequest: "DumpRequest"
+        case .helloReply: "HelloReply"
+        case .refused: "Refused"
+        case .granted: "Granted"
+        case .claimFailed: "ClaimFailed"
+        case .presenterMessage: "PresenterMessage"
+        case .protocolError: "ProtocolError"
+        case .dumpReply: "DumpReply"
+        }
+    }
+}
+
+extension Filecoord_V1_Frame {
+    /// Creates a frame carrying one message.
+    public init(_ payload: Filecoord_V1_Frame.OneOf_Payload) {
+        self.init()
+        self.payload = payload
+    }
+}
+
+/// The size of a frame's length prefix: a 4-byte big-endian unsigned integer.
+public let frameLengthPrefixSize = 4
+
+/// Turns a byte stream into `Frame`s: the receiving half of the framing (docs/PROTOCOL.md, "Framing").
+///
+/// Each frame is a 4-byte big-endian length, then that many bytes of a protobuf-encoded `Frame`. Feed the bytes as
+/// they arrive, in any chunks; the decoder buffers an incomplete frame until the rest arrives ("need more" is not an
+/// error). It throws a ``ProtocolError`` for a length of 0 or above ``maximumFrameSize`` (as soon as the prefix has
+/// arrived, before buffering any of the body), for a body that is not a valid `Frame`, for a frame with no known
+/// message, and, when ``accepting`` is set, for a message travelling the other way.
+///
+/// After it has thrown, the decoder throws the same error from every call: the connection is over. Memory held is
+/// at most one frame plus the last chunk fed.
+///
+/// Performs no I/O (no NIO, no sockets). Not thread-safe: one owner at a time (the connection's event loop or
+/// reader thread) calls its mutating methods. It is `Sendable`, so it can be handed to another owner.
+public struct FrameDecoder: Sendable {
+    /// The largest frame body accepted, in bytes.
+    public let maximumFrameSize: Int
+    /// When set, a message travelling in the other direction is a protocol error (`.unexpectedMessage`).
+    public let accepting: FrameDirection?
+
+    private var storage: [UInt8] = []
+    private var readIndex = 0
+    private var failure: ProtocolError?
+
+    /// The message depth `Frame` needs is 3 (`Frame` > `PresenterReply` > `PresenterFailure`); deeper input is
+    /// malformed, and refusing it early bounds the decoder's recursion.
+    private static let messageDepthLimit = 8
+
+    /// Creates a decoder.
+    ///
+    /// - Parameters:
+    ///   - maximumFrameSize: the largest frame body accepted (``ProtocolLimits/maximumFrameSize``).
+    ///   - accepting: the direction of the messages this end receives (`.toDaemon` in the daemon, `.toClient` in
+    ///     a client), or `nil` to accept both.
+    /// - Precondition: `maximumFrameSize` is positive and at most `UInt32.max`.
+    public init(
+        maximumFrameSize: Int = ProtocolLimits.defaultMaximumFrameSize,
+        accepting: FrameDirection? = nil
+    ) {
+        precondition(maximumFrameSize > 0 && maximumFrameSize <= Int(UInt32.max), "maximumFrameSize out of range")
+        self.maximumFrameSize = maximumFrameSize
+        self.accepting = accepting
+    }
+
+    /// The number of bytes received and not yet returned as frames.
+    public var bufferedByteCount: Int { storage.count - readIndex }
+
+    /// The error the decoder failed with, if it has.
+    public var error: ProtocolError? { failure }
+
+    /// Appends received bytes to the buffer, without decoding. Call ``next()`` until it returns `nil`.
+    ///
+    /// Bytes appended after a failure are dropped.
+    public mutating func append(_ bytes: some Collection<UInt8>) {
+        guard failure == nil, !bytes.isEmpty else { return }
+        compactIfWorthIt()
+        storage.append(contentsOf: bytes)
+    }
+
+    /// The next complete frame, or `nil` when the buffer holds no complete frame yet.
+    ///
+    /// - Throws: ``ProtocolError`` when the next frame is oversized, empty, malformed, carries no known message or
+    ///   travels the wrong way; then again on every later call.
+    public mutating func next() throws(ProtocolError) -> Filecoord_V1_Frame? {
+        if let failure { throw failure }
+        let available = storage.count - readIndex
+        guard available >= frameLengthPrefixSize else { return nil }
+        let length =
+            Int(storage[readIndex]) << 24 | Int(storage[readIndex + 1]) << 16 | Int(storage[readIndex + 2]) << 8
+            | Int(storage[readIndex + 3])
+        if length == 0 {
+            throw fail(.emptyFrame, "a frame's length is 0; every frame carries one message")
+        }
+        if length > maximumFrameSize {
+            throw fail(.frameTooLarge, "a frame's length is \(length) bytes; the limit is \(maximumFrameSize)")
+        }
+        guard available - frameLengthPrefixSize >= length else { return nil }
+        let bodyStart = readIndex + frameLengthPrefixSize
+        let body = Array(storage[bodyStart..<(bodyStart + length)])
+        readIndex = bodyStart + length
+        if readIndex == storage.count {
+            storage.removeAll(keepingCapacity: storage.capacity <= 2 * maximumFrameSize)
+            readIndex = 0
+        }
+
+        var options = BinaryDecodingOptions()
+        options.messageDepthLimit = Self.messageDepthLimit
+        options.discardUnknownFields = true
+        let frame: Filecoord_V1_Frame
+        do {
+            frame = try Filecoord_V1_Frame(serializedBytes: body, options: options)
+        } catch {
+            throw fail(.malformedFrame, "a \(length)-byte frame is not a valid Frame: \(error)")
+        }
+        guard let payload = frame.payload else {
+            throw fail(.unknownMessage, "a \(length)-byte frame carries no message this protocol version knows")
+        }
+        if let accepting, payload.direction != accepting {
+            throw fail(
+                .unexpectedMessage,
+                "\(payload.messageName) travels \(payload.direction), but this end receives messages \(accepting)"
+            )
+        }
+        return frame
+    }
+
+    /// Appends received bytes and returns every frame they complete, in order.
+    ///
+    /// If a frame is invalid this throws, and the valid frames before it in `bytes` are not returned; a host that
+    /// wants to act on those first calls ``append(_:)`` and then ``next()`` in a loop.
+    ///
+    /// - Throws: ``ProtocolError``, as ``next()``.
+    public mutating func feed(_ bytes: some Collection<UInt8>) throws(ProtocolError) -> [Filecoord_V1_Frame] {
+        if let failure { throw failure }
+        append(bytes)
+        var frames: [Filecoord_V1_Frame] = []
+        while let frame = try next() {
+            frames.append(frame)
+        }
+        return frames
+    }
+
+    /// The capacity of the internal buffer, for tests of what the decoder allocates.
+    var storageCapacity: Int { storage.capacity }
+
+    private mutating func fail(_ code: ProtocolError.Code, _ reason: String) -> ProtocolError {
+        let error = ProtocolError(code, reason)
+        failure = error
+        storage = []
+        readIndex = 0
+        return error
+    }
+
+    /// Drops consumed bytes when they are at least half the buffer, so that appending stays amortised O(n).
+    private mutating func compactIfWorthIt() {
+        guard readIndex > 0 else { return }
+        if readIndex == storage.count {
+            storage.removeAll(keepingCapacity: storage.capacity <= 2 * maximumFrameSize)
+            readIndex = 0
+        } else if readIndex >= storage.count / 2 {
+            storage.removeSubrange(0..<readIndex)
+            readIndex = 0
+        }
+    }
+}
+
+/// Turns `Frame`s into bytes: the sending half of the framing (docs/PROTOCOL.md, "Framing").
+///
+/// Writes each frame as a 4-byte big-endian length, then the frame's protobuf encoding. Refuses a frame with no
+/// message, and one whose encoding is larger than ``maximumFrameSize`` (the peer would refuse it).
+///
+/// Performs no I/O. A stateless value: `Sendable`, usable from any thread.
+public struct FrameEncoder: Sendable {
+    /// The largest frame body this encoder writes, in bytes: the peer's limit.
+    public let maximumFrameSize: Int
+
+    /// Creates an encoder.
+    ///
+    /// - Parameter maximumFrameSize: the peer's ``ProtocolLimits/maximumFrameSize`` (a client learns the daemon's
+    ///   from `HelloReply.limits`).
+    /// - Precondition: `maximumFrameSize` is positive and at most `UInt32.max`.
+    public init(maximumFrameSize: Int = ProtocolLimits.defaultMaximumFrameSize) {
+        precondition(maximumFrameSize > 0 && maximumFrameSize <= Int(UInt32.max), "maximumFrameSize out of range")
+        self.maximumFrameSize = maximumFrameSize
+    }
+
+    /// The frame's bytes: length prefix, then body.
+    ///
+    /// - Throws: ``ProtocolError`` with `.unknownMessage` for a frame with no payload, `.frameTooLarge` for one
+    ///   larger than ``maximumFrameSize``, `.malformedFrame` if the message cannot be serialized.
+    public func encode(_ frame: Filecoord_V1_Frame) throws(ProtocolError) -> [UInt8] {
+        var out: [UInt8] = []
+        try encode(frame, into: &out)
+        return out
+    }
+
+    /// Appends the frame's bytes (length prefix, then body) to `buffer`; on error `buffer` is left as it was.
+    ///
+    /// - Throws: ``ProtocolError``, as ``encode(_:)``.
+    public func encode(_ frame: Filecoord_V1_Frame, into buffer: inout [UInt8]) throws(ProtocolError) {
+        guard let payload = frame.payload else {
+            throw ProtocolError(.unknownMessage, "a frame to send carries no message")
+        }
+        let body: [UInt8]
+        do {
+            body = try frame.serializedBytes()
+        } catch {
+            throw ProtocolError(.malformedFrame, "\(payload.messageName) could not be serialized: \(error)")
+        }
+        guard body.count <= maximumFrameSize else {
+            throw ProtocolError(
+                .frameTooLarge,
+                "\(payload.messageName) encodes to \(body.count) bytes; the limit is \(maximumFrameSize)"
+            )
+        }
+        let length = UInt32(body.count)
+        buffer.reserveCapacity(buffer.count + frameLengthPrefixSize + body.count)
+        buffer.append(UInt8(truncatingIfNeeded: length >> 24))
+        buffer.append(UInt8(truncatingIfNeeded: length >> 16))
+        buffer.append(UInt8(truncatingIfNeeded: length >> 8))
+        buffer.append(UInt8(truncatingIfNeeded: length))
+        buffer.append(contentsOf: body)
+    }
+}

@@ -1,0 +1,82 @@
+/// The protocol version and the handshake rule (docs/PROTOCOL.md, "Handshake and versions").
+///
+/// A client's first frame is `Hello` with its ``current`` version. The daemon accepts a version in its
+/// ``supported`` range and answers `HelloReply` with that version; otherwise it answers `Refused`, naming both
+/// versions, and closes the connection. Version 1 is the only version so far, so today the rule is equality.
+///
+/// Stateless: usable from any thread.
+public enum ProtocolVersion {
+    /// The version this build speaks.
+    public static let current: UInt32 = 1
+
+    /// The versions this build's daemon accepts from clients.
+    public static let supported: ClosedRange<UInt32> = 1...1
+
+    /// Decides a client's `Hello`: the version to speak, or the refusal to send.
+    ///
+    /// - Parameters:
+    ///   - hello: the client's first frame.
+    ///   - supported: the versions the daemon accepts (``supported`` unless a test says otherwise).
+    ///   - daemonVersion: the daemon's own version, named in a refusal (``current``).
+    /// - Returns: `.accept(version:)` with the version both ends speak from now on, or `.refuse` with the `Refused`
+    ///   message whose reason names the client's and the daemon's versions and what to do.
+    public static func check(
+        _ hello: Filecoord_V1_Hello,
+        supported: ClosedRange<UInt32> = ProtocolVersion.supported,
+        daemonVersion: UInt32 = ProtocolVersion.current
+    ) -> HandshakeVerdict {
+        let clientVersion = hello.protocolVersion
+        if supported.contains(clientVersion) {
+            return .accept(version: clientVersion)
+        }
+        let accepted =
+            supported.lowerBound == supported.upperBound
+            ? "version \(supported.lowerBound)" : "versions \(supported.lowerBound) to \(supported.upperBound)"
+        let advice: String
+        if clientVersion == 0 {
+            advice = "the client sent no protocol version; it is not a FileCoordination client"
+        } else if clientVersion > supported.upperBound {
+            advice = "the client is newer than filecoordd; restart filecoordd from the client's release"
+        } else {
+            advice = "the client is older than filecoordd; rebuild the application with the daemon's release"
+        }
+        var refused = Filecoord_V1_Refused()
+        refused.daemonProtocolVersion = daemonVersion
+        refused.reason =
+            "protocol version mismatch: client \"\(hello.clientName)\" (pid \(hello.pid)) speaks protocol version "
+            + "\(clientVersion), filecoordd speaks protocol version \(daemonVersion) (accepts \(accepted)); \(advice)"
+        return .refuse(refused)
+    }
+}
+
+/// The daemon's decision on a client's `Hello`. A value: usable from any thread.
+public enum HandshakeVerdict: Hashable, Sendable {
+    /// The handshake succeeded: answer `HelloReply` with this version and speak it from now on.
+    case accept(version: UInt32)
+    /// The versions do not match: send this `Refused` and close the connection.
+    case refuse(Filecoord_V1_Refused)
+}
+
+extension Filecoord_V1_Hello {
+    /// A `Hello` for this build's ``ProtocolVersion/current`` version.
+    ///
+    /// - Parameters:
+    ///   - clientName: a short process name, for logs and `fcdump`.
+    ///   - pid: the client's process id as it sees it (the daemon trusts `SO_PEERCRED` instead).
+    public init(clientName: String, pid: Int32) {
+        self.init()
+        self.protocolVersion = ProtocolVersion.current
+        self.clientName = clientName
+        self.pid = pid
+    }
+}
+
+extension Filecoord_V1_HelloReply {
+    /// A `HelloReply` accepting `version`, announcing the daemon's pid and limits.
+    public init(version: UInt32, daemonPID: Int32, limits: ProtocolLimits) {
+        self.init()
+        self.protocolVersion = version
+        self.daemonPid = daemonPID
+        self.limits = Filecoord_V1_Limits(limits)
+    }
+}

@@ -1,0 +1,232 @@
+// fc-testhost: a process that presents items and makes coordinated calls on command, so that tests (and the
+// README's demonstration) can put several real processes around one filecoordd.
+//
+// Commands, one per line on standard input; everything the process sees is printed to standard output, one event
+// per line, flushed at once:
+//
+//   present NAME PATH [refuse-save] [never-answer] [no-reacquire]   register a presenter called NAME
+//   unpresent NAME                                                   remove it
+//   read PATH [without-changes]                                      coordinated read (prints the contents)
+//   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
+//                                                                    `release` inside the accessor
+//   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
+//   release                                                          let the held accessor return
+//   sleep MS
+//   exit
+//
+// Output lines: `ready`, `presenter NAME CALLBACK [URL]`, `granted OP PATH`, `done OP PATH [TEXT]`,
+// `failed OP PATH DOMAIN CODE MESSAGE`. Calls run on their own threads, so `release` is read while a write holds.
+
+import FileCoordination
+import Foundation
+
+/// Writes one line to standard output at once (no buffering: a test reads it as it happens).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// A presenter that prints every callback and answers as the command asked.
+final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+    let name: String
+    let refuseSave: Bool
+    let neverAnswer: Bool
+    let reacquire: Bool
+    private let lock = NSLock()
+    private var url: URL
+    let presentedItemOperationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return queue
+    }()
+
+    init(name: String, url: URL, refuseSave: Bool, neverAnswer: Bool, reacquire: Bool) {
+        self.name = name
+        self.url = url
+        self.refuseSave = refuseSave
+        self.neverAnswer = neverAnswer
+        self.reacquire = reacquire
+    }
+
+    var presentedItemURL: URL? { lock.withLock { url } }
+
+    private func reacquirer() -> (@Sendable () -> Void)? {
+        guard reacquire else { return nil }
+        let name = self.name
+        return { say("presenter \(name) reacquire") }
+    }
+
+    func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        say("presenter \(name) relinquishToReader")
+        if neverAnswer { return }
+        reader(reacquirer())
+    }
+
+    func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        say("presenter \(name) relinquishToWriter")
+        if neverAnswer { return }
+        writer(reacquirer())
+    }
+
+    func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        say("presenter \(name) save")
+        if refuseSave {
+            completionHandler(
+                NSError(
+                    domain: "FCTestHostDomain",
+                    code: 42,
+                    userInfo: [NSLocalizedDescriptionKey: "The document could not be saved."]
+                )
+            )
+        } else {
+            completionHandler(nil)
+        }
+    }
+
+    func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        say("presenter \(name) accommodateDeletion")
+        completionHandler(nil)
+    }
+
+    func presentedItemDidMove(to newURL: URL) {
+        lock.withLock { url = newURL }
+        say("presenter \(name) didMove \(newURL.path)")
+    }
+
+    func presentedItemDidChange() { say("presenter \(name) didChange") }
+    func presentedSubitemDidChange(at url: URL) { say("presenter \(name) subitemDidChange \(url.path)") }
+    func presentedSubitemDidAppear(at url: URL) { say("presenter \(name) subitemDidAppear \(url.path)") }
+    func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
+        say("presenter \(name) subitemDidMove \(oldURL.path) \(newURL.path)")
+    }
+}
+
+final class Host: @unchecked Sendable {
+    private let lock = NSLock()
+    private var presenters: [String: PrintingPresenter] = [:]
+    private var held: [DispatchSemaphore] = []
+
+    func report(_ operation: String, _ path: String, _ error: NSError?) {
+        if let error {
+            say("failed \(operation) \(path) \(error.domain) \(error.code) \(error.localizedDescription)")
+        }
+    }
+
+    func run(_ words: [String]) {
+        guard let command = words.first else { return }
+        let arguments = Array(words.dropFirst())
+        switch command {
+        case "present" where arguments.count >= 2:
+            let presenter = PrintingPresenter(
+                name: arguments[0],
+                url: URL(fileURLWithPath: arguments[1]),
+                refuseSave: arguments.contains("refuse-save"),
+                neverAnswer: arguments.contains("never-answer"),
+                reacquire: !arguments.contains("no-reacquire")
+            )
+            lock.withLock { presenters[arguments[0]] = presenter }
+            NSFileCoordinator.addFilePresenter(presenter)
+            say("presenting \(arguments[0]) \(arguments[1])")
+        case "unpresent" where arguments.count == 1:
+            if let presenter = lock.withLock({ presenters.removeValue(forKey: arguments[0]) }) {
+                NSFileCoordinator.removeFilePresenter(presenter)
+            }
+            say("unpresented \(arguments[0])")
+        case "read" where arguments.count >= 1:
+            let path = arguments[0]
+            let options: NSFileCoordinator.ReadingOptions = arguments.contains("without-changes") ? .withoutChanges : []
+            background {
+                var error: NSError?
+                NSFileCoordinator().coordinate(
+                    readingItemAt: URL(fileURLWithPath: path),
+                    options: options,
+                    error: &error
+                ) { url in
+                    say("granted read \(path)")
+                    let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+                    say("done read \(path) \(text)")
+                }
+                self.report("read", path, error)
+            }
+        case "write" where arguments.count >= 1:
+            let path = arguments[0]
+            let flags = Set(arguments.dropFirst())
+            let text = arguments.dropFirst().first {
+                !["deleting", "moving", "merging", "replacing", "hold"].contains($0)
+            }
+            var options: NSFileCoordinator.WritingOptions = []
+            if flags.contains("deleting") { options.insert(.forDeleting) }
+            if flags.contains("moving") { options.insert(.forMoving) }
+            if flags.contains("merging") { options.insert(.forMerging) }
+            if flags.contains("replacing") { options.insert(.forReplacing) }
+            let writeOptions = options
+            let hold = flags.contains("hold") ? DispatchSemaphore(value: 0) : nil
+            if let hold { lock.withLock { held.append(hold) } }
+            background {
+                var error: NSError?
+                NSFileCoordinator().coordinate(
+                    writingItemAt: URL(fileURLWithPath: path),
+                    options: writeOptions,
+                    error: &error
+                ) { url in
+                    say("granted write \(path)")
+                    if writeOptions.contains(.forDeleting) {
+                        try? FileManager.default.removeItem(at: url)
+                    } else if let text {
+                        try? Data(text.utf8).write(to: url)
+                    }
+                    if let hold {
+                        say("holding write \(path)")
+                        hold.wait()
+                    }
+                    say("done write \(path)")
+                }
+                self.report("write", path, error)
+            }
+        case "move" where arguments.count == 2:
+            let from = URL(fileURLWithPath: arguments[0])
+            let to = URL(fileURLWithPath: arguments[1])
+            background {
+                var error: NSError?
+                let coordinator = NSFileCoordinator()
+                coordinator.coordinate(
+                    writingItemAt: from,
+                    options: .forMoving,
+                    writingItemAt: to,
+                    options: .forReplacing,
+                    error: &error
+                ) { source, destination in
+                    say("granted move \(from.path)")
+                    do {
+                        try FileManager.default.moveItem(at: source, to: destination)
+                        coordinator.item(at: source, didMoveTo: destination)
+                    } catch {
+                        say("failed move \(from.path) \(error)")
+                    }
+                    say("done move \(from.path) \(to.path)")
+                }
+                self.report("move", from.path, error)
+            }
+        case "release":
+            let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }
+            semaphore?.signal()
+            say("released")
+        case "sleep" where arguments.count == 1:
+            Thread.sleep(forTimeInterval: (Double(arguments[0]) ?? 0) / 1000)
+        case "exit":
+            exit(0)
+        default:
+            say("error unknown command: \(words.joined(separator: " "))")
+        }
+    }
+
+    private func background(_ body: @escaping @Sendable () -> Void) {
+        Thread { body() }.start()
+    }
+}
+
+let host = Host()
+say("ready \(ProcessInfo.processInfo.processIdentifier)")
+while let line = readLine() {
+    let words = line.split(separator: " ").map(String.init)
+    host.run(words)
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import FCDaemon
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `filecoordd`: the per-user file coordination daemon.
+@main
+struct FileCoordinationDaemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "filecoordd",
+        abstract: "The per-user file coordination daemon: arbitrates coordinated reads and writes between processes "
+            + "and messages their file presenters.",
+        discussion: "Clients start it on demand. Every setting has a default; the socket is "
+            + "$XDG_RUNTIME_DIR/filecoordd/socket, or /tmp/filecoordd-$UID/socket."
+    )
+
+    @Option(help: "The Unix socket to serve (default: per-user, see above; FILECOORDD_SOCKET also sets it).")
+    var socket: String?
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    @Option(help: "Seconds a presenter may take to answer before it counts as having said yes, or 'infinity'.")
+    var presenterTimeout: String = "30"
+
+    @Option(help: "Seconds a wait lasts before the deadlock detector looks at it.")
+    var deadlockDelay: Double = 1
+
+    @Flag(help: ArgumentHelp(foregroundHelp))
+    var foreground = false
+
+    static let foregroundHelp =
+        "Stay in the foreground, logging to standard error (the daemon never forks; clients start it in a session of "
+        + "its own with its output in <socket>.log)."
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        if presenterTimeout != "infinity" {
+            guard let seconds = Double(presenterTimeout), seconds > 0 else {
+                throw ValidationError("--presenter-timeout takes a positive number of seconds or 'infinity'")
+            }
+        }
+        guard deadlockDelay > 0 else { throw ValidationError("--deadlock-delay takes a positive number of seconds") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "filecoordd")
+        var configuration = DaemonConfiguration()
+        if let socket { configuration.socketPath = socket }
+        configuration.presenterTimeout =
+            presenterTimeout == "infinity" ? nil : .milliseconds(Int64((Double(presenterTimeout) ?? 30) * 1000))
+        configuration.deadlockDetectionDelay = .milliseconds(Int64(deadlockDelay * 1000))
+        let service = DaemonService(configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            services: [service],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        do {
+            try await group.run()
+        } catch let failure as RuntimeDirectory.Failure {
+            logger.error("\(failure.description)")
+            throw ExitCode(2)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import FCCore
+import FCDaemon
+import Testing
+
+/// The daemon's id mapping: clients number their own presenters and claims, and cannot reach each other's.
+@Suite struct SessionRouterTests {
+    private static func path(_ string: String) -> ItemPath {
+        do { return try ItemPath(absolute: string) } catch { preconditionFailure("\(error)") }
+    }
+
+    private func router(claims: Int = 100, presenters: Int = 100) -> SessionRouter {
+        SessionRouter(
+            configuration: ArbiterConfiguration(presenterTimeout: nil),
+            maximumClaimsPerClient: claims,
+            maximumPresentersPerClient: presenters
+        )
+    }
+
+    /// A write claim in a client's own numbering. Purposes are global, so each client gets its own.
+    private func write(_ local: UInt64, _ path: String, by client: ClientID, coordinator: UInt64 = 1) -> ArbiterEvent {
+        .claimRequested(
+            ClaimRequest(
+                id: ClaimID(local),
+                client: ClientID(0),
+                coordinator: CoordinatorID(coordinator),
+                purpose: PurposeID("client\(client.rawValue)-coordinator\(coordinator)"),
+                items: [ClaimItem(path: Self.path(path), access: .write([]))]
+            )
+        )
+    }
+
+    private func effects(_ routed: SessionRouter.Routed, for client: ClientID) -> [ArbiterEffect] {
+        routed.perClient.first { $0.0 == client }?.1 ?? []
+    }
+
+    @Test func twoClientsUsingTheSameLocalIDsDoNotCollide() throws {
+        let router = router()
+        let a = router.connect(pid: 10, name: "a")
+        let b = router.connect(pid: 11, name: "b")
+        let grantedA = try router.handle(write(1, "/x", by: a), from: a)
+        #expect(effects(grantedA, for: a) == [.grant(ClaimID(1), client: a, paths: [Self.path("/x")])])
+        // b's claim 1 on the same item waits for a's claim 1: they are two claims.
+        let waitingB = try router.handle(write(1, "/x", by: b), from: b)
+        #expect(waitingB.perClient.isEmpty)
+        let released = try router.handle(.claimFinished(ClaimID(1), created: []), from: a)
+        #expect(effects(released, for: b) == [.grant(ClaimID(1), client: b, paths: [Self.path("/x")])])
+    }
+
+    @Test func aClientCannotFinishOrCancelAnotherClientsClaim() throws {
+        let router = router()
+        let a = router.connect(pid: 10, name: "a")
+        let b = router.connect(pid: 11, name: "b")
+        _ = try router.handle(write(7, "/x", by: a), from: a)
+        _ = try router.handle(write(8, "/x", by: b), from: b)
+        // b names a's claim number: it has no claim 7, so nothing happens.
+        #expect(try router.handle(.claimFinished(ClaimID(7), created: []), from: b).perClient.isEmpty)
+        #expect(try router.handle(.claimCancelled(ClaimID(7)), from: b).perClient.isEmpty)
+        #expect(router.arbiter.snapshot().claims.map(\.phase) == [.granted, .waiting])
+    }
+
+    @Test func onlyThePresentersOwnClientMayAnswerItsRequest() throws {
+        let router = router()
+        let a = router.connect(pid: 10, name: "a")
+        let b = router.connect(pid: 11, name: "b")
+        let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/x"))
+        _ = try router.handle(.presenterAdded(registration), from: a)
+        let asked = try router.handle(write(1, "/x", by: b), from: b)
+        guard case .message(let message)? = effects(asked, for: a).first, let request = message.request else {
+            Issue.record("a's presenter was not asked: \(asked.perClient)")
+            return
+        }
+        #expect(message.presenter == PresenterID(1))  // a's own number for its presenter
+        #expect(message.kind == .relinquishToWriter)
+        // b answers a's request: ignored; the write still waits.
+        #expect(
+            try router.handle(.presenterReplied(request, .relinquished(reacquirer: false)), from: b).perClient.isEmpty
+        )
+        #expect(router.arbiter.snapshot().claims.first?.phase == .preparing)
+        let granted = try router.handle(.presenterReplied(request, .relinquished(reacquirer: false)), from: a)
+        #expect(effects(granted, for: b) == [.grant(ClaimID(1), client: b, paths: [Self.path("/x")])])
+    }
+
+    @Test func limitsAndDuplicateIDsAreRefusedBeforeTheArbiterSeesThem() throws {
+        let router = router(claims: 2, presenters: 1)
+        let a = router.connect(pid: 10, name: "a")
+        _ = try router.handle(write(1, "/x", by: a), from: a)
+        #expect(throws: SessionRouter.Refusal.duplicateID("claim id 1")) {
+            try router.handle(write(1, "/y", by: a), from: a)
+        }
+        _ = try router.handle(write(2, "/y", by: a), from: a)
+        #expect(throws: SessionRouter.Refusal.tooManyClaims(limit: 2)) {
+            try router.handle(write(3, "/z", by: a), from: a)
+        }
+        let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/p"))
+        _ = try router.handle(.presenterAdded(registration), from: a)
+        var second = registration
+        second.id = PresenterID(2)
+        #expect(throws: SessionRouter.Refusal.tooManyPresenters(limit: 1)) {
+            try router.handle(.presenterAdded(second), from: a)
+        }
+        #expect(router.arbiter.snapshot().claims.count == 2)
+        #expect(router.arbiter.snapshot().presenters.count == 1)
+    }
+
+    @Test func aDisconnectReleasesEverythingAndTheWaiterGoesOn() throws {
+        let router = router()
+        let a = router.connect(pid: 10, name: "a")
+        let b = router.connect(pid: 11, name: "b")
+        let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/x/p"))
+        _ = try router.handle(.presenterAdded(registration), from: a)
+        _ = try router.handle(write(1, "/x", by: a), from: a)
+        _ = try router.handle(write(1, "/x", by: b), from: b)
+        let routed = router.disconnect(a)
+        #expect(effects(routed, for: b) == [.grant(ClaimID(1), client: b, paths: [Self.path("/x")])])
+        #expect(router.clients.map(\.id) == [b])
+        #expect(router.arbiter.snapshot().presenters.isEmpty)
+        // A finished claim's local id may be used again.
+        _ = try router.handle(.claimFinished(ClaimID(1), created: []), from: b)
+        #expect(effects(try router.handle(write(1, "/x", by: b), from: b), for: b).count == 1)
+    }
+}

@@ -1,0 +1,58 @@
+import FCProtocol
+import Testing
+
+/// The hello handshake's version rule.
+@Suite struct ProtocolVersionTests {
+    @Test func theCurrentVersionIsAccepted() {
+        let hello = Filecoord_V1_Hello(clientName: "TextEdit", pid: 10)
+        #expect(hello.protocolVersion == ProtocolVersion.current)
+        #expect(ProtocolVersion.current == 1)
+        #expect(ProtocolVersion.check(hello) == .accept(version: 1))
+    }
+
+    @Test(arguments: [UInt32(2), 7, UInt32.max])
+    func aNewerClientIsRefusedNamingBothVersions(_ version: UInt32) throws {
+        var hello = Filecoord_V1_Hello(clientName: "TextEdit", pid: 10)
+        hello.protocolVersion = version
+        guard case .refuse(let refused) = ProtocolVersion.check(hello) else {
+            Issue.record("version \(version) accepted")
+            return
+        }
+        #expect(refused.daemonProtocolVersion == 1)
+        #expect(refused.reason.contains("client \"TextEdit\" (pid 10) speaks protocol version \(version)"))
+        #expect(refused.reason.contains("filecoordd speaks protocol version 1"))
+        #expect(refused.reason.contains("newer"))
+    }
+
+    @Test func anOlderClientIsRefusedByANewerDaemon() throws {
+        let hello = Filecoord_V1_Hello(clientName: "old", pid: 1)
+        let verdict = ProtocolVersion.check(hello, supported: 2...3, daemonVersion: 3)
+        guard case .refuse(let refused) = verdict else {
+            Issue.record("accepted: \(verdict)")
+            return
+        }
+        #expect(refused.daemonProtocolVersion == 3)
+        #expect(refused.reason.contains("speaks protocol version 1"))
+        #expect(refused.reason.contains("filecoordd speaks protocol version 3 (accepts versions 2 to 3)"))
+        #expect(refused.reason.contains("older"))
+    }
+
+    @Test func aHelloWithoutAVersionIsRefused() {
+        var hello = Filecoord_V1_Hello()
+        hello.clientName = "nc"
+        guard case .refuse(let refused) = ProtocolVersion.check(hello) else {
+            Issue.record("version 0 accepted")
+            return
+        }
+        #expect(refused.reason.contains("speaks protocol version 0"))
+        #expect(refused.reason.contains("no protocol version"))
+    }
+
+    @Test func aDaemonThatSupportsARangeAcceptsEveryVersionInIt() {
+        for version: UInt32 in 2...4 {
+            var hello = Filecoord_V1_Hello()
+            hello.protocolVersion = version
+            #expect(ProtocolVersion.check(hello, supported: 2...4, daemonVersion: 4) == .accept(version: version))
+        }
+    }
+}

@@ -1,0 +1,262 @@
+import FCCore
+import FCProtocol
+import Foundation
+import SwiftProtobuf
+
+/// A path from a string literal, for tests.
+func path(_ string: String) -> ItemPath {
+    do {
+        return try ItemPath(absolute: string)
+    } catch {
+        fatalError("bad test path \(string): \(error)")
+    }
+}
+
+/// Raw path bytes, as the wire carries them.
+func bytes(_ string: String) -> Data { Data(string.utf8) }
+
+/// One frame of every message of filecoord.proto, with every field set to something other than its default.
+enum Samples {
+    static let frames: [Filecoord_V1_Frame] = [
+        Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "TextEdit", pid: 4242))),
+        Filecoord_V1_Frame(
+            .registerPresenter(
+                .with {
+                    $0.presenterID = 7
+                    $0.path = bytes("/home/u/Documents/a.txt")
+                    $0.callbacks = PresenterCallbacks.all.rawValue
+                    $0.isPackage = true
+                }
+            )
+        ),
+        Filecoord_V1_Frame(.unregisterPresenter(.with { $0.presenterID = 7 })),
+        Filecoord_V1_Frame(
+            .presenterURLChanged(
+                .with {
+                    $0.presenterID = 7
+                    $0.path = bytes("/home/u/Documents/b.txt")
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .requestClaim(
+                .with {
+                    $0.claimID = 1 << 40
+                    $0.coordinatorID = 3
+                    $0.purpose = "com.example.app.sync"
+                    $0.filePresenterID = 7
+                    $0.fromPresenterQueue = 8
+                    $0.items = [
+                        .with {
+                            $0.path = bytes("/home/u/a")
+                            $0.write = true
+                            $0.options = UInt64(WritingOptions.forMoving.rawValue)
+                        },
+                        .with {
+                            $0.path = bytes("/home/u/b")
+                            $0.options = UInt64(ReadingOptions.withoutChanges.rawValue)
+                        },
+                    ]
+                    $0.isPreparation = true
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .finishClaim(
+                .with {
+                    $0.claimID = 9
+                    $0.created = [bytes("/home/u/new1"), bytes("/home/u/new2")]
+                }
+            )
+        ),
+        Filecoord_V1_Frame(.cancelCoordinator(.with { $0.coordinatorID = 3 })),
+        Filecoord_V1_Frame(.cancelClaim(.with { $0.claimID = 9 })),
+        Filecoord_V1_Frame(
+            .presenterReply(
+                .with {
+                    $0.requestID = 11
+                    $0.failed = .with {
+                        $0.domain = "NSCocoaErrorDomain"
+                        $0.code = -513
+                        $0.message = "You don't have permission."
+                    }
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .itemMoved(
+                .with {
+                    $0.claimID = 9
+                    $0.from = bytes("/home/u/a")
+                    $0.to = bytes("/home/u/b")
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .versionChanged(
+                .with {
+                    $0.claimID = 9
+                    $0.path = bytes("/home/u/a")
+                    $0.kind = .resolved
+                    $0.versionID = "v-1234"
+                }
+            )
+        ),
+        Filecoord_V1_Frame(.dumpRequest(Filecoord_V1_DumpRequest())),
+        Filecoord_V1_Frame(
+            .helloReply(Filecoord_V1_HelloReply(version: 1, daemonPID: 99, limits: ProtocolLimits.default))
+        ),
+        Filecoord_V1_Frame(
+            .refused(
+                .with {
+                    $0.daemonProtocolVersion = 1
+                    $0.reason = "protocol version mismatch"
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .granted(
+                .with {
+                    $0.claimID = 9
+                    $0.paths = [bytes("/home/u/a"), bytes("/home/u/\u{00E9}t\u{00E9}")]
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .claimFailed(
+                .with {
+                    $0.claimID = 9
+                    $0.kind = .presenterError
+                    $0.presenterError = .with {
+                        $0.domain = "com.example"
+                        $0.code = 42
+                        $0.message = "disk full"
+                    }
+                    $0.presenterID = 7
+                    $0.message = "presenter#7 failed"
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .presenterMessage(
+                .with {
+                    $0.presenterID = 7
+                    $0.requestID = 12
+                    $0.claimID = 9
+                    $0.kind = .presentedSubitemDidMove
+                    $0.path = bytes("/home/u/d/a")
+                    $0.path2 = bytes("/home/u/d/b")
+                    $0.versionKind = .added
+                    $0.versionID = "v-1"
+                    $0.reacquireRequestID = 5
+                }
+            )
+        ),
+        Filecoord_V1_Frame(.protocolError(.with { $0.reason = "malformed frame: truncated" })),
+        Filecoord_V1_Frame(.dumpReply(Filecoord_V1_DumpReply(json: Array(#"{"clients":[]}"#.utf8)))),
+    ]
+
+    /// Every message name of filecoord.proto's `Frame.payload`.
+    static let messageNames: Set<String> = [
+        "Hello", "RegisterPresenter", "UnregisterPresenter", "PresenterURLChanged", "RequestClaim", "FinishClaim",
+        "CancelCoordinator", "CancelClaim", "PresenterReply", "ItemMoved", "VersionChanged", "DumpRequest",
+        "HelloReply", "Refused", "Granted", "ClaimFailed", "PresenterMessage", "ProtocolError", "DumpReply",
+    ]
+
+    static let client = ClientID(3)
+
+    /// Every arbiter event a client sends, in FCCore's terms.
+    static let events: [ArbiterEvent] = [
+        .presenterAdded(PresenterRegistration(id: PresenterID(1), client: client, path: path("/d/a.txt"))),
+        .presenterAdded(
+            PresenterRegistration(
+                id: PresenterID(2),
+                client: client,
+                path: nil,
+                callbacks: [.relinquishToWriter, .presentedItemDidMove],
+                isPackage: true
+            )
+        ),
+        .presenterRemoved(PresenterID(2)),
+        .presenterURLChanged(PresenterID(1), to: path("/d/b.txt")),
+        .presenterURLChanged(PresenterID(1), to: nil),
+        .claimRequested(
+            ClaimRequest(
+                id: ClaimID(5),
+                client: client,
+                coordinator: CoordinatorID(6),
+                purpose: PurposeID("p"),
+                items: [ClaimItem(path: path("/d/a.txt"), access: .read([]))]
+            )
+        ),
+        .claimRequested(
+            ClaimRequest(
+                id: ClaimID(0),
+                client: client,
+                coordinator: CoordinatorID(0),
+                purpose: PurposeID(""),
+                filePresenter: PresenterID(0),
+                fromPresenterQueue: PresenterID(UInt64.max),
+                items: [
+                    ClaimItem(path: path("/d"), access: .write([.forDeleting, .forMerging])),
+                    ClaimItem(path: path("/"), access: .read([.withoutChanges, .forUploading])),
+                    ClaimItem(path: path("/e/f"), access: .write([])),
+                ],
+                isPreparation: true
+            )
+        ),
+        .claimFinished(ClaimID(5), created: []),
+        .claimFinished(ClaimID(5), created: [path("/d/x"), path("/d/y")]),
+        .coordinatorCancelled(client, CoordinatorID(6)),
+        .claimCancelled(ClaimID(5)),
+        .presenterReplied(RequestID(1), .relinquished(reacquirer: true)),
+        .presenterReplied(RequestID(2), .relinquished(reacquirer: false)),
+        .presenterReplied(RequestID(3), .succeeded),
+        .presenterReplied(RequestID(4), .failed(PresenterError(domain: "D", code: -1, message: "m"))),
+        .itemMoved(ClaimID(5), from: path("/d/a"), to: path("/e/a")),
+        .versionChanged(ClaimID(5), path("/d/a"), .added(VersionID("v1"))),
+        .versionChanged(ClaimID(5), path("/d/a"), .removed(VersionID("v2"))),
+        .versionChanged(ClaimID(5), path("/d/a"), .resolved(VersionID("v3"))),
+    ]
+
+    /// Every presenter message kind, with its arguments.
+    static let messageKinds: [PresenterMessageKind] = [
+        .relinquishToReader, .relinquishToWriter, .savePresentedItemChanges, .accommodatePresentedItemDeletion,
+        .accommodatePresentedSubitemDeletion(at: path("/d/p.pkg/x")), .reacquire(relinquish: RequestID(77)),
+        .presentedItemDidChange, .presentedItemDidMove(to: path("/e/a")), .presentedSubitemDidChange(at: path("/d/x")),
+        .presentedSubitemDidAppear(at: path("/d/y")), .presentedSubitemDidMove(from: path("/d/a"), to: path("/d/b")),
+        .presentedItemVersion(.added(VersionID("a"))), .presentedItemVersion(.removed(VersionID("b"))),
+        .presentedItemVersion(.resolved(VersionID("c"))),
+        .presentedSubitemVersion(at: path("/d/z"), .added(VersionID("d"))),
+        .presentedSubitemVersion(at: path("/d/z"), .removed(VersionID("e"))),
+        .presentedSubitemVersion(at: path("/d/z"), .resolved(VersionID("f"))),
+    ]
+
+    /// Every arbiter effect addressed to a client, in FCCore's terms.
+    static let effects: [ArbiterEffect] =
+        [
+            .grant(ClaimID(5), client: client, paths: [path("/d/a"), path("/d/b")]),
+            .grant(ClaimID(6), client: client, paths: []),
+            .fail(ClaimID(5), client: client, .cancelled),
+            .fail(
+                ClaimID(5),
+                client: client,
+                .presenterError(
+                    PresenterError(domain: "NSCocoaErrorDomain", code: 4, message: "gone"),
+                    presenter: PresenterID(0)
+                )
+            ),
+            .fail(ClaimID(5), client: client, .invalidRequest("a claim needs at least one item")),
+        ]
+        + messageKinds.enumerated().map { index, kind in
+            .message(
+                PresenterMessage(
+                    presenter: PresenterID(UInt64(index)),
+                    client: client,
+                    request: kind.needsReply ? RequestID(UInt64(100 + index)) : nil,
+                    claim: index.isMultiple(of: 2) ? ClaimID(UInt64(index)) : nil,
+                    kind: kind
+                )
+            )
+        }
+}
