@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "FileCoordination", targets: ["FileCoordination"]),
         .library(name: "FCTestSupport", targets: ["FCTestSupport"]),
         .library(name: "FCProtocol", targets: ["FCProtocol"]),
+        // The daemon as a library: the end-to-end benchmarks run it in process (Benchmarks/).
+        .library(name: "FCDaemon", targets: ["FCDaemon"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
         .executable(name: "filecoordd", targets: ["filecoordd"]),
     ],

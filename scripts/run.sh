@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds and runs fcdemo, the demonstration of the in-process arbiter: the README's run command.
+# The README's run command: builds filecoordd and a small client, starts the daemon on a private socket, and shows
+# two processes coordinating through it, with the presenter's callbacks printed as they happen.
 #
-#   scripts/run.sh [fcdemo arguments]
+#   scripts/run.sh          the two-process demonstration
+#   scripts/run.sh --core   the narrated walk through the arbiter in one process (fcdemo)
 #
-# Installs what is missing first (scripts/install-deps.sh). Build output goes to stderr, so stdout is only what
-# fcdemo prints. Exits with fcdemo's status.
+# Installs what is missing first (scripts/install-deps.sh). Build output goes to stderr.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,13 +13,53 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Sourced, so that a PATH fix for /opt/swift applies to the commands below.
 . scripts/install-deps.sh
 
-# Debug, not release: on a fresh clone (2 cores) `swift build --product fcdemo` took 7.2 s against 15.1 s with
-# `-c release` (whole-module optimisation of FCCore and FCTestSupport), and the demo does microseconds of work, so
-# the optimiser buys nothing visible. The flags are scripts/test.sh's, so the two commands share .build/debug and
-# neither recompiles what the other built (different flags would rebuild every module).
-echo "==> Building fcdemo" >&2
-swift build --product fcdemo -Xswiftc -warnings-as-errors >&2
+# Debug builds with scripts/test.sh's flags, so the two commands share .build/debug.
+echo "==> Building filecoordd, fc-testhost and fcdemo" >&2
+swift build -Xswiftc -warnings-as-errors >&2
+bin="$(swift build --show-bin-path)"
 
-bin_path="$(swift build --show-bin-path)"
-echo "==> Running fcdemo $*" >&2
-exec "$bin_path/fcdemo" "$@"
+if [[ "${1:-}" == "--core" ]]; then
+    exec "$bin/fcdemo"
+fi
+
+demo="$(mktemp -d /tmp/fc-demo-XXXXXX)"
+export FILECOORDD_SOCKET="$demo/run/socket"
+export FILECOORDD_PATH="$bin/filecoordd"
+cleanup() {
+    exec 3>&- 2>/dev/null || true
+    [[ -f "$FILECOORDD_SOCKET.lock" ]] && kill "$(tr -dc '0-9' < "$FILECOORDD_SOCKET.lock")" 2>/dev/null || true
+    rm -rf "$demo"
+}
+trap cleanup EXIT
+
+doc="$demo/Notes.txt"
+echo "first draft" > "$doc"
+
+echo
+echo "== filecoordd: started on demand by the first process, on $FILECOORDD_SOCKET"
+echo "== editor (process 1) presents $doc; sync (process 2) writes, reads, renames and deletes it"
+echo
+
+mkfifo "$demo/editor.in"
+"$bin/fc-testhost" < "$demo/editor.in" | sed -u 's/^/  [editor] /' &
+exec 3> "$demo/editor.in"
+echo "present Notes $doc" >&3
+sleep 1
+
+sync() {
+    echo "  [sync]   \$ $*"
+    printf '%s\nsleep 300\nexit\n' "$*" | "$bin/fc-testhost" | grep -v '^ready' | sed -u 's/^/  [sync]   /'
+    sleep 0.3
+}
+sync write "$doc" second-draft
+sync read "$doc"
+sync move "$doc" "$demo/Notes-final.txt"
+sync write "$demo/Notes-final.txt" deleting
+echo "exit" >&3
+sleep 0.3
+echo
+echo "== filecoordd's log"
+sed 's/^/  /' "$FILECOORDD_SOCKET.log"
+echo
+echo "Every callback above ran in the editor's process, asked for by the sync process through filecoordd."
+echo "Run 'scripts/run.sh --core' for a narrated walk through the arbiter's rules in one process."

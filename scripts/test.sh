@@ -32,5 +32,34 @@ for var in FC_SIM_SCHEDULES FC_SIM_SEED; do
     fi
 done
 
-step "Running tests"
-swift test "${build_flags[@]}" "$@"
+# The library's tests talk to a real filecoordd, started on demand by the library itself (as an app's would be), on
+# a private socket so that no other daemon is disturbed; it is stopped at the end, whatever happened.
+run_dir="$(mktemp -d /tmp/fc-test-XXXXXX)"
+export FILECOORDD_SOCKET="$run_dir/socket"
+export FILECOORDD_PATH="$(swift build --show-bin-path)/filecoordd"
+stop_daemon() {
+    if [[ -f "$FILECOORDD_SOCKET.lock" ]]; then
+        pid="$(tr -dc '0-9' < "$FILECOORDD_SOCKET.lock")"
+        [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$run_dir"
+}
+trap stop_daemon EXIT
+
+if [[ $# -gt 0 ]]; then
+    step "Running tests: $*"
+    swift test "${build_flags[@]}" "$@"
+    exit 0
+fi
+
+# The simulator's schedules keep both cores busy for a minute; run beside the other tests they would starve the
+# thread pool those tests' async work needs, so they run on their own, after.
+step "Running tests (the library through filecoordd at $FILECOORDD_SOCKET)"
+swift test "${build_flags[@]}" --skip SimulatorTests
+
+step "Running the seeded simulator (SimulatorTests)"
+swift test "${build_flags[@]}" --filter SimulatorTests
+
+# The same library tests once more with the in-process arbiter, the fallback when no daemon can be had.
+step "Running the library's tests again with the in-process arbiter"
+FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter 'FileCoordinationTests|SourceCompatibilityTests'

@@ -35,16 +35,22 @@ public final class DaemonService: Service, Sendable {
                 eventLoop: loop
             )
         }.get()
-        // Holding the lock, any socket file left is a dead daemon's: replace it.
-        let server = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host.value))
                 }
             }
-            .bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true)
-            .get()
-        chmod(socketPath, 0o600)
+        let activated = Self.socketFromSystemd()
+        let server: any Channel
+        if let activated {
+            // systemd socket activation (contrib/systemd): the listening socket is inherited as descriptor 3.
+            server = try await bootstrap.withBoundSocket(activated).get()
+        } else {
+            // Holding the lock, any socket file left is a dead daemon's: replace it.
+            server = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
+        }
+        if activated == nil { chmod(socketPath, 0o600) }
         logger.info(
             "filecoordd listening",
             metadata: ["socket": "\(socketPath)", "pid": "\(getpid())", "lock": "\(lock.path)"]
@@ -58,9 +64,18 @@ public final class DaemonService: Service, Sendable {
                 server.close(promise: nil)
             }
         }
-        unlink(socketPath)
+        if activated == nil { unlink(socketPath) }  // systemd owns an activated socket.
         try? await group.shutdownGracefully()
         logger.info("filecoordd stopped", metadata: ["socket": "\(socketPath)"])
         withExtendedLifetime(lock) {}
+    }
+
+    /// The listening socket systemd passed (`LISTEN_FDS=1` for this pid: descriptor 3), if any.
+    static func socketFromSystemd() -> CInt? {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["LISTEN_PID"].flatMap(Int32.init) == getpid(), environment["LISTEN_FDS"] == "1" else {
+            return nil
+        }
+        return 3
     }
 }

@@ -11,7 +11,9 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
 
     /// What went wrong. New codes may be added; switch with a `default`.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The `NSError` code.
         public var rawValue: Int
+        /// A code from its `NSError` code.
         public init(rawValue: Int) { self.rawValue = rawValue }
 
         /// No arbiter could be reached or started (code 1).
@@ -33,6 +35,7 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
         /// A symbolic link cycle, or another failure to make the path canonical (code 9).
         public static let unresolvablePath = Code(rawValue: 9)
 
+        /// The code's name.
         public var description: String {
             switch self {
             case .arbiterUnreachable: "arbiterUnreachable"
@@ -56,21 +59,26 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
     /// The URL the call was about, if any.
     public var url: URL?
 
+    /// An error with its code, message and, if any, the URL it is about.
     public init(_ code: Code, _ message: String, url: URL? = nil) {
         self.code = code
         self.message = message
         self.url = url
     }
 
+    /// The code and the message.
     public var description: String { "FileCoordinationError.\(code): \(message)" }
 }
 
 extension FileCoordinationError: CustomNSError, LocalizedError {
+    /// The code's raw value.
     public var errorCode: Int { code.rawValue }
+    /// The message as `NSLocalizedDescriptionKey`, and the URL as `NSURLErrorKey`.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]
         if let url { info[NSURLErrorKey] = url }
         return info
     }
+    /// The message.
     public var errorDescription: String? { message }
 }

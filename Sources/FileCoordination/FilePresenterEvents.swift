@@ -42,6 +42,7 @@ public enum FilePresenterEvent: Hashable, Sendable {
 ///
 /// - Important: Thread-safe. Its callbacks run on its own serial queue; iterate from any task.
 public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence, @unchecked Sendable {
+    /// The events, in the order the callbacks ran.
     public typealias Element = FilePresenterEvent
 
     private let lock = NSLock()
@@ -69,28 +70,34 @@ public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence
     /// Ends the sequence.
     public func finish() { continuation.finish() }
 
+    /// Iterates the events; one iterator at a time.
     public func makeAsyncIterator() -> AsyncStream<FilePresenterEvent>.Iterator { stream.makeAsyncIterator() }
 
+    /// Reports ``FilePresenterEvent/relinquishedToReader`` and relinquishes; reports the reacquire.
     public func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         continuation.yield(.relinquishedToReader)
         reader { [continuation] in continuation.yield(.reacquired) }
     }
 
+    /// Reports ``FilePresenterEvent/relinquishedToWriter`` and relinquishes; reports the reacquire.
     public func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         continuation.yield(.relinquishedToWriter)
         writer { [continuation] in continuation.yield(.reacquired) }
     }
 
+    /// Reports ``FilePresenterEvent/saveRequested``; nothing to save.
     public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         continuation.yield(.saveRequested)
         completionHandler(nil)
     }
 
+    /// Reports ``FilePresenterEvent/deletionRequested`` and agrees.
     public func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         continuation.yield(.deletionRequested)
         completionHandler(nil)
     }
 
+    /// Reports ``FilePresenterEvent/subitemDeletionRequested(_:)`` and agrees.
     public func accommodatePresentedSubitemDeletion(
         at url: URL,
         completionHandler: @escaping @Sendable ((any Error)?) -> Void
@@ -99,14 +106,19 @@ public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence
         completionHandler(nil)
     }
 
+    /// Follows the move and reports it.
     public func presentedItemDidMove(to newURL: URL) {
         lock.withLock { url = newURL }
         continuation.yield(.moved(to: newURL))
     }
 
+    /// Reports ``FilePresenterEvent/changed``.
     public func presentedItemDidChange() { continuation.yield(.changed) }
+    /// Reports ``FilePresenterEvent/subitemChanged(_:)``.
     public func presentedSubitemDidChange(at url: URL) { continuation.yield(.subitemChanged(url)) }
+    /// Reports ``FilePresenterEvent/subitemAppeared(_:)``.
     public func presentedSubitemDidAppear(at url: URL) { continuation.yield(.subitemAppeared(url)) }
+    /// Reports ``FilePresenterEvent/subitemMoved(from:to:)``.
     public func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
         continuation.yield(.subitemMoved(from: oldURL, to: newURL))
     }

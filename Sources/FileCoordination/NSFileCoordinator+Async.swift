@@ -53,9 +53,11 @@ extension NSFileCoordinator {
         case .success(let claim): prepared = claim
         }
         let client = CoordinationClient.shared
+        // Requested before the cancellation handler is installed: a task cancelled already runs the handler at
+        // once, and its cancel must reach the arbiter after the request, not before it.
+        client.submit(.claimRequested(prepared.claimRequest))
         let outcome = await withTaskCancellationHandler {
-            client.submit(.claimRequested(prepared.claimRequest))
-            return await prepared.waiter.value()
+            await prepared.waiter.value()
         } onCancel: {
             client.submit(.claimCancelled(prepared.id))
         }

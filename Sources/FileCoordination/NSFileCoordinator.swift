@@ -22,7 +22,9 @@ public typealias NSErrorPointer = UnsafeMutablePointer<NSError?>?
 open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Options of a coordinated read (Apple's raw values).
     public struct ReadingOptions: OptionSet, Hashable, Sendable {
+        /// The bits, as in Apple's `NSFileCoordinatorReadingOptions`.
         public let rawValue: UInt
+        /// Options from their bits.
         public init(rawValue: UInt) { self.rawValue = rawValue }
         /// Do not ask presenters to save first.
         public static let withoutChanges = ReadingOptions(rawValue: 1 << 0)
@@ -36,7 +38,9 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
 
     /// Options of a coordinated write (Apple's raw values).
     public struct WritingOptions: OptionSet, Hashable, Sendable {
+        /// The bits, as in Apple's `NSFileCoordinatorWritingOptions`.
         public let rawValue: UInt
+        /// Options from their bits.
         public init(rawValue: UInt) { self.rawValue = rawValue }
         /// The write deletes the item.
         public static let forDeleting = WritingOptions(rawValue: 1 << 0)
@@ -265,6 +269,10 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         client.submit(.itemMoved(claim, from: from, to: to))
     }
 
+    /// Tells presenters that ubiquity attributes changed. There are no ubiquitous (iCloud) items on Linux: this does
+    /// nothing, and exists so that code written for Apple platforms compiles unchanged.
+    open func item(at url: URL, didChangeUbiquityAttributes attributes: Set<URLResourceKey>) {}
+
     /// Cancels this coordinator's waiting calls, which return at once with `CocoaError(.userCancelled)` without
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
@@ -384,14 +392,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     }
 }
 
-extension ClaimWaiter {
-    /// Calls `body` once with the outcome, on the delivery queue (or at once if it is already known).
-    func onOutcome(_ body: @escaping @Sendable (ClaimOutcome) -> Void) {
-        Task { body(await value()) }
-    }
-}
-
-// Conversions between the public option sets and the core's (same raw values).
+// Conversions between the public option sets and the core's (same raw values). The public types are the library's
+// own, not the core's, so that apps see every member with `import FileCoordination` alone.
 private func ReadingOptions_(_ options: NSFileCoordinator.ReadingOptions) -> FCCore.ReadingOptions {
     FCCore.ReadingOptions(rawValue: options.rawValue)
 }

@@ -1,4 +1,4 @@
-public import FCCore
+import FCCore
 public import Foundation
 
 /// The callbacks an ``NSFilePresenter`` implements, declared so that no message is sent for nothing.
@@ -7,7 +7,68 @@ public import Foundation
 /// implementation and the arbiter cannot see which ones a presenter overrides. A presenter that implements only some
 /// of them says so with ``NSFilePresenter/presentedItemCallbacks``; the arbiter then sends it nothing else, and
 /// treats an undeclared relinquish, save or accommodate as an immediate yes (SEMANTICS.md §3).
-public typealias FilePresenterCallbacks = PresenterCallbacks
+public struct FilePresenterCallbacks: OptionSet, Hashable, Sendable {
+    /// The bits (the same as the daemon's).
+    public let rawValue: UInt32
+    /// Callbacks from their bits.
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `relinquishPresentedItem(toReader:)`
+    public static let relinquishToReader = FilePresenterCallbacks(PresenterCallbacks.relinquishToReader)
+    /// `relinquishPresentedItem(toWriter:)`
+    public static let relinquishToWriter = FilePresenterCallbacks(PresenterCallbacks.relinquishToWriter)
+    /// `savePresentedItemChanges(completionHandler:)`
+    public static let savePresentedItemChanges = FilePresenterCallbacks(PresenterCallbacks.savePresentedItemChanges)
+    /// `accommodatePresentedItemDeletion(completionHandler:)`
+    public static let accommodatePresentedItemDeletion = FilePresenterCallbacks(
+        PresenterCallbacks.accommodatePresentedItemDeletion
+    )
+    /// `accommodatePresentedSubitemDeletion(at:completionHandler:)`
+    public static let accommodatePresentedSubitemDeletion = FilePresenterCallbacks(
+        PresenterCallbacks.accommodatePresentedSubitemDeletion
+    )
+    /// `presentedItemDidMove(to:)`
+    public static let presentedItemDidMove = FilePresenterCallbacks(PresenterCallbacks.presentedItemDidMove)
+    /// `presentedItemDidChange()`
+    public static let presentedItemDidChange = FilePresenterCallbacks(PresenterCallbacks.presentedItemDidChange)
+    /// `presentedSubitemDidChange(at:)`
+    public static let presentedSubitemDidChange = FilePresenterCallbacks(PresenterCallbacks.presentedSubitemDidChange)
+    /// `presentedSubitemDidAppear(at:)`
+    public static let presentedSubitemDidAppear = FilePresenterCallbacks(PresenterCallbacks.presentedSubitemDidAppear)
+    /// `presentedSubitem(at:didMoveTo:)`
+    public static let presentedSubitemDidMove = FilePresenterCallbacks(PresenterCallbacks.presentedSubitemDidMove)
+    /// `presentedItemDidGain(_:)`
+    public static let presentedItemDidGainVersion = FilePresenterCallbacks(
+        PresenterCallbacks.presentedItemDidGainVersion
+    )
+    /// `presentedItemDidLose(_:)`
+    public static let presentedItemDidLoseVersion = FilePresenterCallbacks(
+        PresenterCallbacks.presentedItemDidLoseVersion
+    )
+    /// `presentedItemDidResolveConflict(_:)`
+    public static let presentedItemDidResolveConflictVersion = FilePresenterCallbacks(
+        PresenterCallbacks.presentedItemDidResolveConflictVersion
+    )
+    /// `presentedSubitem(at:didGain:)`
+    public static let presentedSubitemDidGainVersion = FilePresenterCallbacks(
+        PresenterCallbacks.presentedSubitemDidGainVersion
+    )
+    /// `presentedSubitem(at:didLose:)`
+    public static let presentedSubitemDidLoseVersion = FilePresenterCallbacks(
+        PresenterCallbacks.presentedSubitemDidLoseVersion
+    )
+    /// `presentedSubitem(at:didResolve:)`
+    public static let presentedSubitemDidResolveConflictVersion = FilePresenterCallbacks(
+        PresenterCallbacks.presentedSubitemDidResolveConflictVersion
+    )
+    /// Every callback.
+    public static let all = FilePresenterCallbacks(PresenterCallbacks.all)
+
+    init(_ core: PresenterCallbacks) { self.rawValue = core.rawValue }
+
+    /// The core's value with the same bits.
+    var core: PresenterCallbacks { PresenterCallbacks(rawValue: rawValue) }
+}
 
 /// An object that presents a file or directory to the user and wants to hear when others read, write, move or
 /// delete it: Apple's `NSFilePresenter`, with the same Swift names and signatures.
@@ -21,7 +82,7 @@ public typealias FilePresenterCallbacks = PresenterCallbacks
 ///   thread at any time, including from inside coordinated calls, so it must be thread-safe and must not block.
 ///   A relinquish, save or accommodate callback must call its block or completion handler exactly once; until it
 ///   does, the access that asked waits (up to the arbiter's presenter timeout).
-public protocol NSFilePresenter: AnyObject {
+public protocol NSFilePresenter: NSObjectProtocol {
     /// The presented item, or `nil` while it does not exist yet.
     var presentedItemURL: URL? { get }
     /// The queue on which the callbacks run.
@@ -42,6 +103,13 @@ public protocol NSFilePresenter: AnyObject {
     func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void)
     /// Save unsaved changes to disk, then call the handler with `nil` or with the error that stops the access.
     func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void)
+    /// The `async` form of ``savePresentedItemChanges(completionHandler:)``: implement either one. The default
+    /// completion-handler form calls this one.
+    func savePresentedItemChanges() async throws
+    /// The `async` form of ``accommodatePresentedItemDeletion(completionHandler:)``: implement either one.
+    func accommodatePresentedItemDeletion() async throws
+    /// The `async` form of ``accommodatePresentedSubitemDeletion(at:completionHandler:)``: implement either one.
+    func accommodatePresentedSubitemDeletion(at url: URL) async throws
     /// The item is about to be deleted: prepare (close the document), then call the handler.
     func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void)
     /// The item is about to be evicted. Not sent on Linux (there is no eviction); the default refuses.
@@ -80,42 +148,94 @@ public protocol NSFilePresenter: AnyObject {
 }
 
 extension NSFilePresenter {
+    /// `nil`: no primary item.
     public var primaryPresentedItemURL: URL? { nil }
+    /// All callbacks: without a declaration the arbiter sends every message.
     public var presentedItemCallbacks: FilePresenterCallbacks { .all }
+    /// `false`: a package only if its extension says so.
     public var presentedItemIsPackage: Bool { false }
+    /// None: there are no ubiquitous items on Linux.
     public var observedPresentedItemUbiquityAttributes: Set<URLResourceKey> { [] }
 
+    /// Relinquishes at once, with no reacquirer.
     public func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         reader(nil)
     }
+    /// Relinquishes at once, with no reacquirer.
     public func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         writer(nil)
     }
+    /// Calls the `async` form, ``savePresentedItemChanges()``, and hands its outcome to the handler.
     public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        completionHandler(nil)
+        let presenter = UncheckedPresenter(value: self)
+        Task {
+            do {
+                try await presenter.value.savePresentedItemChanges()
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
     }
+    /// Nothing to save: succeeds at once.
+    public func savePresentedItemChanges() async throws {}
+    /// Calls the `async` form, ``accommodatePresentedItemDeletion()``, and hands its outcome to the handler.
     public func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        completionHandler(nil)
+        let presenter = UncheckedPresenter(value: self)
+        Task {
+            do {
+                try await presenter.value.accommodatePresentedItemDeletion()
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
     }
+    /// Nothing to prepare: succeeds at once.
+    public func accommodatePresentedItemDeletion() async throws {}
+    /// Refuses, as Apple's does when the method is not implemented.
     public func accommodatePresentedItemEviction(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         completionHandler(CocoaError(.featureUnsupported))
     }
+    /// Does nothing.
     public func presentedItemDidMove(to newURL: URL) {}
+    /// Does nothing.
     public func presentedItemDidChange() {}
+    /// Does nothing.
     public func presentedItemDidChangeUbiquityAttributes(_ attributes: Set<URLResourceKey>) {}
+    /// Does nothing.
     public func presentedItemDidGain(_ version: NSFileVersion) {}
+    /// Does nothing.
     public func presentedItemDidLose(_ version: NSFileVersion) {}
+    /// Does nothing.
     public func presentedItemDidResolveConflict(_ version: NSFileVersion) {}
+    /// Calls the `async` form, ``accommodatePresentedSubitemDeletion(at:)``, and hands its outcome to the handler.
     public func accommodatePresentedSubitemDeletion(
         at url: URL,
         completionHandler: @escaping @Sendable ((any Error)?) -> Void
     ) {
-        completionHandler(nil)
+        let presenter = UncheckedPresenter(value: self)
+        Task {
+            do {
+                try await presenter.value.accommodatePresentedSubitemDeletion(at: url)
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
     }
+    /// Nothing to prepare: succeeds at once.
+    public func accommodatePresentedSubitemDeletion(at url: URL) async throws {}
+    /// Does nothing.
     public func presentedSubitemDidAppear(at url: URL) {}
+    /// Does nothing.
     public func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {}
+    /// Does nothing.
     public func presentedSubitemDidChange(at url: URL) {}
+    /// Does nothing.
     public func presentedSubitem(at url: URL, didGain version: NSFileVersion) {}
+    /// Does nothing.
     public func presentedSubitem(at url: URL, didLose version: NSFileVersion) {}
+    /// Does nothing.
     public func presentedSubitem(at url: URL, didResolve version: NSFileVersion) {}
 }

@@ -2,29 +2,12 @@ import FileCoordination
 import Foundation
 import Testing
 
-final class RecordingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
-    let url: URL
-    let presentedItemOperationQueue: OperationQueue = {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        return queue
-    }()
-    private let lock = NSLock()
-    private var log: [String] = []
-    var events: [String] { lock.withLock { log } }
-    init(url: URL) { self.url = url }
-    var presentedItemURL: URL? { url }
-    func record(_ event: String) { lock.withLock { log.append(event) } }
-    func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
-        record("relinquishToWriter")
-        writer { self.record("reacquire") }
-    }
-    func presentedItemDidChange() { record("didChange") }
-}
+// RecordingPresenter lives in TestPresenters.swift.
 
 @Test func writeMessagesAPresenterInTheSameProcess() throws {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
     let file = dir.appendingPathComponent("doc.txt")
     try Data("a".utf8).write(to: file)
     let presenter = RecordingPresenter(url: file)

@@ -23,7 +23,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     private let lock = NSLock()
     private let arbiter: Arbiter
     private var timers: [TimerID: DispatchWorkItem] = [:]
-    private let delivery = DispatchQueue(label: "FileCoordination.delivery")
+    private let delivery = SerialWorker(name: "FileCoordination.delivery")
     private let sink: @Sendable ([ArbiterEffect]) -> Void
     private let logger: @Sendable (LogRecord) -> Void
 

@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCProtocol
 import Foundation
 
 /// The process's side of file coordination: its presenters, the claims its coordinators wait for, and the
@@ -13,7 +14,12 @@ final class CoordinationClient: @unchecked Sendable {
 
     let clientID = ClientID(1)
     private let lock = NSLock()
-    private var transport: (any ArbiterTransport)!
+    /// Serialises connecting, so that one thread connects (or starts the daemon) while the others wait for it.
+    private let connectLock = NSLock()
+    private var transport: (any ArbiterTransport)?
+    /// Set once the process coordinates in process: by choice (`FILECOORD_ARBITER=in-process`) or because no
+    /// daemon could be reached or started (SEMANTICS.md §9).
+    private var local: LocalArbiterTransport?
     private var nextID: UInt64 = 0
     private var presenters: [PresenterID: PresenterEntry] = [:]
     private var presenterIDs: [ObjectIdentifier: PresenterID] = [:]
@@ -21,7 +27,6 @@ final class CoordinationClient: @unchecked Sendable {
     private var reacquirers: [RequestID: @Sendable () -> Void] = [:]
     /// The error objects presenters failed with, so that the caller gets the very object (SEMANTICS.md §3).
     private var presenterErrors: [PresenterID: any Error] = [:]
-    private var local: LocalArbiterTransport?
 
     final class PresenterEntry {
         let presenter: any NSFilePresenter
@@ -33,6 +38,13 @@ final class CoordinationClient: @unchecked Sendable {
     }
 
     private init() {
+        if ProcessInfo.processInfo.environment["FILECOORD_ARBITER"] == "in-process" {
+            local = makeLocal()
+            transport = local
+        }
+    }
+
+    private func makeLocal() -> LocalArbiterTransport {
         let local = LocalArbiterTransport(
             configuration: ArbiterConfiguration(),
             logger: { record in
@@ -42,9 +54,7 @@ final class CoordinationClient: @unchecked Sendable {
             },
             sink: { effects in CoordinationClient.shared.perform(effects) }
         )
-        self.local = local
-        self.transport = local
-        transport.submit(
+        local.submit(
             .clientConnected(
                 ClientInfo(
                     id: clientID,
@@ -53,6 +63,7 @@ final class CoordinationClient: @unchecked Sendable {
                 )
             )
         )
+        return local
     }
 
     func newID() -> UInt64 {
@@ -63,15 +74,57 @@ final class CoordinationClient: @unchecked Sendable {
     }
 
     func submit(_ event: ArbiterEvent) {
-        transport.submit(event)
+        currentTransport().submit(event)
     }
 
-    /// The in-process arbiter's state, for tests.
-    func snapshot() -> ArbiterSnapshot? { local?.snapshot() }
+    /// The transport to use now: the live connection, a new one (the daemon is started if needed, and this
+    /// process's presenters are registered again), or the in-process arbiter when no daemon can be had.
+    fileprivate func currentTransport() -> any ArbiterTransport {
+        if let transport = lock.withLock({ transport }) { return transport }
+        connectLock.lock()
+        defer { connectLock.unlock() }
+        if let transport = lock.withLock({ transport }) { return transport }
+        let socketPath = DaemonAddress.socketPath(
+            environment: ProcessInfo.processInfo.environment,
+            uid: UInt32(getuid())
+        )
+        let chosen: any ArbiterTransport
+        switch DaemonTransport.connect(socketPath: socketPath, client: clientID, delegate: self) {
+        case .success(let daemon):
+            chosen = daemon
+        case .failure(let error):
+            FileHandle.standardError.write(
+                Data("FileCoordination: coordinating in this process only: \(error.message)\n".utf8)
+            )
+            let local = makeLocal()
+            lock.withLock { self.local = local }
+            chosen = local
+        }
+        let registrations: [PresenterRegistration] = lock.withLock {
+            transport = chosen
+            return presenters.sorted { $0.key < $1.key }.map { id, entry in
+                PresenterRegistration(
+                    id: id,
+                    client: clientID,
+                    path: entry.path,
+                    callbacks: entry.presenter.presentedItemCallbacks.core,
+                    isPackage: entry.presenter.presentedItemIsPackage
+                )
+            }
+        }
+        for registration in registrations { chosen.submit(.presenterAdded(registration)) }
+        return chosen
+    }
+
+    /// The in-process arbiter's state, for tests (`nil` when a daemon arbitrates).
+    func snapshot() -> ArbiterSnapshot? { lock.withLock { local }?.snapshot() }
 
     // MARK: Presenters
 
     func addPresenter(_ presenter: any NSFilePresenter) {
+        // Connect first: a new connection registers the presenters already known, and this one must not be among
+        // them as well as sent below.
+        _ = currentTransport()
         let key = ObjectIdentifier(presenter)
         let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
         let id: PresenterID? = lock.withLock {
@@ -89,7 +142,7 @@ final class CoordinationClient: @unchecked Sendable {
                     id: id,
                     client: clientID,
                     path: path,
-                    callbacks: presenter.presentedItemCallbacks,
+                    callbacks: presenter.presentedItemCallbacks.core,
                     isPackage: presenter.presentedItemIsPackage
                 )
             )
@@ -117,14 +170,15 @@ final class CoordinationClient: @unchecked Sendable {
     /// Reads a presenter's URL again and tells the arbiter if it changed (after a move it was told of, or when a
     /// nil URL became real at the end of a coordinated write made on its behalf).
     func refreshURL(of id: PresenterID) {
-        let update: ItemPath?? = lock.withLock {
-            guard let entry = presenters[id] else { return nil }
-            let path = entry.presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
-            guard path != entry.path else { return nil }
+        // The presenter's URL is read outside the lock: it is the app's code.
+        guard let presenter = lock.withLock({ presenters[id]?.presenter }) else { return }
+        let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+        let changed: Bool = lock.withLock {
+            guard let entry = presenters[id], entry.path != path else { return false }
             entry.path = path
-            return .some(path)
+            return true
         }
-        if let update { submit(.presenterURLChanged(id, to: update)) }
+        if changed { submit(.presenterURLChanged(id, to: path)) }
     }
 
     // MARK: Claims
@@ -203,19 +257,45 @@ struct UncheckedPresenter: @unchecked Sendable {
     let value: any NSFilePresenter
 }
 
+extension CoordinationClient: TransportDelegate {
+    func fail(_ claim: ClaimID, with error: any Error) {
+        lock.withLock { waiters.removeValue(forKey: claim) }?.resume(.failed(error))
+    }
+
+    /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
+    /// reconnects, starting the daemon if needed, and registers this process's presenters again (SEMANTICS.md §7).
+    func transportLost(_ error: FileCoordinationError) {
+        let (waiting, presenting): ([ClaimWaiter], Bool) = lock.withLock {
+            transport = nil
+            reacquirers = [:]
+            defer { waiters = [:] }
+            return (Array(waiters.values), !presenters.isEmpty)
+        }
+        for waiter in waiting { waiter.resume(.failed(error)) }
+        // Presenters must not miss what other processes do meanwhile: reconnect now rather than at the next call.
+        if presenting {
+            let reconnect = Thread { _ = CoordinationClient.shared.currentTransport() }
+            reconnect.name = "FileCoordination.reconnect"
+            reconnect.start()
+        }
+    }
+}
+
 /// What a waiting claim became.
 enum ClaimOutcome: Sendable {
     case granted([ItemPath])
     case failed(any Error)
 }
 
-/// One waiting claim: resumed once by the delivery queue, waited for by a blocked thread or an async task.
+/// One waiting claim: resumed once by the delivery queue, waited for by a blocked thread, an async task or a
+/// callback.
 ///
 /// - Important: Thread-safe.
 final class ClaimWaiter: @unchecked Sendable {
     private let condition = NSCondition()
     private var outcome: ClaimOutcome?
     private var continuation: CheckedContinuation<ClaimOutcome, Never>?
+    private var callback: (@Sendable (ClaimOutcome) -> Void)?
 
     func resume(_ result: ClaimOutcome) {
         condition.lock()
@@ -225,10 +305,13 @@ final class ClaimWaiter: @unchecked Sendable {
         }
         outcome = result
         let continuation = self.continuation
+        let callback = self.callback
         self.continuation = nil
+        self.callback = nil
         condition.broadcast()
         condition.unlock()
         continuation?.resume(returning: result)
+        callback?(result)
     }
 
     /// Blocks the calling thread until the claim is granted or fails.
@@ -250,6 +333,19 @@ final class ClaimWaiter: @unchecked Sendable {
                 self.continuation = continuation
                 condition.unlock()
             }
+        }
+    }
+
+    /// Calls `body` once with the outcome: on the thread that resumes the waiter, or at once if it is known.
+    /// No task and no Dispatch queue is involved, so a starved thread pool cannot delay it.
+    func onOutcome(_ body: @escaping @Sendable (ClaimOutcome) -> Void) {
+        condition.lock()
+        if let outcome {
+            condition.unlock()
+            body(outcome)
+        } else {
+            callback = body
+            condition.unlock()
         }
     }
 }

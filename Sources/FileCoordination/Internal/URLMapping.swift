@@ -16,7 +16,18 @@ enum URLMapping {
                 url: url
             )
         }
-        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        // swift-corelibs-foundation's `standardizedFileURL` resolves a relative path (`file:docs/a.txt`) against the
+        // current directory; such a URL names no item by itself, so it is refused before standardising.
+        // (`URL(fileURLWithPath:)` with a relative path has the current directory as base: its absolute URL is.)
+        guard url.absoluteURL.path.hasPrefix("/") else {
+            throw FileCoordinationError(
+                .unsupportedURL,
+                "The path \(url.path) is relative; coordinate an absolute file: URL, made with "
+                    + "URL(fileURLWithPath:).",
+                url: url
+            )
+        }
+        let path = resolvingSymlinksInExistingComponents(url.standardizedFileURL.path)
         do {
             return try ItemPath(absolute: path)
         } catch {
@@ -26,6 +37,26 @@ enum URLMapping {
                 url: url
             )
         }
+    }
+
+    /// `path` (absolute, standardised) with the symbolic links of its longest existing prefix resolved and the
+    /// components that do not exist (yet, or any more) kept as they are.
+    ///
+    /// swift-corelibs-foundation's `resolvingSymlinksInPath()` resolves nothing when the last component does not
+    /// exist, so a new file (or a moved one's old URL) spelled through a link would name another item than the same
+    /// file once it exists.
+    static func resolvingSymlinksInExistingComponents(_ path: String) -> String {
+        var prefix = path
+        var missing: [Substring] = []
+        while prefix != "/", !FileManager.default.fileExists(atPath: prefix),
+            let slash = prefix.lastIndex(of: "/")
+        {
+            missing.append(prefix[prefix.index(after: slash)...])
+            prefix = slash == prefix.startIndex ? "/" : String(prefix[..<slash])
+        }
+        let resolved = URL(fileURLWithPath: prefix).resolvingSymlinksInPath().path
+        guard !missing.isEmpty else { return resolved }
+        return (resolved == "/" ? "" : resolved) + "/" + missing.reversed().joined(separator: "/")
     }
 
     /// A file URL for a canonical path.

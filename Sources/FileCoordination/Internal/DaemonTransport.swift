@@ -1,0 +1,180 @@
+import FCCore
+import FCProtocol
+import Foundation
+
+/// The connection to `filecoordd`: events go out as frames, frames come back as effects (DESIGN.md decisions 2–4).
+///
+/// A blocking socket with one reader thread. The handshake happens in ``connect(socketPath:delegate:)``; from then
+/// on `submit(_:)` writes frames from any thread and the reader thread hands grants, failures and presenter messages
+/// to the delegate in the order the daemon sent them. When the connection drops, the delegate hears
+/// ``TransportDelegate/transportLost(_:)`` once; the transport is not used again.
+///
+/// - Important: Thread-safe.
+final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
+    private let socket: UnixSocket
+    private let encoder = FrameEncoder()
+    private let client: ClientID
+    private weak var delegate: (any TransportDelegate)?
+    private let lock = NSLock()
+    private var lost = false
+    /// The daemon's pid, from its `HelloReply`.
+    let daemonPID: Int32
+
+    private init(socket: UnixSocket, client: ClientID, daemonPID: Int32, delegate: any TransportDelegate) {
+        self.socket = socket
+        self.client = client
+        self.daemonPID = daemonPID
+        self.delegate = delegate
+    }
+
+    /// Connects (starting the daemon if needed), says hello and starts the reader thread.
+    static func connect(
+        socketPath: String,
+        client: ClientID,
+        delegate: any TransportDelegate
+    ) -> Result<DaemonTransport, FileCoordinationError> {
+        let socket: UnixSocket
+        switch DaemonLauncher.connectOrStart(socketPath: socketPath) {
+        case .failure(let error): return .failure(error)
+        case .success(let connected): socket = connected
+        }
+        var hello = Filecoord_V1_Hello()
+        hello.protocolVersion = ProtocolVersion.current
+        hello.clientName = ProcessInfo.processInfo.processName
+        hello.pid = ProcessInfo.processInfo.processIdentifier
+        var decoder = FrameDecoder(accepting: .toClient)
+        do {
+            try socket.write(try FrameEncoder().encode(Filecoord_V1_Frame(.hello(hello))))
+            while true {
+                let bytes = try socket.read()
+                guard !bytes.isEmpty else {
+                    return .failure(
+                        FileCoordinationError(.connectionLost, "filecoordd closed the connection during the handshake.")
+                    )
+                }
+                decoder.append(bytes)
+                guard let frame = try decoder.next() else { continue }
+                switch frame.payload {
+                case .helloReply(let reply)?:
+                    let transport = DaemonTransport(
+                        socket: socket,
+                        client: client,
+                        daemonPID: reply.daemonPid,
+                        delegate: delegate
+                    )
+                    transport.startReading(decoder)
+                    return .success(transport)
+                case .refused(let refused)?:
+                    return .failure(FileCoordinationError(.protocolVersionMismatch, refused.reason))
+                default:
+                    return .failure(
+                        FileCoordinationError(.connectionLost, "filecoordd answered the handshake with something else.")
+                    )
+                }
+            }
+        } catch {
+            return .failure(FileCoordinationError(.connectionLost, "The handshake with filecoordd failed: \(error)."))
+        }
+    }
+
+    func submit(_ event: ArbiterEvent) {
+        guard let frame = Filecoord_V1_Frame(event) else { return }
+        do {
+            try socket.write(try encoder.encode(frame))
+        } catch {
+            connectionLost("writing to filecoordd failed: \(error)")
+        }
+    }
+
+    /// Closes the connection; the reader thread ends and the delegate hears it.
+    func close() {
+        socket.shutdownBoth()
+    }
+
+    private func startReading(_ initial: FrameDecoder) {
+        let thread = Thread { [self] in readLoop(initial) }
+        thread.name = "FileCoordination.reader"
+        thread.start()
+    }
+
+    private func readLoop(_ initial: FrameDecoder) {
+        var decoder = initial
+        while true {
+            do {
+                while let frame = try decoder.next() { handle(frame) }
+                let bytes = try socket.read()
+                guard !bytes.isEmpty else {
+                    connectionLost("filecoordd closed the connection")
+                    return
+                }
+                decoder.append(bytes)
+            } catch {
+                connectionLost("the connection to filecoordd failed: \(error)")
+                return
+            }
+        }
+    }
+
+    private func handle(_ frame: Filecoord_V1_Frame) {
+        guard let delegate else { return }
+        switch frame.payload {
+        case .granted(let granted)?:
+            guard let paths = try? granted.itemPaths() else { return }
+            delegate.perform([.grant(ClaimID(granted.claimID), client: client, paths: paths)])
+        case .claimFailed(let failed)?:
+            let claim = ClaimID(failed.claimID)
+            guard let reason = try? ClaimFailedReason(wire: failed) else {
+                delegate.fail(claim, with: FileCoordinationError(.invalidRequest, failed.message))
+                return
+            }
+            switch reason {
+            case .deadlock(let message):
+                delegate.fail(claim, with: FileCoordinationError(.deadlock, message))
+            case .shuttingDown(let message):
+                delegate.fail(claim, with: FileCoordinationError(.connectionLost, message))
+            case .limitExceeded(let message):
+                delegate.fail(claim, with: FileCoordinationError(.invalidRequest, message))
+            case .cancelled, .presenterError, .invalidRequest:
+                if let failure = reason.claimFailure {
+                    delegate.perform([.fail(claim, client: client, failure)])
+                } else if case .presenterError(let error, _) = reason {
+                    delegate.perform([.fail(claim, client: client, .presenterError(error, presenter: PresenterID(0)))])
+                }
+            }
+        case .presenterMessage(let wire)?:
+            guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
+            delegate.perform([.message(message)])
+        case .protocolError(let error)?:
+            FileHandle.standardError.write(
+                Data("FileCoordination: filecoordd closed the connection: \(error.reason)\n".utf8)
+            )
+        default:
+            break
+        }
+    }
+
+    private func connectionLost(_ reason: String) {
+        let first = lock.withLock {
+            defer { lost = true }
+            return !lost
+        }
+        guard first else { return }
+        socket.shutdownBoth()
+        delegate?.transportLost(
+            FileCoordinationError(
+                .connectionLost,
+                "The connection to filecoordd was lost (\(reason)); the call failed instead of waiting. The next call reconnects."
+            )
+        )
+    }
+}
+
+/// Who a transport reports to.
+protocol TransportDelegate: AnyObject, Sendable {
+    /// Grants, failures the arbiter decided, and presenter messages, in order.
+    func perform(_ effects: [ArbiterEffect])
+    /// A failure the daemon decided itself (deadlock, shutdown, limit), already as the caller's error.
+    func fail(_ claim: ClaimID, with error: any Error)
+    /// The connection is gone: every waiting call must fail, and the next call reconnects.
+    func transportLost(_ error: FileCoordinationError)
+}

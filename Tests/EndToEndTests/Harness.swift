@@ -1,0 +1,695 @@
+// The harness of the end-to-end tests: real processes (a private `filecoordd`, `fc-testhost` clients, raw socket
+// clients) around one temporary folder per test, so that tests run in parallel and never touch the user's daemon.
+//
+// Every wait is bounded (10 s unless a test says otherwise) and waits for an event, never for time to pass; the only
+// timed waits are the short ones that check that something does *not* happen. Whatever a test does, `cleanup()`
+// kills every process it started, the daemon included, and removes the folder.
+
+import FCCore
+import FCProtocol
+import Foundation
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+/// A failure of the harness or of a bounded wait, with what the processes printed so far.
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The default bound of every wait.
+let defaultTimeout: Duration = .seconds(10)
+
+/// How long to keep listening after the expected lines arrived, so that an extra line fails the test.
+let settleTime: Duration = .milliseconds(250)
+
+/// How long "does not happen" is watched for.
+let quietTime: Duration = .milliseconds(300)
+
+// MARK: - Build products
+
+/// The folder holding the built executables: the test bundle's own folder (`.build/debug`, or the folder named by
+/// `FC_E2E_PRODUCTS`), found by walking up from the test binary.
+enum Products {
+    static let directory: Result<URL, HarnessError> = locate()
+
+    static func executable(_ name: String) throws -> URL {
+        try directory.get().appendingPathComponent(name)
+    }
+
+    private static func locate() -> Result<URL, HarnessError> {
+        var starts: [String] = []
+        if let explicit = ProcessInfo.processInfo.environment["FC_E2E_PRODUCTS"] { starts.append(explicit) }
+        if let first = CommandLine.arguments.first { starts.append(first) }
+        if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { starts.append(own) }
+        let fileManager = FileManager.default
+        for start in starts {
+            var directory = URL(fileURLWithPath: start).resolvingSymlinksInPath()
+            for _ in 0..<6 {
+                let daemon = directory.appendingPathComponent("filecoordd").path
+                let host = directory.appendingPathComponent("fc-testhost").path
+                if fileManager.isExecutableFile(atPath: daemon) && fileManager.isExecutableFile(atPath: host) {
+                    return .success(directory)
+                }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        return .failure(
+            HarnessError(
+                description: "filecoordd and fc-testhost not found above \(starts); build with "
+                    + "`swift build --build-tests` or set FC_E2E_PRODUCTS"
+            )
+        )
+    }
+}
+
+// MARK: - Output of the child processes
+
+/// One line a child printed, with when the test process read it.
+struct OutputLine: Sendable, CustomStringConvertible {
+    /// The line, without its newline.
+    var text: String
+    /// The pump's round that read it. Everything any child had written before a line was read has been read in the
+    /// same round or an earlier one, so `a.round < b.round` proves that `b` was written after `a`, and a line written
+    /// before another is never in a later round.
+    var round: Int
+    /// When the line was read (an upper bound of when it was written).
+    var time: ContinuousClock.Instant
+
+    var description: String { text }
+}
+
+/// Reads the standard output of every child of one test on one thread, splitting it into lines.
+///
+/// Each round starts when `poll` says something is readable, and reads every stream, again and again, until one
+/// whole pass finds nothing: so a round takes in everything written before its last read, which gives lines from
+/// different processes a causal order (``OutputLine/round``).
+///
+/// - Important: Thread-safe.
+final class OutputPump: @unchecked Sendable {
+    private final class Stream {
+        let fd: Int32
+        var pending: [UInt8] = []
+        var lines: [OutputLine] = []
+        var closed = false
+        init(fd: Int32) { self.fd = fd }
+    }
+
+    private let lock = NSLock()
+    private var streams: [Stream] = []
+    private var stopping = false
+    private var round = 0
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let finished = DispatchSemaphore(value: 0)
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+            }
+        } else {
+            fds = [-1, -1]
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        let thread = Thread { [self] in run() }
+        thread.name = "EndToEndTests.OutputPump"
+        thread.start()
+    }
+
+    /// Starts reading `fd`; returns the stream's number.
+    func add(_ fd: Int32) -> Int {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let index = lock.withLock {
+            streams.append(Stream(fd: fd))
+            return streams.count - 1
+        }
+        wake()
+        return index
+    }
+
+    func lines(_ stream: Int) -> [OutputLine] { lock.withLock { streams[stream].lines } }
+    func isClosed(_ stream: Int) -> Bool { lock.withLock { streams[stream].closed } }
+
+    /// Stops the thread and waits for it (bounded), so that no descriptor is read after its owner closes it.
+    func stop() {
+        lock.withLock { stopping = true }
+        wake()
+        _ = finished.wait(timeout: .now() + 5)
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    private func run() {
+        defer { finished.signal() }
+        while true {
+            guard
+                var fds = lock.withLock({ () -> [pollfd]? in
+                    if stopping { return nil }
+                    return [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+                        + streams.filter { !$0.closed }.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+                })
+            else { return }
+            _ = poll(&fds, nfds_t(fds.count), 1000)
+            var scratch = [UInt8](repeating: 0, count: 4096)
+            while read(wakeRead, &scratch, scratch.count) > 0 {}
+            lock.withLock {
+                if stopping { return }
+                round += 1
+                var progressed = true
+                while progressed {
+                    progressed = false
+                    for stream in streams where !stream.closed {
+                        while true {
+                            let count = read(stream.fd, &scratch, scratch.count)
+                            if count > 0 {
+                                progressed = true
+                                take(scratch[0..<count], into: stream)
+                            } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
+                                stream.closed = true
+                                break
+                            } else {
+                                break
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Splits newly read bytes into lines (called with the lock held).
+    private func take(_ bytes: ArraySlice<UInt8>, into stream: Stream) {
+        let now = ContinuousClock.now
+        for byte in bytes {
+            if byte == UInt8(ascii: "\n") {
+                stream.lines.append(
+                    OutputLine(text: String(decoding: stream.pending, as: UTF8.self), round: round, time: now)
+                )
+                stream.pending.removeAll(keepingCapacity: true)
+            } else {
+                stream.pending.append(byte)
+            }
+        }
+    }
+}
+
+// MARK: - One test's world
+
+/// One test's folder, daemon and client processes. Create it with ``run(_:)``, which cleans up whatever happens.
+///
+/// - Important: Thread-safe.
+final class TestEnvironment: @unchecked Sendable {
+    /// The test's private folder (symbolic links resolved, so that paths compare as the daemon spells them).
+    let directory: String
+    /// The private daemon's socket: `<directory>/run/socket`.
+    let socket: String
+    let pump = OutputPump()
+    private let lock = NSLock()
+    private var hosts: [HostProcess] = []
+    private var daemons: [DaemonProcess] = []
+    private var hostCount = 0
+
+    private init() throws {
+        _ = signal(SIGPIPE, SIG_IGN)  // A write to a killed child's stdin must fail, not kill the test process.
+        var template = Array("/tmp/fc-e2e-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw HarnessError(description: "mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        directory = URL(fileURLWithPath: String(cString: made)).resolvingSymlinksInPath().path
+        socket = directory + "/run/socket"
+    }
+
+    /// Runs `body` in a new environment and always cleans up after it, also when it throws.
+    static func run(_ body: (TestEnvironment) async throws -> Void) async throws {
+        let environment = try TestEnvironment()
+        do {
+            try await body(environment)
+        } catch {
+            let transcript = environment.transcript()
+            environment.cleanup()
+            throw HarnessError(description: "\(error)\n--- transcript ---\n\(transcript)")
+        }
+        if ProcessInfo.processInfo.environment["FC_E2E_TRANSCRIPT"] != nil {
+            print("--- transcript of \(environment.directory) ---\n\(environment.transcript())")
+        }
+        environment.cleanup()
+    }
+
+    /// A path inside the test's folder.
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    /// Creates a file with `text` and returns its path.
+    @discardableResult
+    func file(_ name: String, _ text: String) throws -> String {
+        let path = path(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Starts `filecoordd --foreground` on the test's socket and waits until it listens.
+    func startDaemon(presenterTimeout: String = "infinity") async throws -> DaemonProcess {
+        let daemon = try DaemonProcess(
+            environment: self,
+            arguments: ["--foreground", "--socket", socket, "--presenter-timeout", presenterTimeout],
+            logPath: path("filecoordd-\(lock.withLock { daemons.count }).log")
+        )
+        lock.withLock { daemons.append(daemon) }
+        try await daemon.waitForLog("filecoordd listening")
+        return daemon
+    }
+
+    /// Runs `filecoordd` with `arguments` and waits (bounded) for it to exit; returns its status and output.
+    func runDaemonToExit(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let daemon = try DaemonProcess(
+            environment: self,
+            arguments: arguments,
+            logPath: path("filecoordd-\(lock.withLock { daemons.count }).log")
+        )
+        lock.withLock { daemons.append(daemon) }
+        let status = try await daemon.waitForExit()
+        return (status, daemon.log())
+    }
+
+    /// Starts an `fc-testhost` that talks to the test's daemon (and may start one: `FILECOORDD_PATH` is set), and
+    /// waits for its `ready` line.
+    func host(_ name: String) async throws -> HostProcess {
+        let host = try HostProcess(name: name, environment: self)
+        lock.withLock { hosts.append(host) }
+        _ = try await host.waitFor("ready ")
+        return host
+    }
+
+    /// The pid in `<socket>.lock`: the daemon serving the socket now.
+    func lockedDaemonPID() -> Int32? {
+        guard let text = try? String(contentsOfFile: socket + ".lock", encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Everything the children printed, for failure messages.
+    func transcript() -> String {
+        let (hosts, daemons) = lock.withLock { (self.hosts, self.daemons) }
+        var all: [(Int, String)] = []
+        for host in hosts { all += host.lines.map { ($0.round, "[\(host.name)] \($0.text)") } }
+        var text = all.sorted { $0.0 < $1.0 }.map(\.1).joined(separator: "\n")
+        for host in hosts {
+            let errors = host.standardError()
+            if !errors.isEmpty { text += "\n[\(host.name) stderr] \(errors)" }
+        }
+        for daemon in daemons { text += "\n[filecoordd \(daemon.pid)]\n\(daemon.log())" }
+        if let log = try? String(contentsOfFile: socket + ".log", encoding: .utf8) {
+            text += "\n[\(socket).log]\n\(log)"
+        }
+        return text
+    }
+
+    /// Kills every process the test started (hosts first, so that none restarts a daemon), any daemon a client
+    /// started on the test's socket, and removes the folder.
+    func cleanup() {
+        let (hosts, daemons) = lock.withLock { (self.hosts, self.daemons) }
+        for host in hosts { host.forceKill() }
+        for daemon in daemons { daemon.forceKill() }
+        // A daemon the library started (FILECOORDD_PATH): its pid is in the lock file. Killed only if it is a
+        // filecoordd serving this test's socket.
+        if let pid = lockedDaemonPID(), pid > 0,
+            let commandLine = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+            String(decoding: commandLine, as: UTF8.self).contains(socket)
+        {
+            kill(pid, SIGKILL)
+        }
+        pump.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Polls `condition` every few milliseconds until it holds or `timeout` passes.
+func eventually(
+    timeout: Duration = defaultTimeout,
+    _ what: @autoclosure () -> String,
+    _ condition: () throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if try condition() { return }
+        if ContinuousClock.now >= deadline {
+            throw HarnessError(description: "timed out after \(timeout) waiting for \(what())")
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+// MARK: - Processes
+
+/// Starts `executable` with pipes or files for its standard streams; the process is running when this returns.
+private func launch(
+    _ executable: URL,
+    _ arguments: [String],
+    environment: [String: String],
+    input: Any,
+    output: Any,
+    error: Any
+) throws -> Process {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    process.environment = environment
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    return process
+}
+
+/// The environment of a child: this process's, with the test's socket and daemon executable, and never the
+/// in-process arbiter.
+private func childEnvironment(socket: String) throws -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment
+    environment["FILECOORDD_SOCKET"] = socket
+    environment["FILECOORDD_PATH"] = try Products.executable("filecoordd").path
+    environment["FILECOORD_ARBITER"] = nil
+    return environment
+}
+
+/// A `filecoordd` the test started, logging to a file of its own.
+///
+/// - Important: Thread-safe.
+final class DaemonProcess: @unchecked Sendable {
+    let process: Process
+    let logPath: String
+    let pid: Int32
+
+    fileprivate init(environment: TestEnvironment, arguments: [String], logPath: String) throws {
+        self.logPath = logPath
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        guard let log = FileHandle(forWritingAtPath: logPath) else {
+            throw HarnessError(description: "cannot open \(logPath)")
+        }
+        defer { try? log.close() }
+        process = try launch(
+            try Products.executable("filecoordd"),
+            arguments,
+            environment: try childEnvironment(socket: environment.socket),
+            input: FileHandle.nullDevice,
+            output: log,
+            error: log
+        )
+        pid = process.processIdentifier
+    }
+
+    /// The daemon's log so far.
+    func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits until the log contains `text`; fails early if the daemon exits first.
+    func waitForLog(_ text: String, timeout: Duration = defaultTimeout) async throws {
+        try await eventually(timeout: timeout, "\"\(text)\" in the log of filecoordd \(pid):\n\(log())") {
+            if log().contains(text) { return true }
+            if !process.isRunning && !log().contains(text) {
+                throw HarnessError(description: "filecoordd \(pid) exited before logging \"\(text)\":\n\(log())")
+            }
+            return false
+        }
+    }
+
+    /// Sends a signal.
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Waits (bounded) for the daemon to exit; returns its exit status.
+    func waitForExit(timeout: Duration = defaultTimeout) async throws -> Int32 {
+        try await eventually(timeout: timeout, "filecoordd \(pid) to exit") { !process.isRunning }
+        return process.terminationStatus
+    }
+
+    fileprivate func forceKill() {
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+}
+
+/// An `fc-testhost` driven through its standard input; its output lines are read by the environment's pump.
+///
+/// - Important: Thread-safe.
+final class HostProcess: @unchecked Sendable {
+    let name: String
+    let pid: Int32
+    private let process: Process
+    private let input: Pipe
+    private let output: Pipe
+    private let errorPath: String
+    private let pump: OutputPump
+    private let stream: Int
+    private let barrierPath: String
+    private let lock = NSLock()
+    private var barriers = 0
+
+    fileprivate init(name: String, environment: TestEnvironment) throws {
+        self.name = name
+        input = Pipe()
+        output = Pipe()
+        errorPath = environment.path("\(name).stderr")
+        barrierPath = try environment.file("barrier-\(name)", "")
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        guard let errors = FileHandle(forWritingAtPath: errorPath) else {
+            throw HarnessError(description: "cannot open \(errorPath)")
+        }
+        defer { try? errors.close() }
+        pump = environment.pump
+        process = try launch(
+            try Products.executable("fc-testhost"),
+            [],
+            environment: try childEnvironment(socket: environment.socket),
+            input: input,
+            output: output,
+            error: errors
+        )
+        pid = process.processIdentifier
+        stream = pump.add(output.fileHandleForReading.fileDescriptor)
+    }
+
+    /// Every line printed so far.
+    var lines: [OutputLine] { pump.lines(stream) }
+
+    /// What the process wrote to standard error.
+    func standardError() -> String {
+        ((try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "").trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+    }
+
+    /// Sends one command line.
+    func send(_ line: String) throws {
+        let bytes = Array((line + "\n").utf8)
+        let fd = input.fileHandleForWriting.fileDescriptor
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                throw HarnessError(
+                    description: "[\(name)] cannot send \"\(line)\": \(String(cString: strerror(errno)))"
+                )
+            }
+            written += count
+        }
+    }
+
+    /// Waits for the `count`-th line satisfying `predicate` and returns it.
+    func waitFor(
+        lineMatching predicate: (String) -> Bool,
+        _ what: String = "matching a predicate",
+        count: Int = 1,
+        timeout: Duration = defaultTimeout
+    ) async throws -> OutputLine {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let matching = lines.filter { predicate($0.text) }
+            if matching.count >= count { return matching[count - 1] }
+            let closed = pump.isClosed(stream)
+            if closed || ContinuousClock.now >= deadline {
+                throw HarnessError(
+                    description: "[\(name)] \(closed ? "exited" : "timed out after \(timeout)") waiting for "
+                        + "line #\(count) \(what); it printed:\n"
+                        + lines.map(\.text).joined(separator: "\n") + "\nstderr: \(standardError())"
+                )
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Waits for the `count`-th line starting with `prefix` and returns it.
+    @discardableResult
+    func waitFor(_ prefix: String, count: Int = 1, timeout: Duration = defaultTimeout) async throws -> OutputLine {
+        try await waitFor(
+            lineMatching: { $0.hasPrefix(prefix) },
+            "starting with \"\(prefix)\"",
+            count: count,
+            timeout: timeout
+        )
+    }
+
+    /// Watches for `duration`; true if no `count`-th line starting with `prefix` appeared.
+    func staysWithout(_ prefix: String, count: Int = 1, for duration: Duration = quietTime) async throws -> Bool {
+        let deadline = ContinuousClock.now + duration
+        while ContinuousClock.now < deadline {
+            if lines.filter({ $0.text.hasPrefix(prefix) }).count >= count { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return lines.filter { $0.text.hasPrefix(prefix) }.count < count
+    }
+
+    /// The callbacks presenter `presenter` printed, each as `CALLBACK [URL]`.
+    func presenterEvents(_ presenter: String) -> [String] {
+        let prefix = "presenter \(presenter) "
+        return lines.filter { $0.text.hasPrefix(prefix) }.map { String($0.text.dropFirst(prefix.count)) }
+    }
+
+    /// Waits until `presenter` printed `count` callbacks, listens `settleTime` longer, and returns them all.
+    func settledPresenterEvents(_ presenter: String, count: Int) async throws -> [String] {
+        _ = try await waitFor("presenter \(presenter) ", count: count)
+        try await Task.sleep(for: settleTime)
+        return presenterEvents(presenter)
+    }
+
+    /// Registers presenter `presenter` for `path` and waits until the daemon has it (``barrier()``).
+    func present(_ presenter: String, _ path: String, _ flags: String...) async throws {
+        try send((["present", presenter, path] + flags).joined(separator: " "))
+        try await waitFor("presenting \(presenter) ")
+        try await barrier()
+    }
+
+    /// Waits until the daemon has handled everything this process sent before: a coordinated read of a file nobody
+    /// else uses is granted only after the daemon read this connection's earlier frames.
+    func barrier() async throws {
+        let number = lock.withLock {
+            barriers += 1
+            return barriers
+        }
+        try send("read \(barrierPath)")
+        try await waitFor("done read \(barrierPath)", count: number)
+    }
+
+    /// `kill -9`, then waits (bounded) until the process is gone; returns when the signal was sent.
+    @discardableResult
+    func kill9() async throws -> ContinuousClock.Instant {
+        let sent = ContinuousClock.now
+        kill(pid, SIGKILL)
+        try await eventually("[\(name)] to exit after SIGKILL") { !process.isRunning }
+        return sent
+    }
+
+    fileprivate func forceKill() {
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+}
+
+// MARK: - A client speaking the wire protocol by hand
+
+/// A raw Unix socket to the daemon, for clients that misbehave or hold claims without a library.
+///
+/// - Important: Not thread-safe: one test uses it.
+final class RawClient {
+    let fd: Int32
+    private var decoder = FrameDecoder(accepting: .toClient)
+    private let encoder = FrameEncoder()
+    /// Frames received so far.
+    private(set) var frames: [Filecoord_V1_Frame] = []
+
+    init(socket path: String) throws {
+        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw HarnessError(description: "socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in bytes.enumerated() { buffer[index] = byte }
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw HarnessError(description: "connect \(path): \(reason)")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit { close(fd) }
+
+    /// Sends bytes as they are.
+    func send(_ bytes: [UInt8]) throws {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard count > 0 else { throw HarnessError(description: "send: \(String(cString: strerror(errno)))") }
+            written += count
+        }
+    }
+
+    /// Sends one frame, encoded as the library would.
+    func send(_ frame: Filecoord_V1_Frame) throws { try send(try encoder.encode(frame)) }
+
+    /// Says hello and waits for the daemon's reply.
+    func handshake(name: String = "raw-client") async throws {
+        try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: name, pid: getpid()))))
+        let reply = try await nextFrame()
+        guard case .helloReply? = reply?.payload else {
+            throw HarnessError(description: "expected HelloReply, got \(String(describing: reply?.payload))")
+        }
+    }
+
+    /// The next frame, or `nil` when the daemon closed the connection first.
+    func nextFrame(timeout: Duration = defaultTimeout) async throws -> Filecoord_V1_Frame? {
+        let start = frames.count
+        switch try await readUntil(timeout: timeout, { $0.frames.count > start }) {
+        case .done: return frames[start]
+        case .closed: return frames.count > start ? frames[start] : nil
+        case .timedOut: throw HarnessError(description: "no frame from the daemon within \(timeout)")
+        }
+    }
+
+    /// Reads until the daemon closes the connection (EOF or reset); false if it is still open after `timeout`.
+    func waitForClose(timeout: Duration = defaultTimeout) async throws -> Bool {
+        try await readUntil(timeout: timeout, { _ in false }) == .closed
+    }
+
+    private enum ReadOutcome { case done, closed, timedOut }
+
+    /// Reads frames until `done` holds, the connection closes or `timeout` passes.
+    private func readUntil(timeout: Duration, _ done: (RawClient) -> Bool) async throws -> ReadOutcome {
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if done(self) { return .done }
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 {
+                decoder.append(buffer[0..<count])
+                while let frame = try decoder.next() { frames.append(frame) }
+                continue
+            }
+            if count == 0 || (errno != EAGAIN && errno != EINTR) { return .closed }  // EOF, or ECONNRESET.
+            if ContinuousClock.now >= deadline { return .timedOut }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
