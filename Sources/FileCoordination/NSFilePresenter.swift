@@ -167,29 +167,13 @@ extension NSFilePresenter {
     }
     /// Calls the `async` form, ``savePresentedItemChanges()``, and hands its outcome to the handler.
     public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        let presenter = UncheckedPresenter(value: self)
-        Task {
-            do {
-                try await presenter.value.savePresentedItemChanges()
-                completionHandler(nil)
-            } catch {
-                completionHandler(error)
-            }
-        }
+        answer(completionHandler) { try await $0.savePresentedItemChanges() }
     }
     /// Nothing to save: succeeds at once.
     public func savePresentedItemChanges() async throws {}
     /// Calls the `async` form, ``accommodatePresentedItemDeletion()``, and hands its outcome to the handler.
     public func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        let presenter = UncheckedPresenter(value: self)
-        Task {
-            do {
-                try await presenter.value.accommodatePresentedItemDeletion()
-                completionHandler(nil)
-            } catch {
-                completionHandler(error)
-            }
-        }
+        answer(completionHandler) { try await $0.accommodatePresentedItemDeletion() }
     }
     /// Nothing to prepare: succeeds at once.
     public func accommodatePresentedItemDeletion() async throws {}
@@ -214,15 +198,7 @@ extension NSFilePresenter {
         at url: URL,
         completionHandler: @escaping @Sendable ((any Error)?) -> Void
     ) {
-        let presenter = UncheckedPresenter(value: self)
-        Task {
-            do {
-                try await presenter.value.accommodatePresentedSubitemDeletion(at: url)
-                completionHandler(nil)
-            } catch {
-                completionHandler(error)
-            }
-        }
+        answer(completionHandler) { try await $0.accommodatePresentedSubitemDeletion(at: url) }
     }
     /// Nothing to prepare: succeeds at once.
     public func accommodatePresentedSubitemDeletion(at url: URL) async throws {}
@@ -238,4 +214,23 @@ extension NSFilePresenter {
     public func presentedSubitem(at url: URL, didLose version: NSFileVersion) {}
     /// Does nothing.
     public func presentedSubitem(at url: URL, didResolve version: NSFileVersion) {}
+}
+
+extension NSFilePresenter {
+    /// Runs one of the presenter's `async` callbacks on a task and reports its outcome to `completionHandler`:
+    /// how the default completion-handler forms reach a presenter that implements the `async` forms.
+    fileprivate func answer(
+        _ completionHandler: @escaping @Sendable ((any Error)?) -> Void,
+        with body: @escaping @Sendable (any NSFilePresenter) async throws -> Void
+    ) {
+        let presenter = UncheckedPresenter(value: self)
+        Task {
+            do {
+                try await body(presenter.value)
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
+    }
 }
