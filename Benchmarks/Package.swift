@@ -18,6 +18,9 @@ let package = Package(
         // `package: "swift-file-coordination"` fails unless the clone's directory has that name.)
         .package(name: "swift-file-coordination", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // For the in-process daemon of EndToEndBenchmarks (the root package's versions).
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Arbitration model: paths, claims, the arbiter state machine.
@@ -29,6 +32,21 @@ let package = Package(
             ],
             path: "Benchmarks/CoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        // Coordination through a real daemon (FCDaemon, in process, on a private socket) against bare Unix-socket
+        // round trips and open + flock + close measured in the same run; helper processes are this executable
+        // re-run in a role. Prints the ratios at the end of the run.
+        .executableTarget(
+            name: "EndToEndBenchmarks",
+            dependencies: [
+                .product(name: "FileCoordination", package: "swift-file-coordination"),
+                .product(name: "FCDaemon", package: "swift-file-coordination"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/EndToEndBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

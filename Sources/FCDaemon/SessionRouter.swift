@@ -50,7 +50,7 @@ public final class SessionRouter {
         var info: ClientInfo
         var presenters: [UInt64: PresenterID] = [:]
         var claims: [UInt64: ClaimID] = [:]
-        var coordinators: [UInt64: CoordinatorID] = [:]
+        // Coordinator ids need no mapping: the arbiter compares them together with the client id.
     }
 
     /// Creates a router around a new arbiter.
@@ -98,7 +98,9 @@ public final class SessionRouter {
     ///
     /// - Throws: ``Refusal`` when the event breaks a limit or reuses a live id; the arbiter has not seen it.
     public func handle(_ event: ArbiterEvent, from client: ClientID) throws(Refusal) -> Routed {
-        guard var session = sessions[client] else { return Routed() }
+        // Taken out of the table while it changes, so that its dictionaries are not copied on every insertion.
+        guard var session = sessions.removeValue(forKey: client) else { return Routed() }
+        defer { if sessions[client] == nil { sessions[client] = session } }
         let global: ArbiterEvent
         var finished: ClaimID?
         switch event {
@@ -132,7 +134,6 @@ public final class SessionRouter {
             claimOwner[id] = (client, local)
             request.id = id
             request.client = client
-            request.coordinator = coordinator(request.coordinator, in: &session)
             request.filePresenter = request.filePresenter.flatMap { session.presenters[$0.rawValue] }
             request.fromPresenterQueue = request.fromPresenterQueue.flatMap { session.presenters[$0.rawValue] }
             global = .claimRequested(request)
@@ -141,7 +142,7 @@ public final class SessionRouter {
             finished = id
             global = .claimFinished(id, created: created)
         case .coordinatorCancelled(_, let local):
-            global = .coordinatorCancelled(client, coordinator(local, in: &session))
+            global = .coordinatorCancelled(client, local)
         case .claimCancelled(let local):
             guard let id = session.claims[local.rawValue] else { return Routed() }
             global = .claimCancelled(id)
@@ -168,13 +169,6 @@ public final class SessionRouter {
     /// Feeds a timer that fired.
     public func timerFired(_ timer: TimerID) -> Routed {
         route(arbiter.handle(.timerFired(timer)))
-    }
-
-    private func coordinator(_ local: CoordinatorID, in session: inout Session) -> CoordinatorID {
-        if let id = session.coordinators[local.rawValue] { return id }
-        let id = CoordinatorID(newGlobal())
-        session.coordinators[local.rawValue] = id
-        return id
     }
 
     /// Translates effects to each client's ids, and forgets claims that failed.

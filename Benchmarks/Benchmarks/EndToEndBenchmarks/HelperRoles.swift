@@ -1,0 +1,102 @@
+import FileCoordination
+import Foundation
+@preconcurrency import Glibc
+import Synchronization
+
+// The other processes of the end-to-end benchmarks. A benchmark's setup re-runs this executable with
+// `FC_E2E_ROLE` set (``HelperProcess``); `benchmarks` then calls ``HelperRole/run(_:)`` before registering anything,
+// and the process plays its part until its standard input closes. Being the same release build, the helpers cost
+// what the benchmark process costs.
+//
+//   echo       connects to FC_E2E_SOCKET and echoes 32-byte messages (the bare three-party round trip's responder)
+//   presenter  presents FC_E2E_PATH and relinquishes to every writer at once; prints `ready`, then answers the line
+//              `count` with how many times it relinquished
+//   claimer    a client of the daemon: prints `ready` after one coordinated read of FC_E2E_PATH, then for each byte
+//              read makes FC_E2E_CLAIMS coordinated reads of it and writes `d` (or `e` if one failed)
+enum HelperRole {
+    /// Plays `role`, then exits.
+    static func run(_ role: String) -> Never {
+        let environment = ProcessInfo.processInfo.environment
+        let path = environment["FC_E2E_PATH"] ?? ""
+        switch role {
+        case "echo":
+            guard let fd = try? BareSocket.connect(to: environment["FC_E2E_SOCKET"] ?? "") else {
+                fail("cannot connect")
+            }
+            BareSocket.echo(fd)
+        case "presenter":
+            present(URL(fileURLWithPath: path))
+        case "claimer":
+            claim(URL(fileURLWithPath: path), claims: Int(environment["FC_E2E_CLAIMS"] ?? "") ?? 1)
+        default:
+            fail("unknown role \(role)")
+        }
+        exit(0)
+    }
+
+    private static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("fc-e2e helper \(getpid()): \(message)\n".utf8))
+        exit(1)
+    }
+
+    private static func say(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { BareSocket.writeAll(1, $0.baseAddress!, $0.count) }
+    }
+
+    private static func present(_ url: URL) {
+        let presenter = RelinquishingPresenter(url: url)
+        NSFileCoordinator.addFilePresenter(presenter)
+        say("ready")
+        while let line = readLine() {
+            if line == "count" { say("\(presenter.relinquished)") }
+        }
+        NSFileCoordinator.removeFilePresenter(presenter)
+    }
+
+    private static func claim(_ url: URL, claims: Int) {
+        func read() -> NSError? {
+            var error: NSError?
+            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
+            return error
+        }
+        if let error = read() { fail("coordinated read failed: \(error)") }
+        say("ready")
+        var command: UInt8 = 0
+        while BareSocket.readExactly(0, &command, 1) {
+            var reply = UInt8(ascii: "d")
+            for _ in 0..<claims {
+                if let error = read() {
+                    FileHandle.standardError.write(Data("fc-e2e claimer \(getpid()): \(error)\n".utf8))
+                    reply = UInt8(ascii: "e")
+                }
+            }
+            guard BareSocket.writeAll(1, &reply, 1) else { return }
+        }
+    }
+}
+
+/// A presenter that asks for nothing but `relinquishPresentedItem(toWriter:)`, and relinquishes at once with no
+/// reacquirer: one request and one answer per coordinated write, the minimum a presenter that must relinquish costs.
+final class RelinquishingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+    let presentedItemURL: URL?
+    let presentedItemOperationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return queue
+    }()
+    private let count = Mutex(0)
+
+    init(url: URL) {
+        presentedItemURL = url
+    }
+
+    var presentedItemCallbacks: FilePresenterCallbacks { [.relinquishToWriter] }
+
+    var relinquished: Int { count.withLock { $0 } }
+
+    func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        count.withLock { $0 += 1 }
+        writer(nil)
+    }
+}
