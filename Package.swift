@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
         .executable(name: "filecoordd", targets: ["filecoordd"]),
+        .executable(name: "fcdump", targets: ["fcdump"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
@@ -42,7 +43,7 @@ let package = Package(
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol",
+                "FCCore", "FCProtocol", "FCDumpModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -58,6 +59,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The daemon's state as `fcdump` sees it: Codable types shared by filecoordd and fcdump (docs/FCDUMP-SCHEMA.md).
+        .target(name: "FCDumpModel"),
+        // Shows a running filecoordd's state (read-only; never starts a daemon).
+        .executableTarget(
+            name: "fcdump",
+            dependencies: [
+                "FCProtocol", "FCDumpModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).

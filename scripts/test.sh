@@ -52,14 +52,19 @@ if [[ $# -gt 0 ]]; then
     exit 0
 fi
 
-# The simulator's schedules keep both cores busy for a minute; run beside the other tests they would starve the
-# thread pool those tests' async work needs, so they run on their own, after.
+# Swift Testing runs tests on Swift's cooperative pool (one thread per core): tests that block threads on purpose
+# (synchronous coordinated calls, waits for other processes) and the simulator's CPU-bound schedules would starve the
+# async work of the tests that need it. So the async ones run on their own, and the simulator last.
 step "Running tests (the library through filecoordd at $FILECOORDD_SOCKET)"
-swift test "${build_flags[@]}" --skip SimulatorTests
+swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests --skip SourceCompatibilityTests
+
+step "Running the async API and source-compatibility tests on their own"
+swift test "${build_flags[@]}" --filter 'AsyncAPITests|SourceCompatibilityTests'
 
 step "Running the seeded simulator (SimulatorTests)"
 swift test "${build_flags[@]}" --filter SimulatorTests
 
 # The same library tests once more with the in-process arbiter, the fallback when no daemon can be had.
 step "Running the library's tests again with the in-process arbiter"
-FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter 'FileCoordinationTests|SourceCompatibilityTests'
+FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter FileCoordinationTests --skip AsyncAPITests
+FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter 'AsyncAPITests|SourceCompatibilityTests'

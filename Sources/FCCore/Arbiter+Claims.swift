@@ -26,6 +26,10 @@ final class ClaimRecord {
     var sentNotifications: Set<PresenterMessageKey> = []
     /// `true` when the presenter the claim was made with owed a reply when the claim arrived (rule 5).
     var madeWhileAnswering = false
+    /// How many deadlock checks this claim has had armed (the delay doubles after each long-wait report).
+    var deadlockChecks = 0
+    /// `true` while a deadlock-check timer runs for this claim.
+    var deadlockCheckArmed = false
 
     init(request: ClaimRequest, sequence: UInt64, entries: [ClaimEntry]) {
         self.request = request
@@ -245,6 +249,7 @@ extension Arbiter {
     }
 
     func grant(_ claim: ClaimRecord) {
+        cancelDeadlockCheck(claim)
         claim.phase = .granted
         statistics.claimsGranted += 1
         effects.append(.grant(claim.id, client: claim.request.client, paths: claim.entries.map(\.path)))
@@ -312,6 +317,7 @@ extension Arbiter {
     }
 
     func remove(_ claim: ClaimRecord) {
+        if claim.phase != .granted { cancelDeadlockCheck(claim) }
         for (index, entry) in claim.entries.enumerated() {
             tree.removeEntry(EntryRef(claim: claim.id, index: index), at: entry.node)
         }

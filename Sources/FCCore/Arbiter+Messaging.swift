@@ -129,6 +129,8 @@ extension Arbiter {
 
     func timerFired(_ timer: TimerID) {
         switch timer {
+        case .deadlockCheck(let claimID):
+            deadlockCheck(claimID)
         case .presenterReply(let requestID):
             guard let request = requests[requestID] else { return }
             statistics.presenterTimeouts += 1

@@ -28,6 +28,8 @@ public final class Arbiter {
     var timedOutRequests: [RequestID: PendingRequest] = [:]
     var nextSequence: UInt64 = 0
     var nextRequest: UInt64 = 0
+    /// The last deadlock reports (see ``recentDeadlockReports``).
+    var deadlockReports: [String] = []
     /// Effects of the event being handled.
     var effects: [ArbiterEffect] = []
 
@@ -69,6 +71,7 @@ public final class Arbiter {
             timerFired(timer)
         }
         reevaluatePending()
+        armDeadlockChecks()
         let out = effects
         effects = []
         return out
@@ -221,6 +224,10 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var messagesSent = 0
     /// Requests whose presenter did not answer within the presenter timeout.
     public var presenterTimeouts = 0
+    /// Deadlocks found (each broken by failing one claim).
+    public var deadlocksBroken = 0
+    /// Waits that passed the detection delay without being part of a deadlock.
+    public var longWaits = 0
     /// Creates counters that are all zero.
     public init() {}
 }

@@ -6,6 +6,8 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     case presenterError(PresenterError, presenter: PresenterID)
     /// The request was malformed (no items, duplicate id, …).
     case invalidRequest(String)
+    /// The claim was failed to break a deadlock; the report closes the cycle, one line per edge.
+    case deadlock(String)
 
     /// A short explanation of the failure, for logs.
     public var description: String {
@@ -13,6 +15,7 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
         case .cancelled: "cancelled"
         case .presenterError(let error, let presenter): "\(presenter) failed: \(error)"
         case .invalidRequest(let reason): "invalid request: \(reason)"
+        case .deadlock(let report): "deadlock: \(report)"
         }
     }
 }

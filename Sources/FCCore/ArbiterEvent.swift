@@ -92,6 +92,8 @@ public struct ClaimRequest: Hashable, Sendable {
 public enum TimerID: Hashable, Sendable {
     /// The presenter timeout of one request (SEMANTICS.md §6).
     case presenterReply(RequestID)
+    /// A claim has waited for the deadlock detection delay (SEMANTICS.md §6).
+    case deadlockCheck(ClaimID)
 }
 
 /// Everything that can happen to the arbiter. The host feeds events one at a time, in order.

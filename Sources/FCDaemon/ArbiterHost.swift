@@ -17,6 +17,9 @@ final class ArbiterHost {
     private var timers: [TimerID: Scheduled<Void>] = [:]
     private let encoder: FrameEncoder
     private var shuttingDown = false
+    /// When each claim (global id) reached the daemon, for the ages in the dump (Dump.swift).
+    var claimArrivals: [ClaimID: ContinuousClock.Instant] = [:]
+    var claimArrivalsPruneThreshold = 1024
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -61,7 +64,9 @@ final class ArbiterHost {
             return
         }
         do {
-            apply(try router.handle(event, from: client))
+            let routed = try router.handle(event, from: client)
+            if case .claimRequested(let request) = event { noteClaimArrived(request.id, of: client) }
+            apply(routed)
         } catch {
             switch (error, event) {
             case (.tooManyClaims, .claimRequested(let request)):
@@ -110,30 +115,10 @@ final class ArbiterHost {
         timers = [:]
     }
 
-    /// The state as JSON, for `DumpRequest` (the full dump is issue #5).
+    /// The state as JSON, for `DumpRequest` (`fcdump`; the schema is docs/FCDUMP-SCHEMA.md). Read-only.
     func dump() -> [UInt8] {
-        let snapshot = router.arbiter.snapshot()
-        let statistics = router.arbiter.statistics
-        func quoted(_ text: String) -> String {
-            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        }
-        let clients = router.clients.map { "{\"id\":\($0.id.rawValue),\"pid\":\($0.pid),\"name\":\(quoted($0.name))}" }
-        let claims = snapshot.claims.map { claim in
-            "{\"id\":\(claim.request.id.rawValue),\"client\":\(claim.request.client.rawValue),"
-                + "\"phase\":\(quoted("\(claim.phase)")),\"items\":["
-                + zip(claim.paths, claim.accesses).map { "{\"path\":\(quoted("\($0)")),\"access\":\(quoted("\($1)"))}" }
-                .joined(separator: ",") + "]}"
-        }
-        let presenters = snapshot.presenters.values.sorted { $0.id < $1.id }.map { presenter in
-            "{\"id\":\(presenter.id.rawValue),\"client\":\(presenter.client.rawValue),"
-                + "\"path\":\(presenter.path.map { quoted("\($0)") } ?? "null")}"
-        }
-        let json =
-            "{\"clients\":[\(clients.joined(separator: ","))],\"claims\":[\(claims.joined(separator: ","))],"
-            + "\"presenters\":[\(presenters.joined(separator: ","))],\"nodes\":\(snapshot.nodeCount),"
-            + "\"statistics\":{\"claimsGranted\":\(statistics.claimsGranted),\"claimsFailed\":\(statistics.claimsFailed),"
-            + "\"presenterTimeouts\":\(statistics.presenterTimeouts)}}"
-        return Array(json.utf8)
+        loop.preconditionInEventLoop()
+        return makeDump()
     }
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {

@@ -42,6 +42,6 @@ public struct DaemonConfiguration: Sendable {
 
     /// The arbiter's settings.
     public var arbiterConfiguration: ArbiterConfiguration {
-        ArbiterConfiguration(presenterTimeout: presenterTimeout)
+        ArbiterConfiguration(presenterTimeout: presenterTimeout, deadlockDetectionDelay: deadlockDetectionDelay)
     }
 }

@@ -91,6 +91,11 @@ public final class SessionRouter {
         }
     }
 
+    /// The global id of `client`'s live claim `local`, or `nil` (for the dump's claim ages).
+    public func globalClaimID(_ local: ClaimID, of client: ClientID) -> ClaimID? {
+        sessions[client]?.claims[local.rawValue]
+    }
+
     /// The clients connected now.
     public var clients: [ClientInfo] { sessions.values.map(\.info).sorted { $0.id < $1.id } }
 

@@ -559,6 +559,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .cancelled: self = .cancelled
         case .presenterError(let error, let presenter): self = .presenterError(error, presenter: presenter)
         case .invalidRequest(let reason): self = .invalidRequest(reason)
+        case .deadlock(let report): self = .deadlock(report)
         }
     }
 
@@ -569,7 +570,8 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .cancelled: .cancelled
         case .presenterError(let error, let presenter?): .presenterError(error, presenter: presenter)
         case .invalidRequest(let reason): .invalidRequest(reason)
-        case .presenterError(_, nil), .deadlock, .shuttingDown, .limitExceeded: nil
+        case .deadlock(let report): .deadlock(report)
+        case .presenterError(_, nil), .shuttingDown, .limitExceeded: nil
         }
     }
 

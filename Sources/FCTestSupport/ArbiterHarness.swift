@@ -20,7 +20,12 @@ public final class ArbiterHarness {
     private var nextCoordinator: UInt64 = 0
 
     /// Creates a harness around a new arbiter.
-    public init(configuration: ArbiterConfiguration = ArbiterConfiguration(presenterTimeout: nil)) {
+    ///
+    /// The default configuration has no presenter timeout and no deadlock detector, so that tests see only the
+    /// effects they provoke; tests of those features configure them.
+    public init(
+        configuration: ArbiterConfiguration = ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil)
+    ) {
         self.arbiter = Arbiter(configuration: configuration)
     }
 

@@ -4,7 +4,11 @@
 // Commands, one per line on standard input; everything the process sees is printed to standard output, one event
 // per line, flushed at once:
 //
-//   present NAME PATH [refuse-save] [never-answer] [no-reacquire]   register a presenter called NAME
+//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change]
+//                                                                    register a presenter called NAME; with
+//                                                                    read-on-change it makes a coordinated read of its
+//                                                                    item inside presentedItemDidChange, on its own
+//                                                                    queue (the classic deadlock, SEMANTICS.md §6)
 //   unpresent NAME                                                   remove it
 //   read PATH [without-changes]                                      coordinated read (prints the contents)
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
@@ -31,6 +35,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let refuseSave: Bool
     let neverAnswer: Bool
     let reacquire: Bool
+    let readOnChange: Bool
     private let lock = NSLock()
     private var url: URL
     let presentedItemOperationQueue: OperationQueue = {
@@ -39,7 +44,8 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         return queue
     }()
 
-    init(name: String, url: URL, refuseSave: Bool, neverAnswer: Bool, reacquire: Bool) {
+    init(name: String, url: URL, refuseSave: Bool, neverAnswer: Bool, reacquire: Bool, readOnChange: Bool) {
+        self.readOnChange = readOnChange
         self.name = name
         self.url = url
         self.refuseSave = refuseSave
@@ -92,7 +98,18 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         say("presenter \(name) didMove \(newURL.path)")
     }
 
-    func presentedItemDidChange() { say("presenter \(name) didChange") }
+    func presentedItemDidChange() {
+        say("presenter \(name) didChange")
+        guard readOnChange, let url = presentedItemURL else { return }
+        var error: NSError?
+        NSFileCoordinator(filePresenter: self).coordinate(readingItemAt: url, options: .withoutChanges, error: &error) {
+            _ in
+            say("presenter \(name) readOnChange done")
+        }
+        if let error {
+            say("presenter \(name) readOnChange failed \(error.domain) \(error.code) \(error.localizedDescription)")
+        }
+    }
     func presentedSubitemDidChange(at url: URL) { say("presenter \(name) subitemDidChange \(url.path)") }
     func presentedSubitemDidAppear(at url: URL) { say("presenter \(name) subitemDidAppear \(url.path)") }
     func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
@@ -121,7 +138,8 @@ final class Host: @unchecked Sendable {
                 url: URL(fileURLWithPath: arguments[1]),
                 refuseSave: arguments.contains("refuse-save"),
                 neverAnswer: arguments.contains("never-answer"),
-                reacquire: !arguments.contains("no-reacquire")
+                reacquire: !arguments.contains("no-reacquire"),
+                readOnChange: arguments.contains("read-on-change")
             )
             lock.withLock { presenters[arguments[0]] = presenter }
             NSFileCoordinator.addFilePresenter(presenter)

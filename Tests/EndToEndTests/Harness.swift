@@ -693,3 +693,46 @@ final class RawClient {
         }
     }
 }
+
+// MARK: - Command-line tools run to completion
+
+extension TestEnvironment {
+    /// Runs the built executable `name` (for example `fcdump`) with `arguments` and the test's socket in its
+    /// environment, waits (bounded) for it to exit, and returns its status and what it printed.
+    func runTool(
+        _ name: String,
+        _ arguments: [String],
+        timeout: Duration = defaultTimeout
+    ) async throws -> (status: Int32, output: String, error: String) {
+        let number = lock.withLock {
+            hostCount += 1
+            return hostCount
+        }
+        let outputPath = path("\(name)-\(number).stdout")
+        let errorPath = path("\(name)-\(number).stderr")
+        for file in [outputPath, errorPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+        guard let output = FileHandle(forWritingAtPath: outputPath), let error = FileHandle(forWritingAtPath: errorPath)
+        else { throw HarnessError(description: "cannot open the output files of \(name)") }
+        defer {
+            try? output.close()
+            try? error.close()
+        }
+        let process = try launch(
+            try Products.executable(name),
+            arguments,
+            environment: try childEnvironment(socket: socket),
+            input: FileHandle.nullDevice,
+            output: output,
+            error: error
+        )
+        do {
+            try await eventually(timeout: timeout, "\(name) \(arguments) to exit") { !process.isRunning }
+        } catch {
+            kill(process.processIdentifier, SIGKILL)
+            throw error
+        }
+        process.waitUntilExit()
+        let read = { (file: String) in (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        return (process.terminationStatus, read(outputPath), read(errorPath))
+    }
+}

@@ -233,7 +233,9 @@ struct LifecycleTests {
     // MARK: Presenter timeout (§6)
 
     @Test func presenterTimeout_countsAsRelinquishedAndTheClaimProceeds() throws {
-        let h = ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: .seconds(30)))
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: .seconds(30), deadlockDetectionDelay: nil)
+        )
         let app = h.connect("app")
         let tool = h.connect("tool")
         let stuck = h.present("/d/f", client: app)
@@ -273,7 +275,9 @@ struct LifecycleTests {
     }
 
     @Test func presenterTimeout_withoutALateReplyNoReacquirerRuns() throws {
-        let h = ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: .seconds(30)))
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: .seconds(30), deadlockDetectionDelay: nil)
+        )
         let app = h.connect("app")
         let tool = h.connect("tool")
         let stuck = h.present("/d/f", client: app)
@@ -291,7 +295,9 @@ struct LifecycleTests {
     }
 
     @Test func presenterTimeout_ofASaveCountsAsSuccess() throws {
-        let h = ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: .seconds(30)))
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: .seconds(30), deadlockDetectionDelay: nil)
+        )
         let app = h.connect("app")
         let tool = h.connect("tool")
         let stuck = h.present("/d/f", client: app)
@@ -318,7 +324,7 @@ struct LifecycleTests {
     }
 
     @Test func presenterTimeout_noTimersWithoutATimeout() {
-        let h = ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil))
+        let h = ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil))
         let app = h.connect("app")
         let tool = h.connect("tool")
         h.present("/d/f", client: app)

@@ -147,7 +147,9 @@ import Testing
     }
 
     @Test func theDaemonsOwnFailuresAreNoArbiterFailures() {
-        #expect(ClaimFailedReason.deadlock("cycle").claimFailure == nil)
+        // A deadlock is the arbiter's own failure (its detector lives in FCCore); shutdown and limits are the daemon's.
+        #expect(ClaimFailedReason.deadlock("cycle").claimFailure == .deadlock("cycle"))
+        #expect(ClaimFailedReason(.deadlock("cycle")) == .deadlock("cycle"))
         #expect(ClaimFailedReason.shuttingDown("SIGTERM").claimFailure == nil)
         #expect(ClaimFailedReason.limitExceeded("too many").claimFailure == nil)
         let wire = Filecoord_V1_ClaimFailed(claim: ClaimID(1), reason: .deadlock("claim#1 waits for claim#2"))

@@ -216,6 +216,8 @@ final class CoordinationClient: @unchecked Sendable {
         case .presenterError(let error, let presenter):
             if let original = lock.withLock({ presenterErrors.removeValue(forKey: presenter) }) { return original }
             return NSError(domain: error.domain, code: error.code, userInfo: [NSLocalizedDescriptionKey: error.message])
+        case .deadlock(let report):
+            return FileCoordinationError(.deadlock, report)
         case .invalidRequest(let reason):
             return FileCoordinationError(.invalidRequest, "The arbiter refused the request: \(reason).")
         }

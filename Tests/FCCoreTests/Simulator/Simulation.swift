@@ -131,8 +131,13 @@ struct Simulation {
                 )!
                 send(.versionChanged(claim, item.path, change))
             }
-        case 93..<97 where !openRequests.isEmpty:
+        case 93..<95 where !openRequests.isEmpty:
             send(.timerFired(.presenterReply(openRequests.randomElement(using: &rng)!)))
+        case 95..<97:
+            // The deadlock detector looks at a random claim: whatever it breaks, every invariant must still hold.
+            if let claim = claimInfo.keys.sorted().randomElement(using: &rng) {
+                send(.timerFired(.deadlockCheck(claim)))
+            }
         case 97..<100:
             // Garbage: ids nobody knows.
             send(.presenterReplied(RequestID(999_999), .succeeded))

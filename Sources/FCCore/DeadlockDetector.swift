@@ -1,0 +1,184 @@
+/// The deadlock detector (SEMANTICS.md §6): a wait-for graph over claims, presenter replies and presenter queues,
+/// searched when a claim has waited for the detection delay.
+///
+/// Edges:
+/// - a waiting claim waits for the claims that block it (``Arbiter/blockers(of:)``);
+/// - a preparing claim waits for each presenter that owes it a reply, and, once every reply is in, for the granted
+///   claims that still conflict with it;
+/// - a presenter waits for the claims made from inside its callbacks (`ClaimRequest.fromPresenterQueue`) that are
+///   not granted yet: such a call holds the presenter's queue, so nothing else reaches the presenter.
+///
+/// A cycle is broken by failing one claim in it with ``ClaimFailure/deadlock(_:)``: the youngest that holds a
+/// presenter's queue (its failure frees that queue), else the youngest. The report names every edge.
+extension Arbiter {
+    /// A node of the wait-for graph.
+    enum WaitNode: Hashable {
+        case claim(ClaimID)
+        case presenter(PresenterID)
+    }
+
+    /// One edge, with what a person needs to read it.
+    struct WaitEdge {
+        var from: WaitNode
+        var to: WaitNode
+        var line: String
+    }
+
+    /// The most recent deadlock reports, newest last (for the dump).
+    public var recentDeadlockReports: [String] { deadlockReports }
+
+    func armDeadlockChecks() {
+        guard let delay = configuration.deadlockDetectionDelay else { return }
+        for id in pendingOrder {
+            guard let claim = claims[id], claim.phase != .granted, !claim.deadlockCheckArmed else { continue }
+            claim.deadlockCheckArmed = true
+            claim.deadlockChecks += 1
+            // After a long-wait report the next look comes later, so that a long wait is not logged every second.
+            let factor = Int64(1) << min(claim.deadlockChecks - 1, 6)
+            effects.append(.startTimer(.deadlockCheck(id), after: delay * factor))
+        }
+    }
+
+    func cancelDeadlockCheck(_ claim: ClaimRecord) {
+        guard claim.deadlockCheckArmed else { return }
+        claim.deadlockCheckArmed = false
+        effects.append(.cancelTimer(.deadlockCheck(claim.id)))
+    }
+
+    func deadlockCheck(_ id: ClaimID) {
+        guard let claim = claims[id], claim.phase != .granted else { return }
+        claim.deadlockCheckArmed = false
+        var brokeAny = false
+        // Break every cycle reachable from this claim, one at a time.
+        while let start = claims[id], start.phase != .granted, let cycle = findCycle(from: .claim(id)) {
+            breakCycle(cycle)
+            brokeAny = true
+        }
+        if !brokeAny, let waiting = claims[id], waiting.phase != .granted {
+            statistics.longWaits += 1
+            let holders = edges(from: .claim(id)).map(\.line)
+            log(
+                .notice,
+                "long wait, not a deadlock: "
+                    + (holders.isEmpty ? "\(describe(waiting)) waits" : holders.joined(separator: "; ")),
+                ["claim.id": "\(id.rawValue)"]
+            )
+        }
+    }
+
+    /// The edges leaving a node.
+    func edges(from node: WaitNode) -> [WaitEdge] {
+        switch node {
+        case .claim(let id):
+            guard let claim = claims[id] else { return [] }
+            switch claim.phase {
+            case .granted:
+                return []
+            case .waiting:
+                return startBlockers(claim).map { blocker in
+                    WaitEdge(
+                        from: node,
+                        to: .claim(blocker.id),
+                        line: "\(describe(claim)) waits for \(describe(blocker)), which is \(blocker.phase)"
+                    )
+                }
+            case .preparing:
+                var out: [WaitEdge] = []
+                for (request, presenterID) in claim.outstanding.sorted(by: { $0.key < $1.key }) {
+                    let kind = requests[request].map { "\($0.kind)" } ?? "a request"
+                    out.append(
+                        WaitEdge(
+                            from: node,
+                            to: .presenter(presenterID),
+                            line: "\(describe(claim)) waits for \(describe(presenterID)) to answer \(kind) [\(request)]"
+                        )
+                    )
+                }
+                if claim.outstanding.isEmpty {
+                    forEachConflicting(claim) { other in
+                        guard other.phase == .granted, !exempt(claim.request, other.request) else { return }
+                        out.append(
+                            WaitEdge(
+                                from: node,
+                                to: .claim(other.id),
+                                line: "\(describe(claim)) waits for \(describe(other)), which is granted"
+                            )
+                        )
+                    }
+                }
+                return out
+            }
+        case .presenter(let presenterID):
+            return claims.values.filter { $0.request.fromPresenterQueue == presenterID && $0.phase != .granted }
+                .sorted { $0.sequence < $1.sequence }
+                .map { held in
+                    WaitEdge(
+                        from: node,
+                        to: .claim(held.id),
+                        line: "\(describe(presenterID))'s queue is held by its own callback, which waits in "
+                            + "\(describe(held))"
+                    )
+                }
+        }
+    }
+
+    /// A cycle through the graph from `start`, as its edges, or `nil`.
+    func findCycle(from start: WaitNode) -> [WaitEdge]? {
+        var onPath: [WaitNode: Int] = [:]
+        var path: [WaitEdge] = []
+        var done: Set<WaitNode> = []
+        func visit(_ node: WaitNode) -> [WaitEdge]? {
+            onPath[node] = path.count
+            for edge in edges(from: node) {
+                if let index = onPath[edge.to] {
+                    return Array(path[index...]) + [edge]
+                }
+                guard !done.contains(edge.to) else { continue }
+                path.append(edge)
+                if let cycle = visit(edge.to) { return cycle }
+                path.removeLast()
+            }
+            onPath[node] = nil
+            done.insert(node)
+            return nil
+        }
+        return visit(start)
+    }
+
+    func breakCycle(_ cycle: [WaitEdge]) {
+        let members = cycle.compactMap { edge -> ClaimRecord? in
+            if case .claim(let id) = edge.from { return claims[id] }
+            return nil
+        }
+        let holding = members.filter { $0.request.fromPresenterQueue != nil }
+        guard let victim = (holding.isEmpty ? members : holding).max(by: { $0.sequence < $1.sequence }) else { return }
+        let delay = configuration.deadlockDetectionDelay.map { " after waiting at least \($0)" } ?? ""
+        let report =
+            "deadlock found\(delay), one line per edge of the cycle:\n"
+            + cycle.map { "  \($0.line)" }.joined(separator: "\n")
+            + "\nBroken by failing \(describe(victim)). Do not make coordinated calls from inside a presenter's "
+            + "callback on its own queue; dispatch them elsewhere."
+        statistics.deadlocksBroken += 1
+        deadlockReports.append(report)
+        if deadlockReports.count > 16 { deadlockReports.removeFirst() }
+        log(.warning, report, ["claim.id": "\(victim.id.rawValue)"])
+        fail(victim, .deadlock(report))
+    }
+
+    /// "claim#12 (write /d/f.txt) of TextEdit (pid 4211)".
+    func describe(_ claim: ClaimRecord) -> String {
+        let items = zip(claim.entries, claim.request.items).map { "\($1.access) \($0.path)" }.joined(separator: ", ")
+        return "\(claim.id) (\(items)) of \(describe(claim.request.client))"
+    }
+
+    func describe(_ presenter: PresenterID) -> String {
+        guard let record = presenters[presenter] else { return "\(presenter) (gone)" }
+        let path = record.registration.path.map { " of \($0)" } ?? ""
+        return "\(presenter)\(path) in \(describe(record.registration.client))"
+    }
+
+    func describe(_ client: ClientID) -> String {
+        guard let info = clients[client]?.info else { return "\(client)" }
+        return "\(info.name) (pid \(info.pid))"
+    }
+}

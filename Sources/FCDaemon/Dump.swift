@@ -1,0 +1,188 @@
+// The daemon's side of `fcdump`: the state as a ``DaemonDump`` (FCDumpModel), encoded as JSON with sorted keys for
+// `DumpReply`. Reading the state changes nothing in the arbiter.
+
+import FCCore
+import FCDumpModel
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+extension ArbiterHost {
+    /// Records when a claim reached the daemon (its global id), for its age in the dump.
+    func noteClaimArrived(_ local: ClaimID, of client: ClientID) {
+        guard let global = router.globalClaimID(local, of: client) else { return }  // Refused or failed at once.
+        claimArrivals[global] = ContinuousClock.now
+        if claimArrivals.count > claimArrivalsPruneThreshold {
+            claimArrivals = claimArrivals.filter { router.arbiter.phase(of: $0.key) != nil }
+            claimArrivalsPruneThreshold = max(1024, claimArrivals.count * 2)
+        }
+    }
+
+    /// The state now, as JSON.
+    func makeDump() -> [UInt8] {
+        let arbiter = router.arbiter
+        let snapshot = arbiter.snapshot()
+        let now = ContinuousClock.now
+        let live = Set(snapshot.claims.map(\.request.id))
+        claimArrivals = claimArrivals.filter { live.contains($0.key) }
+
+        let presenters = snapshot.presenters.values.sorted { $0.id < $1.id }
+        let claims = snapshot.claims.map { claim -> DaemonDump.Claim in
+            let request = claim.request
+            let age = claimArrivals[request.id].map { (now - $0).secondsValue } ?? 0
+            return DaemonDump.Claim(
+                id: request.id.rawValue,
+                client: request.client.rawValue,
+                phase: "\(claim.phase)",
+                purpose: request.purpose.rawValue,
+                filePresenter: request.filePresenter?.rawValue,
+                fromPresenterQueue: request.fromPresenterQueue?.rawValue,
+                isPreparation: request.isPreparation,
+                ageSeconds: (age * 1000).rounded() / 1000,
+                items: zip(claim.paths, claim.accesses).map { path, access in
+                    DaemonDump.Item(
+                        path: "\(path)",
+                        kind: access.isWrite ? "write" : "read",
+                        options: access.optionNames
+                    )
+                },
+                blockedBy: claim.phase == .waiting ? arbiter.blockers(of: request.id).map(\.rawValue) : [],
+                awaiting: claim.awaiting.sorted { $0.key < $1.key }.map {
+                    DaemonDump.Awaiting(request: $0.key.rawValue, presenter: $0.value.rawValue)
+                }
+            )
+        }
+        let clients = router.clients.map { info in
+            DaemonDump.Client(
+                id: info.id.rawValue,
+                pid: info.pid,
+                name: info.name,
+                presenters: presenters.filter { $0.client == info.id }.map(\.id.rawValue),
+                claims: snapshot.claims.filter { $0.request.client == info.id }.map(\.request.id.rawValue)
+            )
+        }
+
+        let root = TreeBuilder()
+        for presenter in presenters {
+            guard let path = presenter.path else { continue }
+            root.node(at: path).presenters.append(presenter.id.rawValue)
+        }
+        for claim in snapshot.claims {
+            for path in Set(claim.paths).sorted() { root.node(at: path).claims.append(claim.request.id.rawValue) }
+        }
+
+        let statistics = arbiter.statistics
+        let dump = DaemonDump(
+            daemonPID: getpid(),
+            clients: clients,
+            presenters: presenters.map { registration in
+                DaemonDump.Presenter(
+                    id: registration.id.rawValue,
+                    client: registration.client.rawValue,
+                    path: registration.path.map { "\($0)" },
+                    callbacks: registration.callbacks.names,
+                    isPackage: registration.isPackage
+                )
+            },
+            claims: claims,
+            tree: root.node(name: "/", path: "/"),
+            waitFor: arbiter.waitForEdges().map { DaemonDump.Edge(from: $0.from, to: $0.to, label: $0.label) },
+            statistics: DaemonDump.Statistics(
+                claimsRequested: statistics.claimsRequested,
+                claimsGranted: statistics.claimsGranted,
+                claimsFailed: statistics.claimsFailed,
+                messagesSent: statistics.messagesSent,
+                presenterTimeouts: statistics.presenterTimeouts,
+                deadlocksBroken: statistics.deadlocksBroken,
+                longWaits: statistics.longWaits
+            ),
+            deadlocks: arbiter.recentDeadlockReports,
+            nodeCount: snapshot.nodeCount,
+            watcher: nil
+        )
+        do {
+            return try dump.jsonBytes()
+        } catch {
+            logger.error("could not encode the dump: \(error)")
+            return Array("{\"schemaVersion\":\(DaemonDump.currentSchemaVersion),\"error\":\"encoding failed\"}".utf8)
+        }
+    }
+}
+
+/// The item tree of the dump, built from the paths that have presenters or claims.
+private final class TreeBuilder {
+    var presenters: [UInt64] = []
+    var claims: [UInt64] = []
+    var children: [[UInt8]: TreeBuilder] = [:]
+
+    func node(at path: ItemPath) -> TreeBuilder {
+        var node = self
+        for component in path.components {
+            if let child = node.children[component] {
+                node = child
+            } else {
+                let child = TreeBuilder()
+                node.children[component] = child
+                node = child
+            }
+        }
+        return node
+    }
+
+    func node(name: String, path: String) -> DaemonDump.Node {
+        let parent = path == "/" ? "" : path
+        return DaemonDump.Node(
+            name: name,
+            path: path,
+            presenters: presenters,
+            claims: claims,
+            children: children.map { (String(decoding: $0.key, as: UTF8.self), $0.value) }.sorted { $0.0 < $1.0 }
+                .map { $0.1.node(name: $0.0, path: parent + "/" + $0.0) }
+        )
+    }
+}
+
+extension Access {
+    /// The option names, as in ``description``.
+    fileprivate var optionNames: [String] {
+        let text = description
+        guard let open = text.firstIndex(of: "("), text.hasSuffix(")") else { return [] }
+        return text[text.index(after: open)..<text.index(before: text.endIndex)].split(separator: ",").map(String.init)
+    }
+}
+
+extension PresenterCallbacks {
+    /// The callbacks' names, in bit order.
+    fileprivate var names: [String] {
+        let all: [(PresenterCallbacks, String)] = [
+            (.relinquishToReader, "relinquishToReader"), (.relinquishToWriter, "relinquishToWriter"),
+            (.savePresentedItemChanges, "savePresentedItemChanges"),
+            (.accommodatePresentedItemDeletion, "accommodatePresentedItemDeletion"),
+            (.accommodatePresentedSubitemDeletion, "accommodatePresentedSubitemDeletion"),
+            (.presentedItemDidMove, "presentedItemDidMove"), (.presentedItemDidChange, "presentedItemDidChange"),
+            (.presentedSubitemDidChange, "presentedSubitemDidChange"),
+            (.presentedSubitemDidAppear, "presentedSubitemDidAppear"),
+            (.presentedSubitemDidMove, "presentedSubitemDidMove"),
+            (.presentedItemDidGainVersion, "presentedItemDidGainVersion"),
+            (.presentedItemDidLoseVersion, "presentedItemDidLoseVersion"),
+            (.presentedItemDidResolveConflictVersion, "presentedItemDidResolveConflictVersion"),
+            (.presentedSubitemDidGainVersion, "presentedSubitemDidGainVersion"),
+            (.presentedSubitemDidLoseVersion, "presentedSubitemDidLoseVersion"),
+            (.presentedSubitemDidResolveConflictVersion, "presentedSubitemDidResolveConflictVersion"),
+        ]
+        return all.filter { contains($0.0) }.map(\.1)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    fileprivate var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

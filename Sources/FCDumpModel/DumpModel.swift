@@ -1,0 +1,348 @@
+// The state `filecoordd` reports to `fcdump` (`DumpReply.json`): Codable types shared by the daemon, which encodes
+// them, and `fcdump`, which decodes and renders them. The JSON schema is documented in docs/FCDUMP-SCHEMA.md; bump
+// ``DaemonDump/currentSchemaVersion`` on any change that is not a pure addition.
+
+import Foundation
+
+/// The whole dump: one JSON object.
+public struct DaemonDump: Codable, Hashable, Sendable {
+    /// The schema this dump follows. Readers refuse a major version they do not know.
+    public static let currentSchemaVersion = 1
+
+    /// ``currentSchemaVersion`` when written.
+    public var schemaVersion: Int
+    /// The daemon's process id.
+    public var daemonPID: Int32
+    /// The connected clients, by id (the `fcdump` connection that asked included).
+    public var clients: [Client]
+    /// The registered presenters, by id.
+    public var presenters: [Presenter]
+    /// The live claims, in arrival order.
+    public var claims: [Claim]
+    /// The tree of items being presented or coordinated; only nodes with something on them or below them.
+    public var tree: Node
+    /// The wait-for graph (SEMANTICS.md §6): who waits for whom now.
+    public var waitFor: [Edge]
+    /// The arbiter's counters since the daemon started.
+    public var statistics: Statistics
+    /// The most recent deadlock reports, oldest first.
+    public var deadlocks: [String]
+    /// The number of access nodes in the arbiter's tree, the root included.
+    public var nodeCount: Int
+    /// The file watcher's health; `null` until the daemon has a watcher.
+    public var watcher: Watcher?
+
+    /// Creates a dump.
+    public init(
+        daemonPID: Int32,
+        clients: [Client],
+        presenters: [Presenter],
+        claims: [Claim],
+        tree: Node,
+        waitFor: [Edge],
+        statistics: Statistics,
+        deadlocks: [String],
+        nodeCount: Int,
+        watcher: Watcher? = nil
+    ) {
+        self.schemaVersion = Self.currentSchemaVersion
+        self.daemonPID = daemonPID
+        self.clients = clients
+        self.presenters = presenters
+        self.claims = claims
+        self.tree = tree
+        self.waitFor = waitFor
+        self.statistics = statistics
+        self.deadlocks = deadlocks
+        self.nodeCount = nodeCount
+        self.watcher = watcher
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case schemaVersion, daemonPID, clients, presenters, claims, tree, waitFor, statistics, deadlocks, nodeCount
+        case watcher
+    }
+
+    /// Encodes every key, `watcher` as `null` when absent.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(schemaVersion, forKey: .schemaVersion)
+        try container.encode(daemonPID, forKey: .daemonPID)
+        try container.encode(clients, forKey: .clients)
+        try container.encode(presenters, forKey: .presenters)
+        try container.encode(claims, forKey: .claims)
+        try container.encode(tree, forKey: .tree)
+        try container.encode(waitFor, forKey: .waitFor)
+        try container.encode(statistics, forKey: .statistics)
+        try container.encode(deadlocks, forKey: .deadlocks)
+        try container.encode(nodeCount, forKey: .nodeCount)
+        try container.encode(watcher, forKey: .watcher)
+    }
+
+    /// A connected client.
+    public struct Client: Codable, Hashable, Sendable {
+        /// The daemon's id for the connection.
+        public var id: UInt64
+        /// The process id (`SO_PEERCRED`).
+        public var pid: Int32
+        /// The name the client gave in `Hello`.
+        public var name: String
+        /// Its presenters' ids.
+        public var presenters: [UInt64]
+        /// Its live claims' ids.
+        public var claims: [UInt64]
+
+        /// Creates a client entry.
+        public init(id: UInt64, pid: Int32, name: String, presenters: [UInt64], claims: [UInt64]) {
+            self.id = id
+            self.pid = pid
+            self.name = name
+            self.presenters = presenters
+            self.claims = claims
+        }
+    }
+
+    /// A registered presenter.
+    public struct Presenter: Codable, Hashable, Sendable {
+        /// The daemon's id for the presenter.
+        public var id: UInt64
+        /// The client that registered it.
+        public var client: UInt64
+        /// The presented item, or `null` while it does not exist.
+        public var path: String?
+        /// The `NSFilePresenter` callbacks it declared, by name.
+        public var callbacks: [String]
+        /// Whether it declared its item a package.
+        public var isPackage: Bool
+
+        /// Creates a presenter entry.
+        public init(id: UInt64, client: UInt64, path: String?, callbacks: [String], isPackage: Bool) {
+            self.id = id
+            self.client = client
+            self.path = path
+            self.callbacks = callbacks
+            self.isPackage = isPackage
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, client, path, callbacks, isPackage }
+
+        /// Encodes every key, `path` as `null` when absent.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(client, forKey: .client)
+            try container.encode(path, forKey: .path)
+            try container.encode(callbacks, forKey: .callbacks)
+            try container.encode(isPackage, forKey: .isPackage)
+        }
+    }
+
+    /// A live claim: one `coordinate…` or `prepare…` call.
+    public struct Claim: Codable, Hashable, Sendable {
+        /// The daemon's id for the claim.
+        public var id: UInt64
+        /// The client that made the call.
+        public var client: UInt64
+        /// `waiting`, `preparing` or `granted`.
+        public var phase: String
+        /// The coordinator's purpose identifier.
+        public var purpose: String
+        /// The presenter the coordinator was created with, or `null`.
+        public var filePresenter: UInt64?
+        /// The presenter whose queue the call was made from, or `null`.
+        public var fromPresenterQueue: UInt64?
+        /// `true` for `prepare(forReadingItemsAt:…)`.
+        public var isPreparation: Bool
+        /// Seconds since the daemon received the request.
+        public var ageSeconds: Double
+        /// The items, granted together or not at all.
+        public var items: [Item]
+        /// For a waiting claim, the claims that keep it from starting.
+        public var blockedBy: [UInt64]
+        /// For a preparing claim, the presenter requests it waits on.
+        public var awaiting: [Awaiting]
+
+        /// Creates a claim entry.
+        public init(
+            id: UInt64,
+            client: UInt64,
+            phase: String,
+            purpose: String,
+            filePresenter: UInt64?,
+            fromPresenterQueue: UInt64?,
+            isPreparation: Bool,
+            ageSeconds: Double,
+            items: [Item],
+            blockedBy: [UInt64],
+            awaiting: [Awaiting]
+        ) {
+            self.id = id
+            self.client = client
+            self.phase = phase
+            self.purpose = purpose
+            self.filePresenter = filePresenter
+            self.fromPresenterQueue = fromPresenterQueue
+            self.isPreparation = isPreparation
+            self.ageSeconds = ageSeconds
+            self.items = items
+            self.blockedBy = blockedBy
+            self.awaiting = awaiting
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case id, client, phase, purpose, filePresenter, fromPresenterQueue, isPreparation, ageSeconds, items
+            case blockedBy, awaiting
+        }
+
+        /// Encodes every key, absent presenters as `null`.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(client, forKey: .client)
+            try container.encode(phase, forKey: .phase)
+            try container.encode(purpose, forKey: .purpose)
+            try container.encode(filePresenter, forKey: .filePresenter)
+            try container.encode(fromPresenterQueue, forKey: .fromPresenterQueue)
+            try container.encode(isPreparation, forKey: .isPreparation)
+            try container.encode(ageSeconds, forKey: .ageSeconds)
+            try container.encode(items, forKey: .items)
+            try container.encode(blockedBy, forKey: .blockedBy)
+            try container.encode(awaiting, forKey: .awaiting)
+        }
+    }
+
+    /// One item of a claim.
+    public struct Item: Codable, Hashable, Sendable {
+        /// Where the item is now.
+        public var path: String
+        /// `read` or `write`.
+        public var kind: String
+        /// The reading or writing option names.
+        public var options: [String]
+
+        /// Creates an item.
+        public init(path: String, kind: String, options: [String]) {
+            self.path = path
+            self.kind = kind
+            self.options = options
+        }
+    }
+
+    /// A presenter request a preparing claim waits on.
+    public struct Awaiting: Codable, Hashable, Sendable {
+        /// The request's id.
+        public var request: UInt64
+        /// The presenter that owes the reply.
+        public var presenter: UInt64
+
+        /// Creates an entry.
+        public init(request: UInt64, presenter: UInt64) {
+            self.request = request
+            self.presenter = presenter
+        }
+    }
+
+    /// A node of the item tree.
+    public struct Node: Codable, Hashable, Sendable {
+        /// The last path component (`/` for the root).
+        public var name: String
+        /// The absolute path.
+        public var path: String
+        /// Presenters of this item.
+        public var presenters: [UInt64]
+        /// Claims on this item, in arrival order.
+        public var claims: [UInt64]
+        /// Children with something on them or below them, by name.
+        public var children: [Node]
+
+        /// Creates a node.
+        public init(name: String, path: String, presenters: [UInt64], claims: [UInt64], children: [Node]) {
+            self.name = name
+            self.path = path
+            self.presenters = presenters
+            self.claims = claims
+            self.children = children
+        }
+    }
+
+    /// An edge of the wait-for graph. Nodes are named `claim#N` or `presenter#N`.
+    public struct Edge: Codable, Hashable, Sendable {
+        /// The node that waits.
+        public var from: String
+        /// The node it waits for.
+        public var to: String
+        /// The arbiter's sentence for the edge.
+        public var label: String
+
+        /// Creates an edge.
+        public init(from: String, to: String, label: String) {
+            self.from = from
+            self.to = to
+            self.label = label
+        }
+    }
+
+    /// The arbiter's counters.
+    public struct Statistics: Codable, Hashable, Sendable {
+        public var claimsRequested: Int
+        public var claimsGranted: Int
+        public var claimsFailed: Int
+        public var messagesSent: Int
+        public var presenterTimeouts: Int
+        public var deadlocksBroken: Int
+        public var longWaits: Int
+
+        /// Creates counters.
+        public init(
+            claimsRequested: Int,
+            claimsGranted: Int,
+            claimsFailed: Int,
+            messagesSent: Int,
+            presenterTimeouts: Int,
+            deadlocksBroken: Int,
+            longWaits: Int
+        ) {
+            self.claimsRequested = claimsRequested
+            self.claimsGranted = claimsGranted
+            self.claimsFailed = claimsFailed
+            self.messagesSent = messagesSent
+            self.presenterTimeouts = presenterTimeouts
+            self.deadlocksBroken = deadlocksBroken
+            self.longWaits = longWaits
+        }
+    }
+
+    /// The file watcher's health (reserved: no watcher yet).
+    public struct Watcher: Codable, Hashable, Sendable {
+        /// Watches in use.
+        public var watches: Int
+        /// The kernel's limit (`max_user_watches`), if known.
+        public var maximumWatches: Int?
+        /// Event queue overflows seen.
+        public var overflows: Int
+        /// Recrawls done.
+        public var recrawls: Int
+
+        /// Creates a health record.
+        public init(watches: Int, maximumWatches: Int?, overflows: Int, recrawls: Int) {
+            self.watches = watches
+            self.maximumWatches = maximumWatches
+            self.overflows = overflows
+            self.recrawls = recrawls
+        }
+    }
+}
+
+extension DaemonDump {
+    /// The dump as JSON, keys sorted (stable output).
+    public func jsonBytes(pretty: Bool = false) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys]
+        return Array(try encoder.encode(self))
+    }
+
+    /// Decodes a dump.
+    public init(json: [UInt8]) throws {
+        self = try JSONDecoder().decode(DaemonDump.self, from: Data(json))
+    }
+}

@@ -1,0 +1,120 @@
+// fcdump: shows what a running filecoordd is doing, in the spirit of Apple's filecoordinationd dump: the tree of
+// items being presented or coordinated, the clients, the wait-for graph and the recent deadlock reports.
+// Read-only: it asks the daemon for its state (`DumpRequest`) and never starts a daemon.
+
+import ArgumentParser
+import FCDumpModel
+import FCProtocol
+import Foundation
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+@main
+struct FCDump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fcdump",
+        abstract: "Show the state of a running filecoordd (read-only; never starts one).",
+        discussion: """
+            MODE is one of:
+              tree       the items being presented or coordinated, with presenters, granted and waiting claims (default)
+              clients    the connected clients with their presenters and claims
+              deadlocks  the recent deadlock reports and the deadlock counters
+              graph      the wait-for graph in Graphviz DOT (same as --graph)
+            --json prints the whole state as JSON (schema: docs/FCDUMP-SCHEMA.md). Exit status 1 when no daemon \
+            answers.
+            """
+    )
+
+    /// What to show.
+    enum Mode: String, ExpressibleByArgument, CaseIterable {
+        case tree, clients, deadlocks, graph
+    }
+
+    @Argument(help: "tree, clients, deadlocks or graph.")
+    var mode: Mode = .tree
+
+    @Option(help: "The daemon's socket (default: FILECOORDD_SOCKET, else the per-user socket).")
+    var socket: String?
+
+    @Flag(help: "Print the state as JSON (docs/FCDUMP-SCHEMA.md).")
+    var json = false
+
+    @Flag(help: "Print the wait-for graph in Graphviz DOT.")
+    var graph = false
+
+    @Option(help: "Show only this item and what is below it.")
+    var path: String?
+
+    @Flag(help: "Refresh every --interval seconds until interrupted.")
+    var watch = false
+
+    @Option(help: "Seconds between refreshes with --watch.")
+    var interval: Double = 2
+
+    mutating func validate() throws {
+        guard interval > 0 else { throw ValidationError("--interval must be positive") }
+        if let path, !path.hasPrefix("/") { throw ValidationError("--path must be absolute") }
+    }
+
+    func run() throws {
+        let socketPath =
+            socket ?? DaemonAddress.socketPath(environment: ProcessInfo.processInfo.environment, uid: getuid())
+        let colour = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+        guard watch else {
+            print(try render(socketPath: socketPath, colour: colour), terminator: "")
+            return
+        }
+        while true {
+            let text: String
+            do {
+                text = try render(socketPath: socketPath, colour: colour)
+            } catch {
+                text = "fcdump: \(error)\n"
+            }
+            let clear = colour ? "\u{1B}[H\u{1B}[2J" : ""
+            FileHandle.standardOutput.write(Data((clear + text + "(every \(interval)s; ^C to stop)\n").utf8))
+            usleep(useconds_t(interval * 1_000_000))
+        }
+    }
+
+    private func render(socketPath: String, colour: Bool) throws -> String {
+        let bytes: [UInt8]
+        do {
+            bytes = try fetchDump(socketPath: socketPath)
+        } catch {
+            throw FailedDump(message: error.description)
+        }
+        var dump: DaemonDump
+        do {
+            dump = try DaemonDump(json: bytes)
+        } catch {
+            throw FailedDump(message: "the daemon's dump could not be read (\(error)); is fcdump as new as filecoordd?")
+        }
+        guard dump.schemaVersion == DaemonDump.currentSchemaVersion else {
+            throw FailedDump(
+                message: "the daemon's dump has schema version \(dump.schemaVersion); this fcdump reads "
+                    + "\(DaemonDump.currentSchemaVersion)"
+            )
+        }
+        if let path { dump = dump.restricted(to: path) }
+        if json { return String(decoding: try dump.jsonBytes(pretty: true), as: UTF8.self) + "\n" }
+        let renderer = Renderer(dump: dump, colour: colour)
+        if graph { return renderer.dot() }
+        switch mode {
+        case .tree: return renderer.tree()
+        case .clients: return renderer.clients()
+        case .deadlocks: return renderer.deadlocks()
+        case .graph: return renderer.dot()
+        }
+    }
+}
+
+/// A failure reported as `Error: <message>` and exit status 1.
+struct FailedDump: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

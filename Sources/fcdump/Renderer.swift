@@ -1,0 +1,228 @@
+// The human forms of a dump: the item tree, the clients, the deadlock reports and the DOT graph.
+
+import FCDumpModel
+import Foundation
+
+extension DaemonDump {
+    /// The dump with only the items at or below `prefix`, the claims and presenters on them, and the graph's edges
+    /// between what is left.
+    func restricted(to prefix: String) -> DaemonDump {
+        let prefix = prefix.count > 1 && prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+        func inside(_ path: String) -> Bool {
+            prefix == "/" || path == prefix || path.hasPrefix(prefix + "/")
+        }
+        func prune(_ node: Node) -> Node? {
+            if inside(node.path) { return node }
+            guard node.path == "/" || prefix.hasPrefix(node.path + "/") else { return nil }
+            var kept = node
+            kept.presenters = []
+            kept.claims = []
+            kept.children = node.children.compactMap(prune)
+            return kept
+        }
+        var copy = self
+        copy.tree = prune(tree) ?? Node(name: "/", path: "/", presenters: [], claims: [], children: [])
+        copy.claims = claims.filter { $0.items.contains { inside($0.path) } }
+        copy.presenters = presenters.filter { $0.path.map(inside) ?? false }
+        let names = Set(copy.claims.map { "claim#\($0.id)" } + copy.presenters.map { "presenter#\($0.id)" })
+        copy.waitFor = waitFor.filter { names.contains($0.from) || names.contains($0.to) }
+        return copy
+    }
+}
+
+/// Renders a dump for people; colours only when asked (a terminal).
+struct Renderer {
+    let dump: DaemonDump
+    let colour: Bool
+    private let claims: [UInt64: DaemonDump.Claim]
+    private let presenters: [UInt64: DaemonDump.Presenter]
+    private let clientsByID: [UInt64: DaemonDump.Client]
+
+    init(dump: DaemonDump, colour: Bool) {
+        self.dump = dump
+        self.colour = colour
+        claims = Dictionary(dump.claims.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        presenters = Dictionary(dump.presenters.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        clientsByID = Dictionary(dump.clients.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func paint(_ text: String, _ code: String) -> String {
+        colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
+    }
+
+    private func client(_ id: UInt64) -> String {
+        guard let client = clientsByID[id] else { return "client#\(id) (gone)" }
+        return "\(client.name) (pid \(client.pid), client#\(id))"
+    }
+
+    private static func age(_ seconds: Double) -> String {
+        seconds < 60
+            ? "\((seconds * 10).rounded() / 10)s" : "\(Int(seconds) / 60)m\(Int(seconds) % 60)s"
+    }
+
+    private func summary() -> String {
+        let waiting = dump.claims.filter { $0.phase != "granted" }.count
+        return paint("filecoordd", "1") + " pid \(dump.daemonPID): \(dump.clients.count) clients, "
+            + "\(dump.presenters.count) presenters, \(dump.claims.count) claims (\(waiting) not granted), "
+            + "\(dump.nodeCount) access nodes\n"
+    }
+
+    private func counters() -> String {
+        let s = dump.statistics
+        return "statistics: \(s.claimsRequested) claims requested, \(s.claimsGranted) granted, \(s.claimsFailed) "
+            + "failed; \(s.messagesSent) presenter messages, \(s.presenterTimeouts) presenter timeouts; "
+            + "\(s.deadlocksBroken) deadlocks broken, \(s.longWaits) long waits\n"
+    }
+
+    // MARK: tree
+
+    /// The item tree: for each node its presenters, granted claims and waiting claims (with what blocks each),
+    /// then its children; chains of empty folders are folded into one line.
+    func tree() -> String {
+        var out = summary()
+        let top = dump.tree
+        if top.presenters.isEmpty && top.claims.isEmpty && top.children.isEmpty {
+            out += "\nnothing is presented or coordinated\n"
+        } else {
+            out += "\n"
+            renderNode(top, shownAs: "/", indent: "", into: &out)
+        }
+        out += "\n" + counters()
+        return out
+    }
+
+    private func renderNode(_ node: DaemonDump.Node, shownAs label: String, indent: String, into out: inout String) {
+        // Fold an empty node with one child into its child's line: /tmp/x/doc.txt rather than four lines.
+        if node.presenters.isEmpty && node.claims.isEmpty && node.children.count == 1 {
+            let child = node.children[0]
+            let joined = label == "/" ? "/" + child.name : (label.hasSuffix("/") ? label : label + "/") + child.name
+            renderNode(child, shownAs: joined, indent: indent, into: &out)
+            return
+        }
+        out += indent + paint(label, "1") + "\n"
+        let inner = indent + "    "
+        for id in node.presenters {
+            guard let presenter = presenters[id] else { continue }
+            let callbacks =
+                presenter.callbacks.count == 16
+                ? "all callbacks"
+                : "callbacks: " + (presenter.callbacks.isEmpty ? "none" : presenter.callbacks.joined(separator: ","))
+            out +=
+                inner + paint("presenter", "36") + " presenter#\(id) of \(client(presenter.client))"
+                + (presenter.isPackage ? " package" : "") + "; \(callbacks)\n"
+        }
+        let here = node.claims.compactMap { claims[$0] }
+        for claim in here where claim.phase == "granted" {
+            out += inner + paint("granted", "32") + " " + describe(claim, at: node.path) + "\n"
+        }
+        for claim in here where claim.phase != "granted" {
+            out += inner + paint(claim.phase, "33") + " " + describe(claim, at: node.path) + "\n"
+            for blocker in claim.blockedBy {
+                let holder = claims[blocker].map { "\($0.phase) \(describeBrief($0))" } ?? "claim#\(blocker)"
+                out += inner + "    blocked by " + holder + "\n"
+            }
+            for awaiting in claim.awaiting {
+                let owner = presenters[awaiting.presenter].map { " of \(client($0.client))" } ?? ""
+                out += inner + "    awaits presenter#\(awaiting.presenter)\(owner) (request#\(awaiting.request))\n"
+            }
+        }
+        for child in node.children {
+            renderNode(child, shownAs: child.name, indent: inner, into: &out)
+        }
+    }
+
+    private func access(_ item: DaemonDump.Item) -> String {
+        item.options.isEmpty ? item.kind : "\(item.kind)(\(item.options.joined(separator: ",")))"
+    }
+
+    private func describe(_ claim: DaemonDump.Claim, at path: String) -> String {
+        let mine = claim.items.filter { $0.path == path }.map(access).joined(separator: "+")
+        let others = claim.items.filter { $0.path != path }.map { "\(access($0)) \($0.path)" }
+        var text =
+            "claim#\(claim.id) \(mine) by \(client(claim.client)), age \(Self.age(claim.ageSeconds)), "
+            + "purpose \(claim.purpose)"
+        if claim.isPreparation { text += ", preparation" }
+        if let presenter = claim.filePresenter { text += ", with presenter#\(presenter)" }
+        if let presenter = claim.fromPresenterQueue { text += ", from presenter#\(presenter)'s queue" }
+        if !others.isEmpty { text += "; also " + others.joined(separator: ", ") }
+        return text
+    }
+
+    private func describeBrief(_ claim: DaemonDump.Claim) -> String {
+        let items = claim.items.map { "\(access($0)) \($0.path)" }.joined(separator: ", ")
+        return "claim#\(claim.id) (\(items)) of \(client(claim.client)), age \(Self.age(claim.ageSeconds))"
+    }
+
+    // MARK: clients
+
+    /// One block per client: pid, name, presenters and claims.
+    func clients() -> String {
+        var out = summary() + "\n"
+        for client in dump.clients {
+            out +=
+                paint("client#\(client.id)", "1") + " \(client.name) pid \(client.pid): "
+                + "\(client.presenters.count) presenters, \(client.claims.count) claims\n"
+            for id in client.presenters {
+                let path = presenters[id]?.path ?? "(no item yet)"
+                out += "    presenter#\(id) \(path)\n"
+            }
+            for id in client.claims {
+                guard let claim = claims[id] else { continue }
+                let items = claim.items.map { "\(access($0)) \($0.path)" }.joined(separator: ", ")
+                out += "    claim#\(id) \(claim.phase) \(items), age \(Self.age(claim.ageSeconds))\n"
+            }
+        }
+        return out
+    }
+
+    // MARK: deadlocks
+
+    /// The recent deadlock reports, oldest first, and the counters.
+    func deadlocks() -> String {
+        var out =
+            "deadlocks broken: \(dump.statistics.deadlocksBroken); long waits (not deadlocks): "
+            + "\(dump.statistics.longWaits)\n"
+        if dump.deadlocks.isEmpty {
+            out += "no recent deadlock reports\n"
+        } else {
+            for (index, report) in dump.deadlocks.enumerated() {
+                out += "\n" + paint("report \(index + 1) of \(dump.deadlocks.count)", "1") + "\n" + report + "\n"
+            }
+        }
+        return out
+    }
+
+    // MARK: graph
+
+    /// The wait-for graph in Graphviz DOT: an edge from each waiter to what it waits for.
+    func dot() -> String {
+        func quoted(_ text: String) -> String {
+            "\""
+                + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n") + "\""
+        }
+        var names = Set<String>()
+        for edge in dump.waitFor {
+            names.insert(edge.from)
+            names.insert(edge.to)
+        }
+        var out = "digraph waitfor {\n    rankdir=LR;\n    node [fontname=\"monospace\"];\n"
+        for name in names.sorted() {
+            var label = name
+            var shape = "box"
+            if name.hasPrefix("claim#"), let id = UInt64(name.dropFirst(6)), let claim = claims[id] {
+                let items = claim.items.map { "\(access($0)) \($0.path)" }.joined(separator: "\n")
+                label = "\(name) \(claim.phase)\n\(items)\n\(client(claim.client))"
+            } else if name.hasPrefix("presenter#"), let id = UInt64(name.dropFirst(10)), let presenter = presenters[id]
+            {
+                shape = "ellipse"
+                label = "\(name)\n\(presenter.path ?? "(no item)")\n\(client(presenter.client))"
+            }
+            out += "    \(quoted(name)) [shape=\(shape), label=\(quoted(label))];\n"
+        }
+        for edge in dump.waitFor {
+            out += "    \(quoted(edge.from)) -> \(quoted(edge.to)) [tooltip=\(quoted(edge.label))];\n"
+        }
+        return out + "}\n"
+    }
+}

@@ -1,0 +1,61 @@
+// The deadlock detector across real processes (SEMANTICS.md §6): the classic serial-queue deadlock of two presenters
+// that read inside presentedItemDidChange, and a long wait that is no deadlock.
+
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct DeadlockEndToEndTests {
+    @Test(
+        "Two presenters in two processes reading inside didChange: one read fails with the cycle, the other completes"
+    )
+    func classicDeadlockAcrossTwoProcessesIsBroken() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let doc = try env.file("test.txt", "xy")
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            let c = try await env.host("C")
+            try await a.present("A", doc, "read-on-change")
+            try await b.present("B", doc, "read-on-change")
+
+            let start = ContinuousClock.now
+            try c.send("write \(doc) abc")
+            let outcomeA = try await a.waitFor("presenter A readOnChange")
+            let outcomeB = try await b.waitFor("presenter B readOnChange")
+            let elapsed = ContinuousClock.now - start
+            let outcomes = [outcomeA.text, outcomeB.text]
+            let failed = outcomes.filter { $0.contains("readOnChange failed FileCoordinationErrorDomain 3 ") }
+            let done = outcomes.filter { $0.hasSuffix("readOnChange done") }
+            #expect(failed.count == 1 && done.count == 1, "outcomes: \(outcomes)")
+            // Found within the detection delay (1 s) plus a margin.
+            #expect(elapsed < .seconds(5), "the deadlock took \(elapsed) to break")
+            // The report closes the cycle: both processes, both presenters' queues.
+            let report = (a.lines + b.lines).map(\.text).joined(separator: "\n")
+            #expect(report.contains("deadlock found"))
+            #expect(report.contains("queue is held by its own callback"))
+            #expect(report.contains("pid \(a.pid)") && report.contains("pid \(b.pid)"), "\(report)")
+            // Both queues run on: a read from a third process is answered by both presenters.
+            try await c.waitFor("done write \(doc)")
+            try c.send("read \(doc) without-changes")
+            try await c.waitFor("done read \(doc)")
+        }
+    }
+
+    @Test("A presenter that never answers: a long-wait report naming it, then the presenter timeout")
+    func longWaitIsReportedThenThePresenterTimesOut() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon(presenterTimeout: "3")
+            let doc = try env.file("doc.txt", "one")
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            try await a.present("A", doc, "never-answer")
+            try b.send("write \(doc) two")
+            try await daemon.waitForLog("long wait, not a deadlock")
+            #expect(daemon.log().contains("to answer relinquishPresentedItem(toWriter:)"))
+            #expect(try await b.staysWithout("granted write", for: .milliseconds(300)))
+            try await b.waitFor("granted write \(doc)")
+            #expect(daemon.log().contains("presenter did not answer in time"))
+        }
+    }
+}

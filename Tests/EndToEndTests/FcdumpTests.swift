@@ -1,0 +1,182 @@
+// fcdump against a private filecoordd with known state: a presenter, a held write and a read waiting for it.
+
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct FcdumpTests {
+    /// Checks the dump's JSON against docs/FCDUMP-SCHEMA.md: every required key, with its type.
+    private func checkSchema(_ dump: [String: Any]) throws {
+        func require<T>(_ object: [String: Any], _ key: String, _ type: T.Type, _ context: String) throws -> T {
+            guard let value = object[key] else { throw HarnessError(description: "\(context): no \"\(key)\"") }
+            guard let typed = value as? T else {
+                throw HarnessError(description: "\(context).\(key) is \(Swift.type(of: value)), not \(T.self)")
+            }
+            return typed
+        }
+        func optional<T>(_ object: [String: Any], _ key: String, _ type: T.Type, _ context: String) throws {
+            guard let value = object[key] else { throw HarnessError(description: "\(context): no \"\(key)\"") }
+            guard value is NSNull || value is T else {
+                throw HarnessError(description: "\(context).\(key) is \(Swift.type(of: value)), not \(T.self)?")
+            }
+        }
+        #expect(try require(dump, "schemaVersion", Int.self, "dump") == 1)
+        _ = try require(dump, "daemonPID", Int.self, "dump")
+        _ = try require(dump, "nodeCount", Int.self, "dump")
+        _ = try require(dump, "deadlocks", [String].self, "dump")
+        #expect(dump["watcher"] is NSNull, "watcher must be null until there is a watcher")
+        for client in try require(dump, "clients", [[String: Any]].self, "dump") {
+            _ = try require(client, "id", Int.self, "client")
+            _ = try require(client, "pid", Int.self, "client")
+            _ = try require(client, "name", String.self, "client")
+            _ = try require(client, "presenters", [Int].self, "client")
+            _ = try require(client, "claims", [Int].self, "client")
+        }
+        for presenter in try require(dump, "presenters", [[String: Any]].self, "dump") {
+            _ = try require(presenter, "id", Int.self, "presenter")
+            _ = try require(presenter, "client", Int.self, "presenter")
+            try optional(presenter, "path", String.self, "presenter")
+            _ = try require(presenter, "callbacks", [String].self, "presenter")
+            _ = try require(presenter, "isPackage", Bool.self, "presenter")
+        }
+        for claim in try require(dump, "claims", [[String: Any]].self, "dump") {
+            _ = try require(claim, "id", Int.self, "claim")
+            _ = try require(claim, "client", Int.self, "claim")
+            #expect(["waiting", "preparing", "granted"].contains(try require(claim, "phase", String.self, "claim")))
+            _ = try require(claim, "purpose", String.self, "claim")
+            try optional(claim, "filePresenter", Int.self, "claim")
+            try optional(claim, "fromPresenterQueue", Int.self, "claim")
+            _ = try require(claim, "isPreparation", Bool.self, "claim")
+            #expect(try require(claim, "ageSeconds", Double.self, "claim") >= 0)
+            _ = try require(claim, "blockedBy", [Int].self, "claim")
+            for awaiting in try require(claim, "awaiting", [[String: Any]].self, "claim") {
+                _ = try require(awaiting, "request", Int.self, "awaiting")
+                _ = try require(awaiting, "presenter", Int.self, "awaiting")
+            }
+            for item in try require(claim, "items", [[String: Any]].self, "claim") {
+                _ = try require(item, "path", String.self, "item")
+                #expect(["read", "write"].contains(try require(item, "kind", String.self, "item")))
+                _ = try require(item, "options", [String].self, "item")
+            }
+        }
+        func checkNode(_ node: [String: Any]) throws {
+            _ = try require(node, "name", String.self, "node")
+            _ = try require(node, "path", String.self, "node")
+            _ = try require(node, "presenters", [Int].self, "node")
+            _ = try require(node, "claims", [Int].self, "node")
+            for child in try require(node, "children", [[String: Any]].self, "node") { try checkNode(child) }
+        }
+        try checkNode(try require(dump, "tree", [String: Any].self, "dump"))
+        for edge in try require(dump, "waitFor", [[String: Any]].self, "dump") {
+            _ = try require(edge, "from", String.self, "edge")
+            _ = try require(edge, "to", String.self, "edge")
+            _ = try require(edge, "label", String.self, "edge")
+        }
+        let statistics = try require(dump, "statistics", [String: Any].self, "dump")
+        for key in [
+            "claimsRequested", "claimsGranted", "claimsFailed", "messagesSent", "presenterTimeouts", "deadlocksBroken",
+            "longWaits",
+        ] {
+            _ = try require(statistics, key, Int.self, "statistics")
+        }
+    }
+
+    @Test("fcdump shows presenters, a granted write and the read it blocks, as text, JSON, DOT and clients")
+    func dumpsKnownState() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let doc = try env.file("doc.txt", "v1")
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            let c = try await env.host("C")
+            try await a.present("P", doc)
+            try b.send("write \(doc) x hold")
+            try await b.waitFor("holding write \(doc)")
+            try c.send("read \(doc)")
+            #expect(try await c.staysWithout("granted read"), "C's read was granted while B held a write")
+
+            // The tree: the document, its presenter, the granted write and the waiting read with its blocker.
+            let text = try await env.runTool("fcdump", [])
+            #expect(text.status == 0, "fcdump failed: \(text.error)")
+            #expect(text.output.contains(doc), "no \(doc) in:\n\(text.output)")
+            #expect(text.output.contains("presenter presenter#"), "no presenter in:\n\(text.output)")
+            #expect(text.output.contains("pid \(a.pid)"), "no presenter's pid in:\n\(text.output)")
+            #expect(text.output.contains("granted claim#"), "no granted claim in:\n\(text.output)")
+            #expect(text.output.contains("write by"), "no write in:\n\(text.output)")
+            #expect(text.output.contains("waiting claim#"), "no waiting claim in:\n\(text.output)")
+            #expect(text.output.contains("blocked by granted claim#"), "no blocker in:\n\(text.output)")
+            #expect(!text.output.contains("\u{1B}["), "colours when standard output is not a terminal")
+
+            // The JSON follows the schema and says the same.
+            let json = try await env.runTool("fcdump", ["--json"])
+            #expect(json.status == 0, "fcdump --json failed: \(json.error)")
+            let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8))
+            let dump = try #require(object as? [String: Any])
+            try checkSchema(dump)
+            let claims = try #require(dump["claims"] as? [[String: Any]])
+            let write = try #require(claims.first { $0["phase"] as? String == "granted" })
+            let read = try #require(claims.first { $0["phase"] as? String == "waiting" })
+            let writeID = try #require(write["id"] as? Int)
+            let readID = try #require(read["id"] as? Int)
+            #expect(read["blockedBy"] as? [Int] == [writeID])
+            #expect((write["items"] as? [[String: Any]])?.first?["kind"] as? String == "write")
+            #expect((read["items"] as? [[String: Any]])?.first?["path"] as? String == doc)
+            let clients = try #require(dump["clients"] as? [[String: Any]])
+            for host in [a, b, c] {
+                #expect(clients.contains { $0["pid"] as? Int == Int(host.pid) }, "no client with pid \(host.pid)")
+            }
+            let presenters = try #require(dump["presenters"] as? [[String: Any]])
+            #expect(presenters.count == 1 && presenters.first?["path"] as? String == doc)
+
+            // The wait-for graph: the read waits for the write.
+            let graph = try await env.runTool("fcdump", ["--graph"])
+            #expect(graph.status == 0, "fcdump --graph failed: \(graph.error)")
+            #expect(graph.output.hasPrefix("digraph"), "not DOT:\n\(graph.output)")
+            #expect(
+                graph.output.contains("\"claim#\(readID)\" -> \"claim#\(writeID)\""),
+                "no edge from the read to the write in:\n\(graph.output)"
+            )
+
+            // Clients: each host with its pid; deadlocks: none yet.
+            let listed = try await env.runTool("fcdump", ["clients"])
+            #expect(listed.status == 0, "fcdump clients failed: \(listed.error)")
+            for host in [a, b, c] {
+                #expect(listed.output.contains("pid \(host.pid)"), "no pid \(host.pid) in:\n\(listed.output)")
+            }
+            let deadlocks = try await env.runTool("fcdump", ["deadlocks"])
+            #expect(deadlocks.status == 0 && deadlocks.output.contains("no recent deadlock reports"))
+
+            // --path: a subtree without the document shows none of it.
+            let elsewhere = try await env.runTool("fcdump", ["--path", env.path("elsewhere")])
+            #expect(elsewhere.status == 0 && !elsewhere.output.contains(doc), "\(elsewhere.output)")
+
+            // Dumping changed nothing: the read still waits, and is granted when the write ends.
+            #expect(try await c.staysWithout("granted read"), "the dumps disturbed the daemon")
+            try b.send("release")
+            try await b.waitFor("done write \(doc)")
+            try await c.waitFor("done read \(doc) x")
+            let after = try await env.runTool("fcdump", ["--json"])
+            let afterDump = try #require(
+                try JSONSerialization.jsonObject(with: Data(after.output.utf8)) as? [String: Any]
+            )
+            #expect((afterDump["claims"] as? [Any])?.isEmpty == true, "claims left after both ended: \(after.output)")
+        }
+    }
+
+    @Test("fcdump without a daemon fails clearly, names the socket, and starts none")
+    func noDaemon() async throws {
+        try await TestEnvironment.run { env in
+            let socket = env.path("nobody/socket")
+            let result = try await env.runTool("fcdump", ["--socket", socket])
+            #expect(result.status != 0)
+            #expect(result.error.contains(socket), "the socket is not named in: \(result.error)")
+            #expect(result.error.contains("no filecoordd is running"), "unclear error: \(result.error)")
+            #expect(result.error.contains("filecoordd"), "no hint to start one: \(result.error)")
+            #expect(!FileManager.default.fileExists(atPath: socket), "fcdump started a daemon")
+            // The default socket comes from FILECOORDD_SOCKET: the test's, where nothing listens either.
+            let byDefault = try await env.runTool("fcdump", ["--json"])
+            #expect(byDefault.status != 0 && byDefault.error.contains(env.socket), "\(byDefault.error)")
+            #expect(!FileManager.default.fileExists(atPath: env.socket), "fcdump started a daemon")
+        }
+    }
+}
