@@ -30,6 +30,10 @@ final class ClaimRecord {
     var deadlockChecks = 0
     /// `true` while a deadlock-check timer runs for this claim.
     var deadlockCheckArmed = false
+    /// When the claim arrived and when it was granted, on the host's clock (``Arbiter/handle(_:at:)``), for the
+    /// wait times in deadlock reports; `nil` when the host gives no time.
+    var arrivedAt: Duration?
+    var grantedAt: Duration?
 
     init(request: ClaimRequest, sequence: UInt64, entries: [ClaimEntry]) {
         self.request = request
@@ -71,6 +75,7 @@ extension Arbiter {
         }
         let claim = ClaimRecord(request: request, sequence: nextSequence, entries: entries)
         claim.madeWhileAnswering = isAnsweringRequest(claim)
+        claim.arrivedAt = now
         claims[request.id] = claim
         owner.claims.insert(request.id)
         for (index, entry) in entries.enumerated() {
@@ -251,6 +256,7 @@ extension Arbiter {
     func grant(_ claim: ClaimRecord) {
         cancelDeadlockCheck(claim)
         claim.phase = .granted
+        claim.grantedAt = now
         statistics.claimsGranted += 1
         effects.append(.grant(claim.id, client: claim.request.client, paths: claim.entries.map(\.path)))
     }

@@ -53,7 +53,7 @@ extension Arbiter {
         nextRequest += 1
         let requestID = RequestID(rawValue: nextRequest)
         let presenterID = presenter.registration.id
-        requests[requestID] = PendingRequest(presenter: presenterID, claim: claim.id, kind: kind)
+        requests[requestID] = PendingRequest(presenter: presenterID, claim: claim.id, kind: kind, sentAt: now)
         claim.outstanding[requestID] = presenterID
         statistics.messagesSent += 1
         effects.append(

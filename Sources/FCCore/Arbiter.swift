@@ -1,9 +1,10 @@
 /// The arbitration state machine: who may access which item when, and which presenter must hear what.
 ///
 /// `Arbiter` is sans-I/O. The host (the daemon's event loop, or the in-process arbiter of the client library) feeds
-/// it ``ArbiterEvent``s with ``handle(_:)`` and carries out the ``ArbiterEffect``s it returns, in order: grants and
+/// it ``ArbiterEvent``s with ``handle(_:at:)`` and carries out the ``ArbiterEffect``s it returns, in order: grants and
 /// failures go to the claim's client, messages to the presenter's client, timers to the host's clock. Time only
-/// arrives as ``ArbiterEvent/timerFired(_:)``; the arbiter never reads a clock.
+/// arrives as ``ArbiterEvent/timerFired(_:)`` and as the host's timestamp of each event (``handle(_:at:)``, used
+/// for nothing but the wait times in reports); the arbiter never reads a clock.
 ///
 /// The rules are SEMANTICS.md §2 (who waits for whom) and §3 (which presenter hears what); `docs/ARCHITECTURE.md`
 /// maps each rule to the code that implements it.
@@ -32,6 +33,8 @@ public final class Arbiter {
     var deadlockReports: [String] = []
     /// Effects of the event being handled.
     var effects: [ArbiterEffect] = []
+    /// The host's time of the event being handled (``handle(_:at:)``), or `nil`.
+    var now: Duration?
 
     /// Creates an empty arbiter.
     public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
@@ -40,8 +43,13 @@ public final class Arbiter {
     }
 
     /// Handles one event and returns what the host must do, in order.
-    public func handle(_ event: ArbiterEvent) -> [ArbiterEffect] {
+    ///
+    /// - Parameter now: The host's monotonic time of the event, from any fixed origin (the daemon passes the time
+    ///   since it started). The arbiter never decides anything on it: it only says in deadlock reports how long
+    ///   each wait has lasted. Without it the reports give the detection delay as a lower bound.
+    public func handle(_ event: ArbiterEvent, at now: Duration? = nil) -> [ArbiterEffect] {
         effects = []
+        self.now = now
         switch event {
         case .clientConnected(let info):
             clientConnected(info)
@@ -270,4 +278,6 @@ struct PendingRequest {
     /// The claim waiting for the reply; `nil` once that claim has failed (an orphaned request).
     var claim: ClaimID?
     var kind: PresenterMessageKind
+    /// When the request was sent, on the host's clock; `nil` when the host gives no time.
+    var sentAt: Duration?
 }

@@ -27,20 +27,27 @@ public struct PresenterRegistration: Hashable, Sendable {
     public var callbacks: PresenterCallbacks
     /// `true` when the presenter declares its item a package (a directory treated as one document).
     public var isPackage: Bool
+    /// The presenter's operation queue when it is serial, as a client-chosen id: presenters of one client with the
+    /// same id share one queue (`OperationQueue.main`, typically), so a call that holds it holds it for all of them.
+    /// `nil` for a concurrent queue, which no call holds.
+    public var serialQueue: UInt64?
 
-    /// Creates a registration. By default the presenter implements every callback and is not a package.
+    /// Creates a registration. By default the presenter implements every callback, is not a package and shares
+    /// its queue with no other presenter.
     public init(
         id: PresenterID,
         client: ClientID,
         path: ItemPath?,
         callbacks: PresenterCallbacks = .all,
-        isPackage: Bool = false
+        isPackage: Bool = false,
+        serialQueue: UInt64? = nil
     ) {
         self.id = id
         self.client = client
         self.path = path
         self.callbacks = callbacks
         self.isPackage = isPackage
+        self.serialQueue = serialQueue
     }
 }
 
@@ -57,8 +64,10 @@ public struct ClaimRequest: Hashable, Sendable {
     /// The presenter the coordinator was created with (`init(filePresenter:)`), if any. It is never messaged about
     /// this claim (version messages excepted), and its writes jump ahead of claims it is answering (rule 5).
     public var filePresenter: PresenterID?
-    /// The presenter whose operation queue the call was made from, if it was made inside a callback.
-    /// The deadlock detector uses it: the call holds that queue while it waits.
+    /// The presenter whose operation queue the call was made on, if any: inside one of its callbacks, or in other
+    /// work on that queue (the main thread, for a presenter on `OperationQueue.main`). The deadlock detector uses
+    /// it: the call holds that queue, and every presenter sharing it (``PresenterRegistration/serialQueue``), while
+    /// it waits.
     public var fromPresenterQueue: PresenterID?
     /// The items, granted together or not at all.
     public var items: [ClaimItem]

@@ -5,8 +5,12 @@
 /// - a waiting claim waits for the claims that block it (``Arbiter/blockers(of:)``);
 /// - a preparing claim waits for each presenter that owes it a reply, and, once every reply is in, for the granted
 ///   claims that still conflict with it;
-/// - a presenter waits for the claims made from inside its callbacks (`ClaimRequest.fromPresenterQueue`) that are
-///   not granted yet: such a call holds the presenter's queue, so nothing else reaches the presenter.
+/// - a presenter waits for the claims made on its queue (`ClaimRequest.fromPresenterQueue`: inside its callbacks,
+///   or in other work on that queue) that are not granted yet, and for those made on the queue of another presenter
+///   of the same client that shares its serial queue (``PresenterRegistration/serialQueue``): such a call holds the
+///   queue, so nothing else reaches the presenter.
+///
+/// Each edge says how long its wait has lasted when the host timestamps events (``Arbiter/handle(_:at:)``).
 ///
 /// A cycle is broken by failing one claim in it with ``ClaimFailure/deadlock(_:)``: the youngest that holds a
 /// presenter's queue (its failure frees that queue), else the youngest. The report names every edge.
@@ -79,18 +83,21 @@ extension Arbiter {
                     WaitEdge(
                         from: node,
                         to: .claim(blocker.id),
-                        line: "\(describe(claim)) waits for \(describe(blocker)), which is \(blocker.phase)"
+                        line: "\(describe(claim)) \(waits(since: claim.arrivedAt)) for \(describe(blocker)), which is "
+                            + "\(blocker.phase)\(held(blocker))"
                     )
                 }
             case .preparing:
                 var out: [WaitEdge] = []
                 for (request, presenterID) in claim.outstanding.sorted(by: { $0.key < $1.key }) {
-                    let kind = requests[request].map { "\($0.kind)" } ?? "a request"
+                    let pending = requests[request]
+                    let kind = pending.map { "\($0.kind)" } ?? "a request"
                     out.append(
                         WaitEdge(
                             from: node,
                             to: .presenter(presenterID),
-                            line: "\(describe(claim)) waits for \(describe(presenterID)) to answer \(kind) [\(request)]"
+                            line: "\(describe(claim)) \(waits(since: pending?.sentAt)) for \(describe(presenterID)) to "
+                                + "answer \(kind) [\(request)]"
                         )
                     )
                 }
@@ -101,7 +108,9 @@ extension Arbiter {
                             WaitEdge(
                                 from: node,
                                 to: .claim(other.id),
-                                line: "\(describe(claim)) waits for \(describe(other)), which is granted"
+                                line:
+                                    "\(describe(claim)) \(waits(since: claim.arrivedAt)) for \(describe(other)), which is "
+                                    + "granted\(held(other))"
                             )
                         )
                     }
@@ -109,17 +118,48 @@ extension Arbiter {
                 return out
             }
         case .presenter(let presenterID):
-            return claims.values.filter { $0.request.fromPresenterQueue == presenterID && $0.phase != .granted }
-                .sorted { $0.sequence < $1.sequence }
-                .map { held in
-                    WaitEdge(
-                        from: node,
-                        to: .claim(held.id),
-                        line: "\(describe(presenterID))'s queue is held by its own callback, which waits in "
-                            + "\(describe(held))"
-                    )
-                }
+            let queue = presenters[presenterID].flatMap { record in
+                record.registration.serialQueue.map { (client: record.registration.client, id: $0) }
+            }
+            return claims.values.filter { claim in
+                guard claim.phase != .granted, let holder = claim.request.fromPresenterQueue else { return false }
+                if holder == presenterID { return true }
+                guard let queue, let other = presenters[holder]?.registration else { return false }
+                return other.client == queue.client && other.serialQueue == queue.id
+            }
+            .sorted { $0.sequence < $1.sequence }
+            .map { held in
+                let holder = held.request.fromPresenterQueue ?? presenterID
+                let shared = holder == presenterID ? "" : " (a serial queue it shares with \(holder))"
+                return WaitEdge(
+                    from: node,
+                    to: .claim(held.id),
+                    line: "the queue of \(describe(presenterID))\(shared) is held by a coordinated call made on it, "
+                        + "which \(waits(since: held.arrivedAt)) in \(describe(held))"
+                )
+            }
         }
+    }
+
+    /// "has waited 1.204 s" since `start`, or "waits" when the host gives no time.
+    func waits(since start: Duration?) -> String {
+        guard let now, let start else { return "waits" }
+        return "has waited \(seconds(now - start))"
+    }
+
+    /// " (held for 3.100 s)" for a granted claim, or "".
+    func held(_ claim: ClaimRecord) -> String {
+        guard claim.phase == .granted, let now, let granted = claim.grantedAt else { return "" }
+        return " (held for \(seconds(now - granted)))"
+    }
+
+    /// "1.204 s": milliseconds are what a person needs to read a report.
+    func seconds(_ duration: Duration) -> String {
+        let milliseconds = max(0, duration / .milliseconds(1))
+        let whole = Int(milliseconds) / 1000
+        let fraction = Int(milliseconds) % 1000
+        let padded = String(repeating: "0", count: 3 - String(fraction).count) + String(fraction)
+        return "\(whole).\(padded) s"
     }
 
     /// A cycle through the graph from `start`, as its edges, or `nil`.
@@ -152,12 +192,16 @@ extension Arbiter {
         }
         let holding = members.filter { $0.request.fromPresenterQueue != nil }
         guard let victim = (holding.isEmpty ? members : holding).max(by: { $0.sequence < $1.sequence }) else { return }
-        let delay = configuration.deadlockDetectionDelay.map { " after waiting at least \($0)" } ?? ""
+        // Without the host's time, the detection delay is the one lower bound known for every wait.
+        let delay =
+            now == nil
+            ? configuration.deadlockDetectionDelay.map { " after waiting at least \(seconds($0))" } ?? "" : ""
         let report =
             "deadlock found\(delay), one line per edge of the cycle:\n"
             + cycle.map { "  \($0.line)" }.joined(separator: "\n")
-            + "\nBroken by failing \(describe(victim)). Do not make coordinated calls from inside a presenter's "
-            + "callback on its own queue; dispatch them elsewhere."
+            + "\nBroken by failing \(describe(victim)). Do not make coordinated calls on a presenter's own queue "
+            + "(inside its callbacks, or on the main thread when it presents on the main queue) for items it "
+            + "presents: make them from another queue, or with a coordinator created with that presenter."
         statistics.deadlocksBroken += 1
         deadlockReports.append(report)
         if deadlockReports.count > 16 { deadlockReports.removeFirst() }

@@ -1,7 +1,7 @@
 /// A read-only view of the deadlock detector's wait-for graph (SEMANTICS.md §6), for `fcdump --graph`.
 extension Arbiter {
     /// Every edge of the wait-for graph now: from each live claim that is not granted, then from each presenter whose
-    /// queue is held by one of its own callbacks. Nodes are named `claim#N` and `presenter#N`; the label is the
+    /// queue is held by a coordinated call made on it. Nodes are named `claim#N` and `presenter#N`; the label is the
     /// detector's sentence for the edge. Costs O(state): for dumps, not for the hot path.
     public func waitForEdges() -> [(from: String, to: String, label: String)] {
         func name(_ node: WaitNode) -> String {

@@ -53,8 +53,19 @@ public final class SessionRouter {
         // Coordinator ids need no mapping: the arbiter compares them together with the client id.
     }
 
-    /// Creates a router around a new arbiter.
-    public init(configuration: ArbiterConfiguration, maximumClaimsPerClient: Int, maximumPresentersPerClient: Int) {
+    /// The time of each event for the arbiter (only deadlock reports use it): monotonic, from the router's creation.
+    private let now: () -> Duration
+
+    /// Creates a router around a new arbiter. `clock` gives the time of each event (by default the monotonic time
+    /// since this call); tests may pass their own.
+    public init(
+        configuration: ArbiterConfiguration,
+        maximumClaimsPerClient: Int,
+        maximumPresentersPerClient: Int,
+        clock: (() -> Duration)? = nil
+    ) {
+        let origin = ContinuousClock.now
+        self.now = clock ?? { ContinuousClock.now - origin }
         self.arbiter = Arbiter(configuration: configuration)
         self.maximumClaims = maximumClaimsPerClient
         self.maximumPresenters = maximumPresentersPerClient
@@ -70,14 +81,14 @@ public final class SessionRouter {
         let id = ClientID(newGlobal())
         let info = ClientInfo(id: id, pid: pid, name: name)
         sessions[id] = Session(info: info)
-        _ = arbiter.handle(.clientConnected(info))
+        _ = arbiter.handle(.clientConnected(info), at: now())
         return id
     }
 
     /// A client went away: everything it held is released and the effects for the others are returned.
     public func disconnect(_ client: ClientID) -> Routed {
         guard let session = sessions.removeValue(forKey: client) else { return Routed() }
-        let routed = route(arbiter.handle(.clientDisconnected(client)))
+        let routed = route(arbiter.handle(.clientDisconnected(client), at: now()))
         for presenter in session.presenters.values { presenterOwner[presenter] = nil }
         for claim in session.claims.values { claimOwner[claim] = nil }
         requestOwner = requestOwner.filter { $0.value != client }
@@ -162,7 +173,7 @@ public final class SessionRouter {
             global = .versionChanged(id, path, change)
         }
         sessions[client] = session
-        let routed = route(arbiter.handle(global))
+        let routed = route(arbiter.handle(global, at: now()))
         if let finished, arbiter.phase(of: finished) == nil,
             let (owner, local) = claimOwner.removeValue(forKey: finished)
         {
@@ -173,7 +184,7 @@ public final class SessionRouter {
 
     /// Feeds a timer that fired.
     public func timerFired(_ timer: TimerID) -> Routed {
-        route(arbiter.handle(.timerFired(timer)))
+        route(arbiter.handle(.timerFired(timer), at: now()))
     }
 
     /// Translates effects to each client's ids, and forgets claims that failed.

@@ -100,6 +100,7 @@ extension Filecoord_V1_RegisterPresenter {
         if let path = registration.path { self.path = encodePath(path) }
         callbacks = registration.callbacks.rawValue
         isPackage = registration.isPackage
+        if let queue = registration.serialQueue { serialQueue = queue }
     }
 }
 
@@ -118,7 +119,8 @@ extension PresenterRegistration {
             client: client,
             path: wire.hasPath ? try decodePath(wire.path, field: "RegisterPresenter.path", limits: limits) : nil,
             callbacks: PresenterCallbacks(rawValue: wire.callbacks),
-            isPackage: wire.isPackage
+            isPackage: wire.isPackage,
+            serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil
         )
     }
 }

@@ -13,6 +13,8 @@ public final class ArbiterHarness {
     public private(set) var effects: [ArbiterEffect] = []
     /// Effects of the last event only.
     public private(set) var lastEffects: [ArbiterEffect] = []
+    /// The time given with each event (``Arbiter/handle(_:at:)``): `nil` (no time) unless a test sets it.
+    public var now: Duration?
 
     private var nextClient: UInt64 = 0
     private var nextPresenter: UInt64 = 0
@@ -32,7 +34,7 @@ public final class ArbiterHarness {
     /// Feeds one event and records its effects.
     @discardableResult
     public func send(_ event: ArbiterEvent) -> [ArbiterEffect] {
-        lastEffects = arbiter.handle(event)
+        lastEffects = arbiter.handle(event, at: now)
         effects += lastEffects
         return lastEffects
     }
@@ -58,7 +60,8 @@ public final class ArbiterHarness {
         _ path: String?,
         client: ClientID,
         callbacks: PresenterCallbacks = .all,
-        isPackage: Bool = false
+        isPackage: Bool = false,
+        serialQueue: UInt64? = nil
     ) -> PresenterID {
         nextPresenter += 1
         let id = PresenterID(nextPresenter)
@@ -69,7 +72,8 @@ public final class ArbiterHarness {
                     client: client,
                     path: path.map(Self.path),
                     callbacks: callbacks,
-                    isPackage: isPackage
+                    isPackage: isPackage,
+                    serialQueue: serialQueue
                 )
             )
         )

@@ -325,7 +325,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             coordinator: coordinatorID,
             purpose: PurposeID(purposeIdentifier),
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
-            fromPresenterQueue: ThreadContext.currentPresenter,
+            fromPresenterQueue: client.presenterHoldingCurrentQueue(),
             items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) },
             isPreparation: isPreparation
         )

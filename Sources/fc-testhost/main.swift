@@ -4,22 +4,27 @@
 // Commands, one per line on standard input; everything the process sees is printed to standard output, one event
 // per line, flushed at once:
 //
-//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change]
+//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change] [main-queue]
 //                                                                    register a presenter called NAME; with
 //                                                                    read-on-change it makes a coordinated read of its
 //                                                                    item inside presentedItemDidChange, on its own
-//                                                                    queue (the classic deadlock, SEMANTICS.md §6)
+//                                                                    queue (the classic deadlock, SEMANTICS.md §6);
+//                                                                    with main-queue its queue is OperationQueue.main
+//                                                                    (run by the main thread) instead of its own
 //   unpresent NAME                                                   remove it
 //   read PATH [without-changes]                                      coordinated read (prints the contents)
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
 //                                                                    `release` inside the accessor
 //   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
 //   release                                                          let the held accessor return
+//   main COMMAND ...                                                 make the call of a read, write or move on the
+//                                                                    main thread (DispatchQueue.main), not its own
 //   sleep MS
 //   exit
 //
 // Output lines: `ready`, `presenter NAME CALLBACK [URL]`, `granted OP PATH`, `done OP PATH [TEXT]`,
 // `failed OP PATH DOMAIN CODE MESSAGE`. Calls run on their own threads, so `release` is read while a write holds.
+// Standard input is read on a thread of its own; the main thread runs the main queue, as an app's does.
 
 import FileCoordination
 import Foundation
@@ -38,13 +43,23 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let readOnChange: Bool
     private let lock = NSLock()
     private var url: URL
-    let presentedItemOperationQueue: OperationQueue = {
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        return queue
-    }()
+    let presentedItemOperationQueue: OperationQueue
 
-    init(name: String, url: URL, refuseSave: Bool, neverAnswer: Bool, reacquire: Bool, readOnChange: Bool) {
+    init(
+        name: String,
+        url: URL,
+        refuseSave: Bool,
+        neverAnswer: Bool,
+        reacquire: Bool,
+        readOnChange: Bool,
+        mainQueue: Bool
+    ) {
+        if mainQueue {
+            presentedItemOperationQueue = .main
+        } else {
+            presentedItemOperationQueue = OperationQueue()
+            presentedItemOperationQueue.maxConcurrentOperationCount = 1
+        }
         self.readOnChange = readOnChange
         self.name = name
         self.url = url
@@ -128,10 +143,16 @@ final class Host: @unchecked Sendable {
         }
     }
 
-    func run(_ words: [String]) {
+    /// Runs one command. Calls go to a thread of their own, or with `onMain` to the main thread.
+    func run(_ words: [String], onMain: Bool = false) {
         guard let command = words.first else { return }
         let arguments = Array(words.dropFirst())
+        let background = { (body: @escaping @Sendable () -> Void) in
+            if onMain { DispatchQueue.main.async(execute: body) } else { Thread { body() }.start() }
+        }
         switch command {
+        case "main" where arguments.count >= 1:
+            run(arguments, onMain: true)
         case "present" where arguments.count >= 2:
             let presenter = PrintingPresenter(
                 name: arguments[0],
@@ -139,7 +160,8 @@ final class Host: @unchecked Sendable {
                 refuseSave: arguments.contains("refuse-save"),
                 neverAnswer: arguments.contains("never-answer"),
                 reacquire: !arguments.contains("no-reacquire"),
-                readOnChange: arguments.contains("read-on-change")
+                readOnChange: arguments.contains("read-on-change"),
+                mainQueue: arguments.contains("main-queue")
             )
             lock.withLock { presenters[arguments[0]] = presenter }
             NSFileCoordinator.addFilePresenter(presenter)
@@ -236,15 +258,16 @@ final class Host: @unchecked Sendable {
             say("error unknown command: \(words.joined(separator: " "))")
         }
     }
-
-    private func background(_ body: @escaping @Sendable () -> Void) {
-        Thread { body() }.start()
-    }
 }
 
 let host = Host()
 say("ready \(ProcessInfo.processInfo.processIdentifier)")
-while let line = readLine() {
-    let words = line.split(separator: " ").map(String.init)
-    host.run(words)
+Thread {
+    while let line = readLine() {
+        let words = line.split(separator: " ").map(String.init)
+        host.run(words)
+    }
+    exit(0)
 }
+.start()
+dispatchMain()

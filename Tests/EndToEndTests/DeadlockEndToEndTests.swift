@@ -33,7 +33,7 @@ struct DeadlockEndToEndTests {
             // The report closes the cycle: both processes, both presenters' queues.
             let report = (a.lines + b.lines).map(\.text).joined(separator: "\n")
             #expect(report.contains("deadlock found"))
-            #expect(report.contains("queue is held by its own callback"))
+            #expect(report.contains("is held by a coordinated call made on it"))
             #expect(report.contains("pid \(a.pid)") && report.contains("pid \(b.pid)"), "\(report)")
             // Both queues run on: a read from a third process is answered by both presenters.
             try await c.waitFor("done write \(doc)")

@@ -43,7 +43,9 @@ import Testing
             return
         }
         #expect(h.failure(readA) == nil)
-        for fragment in ["\(readA)", "\(readB)", "\(a)", "\(b)", "DeadlockExample (pid 4211)", "queue is held"] {
+        for fragment in [
+            "\(readA)", "\(readB)", "\(a)", "\(b)", "DeadlockExample (pid 4211)", "is held by a coordinated call",
+        ] {
             #expect(report.contains(fragment), "report lacks \(fragment): \(report)")
         }
         #expect(h.arbiter.statistics.deadlocksBroken == 1)
@@ -79,5 +81,150 @@ import Testing
         let claim = h.write("/d/f.txt", client: app)
         #expect(h.isGranted(claim))
         #expect(!h.effects.contains { if case .startTimer = $0 { return true } else { return false } })
+    }
+}
+
+/// Queues shared by presenters (`PresenterRegistration.serialQueue`): a call made on a serial queue holds it for
+/// every presenter on it, as on the main thread when presenters use `OperationQueue.main`.
+@Suite struct SharedQueueDeadlockTests {
+    private func harness() -> ArbiterHarness {
+        ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1)))
+    }
+
+    /// A write made on the main thread of an app whose presenter of that file runs on the main queue: the presenter
+    /// cannot relinquish while the main thread waits for it.
+    @Test func aWriteOnTheQueueOfThePresenterItWaitsForIsBroken() throws {
+        let h = harness()
+        let app = h.connect("editor", pid: 77)
+        let main: UInt64 = 0xAA
+        let doc = h.present("/d/doc.txt", client: app, serialQueue: main)
+        let write = h.claim([ArbiterHarness.write("/d/doc.txt")], client: app, fromPresenterQueue: doc)
+        #expect(h.openRequests(of: doc).map(\.1) == [.relinquishToWriter])
+        h.send(.timerFired(.deadlockCheck(write)))
+        guard case .deadlock(let report)? = h.failure(write) else {
+            Issue.record("the write did not fail with a deadlock: \(String(describing: h.failure(write)))")
+            return
+        }
+        #expect(report.contains("the queue of \(doc)") && report.contains("editor (pid 77)"), "\(report)")
+        #expect(h.arbiter.statistics.deadlocksBroken == 1)
+    }
+
+    /// The call holds the queue of another presenter of the same queue: the cycle goes through the queue they share.
+    @Test func aCallOnAQueueSharedWithTheAskedPresenterIsACycle() throws {
+        let h = harness()
+        let app = h.connect("editor", pid: 77)
+        let main: UInt64 = 0xAA
+        let sidebar = h.present("/d/other.txt", client: app, serialQueue: main)
+        let doc = h.present("/d/doc.txt", client: app, serialQueue: main)
+        // Made on the main thread; the library names the first presenter on the main queue.
+        let write = h.claim([ArbiterHarness.write("/d/doc.txt")], client: app, fromPresenterQueue: sidebar)
+        h.send(.timerFired(.deadlockCheck(write)))
+        guard case .deadlock(let report)? = h.failure(write) else {
+            Issue.record("the write did not fail with a deadlock: \(String(describing: h.failure(write)))")
+            return
+        }
+        #expect(
+            report.contains("\(doc) of /d/doc.txt in editor (pid 77) (a serial queue it shares with \(sidebar))"),
+            "\(report)"
+        )
+    }
+
+    /// The same queue id in two processes names two queues: no cycle, only a long wait.
+    @Test func equalQueueIDsOfTwoClientsAreTwoQueues() throws {
+        let h = harness()
+        let app = h.connect("editor", pid: 77)
+        let other = h.connect("viewer", pid: 78)
+        let sidebar = h.present("/d/other.txt", client: other, serialQueue: 0xAA)
+        let doc = h.present("/d/doc.txt", client: app, serialQueue: 0xAA)
+        let write = h.claim([ArbiterHarness.write("/d/doc.txt")], client: other, fromPresenterQueue: sidebar)
+        #expect(h.openRequests(of: doc).count == 1)
+        h.send(.timerFired(.deadlockCheck(write)))
+        #expect(h.failure(write) == nil)
+        #expect(h.arbiter.statistics.longWaits == 1)
+        #expect(h.arbiter.statistics.deadlocksBroken == 0)
+    }
+
+    /// Presenters on two different serial queues of one process: no cycle.
+    @Test func twoSerialQueuesOfOneClientAreNotShared() throws {
+        let h = harness()
+        let app = h.connect("editor", pid: 77)
+        let sidebar = h.present("/d/other.txt", client: app, serialQueue: 0xAA)
+        _ = h.present("/d/doc.txt", client: app, serialQueue: 0xBB)
+        let write = h.claim([ArbiterHarness.write("/d/doc.txt")], client: app, fromPresenterQueue: sidebar)
+        h.send(.timerFired(.deadlockCheck(write)))
+        #expect(h.failure(write) == nil)
+        #expect(h.arbiter.statistics.deadlocksBroken == 0)
+    }
+}
+
+/// Wait times in reports, from the host's timestamps (`Arbiter.handle(_:at:)`).
+@Suite struct DeadlockReportTimeTests {
+    @Test func everyEdgeSaysHowLongItsWaitHasLasted() throws {
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
+        )
+        h.now = .zero
+        let app = h.connect("DeadlockExample", pid: 4211)
+        let writer = h.connect("writer", pid: 4388)
+        let a = h.present("/d/test.txt", client: app)
+        let b = h.present("/d/test.txt", client: app)
+        let write = h.write("/d/test.txt", client: writer)
+        h.answerAll(reacquirer: false)
+        h.finish(write)
+        h.now = .milliseconds(100)
+        let readA = h.claim(
+            [ArbiterHarness.read("/d/test.txt", .withoutChanges)],
+            client: app,
+            filePresenter: a,
+            fromPresenterQueue: a
+        )
+        h.now = .milliseconds(350)
+        _ = h.claim(
+            [ArbiterHarness.read("/d/test.txt", .withoutChanges)],
+            client: app,
+            filePresenter: b,
+            fromPresenterQueue: b
+        )
+        h.now = .milliseconds(1_100)
+        h.send(.timerFired(.deadlockCheck(readA)))
+        let report = try #require(h.arbiter.recentDeadlockReports.last)
+        // A's read and the request it sent B are 1 s old; B's read and its request to A 0.75 s.
+        #expect(report.contains("has waited 1.000 s for \(b)"), "\(report)")
+        #expect(report.contains("has waited 0.750 s for \(a)"), "\(report)")
+        #expect(report.contains("which has waited 1.000 s in \(readA)"), "\(report)")
+        #expect(!report.contains("at least"), "\(report)")
+    }
+
+    @Test func withoutTimeTheDelayIsTheLowerBound() throws {
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .milliseconds(1_500))
+        )
+        let app = h.connect("app", pid: 9)
+        let p = h.present("/d/f.txt", client: app, serialQueue: 1)
+        let write = h.claim([ArbiterHarness.write("/d/f.txt")], client: app, fromPresenterQueue: p)
+        h.send(.timerFired(.deadlockCheck(write)))
+        let report = try #require(h.arbiter.recentDeadlockReports.last)
+        #expect(report.contains("after waiting at least 1.500 s"), "\(report)")
+    }
+
+    @Test func aGrantedBlockerSaysHowLongItHasBeenHeld() throws {
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
+        )
+        h.now = .seconds(10)
+        let app = h.connect("app", pid: 9)
+        let other = h.connect("sync", pid: 10)
+        let held = h.write("/d/f.txt", client: other)
+        h.now = .seconds(12)
+        let waiting = h.write("/d/f.txt", client: app)
+        h.now = .milliseconds(13_250)
+        h.send(.timerFired(.deadlockCheck(waiting)))
+        let logs = h.lastEffects.compactMap { effect -> String? in
+            if case .log(let record) = effect { return record.message }
+            return nil
+        }
+        let line = try #require(logs.first { $0.contains("long wait") })
+        #expect(line.contains("\(waiting)") && line.contains("has waited 1.250 s for \(held)"), "\(line)")
+        #expect(line.contains("held for 3.250 s"), "\(line)")
     }
 }

@@ -26,6 +26,7 @@ enum Samples {
                     $0.path = bytes("/home/u/Documents/a.txt")
                     $0.callbacks = PresenterCallbacks.all.rawValue
                     $0.isPackage = true
+                    $0.serialQueue = 0x7f00_1234_5678
                 }
             )
         ),
@@ -174,7 +175,8 @@ enum Samples {
                 client: client,
                 path: nil,
                 callbacks: [.relinquishToWriter, .presentedItemDidMove],
-                isPackage: true
+                isPackage: true,
+                serialQueue: 0x7f00_1234_5678
             )
         ),
         .presenterRemoved(PresenterID(2)),

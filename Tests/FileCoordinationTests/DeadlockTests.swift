@@ -71,7 +71,7 @@ import Testing
             #expect(failure.domain == FileCoordinationError.errorDomain)
             #expect(failure.code == FileCoordinationError.Code.deadlock.rawValue)
             #expect(failure.localizedDescription.contains("deadlock found"))
-            #expect(failure.localizedDescription.contains("queue is held by its own callback"))
+            #expect(failure.localizedDescription.contains("is held by a coordinated call made on it"))
         }
         // Both queues run on.
         for presenter in [a, b] {
@@ -79,5 +79,89 @@ import Testing
             presenter.presentedItemOperationQueue.addOperation { ran.signal() }
             #expect(ran.wait(timeout: .now() + 5) == .success)
         }
+    }
+}
+
+/// Coordinated calls made on a presenter's serial queue outside its callbacks (an operation the app put there, or the
+/// main queue's work): the call holds the queue, and every presenter on it, until it returns (SEMANTICS.md §6).
+@Suite struct QueueHeldByOtherWorkTests {
+    final class QueuePresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+        let presentedItemURL: URL?
+        let presentedItemOperationQueue: OperationQueue
+        init(url: URL, queue: OperationQueue) {
+            self.presentedItemURL = url
+            self.presentedItemOperationQueue = queue
+        }
+    }
+
+    static func serialQueue(_ name: String) -> OperationQueue {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.name = name
+        return queue
+    }
+
+    /// Runs a coordinated write of `url` as an operation on `queue` and returns its error.
+    static func write(_ url: URL, on queue: OperationQueue) -> NSError? {
+        let outcome = Locked<NSError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        queue.addOperation {
+            var error: NSError?
+            NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
+            outcome.set(error)
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 10) == .success else {
+            Issue.record("the write on \(queue.name ?? "the queue") did not return")
+            return nil
+        }
+        return outcome.current
+    }
+
+    @Test func aWriteFromWorkOnThePresentersOwnQueueFailsWithTheCycle() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let file = try directory.file("doc.txt")
+        let queue = Self.serialQueue("document")
+        let presenter = QueuePresenter(url: file, queue: queue)
+        NSFileCoordinator.addFilePresenter(presenter)
+        defer { NSFileCoordinator.removeFilePresenter(presenter) }
+        let error = try #require(Self.write(file, on: queue))
+        #expect(error.domain == FileCoordinationError.errorDomain)
+        #expect(error.code == FileCoordinationError.Code.deadlock.rawValue)
+        #expect(error.localizedDescription.contains("is held by a coordinated call made on it"))
+        // The queue runs on, and a write from elsewhere goes through.
+        #expect(Self.write(file, on: OperationQueue()) == nil)
+    }
+
+    @Test func aWriteOnAQueueSharedWithTheAskedPresenterFailsWithTheCycle() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let sidebarFile = try directory.file("sidebar.txt")
+        let documentFile = try directory.file("doc.txt")
+        let shared = Self.serialQueue("shared")
+        let sidebar = QueuePresenter(url: sidebarFile, queue: shared)
+        let document = QueuePresenter(url: documentFile, queue: shared)
+        NSFileCoordinator.addFilePresenter(sidebar)
+        NSFileCoordinator.addFilePresenter(document)
+        defer {
+            NSFileCoordinator.removeFilePresenter(sidebar)
+            NSFileCoordinator.removeFilePresenter(document)
+        }
+        let error = try #require(Self.write(documentFile, on: shared))
+        #expect(error.code == FileCoordinationError.Code.deadlock.rawValue)
+        #expect(error.localizedDescription.contains("a serial queue it shares with"), "\(error.localizedDescription)")
+    }
+
+    @Test func aWriteFromWorkOnAConcurrentPresenterQueueIsNoDeadlock() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let file = try directory.file("doc.txt")
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 4
+        let presenter = QueuePresenter(url: file, queue: queue)
+        NSFileCoordinator.addFilePresenter(presenter)
+        defer { NSFileCoordinator.removeFilePresenter(presenter) }
+        #expect(Self.write(file, on: queue) == nil)
     }
 }

@@ -331,11 +331,24 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   /// The presenter declares its item a package.
   public var isPackage: Bool = false
 
+  /// The presenter's operation queue when it is serial: a client-chosen id, equal for presenters that share one
+  /// queue (OperationQueue.main included). A callback or a coordinated call running on that queue holds it for
+  /// all of them, which the deadlock detector needs to know. Absent for a concurrent queue.
+  public var serialQueue: UInt64 {
+    get {_serialQueue ?? 0}
+    set {_serialQueue = newValue}
+  }
+  /// Returns true if `serialQueue` has been explicitly set.
+  public var hasSerialQueue: Bool {self._serialQueue != nil}
+  /// Clears the value of `serialQueue`. Subsequent reads from it will return its default value.
+  public mutating func clearSerialQueue() {self._serialQueue = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _path: Data? = nil
+  fileprivate var _serialQueue: UInt64? = nil
 }
 
 /// NSFileCoordinator.removeFilePresenter(_:). No reply. Its pending requests count as answered.
@@ -1408,7 +1421,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1420,6 +1433,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 2: try { try decoder.decodeSingularBytesField(value: &self._path) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.callbacks) }()
       case 4: try { try decoder.decodeSingularBoolField(value: &self.isPackage) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self._serialQueue) }()
       default: break
       }
     }
@@ -1442,6 +1456,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if self.isPackage != false {
       try visitor.visitSingularBoolField(value: self.isPackage, fieldNumber: 4)
     }
+    try { if let v = self._serialQueue {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1450,6 +1467,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs._path != rhs._path {return false}
     if lhs.callbacks != rhs.callbacks {return false}
     if lhs.isPackage != rhs.isPackage {return false}
+    if lhs._serialQueue != rhs._serialQueue {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

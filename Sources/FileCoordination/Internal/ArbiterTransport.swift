@@ -22,6 +22,8 @@ protocol ArbiterTransport: AnyObject, Sendable {
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     private let lock = NSLock()
     private let arbiter: Arbiter
+    /// The origin of the times given to the arbiter (for the wait times in deadlock reports).
+    private let origin: ContinuousClock.Instant
     private var timers: [TimerID: DispatchWorkItem] = [:]
     private let delivery = SerialWorker(name: "FileCoordination.delivery")
     private let sink: @Sendable ([ArbiterEffect]) -> Void
@@ -33,6 +35,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         sink: @escaping @Sendable ([ArbiterEffect]) -> Void
     ) {
         self.arbiter = Arbiter(configuration: configuration)
+        self.origin = .now
         self.sink = sink
         self.logger = logger
     }
@@ -40,7 +43,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     func submit(_ event: ArbiterEvent) {
         lock.lock()
         defer { lock.unlock() }
-        let effects = arbiter.handle(event)
+        let effects = arbiter.handle(event, at: .now - origin)
         var forClients: [ArbiterEffect] = []
         for effect in effects {
             switch effect {

@@ -28,12 +28,39 @@ final class CoordinationClient: @unchecked Sendable {
     /// The error objects presenters failed with, so that the caller gets the very object (SEMANTICS.md §3).
     private var presenterErrors: [PresenterID: any Error] = [:]
 
+    /// Registered presenters by the serial queue they run on (``PresenterEntry/serialQueue``), lowest id first.
+    private var presentersByQueue: [UInt64: [PresenterID]] = [:]
+
     final class PresenterEntry {
         let presenter: any NSFilePresenter
         var path: ItemPath?
+        /// The presenter's operation queue as it was at registration. Kept alive here, so that its address, which
+        /// is `serialQueue`, names no other queue while the presenter is registered.
+        let queue: OperationQueue
+        /// The queue's id for the arbiter when it is serial (`OperationQueue.main`, or one operation at a time):
+        /// a coordinated call made on it holds it (SEMANTICS.md §6). `nil` for a concurrent queue.
+        let serialQueue: UInt64?
         init(presenter: any NSFilePresenter, path: ItemPath?) {
             self.presenter = presenter
             self.path = path
+            self.queue = presenter.presentedItemOperationQueue
+            self.serialQueue = Self.serialQueueID(of: queue)
+        }
+
+        static func serialQueueID(of queue: OperationQueue) -> UInt64? {
+            guard queue === OperationQueue.main || queue.maxConcurrentOperationCount == 1 else { return nil }
+            return UInt64(UInt(bitPattern: ObjectIdentifier(queue).hashValue))
+        }
+
+        func registration(id: PresenterID, client: ClientID) -> PresenterRegistration {
+            PresenterRegistration(
+                id: id,
+                client: client,
+                path: path,
+                callbacks: presenter.presentedItemCallbacks.core,
+                isPackage: presenter.presentedItemIsPackage,
+                serialQueue: serialQueue
+            )
         }
     }
 
@@ -103,13 +130,7 @@ final class CoordinationClient: @unchecked Sendable {
         let registrations: [PresenterRegistration] = lock.withLock {
             transport = chosen
             return presenters.sorted { $0.key < $1.key }.map { id, entry in
-                PresenterRegistration(
-                    id: id,
-                    client: clientID,
-                    path: entry.path,
-                    callbacks: entry.presenter.presentedItemCallbacks.core,
-                    isPackage: entry.presenter.presentedItemIsPackage
-                )
+                entry.registration(id: id, client: clientID)
             }
         }
         for registration in registrations { chosen.submit(.presenterAdded(registration)) }
@@ -127,32 +148,28 @@ final class CoordinationClient: @unchecked Sendable {
         _ = currentTransport()
         let key = ObjectIdentifier(presenter)
         let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
-        let id: PresenterID? = lock.withLock {
+        // The presenter's properties are the app's code: read outside the lock.
+        let entry = PresenterEntry(presenter: presenter, path: path)
+        let registration: PresenterRegistration? = lock.withLock {
             guard presenterIDs[key] == nil else { return nil }
             nextID += 1
             let id = PresenterID(nextID)
             presenterIDs[key] = id
-            presenters[id] = PresenterEntry(presenter: presenter, path: path)
-            return id
+            presenters[id] = entry
+            if let queue = entry.serialQueue { presentersByQueue[queue, default: []].append(id) }
+            return entry.registration(id: id, client: clientID)
         }
-        guard let id else { return }
-        submit(
-            .presenterAdded(
-                PresenterRegistration(
-                    id: id,
-                    client: clientID,
-                    path: path,
-                    callbacks: presenter.presentedItemCallbacks.core,
-                    isPackage: presenter.presentedItemIsPackage
-                )
-            )
-        )
+        guard let registration else { return }
+        submit(.presenterAdded(registration))
     }
 
     func removePresenter(_ presenter: any NSFilePresenter) {
         let id: PresenterID? = lock.withLock {
             guard let id = presenterIDs.removeValue(forKey: ObjectIdentifier(presenter)) else { return nil }
-            presenters[id] = nil
+            if let queue = presenters.removeValue(forKey: id)?.serialQueue {
+                presentersByQueue[queue]?.removeAll { $0 == id }
+                if presentersByQueue[queue]?.isEmpty == true { presentersByQueue[queue] = nil }
+            }
             presenterErrors[id] = nil
             return id
         }
@@ -165,6 +182,29 @@ final class CoordinationClient: @unchecked Sendable {
 
     func presenterID(of presenter: any NSFilePresenter) -> PresenterID? {
         lock.withLock { presenterIDs[ObjectIdentifier(presenter)] }
+    }
+
+    /// The presenter whose serial queue the calling thread holds, if any: the one whose callback runs here, else
+    /// a registered presenter whose queue is the one running this code. Code on the main thread or in a block of
+    /// the main dispatch queue counts as running `OperationQueue.main` (with `dispatchMain()` on Linux, the main
+    /// queue's blocks run on another thread). A coordinated call made here keeps that queue, and the presenters on
+    /// it, from answering until it returns: the deadlock detector must know (SEMANTICS.md §6).
+    func presenterHoldingCurrentQueue() -> PresenterID? {
+        if let presenter = ThreadContext.currentPresenter { return presenter }
+        let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
+        guard let queue, let id = PresenterEntry.serialQueueID(of: queue) else { return nil }
+        return lock.withLock { presentersByQueue[id]?.first }
+    }
+
+    /// Marks the main dispatch queue, so that its blocks can be recognised on whichever thread runs them.
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    private static var isOnMainQueue: Bool {
+        Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) == true
     }
 
     /// Reads a presenter's URL again and tells the arbiter if it changed (after a move it was told of, or when a
