@@ -34,6 +34,8 @@ final class ClaimRecord {
     /// wait times in deadlock reports; `nil` when the host gives no time.
     var arrivedAt: Duration?
     var grantedAt: Duration?
+    /// `true` while the timer of the claim's own deadline runs (``ClaimRequest/timeout``).
+    var deadlineArmed = false
 
     init(request: ClaimRequest, sequence: UInt64, entries: [ClaimEntry]) {
         self.request = request
@@ -76,6 +78,10 @@ extension Arbiter {
         let claim = ClaimRecord(request: request, sequence: nextSequence, entries: entries)
         claim.madeWhileAnswering = isAnsweringRequest(claim)
         claim.arrivedAt = now
+        if let timeout = request.timeout {
+            claim.deadlineArmed = true
+            effects.append(.startTimer(.claimDeadline(request.id), after: timeout))
+        }
         claims[request.id] = claim
         owner.claims.insert(request.id)
         for (index, entry) in entries.enumerated() {
@@ -255,6 +261,7 @@ extension Arbiter {
 
     func grant(_ claim: ClaimRecord) {
         cancelDeadlockCheck(claim)
+        cancelDeadline(claim)
         claim.phase = .granted
         claim.grantedAt = now
         statistics.claimsGranted += 1
@@ -323,7 +330,10 @@ extension Arbiter {
     }
 
     func remove(_ claim: ClaimRecord) {
-        if claim.phase != .granted { cancelDeadlockCheck(claim) }
+        if claim.phase != .granted {
+            cancelDeadlockCheck(claim)
+            cancelDeadline(claim)
+        }
         for (index, entry) in claim.entries.enumerated() {
             tree.removeEntry(EntryRef(claim: claim.id, index: index), at: entry.node)
         }

@@ -131,6 +131,8 @@ extension Arbiter {
         switch timer {
         case .deadlockCheck(let claimID):
             deadlockCheck(claimID)
+        case .claimDeadline(let claimID):
+            deadlinePassed(claimID)
         case .presenterReply(let requestID):
             guard let request = requests[requestID] else { return }
             statistics.presenterTimeouts += 1

@@ -118,7 +118,11 @@ extension Arbiter {
                 let callbacks = presenter.registration.callbacks
                 let kind = PresenterMessageKind.presentedSubitemVersion(at: path, change)
                 if package && callbacks.isDisjoint(with: .subitemNotifications) {
-                    notifyOnce(claim, presenter, .presentedItemDidChange)
+                    // Told as a change of the package, which is no version message: the claim's own presenter, never
+                    // told of its own changes, is not told this either.
+                    if presenterID != claim.request.filePresenter {
+                        notifyOnce(claim, presenter, .presentedItemDidChange)
+                    }
                 } else {
                     notifyOnce(claim, presenter, kind)
                 }

@@ -8,6 +8,9 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     case invalidRequest(String)
     /// The claim was failed to break a deadlock; the report closes the cycle, one line per edge.
     case deadlock(String)
+    /// The claim was not granted within its own deadline (``ClaimRequest/timeout``); the report says what it still
+    /// waited for, one line per edge.
+    case timedOut(String)
 
     /// A short explanation of the failure, for logs.
     public var description: String {
@@ -16,6 +19,7 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
         case .presenterError(let error, let presenter): "\(presenter) failed: \(error)"
         case .invalidRequest(let reason): "invalid request: \(reason)"
         case .deadlock(let report): "deadlock: \(report)"
+        case .timedOut(let report): "timed out: \(report)"
         }
     }
 }

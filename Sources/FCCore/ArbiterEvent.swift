@@ -74,6 +74,10 @@ public struct ClaimRequest: Hashable, Sendable {
     /// `true` for `prepare(forReadingItemsAt:…)`: presenters are asked as for any claim, but the claim writes
     /// nothing itself (the coordinated calls made inside it do), so its end sends no did-change.
     public var isPreparation: Bool
+    /// The caller's deadline, counted from the claim's arrival: if it is not granted by then it fails with
+    /// ``ClaimFailure/timedOut(_:)``, saying what it still waits for (SEMANTICS.md §6). `nil` waits as long as it
+    /// takes (for the presenter timeout and the deadlock detector, or for `cancel()`).
+    public var timeout: Duration?
 
     /// Creates a claim request.
     public init(
@@ -84,7 +88,8 @@ public struct ClaimRequest: Hashable, Sendable {
         filePresenter: PresenterID? = nil,
         fromPresenterQueue: PresenterID? = nil,
         items: [ClaimItem],
-        isPreparation: Bool = false
+        isPreparation: Bool = false,
+        timeout: Duration? = nil
     ) {
         self.id = id
         self.client = client
@@ -94,6 +99,7 @@ public struct ClaimRequest: Hashable, Sendable {
         self.fromPresenterQueue = fromPresenterQueue
         self.items = items
         self.isPreparation = isPreparation
+        self.timeout = timeout
     }
 }
 
@@ -103,6 +109,8 @@ public enum TimerID: Hashable, Sendable {
     case presenterReply(RequestID)
     /// A claim has waited for the deadlock detection delay (SEMANTICS.md §6).
     case deadlockCheck(ClaimID)
+    /// A claim's own deadline (``ClaimRequest/timeout``) has passed.
+    case claimDeadline(ClaimID)
 }
 
 /// Everything that can happen to the arbiter. The host feeds events one at a time, in order.

@@ -210,7 +210,22 @@ extension Filecoord_V1_RequestClaim {
         if let presenter = request.fromPresenterQueue { fromPresenterQueue = presenter.rawValue }
         items = request.items.map(Filecoord_V1_ClaimItem.init)
         isPreparation = request.isPreparation
+        if let timeout = request.timeout { timeoutMilliseconds = wireMilliseconds(timeout) }
     }
+}
+
+/// The longest timeout the wire carries, in milliseconds (about 31 years): longer ones are cut to it, so that no
+/// timer arithmetic downstream can overflow.
+let maximumTimeoutMilliseconds: UInt64 = 1_000_000_000_000
+
+/// A timeout in whole milliseconds, rounded up (a timeout never ends early), negative ones as 0.
+func wireMilliseconds(_ duration: Duration) -> UInt64 {
+    let (seconds, attoseconds) = duration.components
+    guard seconds >= 0, attoseconds >= 0 else { return 0 }
+    let perMillisecond: Int64 = 1_000_000_000_000_000
+    let fraction = UInt64((attoseconds + perMillisecond - 1) / perMillisecond)
+    guard UInt64(seconds) < maximumTimeoutMilliseconds / 1000 else { return maximumTimeoutMilliseconds }
+    return min(UInt64(seconds) * 1000 + fraction, maximumTimeoutMilliseconds)
 }
 
 extension ClaimRequest {
@@ -245,7 +260,9 @@ extension ClaimRequest {
             filePresenter: wire.hasFilePresenterID ? PresenterID(wire.filePresenterID) : nil,
             fromPresenterQueue: wire.hasFromPresenterQueue ? PresenterID(wire.fromPresenterQueue) : nil,
             items: items,
-            isPreparation: wire.isPreparation
+            isPreparation: wire.isPreparation,
+            timeout: wire.hasTimeoutMilliseconds
+                ? .milliseconds(Int64(min(wire.timeoutMilliseconds, maximumTimeoutMilliseconds))) : nil
         )
     }
 }
@@ -553,6 +570,8 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
     case shuttingDown(String)
     /// The client holds as many live claims as ``ProtocolLimits/maximumClaimsPerClient`` allows.
     case limitExceeded(String)
+    /// The claim was not granted within its own timeout; the message says what it still waited for.
+    case timedOut(String)
 
     /// The reason for an arbiter failure. A presenter id is copied as it is: the daemon maps it to the receiving
     /// client's numbering first, or passes a reason with `presenter: nil` when the presenter is another client's.
@@ -562,6 +581,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .presenterError(let error, let presenter): self = .presenterError(error, presenter: presenter)
         case .invalidRequest(let reason): self = .invalidRequest(reason)
         case .deadlock(let report): self = .deadlock(report)
+        case .timedOut(let report): self = .timedOut(report)
         }
     }
 
@@ -573,6 +593,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .presenterError(let error, let presenter?): .presenterError(error, presenter: presenter)
         case .invalidRequest(let reason): .invalidRequest(reason)
         case .deadlock(let report): .deadlock(report)
+        case .timedOut(let report): .timedOut(report)
         case .presenterError(_, nil), .shuttingDown, .limitExceeded: nil
         }
     }
@@ -587,6 +608,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .deadlock(let report): "deadlock: \(report)"
         case .shuttingDown(let reason): "filecoordd is shutting down: \(reason)"
         case .limitExceeded(let reason): "limit exceeded: \(reason)"
+        case .timedOut(let report): "timed out: \(report)"
         }
     }
 
@@ -606,6 +628,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .deadlock: self = .deadlock(wire.message)
         case .shuttingDown: self = .shuttingDown(wire.message)
         case .limitExceeded: self = .limitExceeded(wire.message)
+        case .timedOut: self = .timedOut(wire.message)
         case .unspecified, .UNRECOGNIZED:
             throw ProtocolError(.invalidValue, "ClaimFailed.kind \(wire.kind.rawValue) is not valid")
         }
@@ -637,6 +660,9 @@ extension Filecoord_V1_ClaimFailed {
         case .limitExceeded(let reason):
             kind = .limitExceeded
             if message == nil { self.message = reason }
+        case .timedOut(let report):
+            kind = .timedOut
+            if message == nil { self.message = report }
         }
     }
 

@@ -34,6 +34,9 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
         public static let invalidRequest = Code(rawValue: 8)
         /// A symbolic link cycle, or another failure to make the path canonical (code 9).
         public static let unresolvablePath = Code(rawValue: 9)
+        /// The call was not granted within the timeout it was given (code 10); the message says what it waited
+        /// for.
+        public static let timedOut = Code(rawValue: 10)
 
         /// The code's name.
         public var description: String {
@@ -47,6 +50,7 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
             case .nestedWrite: "nestedWrite"
             case .invalidRequest: "invalidRequest"
             case .unresolvablePath: "unresolvablePath"
+            case .timedOut: "timedOut"
             default: "code\(rawValue)"
             }
         }

@@ -11,15 +11,18 @@ extension NSFileCoordinator {
     /// - Parameters:
     ///   - url: The item to read.
     ///   - options: The reading options.
+    ///   - timeout: How long to wait for the claim at most (else ``timeout``, the coordinator's): when it is up,
+    ///     `body` does not run and ``FileCoordinationError/Code/timedOut`` says what the read waited for.
     ///   - body: Reads the item at the URL it is given (the item's current location).
     /// - Returns: What `body` returns.
     /// - Throws: The error that kept `body` from running, or what `body` throws.
     public func read<T>(
         at url: URL,
         options: NSFileCoordinator.ReadingOptions = [],
+        timeout: Duration? = nil,
         _ body: (URL) throws -> T
     ) async throws -> T {
-        try await access([(url, .read(FCCore.ReadingOptions(rawValue: options.rawValue)))]) { urls in
+        try await access([(url, .read(FCCore.ReadingOptions(rawValue: options.rawValue)))], timeout: timeout) { urls in
             try body(urls[0])
         }
     }
@@ -33,22 +36,30 @@ extension NSFileCoordinator {
     /// - Parameters:
     ///   - url: The item to write.
     ///   - options: The writing options.
+    ///   - timeout: How long to wait for the claim at most (else ``timeout``, the coordinator's): when it is up,
+    ///     `body` does not run and ``FileCoordinationError/Code/timedOut`` says what the write waited for.
     ///   - body: Writes the item at the URL it is given (the item's current location).
     /// - Returns: What `body` returns.
     /// - Throws: The error that kept `body` from running, or what `body` throws.
     public func write<T>(
         at url: URL,
         options: NSFileCoordinator.WritingOptions = [],
+        timeout: Duration? = nil,
         _ body: (URL) throws -> T
     ) async throws -> T {
-        try await access([(url, .write(FCCore.WritingOptions(rawValue: options.rawValue)))]) { urls in
+        try await access([(url, .write(FCCore.WritingOptions(rawValue: options.rawValue)))], timeout: timeout) {
+            urls in
             try body(urls[0])
         }
     }
 
-    private func access<T>(_ items: [(URL, Access)], _ body: ([URL]) throws -> T) async throws -> T {
+    private func access<T>(
+        _ items: [(URL, Access)],
+        timeout: Duration?,
+        _ body: ([URL]) throws -> T
+    ) async throws -> T {
         let prepared: PreparedClaim
-        switch prepareClaim(items, isPreparation: false) {
+        switch prepareClaim(items, isPreparation: false, timeout: timeout) {
         case .failure(let error): throw error
         case .success(let claim): prepared = claim
         }

@@ -60,6 +60,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     private var purpose: String
     private var purposeAssigned = false
     private var cancelled = false
+    private var callTimeout: Duration?
     private var client: CoordinationClient { .shared }
 
     /// Creates a coordinator on behalf of `filePresenter`, which then hears nothing of this coordinator's accesses
@@ -120,6 +121,18 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 purposeAssigned = true
             }
         }
+    }
+
+    /// How long each later call of this coordinator may wait for its claim; `nil` (the default) waits as long as
+    /// it takes, as Apple's does. Not in Apple's API: a call still waiting when the time is up returns without
+    /// running its accessor, with ``FileCoordinationError/Code/timedOut`` and a message that says what it waited
+    /// for (SEMANTICS.md §6). The `async` methods take a timeout per call instead.
+    ///
+    /// Creating one coordinator per call, as is usual, makes this a per-call deadline for the synchronous methods.
+    /// Once the accessor runs, it runs to the end.
+    public var timeout: Duration? {
+        get { lock.withLock { callTimeout } }
+        set { lock.withLock { callTimeout = newValue } }
     }
 
     // MARK: Coordinated access
@@ -306,8 +319,17 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
     }
 
-    func prepareClaim(_ items: [(URL, Access)], isPreparation: Bool) -> Result<PreparedClaim, any Error> {
-        if lock.withLock({ cancelled }) { return .failure(CocoaError(.userCancelled)) }
+    /// The longest timeout passed on: about 31 years, so that no timer arithmetic can overflow.
+    static let maximumTimeout: Duration = .seconds(1_000_000_000)
+
+    func prepareClaim(
+        _ items: [(URL, Access)],
+        isPreparation: Bool,
+        timeout: Duration? = nil
+    ) -> Result<PreparedClaim, any Error> {
+        let (isCancelled, ownTimeout) = lock.withLock { (cancelled, callTimeout) }
+        if isCancelled { return .failure(CocoaError(.userCancelled)) }
+        let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), Self.maximumTimeout) }
         var canonical: [ItemPath] = []
         for (url, _) in items {
             do {
@@ -327,7 +349,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
             fromPresenterQueue: client.presenterHoldingCurrentQueue(),
             items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) },
-            isPreparation: isPreparation
+            isPreparation: isPreparation,
+            timeout: timeout
         )
         let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
             item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil

@@ -422,6 +422,25 @@ struct PresenterMessagingTests {
         )
     }
 
+    /// Found by the simulator (seed 1592596741 with deadlines and shared queues added): a version change inside a
+    /// package whose presenter declares no subitem callbacks reaches that presenter as did change, which is no
+    /// version message, so the claim's own presenter must not get it.
+    @Test func table_versionChanges_insideAPackageTheClaimsOwnPresenterHearsNothing() throws {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        let viewer = h.connect("viewer")
+        let noSubitems = PresenterCallbacks.all.subtracting(.subitemNotifications)
+        let own = h.present("/d/P.rtfd", client: app, callbacks: noSubitems)
+        let other = h.present("/d/P.rtfd", client: viewer, callbacks: noSubitems)
+        let read = h.read("/d/P.rtfd/c", client: app, filePresenter: own)
+        h.answerAll()
+        #expect(h.isGranted(read))
+        h.clearEffects()
+        h.send(.versionChanged(read, path("/d/P.rtfd/c"), .resolved(VersionID("v1"))))
+        #expect(h.messages(to: own).isEmpty)
+        #expect(h.messages(to: other) == [.presentedItemDidChange])
+    }
+
     @Test func table_versionChanges_presentersInsideHearNothing() throws {
         let h = ArbiterHarness()
         let app = h.connect("app")

@@ -157,6 +157,33 @@ import Testing
         #expect(wire.message == "claim#1 waits for claim#2")
     }
 
+    @Test func aTimeoutTravelsInWholeMillisecondsRoundedUpAndCapped() throws {
+        func wire(_ timeout: Duration) -> Filecoord_V1_RequestClaim {
+            Filecoord_V1_RequestClaim(
+                ClaimRequest(
+                    id: ClaimID(1),
+                    client: Samples.client,
+                    coordinator: CoordinatorID(1),
+                    purpose: PurposeID("p"),
+                    items: [ClaimItem(path: path("/d/a"), access: .read([]))],
+                    timeout: timeout
+                )
+            )
+        }
+        #expect(wire(.milliseconds(1_500)).timeoutMilliseconds == 1_500)
+        #expect(wire(.microseconds(1)).timeoutMilliseconds == 1)  // Never ends early.
+        #expect(wire(.zero).timeoutMilliseconds == 0 && wire(.zero).hasTimeoutMilliseconds)
+        #expect(wire(.seconds(-3)).timeoutMilliseconds == 0)
+        #expect(wire(.seconds(Int64.max)).timeoutMilliseconds == 1_000_000_000_000)
+        var huge = wire(.seconds(1))
+        huge.timeoutMilliseconds = .max
+        let decoded = try ClaimRequest(wire: huge, client: Samples.client)
+        #expect(decoded.timeout == .milliseconds(1_000_000_000_000))
+        var none = wire(.seconds(1))
+        none.clearTimeoutMilliseconds()
+        #expect(try ClaimRequest(wire: none, client: Samples.client).timeout == nil)
+    }
+
     @Test func aProtocolErrorFrameCarriesTheCodeAndReason() {
         let frame = Filecoord_V1_Frame(ProtocolError(.frameTooLarge, "a frame's length is 5000000 bytes"))
         #expect(frame.protocolError.reason == "frame too large: a frame's length is 5000000 bytes")

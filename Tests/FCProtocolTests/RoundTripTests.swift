@@ -102,6 +102,7 @@ import Testing
         .deadlock("claim#1 of a (pid 1) waits for claim#2 of b (pid 2), which waits for claim#1"),
         .shuttingDown("SIGTERM"),
         .limitExceeded("10000 live claims"),
+        .timedOut("claim#1 of a (pid 1) was not granted within its timeout of 2.000 s"),
     ])
     func everyFailureReasonSurvivesTheWire(_ reason: ClaimFailedReason) throws {
         let frame = Filecoord_V1_Frame(.claimFailed(Filecoord_V1_ClaimFailed(claim: ClaimID(1), reason: reason)))

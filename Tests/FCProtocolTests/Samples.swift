@@ -47,6 +47,7 @@ enum Samples {
                     $0.purpose = "com.example.app.sync"
                     $0.filePresenterID = 7
                     $0.fromPresenterQueue = 8
+                    $0.timeoutMilliseconds = 2_500
                     $0.items = [
                         .with {
                             $0.path = bytes("/home/u/a")
@@ -204,7 +205,8 @@ enum Samples {
                     ClaimItem(path: path("/"), access: .read([.withoutChanges, .forUploading])),
                     ClaimItem(path: path("/e/f"), access: .write([])),
                 ],
-                isPreparation: true
+                isPreparation: true,
+                timeout: .milliseconds(1_500)
             )
         ),
         .claimFinished(ClaimID(5), created: []),
@@ -249,6 +251,8 @@ enum Samples {
                 )
             ),
             .fail(ClaimID(5), client: client, .invalidRequest("a claim needs at least one item")),
+            .fail(ClaimID(5), client: client, .deadlock("claim#5 waits for claim#6, which waits for claim#5")),
+            .fail(ClaimID(5), client: client, .timedOut("claim#5 was not granted within its timeout of 2.000 s")),
         ]
         + messageKinds.enumerated().map { index, kind in
             .message(

@@ -35,6 +35,32 @@ import Testing
         #expect(seen == [.relinquishedToWriter, .changed, .reacquired])
     }
 
+    @Test func aWriteStillWaitingAtItsTimeoutThrowsTimedOut() async throws {
+        let file = try Self.temporaryFile()
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let holding = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            var error: NSError?
+            NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { _ in
+                holding.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        .start()
+        #expect(holding.wait(timeout: .now() + 10) == .success)
+        defer { release.signal() }
+        let ran = AsyncTestFlag()
+        do {
+            try await NSFileCoordinator().write(at: file, timeout: .milliseconds(200)) { _ in ran.set() }
+            Issue.record("the write did not time out")
+        } catch let error as FileCoordinationError {
+            #expect(error.code == .timedOut)
+            #expect(error.message.contains("within its timeout of 0.200 s"), "\(error.message)")
+        }
+        #expect(!ran.value)
+    }
+
     @Test func cancellingTheTaskWhileItWaitsThrowsUserCancelled() async throws {
         let file = try Self.temporaryFile()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }

@@ -430,12 +430,24 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   /// prepare(forReadingItemsAt:...): presenters are asked, but the claim itself writes nothing.
   public var isPreparation: Bool = false
 
+  /// The caller's timeout, from the claim's arrival at the daemon: if it is not granted by then it fails with
+  /// FAILURE_KIND_TIMED_OUT. Absent: no timeout.
+  public var timeoutMilliseconds: UInt64 {
+    get {_timeoutMilliseconds ?? 0}
+    set {_timeoutMilliseconds = newValue}
+  }
+  /// Returns true if `timeoutMilliseconds` has been explicitly set.
+  public var hasTimeoutMilliseconds: Bool {self._timeoutMilliseconds != nil}
+  /// Clears the value of `timeoutMilliseconds`. Subsequent reads from it will return its default value.
+  public mutating func clearTimeoutMilliseconds() {self._timeoutMilliseconds = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _filePresenterID: UInt64? = nil
   fileprivate var _fromPresenterQueue: UInt64? = nil
+  fileprivate var _timeoutMilliseconds: UInt64? = nil
 }
 
 /// One item of a claim.
@@ -784,6 +796,9 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
 
     /// The client already holds maximum_claims_per_client live claims.
     case limitExceeded // = 6
+
+    /// The claim was not granted within RequestClaim.timeout_milliseconds: message says what it still waited for.
+    case timedOut // = 7
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -799,6 +814,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       case 4: self = .deadlock
       case 5: self = .shuttingDown
       case 6: self = .limitExceeded
+      case 7: self = .timedOut
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -812,6 +828,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       case .deadlock: return 4
       case .shuttingDown: return 5
       case .limitExceeded: return 6
+      case .timedOut: return 7
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -825,6 +842,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       .deadlock,
       .shuttingDown,
       .limitExceeded,
+      .timedOut,
     ]
 
   }
@@ -1544,7 +1562,7 @@ nonisolated extension Filecoord_V1_PresenterURLChanged: SwiftProtobuf.Message, S
 
 nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RequestClaim"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1559,6 +1577,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self._fromPresenterQueue) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.items) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self.isPreparation) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self._timeoutMilliseconds) }()
       default: break
       }
     }
@@ -1590,6 +1609,9 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if self.isPreparation != false {
       try visitor.visitSingularBoolField(value: self.isPreparation, fieldNumber: 7)
     }
+    try { if let v = self._timeoutMilliseconds {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 8)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1601,6 +1623,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if lhs._fromPresenterQueue != rhs._fromPresenterQueue {return false}
     if lhs.items != rhs.items {return false}
     if lhs.isPreparation != rhs.isPreparation {return false}
+    if lhs._timeoutMilliseconds != rhs._timeoutMilliseconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2242,7 +2265,7 @@ nonisolated extension Filecoord_V1_ClaimFailed: SwiftProtobuf.Message, SwiftProt
 }
 
 nonisolated extension Filecoord_V1_ClaimFailed.FailureKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FAILURE_KIND_UNSPECIFIED\0\u{1}FAILURE_KIND_CANCELLED\0\u{1}FAILURE_KIND_PRESENTER_ERROR\0\u{1}FAILURE_KIND_INVALID_REQUEST\0\u{1}FAILURE_KIND_DEADLOCK\0\u{1}FAILURE_KIND_SHUTTING_DOWN\0\u{1}FAILURE_KIND_LIMIT_EXCEEDED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FAILURE_KIND_UNSPECIFIED\0\u{1}FAILURE_KIND_CANCELLED\0\u{1}FAILURE_KIND_PRESENTER_ERROR\0\u{1}FAILURE_KIND_INVALID_REQUEST\0\u{1}FAILURE_KIND_DEADLOCK\0\u{1}FAILURE_KIND_SHUTTING_DOWN\0\u{1}FAILURE_KIND_LIMIT_EXCEEDED\0\u{1}FAILURE_KIND_TIMED_OUT\0")
 }
 
 nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -258,6 +258,8 @@ final class CoordinationClient: @unchecked Sendable {
             return NSError(domain: error.domain, code: error.code, userInfo: [NSLocalizedDescriptionKey: error.message])
         case .deadlock(let report):
             return FileCoordinationError(.deadlock, report)
+        case .timedOut(let report):
+            return FileCoordinationError(.timedOut, report)
         case .invalidRequest(let reason):
             return FileCoordinationError(.invalidRequest, "The arbiter refused the request: \(reason).")
         }

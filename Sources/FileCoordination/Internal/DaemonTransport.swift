@@ -130,6 +130,8 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
             switch reason {
             case .deadlock(let message):
                 delegate.fail(claim, with: FileCoordinationError(.deadlock, message))
+            case .timedOut(let message):
+                delegate.fail(claim, with: FileCoordinationError(.timedOut, message))
             case .shuttingDown(let message):
                 delegate.fail(claim, with: FileCoordinationError(.connectionLost, message))
             case .limitExceeded(let message):

@@ -133,10 +133,15 @@ struct Simulation {
             }
         case 93..<95 where !openRequests.isEmpty:
             send(.timerFired(.presenterReply(openRequests.randomElement(using: &rng)!)))
-        case 95..<97:
+        case 95..<96:
             // The deadlock detector looks at a random claim: whatever it breaks, every invariant must still hold.
             if let claim = claimInfo.keys.sorted().randomElement(using: &rng) {
                 send(.timerFired(.deadlockCheck(claim)))
+            }
+        case 96..<97:
+            // A claim's own deadline, due or not (a late timer must change nothing).
+            if let claim = claimInfo.keys.sorted().randomElement(using: &rng) {
+                send(.timerFired(.claimDeadline(claim)))
             }
         case 97..<100:
             // Garbage: ids nobody knows.
@@ -156,7 +161,8 @@ struct Simulation {
             id: PresenterID(newID()),
             client: client,
             path: path,
-            callbacks: callbacks
+            callbacks: callbacks,
+            serialQueue: rng.chance(30) ? UInt64.random(in: 1...2, using: &rng) : nil
         )
         presenterInfo[registration.id] = registration
         send(.presenterAdded(registration))
@@ -193,7 +199,8 @@ struct Simulation {
             purpose: purpose,
             filePresenter: filePresenter,
             fromPresenterQueue: rng.chance(10) ? own.randomElement(using: &rng) : nil,
-            items: items
+            items: items,
+            timeout: rng.chance(20) ? .milliseconds(Int.random(in: 0...2_000, using: &rng)) : nil
         )
         claimInfo[request.id] = request
         send(.claimRequested(request))
@@ -219,7 +226,8 @@ struct Simulation {
     private mutating func send(_ event: ArbiterEvent) {
         if recordTrace { trace.append("step \(step): \(event)") }
         let owed = owedNotifications(for: event)
-        let effects = arbiter.handle(event)
+        // Steps as milliseconds: only reports read the time.
+        let effects = arbiter.handle(event, at: .milliseconds(step))
         if case .itemMoved(let mover, _, _) = event {
             // A mover holds the new location from now on. If it moved the item onto a location another granted
             // claim holds, without claiming it first, that overlap is the mover's doing, not the arbiter's.
