@@ -59,7 +59,7 @@ extension NSFileCoordinator {
         _ body: ([URL]) throws -> T
     ) async throws -> T {
         let prepared: PreparedClaim
-        switch prepareClaim(items, isPreparation: false, timeout: timeout) {
+        switch prepareClaim(items, isPreparation: false, blocksThread: false, timeout: timeout) {
         case .failure(let error): throw error
         case .success(let claim): prepared = claim
         }

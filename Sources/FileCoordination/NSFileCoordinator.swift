@@ -239,7 +239,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             }
         }
         let request: PreparedClaim
-        switch prepareClaim(items, isPreparation: false) {
+        switch prepareClaim(items, isPreparation: false, blocksThread: false) {
         case .failure(let error):
             queue.addOperation { accessor(error) }
             return
@@ -322,9 +322,14 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// The longest timeout passed on: about 31 years, so that no timer arithmetic can overflow.
     static let maximumTimeout: Duration = .seconds(1_000_000_000)
 
+    /// Makes the claim request of a call. `blocksThread` says whether the call blocks the calling thread while it
+    /// waits (the synchronous methods): only then does it hold the presenter queue it runs on, which the deadlock
+    /// detector must know (`fromPresenterQueue`). An `async` call suspends and an intents call returns at once, so
+    /// neither holds anything: tagging them would make the detector see cycles that are not there.
     func prepareClaim(
         _ items: [(URL, Access)],
         isPreparation: Bool,
+        blocksThread: Bool,
         timeout: Duration? = nil
     ) -> Result<PreparedClaim, any Error> {
         let (isCancelled, ownTimeout) = lock.withLock { (cancelled, callTimeout) }
@@ -347,7 +352,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             coordinator: coordinatorID,
             purpose: PurposeID(purposeIdentifier),
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
-            fromPresenterQueue: client.presenterHoldingCurrentQueue(),
+            fromPresenterQueue: blocksThread ? client.presenterHoldingCurrentQueue() : nil,
             items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) },
             isPreparation: isPreparation,
             timeout: timeout
@@ -389,7 +394,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             )
         }
         let request: PreparedClaim
-        switch prepareClaim(items, isPreparation: isPreparation) {
+        switch prepareClaim(items, isPreparation: isPreparation, blocksThread: true) {
         case .failure(let error): return error
         case .success(let prepared): request = prepared
         }

@@ -153,6 +153,41 @@ import Testing
         #expect(error.localizedDescription.contains("a serial queue it shares with"), "\(error.localizedDescription)")
     }
 
+    /// Answers relinquish requests late, from another thread, so that a claim waits past the detection delay.
+    final class SlowPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+        let presentedItemURL: URL?
+        let presentedItemOperationQueue: OperationQueue
+        init(url: URL, queue: OperationQueue) {
+            self.presentedItemURL = url
+            self.presentedItemOperationQueue = queue
+        }
+        func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { writer(nil) }
+        }
+    }
+
+    /// An intents call made on a presenter's queue returns at once: it holds nothing, so a slow answer from that
+    /// presenter is a long wait, not a deadlock.
+    @Test func anIntentsCallFromThePresentersQueueHoldsNothing() throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let file = try directory.file("doc.txt")
+        let queue = Self.serialQueue("document")
+        let presenter = SlowPresenter(url: file, queue: queue)
+        NSFileCoordinator.addFilePresenter(presenter)
+        defer { NSFileCoordinator.removeFilePresenter(presenter) }
+        let outcome = Locked<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        queue.addOperation {
+            NSFileCoordinator().coordinate(with: [.writingIntent(with: file)], queue: OperationQueue()) { error in
+                outcome.set(error)
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(outcome.current == nil, "\(String(describing: outcome.current))")
+    }
+
     @Test func aWriteFromWorkOnAConcurrentPresenterQueueIsNoDeadlock() throws {
         let directory = try TempDirectory()
         defer { directory.remove() }
