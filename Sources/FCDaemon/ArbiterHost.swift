@@ -17,6 +17,8 @@ final class ArbiterHost {
     private var timers: [TimerID: Scheduled<Void>] = [:]
     private let encoder: FrameEncoder
     private var shuttingDown = false
+    /// Each connected client's command line, read once when it connected (for the dump).
+    var clientArguments: [ClientID: [String]] = [:]
     /// When each claim (global id) reached the daemon, for the ages in the dump (Dump.swift).
     var claimArrivals: [ClaimID: ContinuousClock.Instant] = [:]
     var claimArrivalsPruneThreshold = 1024
@@ -38,6 +40,7 @@ final class ArbiterHost {
         loop.preconditionInEventLoop()
         let client = router.connect(pid: pid, name: name)
         connections[client] = channel
+        clientArguments[client] = ProcessCommandLine.arguments(of: pid)
         logger.info(
             "client connected",
             metadata: ["client.id": "\(client.rawValue)", "client.pid": "\(pid)", "client.name": "\(name)"]
@@ -87,6 +90,7 @@ final class ArbiterHost {
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
         guard connections.removeValue(forKey: client) != nil else { return }
+        clientArguments[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }
 

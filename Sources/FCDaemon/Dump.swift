@@ -63,7 +63,8 @@ extension ArbiterHost {
                 pid: info.pid,
                 name: info.name,
                 presenters: presenters.filter { $0.client == info.id }.map(\.id.rawValue),
-                claims: snapshot.claims.filter { $0.request.client == info.id }.map(\.request.id.rawValue)
+                claims: snapshot.claims.filter { $0.request.client == info.id }.map(\.request.id.rawValue),
+                arguments: clientArguments[info.id] ?? []
             )
         }
 
@@ -86,7 +87,8 @@ extension ArbiterHost {
                     client: registration.client.rawValue,
                     path: registration.path.map { "\($0)" },
                     callbacks: registration.callbacks.names,
-                    isPackage: registration.isPackage
+                    isPackage: registration.isPackage,
+                    serialQueue: registration.serialQueue
                 )
             },
             claims: claims,

@@ -91,14 +91,40 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var presenters: [UInt64]
         /// Its live claims' ids.
         public var claims: [UInt64]
+        /// Its command line (`/proc/PID/cmdline` when it connected); empty when it could not be read. Added to
+        /// schema version 1: a dump from an older daemon decodes with none.
+        public var arguments: [String]
 
         /// Creates a client entry.
-        public init(id: UInt64, pid: Int32, name: String, presenters: [UInt64], claims: [UInt64]) {
+        public init(
+            id: UInt64,
+            pid: Int32,
+            name: String,
+            presenters: [UInt64],
+            claims: [UInt64],
+            arguments: [String] = []
+        ) {
             self.id = id
             self.pid = pid
             self.name = name
             self.presenters = presenters
             self.claims = claims
+            self.arguments = arguments
+        }
+
+        private enum CodingKeys: String, CodingKey { case id, pid, name, presenters, claims, arguments }
+
+        /// Decodes a client; `arguments` may be missing (older daemons).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                id: try container.decode(UInt64.self, forKey: .id),
+                pid: try container.decode(Int32.self, forKey: .pid),
+                name: try container.decode(String.self, forKey: .name),
+                presenters: try container.decode([UInt64].self, forKey: .presenters),
+                claims: try container.decode([UInt64].self, forKey: .claims),
+                arguments: try container.decodeIfPresent([String].self, forKey: .arguments) ?? []
+            )
         }
     }
 
@@ -114,19 +140,44 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var callbacks: [String]
         /// Whether it declared its item a package.
         public var isPackage: Bool
+        /// The client's id for the presenter's serial queue, equal among the client's presenters that share one
+        /// (`OperationQueue.main`, say); `null` for a concurrent queue. Added to schema version 1: a dump from an
+        /// older daemon decodes with none.
+        public var serialQueue: UInt64?
 
         /// Creates a presenter entry.
-        public init(id: UInt64, client: UInt64, path: String?, callbacks: [String], isPackage: Bool) {
+        public init(
+            id: UInt64,
+            client: UInt64,
+            path: String?,
+            callbacks: [String],
+            isPackage: Bool,
+            serialQueue: UInt64? = nil
+        ) {
             self.id = id
             self.client = client
             self.path = path
             self.callbacks = callbacks
             self.isPackage = isPackage
+            self.serialQueue = serialQueue
         }
 
-        private enum CodingKeys: String, CodingKey { case id, client, path, callbacks, isPackage }
+        private enum CodingKeys: String, CodingKey { case id, client, path, callbacks, isPackage, serialQueue }
 
-        /// Encodes every key, `path` as `null` when absent.
+        /// Decodes a presenter; `serialQueue` may be missing (older daemons).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                id: try container.decode(UInt64.self, forKey: .id),
+                client: try container.decode(UInt64.self, forKey: .client),
+                path: try container.decodeIfPresent(String.self, forKey: .path),
+                callbacks: try container.decode([String].self, forKey: .callbacks),
+                isPackage: try container.decode(Bool.self, forKey: .isPackage),
+                serialQueue: try container.decodeIfPresent(UInt64.self, forKey: .serialQueue)
+            )
+        }
+
+        /// Encodes every key, `path` and `serialQueue` as `null` when absent.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(id, forKey: .id)
@@ -134,6 +185,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             try container.encode(path, forKey: .path)
             try container.encode(callbacks, forKey: .callbacks)
             try container.encode(isPackage, forKey: .isPackage)
+            try container.encode(serialQueue, forKey: .serialQueue)
         }
     }
 

@@ -16,6 +16,9 @@
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
 //                                                                    `release` inside the accessor
 //   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
+//   write2 FIRST SECOND [hold]                                       one coordinated write of both items (the
+//                                                                    two-URL method); prints `granted write2 FIRST`
+//                                                                    and `done write2 FIRST`
 //   release                                                          let the held accessor return
 //   main COMMAND ...                                                 make the call of a read, write or move on the
 //                                                                    main thread (DispatchQueue.main), not its own
@@ -245,6 +248,29 @@ final class Host: @unchecked Sendable {
                     say("done move \(from.path) \(to.path)")
                 }
                 self.report("move", from.path, error)
+            }
+        case "write2" where arguments.count >= 2:
+            let first = URL(fileURLWithPath: arguments[0])
+            let second = URL(fileURLWithPath: arguments[1])
+            let hold = arguments.dropFirst(2).contains("hold") ? DispatchSemaphore(value: 0) : nil
+            if let hold { lock.withLock { held.append(hold) } }
+            background {
+                var error: NSError?
+                NSFileCoordinator().coordinate(
+                    writingItemAt: first,
+                    options: [],
+                    writingItemAt: second,
+                    options: [],
+                    error: &error
+                ) { _, _ in
+                    say("granted write2 \(first.path)")
+                    if let hold {
+                        say("holding write2 \(first.path)")
+                        hold.wait()
+                    }
+                    say("done write2 \(first.path)")
+                }
+                self.report("write2", first.path, error)
             }
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }

@@ -52,11 +52,11 @@ struct FCDump: ParsableCommand {
     @Flag(help: "Refresh every --interval seconds until interrupted.")
     var watch = false
 
-    @Option(help: "Seconds between refreshes with --watch.")
+    @Option(help: "Seconds between refreshes with --watch (fractions allowed; at most 3600).")
     var interval: Double = 2
 
     mutating func validate() throws {
-        guard interval > 0 else { throw ValidationError("--interval must be positive") }
+        guard interval > 0, interval <= 3_600 else { throw ValidationError("--interval must be in (0, 3600]") }
         if let path, !path.hasPrefix("/") { throw ValidationError("--path must be absolute") }
     }
 
@@ -68,6 +68,13 @@ struct FCDump: ParsableCommand {
             print(try render(socketPath: socketPath, colour: colour), terminator: "")
             return
         }
+        // A parent may have left these blocked (a test runner, a service manager): unblocked, ^C, kill and a
+        // closed terminal stop the watch as they would stop any command.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, number) }
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
+        let pause = useconds_t(interval * 1_000_000)
         while true {
             let text: String
             do {
@@ -77,7 +84,7 @@ struct FCDump: ParsableCommand {
             }
             let clear = colour ? "\u{1B}[H\u{1B}[2J" : ""
             FileHandle.standardOutput.write(Data((clear + text + "(every \(interval)s; ^C to stop)\n").utf8))
-            usleep(useconds_t(interval * 1_000_000))
+            usleep(pause)
         }
     }
 

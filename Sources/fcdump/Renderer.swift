@@ -46,6 +46,17 @@ struct Renderer {
         clientsByID = Dictionary(dump.clients.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// "; queue shared with presenter#3, presenter#9" when other presenters of its client run on its serial queue
+    /// (a call that blocks that queue blocks them all), else "".
+    private func queueSharing(_ presenter: DaemonDump.Presenter) -> String {
+        guard let queue = presenter.serialQueue else { return "" }
+        let others = dump.presenters.filter {
+            $0.id != presenter.id && $0.client == presenter.client && $0.serialQueue == queue
+        }
+        return others.isEmpty
+            ? "" : "; queue shared with " + others.map { "presenter#\($0.id)" }.joined(separator: ", ")
+    }
+
     private func paint(_ text: String, _ code: String) -> String {
         colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
     }
@@ -109,7 +120,7 @@ struct Renderer {
                 : "callbacks: " + (presenter.callbacks.isEmpty ? "none" : presenter.callbacks.joined(separator: ","))
             out +=
                 inner + paint("presenter", "36") + " presenter#\(id) of \(client(presenter.client))"
-                + (presenter.isPackage ? " package" : "") + "; \(callbacks)\n"
+                + (presenter.isPackage ? " package" : "") + "; \(callbacks)\(queueSharing(presenter))\n"
         }
         let here = node.claims.compactMap { claims[$0] }
         for claim in here where claim.phase == "granted" {
@@ -155,6 +166,17 @@ struct Renderer {
 
     // MARK: clients
 
+    /// An argument as a shell would need it: as it is when it is plain, else in single quotes.
+    static func shellQuoted(_ argument: String) -> String {
+        let plain =
+            !argument.isEmpty
+            && argument.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                    || "-_./=:,+@%".unicodeScalars.contains($0)
+            }
+        return plain ? argument : "'" + argument.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     /// One block per client: pid, name, presenters and claims.
     func clients() -> String {
         var out = summary() + "\n"
@@ -162,6 +184,9 @@ struct Renderer {
             out +=
                 paint("client#\(client.id)", "1") + " \(client.name) pid \(client.pid): "
                 + "\(client.presenters.count) presenters, \(client.claims.count) claims\n"
+            if !client.arguments.isEmpty {
+                out += "    command: \(client.arguments.map(Self.shellQuoted).joined(separator: " "))\n"
+            }
             for id in client.presenters {
                 let path = presenters[id]?.path ?? "(no item yet)"
                 out += "    presenter#\(id) \(path)\n"

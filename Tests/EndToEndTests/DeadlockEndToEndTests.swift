@@ -39,6 +39,18 @@ struct DeadlockEndToEndTests {
             try await c.waitFor("done write \(doc)")
             try c.send("read \(doc) without-changes")
             try await c.waitFor("done read \(doc)")
+
+            // fcdump keeps the report: `deadlocks` prints it, and the JSON counts it.
+            let reports = try await env.runTool("fcdump", ["deadlocks"])
+            #expect(reports.status == 0, "fcdump deadlocks failed: \(reports.error)")
+            #expect(reports.output.contains("deadlock found"), "\(reports.output)")
+            #expect(reports.output.contains("pid \(a.pid)") && reports.output.contains("pid \(b.pid)"))
+            #expect(reports.output.contains("is held by a coordinated call made on it"), "\(reports.output)")
+            let json = try await env.runTool("fcdump", ["--json"])
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            #expect((dump["statistics"] as? [String: Any])?["deadlocksBroken"] as? Int == 1)
+            let kept = try #require(dump["deadlocks"] as? [String])
+            #expect(kept.count == 1 && kept.first.map { report.contains($0) || $0.contains("deadlock found") } == true)
         }
     }
 

@@ -31,6 +31,7 @@ struct FcdumpTests {
             _ = try require(client, "name", String.self, "client")
             _ = try require(client, "presenters", [Int].self, "client")
             _ = try require(client, "claims", [Int].self, "client")
+            _ = try require(client, "arguments", [String].self, "client")
         }
         for presenter in try require(dump, "presenters", [[String: Any]].self, "dump") {
             _ = try require(presenter, "id", Int.self, "presenter")
@@ -38,6 +39,7 @@ struct FcdumpTests {
             try optional(presenter, "path", String.self, "presenter")
             _ = try require(presenter, "callbacks", [String].self, "presenter")
             _ = try require(presenter, "isPackage", Bool.self, "presenter")
+            try optional(presenter, "serialQueue", Int.self, "presenter")
         }
         for claim in try require(dump, "claims", [[String: Any]].self, "dump") {
             _ = try require(claim, "id", Int.self, "claim")
@@ -160,6 +162,54 @@ struct FcdumpTests {
                 try JSONSerialization.jsonObject(with: Data(after.output.utf8)) as? [String: Any]
             )
             #expect((afterDump["claims"] as? [Any])?.isEmpty == true, "claims left after both ended: \(after.output)")
+        }
+    }
+
+    @Test("fcdump --watch refreshes until stopped, shows new state, and reports a daemon that went away")
+    func watchRefreshes() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let doc = try env.file("doc.txt", "v1")
+            let watch = try env.startTool("fcdump", ["--watch", "--interval", "0.1"])
+            try await watch.waitForOutput("(every 0.1s; ^C to stop)", count: 2)
+            #expect(!watch.output.contains("presenter#"), "a presenter before any was registered:\n\(watch.output)")
+
+            // A presenter registered now appears in a later refresh.
+            let a = try await env.host("A")
+            try await a.present("P", doc)
+            try await watch.waitForOutput("presenter presenter#")
+            #expect(watch.output.contains("pid \(a.pid)"))
+            #expect(!watch.output.contains("\u{1B}"), "escape codes when standard output is not a terminal")
+
+            // The daemon goes away (its only client first, so that none restarts it): each refresh says so, and
+            // fcdump keeps watching.
+            try await a.kill9()
+            daemon.signal(SIGKILL)
+            _ = try await daemon.waitForExit()
+            try await watch.waitForOutput("no filecoordd is running", count: 2)
+            #expect(watch.process.isRunning, "fcdump --watch stopped when the daemon went away")
+            kill(watch.process.processIdentifier, SIGTERM)
+            try await eventually("fcdump --watch to stop on SIGTERM") { !watch.process.isRunning }
+        }
+    }
+
+    @Test("fcdump clients shows each client's command line")
+    func clientsShowTheirCommandLine() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let a = try await env.host("A")
+            try await a.barrier()
+            let json = try await env.runTool("fcdump", ["--json"])
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            let clients = try #require(dump["clients"] as? [[String: Any]])
+            let host = try #require(clients.first { $0["pid"] as? Int == Int(a.pid) })
+            let arguments = try #require(host["arguments"] as? [String])
+            #expect(arguments.first == (try Products.executable("fc-testhost").path), "\(arguments)")
+            let listed = try await env.runTool("fcdump", ["clients"])
+            #expect(
+                listed.output.contains("command: \(try Products.executable("fc-testhost").path)"),
+                "\(listed.output)"
+            )
         }
     }
 

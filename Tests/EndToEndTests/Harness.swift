@@ -219,6 +219,8 @@ final class TestEnvironment: @unchecked Sendable {
     private let lock = NSLock()
     private var hosts: [HostProcess] = []
     private var daemons: [DaemonProcess] = []
+    /// Tools left running (``startTool(_:_:)``), killed by ``cleanup()``.
+    private var tools: [Process] = []
     private var hostCount = 0
 
     private init() throws {
@@ -317,7 +319,8 @@ final class TestEnvironment: @unchecked Sendable {
     /// Kills every process the test started (hosts first, so that none restarts a daemon), any daemon a client
     /// started on the test's socket, and removes the folder.
     func cleanup() {
-        let (hosts, daemons) = lock.withLock { (self.hosts, self.daemons) }
+        let (hosts, daemons, tools) = lock.withLock { (self.hosts, self.daemons, self.tools) }
+        for tool in tools where tool.isRunning { kill(tool.processIdentifier, SIGKILL) }
         for host in hosts { host.forceKill() }
         for daemon in daemons { daemon.forceKill() }
         // A daemon the library started (FILECOORDD_PATH): its pid is in the lock file. Killed only if it is a
@@ -734,5 +737,59 @@ extension TestEnvironment {
         process.waitUntilExit()
         let read = { (file: String) in (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
         return (process.terminationStatus, read(outputPath), read(errorPath))
+    }
+}
+
+// MARK: - Command-line tools left running
+
+/// A tool started with ``TestEnvironment/startTool(_:_:)`` (for example `fcdump --watch`): what it printed so far.
+struct RunningTool {
+    let process: Process
+    let outputPath: String
+    let errorPath: String
+
+    /// Everything it wrote to standard output so far.
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    /// Everything it wrote to standard error so far.
+    var error: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until its standard output holds `text` `count` times.
+    func waitForOutput(_ text: String, count: Int = 1, timeout: Duration = defaultTimeout) async throws {
+        try await eventually(
+            timeout: timeout,
+            "\(count) × \"\(text)\" from \(process.arguments ?? []); it printed:\n\(output)"
+        ) {
+            output.components(separatedBy: text).count - 1 >= count
+        }
+    }
+}
+
+extension TestEnvironment {
+    /// Starts the built executable `name` with `arguments` and the test's socket, its standard output and error going
+    /// to files (not a terminal), and leaves it running; ``cleanup()`` kills it if the test does not.
+    func startTool(_ name: String, _ arguments: [String]) throws -> RunningTool {
+        let number = lock.withLock {
+            hostCount += 1
+            return hostCount
+        }
+        let outputPath = path("\(name)-\(number).stdout")
+        let errorPath = path("\(name)-\(number).stderr")
+        for file in [outputPath, errorPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+        guard let output = FileHandle(forWritingAtPath: outputPath), let error = FileHandle(forWritingAtPath: errorPath)
+        else { throw HarnessError(description: "cannot open the output files of \(name)") }
+        defer {
+            try? output.close()
+            try? error.close()
+        }
+        let process = try launch(
+            try Products.executable(name),
+            arguments,
+            environment: try childEnvironment(socket: socket),
+            input: FileHandle.nullDevice,
+            output: output,
+            error: error
+        )
+        lock.withLock { tools.append(process) }
+        return RunningTool(process: process, outputPath: outputPath, errorPath: errorPath)
     }
 }

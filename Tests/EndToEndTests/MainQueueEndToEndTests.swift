@@ -52,6 +52,15 @@ struct MainQueueEndToEndTests {
             #expect(app.presenterEvents("P").first == "relinquishToWriter")
             #expect(!app.lines.contains { $0.text.hasPrefix("failed") })
             #expect(!daemon.log().contains("deadlock found"))
+
+            // fcdump shows which presenters share a serial queue (the main queue here), and which do not.
+            try await app.present("Q", try env.file("other.txt", "x"), "main-queue")
+            try await app.present("R", try env.file("third.txt", "x"))
+            let tree = try await env.runTool("fcdump", [])
+            #expect(
+                tree.output.components(separatedBy: "queue shared with presenter#").count - 1 == 2,
+                "\(tree.output)"
+            )
         }
     }
 }

@@ -28,28 +28,32 @@ final class CoordinationClient: @unchecked Sendable {
     /// The error objects presenters failed with, so that the caller gets the very object (SEMANTICS.md §3).
     private var presenterErrors: [PresenterID: any Error] = [:]
 
-    /// Registered presenters by the serial queue they run on (``PresenterEntry/serialQueue``), lowest id first.
+    /// The ids of the serial queues registered presenters run on (``PresenterEntry/serialQueue``): small numbers,
+    /// so that no address leaves the process. An id lives while a presenter on its queue is registered.
+    private var queueIDs: [ObjectIdentifier: UInt64] = [:]
+    /// Registered presenters by the id of the serial queue they run on, lowest id first.
     private var presentersByQueue: [UInt64: [PresenterID]] = [:]
+    private var nextQueueID: UInt64 = 0
 
     final class PresenterEntry {
         let presenter: any NSFilePresenter
         var path: ItemPath?
-        /// The presenter's operation queue as it was at registration. Kept alive here, so that its address, which
-        /// is `serialQueue`, names no other queue while the presenter is registered.
+        /// The presenter's operation queue as it was at registration. Kept alive here, so that its
+        /// `ObjectIdentifier` names no other queue while the presenter is registered.
         let queue: OperationQueue
         /// The queue's id for the arbiter when it is serial (`OperationQueue.main`, or one operation at a time):
-        /// a coordinated call made on it holds it (SEMANTICS.md §6). `nil` for a concurrent queue.
-        let serialQueue: UInt64?
+        /// a coordinated call made on it holds it (SEMANTICS.md §6). `nil` for a concurrent queue. Set under the
+        /// client's lock when the presenter is registered.
+        var serialQueue: UInt64?
         init(presenter: any NSFilePresenter, path: ItemPath?) {
             self.presenter = presenter
             self.path = path
             self.queue = presenter.presentedItemOperationQueue
-            self.serialQueue = Self.serialQueueID(of: queue)
         }
 
-        static func serialQueueID(of queue: OperationQueue) -> UInt64? {
-            guard queue === OperationQueue.main || queue.maxConcurrentOperationCount == 1 else { return nil }
-            return UInt64(UInt(bitPattern: ObjectIdentifier(queue).hashValue))
+        /// `true` for `OperationQueue.main` and for queues that run one operation at a time.
+        static func isSerial(_ queue: OperationQueue) -> Bool {
+            queue === OperationQueue.main || queue.maxConcurrentOperationCount == 1
         }
 
         func registration(id: PresenterID, client: ClientID) -> PresenterRegistration {
@@ -156,7 +160,19 @@ final class CoordinationClient: @unchecked Sendable {
             let id = PresenterID(nextID)
             presenterIDs[key] = id
             presenters[id] = entry
-            if let queue = entry.serialQueue { presentersByQueue[queue, default: []].append(id) }
+            if PresenterEntry.isSerial(entry.queue) {
+                let queueKey = ObjectIdentifier(entry.queue)
+                let queue: UInt64
+                if let known = queueIDs[queueKey] {
+                    queue = known
+                } else {
+                    nextQueueID += 1
+                    queue = nextQueueID
+                    queueIDs[queueKey] = queue
+                }
+                entry.serialQueue = queue
+                presentersByQueue[queue, default: []].append(id)
+            }
             return entry.registration(id: id, client: clientID)
         }
         guard let registration else { return }
@@ -166,9 +182,12 @@ final class CoordinationClient: @unchecked Sendable {
     func removePresenter(_ presenter: any NSFilePresenter) {
         let id: PresenterID? = lock.withLock {
             guard let id = presenterIDs.removeValue(forKey: ObjectIdentifier(presenter)) else { return nil }
-            if let queue = presenters.removeValue(forKey: id)?.serialQueue {
+            if let entry = presenters.removeValue(forKey: id), let queue = entry.serialQueue {
                 presentersByQueue[queue]?.removeAll { $0 == id }
-                if presentersByQueue[queue]?.isEmpty == true { presentersByQueue[queue] = nil }
+                if presentersByQueue[queue]?.isEmpty == true {
+                    presentersByQueue[queue] = nil
+                    queueIDs[ObjectIdentifier(entry.queue)] = nil
+                }
             }
             presenterErrors[id] = nil
             return id
@@ -192,8 +211,8 @@ final class CoordinationClient: @unchecked Sendable {
     func presenterHoldingCurrentQueue() -> PresenterID? {
         if let presenter = ThreadContext.currentPresenter { return presenter }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
-        guard let queue, let id = PresenterEntry.serialQueueID(of: queue) else { return nil }
-        return lock.withLock { presentersByQueue[id]?.first }
+        guard let queue, PresenterEntry.isSerial(queue) else { return nil }
+        return lock.withLock { queueIDs[ObjectIdentifier(queue)].flatMap { presentersByQueue[$0]?.first } }
     }
 
     /// Marks the main dispatch queue, so that its blocks can be recognised on whichever thread runs them.
