@@ -199,9 +199,10 @@ extension Arbiter {
         let report =
             "deadlock found\(delay), one line per edge of the cycle:\n"
             + cycle.map { "  \($0.line)" }.joined(separator: "\n")
-            + "\nBroken by failing \(describe(victim)). Do not make coordinated calls on a presenter's own queue "
-            + "(inside its callbacks, or on the main thread when it presents on the main queue) for items it "
-            + "presents: make them from another queue, or with a coordinator created with that presenter."
+            + "\nBroken by failing \(describe(victim)). A synchronous coordinated call blocks the queue it is made "
+            + "on, and the presenters on that queue cannot answer until it returns (inside a presenter's callback; "
+            + "on the main thread when a presenter uses the main queue): make such calls from another queue, or "
+            + "with coordinate(with:queue:byAccessor:) or the async methods, which block nothing."
         statistics.deadlocksBroken += 1
         deadlockReports.append(report)
         if deadlockReports.count > 16 { deadlockReports.removeFirst() }

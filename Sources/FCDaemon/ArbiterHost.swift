@@ -120,9 +120,22 @@ final class ArbiterHost {
     }
 
     /// The state as JSON, for `DumpRequest` (`fcdump`; the schema is docs/FCDUMP-SCHEMA.md). Read-only.
-    func dump() -> [UInt8] {
+    /// The state for a dump, copied now (``captureDumpState()``); encode it off the loop with
+    /// ``DumpState/json(logger:)``.
+    func dumpState() -> DumpState {
         loop.preconditionInEventLoop()
-        return makeDump()
+        let start = ContinuousClock.now
+        let state = captureDumpState()
+        // Every other client waits while the state is copied: say how long, for whoever runs fcdump --watch.
+        logger.debug(
+            "dump state copied",
+            metadata: [
+                "dump.presenters": "\(state.snapshot.presenters.count)",
+                "dump.claims": "\(state.snapshot.claims.count)",
+                "dump.milliseconds": "\((ContinuousClock.now - start) / .milliseconds(1))",
+            ]
+        )
+        return state
     }
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {

@@ -29,6 +29,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var decoder: FrameDecoder
     private var state = State.awaitingHello
     private var peerPID: Int32 = 0
+    /// `true` while a dump for this connection is being encoded.
+    private var dumpInFlight = false
     /// The client this connection speaks for, from the handshake until the connection is gone.
     private var client: ClientID?
     private let limits: ProtocolLimits
@@ -121,15 +123,49 @@ final class ConnectionHandler: ChannelInboundHandler {
                 throw ProtocolError(.unexpectedMessage, "Hello was sent twice")
             }
             if case .dumpRequest? = frame.payload {
-                var reply = Filecoord_V1_DumpReply()
-                reply.json = Data(host.dump())
-                write(Filecoord_V1_Frame(.dumpReply(reply)), context: context)
+                try answerDump(context: context)
                 return
             }
             guard let event = try ArbiterEvent(wire: frame, client: client, limits: limits) else { return }
             host.receive(event, from: client)
         }
     }
+
+    /// Answers a `DumpRequest`: the state is copied on the loop, then encoded on ``dumpQueue`` and sent back from
+    /// the loop, so that a big dump keeps other clients waiting only for the copy. One dump at a time per
+    /// connection: another request before the answer is a protocol error.
+    private func answerDump(context: ChannelHandlerContext) throws(ProtocolError) {
+        guard !dumpInFlight else {
+            throw ProtocolError(.unexpectedMessage, "DumpRequest sent before the previous dump was answered")
+        }
+        dumpInFlight = true
+        let state = host.dumpState()
+        let logger = host.logger
+        let maximumFrameSize = host.configuration.maximumFrameSize
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
+        Self.dumpQueue.async {
+            let start = ContinuousClock.now
+            let json = state.json(logger: logger)
+            let replies = Filecoord_V1_DumpReply.chunks(of: json, maximumFrameSize: maximumFrameSize)
+            logger.debug(
+                "dump encoded",
+                metadata: [
+                    "dump.bytes": "\(json.count)",
+                    "dump.milliseconds": "\((ContinuousClock.now - start) / .milliseconds(1))",
+                ]
+            )
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.dumpInFlight = false
+                guard context.channel.isActive else { return }  // fcdump gave up and went away.
+                for reply in replies { handler.write(Filecoord_V1_Frame(.dumpReply(reply)), context: context) }
+            }
+        }
+    }
+
+    /// Where dumps are encoded: one at a time, off the event loop.
+    private static let dumpQueue = DispatchQueue(label: "filecoordd.dump", qos: .utility)
 
     private func fail(_ error: ProtocolError, context: ChannelHandlerContext) {
         switch state {
@@ -163,7 +199,12 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
 
     private func write(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) {
-        guard let bytes = try? FrameEncoder(maximumFrameSize: host.configuration.maximumFrameSize).encode(frame) else {
+        let bytes: [UInt8]
+        do {
+            bytes = try FrameEncoder(maximumFrameSize: host.configuration.maximumFrameSize).encode(frame)
+        } catch {
+            // Never silent: the peer would wait for an answer that does not come.
+            host.logger.error("could not encode a frame: \(error)", metadata: ["client.pid": "\(peerPID)"])
             return
         }
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)

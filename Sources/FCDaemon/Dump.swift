@@ -23,18 +23,58 @@ extension ArbiterHost {
         }
     }
 
-    /// The state now, as JSON.
-    func makeDump() -> [UInt8] {
+    /// Copies what a dump needs, on the event loop: values only, no formatting and no encoding, so that other
+    /// clients wait as little as possible (``DumpState/json(logger:)`` does the rest on another thread).
+    func captureDumpState() -> DumpState {
         let arbiter = router.arbiter
         let snapshot = arbiter.snapshot()
         let now = ContinuousClock.now
         let live = Set(snapshot.claims.map(\.request.id))
         claimArrivals = claimArrivals.filter { live.contains($0.key) }
+        var blockers: [ClaimID: [ClaimID]] = [:]
+        var ages: [ClaimID: Double] = [:]
+        for claim in snapshot.claims {
+            let id = claim.request.id
+            if claim.phase == .waiting { blockers[id] = arbiter.blockers(of: id) }
+            ages[id] = claimArrivals[id].map { (now - $0).secondsValue } ?? 0
+        }
+        return DumpState(
+            daemonPID: getpid(),
+            snapshot: snapshot,
+            blockers: blockers,
+            ages: ages,
+            waitFor: arbiter.waitForEdges().map { DaemonDump.Edge(from: $0.from, to: $0.to, label: $0.label) },
+            statistics: arbiter.statistics,
+            deadlocks: arbiter.recentDeadlockReports,
+            clients: router.clients,
+            clientArguments: clientArguments
+        )
+    }
+}
 
+/// A copy of the daemon's state for one dump, taken on the event loop (``ArbiterHost/captureDumpState()``) and
+/// turned into JSON anywhere.
+///
+/// - Important: A value: `Sendable`, usable from any thread.
+struct DumpState: Sendable {
+    var daemonPID: Int32
+    var snapshot: ArbiterSnapshot
+    /// For each waiting claim, the claims that keep it from starting.
+    var blockers: [ClaimID: [ClaimID]]
+    /// Seconds since each live claim reached the daemon.
+    var ages: [ClaimID: Double]
+    var waitFor: [DaemonDump.Edge]
+    var statistics: ArbiterStatistics
+    var deadlocks: [String]
+    var clients: [ClientInfo]
+    var clientArguments: [ClientID: [String]]
+
+    /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
+    /// in a debug build, which is why it runs off the event loop.
+    func json(logger: Logger) -> [UInt8] {
         let presenters = snapshot.presenters.values.sorted { $0.id < $1.id }
         let claims = snapshot.claims.map { claim -> DaemonDump.Claim in
             let request = claim.request
-            let age = claimArrivals[request.id].map { (now - $0).secondsValue } ?? 0
             return DaemonDump.Claim(
                 id: request.id.rawValue,
                 client: request.client.rawValue,
@@ -43,7 +83,7 @@ extension ArbiterHost {
                 filePresenter: request.filePresenter?.rawValue,
                 fromPresenterQueue: request.fromPresenterQueue?.rawValue,
                 isPreparation: request.isPreparation,
-                ageSeconds: (age * 1000).rounded() / 1000,
+                ageSeconds: ((ages[request.id] ?? 0) * 1000).rounded() / 1000,
                 items: zip(claim.paths, claim.accesses).map { path, access in
                     DaemonDump.Item(
                         path: "\(path)",
@@ -51,19 +91,24 @@ extension ArbiterHost {
                         options: access.optionNames
                     )
                 },
-                blockedBy: claim.phase == .waiting ? arbiter.blockers(of: request.id).map(\.rawValue) : [],
+                blockedBy: (blockers[request.id] ?? []).map(\.rawValue),
                 awaiting: claim.awaiting.sorted { $0.key < $1.key }.map {
                     DaemonDump.Awaiting(request: $0.key.rawValue, presenter: $0.value.rawValue)
                 }
             )
         }
-        let clients = router.clients.map { info in
+        let presentersByClient = Dictionary(grouping: presenters.map { ($0.client, $0.id.rawValue) }, by: \.0)
+        let claimsByClient = Dictionary(
+            grouping: snapshot.claims.map { ($0.request.client, $0.request.id.rawValue) },
+            by: \.0
+        )
+        let clients = self.clients.map { info in
             DaemonDump.Client(
                 id: info.id.rawValue,
                 pid: info.pid,
                 name: info.name,
-                presenters: presenters.filter { $0.client == info.id }.map(\.id.rawValue),
-                claims: snapshot.claims.filter { $0.request.client == info.id }.map(\.request.id.rawValue),
+                presenters: presentersByClient[info.id]?.map(\.1) ?? [],
+                claims: claimsByClient[info.id]?.map(\.1) ?? [],
                 arguments: clientArguments[info.id] ?? []
             )
         }
@@ -77,9 +122,8 @@ extension ArbiterHost {
             for path in Set(claim.paths).sorted() { root.node(at: path).claims.append(claim.request.id.rawValue) }
         }
 
-        let statistics = arbiter.statistics
         let dump = DaemonDump(
-            daemonPID: getpid(),
+            daemonPID: daemonPID,
             clients: clients,
             presenters: presenters.map { registration in
                 DaemonDump.Presenter(
@@ -93,7 +137,7 @@ extension ArbiterHost {
             },
             claims: claims,
             tree: root.node(name: "/", path: "/"),
-            waitFor: arbiter.waitForEdges().map { DaemonDump.Edge(from: $0.from, to: $0.to, label: $0.label) },
+            waitFor: waitFor,
             statistics: DaemonDump.Statistics(
                 claimsRequested: statistics.claimsRequested,
                 claimsGranted: statistics.claimsGranted,
@@ -103,7 +147,7 @@ extension ArbiterHost {
                 deadlocksBroken: statistics.deadlocksBroken,
                 longWaits: statistics.longWaits
             ),
-            deadlocks: arbiter.recentDeadlockReports,
+            deadlocks: deadlocks,
             nodeCount: snapshot.nodeCount,
             watcher: nil
         )

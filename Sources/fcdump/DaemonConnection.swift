@@ -14,7 +14,11 @@ struct DumpError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// Connects to `socketPath`, says hello as `fcdump`, and returns the JSON of one `DumpReply`.
+/// At most this much dump is read (a daemon's dump is a few hundred bytes per presenter and claim).
+let maximumDumpBytes = 1 << 30
+
+/// Connects to `socketPath`, says hello as `fcdump`, and returns the JSON of one dump (its `DumpReply` frames put
+/// together). Each read waits at most `timeoutSeconds`.
 func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) -> [UInt8] {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw DumpError(description: "socket() failed: \(String(cString: strerror(errno)))") }
@@ -66,9 +70,17 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
 
     var decoder = FrameDecoder(maximumFrameSize: Int(UInt32.max), accepting: .toClient)
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var json: [UInt8] = []
     while true {
         let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if count < 0 && errno == EINTR { continue }
+        if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+            throw DumpError(
+                description: "filecoordd on \(socketPath) did not answer within \(timeoutSeconds) s "
+                    + "(\(json.isEmpty ? "no dump yet" : "\(json.count) bytes of the dump so far")); "
+                    + "a daemon this busy may need a longer --timeout"
+            )
+        }
         if count < 0 {
             throw DumpError(description: "reading from \(socketPath) failed: \(String(cString: strerror(errno)))")
         }
@@ -82,7 +94,13 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
         for frame in frames {
             switch frame.payload {
             case .dumpReply(let reply)?:
-                return Array(reply.json)
+                json += reply.json
+                guard json.count <= maximumDumpBytes else {
+                    throw DumpError(
+                        description: "filecoordd on \(socketPath) sent a dump over \(maximumDumpBytes) bytes"
+                    )
+                }
+                if !reply.more { return json }
             case .refused(let refused)?:
                 throw DumpError(description: "filecoordd on \(socketPath) refused fcdump: \(refused.reason)")
             case .protocolError(let error)?:

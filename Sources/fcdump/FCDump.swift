@@ -55,7 +55,11 @@ struct FCDump: ParsableCommand {
     @Option(help: "Seconds between refreshes with --watch (fractions allowed; at most 3600).")
     var interval: Double = 2
 
+    @Option(help: "Seconds to wait for the daemon's answer (whole seconds, 1 to 3600).")
+    var timeout: Int = 5
+
     mutating func validate() throws {
+        guard (1...3_600).contains(timeout) else { throw ValidationError("--timeout must be in 1...3600") }
         guard interval > 0, interval <= 3_600 else { throw ValidationError("--interval must be in (0, 3600]") }
         if let path, !path.hasPrefix("/") { throw ValidationError("--path must be absolute") }
     }
@@ -91,7 +95,7 @@ struct FCDump: ParsableCommand {
     private func render(socketPath: String, colour: Bool) throws -> String {
         let bytes: [UInt8]
         do {
-            bytes = try fetchDump(socketPath: socketPath)
+            bytes = try fetchDump(socketPath: socketPath, timeoutSeconds: timeout)
         } catch {
             throw FailedDump(message: error.description)
         }

@@ -37,6 +37,13 @@ struct Renderer {
     private let claims: [UInt64: DaemonDump.Claim]
     private let presenters: [UInt64: DaemonDump.Presenter]
     private let clientsByID: [UInt64: DaemonDump.Client]
+    /// Presenter ids by (client, serial queue), for "queue shared with".
+    private let presentersByQueue: [QueueKey: [UInt64]]
+
+    private struct QueueKey: Hashable {
+        var client: UInt64
+        var queue: UInt64
+    }
 
     init(dump: DaemonDump, colour: Bool) {
         self.dump = dump
@@ -44,17 +51,25 @@ struct Renderer {
         claims = Dictionary(dump.claims.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         presenters = Dictionary(dump.presenters.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         clientsByID = Dictionary(dump.clients.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var byQueue: [QueueKey: [UInt64]] = [:]
+        for presenter in dump.presenters {
+            guard let queue = presenter.serialQueue else { continue }
+            byQueue[QueueKey(client: presenter.client, queue: queue), default: []].append(presenter.id)
+        }
+        presentersByQueue = byQueue
     }
 
     /// "; queue shared with presenter#3, presenter#9" when other presenters of its client run on its serial queue
     /// (a call that blocks that queue blocks them all), else "".
     private func queueSharing(_ presenter: DaemonDump.Presenter) -> String {
         guard let queue = presenter.serialQueue else { return "" }
-        let others = dump.presenters.filter {
-            $0.id != presenter.id && $0.client == presenter.client && $0.serialQueue == queue
+        let others = (presentersByQueue[QueueKey(client: presenter.client, queue: queue)] ?? []).filter {
+            $0 != presenter.id
         }
-        return others.isEmpty
-            ? "" : "; queue shared with " + others.map { "presenter#\($0.id)" }.joined(separator: ", ")
+        guard !others.isEmpty else { return "" }
+        // A queue shared by thousands (the main queue of a big app) is summed up, not listed.
+        let named = others.prefix(8).map { "presenter#\($0)" }.joined(separator: ", ")
+        return "; queue shared with " + named + (others.count > 8 ? " and \(others.count - 8) more" : "")
     }
 
     private func paint(_ text: String, _ code: String) -> String {

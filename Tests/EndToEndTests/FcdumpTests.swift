@@ -193,6 +193,26 @@ struct FcdumpTests {
         }
     }
 
+    @Test("A dump bigger than a frame (2,000 presenters, over 1 MiB of JSON) arrives whole, in several frames")
+    func aBigDumpArrivesWhole() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let a = try await env.host("A")
+            let count = 2_000
+            for index in 0..<count { try a.send("present P\(index) \(env.path("d\(index % 50)/f\(index).txt"))") }
+            try await a.waitFor("presenting P", count: count, timeout: .seconds(30))
+            try await a.barrier()
+            let json = try await env.runTool("fcdump", ["--json"], timeout: .seconds(30))
+            #expect(json.status == 0, "fcdump --json failed: \(json.error)")
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            try checkSchema(dump)
+            #expect((dump["presenters"] as? [Any])?.count == count)
+            #expect(json.output.utf8.count > 1_048_576, "the dump is only \(json.output.utf8.count) bytes")
+            let tree = try await env.runTool("fcdump", [], timeout: .seconds(30))
+            #expect(tree.output.contains("\(count) presenters"), "\(tree.output.prefix(300))")
+        }
+    }
+
     @Test("fcdump clients shows each client's command line")
     func clientsShowTheirCommandLine() async throws {
         try await TestEnvironment.run { env in

@@ -196,3 +196,31 @@ import Testing
         #expect(throws: ProtocolError.self) { try FrameEncoder().encode(bigger) }
     }
 }
+
+/// A dump larger than a frame travels as several `DumpReply` frames (`more` on all but the last).
+@Suite struct DumpChunkTests {
+    @Test(arguments: [0, 1, 100, 4_063, 4_064, 4_065, 50_000])
+    func aDumpOfAnySizeFitsInFramesAndReassembles(_ size: Int) throws {
+        let json = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let maximum = 4_096
+        let replies = Filecoord_V1_DumpReply.chunks(of: json, maximumFrameSize: maximum)
+        let encoder = FrameEncoder(maximumFrameSize: maximum)
+        var bytes: [UInt8] = []
+        for reply in replies { try encoder.encode(Filecoord_V1_Frame(.dumpReply(reply)), into: &bytes) }
+        var decoder = FrameDecoder(maximumFrameSize: maximum, accepting: .toClient)
+        let frames = try decoder.feed(bytes)
+        var assembled: [UInt8] = []
+        var mores: [Bool] = []
+        for frame in frames {
+            guard case .dumpReply(let reply)? = frame.payload else {
+                Issue.record("not a DumpReply: \(frame)")
+                return
+            }
+            assembled += reply.json
+            mores.append(reply.more)
+        }
+        #expect(assembled == json)
+        #expect(mores.last == false && mores.dropLast().allSatisfy { $0 }, "\(mores)")
+        #expect(frames.count == max(1, (size + maximum - 33) / (maximum - 32)))
+    }
+}

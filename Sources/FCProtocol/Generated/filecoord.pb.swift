@@ -1020,13 +1020,17 @@ public nonisolated struct Filecoord_V1_ProtocolError: Sendable {
   public init() {}
 }
 
-/// The answer to DumpRequest: the daemon's state as JSON (the format is fcdump's --json).
+/// The answer to DumpRequest: the daemon's state as JSON (the format is fcdump's --json), in as many DumpReply
+/// frames as the maximum frame size needs: concatenate their json until one has more = false.
 public nonisolated struct Filecoord_V1_DumpReply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   public var json: Data = Data()
+
+  /// More DumpReply frames of the same dump follow.
+  public var more: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2378,7 +2382,7 @@ nonisolated extension Filecoord_V1_ProtocolError: SwiftProtobuf.Message, SwiftPr
 
 nonisolated extension Filecoord_V1_DumpReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DumpReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}json\0\u{1}more\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2387,6 +2391,7 @@ nonisolated extension Filecoord_V1_DumpReply: SwiftProtobuf.Message, SwiftProtob
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularBytesField(value: &self.json) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.more) }()
       default: break
       }
     }
@@ -2396,11 +2401,15 @@ nonisolated extension Filecoord_V1_DumpReply: SwiftProtobuf.Message, SwiftProtob
     if !self.json.isEmpty {
       try visitor.visitSingularBytesField(value: self.json, fieldNumber: 1)
     }
+    if self.more != false {
+      try visitor.visitSingularBoolField(value: self.more, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Filecoord_V1_DumpReply, rhs: Filecoord_V1_DumpReply) -> Bool {
     if lhs.json != rhs.json {return false}
+    if lhs.more != rhs.more {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
