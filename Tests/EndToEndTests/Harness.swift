@@ -95,6 +95,10 @@ final class OutputPump: @unchecked Sendable {
         var pending: [UInt8] = []
         var lines: [OutputLine] = []
         var closed = false
+        /// Why reading stopped: "end of file", or the error (EBADF means this process closed the descriptor
+        /// under the pump: a double close somewhere).
+        var closedBecause = ""
+
         init(fd: Int32) { self.fd = fd }
     }
 
@@ -136,6 +140,7 @@ final class OutputPump: @unchecked Sendable {
 
     func lines(_ stream: Int) -> [OutputLine] { lock.withLock { streams[stream].lines } }
     func isClosed(_ stream: Int) -> Bool { lock.withLock { streams[stream].closed } }
+    func closedBecause(_ stream: Int) -> String { lock.withLock { streams[stream].closedBecause } }
 
     /// Stops the thread and waits for it (bounded), so that no descriptor is read after its owner closes it.
     func stop() {
@@ -178,6 +183,8 @@ final class OutputPump: @unchecked Sendable {
                                 take(scratch[0..<count], into: stream)
                             } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
                                 stream.closed = true
+                                stream.closedBecause =
+                                    count == 0 ? "end of file" : "read: \(String(cString: strerror(errno)))"
                                 break
                             } else {
                                 break
@@ -520,8 +527,14 @@ final class HostProcess: @unchecked Sendable {
             if matching.count >= count { return matching[count - 1] }
             let closed = pump.isClosed(stream)
             if closed || ContinuousClock.now >= deadline {
+                // Output closes as a process exits: give it a moment to be reaped, to say which it was.
+                for _ in 0..<40 where closed && process.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+                let exit =
+                    process.isRunning
+                    ? "its output closed (\(pump.closedBecause(stream))) while it still runs"
+                    : "exited (status \(process.terminationStatus), \(process.terminationReason == .exit ? "exit" : "signal"); output: \(pump.closedBecause(stream)))"
                 throw HarnessError(
-                    description: "[\(name)] \(closed ? "exited" : "timed out after \(timeout)") waiting for "
+                    description: "[\(name)] \(closed ? exit : "timed out after \(timeout)") waiting for "
                         + "line #\(count) \(what); it printed:\n"
                         + lines.map(\.text).joined(separator: "\n") + "\nstderr: \(standardError())"
                 )
@@ -614,8 +627,9 @@ final class RawClient {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
+        // No close(fd) before a throw below: the initialiser has set every property, so deinit runs and closes
+        // it. Closing it here as well would close whatever descriptor reused the number meanwhile.
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
             throw HarnessError(description: "socket path too long: \(path)")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
@@ -628,7 +642,6 @@ final class RawClient {
         }
         guard result == 0 else {
             let reason = String(cString: strerror(errno))
-            close(fd)
             throw HarnessError(description: "connect \(path): \(reason)")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
