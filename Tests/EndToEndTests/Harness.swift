@@ -720,27 +720,8 @@ extension TestEnvironment {
         _ arguments: [String],
         timeout: Duration = defaultTimeout
     ) async throws -> (status: Int32, output: String, error: String) {
-        let number = lock.withLock {
-            hostCount += 1
-            return hostCount
-        }
-        let outputPath = path("\(name)-\(number).stdout")
-        let errorPath = path("\(name)-\(number).stderr")
-        for file in [outputPath, errorPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
-        guard let output = FileHandle(forWritingAtPath: outputPath), let error = FileHandle(forWritingAtPath: errorPath)
-        else { throw HarnessError(description: "cannot open the output files of \(name)") }
-        defer {
-            try? output.close()
-            try? error.close()
-        }
-        let process = try launch(
-            try Products.executable(name),
-            arguments,
-            environment: try childEnvironment(socket: socket),
-            input: FileHandle.nullDevice,
-            output: output,
-            error: error
-        )
+        let tool = try startTool(name, arguments)
+        let process = tool.process
         do {
             try await eventually(timeout: timeout, "\(name) \(arguments) to exit") { !process.isRunning }
         } catch {
@@ -748,8 +729,7 @@ extension TestEnvironment {
             throw error
         }
         process.waitUntilExit()
-        let read = { (file: String) in (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
-        return (process.terminationStatus, read(outputPath), read(errorPath))
+        return (process.terminationStatus, tool.output, tool.error)
     }
 }
 

@@ -2,15 +2,17 @@ import FCCore
 import FCTestSupport
 import Testing
 
+/// An arbiter with the deadlock detector on (1 s) and no presenter timeout.
+private func detectorHarness() -> ArbiterHarness {
+    ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1)))
+}
+
 /// The deadlock detector (SEMANTICS.md §6), on hydrixos/DeadlockExample's scenario: two presenters of one file on
 /// serial queues, each making a coordinated read inside `presentedItemDidChange`.
 @Suite struct DeadlockTests {
-    private func harness() -> ArbiterHarness {
-        ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1)))
-    }
 
     @Test func twoPresentersReadingInsideTheirCallbacksAreACycleThatIsBroken() throws {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("DeadlockExample", pid: 4211)
         let writer = h.connect("writer", pid: 4388)
         let a = h.present("/d/test.txt", client: app)
@@ -57,7 +59,7 @@ import Testing
     }
 
     @Test func aLongWaitThatIsNoCycleIsReportedAndLookedAtAgainLater() throws {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("editor", pid: 10)
         let other = h.connect("sync", pid: 11)
         let p = h.present("/d/f.txt", client: app)
@@ -76,7 +78,7 @@ import Testing
     }
 
     @Test func anUncontendedClaimArmsNoTimer() {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("app")
         let claim = h.write("/d/f.txt", client: app)
         #expect(h.isGranted(claim))
@@ -87,14 +89,11 @@ import Testing
 /// Queues shared by presenters (`PresenterRegistration.serialQueue`): a call made on a serial queue holds it for
 /// every presenter on it, as on the main thread when presenters use `OperationQueue.main`.
 @Suite struct SharedQueueDeadlockTests {
-    private func harness() -> ArbiterHarness {
-        ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1)))
-    }
 
     /// A write made on the main thread of an app whose presenter of that file runs on the main queue: the presenter
     /// cannot relinquish while the main thread waits for it.
     @Test func aWriteOnTheQueueOfThePresenterItWaitsForIsBroken() throws {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("editor", pid: 77)
         let main: UInt64 = 0xAA
         let doc = h.present("/d/doc.txt", client: app, serialQueue: main)
@@ -111,7 +110,7 @@ import Testing
 
     /// The call holds the queue of another presenter of the same queue: the cycle goes through the queue they share.
     @Test func aCallOnAQueueSharedWithTheAskedPresenterIsACycle() throws {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("editor", pid: 77)
         let main: UInt64 = 0xAA
         let sidebar = h.present("/d/other.txt", client: app, serialQueue: main)
@@ -131,7 +130,7 @@ import Testing
 
     /// The same queue id in two processes names two queues: no cycle, only a long wait.
     @Test func equalQueueIDsOfTwoClientsAreTwoQueues() throws {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("editor", pid: 77)
         let other = h.connect("viewer", pid: 78)
         let sidebar = h.present("/d/other.txt", client: other, serialQueue: 0xAA)
@@ -146,7 +145,7 @@ import Testing
 
     /// Presenters on two different serial queues of one process: no cycle.
     @Test func twoSerialQueuesOfOneClientAreNotShared() throws {
-        let h = harness()
+        let h = detectorHarness()
         let app = h.connect("editor", pid: 77)
         let sidebar = h.present("/d/other.txt", client: app, serialQueue: 0xAA)
         _ = h.present("/d/doc.txt", client: app, serialQueue: 0xBB)
@@ -160,9 +159,7 @@ import Testing
 /// Wait times in reports, from the host's timestamps (`Arbiter.handle(_:at:)`).
 @Suite struct DeadlockReportTimeTests {
     @Test func everyEdgeSaysHowLongItsWaitHasLasted() throws {
-        let h = ArbiterHarness(
-            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
-        )
+        let h = detectorHarness()
         h.now = .zero
         let app = h.connect("DeadlockExample", pid: 4211)
         let writer = h.connect("writer", pid: 4388)
@@ -208,9 +205,7 @@ import Testing
     }
 
     @Test func aGrantedBlockerSaysHowLongItHasBeenHeld() throws {
-        let h = ArbiterHarness(
-            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
-        )
+        let h = detectorHarness()
         h.now = .seconds(10)
         let app = h.connect("app", pid: 9)
         let other = h.connect("sync", pid: 10)

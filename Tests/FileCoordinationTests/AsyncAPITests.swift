@@ -38,18 +38,9 @@ import Testing
     @Test func aWriteStillWaitingAtItsTimeoutThrowsTimedOut() async throws {
         let file = try Self.temporaryFile()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        Thread {
-            var error: NSError?
-            NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { _ in
-                holding.signal()
-                _ = release.wait(timeout: .now() + 10)
-            }
-        }
-        .start()
-        #expect(holding.wait(timeout: .now() + 10) == .success)
         defer { release.signal() }
+        #expect(TimeoutTests.holdWrite(file, until: release).wait(timeout: .now() + 10) == .success)
         let ran = AsyncTestFlag()
         do {
             try await NSFileCoordinator().write(at: file, timeout: .milliseconds(200)) { _ in ran.set() }
