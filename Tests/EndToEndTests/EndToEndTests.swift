@@ -441,8 +441,10 @@ struct EndToEndTests {
         try await TestEnvironment.run { env in
             let daemon = try await env.startDaemon(presenterTimeout: "infinity")
             let doc = try env.file("doc.txt", "v1")
-            let a = try await env.host("A")
-            let b = try await env.host("B")
+            // Neither may start a daemon: A, which still presents, would restart one at once, and its new socket
+            // would hide whether this one removed its own.
+            let a = try await env.host("A", mayStartDaemon: false)
+            let b = try await env.host("B", mayStartDaemon: false)
             try await a.present("A", doc, "never-answer")
 
             try b.send("write \(doc) v2")

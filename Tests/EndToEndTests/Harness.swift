@@ -268,10 +268,13 @@ final class TestEnvironment: @unchecked Sendable {
     }
 
     /// Starts `filecoordd --foreground` on the test's socket and waits until it listens.
-    func startDaemon(presenterTimeout: String = "infinity") async throws -> DaemonProcess {
+    func startDaemon(presenterTimeout: String = "infinity", deadlockDelay: String = "1") async throws -> DaemonProcess {
         let daemon = try DaemonProcess(
             environment: self,
-            arguments: ["--foreground", "--socket", socket, "--presenter-timeout", presenterTimeout],
+            arguments: [
+                "--foreground", "--socket", socket, "--presenter-timeout", presenterTimeout, "--deadlock-delay",
+                deadlockDelay,
+            ],
             logPath: path("filecoordd-\(lock.withLock { daemons.count }).log")
         )
         lock.withLock { daemons.append(daemon) }
@@ -291,10 +294,11 @@ final class TestEnvironment: @unchecked Sendable {
         return (status, daemon.log())
     }
 
-    /// Starts an `fc-testhost` that talks to the test's daemon (and may start one: `FILECOORDD_PATH` is set), and
-    /// waits for its `ready` line.
-    func host(_ name: String) async throws -> HostProcess {
-        let host = try HostProcess(name: name, environment: self)
+    /// Starts an `fc-testhost` that talks to the test's daemon, and waits for its `ready` line. By default it may
+    /// start a daemon (`FILECOORDD_PATH` is set), as any client does when none answers, and restarts a stopped one
+    /// while it has presenters; with `mayStartDaemon: false` it never does (a test of the daemon's own exit).
+    func host(_ name: String, mayStartDaemon: Bool = true) async throws -> HostProcess {
+        let host = try HostProcess(name: name, environment: self, mayStartDaemon: mayStartDaemon)
         lock.withLock { hosts.append(host) }
         _ = try await host.waitFor("ready ")
         return host
@@ -383,10 +387,12 @@ private func launch(
 
 /// The environment of a child: this process's, with the test's socket and daemon executable, and never the
 /// in-process arbiter.
-private func childEnvironment(socket: String) throws -> [String: String] {
+private func childEnvironment(socket: String, mayStartDaemon: Bool = true) throws -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
     environment["FILECOORDD_SOCKET"] = socket
-    environment["FILECOORDD_PATH"] = try Products.executable("filecoordd").path
+    // A path that is no executable: the library then looks nowhere else, and starts nothing.
+    environment["FILECOORDD_PATH"] =
+        mayStartDaemon ? try Products.executable("filecoordd").path : "/nonexistent/filecoordd"
     environment["FILECOORD_ARBITER"] = nil
     return environment
 }
@@ -463,7 +469,7 @@ final class HostProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var barriers = 0
 
-    fileprivate init(name: String, environment: TestEnvironment) throws {
+    fileprivate init(name: String, environment: TestEnvironment, mayStartDaemon: Bool) throws {
         self.name = name
         input = Pipe()
         output = Pipe()
@@ -478,7 +484,7 @@ final class HostProcess: @unchecked Sendable {
         process = try launch(
             try Products.executable("fc-testhost"),
             [],
-            environment: try childEnvironment(socket: environment.socket),
+            environment: try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon),
             input: input,
             output: output,
             error: errors
