@@ -69,6 +69,10 @@ public struct ClaimRequest: Hashable, Sendable {
     /// it: the call holds that queue, and every presenter sharing it (``PresenterRegistration/serialQueue``), while
     /// it waits.
     public var fromPresenterQueue: PresenterID?
+    /// The callback of that presenter that was running when the call was made (one bit), so that a deadlock report
+    /// can name the code to change; empty for the reacquirer a relinquish handed back; `nil` when the call was made
+    /// in other work on the queue (the main thread, say) or by a client that does not say.
+    public var fromCallback: PresenterCallbacks?
     /// The items, granted together or not at all.
     public var items: [ClaimItem]
     /// `true` for `prepare(forReadingItemsAt:…)`: presenters are asked as for any claim, but the claim writes
@@ -87,6 +91,7 @@ public struct ClaimRequest: Hashable, Sendable {
         purpose: PurposeID,
         filePresenter: PresenterID? = nil,
         fromPresenterQueue: PresenterID? = nil,
+        fromCallback: PresenterCallbacks? = nil,
         items: [ClaimItem],
         isPreparation: Bool = false,
         timeout: Duration? = nil
@@ -97,6 +102,7 @@ public struct ClaimRequest: Hashable, Sendable {
         self.purpose = purpose
         self.filePresenter = filePresenter
         self.fromPresenterQueue = fromPresenterQueue
+        self.fromCallback = fromCallback
         self.items = items
         self.isPreparation = isPreparation
         self.timeout = timeout

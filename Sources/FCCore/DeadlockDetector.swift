@@ -134,11 +134,25 @@ extension Arbiter {
                 return WaitEdge(
                     from: node,
                     to: .claim(held.id),
-                    line: "the queue of \(describe(presenterID))\(shared) is held by a coordinated call made on it, "
+                    line:
+                        "the queue of \(describe(presenterID))\(shared) is held by \(heldBy(held.request, queueOf: presenterID)), "
                         + "which \(waits(since: held.arrivedAt)) in \(describe(held))"
                 )
             }
         }
+    }
+
+    /// What holds a presenter's queue: the callback that made the call, when the client said which.
+    /// "a coordinated call made in its presentedItemDidChange()" names the code to change.
+    func heldBy(_ request: ClaimRequest, queueOf presenter: PresenterID) -> String {
+        guard let callback = request.fromCallback, let holder = request.fromPresenterQueue else {
+            return "a coordinated call made on it"
+        }
+        let own = holder == presenter
+        guard let method = callback.methods.first else {
+            return "a coordinated call made in the reacquirer \(own ? "it" : "\(holder)") handed back"
+        }
+        return "a coordinated call made in \(own ? "its" : "\(holder)'s") \(method)"
     }
 
     /// "has waited 1.204 s" since `start`, or "waits" when the host gives no time.

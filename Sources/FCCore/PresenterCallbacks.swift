@@ -50,6 +50,45 @@ public struct PresenterCallbacks: OptionSet, Hashable, Sendable {
         .presentedSubitemDidChange, .presentedSubitemDidAppear, .presentedSubitemDidMove,
         .presentedSubitemDidGainVersion, .presentedSubitemDidLoseVersion, .presentedSubitemDidResolveConflictVersion,
     ]
+
+    /// Each callback with its short name (as in the dump) and the `NSFilePresenter` method (as in reports), in bit
+    /// order.
+    private static let table: [(callback: PresenterCallbacks, name: String, method: String)] = [
+        (.relinquishToReader, "relinquishToReader", "relinquishPresentedItem(toReader:)"),
+        (.relinquishToWriter, "relinquishToWriter", "relinquishPresentedItem(toWriter:)"),
+        (.savePresentedItemChanges, "savePresentedItemChanges", "savePresentedItemChanges(completionHandler:)"),
+        (
+            .accommodatePresentedItemDeletion, "accommodatePresentedItemDeletion",
+            "accommodatePresentedItemDeletion(completionHandler:)"
+        ),
+        (
+            .accommodatePresentedSubitemDeletion, "accommodatePresentedSubitemDeletion",
+            "accommodatePresentedSubitemDeletion(at:completionHandler:)"
+        ),
+        (.presentedItemDidMove, "presentedItemDidMove", "presentedItemDidMove(to:)"),
+        (.presentedItemDidChange, "presentedItemDidChange", "presentedItemDidChange()"),
+        (.presentedSubitemDidChange, "presentedSubitemDidChange", "presentedSubitemDidChange(at:)"),
+        (.presentedSubitemDidAppear, "presentedSubitemDidAppear", "presentedSubitemDidAppear(at:)"),
+        (.presentedSubitemDidMove, "presentedSubitemDidMove", "presentedSubitem(at:didMoveTo:)"),
+        (.presentedItemDidGainVersion, "presentedItemDidGainVersion", "presentedItemDidGain(_:)"),
+        (.presentedItemDidLoseVersion, "presentedItemDidLoseVersion", "presentedItemDidLose(_:)"),
+        (
+            .presentedItemDidResolveConflictVersion, "presentedItemDidResolveConflictVersion",
+            "presentedItemDidResolveConflict(_:)"
+        ),
+        (.presentedSubitemDidGainVersion, "presentedSubitemDidGainVersion", "presentedSubitem(at:didGain:)"),
+        (.presentedSubitemDidLoseVersion, "presentedSubitemDidLoseVersion", "presentedSubitem(at:didLose:)"),
+        (
+            .presentedSubitemDidResolveConflictVersion, "presentedSubitemDidResolveConflictVersion",
+            "presentedSubitem(at:didResolve:)"
+        ),
+    ]
+
+    /// The callbacks' short names (`presentedItemDidChange`, `relinquishToReader`), in bit order.
+    public var names: [String] { Self.table.filter { contains($0.callback) }.map(\.name) }
+
+    /// The `NSFilePresenter` methods (`presentedItemDidChange()`), in bit order.
+    public var methods: [String] { Self.table.filter { contains($0.callback) }.map(\.method) }
 }
 
 /// How a version of an item changed (`NSFileVersion`).

@@ -82,6 +82,9 @@ struct DumpState: Sendable {
                 purpose: request.purpose.rawValue,
                 filePresenter: request.filePresenter?.rawValue,
                 fromPresenterQueue: request.fromPresenterQueue?.rawValue,
+                // The empty set is the reacquirer a relinquish handed back.
+                fromCallback: request.fromPresenterQueue == nil
+                    ? nil : request.fromCallback.map { $0.names.first ?? "reacquirer" },
                 isPreparation: request.isPreparation,
                 ageSeconds: ((ages[request.id] ?? 0) * 1000).rounded() / 1000,
                 items: zip(claim.paths, claim.accesses).map { path, access in
@@ -199,29 +202,6 @@ extension Access {
         let text = description
         guard let open = text.firstIndex(of: "("), text.hasSuffix(")") else { return [] }
         return text[text.index(after: open)..<text.index(before: text.endIndex)].split(separator: ",").map(String.init)
-    }
-}
-
-extension PresenterCallbacks {
-    /// The callbacks' names, in bit order.
-    fileprivate var names: [String] {
-        let all: [(PresenterCallbacks, String)] = [
-            (.relinquishToReader, "relinquishToReader"), (.relinquishToWriter, "relinquishToWriter"),
-            (.savePresentedItemChanges, "savePresentedItemChanges"),
-            (.accommodatePresentedItemDeletion, "accommodatePresentedItemDeletion"),
-            (.accommodatePresentedSubitemDeletion, "accommodatePresentedSubitemDeletion"),
-            (.presentedItemDidMove, "presentedItemDidMove"), (.presentedItemDidChange, "presentedItemDidChange"),
-            (.presentedSubitemDidChange, "presentedSubitemDidChange"),
-            (.presentedSubitemDidAppear, "presentedSubitemDidAppear"),
-            (.presentedSubitemDidMove, "presentedSubitemDidMove"),
-            (.presentedItemDidGainVersion, "presentedItemDidGainVersion"),
-            (.presentedItemDidLoseVersion, "presentedItemDidLoseVersion"),
-            (.presentedItemDidResolveConflictVersion, "presentedItemDidResolveConflictVersion"),
-            (.presentedSubitemDidGainVersion, "presentedSubitemDidGainVersion"),
-            (.presentedSubitemDidLoseVersion, "presentedSubitemDidLoseVersion"),
-            (.presentedSubitemDidResolveConflictVersion, "presentedSubitemDidResolveConflictVersion"),
-        ]
-        return all.filter { contains($0.0) }.map(\.1)
     }
 }
 

@@ -203,6 +203,9 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var filePresenter: UInt64?
         /// The presenter whose queue the call was made from, or `null`.
         public var fromPresenterQueue: UInt64?
+        /// The callback of that presenter the call was made in (`presentedItemDidChange`; `reacquirer` for the
+        /// block a relinquish handed back), or `null` (other work on its queue, or not said).
+        public var fromCallback: String?
         /// `true` for `prepare(forReadingItemsAt:…)`.
         public var isPreparation: Bool
         /// Seconds since the daemon received the request.
@@ -222,6 +225,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             purpose: String,
             filePresenter: UInt64?,
             fromPresenterQueue: UInt64?,
+            fromCallback: String? = nil,
             isPreparation: Bool,
             ageSeconds: Double,
             items: [Item],
@@ -234,6 +238,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.purpose = purpose
             self.filePresenter = filePresenter
             self.fromPresenterQueue = fromPresenterQueue
+            self.fromCallback = fromCallback
             self.isPreparation = isPreparation
             self.ageSeconds = ageSeconds
             self.items = items
@@ -242,11 +247,30 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, client, phase, purpose, filePresenter, fromPresenterQueue, isPreparation, ageSeconds, items
-            case blockedBy, awaiting
+            case id, client, phase, purpose, filePresenter, fromPresenterQueue, fromCallback, isPreparation
+            case ageSeconds, items, blockedBy, awaiting
         }
 
-        /// Encodes every key, absent presenters as `null`.
+        /// Decodes a claim; `fromCallback` may be missing (older daemons).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                id: try container.decode(UInt64.self, forKey: .id),
+                client: try container.decode(UInt64.self, forKey: .client),
+                phase: try container.decode(String.self, forKey: .phase),
+                purpose: try container.decode(String.self, forKey: .purpose),
+                filePresenter: try container.decodeIfPresent(UInt64.self, forKey: .filePresenter),
+                fromPresenterQueue: try container.decodeIfPresent(UInt64.self, forKey: .fromPresenterQueue),
+                fromCallback: try container.decodeIfPresent(String.self, forKey: .fromCallback),
+                isPreparation: try container.decode(Bool.self, forKey: .isPreparation),
+                ageSeconds: try container.decode(Double.self, forKey: .ageSeconds),
+                items: try container.decode([Item].self, forKey: .items),
+                blockedBy: try container.decode([UInt64].self, forKey: .blockedBy),
+                awaiting: try container.decode([Awaiting].self, forKey: .awaiting)
+            )
+        }
+
+        /// Encodes every key, absent presenters and callback as `null`.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(id, forKey: .id)
@@ -255,6 +279,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             try container.encode(purpose, forKey: .purpose)
             try container.encode(filePresenter, forKey: .filePresenter)
             try container.encode(fromPresenterQueue, forKey: .fromPresenterQueue)
+            try container.encode(fromCallback, forKey: .fromCallback)
             try container.encode(isPreparation, forKey: .isPreparation)
             try container.encode(ageSeconds, forKey: .ageSeconds)
             try container.encode(items, forKey: .items)

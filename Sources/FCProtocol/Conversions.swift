@@ -208,6 +208,7 @@ extension Filecoord_V1_RequestClaim {
         purpose = request.purpose.rawValue
         if let presenter = request.filePresenter { filePresenterID = presenter.rawValue }
         if let presenter = request.fromPresenterQueue { fromPresenterQueue = presenter.rawValue }
+        if let callback = request.fromCallback { fromCallback = callback.rawValue }
         items = request.items.map(Filecoord_V1_ClaimItem.init)
         isPreparation = request.isPreparation
         if let timeout = request.timeout { timeoutMilliseconds = wireMilliseconds(timeout) }
@@ -259,6 +260,9 @@ extension ClaimRequest {
             purpose: PurposeID(wire.purpose),
             filePresenter: wire.hasFilePresenterID ? PresenterID(wire.filePresenterID) : nil,
             fromPresenterQueue: wire.hasFromPresenterQueue ? PresenterID(wire.fromPresenterQueue) : nil,
+            // Unknown bits are ignored, as in RegisterPresenter.callbacks.
+            fromCallback: wire.hasFromCallback
+                ? PresenterCallbacks(rawValue: wire.fromCallback).intersection(.all) : nil,
             items: items,
             isPreparation: wire.isPreparation,
             timeout: wire.hasTimeoutMilliseconds

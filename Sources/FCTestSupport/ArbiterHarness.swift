@@ -94,7 +94,8 @@ public final class ArbiterHarness {
         coordinator: CoordinatorID? = nil,
         purpose: PurposeID? = nil,
         filePresenter: PresenterID? = nil,
-        fromPresenterQueue: PresenterID? = nil
+        fromPresenterQueue: PresenterID? = nil,
+        fromCallback: PresenterCallbacks? = nil
     ) -> ClaimID {
         nextClaim += 1
         let id = ClaimID(nextClaim)
@@ -108,6 +109,7 @@ public final class ArbiterHarness {
                     purpose: purpose ?? PurposeID("purpose-\(client.rawValue)-\(coordinator.rawValue)"),
                     filePresenter: filePresenter,
                     fromPresenterQueue: fromPresenterQueue,
+                    fromCallback: fromCallback,
                     items: items
                 )
             )

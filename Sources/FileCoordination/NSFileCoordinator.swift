@@ -343,6 +343,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 return .failure(error)
             }
         }
+        let held = blocksThread ? client.presenterQueueHeldHere() : nil
         let id = ClaimID(client.newID())
         let waiter = ClaimWaiter()
         client.register(waiter, for: id)
@@ -352,7 +353,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             coordinator: coordinatorID,
             purpose: PurposeID(purposeIdentifier),
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
-            fromPresenterQueue: blocksThread ? client.presenterHoldingCurrentQueue() : nil,
+            fromPresenterQueue: held?.presenter,
+            fromCallback: held?.callback,
             items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) },
             isPreparation: isPreparation,
             timeout: timeout

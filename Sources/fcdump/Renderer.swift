@@ -169,7 +169,11 @@ struct Renderer {
             + "purpose \(claim.purpose)"
         if claim.isPreparation { text += ", preparation" }
         if let presenter = claim.filePresenter { text += ", with presenter#\(presenter)" }
-        if let presenter = claim.fromPresenterQueue { text += ", from presenter#\(presenter)'s queue" }
+        if let presenter = claim.fromPresenterQueue {
+            text +=
+                claim.fromCallback.map { ", in presenter#\(presenter)'s \($0)" }
+                ?? ", from presenter#\(presenter)'s queue"
+        }
         if !others.isEmpty { text += "; also " + others.joined(separator: ", ") }
         return text
     }

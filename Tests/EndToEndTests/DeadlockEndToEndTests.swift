@@ -33,7 +33,7 @@ struct DeadlockEndToEndTests {
             // The report closes the cycle: both processes, both presenters' queues.
             let report = (a.lines + b.lines).map(\.text).joined(separator: "\n")
             #expect(report.contains("deadlock found"))
-            #expect(report.contains("is held by a coordinated call made on it"))
+            #expect(report.contains("is held by a coordinated call made in its presentedItemDidChange()"), "\(report)")
             #expect(report.contains("pid \(a.pid)") && report.contains("pid \(b.pid)"), "\(report)")
             // Both queues run on: a read from a third process is answered by both presenters.
             try await c.waitFor("done write \(doc)")
@@ -45,12 +45,64 @@ struct DeadlockEndToEndTests {
             #expect(reports.status == 0, "fcdump deadlocks failed: \(reports.error)")
             #expect(reports.output.contains("deadlock found"), "\(reports.output)")
             #expect(reports.output.contains("pid \(a.pid)") && reports.output.contains("pid \(b.pid)"))
-            #expect(reports.output.contains("is held by a coordinated call made on it"), "\(reports.output)")
+            #expect(reports.output.contains("made in its presentedItemDidChange()"), "\(reports.output)")
             let json = try await env.runTool("fcdump", ["--json"])
             let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
             #expect((dump["statistics"] as? [String: Any])?["deadlocksBroken"] as? Int == 1)
             let kept = try #require(dump["deadlocks"] as? [String])
             #expect(kept.count == 1 && kept.first.map { report.contains($0) || $0.contains("deadlock found") } == true)
+        }
+    }
+
+    @Test("Before the detector breaks a cycle, fcdump shows it: the reads made in presentedItemDidChange, the edges")
+    func fcdumpShowsACycleWhileItWaits() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(deadlockDelay: "6")
+            let doc = try env.file("test.txt", "xy")
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            let c = try await env.host("C")
+            try await a.present("A", doc, "read-on-change")
+            try await b.present("B", doc, "read-on-change")
+            try c.send("write \(doc) abc")
+            try await a.waitFor("presenter A didChange")
+            try await b.waitFor("presenter B didChange")
+
+            // Both reads wait, each made in its presenter's callback.
+            var inCallbacks: [[String: Any]] = []
+            var json = ""
+            let deadline = ContinuousClock.now + .seconds(4)
+            while inCallbacks.count < 2 && ContinuousClock.now < deadline {
+                json = try await env.runTool("fcdump", ["--json"]).output
+                let dump = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+                inCallbacks = ((dump?["claims"] as? [[String: Any]]) ?? []).filter {
+                    $0["fromCallback"] as? String == "presentedItemDidChange" && $0["phase"] as? String != "granted"
+                }
+            }
+            try #require(inCallbacks.count == 2, "no two waiting reads made in presentedItemDidChange in:\n\(json)")
+            #expect(Set(inCallbacks.compactMap { $0["fromPresenterQueue"] as? Int }).count == 2)
+            let tree = try await env.runTool("fcdump", [])
+            #expect(tree.output.contains("'s presentedItemDidChange"), "\(tree.output)")
+            // The graph holds the cycle: each read waits for the other presenter, whose queue its own read holds.
+            let graph = try await env.runTool("fcdump", ["--graph"])
+            #expect(
+                graph.output.components(separatedBy: "made in its presentedItemDidChange()").count == 3,
+                "\(graph.output)"
+            )
+            for claim in inCallbacks {
+                let id = try #require(claim["id"] as? Int)
+                let queue = try #require(claim["fromPresenterQueue"] as? Int)
+                #expect(graph.output.contains("\"presenter#\(queue)\" -> \"claim#\(id)\""), "\(graph.output)")
+            }
+            let broken = try await env.runTool("fcdump", ["deadlocks"])
+            #expect(broken.output.contains("no recent deadlock reports"), "broken before its delay: \(broken.output)")
+
+            // Looking changed nothing: after the delay, the detector breaks the cycle as usual.
+            let outcomes = [
+                try await a.waitFor("presenter A readOnChange", timeout: .seconds(20)).text,
+                try await b.waitFor("presenter B readOnChange", timeout: .seconds(20)).text,
+            ]
+            #expect(outcomes.filter { $0.hasSuffix("readOnChange done") }.count == 1, "outcomes: \(outcomes)")
         }
     }
 

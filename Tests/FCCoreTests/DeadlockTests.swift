@@ -26,13 +26,15 @@ private func detectorHarness() -> ArbiterHarness {
             [ArbiterHarness.read("/d/test.txt", .withoutChanges)],
             client: app,
             filePresenter: a,
-            fromPresenterQueue: a
+            fromPresenterQueue: a,
+            fromCallback: .presentedItemDidChange
         )
         let readB = h.claim(
             [ArbiterHarness.read("/d/test.txt", .withoutChanges)],
             client: app,
             filePresenter: b,
-            fromPresenterQueue: b
+            fromPresenterQueue: b,
+            fromCallback: .presentedItemDidChange
         )
         // Each asks the other to relinquish; neither can answer, its queue being blocked in its own read.
         #expect(h.openRequests(of: b).map(\.1) == [.relinquishToReader])
@@ -46,7 +48,8 @@ private func detectorHarness() -> ArbiterHarness {
         }
         #expect(h.failure(readA) == nil)
         for fragment in [
-            "\(readA)", "\(readB)", "\(a)", "\(b)", "DeadlockExample (pid 4211)", "is held by a coordinated call",
+            "\(readA)", "\(readB)", "\(a)", "\(b)", "DeadlockExample (pid 4211)",
+            "is held by a coordinated call made in its presentedItemDidChange()",
         ] {
             #expect(report.contains(fragment), "report lacks \(fragment): \(report)")
         }
@@ -106,6 +109,37 @@ private func detectorHarness() -> ArbiterHarness {
         }
         #expect(report.contains("the queue of \(doc)") && report.contains("editor (pid 77)"), "\(report)")
         #expect(h.arbiter.statistics.deadlocksBroken == 1)
+    }
+
+    /// The queue edge names the code that holds the queue, when the library says which callback made the call.
+    @Test(arguments: [
+        (PresenterCallbacks.presentedItemDidChange, false, "made in its presentedItemDidChange(), which"),
+        (PresenterCallbacks(), false, "made in the reacquirer it handed back, which"),
+        (nil, false, "is held by a coordinated call made on it, which"),
+        (PresenterCallbacks.presentedSubitemDidAppear, true, "made in presenter#1's presentedSubitemDidAppear(at:)"),
+    ])
+    func theReportNamesTheCallbackThatHoldsTheQueue(
+        callback: PresenterCallbacks?,
+        shared: Bool,
+        phrase: String
+    ) throws {
+        let h = detectorHarness()
+        let app = h.connect("editor", pid: 77)
+        let folder = h.present("/d", client: app, serialQueue: 1)
+        let doc = h.present("/d/doc.txt", client: app, serialQueue: 1)
+        #expect(folder == PresenterID(1))
+        let write = h.claim(
+            [ArbiterHarness.write("/d/doc.txt")],
+            client: app,
+            fromPresenterQueue: shared ? folder : doc,
+            fromCallback: callback
+        )
+        h.send(.timerFired(.deadlockCheck(write)))
+        guard case .deadlock(let report)? = h.failure(write) else {
+            Issue.record("the write did not fail with a deadlock: \(String(describing: h.failure(write)))")
+            return
+        }
+        #expect(report.contains(phrase), "\(report)")
     }
 
     /// The call holds the queue of another presenter of the same queue: the cycle goes through the queue they share.

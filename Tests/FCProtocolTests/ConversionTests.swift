@@ -184,6 +184,33 @@ import Testing
         #expect(try ClaimRequest(wire: none, client: Samples.client).timeout == nil)
     }
 
+    @Test func theCallbackACallWasMadeInTravelsAsOneBitAndUnknownBitsAreIgnored() throws {
+        func request(_ callback: PresenterCallbacks?) -> ClaimRequest {
+            ClaimRequest(
+                id: ClaimID(1),
+                client: Samples.client,
+                coordinator: CoordinatorID(1),
+                purpose: PurposeID("p"),
+                fromPresenterQueue: PresenterID(4),
+                fromCallback: callback,
+                items: [ClaimItem(path: path("/d/a"), access: .read([]))]
+            )
+        }
+        let didChange = Filecoord_V1_RequestClaim(request(.presentedItemDidChange))
+        #expect(didChange.fromCallback == PresenterCallbacks.presentedItemDidChange.rawValue)
+        #expect(try ClaimRequest(wire: didChange, client: Samples.client).fromCallback == .presentedItemDidChange)
+        // The reacquirer is the empty set, which is not the same as not saying.
+        let reacquirer = Filecoord_V1_RequestClaim(request([]))
+        #expect(reacquirer.hasFromCallback)
+        #expect(try ClaimRequest(wire: reacquirer, client: Samples.client).fromCallback == [])
+        let silent = Filecoord_V1_RequestClaim(request(nil))
+        #expect(!silent.hasFromCallback)
+        #expect(try ClaimRequest(wire: silent, client: Samples.client).fromCallback == nil)
+        var future = didChange
+        future.fromCallback |= 1 << 31
+        #expect(try ClaimRequest(wire: future, client: Samples.client).fromCallback == .presentedItemDidChange)
+    }
+
     @Test func aProtocolErrorFrameCarriesTheCodeAndReason() {
         let frame = Filecoord_V1_Frame(ProtocolError(.frameTooLarge, "a frame's length is 5000000 bytes"))
         #expect(frame.protocolError.reason == "frame too large: a frame's length is 5000000 bytes")

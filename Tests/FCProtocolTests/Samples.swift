@@ -47,6 +47,7 @@ enum Samples {
                     $0.purpose = "com.example.app.sync"
                     $0.filePresenterID = 7
                     $0.fromPresenterQueue = 8
+                    $0.fromCallback = PresenterCallbacks.relinquishToWriter.rawValue
                     $0.timeoutMilliseconds = 2_500
                     $0.items = [
                         .with {
@@ -200,6 +201,7 @@ enum Samples {
                 purpose: PurposeID(""),
                 filePresenter: PresenterID(0),
                 fromPresenterQueue: PresenterID(UInt64.max),
+                fromCallback: .presentedSubitemDidResolveConflictVersion,
                 items: [
                     ClaimItem(path: path("/d"), access: .write([.forDeleting, .forMerging])),
                     ClaimItem(path: path("/"), access: .read([.withoutChanges, .forUploading])),

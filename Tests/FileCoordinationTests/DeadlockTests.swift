@@ -71,7 +71,11 @@ import Testing
             #expect(failure.domain == FileCoordinationError.errorDomain)
             #expect(failure.code == FileCoordinationError.Code.deadlock.rawValue)
             #expect(failure.localizedDescription.contains("deadlock found"))
-            #expect(failure.localizedDescription.contains("is held by a coordinated call made on it"))
+            #expect(
+                failure.localizedDescription.contains(
+                    "is held by a coordinated call made in its presentedItemDidChange()"
+                )
+            )
         }
         // Both queues run on.
         for presenter in [a, b] {

@@ -441,6 +441,18 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   /// Clears the value of `timeoutMilliseconds`. Subsequent reads from it will return its default value.
   public mutating func clearTimeoutMilliseconds() {self._timeoutMilliseconds = nil}
 
+  /// With from_presenter_queue: the callback of that presenter that was running when the call was made, one
+  /// PresenterCallbacks bit (as in RegisterPresenter.callbacks); 0 for the reacquirer a relinquish handed back.
+  /// Absent when the call was made in other work on the queue (the main thread). Used in deadlock reports only.
+  public var fromCallback: UInt32 {
+    get {_fromCallback ?? 0}
+    set {_fromCallback = newValue}
+  }
+  /// Returns true if `fromCallback` has been explicitly set.
+  public var hasFromCallback: Bool {self._fromCallback != nil}
+  /// Clears the value of `fromCallback`. Subsequent reads from it will return its default value.
+  public mutating func clearFromCallback() {self._fromCallback = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -448,6 +460,7 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   fileprivate var _filePresenterID: UInt64? = nil
   fileprivate var _fromPresenterQueue: UInt64? = nil
   fileprivate var _timeoutMilliseconds: UInt64? = nil
+  fileprivate var _fromCallback: UInt32? = nil
 }
 
 /// One item of a claim.
@@ -1566,7 +1579,7 @@ nonisolated extension Filecoord_V1_PresenterURLChanged: SwiftProtobuf.Message, S
 
 nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RequestClaim"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1582,6 +1595,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.items) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self.isPreparation) }()
       case 8: try { try decoder.decodeSingularUInt64Field(value: &self._timeoutMilliseconds) }()
+      case 9: try { try decoder.decodeSingularUInt32Field(value: &self._fromCallback) }()
       default: break
       }
     }
@@ -1616,6 +1630,9 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     try { if let v = self._timeoutMilliseconds {
       try visitor.visitSingularUInt64Field(value: v, fieldNumber: 8)
     } }()
+    try { if let v = self._fromCallback {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 9)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1628,6 +1645,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if lhs.items != rhs.items {return false}
     if lhs.isPreparation != rhs.isPreparation {return false}
     if lhs._timeoutMilliseconds != rhs._timeoutMilliseconds {return false}
+    if lhs._fromCallback != rhs._fromCallback {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -203,16 +203,18 @@ final class CoordinationClient: @unchecked Sendable {
         lock.withLock { presenterIDs[ObjectIdentifier(presenter)] }
     }
 
-    /// The presenter whose serial queue the calling thread holds, if any: the one whose callback runs here, else
-    /// a registered presenter whose queue is the one running this code. Code on the main thread or in a block of
-    /// the main dispatch queue counts as running `OperationQueue.main` (with `dispatchMain()` on Linux, the main
-    /// queue's blocks run on another thread). A coordinated call made here keeps that queue, and the presenters on
-    /// it, from answering until it returns: the deadlock detector must know (SEMANTICS.md §6).
-    func presenterHoldingCurrentQueue() -> PresenterID? {
-        if let presenter = ThreadContext.currentPresenter { return presenter }
+    /// The presenter whose serial queue the calling thread holds, if any, and the callback of it that runs here:
+    /// the presenter whose callback runs here, else a registered presenter whose queue is the one running this
+    /// code (no callback). Code on the main thread or in a block of the main dispatch queue counts as running
+    /// `OperationQueue.main` (with `dispatchMain()` on Linux, the main queue's blocks run on another thread). A
+    /// coordinated call made here keeps that queue, and the presenters on it, from answering until it returns: the
+    /// deadlock detector must know, and its report names the callback (SEMANTICS.md §6).
+    func presenterQueueHeldHere() -> (presenter: PresenterID, callback: PresenterCallbacks?)? {
+        if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
         guard let queue, PresenterEntry.isSerial(queue) else { return nil }
-        return lock.withLock { queueIDs[ObjectIdentifier(queue)].flatMap { presentersByQueue[$0]?.first } }
+        let presenter = lock.withLock { queueIDs[ObjectIdentifier(queue)].flatMap { presentersByQueue[$0]?.first } }
+        return presenter.map { ($0, nil) }
     }
 
     /// Marks the main dispatch queue, so that its blocks can be recognised on whichever thread runs them.
@@ -295,7 +297,7 @@ final class CoordinationClient: @unchecked Sendable {
         let presenter = UncheckedPresenter(value: entry.presenter)
         let id = message.presenter
         entry.presenter.presentedItemOperationQueue.addOperation { [self] in
-            ThreadContext.withPresenter(id) {
+            ThreadContext.withCallback(message.kind.callback, of: id) {
                 PresenterDelivery.run(message, on: presenter.value, client: self)
             }
         }

@@ -17,16 +17,27 @@ enum ThreadContext {
         var refusesNestedWrite: Bool
     }
 
-    /// The presenter whose callback this thread is running, if any.
-    static var currentPresenter: PresenterID? {
-        (Thread.current.threadDictionary[presenterKey] as? NSNumber).map { PresenterID($0.uint64Value) }
+    /// A presenter's callback running on this thread.
+    struct Callback {
+        var presenter: PresenterID
+        /// The callback (one bit); empty for the reacquirer a relinquish handed back.
+        var callback: PresenterCallbacks
     }
 
-    /// Runs `body` tagged as a callback of `presenter`.
-    static func withPresenter<T>(_ presenter: PresenterID, _ body: () throws -> T) rethrows -> T {
+    /// The presenter callback this thread is running, if any.
+    static var currentCallback: Callback? {
+        (Thread.current.threadDictionary[presenterKey] as? CallbackBox)?.value
+    }
+
+    /// Runs `body` tagged as `callback` of `presenter`.
+    static func withCallback<T>(
+        _ callback: PresenterCallbacks,
+        of presenter: PresenterID,
+        _ body: () throws -> T
+    ) rethrows -> T {
         let dictionary = Thread.current.threadDictionary
         let previous = dictionary[presenterKey]
-        dictionary[presenterKey] = NSNumber(value: presenter.rawValue)
+        dictionary[presenterKey] = CallbackBox(Callback(presenter: presenter, callback: callback))
         defer { dictionary[presenterKey] = previous }
         return try body()
     }
@@ -48,5 +59,10 @@ enum ThreadContext {
 
     private final class AccessStack {
         var stack: [Access] = []
+    }
+
+    private final class CallbackBox {
+        let value: Callback
+        init(_ value: Callback) { self.value = value }
     }
 }
