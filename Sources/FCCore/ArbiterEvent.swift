@@ -83,6 +83,10 @@ public struct ClaimRequest: Hashable, Sendable {
     /// takes (for the presenter timeout and the deadlock detector, or for `cancel()`).
     public var timeout: Duration?
 
+    /// The longest ``timeout`` (about 31 years): whoever builds a request from outside input (the library, the wire
+    /// decoder) cuts longer ones to it, so that no timer arithmetic downstream can overflow.
+    public static let longestTimeout: Duration = .seconds(1_000_000_000)
+
     /// Creates a claim request.
     public init(
         id: ClaimID,

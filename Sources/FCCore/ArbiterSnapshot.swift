@@ -15,6 +15,9 @@ public struct ArbiterSnapshot: Hashable, Sendable {
         public var effectivePaths: [ItemPath]
         /// Arrival order.
         public var sequence: UInt64
+        /// When the claim arrived, on the host's clock (``Arbiter/handle(_:at:)``); `nil` when the host gives no
+        /// time.
+        public var arrivedAt: Duration?
         /// Requests sent for this claim and not answered, with the presenter that owes each.
         public var awaiting: [RequestID: PresenterID]
         /// `true` when the presenter the claim was made with owed a reply when it arrived (rule 5).
@@ -46,6 +49,7 @@ extension Arbiter {
                     accesses: claim.entries.map(\.access),
                     effectivePaths: claim.entries.map { tree.path(of: $0.node) },
                     sequence: claim.sequence,
+                    arrivedAt: claim.arrivedAt,
                     awaiting: claim.outstanding,
                     madeWhileAnswering: claim.madeWhileAnswering
                 )

@@ -169,11 +169,8 @@ extension Arbiter {
 
     /// "1.204 s": milliseconds are what a person needs to read a report.
     func seconds(_ duration: Duration) -> String {
-        let milliseconds = max(0, duration / .milliseconds(1))
-        let whole = Int(milliseconds) / 1000
-        let fraction = Int(milliseconds) % 1000
-        let padded = String(repeating: "0", count: 3 - String(fraction).count) + String(fraction)
-        return "\(whole).\(padded) s"
+        let milliseconds = Int(max(0, duration / .milliseconds(1)))
+        return "\(milliseconds / 1000).\(String(1000 + milliseconds % 1000).dropFirst()) s"
     }
 
     /// A cycle through the graph from `start`, as its edges, or `nil`.

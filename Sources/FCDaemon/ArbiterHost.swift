@@ -19,9 +19,6 @@ final class ArbiterHost {
     private var shuttingDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
-    /// When each claim (global id) reached the daemon, for the ages in the dump (Dump.swift).
-    var claimArrivals: [ClaimID: ContinuousClock.Instant] = [:]
-    var claimArrivalsPruneThreshold = 1024
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -67,9 +64,7 @@ final class ArbiterHost {
             return
         }
         do {
-            let routed = try router.handle(event, from: client)
-            if case .claimRequested(let request) = event { noteClaimArrived(request.id, of: client) }
-            apply(routed)
+            apply(try router.handle(event, from: client))
         } catch {
             switch (error, event) {
             case (.tooManyClaims, .claimRequested(let request)):

@@ -13,30 +13,18 @@ import Logging
 #endif
 
 extension ArbiterHost {
-    /// Records when a claim reached the daemon (its global id), for its age in the dump.
-    func noteClaimArrived(_ local: ClaimID, of client: ClientID) {
-        guard let global = router.globalClaimID(local, of: client) else { return }  // Refused or failed at once.
-        claimArrivals[global] = ContinuousClock.now
-        if claimArrivals.count > claimArrivalsPruneThreshold {
-            claimArrivals = claimArrivals.filter { router.arbiter.phase(of: $0.key) != nil }
-            claimArrivalsPruneThreshold = max(1024, claimArrivals.count * 2)
-        }
-    }
-
     /// Copies what a dump needs, on the event loop: values only, no formatting and no encoding, so that other
     /// clients wait as little as possible (``DumpState/json(logger:)`` does the rest on another thread).
     func captureDumpState() -> DumpState {
         let arbiter = router.arbiter
         let snapshot = arbiter.snapshot()
-        let now = ContinuousClock.now
-        let live = Set(snapshot.claims.map(\.request.id))
-        claimArrivals = claimArrivals.filter { live.contains($0.key) }
+        let now = router.currentTime()
         var blockers: [ClaimID: [ClaimID]] = [:]
         var ages: [ClaimID: Double] = [:]
         for claim in snapshot.claims {
             let id = claim.request.id
             if claim.phase == .waiting { blockers[id] = arbiter.blockers(of: id) }
-            ages[id] = claimArrivals[id].map { (now - $0).secondsValue } ?? 0
+            ages[id] = claim.arrivedAt.map { (now - $0).secondsValue } ?? 0
         }
         return DumpState(
             daemonPID: getpid(),

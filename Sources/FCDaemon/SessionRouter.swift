@@ -53,8 +53,13 @@ public final class SessionRouter {
         // Coordinator ids need no mapping: the arbiter compares them together with the client id.
     }
 
-    /// The time of each event for the arbiter (only deadlock reports use it): monotonic, from the router's creation.
+    /// The time of each event for the arbiter (deadlock reports and claim ages use it): monotonic, from the
+    /// router's creation.
     private let now: () -> Duration
+
+    /// The time now on the clock the router gives the arbiter, for ages of what the arbiter timestamped
+    /// (`ArbiterSnapshot.Claim.arrivedAt`).
+    public func currentTime() -> Duration { now() }
 
     /// Creates a router around a new arbiter. `clock` gives the time of each event (by default the monotonic time
     /// since this call); tests may pass their own.
@@ -100,11 +105,6 @@ public final class SessionRouter {
         arbiter.snapshot().claims.filter { $0.phase != .granted }.compactMap { claim in
             claimOwner[claim.request.id].map { ($0.0, ClaimID($0.1)) }
         }
-    }
-
-    /// The global id of `client`'s live claim `local`, or `nil` (for the dump's claim ages).
-    public func globalClaimID(_ local: ClaimID, of client: ClientID) -> ClaimID? {
-        sessions[client]?.claims[local.rawValue]
     }
 
     /// The clients connected now.

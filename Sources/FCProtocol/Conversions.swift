@@ -215,9 +215,8 @@ extension Filecoord_V1_RequestClaim {
     }
 }
 
-/// The longest timeout the wire carries, in milliseconds (about 31 years): longer ones are cut to it, so that no
-/// timer arithmetic downstream can overflow.
-let maximumTimeoutMilliseconds: UInt64 = 1_000_000_000_000
+/// The longest timeout the wire carries, in milliseconds: ``ClaimRequest/longestTimeout``; longer ones are cut to it.
+let maximumTimeoutMilliseconds = UInt64(ClaimRequest.longestTimeout / .milliseconds(1))
 
 /// A timeout in whole milliseconds, rounded up (a timeout never ends early), negative ones as 0.
 func wireMilliseconds(_ duration: Duration) -> UInt64 {

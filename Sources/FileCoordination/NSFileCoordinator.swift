@@ -319,9 +319,6 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
     }
 
-    /// The longest timeout passed on: about 31 years, so that no timer arithmetic can overflow.
-    static let maximumTimeout: Duration = .seconds(1_000_000_000)
-
     /// Makes the claim request of a call. `blocksThread` says whether the call blocks the calling thread while it
     /// waits (the synchronous methods): only then does it hold the presenter queue it runs on, which the deadlock
     /// detector must know (`fromPresenterQueue`). An `async` call suspends and an intents call returns at once, so
@@ -334,7 +331,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     ) -> Result<PreparedClaim, any Error> {
         let (isCancelled, ownTimeout) = lock.withLock { (cancelled, callTimeout) }
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
-        let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), Self.maximumTimeout) }
+        let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
         for (url, _) in items {
             do {

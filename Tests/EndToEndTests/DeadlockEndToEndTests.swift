@@ -6,19 +6,28 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct DeadlockEndToEndTests {
+    /// hydrixos/DeadlockExample across processes: a daemon, presenters A and B of one file (in hosts a and b) that
+    /// read it inside presentedItemDidChange, and host c, whose write of the file starts the cycle.
+    private func classicSetUp(
+        _ env: TestEnvironment,
+        deadlockDelay: String = "1"
+    ) async throws -> (doc: String, a: HostProcess, b: HostProcess, c: HostProcess) {
+        _ = try await env.startDaemon(deadlockDelay: deadlockDelay)
+        let doc = try env.file("test.txt", "xy")
+        let a = try await env.host("A")
+        let b = try await env.host("B")
+        let c = try await env.host("C")
+        try await a.present("A", doc, "read-on-change")
+        try await b.present("B", doc, "read-on-change")
+        return (doc, a, b, c)
+    }
+
     @Test(
         "Two presenters in two processes reading inside didChange: one read fails with the cycle, the other completes"
     )
     func classicDeadlockAcrossTwoProcessesIsBroken() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
-            let doc = try env.file("test.txt", "xy")
-            let a = try await env.host("A")
-            let b = try await env.host("B")
-            let c = try await env.host("C")
-            try await a.present("A", doc, "read-on-change")
-            try await b.present("B", doc, "read-on-change")
-
+            let (doc, a, b, c) = try await classicSetUp(env)
             let start = ContinuousClock.now
             try c.send("write \(doc) abc")
             let outcomeA = try await a.waitFor("presenter A readOnChange")
@@ -57,13 +66,7 @@ struct DeadlockEndToEndTests {
     @Test("Before the detector breaks a cycle, fcdump shows it: the reads made in presentedItemDidChange, the edges")
     func fcdumpShowsACycleWhileItWaits() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon(deadlockDelay: "6")
-            let doc = try env.file("test.txt", "xy")
-            let a = try await env.host("A")
-            let b = try await env.host("B")
-            let c = try await env.host("C")
-            try await a.present("A", doc, "read-on-change")
-            try await b.present("B", doc, "read-on-change")
+            let (doc, a, b, c) = try await classicSetUp(env, deadlockDelay: "6")
             try c.send("write \(doc) abc")
             try await a.waitFor("presenter A didChange")
             try await b.waitFor("presenter B didChange")

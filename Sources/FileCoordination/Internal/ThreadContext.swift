@@ -26,7 +26,7 @@ enum ThreadContext {
 
     /// The presenter callback this thread is running, if any.
     static var currentCallback: Callback? {
-        (Thread.current.threadDictionary[presenterKey] as? CallbackBox)?.value
+        Thread.current.threadDictionary[presenterKey] as? Callback
     }
 
     /// Runs `body` tagged as `callback` of `presenter`.
@@ -37,7 +37,7 @@ enum ThreadContext {
     ) rethrows -> T {
         let dictionary = Thread.current.threadDictionary
         let previous = dictionary[presenterKey]
-        dictionary[presenterKey] = CallbackBox(Callback(presenter: presenter, callback: callback))
+        dictionary[presenterKey] = Callback(presenter: presenter, callback: callback)
         defer { dictionary[presenterKey] = previous }
         return try body()
     }
@@ -59,10 +59,5 @@ enum ThreadContext {
 
     private final class AccessStack {
         var stack: [Access] = []
-    }
-
-    private final class CallbackBox {
-        let value: Callback
-        init(_ value: Callback) { self.value = value }
     }
 }
