@@ -1,5 +1,6 @@
 // fcdump against a private filecoordd with known state: a presenter, a held write and a read waiting for it.
 
+import FCProtocol
 import Foundation
 import Testing
 
@@ -121,6 +122,8 @@ struct FcdumpTests {
             let writeID = try #require(write["id"] as? Int)
             let readID = try #require(read["id"] as? Int)
             #expect(read["blockedBy"] as? [Int] == [writeID])
+            // The write has been held at least through C's quiet time: its age says so.
+            #expect((write["ageSeconds"] as? Double ?? 0) >= 0.3, "\(write)")
             #expect((write["items"] as? [[String: Any]])?.first?["kind"] as? String == "write")
             #expect((read["items"] as? [[String: Any]])?.first?["path"] as? String == doc)
             let clients = try #require(dump["clients"] as? [[String: Any]])
@@ -217,19 +220,62 @@ struct FcdumpTests {
     func clientsShowTheirCommandLine() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
-            let a = try await env.host("A")
+            let a = try await env.host("A", arguments: ["it's here", "plain-arg"])
             try await a.barrier()
             let json = try await env.runTool("fcdump", ["--json"])
             let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
             let clients = try #require(dump["clients"] as? [[String: Any]])
             let host = try #require(clients.first { $0["pid"] as? Int == Int(a.pid) })
             let arguments = try #require(host["arguments"] as? [String])
-            #expect(arguments.first == (try Products.executable("fc-testhost").path), "\(arguments)")
+            #expect(
+                arguments == [try Products.executable("fc-testhost").path, "it's here", "plain-arg"],
+                "\(arguments)"
+            )
+            // As a shell would need it: a quote and a space are quoted, a plain argument is not.
             let listed = try await env.runTool("fcdump", ["clients"])
             #expect(
-                listed.output.contains("command: \(try Products.executable("fc-testhost").path)"),
+                listed.output.contains(
+                    "command: \(try Products.executable("fc-testhost").path) 'it'\\''s here' plain-arg"
+                ),
                 "\(listed.output)"
             )
+        }
+    }
+
+    @Test("fcdump gives up on a daemon that does not answer after --timeout, and says so")
+    func timeoutOnASilentDaemon() async throws {
+        try await TestEnvironment.run { env in
+            let listener = try SilentListener(path: env.path("silent.socket"))
+            let start = ContinuousClock.now
+            let result = try await env.runTool("fcdump", ["--socket", listener.path, "--timeout", "1"])
+            #expect(result.status != 0)
+            #expect(result.error.contains("did not answer within 1 s"), "\(result.error)")
+            #expect(ContinuousClock.now - start < .seconds(8), "fcdump waited past its timeout")
+            let invalid = try await env.runTool("fcdump", ["--socket", listener.path, "--timeout", "0"])
+            #expect(invalid.status != 0 && invalid.error.contains("--timeout"), "\(invalid.error)")
+        }
+    }
+
+    @Test("A second DumpRequest before the first is answered is a protocol error; the daemon serves on")
+    func oneDumpAtATimePerConnection() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let raw = try RawClient(socket: env.socket)
+            try await raw.handshake(name: "fcdump")
+            let request = try FrameEncoder().encode(Filecoord_V1_Frame(.dumpRequest(Filecoord_V1_DumpRequest())))
+            // One write: the daemon reads both before the first dump is encoded.
+            try raw.send(request + request)
+            #expect(try await raw.waitForClose(), "the daemon kept the connection")
+            let reasons = raw.frames.compactMap { frame -> String? in
+                if case .protocolError(let error)? = frame.payload { return error.reason }
+                return nil
+            }
+            #expect(
+                reasons.contains { $0.contains("DumpRequest sent before the previous dump was answered") },
+                "\(reasons)"
+            )
+            let dump = try await env.runTool("fcdump", ["--json"])
+            #expect(dump.status == 0, "\(dump.error)")
         }
     }
 

@@ -297,8 +297,9 @@ final class TestEnvironment: @unchecked Sendable {
     /// Starts an `fc-testhost` that talks to the test's daemon, and waits for its `ready` line. By default it may
     /// start a daemon (`FILECOORDD_PATH` is set), as any client does when none answers, and restarts a stopped one
     /// while it has presenters; with `mayStartDaemon: false` it never does (a test of the daemon's own exit).
-    func host(_ name: String, mayStartDaemon: Bool = true) async throws -> HostProcess {
-        let host = try HostProcess(name: name, environment: self, mayStartDaemon: mayStartDaemon)
+    /// `arguments` are passed on and ignored by `fc-testhost` (they show in its command line).
+    func host(_ name: String, mayStartDaemon: Bool = true, arguments: [String] = []) async throws -> HostProcess {
+        let host = try HostProcess(name: name, environment: self, mayStartDaemon: mayStartDaemon, arguments: arguments)
         lock.withLock { hosts.append(host) }
         _ = try await host.waitFor("ready ")
         return host
@@ -469,7 +470,7 @@ final class HostProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var barriers = 0
 
-    fileprivate init(name: String, environment: TestEnvironment, mayStartDaemon: Bool) throws {
+    fileprivate init(name: String, environment: TestEnvironment, mayStartDaemon: Bool, arguments: [String]) throws {
         self.name = name
         input = Pipe()
         output = Pipe()
@@ -483,7 +484,7 @@ final class HostProcess: @unchecked Sendable {
         pump = environment.pump
         process = try launch(
             try Products.executable("fc-testhost"),
-            [],
+            arguments,
             environment: try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon),
             input: input,
             output: output,
@@ -617,6 +618,46 @@ final class HostProcess: @unchecked Sendable {
 
 // MARK: - A client speaking the wire protocol by hand
 
+/// The address of the Unix socket at `path`.
+private func unixAddress(_ path: String) throws -> sockaddr_un {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        throw HarnessError(description: "socket path too long: \(path)")
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        for (index, byte) in bytes.enumerated() { buffer[index] = byte }
+    }
+    return address
+}
+
+/// A Unix socket that listens and never accepts: connections complete (the kernel's backlog) and then hear nothing,
+/// as from a daemon that hangs.
+///
+/// - Important: Not thread-safe: one test uses it.
+final class SilentListener {
+    let path: String
+    private let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = try unixAddress(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else {
+            throw HarnessError(description: "bind/listen \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+}
+
 /// A raw Unix socket to the daemon, for clients that misbehave or hold claims without a library.
 ///
 /// - Important: Not thread-safe: one test uses it.
@@ -630,17 +671,9 @@ final class RawClient {
     init(socket path: String) throws {
         fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
         // No close(fd) before a throw below: the initialiser has set every property, so deinit runs and closes
         // it. Closing it here as well would close whatever descriptor reused the number meanwhile.
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw HarnessError(description: "socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in bytes.enumerated() { buffer[index] = byte }
-        }
+        var address = try unixAddress(path)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
