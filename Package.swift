@@ -25,13 +25,21 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
+        // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
+        .target(name: "CFCLinux"),
+        // The syscall layer (DESIGN.md): swift-system's types, EINTR retry in one place, owning descriptor types.
+        .target(
+            name: "FCSystem",
+            dependencies: ["CFCLinux", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
         // The library apps import: NSFileCoordinator, NSFilePresenter, NSFileAccessIntent with Apple's signatures.
-        .target(name: "FileCoordination", dependencies: ["FCCore", "FCProtocol"]),
+        .target(name: "FileCoordination", dependencies: ["FCCore", "FCProtocol", "FCSystem"]),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
         // framing, version handshake, limits, and conversions to FCCore's types. Bytes in, messages out; no I/O.
         .target(
@@ -95,13 +103,15 @@ let package = Package(
     ]
 )
 
-// --- Strict settings for every target, in one place (swift-log / swift-nio style). --- //
-for target in package.targets where [.executable, .test, .regular].contains(target.type) {
+// --- Strict settings for every Swift target, in one place (swift-log / swift-nio style). --- //
+// Nothing here may be something SwiftPM refuses in a dependency fetched by URL (no `unsafeFlags`): apps depend on
+// this package by version. Stricter flags that have no setting (`-require-explicit-sendable`, warnings as errors)
+// are passed by scripts/build-flags.sh to every build of ours, never by the manifest.
+for target in package.targets where [.executable, .test, .regular].contains(target.type) && target.name != "CFCLinux" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
     settings.append(.enableUpcomingFeature("NonisolatedNonsendingByDefault"))
-    settings.append(.unsafeFlags(["-require-explicit-sendable"]))
     target.swiftSettings = settings
 }

@@ -15,7 +15,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Debug builds with scripts/test.sh's flags, so the two commands share .build/debug.
 echo "==> Building filecoordd, fc-testhost and fcdemo" >&2
-swift build -Xswiftc -warnings-as-errors >&2
+. scripts/build-flags.sh
+swift build "${fc_build_flags[@]}" >&2
 bin="$(swift build --show-bin-path)"
 
 if [[ "${1:-}" == "--core" ]]; then

@@ -20,7 +20,8 @@ step "Checking dependencies"
 . scripts/install-deps.sh
 
 # Same flags for the build and the test run, so that `swift test` finds everything built and compiles nothing again.
-build_flags=(-Xswiftc -warnings-as-errors)
+. scripts/build-flags.sh
+build_flags=("${fc_build_flags[@]}")
 
 step "Building (tests included, warnings are errors)"
 swift build --build-tests "${build_flags[@]}"
