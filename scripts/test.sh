@@ -65,6 +65,13 @@ swift test "${build_flags[@]}" --filter 'AsyncAPITests|SourceCompatibilityTests'
 step "Running the seeded simulator (SimulatorTests)"
 swift test "${build_flags[@]}" --filter SimulatorTests
 
+# Code written as for macOS, in both language modes, in a package of its own: there, as in an app and as on macOS,
+# a sendability mismatch with Apple's `@preconcurrency` API is a warning, not an error (Tests/PortedCode/Package.swift).
+step "Building and running the ported macOS code in the Swift 5 and Swift 6 language modes (Tests/PortedCode)"
+swift build --package-path Tests/PortedCode --build-tests
+swift test --package-path Tests/PortedCode --skip-build
+FILECOORD_ARBITER=in-process swift test --package-path Tests/PortedCode --skip-build
+
 # The same library tests once more with the in-process arbiter, the fallback when no daemon can be had.
 step "Running the library's tests again with the in-process arbiter"
 FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter FileCoordinationTests --skip AsyncAPITests

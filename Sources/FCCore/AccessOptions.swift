@@ -48,6 +48,13 @@ public enum Access: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// `true` for a write that deletes or replaces its item (`.forDeleting`, `.forReplacing`): presenters of the
+    /// enclosing directories are asked to accommodate the deletion of a subitem first (SEMANTICS.md §3).
+    public var deletesItem: Bool {
+        if case .write(let options) = self { return !options.isDisjoint(with: [.forDeleting, .forReplacing]) }
+        return false
+    }
+
     /// `true` for a write that covers a directory's contents: `.forDeleting`, `.forMoving` or `.forReplacing`.
     public var coversSubtree: Bool {
         if case .write(let options) = self { return !options.isDisjoint(with: .subtreeOptions) }

@@ -16,25 +16,47 @@ extension Arbiter {
         }
         for entry in claim.entries {
             let path = entry.path
-            // Presenters of enclosing directories: packages hear as if their own item were accessed.
+            // Presenters of enclosing directories: packages hear as if their own item were accessed; plain
+            // directories are asked to accommodate the deletion of an item inside them (Apple's documented contract),
+            // unless the item is inside a package: then the package, one document, is what changes.
             var node: AccessNode? = tree.root
+            var plainDirectories: [PresenterID] = []
+            var insidePackage = false
             for component in path.components {
                 guard let current = node else { break }
-                if current !== tree.root, tree.isPackage(current) {
-                    for presenter in current.presenters {
-                        add(presenter) { $0.addForEnclosingPackage(entry.access, item: path) }
+                if current !== tree.root {
+                    if tree.isPackage(current) {
+                        insidePackage = true
+                        for presenter in current.presenters {
+                            add(presenter) { $0.addForEnclosingPackage(entry.access, item: path) }
+                        }
+                    } else if entry.access.deletesItem {
+                        plainDirectories += current.presenters
                     }
                 }
                 node = current.children[component]
+            }
+            if !insidePackage {
+                for presenter in plainDirectories {
+                    add(presenter) { $0.addSubitemDeletion(path) }
+                }
             }
             guard let itemNode = node else { continue }
             for presenter in itemNode.presenters {
                 add(presenter) { $0.addForItem(entry.access) }
             }
-            if entry.access.coversSubtree {
+            // Everything inside the item hears too: for deleting, moving and replacing writes (SEMANTICS.md §3), and
+            // for a preparation, whose top-level items stand for their contents (`prepare(forReadingItemsAt:…)`).
+            if entry.access.coversSubtree || claim.request.isPreparation {
                 tree.forEachDescendantWithPresenters(of: itemNode) { inside in
                     for presenter in inside.presenters {
-                        add(presenter) { $0.addForContainedItem(entry.access) }
+                        add(presenter) {
+                            if claim.request.isPreparation {
+                                $0.addForItem(entry.access)
+                            } else {
+                                $0.addForContainedItem(entry.access)
+                            }
+                        }
                     }
                 }
             }
@@ -189,10 +211,11 @@ extension Arbiter {
                         if package && callbacks.isDisjoint(with: .subitemNotifications) {
                             notify(presenterID, .presentedItemDidChange)
                         } else {
-                            notify(
-                                presenterID,
-                                appeared ? .presentedSubitemDidAppear(at: path) : .presentedSubitemDidChange(at: path)
-                            )
+                            // A new item is a change under the directory, as macOS reports any write there (ported
+                            // code refreshes its listings in subitem did change), and an appearance, as Apple's
+                            // documentation promises (SEMANTICS.md §3).
+                            notify(presenterID, .presentedSubitemDidChange(at: path))
+                            if appeared { notify(presenterID, .presentedSubitemDidAppear(at: path)) }
                         }
                     }
                 }
@@ -313,6 +336,11 @@ struct PlannedSteps {
                 subitemDeletions.append(item)
             }
         }
+    }
+
+    /// The presenter of a plain directory that encloses an item that is deleted or replaced.
+    mutating func addSubitemDeletion(_ item: ItemPath) {
+        if !subitemDeletions.contains(item) { subitemDeletions.append(item) }
     }
 
     /// The presenter of an item inside a directory that is deleted, moved or replaced.

@@ -202,6 +202,10 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Asks the presenters of many items to relinquish and save, then runs `batchAccessor`, which makes its own
     /// coordinated calls with this coordinator and must call the completion handler it is given, from any thread.
     /// Returns when the handler has been called.
+    ///
+    /// `@preconcurrency`, as Apple's is: a capture that is not `Sendable` is a warning in the Swift 6 language mode,
+    /// not an error.
+    @preconcurrency
     open func prepare(
         forReadingItemsAt readingURLs: [URL],
         options readingOptions: NSFileCoordinator.ReadingOptions = [],
@@ -227,6 +231,10 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
 
     /// Coordinates many items at once and runs `accessor` on `queue` when they are granted, or with the error.
     /// Use each intent's ``NSFileAccessIntent/url`` inside the accessor.
+    ///
+    /// `@preconcurrency`, as Apple's is: a capture that is not `Sendable` is a warning in the Swift 6 language mode,
+    /// not an error.
+    @preconcurrency
     open func coordinate(
         with intents: [NSFileAccessIntent],
         queue: OperationQueue,

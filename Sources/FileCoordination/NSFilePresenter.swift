@@ -82,6 +82,12 @@ public struct FilePresenterCallbacks: OptionSet, Hashable, Sendable {
 ///   thread at any time, including from inside coordinated calls, so it must be thread-safe and must not block.
 ///   A relinquish, save or accommodate callback must call its block or completion handler exactly once; until it
 ///   does, the access that asked waits (up to the arbiter's presenter timeout).
+///
+/// The protocol is `@preconcurrency`, as Apple's (imported from Objective-C) is: a presenter whose witnesses differ
+/// from these only in `@Sendable` (plain `@escaping ((() -> Void)?) -> Void` closures, or an `@Sendable` outer closure
+/// only, as written before Xcode 16) conforms, with a warning in the Swift 6 language mode instead of an error, and
+/// its own methods are the ones called (docs/PORTING.md).
+@preconcurrency
 public protocol NSFilePresenter: NSObjectProtocol {
     /// The presented item, or `nil` while it does not exist yet.
     var presentedItemURL: URL? { get }

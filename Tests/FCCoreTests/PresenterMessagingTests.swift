@@ -220,7 +220,8 @@ struct PresenterMessagingTests {
         h.answerAll()
         #expect(h.isGranted(write))
         #expect(h.messages(to: item) == [.relinquishToWriter, .accommodatePresentedItemDeletion])
-        #expect(h.messages(to: directory).isEmpty)  // None before.
+        // Before: the enclosing plain directory is asked to accommodate the deletion of its subitem (issue 10).
+        #expect(h.messages(to: directory) == [.accommodatePresentedSubitemDeletion(at: path("/d/f"))])
         h.finish(write)
         // After: no did change for a deletion; a replaced item is written, and its presenter hears it.
         let didChange: [PresenterMessageKind] = options == .forReplacing ? [.presentedItemDidChange] : []
@@ -228,7 +229,11 @@ struct PresenterMessagingTests {
             h.messages(to: item)
                 == [.relinquishToWriter, .accommodatePresentedItemDeletion] + didChange + [try reacquire(h, item)]
         )
-        #expect(h.messages(to: directory) == [.presentedSubitemDidChange(at: path("/d/f"))])
+        #expect(
+            h.messages(to: directory) == [
+                .accommodatePresentedSubitemDeletion(at: path("/d/f")), .presentedSubitemDidChange(at: path("/d/f")),
+            ]
+        )
     }
 
     @Test("table_deleteOrReplace_insidePackage", arguments: [WritingOptions.forDeleting, .forReplacing])
@@ -282,7 +287,7 @@ struct PresenterMessagingTests {
         for presenter in [directory, inside, deeper] {
             #expect(h.messages(to: presenter) == [.relinquishToWriter, .accommodatePresentedItemDeletion])
         }
-        #expect(h.messages(to: top).isEmpty)
+        #expect(h.messages(to: top) == [.accommodatePresentedSubitemDeletion(at: path("/top/d"))])
         h.finish(write)
         let didChange: [PresenterMessageKind] = options == .forReplacing ? [.presentedItemDidChange] : []
         #expect(
@@ -295,7 +300,12 @@ struct PresenterMessagingTests {
                     == [.relinquishToWriter, .accommodatePresentedItemDeletion, try reacquire(h, presenter)]
             )
         }
-        #expect(h.messages(to: top) == [.presentedSubitemDidChange(at: path("/top/d"))])
+        #expect(
+            h.messages(to: top) == [
+                .accommodatePresentedSubitemDeletion(at: path("/top/d")),
+                .presentedSubitemDidChange(at: path("/top/d")),
+            ]
+        )
     }
 
     // MARK: Table, row "item(at:didMoveTo:) inside a write"
@@ -318,7 +328,11 @@ struct PresenterMessagingTests {
         #expect(h.messages(to: directory) == [.relinquishToWriter, .presentedItemDidMove(to: path("/top/e"))])
         #expect(h.messages(to: inside) == [.relinquishToWriter, .presentedItemDidMove(to: path("/top/e/f"))])
         #expect(h.messages(to: deeper) == [.relinquishToWriter, .presentedItemDidMove(to: path("/top/e/sub/g"))])
-        #expect(h.messages(to: top) == [.presentedSubitemDidMove(from: path("/top/d"), to: path("/top/e"))])
+        // The destination is written `.forReplacing`: its folder is asked to accommodate its deletion first.
+        let accommodate = PresenterMessageKind.accommodatePresentedSubitemDeletion(at: path("/top/e"))
+        #expect(
+            h.messages(to: top) == [accommodate, .presentedSubitemDidMove(from: path("/top/d"), to: path("/top/e"))]
+        )
         let presenters = h.arbiter.snapshot().presenters
         #expect(presenters[directory]?.path == path("/top/e"))
         #expect(presenters[inside]?.path == path("/top/e/f"))
@@ -334,7 +348,9 @@ struct PresenterMessagingTests {
                 .relinquishToWriter, .presentedItemDidMove(to: path("/top/e/f")), try reacquire(h, inside),
             ]
         )
-        #expect(h.messages(to: top) == [.presentedSubitemDidMove(from: path("/top/d"), to: path("/top/e"))])
+        #expect(
+            h.messages(to: top) == [accommodate, .presentedSubitemDidMove(from: path("/top/d"), to: path("/top/e"))]
+        )
     }
 
     @Test func table_itemMoved_enclosingDirectoriesOfBothEnds() throws {
@@ -353,9 +369,11 @@ struct PresenterMessagingTests {
         h.send(.itemMoved(move, from: path("/c/x/a"), to: path("/c/y/a")))
         h.finish(move)
         let subitemMoved = PresenterMessageKind.presentedSubitemDidMove(from: path("/c/x/a"), to: path("/c/y/a"))
-        #expect(h.messages(to: common) == [subitemMoved])
+        // The destination's folders are asked to accommodate its deletion (it is written `.forReplacing`).
+        let accommodate = PresenterMessageKind.accommodatePresentedSubitemDeletion(at: path("/c/y/a"))
+        #expect(h.messages(to: common) == [accommodate, subitemMoved])
         #expect(h.messages(to: source) == [subitemMoved])
-        #expect(h.messages(to: destination) == [subitemMoved])
+        #expect(h.messages(to: destination) == [accommodate, subitemMoved])
         #expect(
             h.messages(to: item) == [
                 .relinquishToWriter, .presentedItemDidMove(to: path("/c/y/a")), try reacquire(h, item),
@@ -487,7 +505,10 @@ struct PresenterMessagingTests {
         let h = ArbiterHarness()
         let app = h.connect("app")
         let own = h.present("/d/f", client: app)
-        let directory = h.present("/d", client: app)
+        // A folder that does not implement accommodate subitem deletion, so that every claim is granted at once.
+        var folderCallbacks = PresenterCallbacks.all
+        folderCallbacks.remove(.accommodatePresentedSubitemDeletion)
+        let directory = h.present("/d", client: app, callbacks: folderCallbacks)
         for claim in [
             h.read("/d/f", client: app, filePresenter: own),
             h.write("/d/f", .forMerging, client: app, filePresenter: own),
@@ -738,7 +759,13 @@ struct PresenterMessagingTests {
                 .relinquishToWriter, .presentedItemDidMove(to: path("/d/b")), try reacquire(h, item),
             ]
         )
-        #expect(h.messages(to: directory) == [.presentedSubitemDidMove(from: path("/d/a"), to: path("/d/b"))])
+        // One did move for the directory; it was asked first to accommodate the replaced destination's deletion.
+        #expect(
+            h.messages(to: directory) == [
+                .accommodatePresentedSubitemDeletion(at: path("/d/b")),
+                .presentedSubitemDidMove(from: path("/d/a"), to: path("/d/b")),
+            ]
+        )
     }
 
     @Test func bullet_exactlyOnce_writeInsideAMovedDirectoryIsReportedAtItsNewPath() throws {
@@ -755,11 +782,12 @@ struct PresenterMessagingTests {
             ],
             client: tool
         )
-        #expect(h.answerAll() == 2)
+        #expect(h.answerAll() == 3)
         h.send(.itemMoved(claim, from: path("/d/a"), to: path("/d/b")))
         h.finish(claim)
         #expect(
             h.messages(to: parent) == [
+                .accommodatePresentedSubitemDeletion(at: path("/d/b")),
                 .presentedSubitemDidMove(from: path("/d/a"), to: path("/d/b")),
                 .presentedSubitemDidChange(at: path("/d/b/f")),
             ]
@@ -851,9 +879,9 @@ struct PresenterMessagingTests {
         #expect(h.messages(to: package) == [.relinquishToWriter, .presentedItemDidChange, try reacquire(h, package)])
     }
 
-    // MARK: Bullet: new items are reported as subitem did appear
+    // MARK: Bullet: new items are reported as subitem did change and as subitem did appear
 
-    @Test func bullet_createdItemsAreReportedAsSubitemDidAppear() throws {
+    @Test func bullet_createdItemsAreReportedAsSubitemDidChangeAndDidAppear() throws {
         let h = ArbiterHarness()
         let app = h.connect("app")
         let tool = h.connect("tool")
@@ -861,27 +889,25 @@ struct PresenterMessagingTests {
         let directory = h.present("/top/d", client: app)
         let created = h.write("/top/d/new", client: tool)
         h.finish(created, created: ["/top/d/new"])
-        #expect(h.messages(to: directory) == [.presentedSubitemDidAppear(at: path("/top/d/new"))])
-        #expect(h.messages(to: top) == [.presentedSubitemDidAppear(at: path("/top/d/new"))])
+        func appeared(_ item: String) -> [PresenterMessageKind] {
+            [.presentedSubitemDidChange(at: path(item)), .presentedSubitemDidAppear(at: path(item))]
+        }
+        #expect(h.messages(to: directory) == appeared("/top/d/new"))
+        #expect(h.messages(to: top) == appeared("/top/d/new"))
 
         // Items created inside a written directory.
         let write = h.write("/top/d", client: tool)
         h.answerAll()
         h.finish(write, created: ["/top/d/one", "/top/d/sub/two"])
         #expect(
-            h.messages(to: directory) == [
-                .presentedSubitemDidAppear(at: path("/top/d/new")), .relinquishToWriter, .presentedItemDidChange,
-                .presentedSubitemDidAppear(at: path("/top/d/one")),
-                .presentedSubitemDidAppear(at: path("/top/d/sub/two")),
-                try reacquire(h, directory),
-            ]
+            h.messages(to: directory)
+                == appeared("/top/d/new") + [.relinquishToWriter, .presentedItemDidChange] + appeared("/top/d/one")
+                + appeared("/top/d/sub/two") + [try reacquire(h, directory)]
         )
         #expect(
-            h.messages(to: top) == [
-                .presentedSubitemDidAppear(at: path("/top/d/new")), .presentedSubitemDidChange(at: path("/top/d")),
-                .presentedSubitemDidAppear(at: path("/top/d/one")),
-                .presentedSubitemDidAppear(at: path("/top/d/sub/two")),
-            ]
+            h.messages(to: top)
+                == appeared("/top/d/new") + [.presentedSubitemDidChange(at: path("/top/d"))] + appeared("/top/d/one")
+                + appeared("/top/d/sub/two")
         )
     }
 

@@ -53,7 +53,13 @@ import Testing
             settle(presenter, folder)
             #expect(presenter.presentedItemURL == destination)
             #expect(presenter.events == ["relinquishToWriter", "didMove(\(destination.path))", "reacquire"])
-            #expect(folder.events == ["subitemDidMove(\(source.path) -> \(destination.path))"])
+            // The destination is written `.forReplacing`: the folder is asked to accommodate its deletion first.
+            #expect(
+                folder.events == [
+                    "accommodateSubitemDeletion(\(destination.path))",
+                    "subitemDidMove(\(source.path) -> \(destination.path))",
+                ]
+            )
 
             // A write at the new location reaches the presenter; a new file at the old one does not.
             var error: NSError?
@@ -77,8 +83,10 @@ import Testing
         )
         #expect(
             folder.events == [
+                "accommodateSubitemDeletion(\(destination.path))",
                 "subitemDidMove(\(source.path) -> \(destination.path))",
                 "subitemDidChange(\(destination.path))",
+                "subitemDidChange(\(source.path))",
                 "subitemDidAppear(\(source.path))",
             ]
         )

@@ -101,8 +101,10 @@ import Testing
         #expect(error == nil)
         #expect(!FileManager.default.fileExists(atPath: file.path))
         #expect(presenter.events == ["relinquishToWriter", "accommodateDeletion", "accessor", "reacquire"])
-        // The enclosing plain directory hears nothing before, and a subitem change after.
-        #expect(folder.events == ["accessor", "subitemDidChange(\(file.path))"])
+        // The enclosing plain directory is asked to accommodate the deletion before, and hears a subitem change after.
+        #expect(
+            folder.events == ["accommodateSubitemDeletion(\(file.path))", "accessor", "subitemDidChange(\(file.path))"]
+        )
         #expect(presenter.offQueueCallbacks.isEmpty)
         #expect(folder.offQueueCallbacks.isEmpty)
     }
@@ -180,7 +182,7 @@ import Testing
             settle(folder)
         }
         #expect(error == nil)
-        #expect(folder.events == ["accessor", "subitemDidAppear(\(file.path))"])
+        #expect(folder.events == ["accessor", "subitemDidChange(\(file.path))", "subitemDidAppear(\(file.path))"])
         #expect(folder.offQueueCallbacks.isEmpty)
     }
 
@@ -225,11 +227,13 @@ import Testing
                 "relinquishToWriter", "didChange", "reacquire",
             ]
         )
-        #expect(ownFolder.events == Array(repeating: "subitemDidChange(\(file.path))", count: 3))
-        #expect(
-            otherFolder.events
-                == Array(repeating: "subitemDidChange(\(file.path))", count: 3) + ["subitemDidChange(\(sibling.path))"]
-        )
+        // The `.forReplacing` write asks both folders to accommodate the deletion of the file first.
+        let changes = [
+            "subitemDidChange(\(file.path))", "accommodateSubitemDeletion(\(file.path))",
+            "subitemDidChange(\(file.path))", "subitemDidChange(\(file.path))",
+        ]
+        #expect(ownFolder.events == changes)
+        #expect(otherFolder.events == changes + ["subitemDidChange(\(sibling.path))"])
     }
 
     @Test func callbacksArriveInOrderOnThePresentersOwnQueue() throws {

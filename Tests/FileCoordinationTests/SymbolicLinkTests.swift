@@ -53,7 +53,8 @@ import Testing
             settle(folder)
         }
         #expect(error == nil)
-        #expect(folder.events == ["subitemDidAppear(\(real.appendingPathComponent("new.txt").path))"])
+        let created = real.appendingPathComponent("new.txt").path
+        #expect(folder.events == ["subitemDidChange(\(created))", "subitemDidAppear(\(created))"])
     }
 
     @Test func writersOfANewFileThroughALinkAndDirectlyExcludeEachOther() throws {

@@ -55,12 +55,13 @@ enum PresenterDelivery {
         }
     }
 
+    /// The version a message names. Until the version store exists, its `url` is the item's own.
     private static func fileVersion(_ change: VersionChange, of url: URL?) -> NSFileVersion {
         let id: VersionID =
             switch change {
             case .added(let id), .removed(let id), .resolved(let id): id
             }
-        return NSFileVersion(url: nil, persistentIdentifier: id.rawValue)
+        return NSFileVersion(url: url ?? URL(fileURLWithPath: "/"), identifier: id.rawValue)
     }
 
     private static func relinquishReply(

@@ -1,0 +1,1 @@
+../Shared/PresenterStyleTests.swift
