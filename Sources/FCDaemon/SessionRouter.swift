@@ -43,6 +43,9 @@ public final class SessionRouter {
     private var sessions: [ClientID: Session] = [:]
     private var presenterOwner: [PresenterID: (ClientID, UInt64)] = [:]
     private var claimOwner: [ClaimID: (ClientID, UInt64)] = [:]
+    /// The client whose presenter owes the reply to each open request: only that client may answer it. An entry
+    /// lives from the request until its reply (or the client's disconnect), so the table holds only unanswered
+    /// requests; a reacquire names an answered request and needs none.
     private var requestOwner: [RequestID: ClientID] = [:]
     private var nextGlobal: UInt64 = 0
 
@@ -50,6 +53,9 @@ public final class SessionRouter {
         var info: ClientInfo
         var presenters: [UInt64: PresenterID] = [:]
         var claims: [UInt64: ClaimID] = [:]
+        /// The open requests its presenters owe replies to (their entries in `requestOwner`), so that a disconnect
+        /// costs what the client held, not a scan of every client's requests.
+        var requests: Set<RequestID> = []
         // Coordinator ids need no mapping: the arbiter compares them together with the client id.
     }
 
@@ -96,9 +102,13 @@ public final class SessionRouter {
         let routed = route(arbiter.handle(.clientDisconnected(client), at: now()))
         for presenter in session.presenters.values { presenterOwner[presenter] = nil }
         for claim in session.claims.values { claimOwner[claim] = nil }
-        requestOwner = requestOwner.filter { $0.value != client }
+        for request in session.requests { requestOwner[request] = nil }
         return routed
     }
+
+    /// How many presenter requests wait for their reply (for tests and dumps): the router keeps nothing per
+    /// answered request.
+    public var openRequestCount: Int { requestOwner.count }
 
     /// Every live claim not yet granted, as (client, the client's own claim id), for a shutdown that fails them.
     public func pendingClaims() -> [(ClientID, ClaimID)] {
@@ -164,6 +174,9 @@ public final class SessionRouter {
             global = .claimCancelled(id)
         case .presenterReplied(let request, let reply):
             guard requestOwner[request] == client else { return Routed() }  // Not this client's to answer.
+            // Answered: a second reply is not this client's to send either (the arbiter ignores one anyway).
+            requestOwner[request] = nil
+            session.requests.remove(request)
             global = .presenterReplied(request, reply)
         case .itemMoved(let local, let from, let to):
             guard let id = session.claims[local.rawValue] else { return Routed() }
@@ -213,8 +226,10 @@ public final class SessionRouter {
                 append(.fail(ClaimID(local), client: client, localFailure), to: client)
             case .message(var message):
                 guard let (owner, local) = presenterOwner[message.presenter], owner == message.client else { continue }
-                if let request = message.request { requestOwner[request] = owner }
-                if case .reacquire(let request) = message.kind { requestOwner[request] = nil }
+                if let request = message.request {
+                    requestOwner[request] = owner
+                    sessions[owner]?.requests.insert(request)
+                }
                 message.presenter = PresenterID(local)
                 message.claim = message.claim.flatMap { claim in
                     claimOwner[claim].flatMap { $0.0 == owner ? ClaimID($0.1) : nil }

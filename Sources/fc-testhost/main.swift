@@ -23,6 +23,7 @@
 //   main COMMAND ...                                                 make the call of a read, write or move on the
 //                                                                    main thread (DispatchQueue.main), not its own
 //   sleep MS
+//   ignore SIGNAL                                                    set SIGNAL (a number) to SIG_IGN in this process
 //   exit
 //
 // Output lines: `ready`, `presenter NAME CALLBACK [URL]`, `granted OP PATH`, `done OP PATH [TEXT]`,
@@ -31,6 +32,12 @@
 
 import FileCoordination
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Writes one line to standard output at once (no buffering: a test reads it as it happens).
 func say(_ line: String) {
@@ -278,6 +285,10 @@ final class Host: @unchecked Sendable {
             say("released")
         case "sleep" where arguments.count == 1:
             Thread.sleep(forTimeInterval: (Double(arguments[0]) ?? 0) / 1000)
+        case "ignore" where arguments.count == 1:
+            // Process-wide state that a daemon this process starts must not inherit (issue 10).
+            signal(Int32(arguments[0]) ?? SIGUSR1, SIG_IGN)
+            say("ignoring \(arguments[0])")
         case "exit":
             exit(0)
         default:

@@ -388,7 +388,7 @@ private func launch(
 
 /// The environment of a child: this process's, with the test's socket and daemon executable, and never the
 /// in-process arbiter.
-private func childEnvironment(socket: String, mayStartDaemon: Bool = true) throws -> [String: String] {
+func childEnvironment(socket: String, mayStartDaemon: Bool = true) throws -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
     environment["FILECOORDD_SOCKET"] = socket
     // A path that is no executable: the library then looks nowhere else, and starts nothing.

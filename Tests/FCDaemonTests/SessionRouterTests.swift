@@ -118,4 +118,45 @@ import Testing
         _ = try router.handle(.claimFinished(ClaimID(1), created: []), from: b)
         #expect(effects(try router.handle(write(1, "/x", by: b), from: b), for: b).count == 1)
     }
+
+    /// Issue 10: the table of who owes which reply gained an entry per presenter request and lost it only on a
+    /// reacquire or a disconnect, so a long-lived daemon grew without bound.
+    @Test(arguments: [false, true])
+    func answeredRequestsLeaveNothingBehind(handsBackReacquirer: Bool) throws {
+        let router = router()
+        let app = router.connect(pid: 10, name: "app")
+        let tool = router.connect(pid: 11, name: "tool")
+        let registration = PresenterRegistration(
+            id: PresenterID(1),
+            client: ClientID(0),
+            path: Self.path("/x"),
+            callbacks: [.relinquishToWriter]
+        )
+        _ = try router.handle(.presenterAdded(registration), from: app)
+        for local in 1...10_000 as ClosedRange<UInt64> {
+            let asked = try router.handle(write(local, "/x", by: tool), from: tool)
+            guard case .message(let message) = effects(asked, for: app).first, let request = message.request else {
+                Issue.record("write \(local): the presenter was not asked to relinquish")
+                return
+            }
+            #expect(router.openRequestCount == 1)
+            let reply = PresenterReply.relinquished(reacquirer: handsBackReacquirer)
+            let granted = try router.handle(.presenterReplied(request, reply), from: app)
+            #expect(effects(granted, for: tool) == [.grant(ClaimID(local), client: tool, paths: [Self.path("/x")])])
+            _ = try router.handle(.claimFinished(ClaimID(local), created: []), from: tool)
+        }
+        #expect(router.openRequestCount == 0)
+    }
+
+    @Test func aRequestIsForgottenWhenItsClientDisconnects() throws {
+        let router = router()
+        let app = router.connect(pid: 10, name: "app")
+        let tool = router.connect(pid: 11, name: "tool")
+        let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/x"))
+        _ = try router.handle(.presenterAdded(registration), from: app)
+        _ = try router.handle(write(1, "/x", by: tool), from: tool)
+        #expect(router.openRequestCount == 1)
+        _ = router.disconnect(app)
+        #expect(router.openRequestCount == 0)
+    }
 }

@@ -1,11 +1,126 @@
-// Process and spawn shims.
+// Process shims: starting a detached daemon.
 #ifndef CFCLINUX_PROCESS_H
 #define CFCLINUX_PROCESS_H
 
-#define _GNU_SOURCE 1
-#include <spawn.h>
+// No feature macros here (_GNU_SOURCE would change glibc's declarations in this module against those of the other
+// C modules, such as swift-system's): GNU-only calls go through syscall().
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-/// POSIX_SPAWN_SETSID (glibc 2.26+): a macro that Swift does not import.
-static inline short cfc_posix_spawn_setsid(void) { return (short)POSIX_SPAWN_SETSID; }
+/// What the status pipe of `cfc_spawn_detached` carries: a tag and a value.
+struct cfc_spawn_report {
+    int tag;    // 1: the daemon's pid; 2: errno of setsid or fork in the middle process; 3: errno of execve
+    int value;
+};
+
+// Everything below runs between fork and execve in a copy of a multi-threaded process: only async-signal-safe calls
+// (raw system calls, write, _exit), no allocation, no locks.
+
+static inline void cfc_report(int fd, int tag, int value) {
+    struct cfc_spawn_report report = {tag, value};
+    ssize_t written;
+    do {
+        written = write(fd, &report, sizeof report);
+    } while (written < 0 && errno == EINTR);
+}
+
+/// Closes every descriptor from `first` up, except `keep` (which must be `first` or above): close_range (Linux 5.9+),
+/// or a loop on older kernels.
+static inline void cfc_close_from(int first, int keep) {
+    int closed = 1;
+    if (keep > first) closed = syscall(SYS_close_range, (unsigned)first, (unsigned)(keep - 1), 0u) == 0;
+    if (closed) closed = syscall(SYS_close_range, (unsigned)(keep + 1), ~0u, 0u) == 0;
+    if (closed) return;
+    for (int fd = first; fd < 65536; fd++) {
+        if (fd != keep) close(fd);
+    }
+}
+
+/// Starts `path` as a daemon detached from the calling process: a grandchild (fork, setsid, fork; the middle process
+/// exits at once and is reaped here), so that it is not the caller's child and leaves no zombie and no SIGCHLD
+/// later; in a session of its own; with default signal dispositions and an empty signal mask; with `stdin_fd` as
+/// its standard input, `log_fd` as its standard output and error, and no other descriptor of the caller (everything
+/// from 3 up is closed). `stdin_fd` and `log_fd` should be close-on-exec in the caller.
+///
+/// Returns 0 and the daemon's pid in `*pid`, or an errno value: of pipe2 or fork here, of setsid or fork in the
+/// middle process, or of execve in the daemon (so a missing or non-executable file is reported to the caller).
+static inline int cfc_spawn_detached(const char *path, char *const argv[], char *const envp[], int stdin_fd,
+                                     int log_fd, pid_t *pid) {
+    int status_pipe[2];
+    if (syscall(SYS_pipe2, status_pipe, O_CLOEXEC) != 0) return errno;
+    pid_t middle = fork();
+    if (middle < 0) {
+        int error = errno;
+        close(status_pipe[0]);
+        close(status_pipe[1]);
+        return error;
+    }
+    if (middle == 0) {
+        // The middle process: a new session, then the daemon, then exit.
+        close(status_pipe[0]);
+        if (setsid() < 0) {
+            cfc_report(status_pipe[1], 2, errno);
+            _exit(127);
+        }
+        pid_t daemon = fork();
+        if (daemon < 0) {
+            cfc_report(status_pipe[1], 2, errno);
+            _exit(127);
+        }
+        if (daemon > 0) {
+            cfc_report(status_pipe[1], 1, (int)daemon);
+            _exit(0);
+        }
+        // The daemon. The status pipe moves above the standard descriptors (it may be 0, 1 or 2 if the caller
+        // closed those), keeping close-on-exec, so that a successful execve closes it.
+        int report = fcntl(status_pipe[1], F_DUPFD_CLOEXEC, 3);
+        if (report < 0) _exit(127);
+        if (dup2(stdin_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
+            cfc_report(report, 3, errno);
+            _exit(127);
+        }
+        cfc_close_from(3, report);
+        // Default dispositions for every signal, the reserved ones included (raw rt_sigaction: glibc refuses
+        // those), and an empty mask. An all-zero kernel sigaction is SIG_DFL with no flags whatever its layout.
+        unsigned char default_action[64];
+        memset(default_action, 0, sizeof default_action);
+        for (int signal_number = 1; signal_number < 65; signal_number++) {
+            syscall(SYS_rt_sigaction, signal_number, default_action, (void *)0, (size_t)8);
+        }
+        unsigned char empty_mask[8];
+        memset(empty_mask, 0, sizeof empty_mask);
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, empty_mask, (void *)0, (size_t)8);
+        execve(path, argv, envp);
+        cfc_report(report, 3, errno);
+        _exit(127);
+    }
+    // The caller: reap the middle process, then read the daemon's pid and, if execve failed, why.
+    close(status_pipe[1]);
+    while (waitpid(middle, (int *)0, 0) < 0 && errno == EINTR) {
+    }
+    int result = ECHILD;
+    *pid = 0;
+    for (;;) {
+        struct cfc_spawn_report report;
+        ssize_t got = read(status_pipe[0], &report, sizeof report);
+        if (got < 0 && errno == EINTR) continue;
+        if (got != (ssize_t)sizeof report) break;  // end of file: execve succeeded (or nothing was started)
+        if (report.tag == 1) {
+            *pid = (pid_t)report.value;
+            result = 0;
+        } else {
+            result = report.value;
+            break;
+        }
+    }
+    close(status_pipe[0]);
+    return result;
+}
 
 #endif

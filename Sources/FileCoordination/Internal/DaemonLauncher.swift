@@ -1,3 +1,4 @@
+import FCSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -74,36 +75,20 @@ enum DaemonLauncher {
         )
     }
 
-    /// Starts the daemon in a session of its own, with its output in a log file beside the socket.
+    /// Starts the daemon detached from this process (FCSystem's `DetachedProcess`: not its child, none of its
+    /// descriptors, a session of its own, default signal state), with its output in a log file beside the socket.
     private static func spawn(_ executable: String, socketPath: String) -> FileCoordinationError? {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // POSIX_SPAWN_SETSID (glibc 2.26+, 0x80) is not imported into Swift: the daemon gets a session of its own so that
-        // the starter's terminal and process group signals do not reach it.
-        posix_spawnattr_setflags(&attributes, Int16(0x80))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, socketPath + ".log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let arguments = [executable, "--socket", socketPath]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
-        guard result == 0 else {
-            return FileCoordinationError(
-                .arbiterUnreachable,
-                "Could not start \(executable): \(String(cString: strerror(result)))."
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        do {
+            _ = try DetachedProcess.spawn(
+                executable: executable,
+                arguments: [executable, "--socket", socketPath],
+                environment: environment,
+                logPath: socketPath + ".log"
             )
+            return nil
+        } catch {
+            return FileCoordinationError(.arbiterUnreachable, "Could not start \(executable): \(error).")
         }
-        // The daemon is this process's child until this process exits: reap it if it ends first (no zombie).
-        let child = pid
-        let reaper = Thread { _ = waitpid(child, nil, 0) }
-        reaper.name = "FileCoordination.reaper"
-        reaper.start()
-        return nil
     }
 }
