@@ -135,6 +135,13 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
             say("presenter \(name) readOnChange failed \(error.domain) \(error.code) \(error.localizedDescription)")
         }
     }
+    func accommodatePresentedSubitemDeletion(
+        at url: URL,
+        completionHandler: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        say("presenter \(name) accommodateSubitemDeletion \(url.path)")
+        completionHandler(nil)
+    }
     func presentedSubitemDidChange(at url: URL) { say("presenter \(name) subitemDidChange \(url.path)") }
     func presentedSubitemDidAppear(at url: URL) { say("presenter \(name) subitemDidAppear \(url.path)") }
     func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {

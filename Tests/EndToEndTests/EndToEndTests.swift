@@ -209,6 +209,37 @@ struct EndToEndTests {
         }
     }
 
+    @Test("A folder presenter in another process: asked before a deletion, one subitemDidMove per move, new items")
+    func folderPresenterAcrossProcesses() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doomed = folder + "/doomed.txt"
+            let original = folder + "/original.txt"
+            let moved = folder + "/moved.txt"
+            try "bye".write(toFile: doomed, atomically: false, encoding: .utf8)
+            try "text".write(toFile: original, atomically: false, encoding: .utf8)
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            try await a.present("F", folder)
+
+            try b.send("write \(doomed) deleting")
+            try await b.waitFor("done write \(doomed)")
+            try b.send("move \(original) \(moved)")
+            try await b.waitFor("done move \(original) \(moved)")
+            try b.send("write \(folder)/new.txt hello")
+            try await b.waitFor("done write \(folder)/new.txt")
+            #expect(
+                try await a.settledPresenterEvents("F", count: 6) == [
+                    "accommodateSubitemDeletion \(doomed)", "subitemDidChange \(doomed)",
+                    "accommodateSubitemDeletion \(moved)", "subitemDidMove \(original) \(moved)",
+                    "subitemDidChange \(folder)/new.txt", "subitemDidAppear \(folder)/new.txt",
+                ]
+            )
+        }
+    }
+
     // MARK: Who waits for whom, across processes (SEMANTICS.md §2)
 
     @Test("Readers share across processes; a writer waits for readers and readers wait for a writer")
