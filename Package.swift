@@ -39,7 +39,10 @@ let package = Package(
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
         // The library apps import: NSFileCoordinator, NSFilePresenter, NSFileAccessIntent with Apple's signatures.
-        .target(name: "FileCoordination", dependencies: ["FCCore", "FCProtocol", "FCSystem"]),
+        .target(
+            name: "FileCoordination",
+            dependencies: ["FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log")]
+        ),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
         // framing, version handshake, limits, and conversions to FCCore's types. Bytes in, messages out; no I/O.
         .target(
@@ -82,7 +85,10 @@ let package = Package(
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(name: "FCTestSupport", dependencies: ["FCCore"]),
         // A process that presents and coordinates on command: for multi-process tests and the README's demonstration.
-        .executableTarget(name: "fc-testhost", dependencies: ["FileCoordination"]),
+        .executableTarget(
+            name: "fc-testhost",
+            dependencies: ["FileCoordination", .product(name: "Logging", package: "swift-log")]
+        ),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.

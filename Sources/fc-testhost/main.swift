@@ -32,6 +32,7 @@
 
 import FileCoordination
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -304,6 +305,13 @@ final class Host: @unchecked Sendable {
     }
 }
 
+// The library logs through the logger an app gives it (never on its own to standard error): this host gives it one
+// that writes to standard error, where tests read it.
+FileCoordinationLogging.logger = {
+    var logger = Logger(label: "fc-testhost") { label in StreamLogHandler.standardError(label: label) }
+    logger.logLevel = .info
+    return logger
+}()
 let host = Host()
 say("ready \(ProcessInfo.processInfo.processIdentifier)")
 Thread {

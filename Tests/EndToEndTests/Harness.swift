@@ -298,8 +298,20 @@ final class TestEnvironment: @unchecked Sendable {
     /// start a daemon (`FILECOORDD_PATH` is set), as any client does when none answers, and restarts a stopped one
     /// while it has presenters; with `mayStartDaemon: false` it never does (a test of the daemon's own exit).
     /// `arguments` are passed on and ignored by `fc-testhost` (they show in its command line).
-    func host(_ name: String, mayStartDaemon: Bool = true, arguments: [String] = []) async throws -> HostProcess {
-        let host = try HostProcess(name: name, environment: self, mayStartDaemon: mayStartDaemon, arguments: arguments)
+    /// `environment` adds to (or, with `nil` values, removes from) the host's environment.
+    func host(
+        _ name: String,
+        mayStartDaemon: Bool = true,
+        arguments: [String] = [],
+        environment extra: [String: String?] = [:]
+    ) async throws -> HostProcess {
+        let host = try HostProcess(
+            name: name,
+            environment: self,
+            mayStartDaemon: mayStartDaemon,
+            arguments: arguments,
+            extraEnvironment: extra
+        )
         lock.withLock { hosts.append(host) }
         _ = try await host.waitFor("ready ")
         return host
@@ -470,7 +482,13 @@ final class HostProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var barriers = 0
 
-    fileprivate init(name: String, environment: TestEnvironment, mayStartDaemon: Bool, arguments: [String]) throws {
+    fileprivate init(
+        name: String,
+        environment: TestEnvironment,
+        mayStartDaemon: Bool,
+        arguments: [String],
+        extraEnvironment: [String: String?]
+    ) throws {
         self.name = name
         input = Pipe()
         output = Pipe()
@@ -482,10 +500,12 @@ final class HostProcess: @unchecked Sendable {
         }
         defer { try? errors.close() }
         pump = environment.pump
+        var childEnvironment = try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon)
+        for (key, value) in extraEnvironment { childEnvironment[key] = value }
         process = try launch(
             try Products.executable("fc-testhost"),
             arguments,
-            environment: try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon),
+            environment: childEnvironment,
             input: input,
             output: output,
             error: errors
@@ -653,6 +673,56 @@ final class SilentListener {
         guard bound == 0, listen(fd, 8) == 0 else {
             throw HarnessError(description: "bind/listen \(path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    deinit { close(fd) }
+}
+
+/// A Unix socket that accepts every connection and closes it at once, as a daemon that dies during the handshake
+/// does while it starts or stops: the client reads end of file, or has its connection reset.
+///
+/// - Important: Thread-safe: its own thread accepts; ``stop()`` may be called from any thread.
+final class ClosingListener: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+    private let accepted = NSLock()
+    private var count = 0
+
+    init(path: String) throws {
+        self.path = path
+        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
+        var address = try unixAddress(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            throw HarnessError(description: "bind/listen \(path): \(String(cString: strerror(errno)))")
+        }
+        let listening = fd
+        Thread { [self] in
+            while true {
+                let connection = accept(listening, nil, nil)
+                if connection < 0 {
+                    if errno == EINTR { continue }
+                    return  // stop() shut the socket down.
+                }
+                close(connection)
+                accepted.withLock { count += 1 }
+            }
+        }
+        .start()
+    }
+
+    /// How many connections it accepted and closed.
+    var acceptedCount: Int { accepted.withLock { count } }
+
+    /// Stops accepting and removes the socket file, so that a daemon can bind the path.
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        unlink(path)
     }
 
     deinit { close(fd) }

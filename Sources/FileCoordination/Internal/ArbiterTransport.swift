@@ -28,6 +28,9 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     private let delivery = SerialWorker(name: "FileCoordination.delivery")
     private let sink: @Sendable ([ArbiterEffect]) -> Void
     private let logger: @Sendable (LogRecord) -> Void
+    /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
+    /// sends it to the daemon now in charge.
+    private var reroute: (@Sendable (ArbiterEvent) -> Void)?
 
     init(
         configuration: ArbiterConfiguration,
@@ -42,6 +45,12 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
 
     func submit(_ event: ArbiterEvent) {
         lock.lock()
+        if case .claimRequested = event, let reroute {
+            // Retired: no new claim may be arbitrated here while other processes coordinate through the daemon.
+            lock.unlock()
+            reroute(event)
+            return
+        }
         defer { lock.unlock() }
         let effects = arbiter.handle(event, at: .now - origin)
         var forClients: [ArbiterEffect] = []
@@ -65,6 +74,17 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
             let sink = self.sink
             let out = forClients
             delivery.async { sink(out) }
+        }
+    }
+
+    /// Stops arbitrating new claims if none is live here, handing each later claim to `reroute` instead; returns
+    /// whether it did. Events of claims already here would still be handled, but there are none: the check and the
+    /// switch are one step under the lock, so no claim can be granted here after a daemon took over.
+    func retireIfIdle(reroute: @escaping @Sendable (ArbiterEvent) -> Void) -> Bool {
+        lock.withLock {
+            guard arbiter.snapshot().claims.isEmpty else { return false }
+            self.reroute = reroute
+            return true
         }
     }
 

@@ -2,6 +2,7 @@ import Dispatch
 import FCCore
 import FCProtocol
 import Foundation
+import Logging
 
 /// The process's side of file coordination: its presenters, the claims its coordinators wait for, and the
 /// transport to the arbiter. One per process (``shared``).
@@ -17,9 +18,18 @@ final class CoordinationClient: @unchecked Sendable {
     /// Serialises connecting, so that one thread connects (or starts the daemon) while the others wait for it.
     private let connectLock = NSLock()
     private var transport: (any ArbiterTransport)?
-    /// Set once the process coordinates in process: by choice (`FILECOORD_ARBITER=in-process`) or because no
-    /// daemon could be reached or started (SEMANTICS.md §9).
+    /// Set while the process coordinates in process: by choice (`FILECOORD_ARBITER=in-process`), or because no
+    /// daemon answers and none can be started (SEMANTICS.md §9; then ``fallbackReason`` says why, and a probe
+    /// thread moves the process to a daemon once one answers).
     private var local: LocalArbiterTransport?
+    /// Why the process coordinates in process although it did not choose to; `nil` otherwise.
+    private var fallbackReason: String?
+    /// A thread is probing for a daemon to leave the in-process fallback (at most one).
+    private var probing = false
+    /// A thread is reconnecting for the presenters after the connection was lost (at most one).
+    private var reconnecting = false
+    /// How the daemon is reached (from the environment at the first use).
+    private let policy = ConnectionPolicy.fromEnvironment(ProcessInfo.processInfo.environment)
     private var nextID: UInt64 = 0
     private var presenters: [PresenterID: PresenterEntry] = [:]
     private var presenterIDs: [ObjectIdentifier: PresenterID] = [:]
@@ -69,7 +79,7 @@ final class CoordinationClient: @unchecked Sendable {
     }
 
     private init() {
-        if ProcessInfo.processInfo.environment["FILECOORD_ARBITER"] == "in-process" {
+        if policy.inProcessByChoice {
             local = makeLocal()
             transport = local
         }
@@ -79,9 +89,16 @@ final class CoordinationClient: @unchecked Sendable {
         let local = LocalArbiterTransport(
             configuration: ArbiterConfiguration(),
             logger: { record in
-                if record.level >= .warning {
-                    FileHandle.standardError.write(Data("FileCoordination: \(record)\n".utf8))
-                }
+                let level: Logger.Level =
+                    switch record.level {
+                    case .trace: .trace
+                    case .debug: .debug
+                    case .info: .info
+                    case .notice: .notice
+                    case .warning: .warning
+                    case .error: .error
+                    }
+                FileCoordinationLogging.logger.log(level: level, "\(record)")
             },
             sink: { effects in CoordinationClient.shared.perform(effects) }
         )
@@ -104,33 +121,63 @@ final class CoordinationClient: @unchecked Sendable {
         }
     }
 
+    /// Sends an event to the arbiter. A claim connects first if needed (starting the daemon) and fails with the
+    /// reason if no arbiter can be had; other events go only to a live transport: without one they belong to a
+    /// connection that is gone (its claims and presenters went with it), and the next connection registers every
+    /// presenter again.
     func submit(_ event: ArbiterEvent) {
-        currentTransport().submit(event)
+        if case .claimRequested(let request) = event {
+            switch currentTransport() {
+            case .success(let transport): transport.submit(event)
+            case .failure(let error): fail(request.id, with: error)
+            }
+        } else if let transport = lock.withLock({ transport }) {
+            transport.submit(event)
+        }
     }
 
-    /// The transport to use now: the live connection, a new one (the daemon is started if needed, and this
-    /// process's presenters are registered again), or the in-process arbiter when no daemon can be had.
-    fileprivate func currentTransport() -> any ArbiterTransport {
-        if let transport = lock.withLock({ transport }) { return transport }
+    /// The transport to use now: the live connection; or a new one (the daemon started if needed, this process's
+    /// presenters registered again), tried again after failures that may pass until the connect deadline; or the
+    /// in-process arbiter, by choice or when no daemon answers and none can be started (``ConnectionPolicy``).
+    /// With `retrying` false, one attempt only (a presenter's registration must not block its caller: it is kept,
+    /// and registered by the reconnecting thread).
+    fileprivate func currentTransport(retrying: Bool = true) -> Result<any ArbiterTransport, FileCoordinationError> {
+        if let transport = lock.withLock({ transport }) { return .success(transport) }
         connectLock.lock()
         defer { connectLock.unlock() }
-        if let transport = lock.withLock({ transport }) { return transport }
-        let socketPath = DaemonAddress.socketPath(
-            environment: ProcessInfo.processInfo.environment,
-            uid: UInt32(getuid())
-        )
+        if let transport = lock.withLock({ transport }) { return .success(transport) }
         let chosen: any ArbiterTransport
-        switch DaemonTransport.connect(socketPath: socketPath, client: clientID, delegate: self) {
-        case .success(let daemon):
+        var policy = self.policy
+        if !retrying { policy.connectDeadline = .zero }
+        switch ArbiterConnection.connect(policy: policy, client: clientID, delegate: self) {
+        case .daemon(let daemon):
             chosen = daemon
-        case .failure(let error):
-            FileHandle.standardError.write(
-                Data("FileCoordination: coordinating in this process only: \(error.message)\n".utf8)
+        case .noDaemon(let reason):
+            FileCoordinationLogging.logger.warning(
+                """
+                coordinating in this process only: \(reason) Accesses are coordinated with this process's own \
+                presenters and calls, not with other processes; the process moves to filecoordd as soon as one \
+                answers.
+                """
             )
             let local = makeLocal()
-            lock.withLock { self.local = local }
+            lock.withLock {
+                self.local = local
+                fallbackReason = reason
+            }
             chosen = local
+            startProbing()
+        case .unreachable(let error):
+            FileCoordinationLogging.logger.error("no arbiter: \(error.message)")
+            if lock.withLock({ !presenters.isEmpty }) { startReconnecting() }
+            return .failure(error)
         }
+        register(on: chosen)
+        return .success(chosen)
+    }
+
+    /// Makes `chosen` the transport and registers every presenter of this process with it.
+    private func register(on chosen: any ArbiterTransport) {
         let registrations: [PresenterRegistration] = lock.withLock {
             transport = chosen
             return presenters.sorted { $0.key < $1.key }.map { id, entry in
@@ -138,7 +185,86 @@ final class CoordinationClient: @unchecked Sendable {
             }
         }
         for registration in registrations { chosen.submit(.presenterAdded(registration)) }
-        return chosen
+    }
+
+    /// While the process coordinates in process for want of a daemon, looks for one (a daemon another process
+    /// started, or an executable that appeared) with a backoff from 0.2 s to 5 s, and moves there once this
+    /// process's in-process arbiter holds no claim: from then on every claim goes to the daemon, and the presenters
+    /// are registered there.
+    private func startProbing() {
+        guard
+            lock.withLock({ () -> Bool in
+                defer { probing = true }
+                return !probing
+            })
+        else { return }
+        let thread = Thread { [self] in
+            var delay = 0.2
+            while lock.withLock({ fallbackReason != nil }) {
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 5)
+                guard
+                    case .success(let daemon) = DaemonTransport.connect(
+                        socketPath: policy.socketPath,
+                        client: clientID,
+                        delegate: self,
+                        handshakeTimeout: policy.handshakeTimeout
+                    )
+                else { continue }
+                // Wait for the in-process arbiter to be idle, as long as the new connection lasts.
+                while !daemon.isLost {
+                    if moveToDaemon(daemon) {
+                        lock.withLock { probing = false }
+                        return
+                    }
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+            }
+            lock.withLock { probing = false }
+        }
+        thread.name = "FileCoordination.probe"
+        thread.start()
+    }
+
+    /// Leaves the in-process fallback for `daemon` if the in-process arbiter holds no claim.
+    private func moveToDaemon(_ daemon: DaemonTransport) -> Bool {
+        connectLock.lock()
+        defer { connectLock.unlock() }
+        guard let local = lock.withLock({ fallbackReason != nil ? self.local : nil }) else { return true }
+        guard local.retireIfIdle(reroute: { CoordinationClient.shared.submit($0) }) else { return false }
+        lock.withLock {
+            self.local = nil
+            fallbackReason = nil
+        }
+        register(on: daemon)
+        FileCoordinationLogging.logger.warning(
+            "filecoordd answers now: this process coordinates through it again",
+            metadata: ["daemon.pid": "\(daemon.daemonPID)"]
+        )
+        return true
+    }
+
+    /// After the connection was lost, reconnects for the presenters (they must hear what other processes do),
+    /// trying again with a backoff up to 5 s for as long as the process has presenters.
+    private func startReconnecting() {
+        guard
+            lock.withLock({ () -> Bool in
+                defer { reconnecting = true }
+                return !reconnecting
+            })
+        else { return }
+        let thread = Thread { [self] in
+            var delay = 0.1
+            while lock.withLock({ transport == nil && !presenters.isEmpty }) {
+                // Cleared first, so that a failure inside asks for no second thread while this one runs.
+                if case .success = currentTransport() { break }
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 5)
+            }
+            lock.withLock { reconnecting = false }
+        }
+        thread.name = "FileCoordination.reconnect"
+        thread.start()
     }
 
     /// The in-process arbiter's state, for tests (`nil` when a daemon arbitrates).
@@ -148,8 +274,8 @@ final class CoordinationClient: @unchecked Sendable {
 
     func addPresenter(_ presenter: any NSFilePresenter) {
         // Connect first: a new connection registers the presenters already known, and this one must not be among
-        // them as well as sent below.
-        _ = currentTransport()
+        // them as well as sent below. Without an arbiter it is kept, and registered when one is reached.
+        if case .failure = currentTransport(retrying: false) { startReconnecting() }
         let key = ObjectIdentifier(presenter)
         let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
         // The presenter's properties are the app's code: read outside the lock.
@@ -329,20 +455,20 @@ extension CoordinationClient: TransportDelegate {
 
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
     /// reconnects, starting the daemon if needed, and registers this process's presenters again (SEMANTICS.md §7).
-    func transportLost(_ error: FileCoordinationError) {
-        let (waiting, presenting): ([ClaimWaiter], Bool) = lock.withLock {
+    func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
+        let state: (waiting: [ClaimWaiter], presenting: Bool)? = lock.withLock {
+            // A probe's connection that was never put in charge: nothing depended on it.
+            guard let current = transport, current === lost else { return nil }
             transport = nil
             reacquirers = [:]
             defer { waiters = [:] }
             return (Array(waiters.values), !presenters.isEmpty)
         }
-        for waiter in waiting { waiter.resume(.failed(error)) }
+        guard let state else { return }
+        FileCoordinationLogging.logger.warning("\(error.message)")
+        for waiter in state.waiting { waiter.resume(.failed(error)) }
         // Presenters must not miss what other processes do meanwhile: reconnect now rather than at the next call.
-        if presenting {
-            let reconnect = Thread { _ = CoordinationClient.shared.currentTransport() }
-            reconnect.name = "FileCoordination.reconnect"
-            reconnect.start()
-        }
+        if state.presenting { startReconnecting() }
     }
 }
 

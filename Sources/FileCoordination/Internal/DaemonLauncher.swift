@@ -30,17 +30,29 @@ enum DaemonLauncher {
         return nil
     }
 
-    /// Connects to the daemon at `socketPath`, starting it first if nothing answers.
-    ///
-    /// - Returns: The connected socket, or `nil` (with the reason) when no daemon could be reached or started.
-    static func connectOrStart(socketPath: String) -> Result<UnixSocket, FileCoordinationError> {
-        if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
+    /// Why no connection to a daemon could be had.
+    enum LaunchFailure: Error {
+        /// Nothing answers at the socket and there is no `filecoordd` to start: the one case in which a process may
+        /// coordinate in process (SEMANTICS.md §9).
+        case noDaemon(String)
+        /// A daemon should be there, or was started, but did not accept: worth trying again.
+        case failed(String)
+    }
+
+    /// Connects to the daemon at `socketPath`, starting it first if nothing answers and `mayStart` is set.
+    static func connectOrStart(socketPath: String, mayStart: Bool = true) -> Result<UnixSocket, LaunchFailure> {
+        let firstError: UnixSocket.Failure
+        do {
+            return .success(try UnixSocket.connect(to: socketPath))
+        } catch {
+            firstError = error
+        }
+        guard mayStart else { return .failure(.failed("No filecoordd answers at \(socketPath) (\(firstError)).")) }
         guard let executable = executable() else {
             return .failure(
-                FileCoordinationError(
-                    .arbiterUnreachable,
-                    "No filecoordd answers at \(socketPath) and none was found to start (set FILECOORDD_PATH, or put "
-                        + "filecoordd next to the program or on PATH)."
+                .noDaemon(
+                    "No filecoordd answers at \(socketPath) (\(firstError)) and none was found to start (set "
+                        + "FILECOORDD_PATH, or put filecoordd next to the program or on PATH)."
                 )
             )
         }
@@ -56,7 +68,7 @@ enum DaemonLauncher {
         if lock >= 0 { flock(lock, LOCK_EX) }
         defer { if lock >= 0 { close(lock) } }
         if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
-        if let failure = spawn(executable, socketPath: socketPath) { return .failure(failure) }
+        if let failure = spawn(executable, socketPath: socketPath) { return .failure(.failed(failure.message)) }
         // Bounded backoff: 10 ms doubling to 400 ms, about 5 s in all.
         var delay: UInt32 = 10_000
         var waited: UInt32 = 0
@@ -67,8 +79,7 @@ enum DaemonLauncher {
             delay = min(delay * 2, 400_000)
         }
         return .failure(
-            FileCoordinationError(
-                .arbiterUnreachable,
+            .failed(
                 "Started \(executable) but it did not accept connections at \(socketPath) within 5 s; see "
                     + "\(socketPath).log."
             )

@@ -1,6 +1,13 @@
 import FCCore
 import FCProtocol
 import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The connection to `filecoordd`: events go out as frames, frames come back as effects (DESIGN.md decisions 2–4).
 ///
@@ -27,15 +34,30 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         self.delegate = delegate
     }
 
-    /// Connects (starting the daemon if needed), says hello and starts the reader thread.
+    /// Why ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)`` got no connection.
+    enum ConnectFailure: Error {
+        /// Nothing answers and there is no daemon to start (in-process coordination may be right).
+        case noDaemon(String)
+        /// Worth trying again: refused, reset or closed during the handshake, no answer in time (a daemon that is
+        /// starting, stopping, restarting or stopped).
+        case transient(String)
+        /// Trying again will not help: the daemon refused this protocol version.
+        case permanent(FileCoordinationError)
+    }
+
+    /// Connects (starting the daemon if needed and `mayStart` is set), says hello within `handshakeTimeout`, and
+    /// starts the reader thread.
     static func connect(
         socketPath: String,
         client: ClientID,
-        delegate: any TransportDelegate
-    ) -> Result<DaemonTransport, FileCoordinationError> {
+        delegate: any TransportDelegate,
+        mayStart: Bool = true,
+        handshakeTimeout: Duration = .seconds(2)
+    ) -> Result<DaemonTransport, ConnectFailure> {
         let socket: UnixSocket
-        switch DaemonLauncher.connectOrStart(socketPath: socketPath) {
-        case .failure(let error): return .failure(error)
+        switch DaemonLauncher.connectOrStart(socketPath: socketPath, mayStart: mayStart) {
+        case .failure(.noDaemon(let message)): return .failure(.noDaemon(message))
+        case .failure(.failed(let message)): return .failure(.transient(message))
         case .success(let connected): socket = connected
         }
         var hello = Filecoord_V1_Hello()
@@ -44,18 +66,21 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         hello.pid = ProcessInfo.processInfo.processIdentifier
         var decoder = FrameDecoder(accepting: .toClient)
         do {
+            // A daemon that accepted but does not answer (stopped, or not a daemon at all) must not hold the call.
+            try socket.setTimeout(handshakeTimeout)
             try socket.write(try FrameEncoder().encode(Filecoord_V1_Frame(.hello(hello))))
             while true {
                 let bytes = try socket.read()
                 guard !bytes.isEmpty else {
                     return .failure(
-                        FileCoordinationError(.connectionLost, "filecoordd closed the connection during the handshake.")
+                        .transient("filecoordd at \(socketPath) closed the connection during the handshake")
                     )
                 }
                 decoder.append(bytes)
                 guard let frame = try decoder.next() else { continue }
                 switch frame.payload {
                 case .helloReply(let reply)?:
+                    try socket.setTimeout(nil)
                     let transport = DaemonTransport(
                         socket: socket,
                         client: client,
@@ -65,15 +90,21 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
                     transport.startReading(decoder)
                     return .success(transport)
                 case .refused(let refused)?:
-                    return .failure(FileCoordinationError(.protocolVersionMismatch, refused.reason))
+                    return .failure(.permanent(FileCoordinationError(.protocolVersionMismatch, refused.reason)))
                 default:
                     return .failure(
-                        FileCoordinationError(.connectionLost, "filecoordd answered the handshake with something else.")
+                        .transient("filecoordd at \(socketPath) answered the handshake with something else")
                     )
                 }
             }
+        } catch let failure as UnixSocket.Failure where failure.code == EAGAIN || failure.code == EWOULDBLOCK {
+            return .failure(
+                .transient(
+                    "filecoordd at \(socketPath) accepted but did not answer the handshake within \(handshakeTimeout)"
+                )
+            )
         } catch {
-            return .failure(FileCoordinationError(.connectionLost, "The handshake with filecoordd failed: \(error)."))
+            return .failure(.transient("the handshake with filecoordd at \(socketPath) failed: \(error)"))
         }
     }
 
@@ -147,13 +178,14 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
             guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
             delegate.perform([.message(message)])
         case .protocolError(let error)?:
-            FileHandle.standardError.write(
-                Data("FileCoordination: filecoordd closed the connection: \(error.reason)\n".utf8)
-            )
+            FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
         default:
             break
         }
     }
+
+    /// `true` once the connection is gone.
+    var isLost: Bool { lock.withLock { lost } }
 
     private func connectionLost(_ reason: String) {
         let first = lock.withLock {
@@ -166,7 +198,8 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
             FileCoordinationError(
                 .connectionLost,
                 "The connection to filecoordd was lost (\(reason)); the call failed instead of waiting. The next call reconnects."
-            )
+            ),
+            from: self
         )
     }
 }
@@ -177,6 +210,7 @@ protocol TransportDelegate: AnyObject, Sendable {
     func perform(_ effects: [ArbiterEffect])
     /// A failure the daemon decided itself (deadlock, shutdown, limit), already as the caller's error.
     func fail(_ claim: ClaimID, with error: any Error)
-    /// The connection is gone: every waiting call must fail, and the next call reconnects.
-    func transportLost(_ error: FileCoordinationError)
+    /// The connection `transport` is gone: if it was the one in use, every waiting call must fail, and the next
+    /// call reconnects.
+    func transportLost(_ error: FileCoordinationError, from transport: DaemonTransport)
 }

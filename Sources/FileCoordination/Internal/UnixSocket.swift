@@ -86,6 +86,22 @@ final class UnixSocket: @unchecked Sendable {
         }
     }
 
+    /// Bounds how long a read or a write may block (`SO_RCVTIMEO`, `SO_SNDTIMEO`); `nil` waits as long as it takes.
+    /// A read or write that times out throws `EAGAIN`.
+    func setTimeout(_ timeout: Duration?) throws(Failure) {
+        var value = timeval()
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            value.tv_sec = Int(seconds)
+            value.tv_usec = Int(attoseconds / 1_000_000_000_000)
+            if value.tv_sec == 0 && value.tv_usec == 0 { value.tv_usec = 1 }
+        }
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            let result = setsockopt(descriptor, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+            if result != 0 { throw Failure(code: errno, call: "setsockopt") }
+        }
+    }
+
     /// Shuts the connection down both ways; a blocked ``read(maximum:)`` returns end of stream.
     func shutdownBoth() {
         _ = shutdown(descriptor, Int32(SHUT_RDWR))

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+// How a process reaches the arbiter when the daemon is starting, stopping, stopped or absent (SEMANTICS.md §7, §9;
+// issue 11): a failure that may pass is tried again and never turns into coordinating in process, which would grant
+// what another process holds through the daemon; only a process with no daemon to start coordinates in process, says
+// so, and moves to a daemon once one answers.
+
+@Suite struct ReconnectionTests {
+    static let fallbackWarning = "coordinating in this process only"
+
+    @Test("A handshake the daemon resets is tried again, never coordinated in process")
+    func resetHandshakeIsRetried() async throws {
+        try await TestEnvironment.run { env in
+            let file = try env.file("doc.txt", "text")
+            try FileManager.default.createDirectory(
+                atPath: (env.socket as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true
+            )
+            // A "daemon" that accepts and drops every connection, as one that is starting or dying does.
+            let dying = try ClosingListener(path: env.socket)
+            let a = try await env.host("A", mayStartDaemon: false, environment: ["FILECOORD_CONNECT_TIMEOUT": "30"])
+            try a.send("present P \(file)")
+            _ = try await a.waitFor("presenting P")
+            try a.send("write \(file) mine")
+            // Before, the first reset made the process coordinate alone and this write was granted at once.
+            #expect(try await a.staysWithout("done write", for: .milliseconds(600)))
+            #expect(dying.acceptedCount > 1, "the handshake was tried again")
+
+            // A daemon answers now: the write is made through it, and the presenter was registered there.
+            dying.stop()
+            _ = try await env.startDaemon()
+            _ = try await a.waitFor("done write \(file)", timeout: .seconds(30))
+            let b = try await env.host("B")
+            try b.send("write \(file) theirs")
+            _ = try await b.waitFor("done write \(file)")
+            _ = try await a.waitFor("presenter P relinquishToWriter")
+            #expect(!a.standardError().contains(Self.fallbackWarning), "\(a.standardError())")
+        }
+    }
+
+    @Test("With no daemon to start: in process, said through the logger, and moved to a daemon once one answers")
+    func noDaemonCoordinatesInProcessThenMoves() async throws {
+        try await TestEnvironment.run { env in
+            let file = try env.file("doc.txt", "text")
+            let a = try await env.host("A", mayStartDaemon: false)
+            try a.send("present P \(file)")
+            _ = try await a.waitFor("presenting P")
+            try a.send("write \(file) alone")
+            _ = try await a.waitFor("done write \(file)")
+            #expect(a.standardError().contains(Self.fallbackWarning))
+
+            // Another process starts the daemon; A finds it and moves there (presenter and new claims).
+            _ = try await env.startDaemon()
+            try await eventually(timeout: .seconds(20), "A to move to the daemon: \(a.standardError())") {
+                a.standardError().contains("filecoordd answers now")
+            }
+            try a.send("write \(file) held hold")
+            _ = try await a.waitFor("holding write \(file)")
+            let b = try await env.host("B")
+            try b.send("write \(file) theirs")
+            // B waits for A's write, which is now held through the daemon.
+            #expect(try await b.staysWithout("granted write"))
+            try a.send("release")
+            _ = try await b.waitFor("done write \(file)")
+            _ = try await a.waitFor("presenter P relinquishToWriter")
+        }
+    }
+
+    @Test("A stopped daemon: the call fails after the connect deadline with a clear error, and works once it resumes")
+    func stoppedDaemonFailsTheCallClearly() async throws {
+        try await TestEnvironment.run { env in
+            let file = try env.file("doc.txt", "text")
+            let daemon = try await env.startDaemon()
+            daemon.signal(SIGSTOP)
+            defer { daemon.signal(SIGCONT) }
+            let a = try await env.host("A", environment: ["FILECOORD_CONNECT_TIMEOUT": "1"])
+            try a.send("write \(file) mine")
+            let line = try await a.waitFor("failed write \(file)", timeout: .seconds(20))
+            let failure = try #require(FailedCall(line.text))
+            #expect(failure.domain == "FileCoordinationErrorDomain")
+            #expect(failure.code == 1)
+            #expect(failure.message.contains("could not be reached"))
+            #expect(failure.message.contains("did not answer the handshake"))
+            #expect(!a.standardError().contains(Self.fallbackWarning))
+            daemon.signal(SIGCONT)
+            try a.send("write \(file) again")
+            _ = try await a.waitFor("done write \(file)", timeout: .seconds(20))
+        }
+    }
+}
