@@ -223,13 +223,13 @@ extension Arbiter {
 
     /// "claim#12 (write /d/f.txt) of TextEdit (pid 4211)".
     func describe(_ claim: ClaimRecord) -> String {
-        let items = zip(claim.entries, claim.request.items).map { "\($1.access) \($0.path)" }.joined(separator: ", ")
+        let items = zip(claim.entries, claim.request.items).map { "\($1.access) \($0.path.escapedDescription)" }.joined(separator: ", ")
         return "\(claim.id) (\(items)) of \(describe(claim.request.client))"
     }
 
     func describe(_ presenter: PresenterID) -> String {
         guard let record = presenters[presenter] else { return "\(presenter) (gone)" }
-        let path = record.registration.path.map { " of \($0)" } ?? ""
+        let path = record.registration.path.map { " of \($0.escapedDescription)" } ?? ""
         return "\(presenter)\(path) in \(describe(record.registration.client))"
     }
 

@@ -77,7 +77,7 @@ struct DumpState: Sendable {
                 ageSeconds: ((ages[request.id] ?? 0) * 1000).rounded() / 1000,
                 items: zip(claim.paths, claim.accesses).map { path, access in
                     DaemonDump.Item(
-                        path: "\(path)",
+                        path: path.escapedDescription,
                         kind: access.isWrite ? "write" : "read",
                         options: access.optionNames
                     )
@@ -120,7 +120,7 @@ struct DumpState: Sendable {
                 DaemonDump.Presenter(
                     id: registration.id.rawValue,
                     client: registration.client.rawValue,
-                    path: registration.path.map { "\($0)" },
+                    path: registration.path.map(\.escapedDescription),
                     callbacks: registration.callbacks.names,
                     isPackage: registration.isPackage,
                     serialQueue: registration.serialQueue
@@ -178,7 +178,7 @@ private final class TreeBuilder {
             path: path,
             presenters: presenters,
             claims: claims,
-            children: children.map { (String(decoding: $0.key, as: UTF8.self), $0.value) }.sorted { $0.0 < $1.0 }
+            children: children.map { (ItemPath.escaped($0.key), $0.value) }.sorted { $0.0 < $1.0 }
                 .map { $0.1.node(name: $0.0, path: parent + "/" + $0.0) }
         )
     }

@@ -218,7 +218,6 @@ final class Host: @unchecked Sendable {
             if flags.contains("replacing") { options.insert(.forReplacing) }
             let writeOptions = options
             let hold = flags.contains("hold") ? DispatchSemaphore(value: 0) : nil
-            if let hold { lock.withLock { held.append(hold) } }
             background {
                 var error: NSError?
                 NSFileCoordinator().coordinate(
@@ -233,6 +232,8 @@ final class Host: @unchecked Sendable {
                         try? Data(text.utf8).write(to: url)
                     }
                     if let hold {
+                        // Queued for `release` only once the accessor runs: a write that fails holds nothing.
+                        self.lock.withLock { self.held.append(hold) }
                         say("holding write \(path)")
                         hold.wait()
                     }
@@ -268,7 +269,6 @@ final class Host: @unchecked Sendable {
             let first = URL(fileURLWithPath: arguments[0])
             let second = URL(fileURLWithPath: arguments[1])
             let hold = arguments.dropFirst(2).contains("hold") ? DispatchSemaphore(value: 0) : nil
-            if let hold { lock.withLock { held.append(hold) } }
             background {
                 var error: NSError?
                 NSFileCoordinator().coordinate(
@@ -280,6 +280,7 @@ final class Host: @unchecked Sendable {
                 ) { _, _ in
                     say("granted write2 \(first.path)")
                     if let hold {
+                        self.lock.withLock { self.held.append(hold) }
                         say("holding write2 \(first.path)")
                         hold.wait()
                     }

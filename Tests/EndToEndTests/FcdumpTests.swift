@@ -279,6 +279,36 @@ struct FcdumpTests {
         }
     }
 
+    @Test("fcdump escapes undecodable bytes and control characters, in the tree and in JSON")
+    func fcdumpEscapesNames() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let raw = try RawClient(socket: env.socket)
+            try await raw.handshake(name: "odd-names")
+            let folder = Array(env.path("odd").utf8)
+            let names: [[UInt8]] = [
+                Array("bad".utf8) + [0xFF], Array("bad".utf8) + [0xFE], Array("two\nlines\u{1}".utf8),
+            ]
+            for (index, name) in names.enumerated() {
+                var register = Filecoord_V1_RegisterPresenter()
+                register.presenterID = UInt64(index + 1)
+                register.path = Data(folder + [0x2F] + name)
+                register.callbacks = 0
+                try raw.send(Filecoord_V1_Frame(.registerPresenter(register)))
+            }
+            let tree = try await env.runTool("fcdump", [])
+            #expect(tree.status == 0, "\(tree.error)")
+            #expect(tree.output.contains("bad\\xff"), "\(tree.output)")
+            #expect(tree.output.contains("bad\\xfe"), "\(tree.output)")
+            #expect(tree.output.contains("two\\x0alines\\x01"), "\(tree.output)")
+            #expect(!tree.output.contains("\u{FFFD}"))
+            let json = try await env.runTool("fcdump", ["--json"])
+            #expect(json.output.contains("odd/bad\\\\xff"), "\(json.output)")
+            #expect(json.output.contains("odd/bad\\\\xfe"), "\(json.output)")
+            #expect(!json.output.contains("\u{FFFD}"))
+        }
+    }
+
     @Test("fcdump without a daemon fails clearly, names the socket, and starts none")
     func noDaemon() async throws {
         try await TestEnvironment.run { env in
