@@ -223,7 +223,9 @@ extension Arbiter {
 
     /// "claim#12 (write /d/f.txt) of TextEdit (pid 4211)".
     func describe(_ claim: ClaimRecord) -> String {
-        let items = zip(claim.entries, claim.request.items).map { "\($1.access) \($0.path.escapedDescription)" }.joined(separator: ", ")
+        let items = zip(claim.entries, claim.request.items).map { "\($1.access) \($0.path.escapedDescription)" }.joined(
+            separator: ", "
+        )
         return "\(claim.id) (\(items)) of \(describe(claim.request.client))"
     }
 
