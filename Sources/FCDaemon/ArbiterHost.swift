@@ -81,6 +81,17 @@ final class ArbiterHost {
         }
     }
 
+    /// Fails one claim the daemon could not take as sent (an item over a limit, a path that is not absolute),
+    /// naming why; the connection and the client's other claims go on.
+    func refuse(_ claim: ClaimID, because error: ProtocolError, from client: ClientID) {
+        loop.preconditionInEventLoop()
+        logger.info("claim refused: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+        let reason: ClaimFailedReason =
+            error.code == .invalidPath ? .invalidRequest("\(error)") : .limitExceeded("\(error)")
+        let failed = Filecoord_V1_ClaimFailed(claim: claim, reason: reason, message: nil)
+        send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
+    }
+
     /// A connection closed: its claims are released and its presenters removed at once (SEMANTICS.md §7).
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()

@@ -126,7 +126,17 @@ final class ConnectionHandler: ChannelInboundHandler {
                 try answerDump(context: context)
                 return
             }
-            guard let event = try ArbiterEvent(wire: frame, client: client, limits: limits) else { return }
+            let event: ArbiterEvent?
+            do {
+                event = try ArbiterEvent(wire: frame, client: client, limits: limits)
+            } catch where Self.failsOnlyItsClaim(error) {
+                // An item over a limit, or a path that is no absolute path, is the claim's fault, not the
+                // connection's: that claim fails, and the client's other calls go on (issue 11.5).
+                guard case .requestClaim(let request)? = frame.payload else { throw error }
+                host.refuse(ClaimID(request.claimID), because: error, from: client)
+                return
+            }
+            guard let event else { return }
             host.receive(event, from: client)
         }
     }
@@ -162,6 +172,11 @@ final class ConnectionHandler: ChannelInboundHandler {
                 for reply in replies { handler.write(Filecoord_V1_Frame(.dumpReply(reply)), context: context) }
             }
         }
+    }
+
+    /// Errors in a `RequestClaim` that fail the claim instead of closing the connection.
+    private static func failsOnlyItsClaim(_ error: ProtocolError) -> Bool {
+        [.pathTooLong, .invalidPath, .limitExceeded].contains(error.code)
     }
 
     /// Where dumps are encoded: one at a time, off the event loop.

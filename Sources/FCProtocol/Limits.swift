@@ -2,8 +2,9 @@
 ///
 /// The daemon sends its limits in `HelloReply.limits`, so that a client can refuse locally what the daemon would
 /// refuse. What happens when a limit is exceeded:
-/// - ``maximumFrameSize``, ``maximumItemsPerClaim``, ``maximumPathLength``: the frame is malformed; the daemon sends
-///   `ProtocolError` and closes the connection.
+/// - ``maximumFrameSize``: the frame is malformed; the daemon sends `ProtocolError` and closes the connection.
+/// - ``maximumItemsPerClaim``, ``maximumPathLength``: in a `RequestClaim`, that claim fails with `ClaimFailed`
+///   `LIMIT_EXCEEDED`; elsewhere the frame is malformed (`ProtocolError`, the connection closes).
 /// - ``maximumClaimsPerClient``: the claim fails with `ClaimFailed` `LIMIT_EXCEEDED`; the connection stays.
 /// - ``maximumPresentersPerClient``: the registration has no reply to carry a refusal, so it is a protocol error.
 ///

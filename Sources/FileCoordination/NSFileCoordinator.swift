@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 public import Foundation
 
 #if !canImport(Darwin)
@@ -327,6 +328,28 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
     }
 
+    /// The error for a claim over the protocol's limits (a path longer than `PATH_MAX`, too many items), or `nil`.
+    static func limitError(_ paths: [ItemPath], _ urls: [URL]) -> FileCoordinationError? {
+        let limits = ProtocolLimits.default
+        if paths.count > limits.maximumItemsPerClaim {
+            return FileCoordinationError(
+                .invalidRequest,
+                "The call names \(paths.count) items; at most \(limits.maximumItemsPerClaim) can be coordinated "
+                    + "at once. Coordinate them in smaller groups."
+            )
+        }
+        for (path, url) in zip(paths, urls) where path.bytes.count > limits.maximumPathLength {
+            return FileCoordinationError(
+                .invalidRequest,
+                "The path is \(path.bytes.count) bytes long once symbolic links are resolved; at most "
+                    + "\(limits.maximumPathLength) bytes (PATH_MAX) can be coordinated. The call was not coordinated "
+                    + "and its accessor did not run.",
+                url: url
+            )
+        }
+        return nil
+    }
+
     /// Makes the claim request of a call. `blocksThread` says whether the call blocks the calling thread while it
     /// waits (the synchronous methods): only then does it hold the presenter queue it runs on, which the deadlock
     /// detector must know (`fromPresenterQueue`). An `async` call suspends and an intents call returns at once, so
@@ -348,6 +371,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 return .failure(error)
             }
         }
+        // What the daemon would refuse fails this call alone, here, with the limit named (docs/PROTOCOL.md).
+        if let limitError = Self.limitError(canonical, items.map(\.0)) { return .failure(limitError) }
         let held = blocksThread ? client.presenterQueueHeldHere() : nil
         let id = ClaimID(client.newID())
         let waiter = ClaimWaiter()

@@ -1,3 +1,4 @@
+import FCProtocol
 import Foundation
 import Testing
 
@@ -92,6 +93,76 @@ import Testing
             daemon.signal(SIGCONT)
             try a.send("write \(file) again")
             _ = try await a.waitFor("done write \(file)", timeout: .seconds(20))
+        }
+    }
+}
+
+// Bad input fails its own call only (issue 11.5).
+@Suite struct LimitTests {
+    /// A path of `length` bytes or more under `folder` (components of 200 bytes; none of them exists).
+    static func longPath(under folder: String, length: Int) -> String {
+        var path = folder
+        while path.utf8.count < length { path += "/" + String(repeating: "x", count: 200) }
+        return path
+    }
+
+    @Test("A path over the limit fails only its call, naming the limit; the process's waiting call goes on")
+    func overLongPathFailsOnlyItsCall() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let file = try env.file("doc.txt", "text")
+            let holder = try await env.host("H")
+            try holder.send("write \(file) held hold")
+            _ = try await holder.waitFor("holding write \(file)")
+            let a = try await env.host("A")
+            try a.send("write \(file) mine")
+            #expect(try await a.staysWithout("granted write"))
+            let long = Self.longPath(under: env.directory, length: 5000)
+            try a.send("write \(long) x")
+            let line = try await a.waitFor("failed write \(long)")
+            let failure = try #require(FailedCall(line.text))
+            #expect(failure.domain == "FileCoordinationErrorDomain" && failure.code == 8)
+            #expect(failure.message.contains("4096"), "\(failure.message)")
+            // The waiting write of the same process was not touched: it is granted once the holder lets go.
+            try holder.send("release")
+            _ = try await a.waitFor("done write \(file)")
+        }
+    }
+
+    @Test("The daemon answers an over-long item with a claim failure, not a disconnect")
+    func daemonFailsTheClaimNotTheConnection() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let raw = try RawClient(socket: env.socket)
+            try await raw.handshake(name: "long-paths")
+            func claim(_ id: UInt64, _ path: String) -> Filecoord_V1_Frame {
+                var item = Filecoord_V1_ClaimItem()
+                item.path = Data(path.utf8)
+                item.write = true
+                var request = Filecoord_V1_RequestClaim()
+                request.claimID = id
+                request.coordinatorID = id
+                request.purpose = "long-paths-\(id)"
+                request.items = [item]
+                return Filecoord_V1_Frame(.requestClaim(request))
+            }
+            try raw.send(claim(1, Self.longPath(under: env.directory, length: 5000)))
+            let first = try #require(try await raw.nextFrame())
+            guard case .claimFailed(let failed)? = first.payload else {
+                Issue.record("expected ClaimFailed, got \(first)")
+                return
+            }
+            #expect(failed.claimID == 1)
+            #expect(failed.kind == .limitExceeded)
+            #expect(failed.message.contains("4096"), "\(failed.message)")
+            // The connection serves on.
+            try raw.send(claim(2, env.path("short.txt")))
+            let second = try #require(try await raw.nextFrame())
+            guard case .granted(let granted)? = second.payload else {
+                Issue.record("expected Granted, got \(second)")
+                return
+            }
+            #expect(granted.claimID == 2)
         }
     }
 }
