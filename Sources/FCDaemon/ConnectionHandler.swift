@@ -129,7 +129,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             let event: ArbiterEvent?
             do {
                 event = try ArbiterEvent(wire: frame, client: client, limits: limits)
-            } catch where Self.failsOnlyItsClaim(error) {
+            } catch  where Self.failsOnlyItsClaim(error) {
                 // An item over a limit, or a path that is no absolute path, is the claim's fault, not the
                 // connection's: that claim fails, and the client's other calls go on (issue 11.5).
                 guard case .requestClaim(let request)? = frame.payload else { throw error }
