@@ -65,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "filecoordd",
             dependencies: [
-                "FCDaemon",
+                "FCDaemon", "FCSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -14,6 +14,22 @@ final class ArbiterHost {
     let configuration: DaemonConfiguration
     let logger: Logger
     private var connections: [ClientID: any Channel] = [:]
+    /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
+    private(set) var openConnections = 0
+
+    /// Counts a new connection; `false` when the daemon already serves as many as it may.
+    func connectionOpened() -> Bool {
+        loop.preconditionInEventLoop()
+        guard openConnections < configuration.maximumConnections else { return false }
+        openConnections += 1
+        return true
+    }
+
+    /// Counts a connection that closed (one ``connectionOpened()`` accepted).
+    func connectionClosed() {
+        loop.preconditionInEventLoop()
+        openConnections -= 1
+    }
     private var timers: [TimerID: Scheduled<Void>] = [:]
     private let encoder: FrameEncoder
     private var shuttingDown = false

@@ -34,6 +34,12 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// The client this connection speaks for, from the handshake until the connection is gone.
     private var client: ClientID?
     private let limits: ProtocolLimits
+    /// `true` once ``ArbiterHost/connectionOpened()`` counted this connection.
+    private var counted = false
+    /// Since when the decoder holds part of a frame (`nil`: nothing buffered, or a frame just completed).
+    private var partialSince: NIODeadline?
+    /// The one timer that checks the handshake and partial-frame deadlines of this connection.
+    private var deadlineTimer: Scheduled<Void>?
 
     init(host: ArbiterHost) {
         self.host = host
@@ -67,7 +73,71 @@ final class ConnectionHandler: ChannelInboundHandler {
                 )
             case .success(let credentials):
                 self.peerPID = credentials.pid
+                guard self.host.connectionOpened() else {
+                    let cap = self.host.configuration.maximumConnections
+                    self.host.logger.warning(
+                        "connection refused: already serving \(cap) connections",
+                        metadata: ["client.pid": "\(credentials.pid)"]
+                    )
+                    let refusal = ProtocolError(
+                        .limitExceeded,
+                        "filecoordd serves at most \(cap) connections at once and has that many; close idle "
+                            + "clients, or start filecoordd with a higher --max-connections"
+                    )
+                    self.state = .closed
+                    context.writeAndFlush(NIOAny(Self.encode(Filecoord_V1_Frame(refusal))), promise: nil)
+                    context.close(promise: nil)
+                    return
+                }
+                self.counted = true
+                // A connection that never says Hello must not hold a descriptor for ever.
+                self.armDeadline(at: .now() + TimeAmount(self.host.configuration.handshakeTimeout), context: context)
                 context.fireChannelActive()
+            }
+        }
+    }
+
+    private static func encode(_ frame: Filecoord_V1_Frame) -> ByteBuffer {
+        ByteBuffer(bytes: (try? FrameEncoder().encode(frame)) ?? [])
+    }
+
+    /// Schedules the deadline check (one timer per connection; a later call replaces it).
+    private func armDeadline(at deadline: NIODeadline, context: ChannelHandlerContext) {
+        deadlineTimer?.cancel()
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        deadlineTimer = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.checkDeadlines(context: context)
+        }
+    }
+
+    /// Closes the connection if it is still in its handshake after the handshake timeout, or if a frame has stayed
+    /// incomplete for the partial-frame timeout (issues 11.4, 11.6); otherwise waits for the next deadline.
+    private func checkDeadlines(context: ChannelHandlerContext) {
+        deadlineTimer = nil
+        let configuration = host.configuration
+        switch state {
+        case .closed:
+            return
+        case .awaitingHello:
+            fail(
+                ProtocolError(.unexpectedMessage, "no Hello within \(configuration.handshakeTimeout) of connecting"),
+                context: context
+            )
+        case .ready:
+            guard let since = partialSince else { return }
+            let deadline = since + TimeAmount(configuration.partialFrameTimeout)
+            if deadline <= .now() {
+                fail(
+                    ProtocolError(
+                        .malformedFrame,
+                        "a frame stayed incomplete for \(configuration.partialFrameTimeout) "
+                            + "(\(decoder.bufferedByteCount) bytes received of it)"
+                    ),
+                    context: context
+                )
+            } else {
+                armDeadline(at: deadline, context: context)
             }
         }
     }
@@ -81,13 +151,26 @@ final class ConnectionHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         decoder.append(buffer.readableBytesView)
+        var completed = false
         do {
             while case .some(let frame) = try decoder.next() {
+                completed = true
                 try handle(frame, context: context)
                 if case .closed = state { return }
             }
         } catch {
             fail(error, context: context)
+            return
+        }
+        // Part of a frame is buffered: it must be completed within the partial-frame timeout, counted from when it
+        // began (or from the last complete frame).
+        if decoder.bufferedByteCount == 0 {
+            partialSince = nil
+        } else if completed || partialSince == nil {
+            partialSince = .now()
+            if case .ready = state, deadlineTimer == nil {
+                armDeadline(at: partialSince! + TimeAmount(host.configuration.partialFrameTimeout), context: context)
+            }
         }
     }
 
@@ -110,9 +193,13 @@ final class ConnectionHandler: ChannelInboundHandler {
                 context.close(promise: nil)
             case .accept(let version):
                 // The pid is the kernel's (SO_PEERCRED), not what the client says.
-                let client = host.accept(context.channel, pid: peerPID, name: hello.clientName)
+                // The name is for people (dumps, logs): kept to a bounded length (issue 11.6).
+                let client = host.accept(context.channel, pid: peerPID, name: Self.bounded(hello.clientName))
                 self.client = client
                 state = .ready(client)
+                // The handshake deadline is met; a partial-frame deadline is armed when part of a frame waits.
+                deadlineTimer?.cancel()
+                deadlineTimer = nil
                 var reply = Filecoord_V1_HelloReply()
                 reply.protocolVersion = version
                 reply.daemonPid = getpid()
@@ -174,6 +261,19 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// The longest client name kept, in bytes; a longer one is cut (at a character boundary) and marked with "…".
+    static let maximumClientNameLength = 256
+
+    static func bounded(_ name: String) -> String {
+        guard name.utf8.count > maximumClientNameLength else { return name }
+        var kept = ""
+        for character in name {
+            if kept.utf8.count + character.utf8.count > maximumClientNameLength - 3 { break }
+            kept.append(character)
+        }
+        return kept + "…"
+    }
+
     /// Errors in a `RequestClaim` that fail the claim instead of closing the connection.
     private static func failsOnlyItsClaim(_ error: ProtocolError) -> Bool {
         [.pathTooLong, .invalidPath, .limitExceeded].contains(error.code)
@@ -202,6 +302,12 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         // However the connection ended, what it held is released now.
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        if counted {
+            counted = false
+            host.connectionClosed()
+        }
         if let client { host.closed(client) }
         client = nil
         state = .closed

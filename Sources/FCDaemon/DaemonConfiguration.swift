@@ -16,6 +16,12 @@ public struct DaemonConfiguration: Sendable {
     public var maximumPresentersPerClient: Int
     /// Largest frame accepted, in bytes.
     public var maximumFrameSize: Int
+    /// Most connections served at once, handshakes included; one more is refused with a reason (issue 11.4).
+    public var maximumConnections: Int
+    /// How long a new connection may take to send `Hello` before it is closed.
+    public var handshakeTimeout: Duration
+    /// How long a frame may stay incomplete (part of it received, the rest not) before the connection is closed.
+    public var partialFrameTimeout: Duration
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(
@@ -24,7 +30,10 @@ public struct DaemonConfiguration: Sendable {
         deadlockDetectionDelay: Duration = .seconds(1),
         maximumClaimsPerClient: Int = 10_000,
         maximumPresentersPerClient: Int = 100_000,
-        maximumFrameSize: Int = 1 << 20
+        maximumFrameSize: Int = 1 << 20,
+        maximumConnections: Int = 4_096,
+        handshakeTimeout: Duration = .seconds(5),
+        partialFrameTimeout: Duration = .seconds(10)
     ) {
         self.socketPath = socketPath
         self.presenterTimeout = presenterTimeout
@@ -32,6 +41,9 @@ public struct DaemonConfiguration: Sendable {
         self.maximumClaimsPerClient = maximumClaimsPerClient
         self.maximumPresentersPerClient = maximumPresentersPerClient
         self.maximumFrameSize = maximumFrameSize
+        self.maximumConnections = maximumConnections
+        self.handshakeTimeout = handshakeTimeout
+        self.partialFrameTimeout = partialFrameTimeout
     }
 
     /// The per-user socket (``DaemonAddress/socketPath(environment:uid:)``): `$XDG_RUNTIME_DIR/filecoordd/socket`,

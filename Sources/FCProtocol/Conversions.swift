@@ -247,6 +247,13 @@ extension ClaimRequest {
                 "RequestClaim has \(wire.items.count) items; the limit is \(limits.maximumItemsPerClaim)"
             )
         }
+        guard wire.purpose.utf8.count <= ProtocolLimits.maximumPurposeLength else {
+            throw ProtocolError(
+                .limitExceeded,
+                "RequestClaim.purpose is \(wire.purpose.utf8.count) bytes long; the limit is "
+                    + "\(ProtocolLimits.maximumPurposeLength)"
+            )
+        }
         var items: [ClaimItem] = []
         items.reserveCapacity(wire.items.count)
         for (index, item) in wire.items.enumerated() {

@@ -32,6 +32,9 @@ public struct ProtocolLimits: Hashable, Sendable, CustomStringConvertible {
     public static let defaultMaximumItemsPerClaim = 1_000
     /// The default path length limit: 4,096 bytes (`PATH_MAX`).
     public static let defaultMaximumPathLength = 4_096
+    /// The longest purpose identifier a `RequestClaim` may carry, in bytes: 1,024. Longer fails that claim with
+    /// `LIMIT_EXCEEDED`. Not announced in `HelloReply` (a fixed limit of this protocol version).
+    public static let maximumPurposeLength = 1_024
 
     /// The defaults of docs/PROTOCOL.md.
     public static let `default` = ProtocolLimits()

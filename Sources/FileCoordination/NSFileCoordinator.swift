@@ -373,6 +373,16 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
         // What the daemon would refuse fails this call alone, here, with the limit named (docs/PROTOCOL.md).
         if let limitError = Self.limitError(canonical, items.map(\.0)) { return .failure(limitError) }
+        let purpose = purposeIdentifier
+        if purpose.utf8.count > ProtocolLimits.maximumPurposeLength {
+            return .failure(
+                FileCoordinationError(
+                    .invalidRequest,
+                    "The coordinator's purposeIdentifier is \(purpose.utf8.count) bytes long; at most "
+                        + "\(ProtocolLimits.maximumPurposeLength) bytes can be coordinated."
+                )
+            )
+        }
         let held = blocksThread ? client.presenterQueueHeldHere() : nil
         let id = ClaimID(client.newID())
         let waiter = ClaimWaiter()
@@ -381,7 +391,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             id: id,
             client: client.clientID,
             coordinator: coordinatorID,
-            purpose: PurposeID(purposeIdentifier),
+            purpose: PurposeID(purpose),
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
             fromPresenterQueue: held?.presenter,
             fromCallback: held?.callback,

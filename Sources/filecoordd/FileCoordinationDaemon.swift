@@ -1,5 +1,6 @@
 import ArgumentParser
 import FCDaemon
+import FCSystem
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -28,6 +29,15 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Option(help: "Seconds a wait lasts before the deadlock detector looks at it.")
     var deadlockDelay: Double = 1
 
+    @Option(help: "Most connections served at once (handshakes included); one more is refused with a reason.")
+    var maxConnections: Int = 4_096
+
+    @Option(help: "Seconds a new connection may take to say Hello before it is closed.")
+    var handshakeTimeout: Double = 5
+
+    @Option(help: "Seconds a frame may stay incomplete before its connection is closed.")
+    var partialFrameTimeout: Double = 10
+
     @Flag(help: ArgumentHelp(foregroundHelp))
     var foreground = false
 
@@ -45,6 +55,10 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
             }
         }
         guard deadlockDelay > 0 else { throw ValidationError("--deadlock-delay takes a positive number of seconds") }
+        guard maxConnections > 0 else { throw ValidationError("--max-connections takes a positive number") }
+        guard handshakeTimeout > 0, partialFrameTimeout > 0 else {
+            throw ValidationError("--handshake-timeout and --partial-frame-timeout take a positive number of seconds")
+        }
     }
 
     func run() async throws {
@@ -60,6 +74,16 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.presenterTimeout =
             presenterTimeout == "infinity" ? nil : .milliseconds(Int64((Double(presenterTimeout) ?? 30) * 1000))
         configuration.deadlockDetectionDelay = .milliseconds(Int64(deadlockDelay * 1000))
+        configuration.maximumConnections = maxConnections
+        configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
+        configuration.partialFrameTimeout = .milliseconds(Int64(partialFrameTimeout * 1000))
+        // One descriptor per client: the soft limit (often 1,024) goes up to the hard one (issue 11.4).
+        do {
+            let limit = try ResourceLimits.raiseOpenFilesToHardLimit()
+            logger.info("open descriptors limit", metadata: ["limit": "\(limit)"])
+        } catch {
+            logger.warning("could not raise the open descriptors limit: \(error)")
+        }
         let service = DaemonService(configuration: configuration, logger: logger)
         let group = ServiceGroup(
             services: [service],

@@ -268,13 +268,17 @@ final class TestEnvironment: @unchecked Sendable {
     }
 
     /// Starts `filecoordd --foreground` on the test's socket and waits until it listens.
-    func startDaemon(presenterTimeout: String = "infinity", deadlockDelay: String = "1") async throws -> DaemonProcess {
+    func startDaemon(
+        presenterTimeout: String = "infinity",
+        deadlockDelay: String = "1",
+        arguments extra: [String] = []
+    ) async throws -> DaemonProcess {
         let daemon = try DaemonProcess(
             environment: self,
             arguments: [
                 "--foreground", "--socket", socket, "--presenter-timeout", presenterTimeout, "--deadlock-delay",
                 deadlockDelay,
-            ],
+            ] + extra,
             logPath: path("filecoordd-\(lock.withLock { daemons.count }).log")
         )
         lock.withLock { daemons.append(daemon) }

@@ -2,6 +2,7 @@ import FCCore
 import FCProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// How this process reaches an arbiter, and what it does when it cannot (SEMANTICS.md §7 and §9).
 ///
@@ -41,6 +42,10 @@ struct ConnectionPolicy: Sendable {
 ///
 /// - Important: Thread-safe (it keeps no state); it blocks the calling thread for up to the connect deadline.
 enum ArbiterConnection {
+    /// `true` once this process has seen a daemon at its socket: from then on it never coordinates in process for
+    /// want of one.
+    static let sawDaemon = Atomic<Bool>(false)
+
     /// What a connection attempt came to.
     enum Outcome {
         /// Connected and greeted.
@@ -73,6 +78,7 @@ enum ArbiterConnection {
                 handshakeTimeout: policy.handshakeTimeout
             ) {
             case .success(let transport):
+                sawDaemon.store(true, ordering: .relaxed)
                 if attempts > 1 {
                     FileCoordinationLogging.logger.info(
                         "connected to filecoordd after \(attempts) attempts",
@@ -81,11 +87,16 @@ enum ArbiterConnection {
                 }
                 return .daemon(transport)
             case .failure(.noDaemon(let reason)):
-                return .noDaemon(reason: reason)
+                // Once this process has seen a daemon (it answered, or accepted and then reset, closed or did not
+                // answer), a missing socket means it is restarting, not that there is none: coordinating alone
+                // then could grant what another process holds through it.
+                guard sawDaemon.load(ordering: .relaxed) else { return .noDaemon(reason: reason) }
+                failure = reason
             case .failure(.permanent(let error)):
                 return .unreachable(error)
             case .failure(.transient(let reason)):
                 failure = reason
+                sawDaemon.store(true, ordering: .relaxed)
             }
             if clock.now + delay > deadline {
                 return .unreachable(

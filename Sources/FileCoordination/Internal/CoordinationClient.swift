@@ -3,6 +3,7 @@ import FCCore
 import FCProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// The process's side of file coordination: its presenters, the claims its coordinators wait for, and the
 /// transport to the arbiter. One per process (``shared``).
@@ -232,6 +233,7 @@ final class CoordinationClient: @unchecked Sendable {
         defer { connectLock.unlock() }
         guard let local = lock.withLock({ fallbackReason != nil ? self.local : nil }) else { return true }
         guard local.retireIfIdle(reroute: { CoordinationClient.shared.submit($0) }) else { return false }
+        ArbiterConnection.sawDaemon.store(true, ordering: .relaxed)
         lock.withLock {
             self.local = nil
             fallbackReason = nil

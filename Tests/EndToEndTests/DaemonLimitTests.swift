@@ -1,0 +1,132 @@
+import FCProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+// What the daemon bounds so that idle, slow or oversized clients cannot exhaust it (issues 11.4 and 11.6).
+
+@Suite struct DaemonLimitTests {
+    /// The reasons of the `ProtocolError` frames a raw client received.
+    static func reasons(_ raw: RawClient) -> [String] {
+        raw.frames.compactMap { frame in
+            if case .protocolError(let error)? = frame.payload { return error.reason }
+            return nil
+        }
+    }
+
+    @Test("A connection that never says Hello is closed after the handshake timeout, with the reason")
+    func silentConnectionsAreClosed() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--handshake-timeout", "0.3"])
+            let idle = try (0..<20).map { _ in try RawClient(socket: env.socket) }
+            for raw in idle {
+                #expect(try await raw.waitForClose(), "the daemon kept an idle connection")
+                #expect(Self.reasons(raw).contains { $0.contains("no Hello within") }, "\(Self.reasons(raw))")
+            }
+            // Others are served as before.
+            let host = try await env.host("A")
+            let file = try env.file("doc.txt", "text")
+            try host.send("read \(file)")
+            _ = try await host.waitFor("done read \(file)")
+        }
+    }
+
+    @Test("Past --max-connections a connection is refused with a clear reason; a freed slot serves again")
+    func connectionsPastTheCapAreRefused() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--max-connections", "3"])
+            var held = try (0..<3).map { _ in try RawClient(socket: env.socket) }
+            for raw in held { try await raw.handshake(name: "held") }
+            let refused = try RawClient(socket: env.socket)
+            #expect(try await refused.waitForClose())
+            #expect(
+                Self.reasons(refused).contains { $0.contains("at most 3 connections") },
+                "\(Self.reasons(refused))"
+            )
+            held.removeLast()  // Closes one connection.
+            var served = false
+            for _ in 0..<100 where !served {
+                served = try await RawClient(socket: env.socket).handshakeIfServed()
+                if !served { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(served, "a freed slot serves a new connection")
+        }
+    }
+
+    @Test("A frame left incomplete is timed out and its connection closed, with the reason")
+    func partialFramesAreTimedOut() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--partial-frame-timeout", "0.3"])
+            let raw = try RawClient(socket: env.socket)
+            try await raw.handshake(name: "slow")
+            // The length prefix of a 1,000-byte frame, and 10 bytes of it.
+            try raw.send([0, 0, 3, 232] + [UInt8](repeating: 0x0A, count: 10))
+            #expect(try await raw.waitForClose(timeout: .seconds(10)))
+            #expect(Self.reasons(raw).contains { $0.contains("stayed incomplete") }, "\(Self.reasons(raw))")
+        }
+    }
+
+    @Test("Client names are cut to 256 bytes; a purpose over 1,024 bytes fails its claim only")
+    func namesAndPurposesAreBounded() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let raw = try RawClient(socket: env.socket)
+            try await raw.handshake(name: String(repeating: "n", count: 100_000))
+            var item = Filecoord_V1_ClaimItem()
+            item.path = Data(env.path("doc.txt").utf8)
+            item.write = true
+            var request = Filecoord_V1_RequestClaim()
+            request.claimID = 1
+            request.coordinatorID = 1
+            request.purpose = String(repeating: "p", count: 2_000)
+            request.items = [item]
+            try raw.send(Filecoord_V1_Frame(.requestClaim(request)))
+            let answer = try #require(try await raw.nextFrame())
+            guard case .claimFailed(let failed)? = answer.payload else {
+                Issue.record("expected ClaimFailed, got \(answer)")
+                return
+            }
+            #expect(failed.kind == .limitExceeded)
+            #expect(failed.message.contains("1024"), "\(failed.message)")
+            let dump = try await env.runTool("fcdump", ["clients"])
+            #expect(dump.status == 0, "\(dump.error)")
+            #expect(!dump.output.contains(String(repeating: "n", count: 300)))
+            #expect(dump.output.contains(String(repeating: "n", count: 200)))
+        }
+    }
+
+    @Test("The daemon raises its open descriptors limit to the hard limit")
+    func descriptorLimitIsRaised() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try Products.executable("filecoordd").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            let script = "ulimit -Sn 256 && exec \"$0\" --foreground --socket \"$1\""
+            process.arguments = ["-c", script, daemon, env.socket]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer { kill(process.processIdentifier, SIGKILL) }
+            try await eventually("the daemon to listen") { FileManager.default.fileExists(atPath: env.socket) }
+            let limits = try String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)
+            let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+            let numbers = line.split(separator: " ").compactMap { Int($0) }
+            #expect(numbers.count == 2 && numbers[0] == numbers[1] && numbers[0] > 256, "\(line)")
+        }
+    }
+}
+
+extension RawClient {
+    /// Says hello; `true` if the daemon answered with `HelloReply`, `false` if it refused or closed.
+    func handshakeIfServed() async throws -> Bool {
+        try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "probe", pid: getpid()))))
+        guard let frame = try await nextFrame() else { return false }
+        if case .helloReply? = frame.payload { return true }
+        return false
+    }
+}
