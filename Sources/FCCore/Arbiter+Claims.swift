@@ -102,11 +102,27 @@ extension Arbiter {
     /// Calls `body` with every other live claim that has an item conflicting with an item of `claim`
     /// (rules 1 to 3; exemptions not applied). A claim may be reported more than once.
     func forEachConflicting(_ claim: ClaimRecord, _ body: (ClaimRecord) -> Void) {
+        forEachConflicting(
+            claim,
+            until: { other in
+                body(other)
+                return true
+            }
+        )
+    }
+
+    /// ``forEachConflicting(_:_:)-(_,(ClaimRecord)->Void)`` that stops as soon as `body` returns `false`, so that a
+    /// question answered by the first conflicting claim (is anything in the way? issue 11.2) costs what it reads,
+    /// not the length of the queue on the item. Entries at a node are in arrival order, so the claim holding an item
+    /// comes before the claims queued behind it.
+    func forEachConflicting(_ claim: ClaimRecord, until body: (ClaimRecord) -> Bool) {
+        statistics.conflictWalks += 1
         for entry in claim.entries {
             // Same node: readers share, a writer excludes.
             for ref in entry.node.entries where ref.claim != claim.id {
                 guard let other = claims[ref.claim] else { continue }
-                if entry.access.isWrite || other.entries[ref.index].access.isWrite { body(other) }
+                statistics.conflictVisits += 1
+                if entry.access.isWrite || other.entries[ref.index].access.isWrite, !body(other) { return }
             }
             // Ancestors: only a deleting, moving or replacing writer covers what is inside it.
             var ancestor = entry.node.parent
@@ -114,18 +130,23 @@ extension Arbiter {
                 if node.subtreeEntries > entry.node.subtreeEntries {
                     for ref in node.entries where ref.claim != claim.id {
                         guard let other = claims[ref.claim] else { continue }
-                        if other.entries[ref.index].access.coversSubtree { body(other) }
+                        statistics.conflictVisits += 1
+                        if other.entries[ref.index].access.coversSubtree, !body(other) { return }
                     }
                 }
                 ancestor = node.parent
             }
             // Descendants: everything inside a deleting, moving or replacing writer's item.
             if entry.access.coversSubtree {
+                var stopped = false
                 tree.forEachDescendantWithEntries(of: entry.node) { node in
-                    for ref in node.entries where ref.claim != claim.id {
-                        if let other = claims[ref.claim] { body(other) }
+                    for ref in node.entries where !stopped && ref.claim != claim.id {
+                        guard let other = claims[ref.claim] else { continue }
+                        statistics.conflictVisits += 1
+                        if !body(other) { stopped = true }
                     }
                 }
+                if stopped { return }
             }
         }
     }
@@ -161,14 +182,18 @@ extension Arbiter {
         var visited: Set<ClaimID> = [waiting.id]
         while let current = stack.popLast() {
             var found = false
-            forEachConflicting(current) { other in
-                guard !found, !exempt(current.request, other.request) else { return }
-                if other.phase != .waiting {
-                    if holders.contains(other.id) { found = true }
-                } else if other.sequence < current.sequence, visited.insert(other.id).inserted {
-                    stack.append(other)
+            forEachConflicting(
+                current,
+                until: { (other: ClaimRecord) -> Bool in
+                    guard !exempt(current.request, other.request) else { return true }
+                    if other.phase != .waiting {
+                        if holders.contains(other.id) { found = true }
+                    } else if other.sequence < current.sequence, visited.insert(other.id).inserted {
+                        stack.append(other)
+                    }
+                    return !found
                 }
-            }
+            )
             if found { return true }
         }
         return false
@@ -190,29 +215,62 @@ extension Arbiter {
         var seen: Set<ClaimID> = []
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
-        forEachConflicting(claim) { other in
-            if stopAtFirst && !result.isEmpty { return }
-            guard !seen.contains(other.id), !exempt(claim.request, other.request) else { return }
-            seen.insert(other.id)
-            if other.phase != .waiting {
-                if answering && other.phase == .preparing && answersRequest(claim, of: other) { return }
-                result.append(other)
-            } else if other.sequence < claim.sequence {
-                if answering { return }
-                if holders == nil { holders = exemptHolders(of: claim) }
-                if let holders, !holders.isEmpty, waitsTransitively(other, on: holders) { return }
-                result.append(other)
+        forEachConflicting(
+            claim,
+            until: { (other: ClaimRecord) -> Bool in
+                guard !seen.contains(other.id), !exempt(claim.request, other.request) else { return true }
+                seen.insert(other.id)
+                if other.phase != .waiting {
+                    if answering && other.phase == .preparing && answersRequest(claim, of: other) { return true }
+                    result.append(other)
+                } else if other.sequence < claim.sequence {
+                    if answering { return true }
+                    if holders == nil { holders = exemptHolders(of: claim) }
+                    if let holders, !holders.isEmpty, waitsTransitively(other, on: holders) { return true }
+                    result.append(other)
+                }
+                return !(stopAtFirst && !result.isEmpty)
             }
-        }
+        )
         return result
+    }
+
+    /// `true` when something keeps `claim` from starting: ``startBlockers(_:stopAtFirst:)`` without building the list,
+    /// for the re-evaluation of every waiting claim on every event (issue 11.2): it allocates nothing and usually
+    /// stops at the first entry of the item, the claim that holds it.
+    func hasStartBlocker(_ claim: ClaimRecord) -> Bool {
+        let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
+        var holders: Set<ClaimID>?
+        var blocked = false
+        forEachConflicting(
+            claim,
+            until: { (other: ClaimRecord) -> Bool in
+                guard !exempt(claim.request, other.request) else { return true }
+                if other.phase != .waiting {
+                    if answering && other.phase == .preparing && answersRequest(claim, of: other) { return true }
+                    blocked = true
+                } else if other.sequence < claim.sequence {
+                    if answering { return true }
+                    if holders == nil { holders = exemptHolders(of: claim) }
+                    if let holders, !holders.isEmpty, waitsTransitively(other, on: holders) { return true }
+                    blocked = true
+                }
+                return !blocked
+            }
+        )
+        return blocked
     }
 
     /// `true` when a granted claim conflicts with `claim` (checked again before granting, for rule 5).
     func hasGrantedConflict(_ claim: ClaimRecord) -> Bool {
         var found = false
-        forEachConflicting(claim) { other in
-            if !found && other.phase == .granted && !exempt(claim.request, other.request) { found = true }
-        }
+        forEachConflicting(
+            claim,
+            until: { (other: ClaimRecord) -> Bool in
+                if other.phase == .granted && !exempt(claim.request, other.request) { found = true }
+                return !found
+            }
+        )
         return found
     }
 
@@ -239,7 +297,7 @@ extension Arbiter {
                 pendingOrder.remove(at: index)
                 continue
             }
-            if claim.phase == .waiting, startBlockers(claim, stopAtFirst: true).isEmpty {
+            if claim.phase == .waiting, !hasStartBlocker(claim) {
                 startPreparing(claim)
                 if !claim.outstanding.isEmpty { started = true }
             }

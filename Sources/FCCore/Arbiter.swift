@@ -24,6 +24,11 @@ public final class Arbiter {
     var claims: [ClaimID: ClaimRecord] = [:]
     /// Claims not yet granted, in arrival order (the FIFO of rule 6).
     var pendingOrder: [ClaimID] = []
+    /// Bumped by every event that can change the wait-for graph (all but a deadlock check's timer).
+    var graphGeneration = 0
+    /// Wait-for nodes from which no cycle is reachable, valid while `acyclicGeneration == graphGeneration`.
+    var acyclicNodes: Set<WaitNode> = []
+    var acyclicGeneration = -1
     var requests: [RequestID: PendingRequest] = [:]
     /// Requests whose presenter timed out; a late reply may still hand back a reacquirer.
     var timedOutRequests: [RequestID: PendingRequest] = [:]
@@ -50,6 +55,8 @@ public final class Arbiter {
     public func handle(_ event: ArbiterEvent, at now: Duration? = nil) -> [ArbiterEffect] {
         effects = []
         self.now = now
+        // The wait-for graph changes with every event but a deadlock check's own timer (issue 11.2).
+        if case .timerFired(.deadlockCheck) = event {} else { graphGeneration &+= 1 }
         switch event {
         case .clientConnected(let info):
             clientConnected(info)
@@ -236,6 +243,12 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var deadlocksBroken = 0
     /// Waits that passed the detection delay without being part of a deadlock.
     public var longWaits = 0
+    /// Walks over the claims that conflict with one claim (a measure of the work per event: issue 11.2).
+    public var conflictWalks = 0
+    /// Claims read by those walks.
+    public var conflictVisits = 0
+    /// Wait-for graph nodes whose edges the deadlock detector computed.
+    public var waitNodesExplored = 0
     /// Creates counters that are all zero.
     public init() {}
 }

@@ -15,7 +15,8 @@ extension Arbiter {
         guard let claim = claims[id], claim.phase != .granted else { return }
         claim.deadlineArmed = false
         let timeout = claim.request.timeout.map { " within its timeout of \(seconds($0))" } ?? ""
-        let waits = edges(from: .claim(id)).map { "  \($0.line)" }
+        let (lines, more) = boundedLines(edges(from: .claim(id)))
+        let waits = lines.map { "  \($0)" } + (more > 0 ? ["  and \(more) more claims it waited for"] : [])
         let report =
             "\(describe(claim)) was not granted\(timeout)"
             + (waits.isEmpty ? "." : "; it still waited, one line per edge:\n" + waits.joined(separator: "\n"))

@@ -21,11 +21,30 @@ extension Arbiter {
         case presenter(PresenterID)
     }
 
-    /// One edge, with what a person needs to read it.
+    /// One edge, with what a person needs to read it. The line is written only when read (a report shows a few
+    /// edges; the search for a cycle reads many).
     struct WaitEdge {
         var from: WaitNode
         var to: WaitNode
-        var line: String
+        private let describe: () -> String
+
+        init(from: WaitNode, to: WaitNode, line: @escaping @autoclosure () -> String) {
+            self.from = from
+            self.to = to
+            self.describe = line
+        }
+
+        var line: String { describe() }
+    }
+
+    /// How many edges a long-wait or timeout report names; the rest are counted (issue 11.2: a claim queued behind
+    /// a thousand others must not write a thousand lines).
+    static let reportedEdges = 3
+
+    /// The first ``reportedEdges`` lines of `edges`, and how many more there are.
+    func boundedLines(_ edges: [WaitEdge]) -> (lines: [String], more: Int) {
+        let shown = edges.prefix(Self.reportedEdges).map(\.line)
+        return (shown, edges.count - shown.count)
     }
 
     /// The most recent deadlock reports, newest last (for the dump).
@@ -60,11 +79,12 @@ extension Arbiter {
         }
         if !brokeAny, let waiting = claims[id], waiting.phase != .granted {
             statistics.longWaits += 1
-            let holders = edges(from: .claim(id)).map(\.line)
+            let (holders, more) = boundedLines(edges(from: .claim(id)))
+            let others = more > 0 ? "; and \(more) more claims it waits for" : ""
             log(
                 .notice,
                 "long wait, not a deadlock: "
-                    + (holders.isEmpty ? "\(describe(waiting)) waits" : holders.joined(separator: "; ")),
+                    + (holders.isEmpty ? "\(describe(waiting)) waits" : holders.joined(separator: "; ")) + others,
                 ["claim.id": "\(id.rawValue)"]
             )
         }
@@ -83,8 +103,8 @@ extension Arbiter {
                     WaitEdge(
                         from: node,
                         to: .claim(blocker.id),
-                        line: "\(describe(claim)) \(waits(since: claim.arrivedAt)) for \(describe(blocker)), which is "
-                            + "\(blocker.phase)\(held(blocker))"
+                        line: "\(self.describe(claim)) \(self.waits(since: claim.arrivedAt)) for "
+                            + "\(self.describe(blocker)), which is \(blocker.phase)\(self.held(blocker))"
                     )
                 }
             case .preparing:
@@ -96,7 +116,8 @@ extension Arbiter {
                         WaitEdge(
                             from: node,
                             to: .presenter(presenterID),
-                            line: "\(describe(claim)) \(waits(since: pending?.sentAt)) for \(describe(presenterID)) to "
+                            line:
+                                "\(self.describe(claim)) \(self.waits(since: pending?.sentAt)) for \(self.describe(presenterID)) to "
                                 + "answer \(kind) [\(request)]"
                         )
                     )
@@ -109,8 +130,8 @@ extension Arbiter {
                                 from: node,
                                 to: .claim(other.id),
                                 line:
-                                    "\(describe(claim)) \(waits(since: claim.arrivedAt)) for \(describe(other)), which is "
-                                    + "granted\(held(other))"
+                                    "\(self.describe(claim)) \(self.waits(since: claim.arrivedAt)) for \(self.describe(other)), which is "
+                                    + "granted\(self.held(other))"
                             )
                         )
                     }
@@ -135,8 +156,8 @@ extension Arbiter {
                     from: node,
                     to: .claim(held.id),
                     line:
-                        "the queue of \(describe(presenterID))\(shared) is held by \(heldBy(held.request, queueOf: presenterID)), "
-                        + "which \(waits(since: held.arrivedAt)) in \(describe(held))"
+                        "the queue of \(self.describe(presenterID))\(shared) is held by \(self.heldBy(held.request, queueOf: presenterID)), "
+                        + "which \(self.waits(since: held.arrivedAt)) in \(self.describe(held))"
                 )
             }
         }
@@ -177,8 +198,16 @@ extension Arbiter {
     func findCycle(from start: WaitNode) -> [WaitEdge]? {
         var onPath: [WaitNode: Int] = [:]
         var path: [WaitEdge] = []
-        var done: Set<WaitNode> = []
+        // Nodes from which no cycle is reachable, known from an earlier search while nothing changed since (many
+        // claims queued together have their checks due together: the first search pays, the others reuse it).
+        var done: Set<WaitNode> = acyclicGeneration == graphGeneration ? acyclicNodes : []
+        defer {
+            acyclicNodes = done
+            acyclicGeneration = graphGeneration
+        }
+        if done.contains(start) { return nil }
         func visit(_ node: WaitNode) -> [WaitEdge]? {
+            statistics.waitNodesExplored += 1
             onPath[node] = path.count
             for edge in edges(from: node) {
                 if let index = onPath[edge.to] {
@@ -197,6 +226,7 @@ extension Arbiter {
     }
 
     func breakCycle(_ cycle: [WaitEdge]) {
+        graphGeneration &+= 1
         let members = cycle.compactMap { edge -> ClaimRecord? in
             if case .claim(let id) = edge.from { return claims[id] }
             return nil

@@ -14,6 +14,8 @@ final class ArbiterHost {
     let configuration: DaemonConfiguration
     let logger: Logger
     private var connections: [ClientID: any Channel] = [:]
+    /// Connections being closed by the daemon: nothing more is sent to them.
+    private var closing: Set<ClientID> = []
     /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
     private(set) var openConnections = 0
 
@@ -112,6 +114,7 @@ final class ArbiterHost {
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
         guard connections.removeValue(forKey: client) != nil else { return }
+        closing.remove(client)
         clientArguments[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }
@@ -119,9 +122,12 @@ final class ArbiterHost {
     /// Sends a protocol error and closes one connection; nothing else is affected.
     func close(_ client: ClientID, because error: ProtocolError) {
         loop.preconditionInEventLoop()
+        guard let channel = connections[client], closing.insert(client).inserted else { return }
         logger.warning("closing a connection: \(error)", metadata: ["client.id": "\(client.rawValue)"])
-        send(Filecoord_V1_Frame(error), to: client)
-        connections[client]?.close(promise: nil)
+        if let bytes = try? encoder.encode(Filecoord_V1_Frame(error)) {
+            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+        }
+        channel.close(promise: nil)
     }
 
     /// Fails every claim that has not been granted with a clear error, and closes every connection.
@@ -161,12 +167,25 @@ final class ArbiterHost {
     }
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
-        guard let channel = connections[client] else { return }
+        guard let channel = connections[client], !closing.contains(client) else { return }
         do {
             let bytes = try encoder.encode(frame)
             channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
         } catch {
             logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+        }
+        // More than maximumQueuedBytes wait for a client that does not read (11.3): it cannot be reached, so it is
+        // treated like a presenter that does not answer, at once and for all its presenters: disconnected. Its
+        // claims are released, its presenters removed, its pending replies count as answered; its queue is freed.
+        if !channel.isWritable {
+            close(
+                client,
+                because: ProtocolError(
+                    .limitExceeded,
+                    "the client does not read: more than \(configuration.maximumQueuedBytes) bytes of messages wait to "
+                        + "be sent to it, so it is disconnected and its presenters count as gone"
+                )
+            )
         }
     }
 

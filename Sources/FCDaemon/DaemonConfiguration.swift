@@ -22,6 +22,9 @@ public struct DaemonConfiguration: Sendable {
     public var handshakeTimeout: Duration
     /// How long a frame may stay incomplete (part of it received, the rest not) before the connection is closed.
     public var partialFrameTimeout: Duration
+    /// Most bytes waiting to be sent to one connection: a client that does not read past this is disconnected, so
+    /// that its presenters count as gone and nobody waits for them, and the daemon's memory stays bounded (11.3).
+    public var maximumQueuedBytes: Int
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(
@@ -33,7 +36,8 @@ public struct DaemonConfiguration: Sendable {
         maximumFrameSize: Int = 1 << 20,
         maximumConnections: Int = 4_096,
         handshakeTimeout: Duration = .seconds(5),
-        partialFrameTimeout: Duration = .seconds(10)
+        partialFrameTimeout: Duration = .seconds(10),
+        maximumQueuedBytes: Int = 4 << 20
     ) {
         self.socketPath = socketPath
         self.presenterTimeout = presenterTimeout
@@ -44,6 +48,7 @@ public struct DaemonConfiguration: Sendable {
         self.maximumConnections = maximumConnections
         self.handshakeTimeout = handshakeTimeout
         self.partialFrameTimeout = partialFrameTimeout
+        self.maximumQueuedBytes = maximumQueuedBytes
     }
 
     /// The per-user socket (``DaemonAddress/socketPath(environment:uid:)``): `$XDG_RUNTIME_DIR/filecoordd/socket`,

@@ -35,7 +35,13 @@ public final class DaemonService: Service, Sendable {
                 eventLoop: loop
             )
         }.get()
+        // Above the high mark a connection is not writable: ArbiterHost.send then disconnects that client (11.3).
+        let queued = max(configuration.maximumQueuedBytes, 2)
         let bootstrap = ServerBootstrap(group: group)
+            .childChannelOption(
+                ChannelOptions.writeBufferWaterMark,
+                value: ChannelOptions.Types.WriteBufferWaterMark(low: queued / 2, high: queued)
+            )
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host.value))

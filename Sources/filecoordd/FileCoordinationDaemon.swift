@@ -38,6 +38,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Option(help: "Seconds a frame may stay incomplete before its connection is closed.")
     var partialFrameTimeout: Double = 10
 
+    @Option(help: "Bytes of messages that may wait for a client that does not read before it is disconnected.")
+    var maxQueuedBytes: Int = 4 << 20
+
     @Flag(help: ArgumentHelp(foregroundHelp))
     var foreground = false
 
@@ -56,6 +59,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         }
         guard deadlockDelay > 0 else { throw ValidationError("--deadlock-delay takes a positive number of seconds") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections takes a positive number") }
+        guard maxQueuedBytes >= 1024 else { throw ValidationError("--max-queued-bytes takes at least 1024") }
         guard handshakeTimeout > 0, partialFrameTimeout > 0 else {
             throw ValidationError("--handshake-timeout and --partial-frame-timeout take a positive number of seconds")
         }
@@ -77,6 +81,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.maximumConnections = maxConnections
         configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
         configuration.partialFrameTimeout = .milliseconds(Int64(partialFrameTimeout * 1000))
+        configuration.maximumQueuedBytes = maxQueuedBytes
         // One descriptor per client: the soft limit (often 1,024) goes up to the hard one (issue 11.4).
         do {
             let limit = try ResourceLimits.raiseOpenFilesToHardLimit()

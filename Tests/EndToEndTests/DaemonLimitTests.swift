@@ -1,3 +1,4 @@
+import FCCore
 import FCProtocol
 import Foundation
 import Testing
@@ -128,5 +129,37 @@ extension RawClient {
         guard let frame = try await nextFrame() else { return false }
         if case .helloReply? = frame.payload { return true }
         return false
+    }
+}
+
+// A client that does not read (issue 11.3).
+@Suite struct SlowReaderTests {
+    @Test("A client that does not read is disconnected once its queue passes the bound; writers never wait for it")
+    func aClientThatDoesNotReadIsDisconnected() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon(arguments: ["--max-queued-bytes", "65536"])
+            let file = try env.file("doc.txt", "text")
+            // 500 presenters of the file that only want did-change notifications, on a connection never read.
+            let deaf = try RawClient(socket: env.socket)
+            try await deaf.handshake(name: "deaf")
+            for index in 1...500 {
+                var register = Filecoord_V1_RegisterPresenter()
+                register.presenterID = UInt64(index)
+                register.path = Data(file.utf8)
+                register.callbacks = PresenterCallbacks.presentedItemDidChange.rawValue
+                try deaf.send(Filecoord_V1_Frame(.registerPresenter(register)))
+            }
+            let writer = try await env.host("W")
+            for round in 1...40 {
+                try writer.send("write \(file) round\(round)")
+                _ = try await writer.waitFor("done write \(file)", count: round)
+            }
+            // The daemon closed the deaf connection instead of queueing without bound, and logged why (the reason
+            // is sent too, but after the backlog the client does not read).
+            #expect(try await deaf.waitForClose(timeout: .seconds(20)))
+            try await daemon.waitForLog("the client does not read")
+            let clients = try await env.runTool("fcdump", ["clients"])
+            #expect(!clients.output.contains("deaf"), "\(clients.output)")
+        }
     }
 }

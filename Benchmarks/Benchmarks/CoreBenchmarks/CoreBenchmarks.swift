@@ -82,6 +82,34 @@ let benchmarks: @Sendable () -> Void = {
         )
     }
 
+    // An unrelated claim next to 1,000 writers queued behind a held write on one item (issue 11.2): every event
+    // still looks at each waiter once (no longer each waiter against every other), with no allocation per waiter.
+    // Compare with Arbiter.uncontendedWrite.emptyTree of the same run.
+    Benchmark(
+        "Arbiter.uncontendedWrite.1000QueuedOnOneItem",
+        closure: { benchmark, fixture in
+            for _ in benchmark.scaledIterations {
+                fixture.nextID += 1
+                blackHole(grantAndRelease(fixture.arbiter, id: fixture.nextID, items: [item]))
+            }
+        },
+        setup: { () -> ArbiterFixture in
+            let fixture = ArbiterFixture()
+            let busy = ItemPath(components: [Array("busy".utf8), Array("log.txt".utf8)])
+            for index in 0...1_000 {
+                let request = ClaimRequest(
+                    id: ClaimID(UInt64(1_000_000_000 + index)),
+                    client: ClientID(UInt64(100 + index)),
+                    coordinator: CoordinatorID(1),
+                    purpose: PurposeID("queued-\(index)"),
+                    items: [ClaimItem(path: busy, access: .write([]))]
+                )
+                _ = fixture.arbiter.handle(.claimRequested(request))
+            }
+            return fixture
+        }
+    )
+
     // A reader at depth 64 under a directory held for deleting: the conflict is found walking up 64 ancestors.
     Benchmark("Arbiter.conflictCheck.depth64") { benchmark in
         // The conflict check alone: the deadlock detector's timer for the waiting reader is left out.

@@ -1,0 +1,66 @@
+import FCCore
+import FCTestSupport
+import Testing
+
+/// What one event costs when many claims queue on one item (issue 11.2): with 250 writers queued behind a held
+/// write the daemon answered nothing for minutes, because every event re-examined every waiter against every other
+/// waiter, and every deadlock check searched the whole queue again. Costs are counted (the arbiter's statistics),
+/// never timed.
+@Suite struct QueueCostTests {
+    static let queued = 200
+
+    /// A held write on /busy and `queued` writers waiting behind it, each from its own client.
+    static func busyItem(_ h: ArbiterHarness) -> (holder: ClaimID, waiters: [ClaimID]) {
+        let holder = h.write("/busy", client: h.connect("holder"))
+        let waiters = (0..<queued).map { index in h.write("/busy", client: h.connect("waiter-\(index)")) }
+        return (holder, waiters)
+    }
+
+    @Test func anUnrelatedClaimDoesNotWalkTheQueue() {
+        let h = ArbiterHarness()
+        let (holder, waiters) = Self.busyItem(h)
+        #expect(h.isGranted(holder))
+        #expect(!waiters.contains { h.isGranted($0) })
+        let before = h.arbiter.statistics.conflictVisits
+        let unrelated = h.write("/elsewhere", client: h.connect("unrelated"))
+        #expect(h.isGranted(unrelated))
+        h.finish(unrelated)
+        let cost = h.arbiter.statistics.conflictVisits - before
+        // Before: about queued² (a million) visits for each of the two events; now a few per waiter.
+        #expect(cost < 5 * Self.queued, "\(cost) conflict visits for two events on an unrelated item")
+    }
+
+    @Test func theQueueDrainsInOrderAtLinearCostPerGrant() {
+        let h = ArbiterHarness()
+        let (holder, waiters) = Self.busyItem(h)
+        let before = h.arbiter.statistics.conflictVisits
+        h.finish(holder)
+        #expect(h.isGranted(waiters[0]))
+        #expect(!h.isGranted(waiters[1]))
+        let cost = h.arbiter.statistics.conflictVisits - before
+        #expect(cost < 10 * Self.queued, "\(cost) conflict visits to hand the item on")
+    }
+
+    @Test func deadlockChecksOfAQueueShareOneSearchAndReportsAreBounded() {
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
+        )
+        let (_, waiters) = Self.busyItem(h)
+        h.clearEffects()
+        let before = h.arbiter.statistics.waitNodesExplored
+        for waiter in waiters { _ = h.send(.timerFired(.deadlockCheck(waiter))) }
+        let explored = h.arbiter.statistics.waitNodesExplored - before
+        // One search explores the queue once; the other checks reuse it (before: a search per check).
+        #expect(explored <= 2 * (Self.queued + 1), "\(explored) wait-for nodes explored by \(Self.queued) checks")
+        #expect(h.arbiter.statistics.longWaits == Self.queued)
+        // Each long-wait line names a few edges and counts the rest (before: one line per earlier waiter).
+        let lines = h.effects.compactMap { effect -> String? in
+            if case .log(let record) = effect { return record.message }
+            return nil
+        }
+        #expect(lines.count == Self.queued)
+        let longest = lines.map(\.utf8.count).max() ?? 0
+        #expect(longest < 2_000, "a long-wait line of \(longest) bytes")
+        #expect(lines.last?.contains("and \(Self.queued - 3) more claims it waits for") == true, "\(lines.last ?? "")")
+    }
+}
