@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "fcdemo", targets: ["fcdemo"]),
         .executable(name: "filecoordd", targets: ["filecoordd"]),
         .executable(name: "fcdump", targets: ["fcdump"]),
+        .executable(name: "fc-load", targets: ["fc-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
@@ -89,6 +90,9 @@ let package = Package(
             name: "fc-testhost",
             dependencies: ["FileCoordination", .product(name: "Logging", package: "swift-log")]
         ),
+        // The load, soak and fault suite: client processes coordinating through filecoordd while faults are injected
+        // (README, "Load, faults and bad input").
+        .executableTarget(name: "fc-load", dependencies: ["FileCoordination", "FCDumpModel"]),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.

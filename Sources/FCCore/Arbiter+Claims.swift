@@ -76,8 +76,20 @@ extension Arbiter {
             ClaimEntry(path: item.path, access: item.access, node: tree.effectiveNode(item.path))
         }
         let claim = ClaimRecord(request: request, sequence: nextSequence, entries: entries)
-        claim.madeWhileAnswering = isAnsweringRequest(claim)
         claim.arrivedAt = now
+        if request.isHeld {
+            // Declared again after a restart: granted already, in its client; nobody to ask, nothing to wait for.
+            claim.phase = .granted
+            claim.grantedAt = now
+            claims[request.id] = claim
+            owner.claims.insert(request.id)
+            for (index, entry) in entries.enumerated() {
+                tree.addEntry(EntryRef(claim: request.id, index: index), at: entry.node)
+            }
+            log(.info, "claim declared again as held", ["claim.id": "\(request.id.rawValue)"])
+            return
+        }
+        claim.madeWhileAnswering = isAnsweringRequest(claim)
         if let timeout = request.timeout {
             claim.deadlineArmed = true
             effects.append(.startTimer(.claimDeadline(request.id), after: timeout))

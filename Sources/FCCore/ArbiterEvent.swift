@@ -82,6 +82,11 @@ public struct ClaimRequest: Hashable, Sendable {
     /// ``ClaimFailure/timedOut(_:)``, saying what it still waits for (SEMANTICS.md §6). `nil` waits as long as it
     /// takes (for the presenter timeout and the deadlock detector, or for `cancel()`).
     public var timeout: Duration?
+    /// `true` for a claim that is granted already: its accessor runs in its client, which declares it again to an
+    /// arbiter that restarted after a crash (the new arbiter knew nothing of it). It is granted at once, asks
+    /// nobody, and holds back conflicting claims until it finishes, so that a daemon's crash never lets another
+    /// process in while an accessor still runs.
+    public var isHeld: Bool = false
 
     /// The longest ``timeout`` (about 31 years): whoever builds a request from outside input (the library, the wire
     /// decoder) cuts longer ones to it, so that no timer arithmetic downstream can overflow.

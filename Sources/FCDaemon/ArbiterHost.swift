@@ -63,9 +63,45 @@ final class ArbiterHost {
         return client
     }
 
+    /// Events held back while the daemon recovers from a crashed predecessor (``startRecovery(for:)``), in order.
+    private var heldBack: [(ClientID, ArbiterEvent)] = []
+    private var recovering = false
+
+    /// After a crash of the previous daemon, clients whose accessors still run declare their claims again
+    /// (`RequestClaim.held`). For `grace`, only those are arbitrated; every other event waits, in order, so that no
+    /// new claim is granted before every surviving holder had the time to reconnect and say what it holds, as NFS
+    /// lock recovery does. Then the held-back events are handled as if they had just arrived.
+    func startRecovery(for grace: Duration) {
+        loop.preconditionInEventLoop()
+        recovering = true
+        logger.notice(
+            "the previous filecoordd did not stop cleanly: only claims still held are taken for \(grace)",
+            metadata: ["grace.seconds": "\(Double(grace.nanoseconds) / 1e9)"]
+        )
+        loop.assumeIsolated().scheduleTask(in: .nanoseconds(grace.nanoseconds)) { [weak self] in
+            self?.endRecovery()
+        }
+    }
+
+    private func endRecovery() {
+        recovering = false
+        let events = heldBack
+        heldBack = []
+        logger.info("recovery over", metadata: ["events.heldBack": "\(events.count)"])
+        for (client, event) in events where connections[client] != nil { receive(event, from: client) }
+    }
+
     /// One event from a client, in its own ids.
     func receive(_ event: ArbiterEvent, from client: ClientID) {
         loop.preconditionInEventLoop()
+        if recovering {
+            if case .claimRequested(let request) = event, request.isHeld {
+                // Taken at once: it is what recovery waits for.
+            } else {
+                heldBack.append((client, event))
+                return
+            }
+        }
         if shuttingDown, case .claimRequested(let request) = event {
             send(
                 Filecoord_V1_Frame(

@@ -25,6 +25,9 @@ public struct DaemonConfiguration: Sendable {
     /// Most bytes waiting to be sent to one connection: a client that does not read past this is disconnected, so
     /// that its presenters count as gone and nobody waits for them, and the daemon's memory stays bounded (11.3).
     public var maximumQueuedBytes: Int
+    /// After a crash of the previous daemon (its socket file was left behind), how long only claims still held by
+    /// their clients are taken, before any new claim: the time for those clients to reconnect and declare them.
+    public var recoveryGrace: Duration
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(
@@ -37,7 +40,8 @@ public struct DaemonConfiguration: Sendable {
         maximumConnections: Int = 4_096,
         handshakeTimeout: Duration = .seconds(5),
         partialFrameTimeout: Duration = .seconds(10),
-        maximumQueuedBytes: Int = 4 << 20
+        maximumQueuedBytes: Int = 4 << 20,
+        recoveryGrace: Duration = .seconds(2)
     ) {
         self.socketPath = socketPath
         self.presenterTimeout = presenterTimeout
@@ -49,6 +53,7 @@ public struct DaemonConfiguration: Sendable {
         self.handshakeTimeout = handshakeTimeout
         self.partialFrameTimeout = partialFrameTimeout
         self.maximumQueuedBytes = maximumQueuedBytes
+        self.recoveryGrace = recoveryGrace
     }
 
     /// The per-user socket (``DaemonAddress/socketPath(environment:uid:)``): `$XDG_RUNTIME_DIR/filecoordd/socket`,

@@ -48,6 +48,11 @@ public final class DaemonService: Service, Sendable {
                 }
             }
         let activated = Self.socketFromSystemd()
+        // Holding the lock, a socket file left behind is a crashed daemon's: its clients may still hold claims.
+        if activated == nil, FileManager.default.fileExists(atPath: socketPath), configuration.recoveryGrace > .zero {
+            let grace = configuration.recoveryGrace
+            try await loop.submit { host.value.startRecovery(for: grace) }.get()
+        }
         let server: any Channel
         if let activated {
             // systemd socket activation (contrib/systemd): the listening socket is inherited as descriptor 3.

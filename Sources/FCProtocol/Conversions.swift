@@ -211,6 +211,7 @@ extension Filecoord_V1_RequestClaim {
         if let callback = request.fromCallback { fromCallback = callback.rawValue }
         items = request.items.map(Filecoord_V1_ClaimItem.init)
         isPreparation = request.isPreparation
+        held = request.isHeld
         if let timeout = request.timeout { timeoutMilliseconds = wireMilliseconds(timeout) }
     }
 }
@@ -274,6 +275,7 @@ extension ClaimRequest {
             timeout: wire.hasTimeoutMilliseconds
                 ? .milliseconds(Int64(min(wire.timeoutMilliseconds, maximumTimeoutMilliseconds))) : nil
         )
+        isHeld = wire.held
     }
 }
 

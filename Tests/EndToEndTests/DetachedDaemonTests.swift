@@ -20,7 +20,10 @@ import Testing
         let script = environment.path("filecoordd-wrapper")
         let text = """
             #!/bin/sh
-            grep -E '^(PPid|SigBlk|SigIgn):' /proc/$$/status > \(environment.path("start-status")).tmp
+            # Builtins only while reading: a shell that waits for a child blocks every signal meanwhile.
+            while IFS= read -r line; do
+                case "$line" in PPid:*|SigBlk:*|SigIgn:*) printf '%s\\n' "$line" ;; esac
+            done < /proc/$$/status > \(environment.path("start-status")).tmp
             mv \(environment.path("start-status")).tmp \(environment.path("start-status"))
             exec \(daemon) "$@"
 

@@ -74,6 +74,26 @@ import Testing
         }
     }
 
+    @Test("A write held across a daemon crash still excludes: the next daemon takes no conflicting claim until it ends")
+    func heldClaimSurvivesADaemonCrash() async throws {
+        try await TestEnvironment.run { env in
+            let file = try env.file("doc.txt", "text")
+            let daemon = try await env.startDaemon()
+            let a = try await env.host("A")
+            try a.send("write \(file) mine hold")
+            _ = try await a.waitFor("holding write \(file)")
+            // The daemon dies while A's accessor runs; A reconnects at once (starting a new daemon) and declares its
+            // write again. B's write must wait for it, past the new daemon's recovery grace (2 s).
+            daemon.signal(SIGKILL)
+            let b = try await env.host("B")
+            try b.send("write \(file) theirs")
+            #expect(try await b.staysWithout("granted write", for: .seconds(3)), "B was let in while A held the item")
+            try a.send("release")
+            _ = try await a.waitFor("done write \(file)")
+            _ = try await b.waitFor("done write \(file)", timeout: .seconds(20))
+        }
+    }
+
     @Test("A stopped daemon: the call fails after the connect deadline with a clear error, and works once it resumes")
     func stoppedDaemonFailsTheCallClearly() async throws {
         try await TestEnvironment.run { env in

@@ -453,6 +453,11 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   /// Clears the value of `fromCallback`. Subsequent reads from it will return its default value.
   public mutating func clearFromCallback() {self._fromCallback = nil}
 
+  /// The claim is granted already: its accessor runs in the client, which declares it again to a daemon that
+  /// restarted after a crash. The daemon grants it at once without asking presenters, and it holds back
+  /// conflicting claims until it finishes (docs/PROTOCOL.md, "A daemon that restarts").
+  public var held: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1579,7 +1584,7 @@ nonisolated extension Filecoord_V1_PresenterURLChanged: SwiftProtobuf.Message, S
 
 nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RequestClaim"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0\u{2}G\u{1}held\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1596,6 +1601,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
       case 7: try { try decoder.decodeSingularBoolField(value: &self.isPreparation) }()
       case 8: try { try decoder.decodeSingularUInt64Field(value: &self._timeoutMilliseconds) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self._fromCallback) }()
+      case 80: try { try decoder.decodeSingularBoolField(value: &self.held) }()
       default: break
       }
     }
@@ -1633,6 +1639,9 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     try { if let v = self._fromCallback {
       try visitor.visitSingularUInt32Field(value: v, fieldNumber: 9)
     } }()
+    if self.held != false {
+      try visitor.visitSingularBoolField(value: self.held, fieldNumber: 80)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1646,6 +1655,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if lhs.isPreparation != rhs.isPreparation {return false}
     if lhs._timeoutMilliseconds != rhs._timeoutMilliseconds {return false}
     if lhs._fromCallback != rhs._fromCallback {return false}
+    if lhs.held != rhs.held {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

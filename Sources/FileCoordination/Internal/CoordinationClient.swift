@@ -35,6 +35,11 @@ final class CoordinationClient: @unchecked Sendable {
     private var presenters: [PresenterID: PresenterEntry] = [:]
     private var presenterIDs: [ObjectIdentifier: PresenterID] = [:]
     private var waiters: [ClaimID: ClaimWaiter] = [:]
+    /// The requests of claims sent and not yet granted or failed.
+    private var requested: [ClaimID: ClaimRequest] = [:]
+    /// The claims granted and not finished: their accessors run. If the daemon crashes meanwhile, they are declared
+    /// again to the next one (`isHeld`), which takes nothing that conflicts until they finish (issue 11).
+    private var held: [ClaimID: ClaimRequest] = [:]
     private var reacquirers: [RequestID: @Sendable () -> Void] = [:]
     /// The error objects presenters failed with, so that the caller gets the very object (SEMANTICS.md §3).
     private var presenterErrors: [PresenterID: any Error] = [:]
@@ -127,14 +132,23 @@ final class CoordinationClient: @unchecked Sendable {
     /// connection that is gone (its claims and presenters went with it), and the next connection registers every
     /// presenter again.
     func submit(_ event: ArbiterEvent) {
-        if case .claimRequested(let request) = event {
+        switch event {
+        case .claimRequested(let request) where !request.isHeld:
+            lock.withLock { requested[request.id] = request }
             switch currentTransport() {
             case .success(let transport): transport.submit(event)
             case .failure(let error): fail(request.id, with: error)
             }
-        } else if let transport = lock.withLock({ transport }) {
-            transport.submit(event)
+            return
+        case .claimFinished(let claim, _), .claimCancelled(let claim):
+            lock.withLock {
+                held[claim] = nil
+                requested[claim] = nil
+            }
+        default:
+            break
         }
+        if let transport = lock.withLock({ transport }) { transport.submit(event) }
     }
 
     /// The transport to use now: the live connection; or a new one (the daemon started if needed, this process's
@@ -179,13 +193,25 @@ final class CoordinationClient: @unchecked Sendable {
 
     /// Makes `chosen` the transport and registers every presenter of this process with it.
     private func register(on chosen: any ArbiterTransport) {
-        let registrations: [PresenterRegistration] = lock.withLock {
+        let (registrations, holding): ([PresenterRegistration], [ClaimRequest]) = lock.withLock {
             transport = chosen
-            return presenters.sorted { $0.key < $1.key }.map { id, entry in
+            let registrations = presenters.sorted { $0.key < $1.key }.map { id, entry in
                 entry.registration(id: id, client: clientID)
             }
+            return (registrations, held.values.sorted { $0.id < $1.id })
         }
         for registration in registrations { chosen.submit(.presenterAdded(registration)) }
+        // Claims whose accessors still run are declared again: a new daemon (after a crash) knew nothing of them.
+        for request in holding {
+            var declared = request
+            declared.isHeld = true
+            declared.timeout = nil
+            chosen.submit(.claimRequested(declared))
+        }
+        // A claim that finished while it was being declared may have sent its finish first: send it again (a second
+        // finish of a claim the daemon no longer has is ignored).
+        let finished = lock.withLock { holding.filter { held[$0.id] == nil } }
+        for request in finished { chosen.submit(.claimFinished(request.id, created: [])) }
     }
 
     /// While the process coordinates in process for want of a daemon, looks for one (a daemon another process
@@ -257,7 +283,7 @@ final class CoordinationClient: @unchecked Sendable {
         else { return }
         let thread = Thread { [self] in
             var delay = 0.1
-            while lock.withLock({ transport == nil && !presenters.isEmpty }) {
+            while lock.withLock({ transport == nil && (!presenters.isEmpty || !held.isEmpty) }) {
                 // Cleared first, so that a failure inside asks for no second thread while this one runs.
                 if case .success = currentTransport() { break }
                 Thread.sleep(forTimeInterval: delay)
@@ -386,10 +412,16 @@ final class CoordinationClient: @unchecked Sendable {
         for effect in effects {
             switch effect {
             case .grant(let claim, _, let paths):
-                lock.withLock { waiters.removeValue(forKey: claim) }?.resume(.granted(paths))
+                lock.withLock { () -> ClaimWaiter? in
+                    if let request = requested.removeValue(forKey: claim) { held[claim] = request }
+                    return waiters.removeValue(forKey: claim)
+                }?.resume(.granted(paths))
             case .fail(let claim, _, let failure):
                 let error = error(for: failure)
-                lock.withLock { waiters.removeValue(forKey: claim) }?.resume(.failed(error))
+                lock.withLock { () -> ClaimWaiter? in
+                    requested[claim] = nil
+                    return waiters.removeValue(forKey: claim)
+                }?.resume(.failed(error))
             case .message(let message):
                 deliver(message)
             case .startTimer, .cancelTimer, .log:
@@ -452,7 +484,10 @@ struct UncheckedPresenter: @unchecked Sendable {
 
 extension CoordinationClient: TransportDelegate {
     func fail(_ claim: ClaimID, with error: any Error) {
-        lock.withLock { waiters.removeValue(forKey: claim) }?.resume(.failed(error))
+        lock.withLock { () -> ClaimWaiter? in
+            requested[claim] = nil
+            return waiters.removeValue(forKey: claim)
+        }?.resume(.failed(error))
     }
 
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
@@ -464,7 +499,9 @@ extension CoordinationClient: TransportDelegate {
             transport = nil
             reacquirers = [:]
             defer { waiters = [:] }
-            return (Array(waiters.values), !presenters.isEmpty)
+            requested = [:]
+            // Presenters must be registered again, and claims still held declared again, at once.
+            return (Array(waiters.values), !presenters.isEmpty || !held.isEmpty)
         }
         guard let state else { return }
         FileCoordinationLogging.logger.warning("\(error.message)")

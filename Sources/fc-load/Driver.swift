@@ -1,0 +1,365 @@
+import FCDumpModel
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Runs the load: starts the workers, injects the faults, and judges the outcome.
+///
+/// - Important: Runs on the main thread only.
+final class Driver {
+    let clients: Int
+    let items: Int
+    let duration: Double
+    let threads: Int
+    let killClientsEvery: Double
+    let daemonKills: Int
+    let stopClients: Bool
+    let idleConnections: Int
+    let garbageConnections: Int
+    let seed: UInt64
+
+    private let folder: URL
+    private let socket: String
+    private let products: URL
+    private var workers: [(process: Process, output: String, errors: String)] = []
+    private var nextWorker = 0
+    private var random: SplitMix
+    private var events: [String] = []
+    private var idle: [Int32] = []
+
+    init(
+        clients: Int,
+        items: Int,
+        duration: Double,
+        threads: Int,
+        killClientsEvery: Double,
+        daemonKills: Int,
+        stopClients: Bool,
+        idleConnections: Int,
+        garbageConnections: Int,
+        seed: UInt64
+    ) {
+        self.clients = clients
+        self.items = items
+        self.duration = duration
+        self.threads = threads
+        self.killClientsEvery = killClientsEvery
+        self.daemonKills = daemonKills
+        self.stopClients = stopClients
+        self.idleConnections = idleConnections
+        self.garbageConnections = garbageConnections
+        self.seed = seed
+        random = SplitMix(seed: seed)
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("fc-load-\(getpid())")
+        folder = base
+        socket = base.appendingPathComponent("run/socket").path
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "fc-load"
+        products = URL(fileURLWithPath: executable).deletingLastPathComponent()
+    }
+
+    private func say(_ line: String) { print(line) }
+
+    /// Runs the whole load; `true` when it passed.
+    func run() -> Bool {
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { cleanUp() }
+        for index in 0..<items {
+            _ = FileManager.default.createFile(
+                atPath: folder.appendingPathComponent("item\(index).txt").path,
+                contents: Data("item \(index)".utf8)
+            )
+        }
+        say(
+            "fc-load: \(clients) clients x \(threads) threads, \(items) items, \(duration) s, seed \(seed); faults: "
+                + "kill a client every \(killClientsEvery) s, kill the daemon \(daemonKills) times, "
+                + "stop clients: \(stopClients), \(idleConnections) idle and \(garbageConnections) garbage connections"
+        )
+        let start = Date()
+        for _ in 0..<clients { spawnWorker(duration: duration) }
+
+        // The daemon's memory at its start, measured once the clients are connected.
+        var daemonPID = waitForDaemon()
+        Thread.sleep(forTimeInterval: 1)
+        var baseline = memory(of: daemonPID)
+        openIdleAndGarbage()
+
+        let kills = (0..<daemonKills).map { Double($0 + 1) * duration * 0.7 / Double(daemonKills + 1) }
+        var nextDaemonKill = 0
+        var nextClientKill = killClientsEvery
+        var nextStop = 3.0
+        while true {
+            let elapsed = Date().timeIntervalSince(start)
+            if elapsed >= duration { break }
+            if nextDaemonKill < kills.count, elapsed >= kills[nextDaemonKill] {
+                nextDaemonKill += 1
+                if let pid = lockedDaemonPID() {
+                    kill(pid, SIGKILL)
+                    events.append(String(format: "%.1f s: kill -9 of the daemon (pid %d)", elapsed, pid))
+                }
+            }
+            if killClientsEvery > 0, elapsed >= nextClientKill {
+                nextClientKill += killClientsEvery * (0.5 + Double(random.next() % 100) / 100)
+                killRandomWorker(remaining: duration - elapsed, elapsed: elapsed)
+            }
+            if stopClients, elapsed >= nextStop {
+                nextStop += 3
+                // Not around a daemon kill: a client stopped for the whole recovery grace cannot declare the claims
+                // it holds, which is the documented limit of recovery (README), not what this run measures.
+                if !kills.contains(where: { $0 - 1.5 < elapsed && elapsed < $0 + 3 }) {
+                    stopRandomWorker(elapsed: elapsed)
+                }
+            }
+            // A new daemon after a kill: its memory at start is the baseline.
+            if let pid = lockedDaemonPID(), pid != daemonPID, kill(pid, 0) == 0 {
+                daemonPID = pid
+                Thread.sleep(forTimeInterval: 0.5)
+                baseline = memory(of: pid)
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+
+        // Every client must finish: a hang fails the run.
+        var hung: [Int32] = []
+        let deadline = Date(timeIntervalSinceNow: 60)
+        for worker in workers {
+            while worker.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if worker.process.isRunning {
+                hung.append(worker.process.processIdentifier)
+                kill(worker.process.processIdentifier, SIGKILL)
+            }
+        }
+        let elapsed = Date().timeIntervalSince(start)
+        for fd in idle { close(fd) }
+        idle = []
+        return judge(elapsed: elapsed, hung: hung, daemonPID: lockedDaemonPID() ?? daemonPID, baseline: baseline)
+    }
+
+    // MARK: Workers
+
+    private func spawnWorker(duration: Double) {
+        let index = nextWorker
+        nextWorker += 1
+        let output = folder.appendingPathComponent("worker-\(index).out").path
+        let errors = folder.appendingPathComponent("worker-\(index).err").path
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        let process = Process()
+        process.executableURL = products.appendingPathComponent("fc-load")
+        process.arguments = [
+            "--worker", "--folder", folder.path, "--items", "\(items)", "--duration", "\(max(duration, 0.5))",
+            "--threads", "\(threads)", "--seed", "\(seed &+ UInt64(index) &* 7919)",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["FILECOORDD_SOCKET"] = socket
+        environment["FILECOORDD_PATH"] = products.appendingPathComponent("filecoordd").path
+        environment["FILECOORD_CONNECT_TIMEOUT"] = "30"
+        environment["FILECOORD_ARBITER"] = nil
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardError = FileHandle(forWritingAtPath: errors)
+        do {
+            try process.run()
+            workers.append((process, output, errors))
+        } catch {
+            events.append("could not start a client: \(error)")
+        }
+    }
+
+    private func liveWorkers() -> [Process] { workers.map(\.process).filter(\.isRunning) }
+
+    private func killRandomWorker(remaining: Double, elapsed: Double) {
+        let live = liveWorkers()
+        guard !live.isEmpty, remaining > 1 else { return }
+        let victim = live[Int(random.next() % UInt64(live.count))]
+        kill(victim.processIdentifier, SIGKILL)
+        events.append(String(format: "%.1f s: kill -9 of client %d", elapsed, victim.processIdentifier))
+        spawnWorker(duration: remaining)
+    }
+
+    private func stopRandomWorker(elapsed: Double) {
+        let live = liveWorkers()
+        guard !live.isEmpty else { return }
+        let victim = live[Int(random.next() % UInt64(live.count))].processIdentifier
+        kill(victim, SIGSTOP)
+        events.append(String(format: "%.1f s: SIGSTOP of client %d for 1 s", elapsed, victim))
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { kill(victim, SIGCONT) }
+    }
+
+    // MARK: The daemon
+
+    private func lockedDaemonPID() -> Int32? {
+        guard let text = try? String(contentsOfFile: socket + ".lock", encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    private func waitForDaemon() -> Int32 {
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while Date() < deadline {
+            if let pid = lockedDaemonPID(), kill(pid, 0) == 0 { return pid }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return 0
+    }
+
+    /// The daemon's resident memory in KiB and its open descriptors.
+    private func memory(of pid: Int32) -> (rssKiB: Int, descriptors: Int) {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let rss =
+            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+            .flatMap { $0.split(separator: " ").compactMap { Int($0) }.first } ?? 0
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+        return (rss, fds)
+    }
+
+    /// Connections that never say hello, and connections that send garbage: the daemon must shrug both off.
+    private func openIdleAndGarbage() {
+        for index in 0..<(idleConnections + garbageConnections) {
+            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { continue }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let path = Array(self.socket.utf8)
+            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+                for (offset, byte) in path.prefix(buffer.count - 1).enumerated() { buffer[offset] = byte }
+            }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard connected == 0 else {
+                close(fd)
+                continue
+            }
+            if index < idleConnections {
+                idle.append(fd)
+            } else {
+                var garbage = (0..<64).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                _ = send(fd, &garbage, garbage.count, Int32(MSG_NOSIGNAL))
+                close(fd)
+            }
+        }
+    }
+
+    // MARK: The outcome
+
+    private func judge(
+        elapsed: Double,
+        hung: [Int32],
+        daemonPID: Int32,
+        baseline: (rssKiB: Int, descriptors: Int)
+    )
+        -> Bool
+    {
+        var counts: [String: Int] = [:]
+        var waits: [Double] = []
+        var violations: [String] = []
+        var finished = 0
+        for worker in workers {
+            let text = (try? String(contentsOfFile: worker.output, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") where line.hasPrefix("result ") {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)),
+                    let result = object as? [String: Any]
+                else { continue }
+                finished += 1
+                for (key, value) in result["counts"] as? [String: Int] ?? [:] { counts[key, default: 0] += value }
+                waits += result["waits"] as? [Double] ?? []
+                violations += result["violations"] as? [String] ?? []
+            }
+            let errors = (try? String(contentsOfFile: worker.errors, encoding: .utf8)) ?? ""
+            violations += errors.split(separator: "\n").filter { $0.hasPrefix("VIOLATION") }.map(String.init)
+        }
+        violations = Array(Set(violations)).sorted()
+        waits.sort()
+        func percentile(_ p: Double) -> String {
+            guard !waits.isEmpty else { return "-" }
+            let index = min(waits.count - 1, Int((Double(waits.count) * p).rounded(.down)))
+            return String(format: "%.2f ms", waits[index] * 1000)
+        }
+        let granted = ["read", "write", "move", "delete"].reduce(0) { $0 + counts[$1, default: 0] }
+        let end = memory(of: daemonPID)
+        let dump = finalDump()
+
+        say("")
+        for event in events { say("  \(event)") }
+        say(
+            String(
+                format: "operations granted: %d in %.1f s (%.0f/s) by %d clients that finished",
+                granted,
+                elapsed,
+                Double(granted) / max(elapsed, 0.001),
+                finished
+            )
+        )
+        say("wait p50 \(percentile(0.5)), p99 \(percentile(0.99)), p999 \(percentile(0.999))")
+        for (key, value) in counts.sorted(by: { $0.key < $1.key }) { say("  \(key): \(value)") }
+        if let dump {
+            say(
+                "daemon: deadlocks broken \(dump.statistics.deadlocksBroken), presenter timeouts "
+                    + "\(dump.statistics.presenterTimeouts), claims requested \(dump.statistics.claimsRequested)"
+            )
+        }
+        say(
+            "daemon pid \(daemonPID): RSS \(baseline.rssKiB) KiB at start, \(end.rssKiB) KiB at the end; descriptors "
+                + "\(baseline.descriptors) at start, \(end.descriptors) at the end"
+        )
+
+        var failures: [String] = []
+        if !violations.isEmpty { failures.append("\(violations.count) exclusion violations: \(violations.prefix(5))") }
+        if !hung.isEmpty { failures.append("clients that did not finish: \(hung)") }
+        if granted == 0 { failures.append("nothing was granted") }
+        if let dump {
+            if !dump.claims.isEmpty { failures.append("\(dump.claims.count) claims left in the daemon") }
+            if !dump.presenters.isEmpty { failures.append("\(dump.presenters.count) presenters left in the daemon") }
+        } else {
+            failures.append("no dump from the daemon at the end")
+        }
+        // Memory back within 20% of the daemon's start (8 MiB of allocator slack allowed).
+        if end.rssKiB > max(baseline.rssKiB * 12 / 10, baseline.rssKiB + 8 * 1024) {
+            failures.append("daemon RSS grew from \(baseline.rssKiB) KiB to \(end.rssKiB) KiB")
+        }
+        if end.descriptors > baseline.descriptors + 4 {
+            failures.append("daemon descriptors grew from \(baseline.descriptors) to \(end.descriptors)")
+        }
+        for failure in failures { say("FAILED: \(failure)") }
+        say(failures.isEmpty ? "fc-load: passed" : "fc-load: failed (seed \(seed))")
+        return failures.isEmpty
+    }
+
+    /// The daemon's state once every client is gone, as `fcdump --json` reports it.
+    private func finalDump() -> DaemonDump? {
+        // Connections close asynchronously: give the daemon a moment to see the last ones go.
+        for _ in 0..<40 {
+            if let dump = dumpOnce(), dump.claims.isEmpty, dump.presenters.isEmpty { return dump }
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        return dumpOnce()
+    }
+
+    private func dumpOnce() -> DaemonDump? {
+        let process = Process()
+        process.executableURL = products.appendingPathComponent("fcdump")
+        process.arguments = ["--json", "--socket", socket]
+        let output = folder.appendingPathComponent("dump.json").path
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: output) else {
+            return nil
+        }
+        return try? JSONDecoder().decode(DaemonDump.self, from: data)
+    }
+
+    private func cleanUp() {
+        for worker in workers where worker.process.isRunning { kill(worker.process.processIdentifier, SIGKILL) }
+        if let pid = lockedDaemonPID() { kill(pid, SIGTERM) }
+        try? FileManager.default.removeItem(at: folder)
+    }
+}

@@ -1,0 +1,251 @@
+import FileCoordination
+import Foundation
+
+/// One client process of the load: coordinated reads, writes, moves and deletes on a few shared items, with a
+/// presenter that relinquishes, saves and sometimes refuses, and the proof of mutual exclusion made inside each
+/// accessor. Prints one result line (`result` JSON) at the end.
+///
+/// Exclusion is proved with the file system, which every process sees: inside its accessor a writer creates
+/// `<item>.w.<pid>.<n>` and a reader `<item>.r.<pid>.<n>`; a writer that finds another live process's marker of
+/// either kind, or a reader that finds a live writer's, at the start or at the end of its accessor, is a violation:
+/// counted, printed, and the run fails. Markers of processes killed inside an accessor are ignored and removed.
+///
+/// - Important: Runs its operations on `threads` threads of its own; the counters are under a lock.
+final class Worker: @unchecked Sendable {
+    struct Options {
+        var folder: URL
+        var items: Int
+        var duration: Double
+        var threads: Int
+        var seed: UInt64
+    }
+
+    private let options: Options
+    private let lock = NSLock()
+    private var counts: [String: Int] = [:]
+    private var waits: [Double] = []
+    private var violations: [String] = []
+    private var markers = 0
+
+    init(options: Options) {
+        self.options = options
+    }
+
+    private func count(_ what: String) { lock.withLock { counts[what, default: 0] += 1 } }
+
+    private func violation(_ what: String) {
+        lock.withLock { violations.append(what) }
+        FileHandle.standardError.write(Data("VIOLATION \(what)\n".utf8))
+    }
+
+    func item(_ index: Int) -> URL { options.folder.appendingPathComponent("item\(index).txt") }
+
+    /// Runs until the duration is over, then prints the result line.
+    func run() {
+        let presenter = LoadPresenter(url: item(Int(options.seed % UInt64(options.items))), worker: self)
+        NSFileCoordinator.addFilePresenter(presenter)
+        let deadline = Date(timeIntervalSinceNow: options.duration)
+        let group = DispatchGroup()
+        for thread in 0..<options.threads {
+            group.enter()
+            Thread { [self] in
+                var random = SplitMix(seed: options.seed &* 31 &+ UInt64(thread))
+                while Date() < deadline { step(&random) }
+                group.leave()
+            }
+            .start()
+        }
+        group.wait()
+        NSFileCoordinator.removeFilePresenter(presenter)
+        let (counts, waits, violations) = lock.withLock { (self.counts, self.waits, self.violations) }
+        let result: [String: Any] = [
+            "pid": ProcessInfo.processInfo.processIdentifier, "counts": counts, "waits": waits,
+            "violations": violations,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: result)) ?? Data("{}".utf8)
+        FileHandle.standardOutput.write(Data("result ".utf8) + data + Data("\n".utf8))
+    }
+
+    private func step(_ random: inout SplitMix) {
+        let target = item(Int(random.next() % UInt64(options.items)))
+        let coordinator = NSFileCoordinator()
+        coordinator.timeout = .seconds(30)
+        var error: NSError?
+        let start = Date()
+        var granted = false
+        let kind = random.next() % 10
+        switch kind {
+        case 0..<5:
+            coordinator.coordinate(readingItemAt: target, options: [], error: &error) { url in
+                granted = true
+                self.record(wait: start)
+                self.insideRead(url)
+            }
+            count(granted ? "read" : "read failed")
+        case 5..<8:
+            coordinator.coordinate(writingItemAt: target, options: [], error: &error) { url in
+                granted = true
+                self.record(wait: start)
+                self.insideWrite(url) { try? Data("written by \(getpid())".utf8).write(to: url) }
+            }
+            count(granted ? "write" : "write failed")
+        case 8:
+            let other = item(Int(random.next() % UInt64(options.items)))
+            guard other != target else { return }
+            coordinator.coordinate(
+                writingItemAt: target,
+                options: .forMoving,
+                writingItemAt: other,
+                options: .forReplacing,
+                error: &error
+            ) { from, to in
+                granted = true
+                self.record(wait: start)
+                self.insideWrite(from) {
+                    self.insideWrite(to) {
+                        // Swap contents rather than move, so that every item keeps existing for the others.
+                        let a = try? Data(contentsOf: from)
+                        let b = try? Data(contentsOf: to)
+                        try? b?.write(to: from)
+                        try? a?.write(to: to)
+                    }
+                }
+            }
+            count(granted ? "move" : "move failed")
+        default:
+            coordinator.coordinate(writingItemAt: target, options: .forDeleting, error: &error) { url in
+                granted = true
+                self.record(wait: start)
+                self.insideWrite(url) {
+                    try? FileManager.default.removeItem(at: url)
+                    try? Data("recreated".utf8).write(to: url)
+                }
+            }
+            count(granted ? "delete" : "delete failed")
+        }
+        if let error { count("error \(error.domain) \(error.code)") }
+    }
+
+    private func record(wait start: Date) {
+        let seconds = Date().timeIntervalSince(start)
+        lock.withLock { waits.append(seconds) }
+    }
+
+    /// The markers of live processes inside `url` as writers (`.w.`) or readers (`.r.`), other than `mine`. Markers
+    /// of processes that died inside (kill -9 during an accessor) are removed: a dead process holds nothing.
+    private func liveMarkers(of url: URL, kind: String, except mine: String) -> [String] {
+        let prefix = url.lastPathComponent + ".\(kind)."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
+        var live: [String] = []
+        for name in names where name.hasPrefix(prefix) && name != mine {
+            let pid = Int32(name.dropFirst(prefix.count).split(separator: ".").first ?? "") ?? 0
+            if pid > 0 && Self.isAlive(pid) {
+                live.append(name)
+            } else {
+                unlink(url.deletingLastPathComponent().appendingPathComponent(name).path)
+            }
+        }
+        return live
+    }
+
+    /// `true` while `pid` runs (or is stopped): not gone, and not a zombie that its parent has not reaped yet (a
+    /// killed client holds nothing: the daemon released its claims when its connection closed).
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        let state = stat[stat.index(after: close)...].split(separator: " ").first ?? ""
+        return state != "Z" && state != "X"
+    }
+
+    private func markerName(_ url: URL, _ kind: String) -> String {
+        let serial = lock.withLock { () -> Int in
+            markers += 1
+            return markers
+        }
+        return url.lastPathComponent + ".\(kind).\(getpid()).\(serial)"
+    }
+
+    /// The proof of exclusion for a write: no other writer, no reader, at its start and at its end.
+    func insideWrite(_ url: URL, _ body: () -> Void) {
+        let mine = markerName(url, "w")
+        let path = url.deletingLastPathComponent().appendingPathComponent(mine).path
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        check(url, mine, when: "entered")
+        body()
+        check(url, mine, when: "left")
+        unlink(path)
+    }
+
+    private func check(_ url: URL, _ mine: String, when: String) {
+        let writers = liveMarkers(of: url, kind: "w", except: mine)
+        if !writers.isEmpty { violation("a writer \(when) \(url.lastPathComponent) with other writers \(writers)") }
+        let readers = liveMarkers(of: url, kind: "r", except: mine)
+        if !readers.isEmpty { violation("a writer \(when) \(url.lastPathComponent) with readers \(readers)") }
+    }
+
+    /// The proof of exclusion for a read: no writer at its start and at its end.
+    func insideRead(_ url: URL) {
+        let mine = markerName(url, "r")
+        let path = url.deletingLastPathComponent().appendingPathComponent(mine).path
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let before = liveMarkers(of: url, kind: "w", except: mine)
+        if !before.isEmpty { violation("a reader entered \(url.lastPathComponent) with writers \(before)") }
+        _ = try? Data(contentsOf: url)
+        let after = liveMarkers(of: url, kind: "w", except: mine)
+        if !after.isEmpty { violation("a reader left \(url.lastPathComponent) with writers \(after)") }
+        unlink(path)
+    }
+
+    func presenterCallback(_ name: String) { count("presenter \(name)") }
+}
+
+/// The worker's presenter: relinquishes (with a reacquirer), saves, refuses one save in fifty.
+final class LoadPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+    let presentedItemURL: URL?
+    let presentedItemOperationQueue: OperationQueue
+    private let worker: Worker
+    private let lock = NSLock()
+    private var saves = 0
+
+    init(url: URL, worker: Worker) {
+        presentedItemURL = url
+        presentedItemOperationQueue = OperationQueue()
+        presentedItemOperationQueue.maxConcurrentOperationCount = 1
+        self.worker = worker
+    }
+
+    func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        worker.presenterCallback("relinquishToReader")
+        reader { self.worker.presenterCallback("reacquire") }
+    }
+
+    func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        worker.presenterCallback("relinquishToWriter")
+        writer { self.worker.presenterCallback("reacquire") }
+    }
+
+    func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        let refuse = lock.withLock { () -> Bool in
+            saves += 1
+            return saves % 50 == 0
+        }
+        worker.presenterCallback(refuse ? "save refused" : "save")
+        completionHandler(refuse ? CocoaError(.fileWriteUnknown) : nil)
+    }
+
+    func presentedItemDidChange() { worker.presenterCallback("didChange") }
+}
+
+/// A small seeded generator (SplitMix64), so that a run can be repeated.
+struct SplitMix {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
