@@ -109,7 +109,11 @@ let package = Package(
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.
-        .testTarget(name: "EndToEndTests", dependencies: ["FCProtocol", "FCCore"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["FCProtocol", "FCCore", "FCTestSupport"],
+            exclude: ["Corpus"]
+        ),
     ]
 )
 
