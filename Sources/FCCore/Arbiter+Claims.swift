@@ -30,6 +30,8 @@ final class ClaimRecord {
     var deadlockChecks = 0
     /// `true` while a deadlock-check timer runs for this claim.
     var deadlockCheckArmed = false
+    /// The active claim this waiting claim is parked on (``Arbiter/park(_:on:)``), if it is.
+    var parkedOn: ClaimID?
     /// When the claim arrived and when it was granted, on the host's clock (``Arbiter/handle(_:at:)``), for the
     /// wait times in deadlock reports; `nil` when the host gives no time.
     var arrivedAt: Duration?
@@ -250,27 +252,30 @@ extension Arbiter {
     /// `true` when something keeps `claim` from starting: ``startBlockers(_:stopAtFirst:)`` without building the list,
     /// for the re-evaluation of every waiting claim on every event (issue 11.2): it allocates nothing and usually
     /// stops at the first entry of the item, the claim that holds it.
-    func hasStartBlocker(_ claim: ClaimRecord) -> Bool {
+    func hasStartBlocker(_ claim: ClaimRecord) -> Bool { firstStartBlocker(claim) != nil }
+
+    /// The first claim found that keeps `claim` from starting, or `nil`.
+    func firstStartBlocker(_ claim: ClaimRecord) -> ClaimRecord? {
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
-        var blocked = false
+        var blocker: ClaimRecord?
         forEachConflicting(
             claim,
             until: { (other: ClaimRecord) -> Bool in
                 guard !exempt(claim.request, other.request) else { return true }
                 if other.phase != .waiting {
                     if answering && other.phase == .preparing && answersRequest(claim, of: other) { return true }
-                    blocked = true
+                    blocker = other
                 } else if other.sequence < claim.sequence {
                     if answering { return true }
                     if holders == nil { holders = exemptHolders(of: claim) }
                     if let holders, !holders.isEmpty, waitsTransitively(other, on: holders) { return true }
-                    blocked = true
+                    blocker = other
                 }
-                return !blocked
+                return blocker == nil
             }
         )
-        return blocked
+        return blocker
     }
 
     /// `true` when a granted claim conflicts with `claim` (checked again before granting, for rule 5).
@@ -309,9 +314,19 @@ extension Arbiter {
                 pendingOrder.remove(at: index)
                 continue
             }
-            if claim.phase == .waiting, !hasStartBlocker(claim) {
-                startPreparing(claim)
-                if !claim.outstanding.isEmpty { started = true }
+            if claim.phase == .waiting {
+                if let blocker = firstStartBlocker(claim) {
+                    // Held back by a claim that is active: nothing but that claim's end (or a move, or a package
+                    // declaration) can let it start, so it leaves the list looked at on every event (issue 11.2).
+                    if blocker.phase != .waiting, !claim.madeWhileAnswering {
+                        pendingOrder.remove(at: index)
+                        park(claim, on: blocker)
+                        continue
+                    }
+                } else {
+                    startPreparing(claim)
+                    if !claim.outstanding.isEmpty { started = true }
+                }
             }
             if claims[id] == nil {
                 // Failed while preparing: its presenter plans were empty and something refused.
@@ -327,6 +342,56 @@ extension Arbiter {
             }
             index += 1
         }
+    }
+
+    // MARK: Parking (issue 11.2)
+
+    /// Sets a waiting claim aside until `blocker`, an active claim that conflicts with it, ends: re-evaluating it
+    /// before then could only find it blocked again, and a queue of a thousand claims on one item would be read on
+    /// every event of every other item. Its deadlock check stays armed. Not for a claim made while its presenter
+    /// owes a reply (rule 5): whether it may jump ahead changes with replies, not with the blocker.
+    func park(_ claim: ClaimRecord, on blocker: ClaimRecord) {
+        claim.parkedOn = blocker.id
+        parked[blocker.id, default: []].append(claim.id)
+        armDeadlockCheck(claim)
+    }
+
+    /// Puts the claims parked on `blocker` back among the claims looked at, in arrival order.
+    func unpark(on blocker: ClaimID) {
+        guard let waiting = parked.removeValue(forKey: blocker) else { return }
+        let returning = waiting.compactMap { id -> ClaimRecord? in
+            guard let claim = claims[id], claim.parkedOn == blocker else { return nil }
+            claim.parkedOn = nil
+            return claim
+        }
+        merge(returning)
+    }
+
+    /// Puts every parked claim back (their conflicts may have changed: a move, a package declared or undeclared).
+    func unparkAll() {
+        let keys = Array(parked.keys)
+        for key in keys { unpark(on: key) }
+    }
+
+    /// Merges claims into ``pendingOrder`` by arrival (the list is kept in arrival order; ids of claims gone are
+    /// dropped on the way).
+    private func merge(_ returning: [ClaimRecord]) {
+        guard !returning.isEmpty else { return }
+        let current = pendingOrder.compactMap { claims[$0] }
+        let incoming = returning.sorted { $0.sequence < $1.sequence }
+        var merged: [ClaimID] = []
+        merged.reserveCapacity(current.count + incoming.count)
+        var (i, j) = (0, 0)
+        while i < current.count || j < incoming.count {
+            if j == incoming.count || (i < current.count && current[i].sequence < incoming[j].sequence) {
+                merged.append(current[i].id)
+                i += 1
+            } else {
+                merged.append(incoming[j].id)
+                j += 1
+            }
+        }
+        pendingOrder = merged
     }
 
     func grant(_ claim: ClaimRecord) {
@@ -400,6 +465,7 @@ extension Arbiter {
     }
 
     func remove(_ claim: ClaimRecord) {
+        unpark(on: claim.id)
         if claim.phase != .granted {
             cancelDeadlockCheck(claim)
             cancelDeadline(claim)

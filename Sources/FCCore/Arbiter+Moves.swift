@@ -74,7 +74,9 @@ extension Arbiter {
             tree.addEntry(EntryRef(claim: claimID, index: claim.entries.count - 1), at: node)
         }
 
-        // Claims still waiting follow the item, except writers that replace whatever is at the old location.
+        // Claims still waiting follow the item, except writers that replace whatever is at the old location. Parked
+        // ones too: they are put back first, since what they conflict with may change.
+        unparkAll()
         for pendingID in pendingOrder {
             guard let pending = claims[pendingID], pending.phase != .granted else { continue }
             for index in pending.entries.indices {

@@ -24,6 +24,8 @@ public final class Arbiter {
     var claims: [ClaimID: ClaimRecord] = [:]
     /// Claims not yet granted, in arrival order (the FIFO of rule 6).
     var pendingOrder: [ClaimID] = []
+    /// Waiting claims set aside until the active claim they wait for ends, by that claim (``park(_:on:)``).
+    var parked: [ClaimID: [ClaimID]] = [:]
     /// Bumped by every event that can change the wait-for graph (all but a deadlock check's timer).
     var graphGeneration = 0
     /// Wait-for nodes from which no cycle is reachable, valid while `acyclicGeneration == graphGeneration`.
@@ -150,6 +152,7 @@ public final class Arbiter {
     /// Places every live claim's items again after a package declaration came or went, so that an item inside a
     /// package counts as the package (rule 2) whenever the package was declared. Rare; costs O(live claims).
     func reindexClaims() {
+        unparkAll()
         for claim in claims.values {
             for index in claim.entries.indices {
                 let entry = claim.entries[index]

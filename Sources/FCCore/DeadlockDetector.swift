@@ -51,15 +51,21 @@ extension Arbiter {
     public var recentDeadlockReports: [String] { deadlockReports }
 
     func armDeadlockChecks() {
-        guard let delay = configuration.deadlockDetectionDelay else { return }
         for id in pendingOrder {
-            guard let claim = claims[id], claim.phase != .granted, !claim.deadlockCheckArmed else { continue }
-            claim.deadlockCheckArmed = true
-            claim.deadlockChecks += 1
-            // After a long-wait report the next look comes later, so that a long wait is not logged every second.
-            let factor = Int64(1) << min(claim.deadlockChecks - 1, 6)
-            effects.append(.startTimer(.deadlockCheck(id), after: delay * factor))
+            guard let claim = claims[id] else { continue }
+            armDeadlockCheck(claim)
         }
+    }
+
+    /// Arms the deadlock check of a claim that is not granted, unless it is armed.
+    func armDeadlockCheck(_ claim: ClaimRecord) {
+        guard let delay = configuration.deadlockDetectionDelay, claim.phase != .granted, !claim.deadlockCheckArmed
+        else { return }
+        claim.deadlockCheckArmed = true
+        claim.deadlockChecks += 1
+        // After a long-wait report the next look comes later, so that a long wait is not logged every second.
+        let factor = Int64(1) << min(claim.deadlockChecks - 1, 6)
+        effects.append(.startTimer(.deadlockCheck(claim.id), after: delay * factor))
     }
 
     func cancelDeadlockCheck(_ claim: ClaimRecord) {
@@ -88,6 +94,8 @@ extension Arbiter {
                 ["claim.id": "\(id.rawValue)"]
             )
         }
+        // A parked claim is not in the list armDeadlockChecks reads: it is armed again here.
+        if let waiting = claims[id], waiting.parkedOn != nil { armDeadlockCheck(waiting) }
     }
 
     /// The edges leaving a node.
