@@ -92,7 +92,7 @@ let package = Package(
         ),
         // The load, soak and fault suite: client processes coordinating through filecoordd while faults are injected
         // (README, "Load, faults and bad input").
-        .executableTarget(name: "fc-load", dependencies: ["FileCoordination", "FCDumpModel"]),
+        .executableTarget(name: "fc-load", dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol"]),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.

@@ -1,4 +1,5 @@
 import FCDumpModel
+import FCProtocol
 import Foundation
 
 #if canImport(Glibc)
@@ -20,6 +21,7 @@ final class Driver {
     let stopClients: Bool
     let idleConnections: Int
     let garbageConnections: Int
+    let slowConsumer: Bool
     let seed: UInt64
 
     private let folder: URL
@@ -41,6 +43,7 @@ final class Driver {
         stopClients: Bool,
         idleConnections: Int,
         garbageConnections: Int,
+        slowConsumer: Bool,
         seed: UInt64
     ) {
         self.clients = clients
@@ -52,6 +55,7 @@ final class Driver {
         self.stopClients = stopClients
         self.idleConnections = idleConnections
         self.garbageConnections = garbageConnections
+        self.slowConsumer = slowConsumer
         self.seed = seed
         random = SplitMix(seed: seed)
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("fc-load-\(getpid())")
@@ -218,7 +222,7 @@ final class Driver {
 
     /// Connections that never say hello, and connections that send garbage: the daemon must shrug both off.
     private func openIdleAndGarbage() {
-        for index in 0..<(idleConnections + garbageConnections) {
+        for index in 0..<(idleConnections + garbageConnections + (slowConsumer ? 1 : 0)) {
             let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { continue }
             var address = sockaddr_un()
@@ -238,6 +242,25 @@ final class Driver {
             }
             if index < idleConnections {
                 idle.append(fd)
+            } else if index == idleConnections + garbageConnections {
+                // The slow consumer: it says hello and presents every item 100 times over, then never reads. The
+                // daemon must disconnect it once its queue passes the bound, and nobody may wait for it.
+                var frames: [UInt8] = []
+                let encoder = FrameEncoder()
+                var hello = Filecoord_V1_Hello()
+                hello.protocolVersion = ProtocolVersion.current
+                hello.clientName = "fc-load slow consumer"
+                frames += (try? encoder.encode(Filecoord_V1_Frame(.hello(hello)))) ?? []
+                for presenter in 0..<(items * 100) {
+                    var register = Filecoord_V1_RegisterPresenter()
+                    register.presenterID = UInt64(presenter + 1)
+                    register.path = Data(folder.appendingPathComponent("item\(presenter % items).txt").path.utf8)
+                    register.callbacks = 1 << 6  // presentedItemDidChange only: nothing to answer
+                    frames += (try? encoder.encode(Filecoord_V1_Frame(.registerPresenter(register)))) ?? []
+                }
+                _ = send(fd, &frames, frames.count, Int32(MSG_NOSIGNAL))
+                idle.append(fd)
+                events.append("a slow consumer presents every item 100 times and never reads")
             } else {
                 var garbage = (0..<64).map { _ in UInt8(truncatingIfNeeded: random.next()) }
                 _ = send(fd, &garbage, garbage.count, Int32(MSG_NOSIGNAL))

@@ -7,7 +7,7 @@
 // client is gone), or when the daemon's memory is not back within 20% of its start.
 //
 //   fc-load [--clients 8] [--items 12] [--duration 30] [--kill-clients-every 2] [--kill-daemon 2]
-//           [--stop-clients] [--idle-connections 50] [--garbage 20] [--seed N]
+//           [--stop-clients] [--idle-connections 50] [--garbage 20] [--slow-consumer] [--seed N]
 
 import FCDumpModel
 import Foundation
@@ -66,6 +66,7 @@ let driver = Driver(
     stopClients: arguments.flags.contains("stop-clients"),
     idleConnections: arguments.int("idle-connections", 0),
     garbageConnections: arguments.int("garbage", 0),
+    slowConsumer: arguments.flags.contains("slow-consumer"),
     seed: seed
 )
 exit(driver.run() ? 0 : 1)
