@@ -92,7 +92,10 @@ let package = Package(
         ),
         // The load, soak and fault suite: client processes coordinating through filecoordd while faults are injected
         // (README, "Load, faults and bad input").
-        .executableTarget(name: "fc-load", dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol"]),
+        .executableTarget(
+            name: "fc-load",
+            dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol", "FCTestSupport"]
+        ),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.
@@ -100,12 +103,14 @@ let package = Package(
         // Round trips, framing edge cases and a seeded fuzz test of the wire protocol.
         .testTarget(
             name: "FCProtocolTests",
-            dependencies: ["FCProtocol", "FCCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: [
+                "FCProtocol", "FCCore", "FCTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
         ),
         // The daemon's pieces, tested without and with sockets.
         .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
         // Behaviour tests of the library, in one process.
-        .testTarget(name: "FileCoordinationTests", dependencies: ["FileCoordination"]),
+        .testTarget(name: "FileCoordinationTests", dependencies: ["FileCoordination", "FCTestSupport"]),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.

@@ -27,4 +27,9 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     public mutating func within(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + below(range.count)
     }
+
+    /// `true` with probability `percent`/100.
+    public mutating func chance(_ percent: Int) -> Bool {
+        Int.random(in: 0..<100, using: &self) < percent
+    }
 }

@@ -1,5 +1,6 @@
 import FCDumpModel
 import FCProtocol
+import FCTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -29,7 +30,7 @@ final class Driver {
     private let products: URL
     private var workers: [(process: Process, output: String, errors: String)] = []
     private var nextWorker = 0
-    private var random: SplitMix
+    private var random: SplitMix64
     private var events: [String] = []
     private var idle: [Int32] = []
 
@@ -57,7 +58,7 @@ final class Driver {
         self.garbageConnections = garbageConnections
         self.slowConsumer = slowConsumer
         self.seed = seed
-        random = SplitMix(seed: seed)
+        random = SplitMix64(seed: seed)
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("fc-load-\(getpid())")
         folder = base
         socket = base.appendingPathComponent("run/socket").path

@@ -1,3 +1,4 @@
+import FCTestSupport
 import FileCoordination
 import Foundation
 
@@ -49,7 +50,7 @@ final class Worker: @unchecked Sendable {
         for thread in 0..<options.threads {
             group.enter()
             Thread { [self] in
-                var random = SplitMix(seed: options.seed &* 31 &+ UInt64(thread))
+                var random = SplitMix64(seed: options.seed &* 31 &+ UInt64(thread))
                 while Date() < deadline { step(&random) }
                 group.leave()
             }
@@ -66,7 +67,7 @@ final class Worker: @unchecked Sendable {
         FileHandle.standardOutput.write(Data("result ".utf8) + data + Data("\n".utf8))
     }
 
-    private func step(_ random: inout SplitMix) {
+    private func step(_ random: inout SplitMix64) {
         let target = item(Int(random.next() % UInt64(options.items)))
         let coordinator = NSFileCoordinator()
         coordinator.timeout = .seconds(30)
@@ -235,17 +236,4 @@ final class LoadPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     }
 
     func presentedItemDidChange() { worker.presenterCallback("didChange") }
-}
-
-/// A small seeded generator (SplitMix64), so that a run can be repeated.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

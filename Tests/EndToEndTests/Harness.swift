@@ -656,6 +656,24 @@ private func unixAddress(_ path: String) throws -> sockaddr_un {
     return address
 }
 
+/// A Unix socket bound at `path` and listening, its descriptor closed on a failure here.
+private func listeningSocket(at path: String, backlog: Int32) throws -> Int32 {
+    var address = try unixAddress(path)
+    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard bound == 0, listen(fd, backlog) == 0 else {
+        let reason = String(cString: strerror(errno))
+        close(fd)
+        throw HarnessError(description: "bind/listen \(path): \(reason)")
+    }
+    return fd
+}
+
 /// A Unix socket that listens and never accepts: connections complete (the kernel's backlog) and then hear nothing,
 /// as from a daemon that hangs.
 ///
@@ -666,17 +684,7 @@ final class SilentListener {
 
     init(path: String) throws {
         self.path = path
-        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
-        var address = try unixAddress(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 8) == 0 else {
-            throw HarnessError(description: "bind/listen \(path): \(String(cString: strerror(errno)))")
-        }
+        fd = try listeningSocket(at: path, backlog: 8)
     }
 
     deinit { close(fd) }
@@ -694,17 +702,7 @@ final class ClosingListener: @unchecked Sendable {
 
     init(path: String) throws {
         self.path = path
-        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
-        var address = try unixAddress(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            throw HarnessError(description: "bind/listen \(path): \(String(cString: strerror(errno)))")
-        }
+        fd = try listeningSocket(at: path, backlog: 64)
         let listening = fd
         Thread { [self] in
             while true {

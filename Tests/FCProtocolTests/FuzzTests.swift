@@ -1,33 +1,8 @@
 import FCCore
 import FCProtocol
+import FCTestSupport
 import Foundation
 import Testing
-
-/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64): every input replays from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in `0..<bound`, by the same arithmetic on every platform and toolchain.
-    mutating func below(_ bound: Int) -> Int {
-        precondition(bound > 0)
-        return Int(next() % UInt64(bound))
-    }
-
-    /// A number in `range`.
-    mutating func within(_ range: ClosedRange<Int>) -> Int {
-        range.lowerBound + below(range.count)
-    }
-}
 
 /// A deterministic fuzz test of the decoder and the conversions from the wire: random bytes, and valid frames bit
 /// flipped, truncated, spliced and with tampered length prefixes.

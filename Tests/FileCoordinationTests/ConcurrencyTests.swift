@@ -1,4 +1,5 @@
 import Dispatch
+import FCTestSupport
 import FileCoordination
 import Foundation
 import Synchronization
@@ -37,18 +38,6 @@ private struct Expected {
     var didChanges = 0
 }
 
-/// A small deterministic generator (SplitMix64), one per thread.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite struct ConcurrencyTests {
     static let threadCount = 8
     static let operationsPerThread = 100
@@ -82,7 +71,7 @@ private struct SplitMix: RandomNumberGenerator {
             }
             let workers = (0..<Self.threadCount).map { index in
                 spawn {
-                    var random = SplitMix(state: UInt64(index) &* 7919 &+ 1)
+                    var random = SplitMix64(seed: UInt64(index) &* 7919 &+ 1)
                     for _ in 0..<Self.operationsPerThread {
                         if let failure = Self.randomOperation(
                             &random,
@@ -131,7 +120,7 @@ private struct SplitMix: RandomNumberGenerator {
 
     /// Makes one random coordinated access and counts what the presenters must hear. Returns a failure, if any.
     private static func randomOperation(
-        _ random: inout SplitMix,
+        _ random: inout SplitMix64,
         files: [URL],
         occupancy: [Occupancy],
         expected: Locked<[Expected]>

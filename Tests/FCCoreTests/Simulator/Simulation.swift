@@ -1,4 +1,5 @@
 import FCCore
+import FCTestSupport
 
 /// One random schedule of many clients and presenters against one arbiter, with the invariants of issue #2 checked
 /// after every step. Deterministic: the same seed gives the same schedule and the same effects.
