@@ -123,7 +123,7 @@ let package = Package(
 )
 
 // --- Strict settings for every Swift target, in one place (swift-log / swift-nio style). --- //
-// Nothing here may be something SwiftPM refuses in a dependency fetched by URL (no `unsafeFlags`): apps depend on
+// Nothing here may be something SwiftPM refuses in a dependency fetched by URL (no unsafe flags): apps depend on
 // this package by version. Stricter flags that have no setting (`-require-explicit-sendable`, warnings as errors)
 // are passed by scripts/build-flags.sh to every build of ours, never by the manifest.
 for target in package.targets where [.executable, .test, .regular].contains(target.type) && target.name != "CFCLinux" {

@@ -68,9 +68,11 @@ swift test "${build_flags[@]}" --filter SimulatorTests
 # Code written as for macOS, in both language modes, in a package of its own: there, as in an app and as on macOS,
 # a sendability mismatch with Apple's `@preconcurrency` API is a warning, not an error (Tests/PortedCode/Package.swift).
 step "Building and running the ported macOS code in the Swift 5 and Swift 6 language modes (Tests/PortedCode)"
-swift build --package-path Tests/PortedCode --build-tests
-swift test --package-path Tests/PortedCode --skip-build
-FILECOORD_ARBITER=in-process swift test --package-path Tests/PortedCode --skip-build
+# Its build folder is beside the main one (.build-ported), not inside Tests/, which holds only our own sources.
+ported=(--package-path Tests/PortedCode --scratch-path .build-ported)
+swift build "${ported[@]}" --build-tests
+swift test "${ported[@]}" --skip-build
+FILECOORD_ARBITER=in-process swift test "${ported[@]}" --skip-build
 
 # The same library tests once more with the in-process arbiter, the fallback when no daemon can be had.
 step "Running the library's tests again with the in-process arbiter"

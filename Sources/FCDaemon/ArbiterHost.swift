@@ -19,19 +19,6 @@ final class ArbiterHost {
     /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
     private(set) var openConnections = 0
 
-    /// Counts a new connection; `false` when the daemon already serves as many as it may.
-    func connectionOpened() -> Bool {
-        loop.preconditionInEventLoop()
-        guard openConnections < configuration.maximumConnections else { return false }
-        openConnections += 1
-        return true
-    }
-
-    /// Counts a connection that closed (one ``connectionOpened()`` accepted).
-    func connectionClosed() {
-        loop.preconditionInEventLoop()
-        openConnections -= 1
-    }
     private var timers: [TimerID: Scheduled<Void>] = [:]
     private let encoder: FrameEncoder
     private var shuttingDown = false
@@ -48,6 +35,20 @@ final class ArbiterHost {
             maximumClaimsPerClient: configuration.maximumClaimsPerClient,
             maximumPresentersPerClient: configuration.maximumPresentersPerClient
         )
+    }
+
+    /// Counts a new connection; `false` when the daemon already serves as many as it may.
+    func connectionOpened() -> Bool {
+        loop.preconditionInEventLoop()
+        guard openConnections < configuration.maximumConnections else { return false }
+        openConnections += 1
+        return true
+    }
+
+    /// Counts a connection that closed (one ``connectionOpened()`` accepted).
+    func connectionClosed() {
+        loop.preconditionInEventLoop()
+        openConnections -= 1
     }
 
     /// A client finished its handshake.
@@ -160,9 +161,7 @@ final class ArbiterHost {
         loop.preconditionInEventLoop()
         guard let channel = connections[client], closing.insert(client).inserted else { return }
         logger.warning("closing a connection: \(error)", metadata: ["client.id": "\(client.rawValue)"])
-        if let bytes = try? encoder.encode(Filecoord_V1_Frame(error)) {
-            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
-        }
+        write(Filecoord_V1_Frame(error), on: channel, for: client)
         channel.close(promise: nil)
     }
 
@@ -204,12 +203,7 @@ final class ArbiterHost {
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
         guard let channel = connections[client], !closing.contains(client) else { return }
-        do {
-            let bytes = try encoder.encode(frame)
-            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
-        } catch {
-            logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
-        }
+        write(frame, on: channel, for: client)
         // More than maximumQueuedBytes wait for a client that does not read (11.3): it cannot be reached, so it is
         // treated like a presenter that does not answer, at once and for all its presenters: disconnected. Its
         // claims are released, its presenters removed, its pending replies count as answered; its queue is freed.
@@ -222,6 +216,15 @@ final class ArbiterHost {
                         + "be sent to it, so it is disconnected and its presenters count as gone"
                 )
             )
+        }
+    }
+
+    private func write(_ frame: Filecoord_V1_Frame, on channel: any Channel, for client: ClientID) {
+        do {
+            let bytes = try encoder.encode(frame)
+            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+        } catch {
+            logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
         }
     }
 

@@ -75,18 +75,15 @@ final class ConnectionHandler: ChannelInboundHandler {
                 self.peerPID = credentials.pid
                 guard self.host.connectionOpened() else {
                     let cap = self.host.configuration.maximumConnections
-                    self.host.logger.warning(
-                        "connection refused: already serving \(cap) connections",
-                        metadata: ["client.pid": "\(credentials.pid)"]
+                    // Before the handshake: fail(_:context:) logs it, sends the reason and closes.
+                    self.fail(
+                        ProtocolError(
+                            .limitExceeded,
+                            "filecoordd serves at most \(cap) connections at once and has that many; close idle "
+                                + "clients, or start filecoordd with a higher --max-connections"
+                        ),
+                        context: context
                     )
-                    let refusal = ProtocolError(
-                        .limitExceeded,
-                        "filecoordd serves at most \(cap) connections at once and has that many; close idle "
-                            + "clients, or start filecoordd with a higher --max-connections"
-                    )
-                    self.state = .closed
-                    context.writeAndFlush(NIOAny(Self.encode(Filecoord_V1_Frame(refusal))), promise: nil)
-                    context.close(promise: nil)
                     return
                 }
                 self.counted = true
@@ -95,10 +92,6 @@ final class ConnectionHandler: ChannelInboundHandler {
                 context.fireChannelActive()
             }
         }
-    }
-
-    private static func encode(_ frame: Filecoord_V1_Frame) -> ByteBuffer {
-        ByteBuffer(bytes: (try? FrameEncoder().encode(frame)) ?? [])
     }
 
     /// Schedules the deadline check (one timer per connection; a later call replaces it).

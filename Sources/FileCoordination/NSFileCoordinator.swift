@@ -386,7 +386,6 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         let held = blocksThread ? client.presenterQueueHeldHere() : nil
         let id = ClaimID(client.newID())
         let waiter = ClaimWaiter()
-        client.register(waiter, for: id)
         let request = ClaimRequest(
             id: id,
             client: client.clientID,
@@ -399,6 +398,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             isPreparation: isPreparation,
             timeout: timeout
         )
+        client.register(waiter, for: request)
         let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
             item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil
         }

@@ -132,23 +132,19 @@ final class CoordinationClient: @unchecked Sendable {
     /// connection that is gone (its claims and presenters went with it), and the next connection registers every
     /// presenter again.
     func submit(_ event: ArbiterEvent) {
-        switch event {
-        case .claimRequested(let request) where !request.isHeld:
-            lock.withLock { requested[request.id] = request }
+        if case .claimRequested(let request) = event {
             switch currentTransport() {
             case .success(let transport): transport.submit(event)
             case .failure(let error): fail(request.id, with: error)
             }
             return
-        case .claimFinished(let claim, _), .claimCancelled(let claim):
-            lock.withLock {
-                held[claim] = nil
-                requested[claim] = nil
-            }
-        default:
-            break
         }
-        if let transport = lock.withLock({ transport }) { transport.submit(event) }
+        let transport: (any ArbiterTransport)? = lock.withLock {
+            // A claim that ends is no longer held (one lock with reading the transport: this is every call's path).
+            if case .claimFinished(let claim, _) = event { held[claim] = nil }
+            return self.transport
+        }
+        transport?.submit(event)
     }
 
     /// The transport to use now: the live connection; or a new one (the daemon started if needed, this process's
@@ -398,12 +394,13 @@ final class CoordinationClient: @unchecked Sendable {
 
     // MARK: Claims
 
-    func register(_ waiter: ClaimWaiter, for claim: ClaimID) {
-        lock.withLock { waiters[claim] = waiter }
-    }
-
-    func unregister(_ claim: ClaimID) {
-        lock.withLock { waiters[claim] = nil }
+    /// Registers the waiter of a claim about to be sent, and its request (kept until the claim ends, so that a claim
+    /// still held when the daemon crashes can be declared again to the next one).
+    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) {
+        lock.withLock {
+            waiters[request.id] = waiter
+            requested[request.id] = request
+        }
     }
 
     // MARK: Effects (on the transport's delivery queue, in the arbiter's order)
