@@ -89,4 +89,20 @@ if [[ ! -f "$daemon_lock" ]]; then
     echo "error: the app coordinated without starting filecoordd" >&2
     exit 1
 fi
+# The library lives in the app's process: it writes nothing to the app's standard error, even when it has to
+# coordinate in process for want of a daemon (it logs only through a Logger the app sets).
+echo "==> Running it with no daemon to be had: the same answer, and nothing on its standard error"
+errors="$work/app.stderr"
+output="$(FILECOORDD_SOCKET="$work/none/socket" FILECOORDD_PATH="$work/no-such-filecoordd" \
+    "$(swift build --package-path "$work/app" --show-bin-path)/App" "$work/document.txt" 2>"$errors")"
+echo "$output"
+if [[ "$output" != "coordinated read: hello from a tagged dependency" ]]; then
+    echo "error: the app did not print what it read in process" >&2
+    exit 1
+fi
+if [[ -s "$errors" ]]; then
+    echo "error: the library wrote to the app's standard error:" >&2
+    cat "$errors" >&2
+    exit 1
+fi
 echo "app dependency: OK"
