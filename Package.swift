@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "FCProtocol", targets: ["FCProtocol"]),
         // The daemon as a library: the end-to-end benchmarks run it in process (Benchmarks/).
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
+        // The syscall layer: the benchmarks' bare sockets use the package's one socket type.
+        .library(name: "FCSystem", targets: ["FCSystem"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
         .executable(name: "filecoordd", targets: ["filecoordd"]),
         .executable(name: "fcdump", targets: ["fcdump"]),
@@ -42,7 +44,10 @@ let package = Package(
         // The library apps import: NSFileCoordinator, NSFilePresenter, NSFileAccessIntent with Apple's signatures.
         .target(
             name: "FileCoordination",
-            dependencies: ["FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
         ),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
         // framing, version handshake, limits, and conversions to FCCore's types. Bytes in, messages out; no I/O.
@@ -79,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "fcdump",
             dependencies: [
-                "FCProtocol", "FCDumpModel",
+                "FCProtocol", "FCDumpModel", "FCSystem", .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -94,7 +99,7 @@ let package = Package(
         // (README, "Load, faults and bad input").
         .executableTarget(
             name: "fc-load",
-            dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol", "FCTestSupport"]
+            dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol", "FCTestSupport", "FCSystem"]
         ),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
@@ -116,7 +121,10 @@ let package = Package(
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["FCProtocol", "FCCore", "FCTestSupport"],
+            dependencies: [
+                "FCProtocol", "FCCore", "FCTestSupport", "FCSystem",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             exclude: ["Corpus"]
         ),
     ]

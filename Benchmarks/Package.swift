@@ -41,6 +41,7 @@ let package = Package(
             dependencies: [
                 .product(name: "FileCoordination", package: "swift-file-coordination"),
                 .product(name: "FCDaemon", package: "swift-file-coordination"),
+                .product(name: "FCSystem", package: "swift-file-coordination"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Benchmark", package: "benchmark"),

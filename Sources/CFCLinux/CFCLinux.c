@@ -1,3 +1,24 @@
-// CFCLinux's shims are `static inline` in its headers; this file only gives the target a source file, as SwiftPM
-// requires of a C target.
+// CFCLinux's shims are `static inline` in its headers, except the few below that need glibc's GNU declarations:
+// this translation unit alone is compiled with `_GNU_SOURCE`, so the headers (and so every other C module) keep
+// glibc's default declarations.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
 #include "CFCLinux.h"
+
+int cfc_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return errno;
+    if (length != sizeof credentials) return EINVAL;
+    *pid = (int32_t)credentials.pid;
+    *uid = (uint32_t)credentials.uid;
+    *gid = (uint32_t)credentials.gid;
+    return 0;
+}
+
+int cfc_accept_cloexec(int fd) {
+    return accept4(fd, (struct sockaddr *)0, (socklen_t *)0, SOCK_CLOEXEC);
+}

@@ -1,5 +1,6 @@
 import FCDumpModel
 import FCProtocol
+import FCSystem
 import FCTestSupport
 import Foundation
 
@@ -32,7 +33,7 @@ final class Driver {
     private var nextWorker = 0
     private var random: SplitMix64
     private var events: [String] = []
-    private var idle: [Int32] = []
+    private var idle: [UnixSocket] = []
 
     init(
         clients: Int,
@@ -138,8 +139,7 @@ final class Driver {
             }
         }
         let elapsed = Date().timeIntervalSince(start)
-        for fd in idle { close(fd) }
-        idle = []
+        idle = []  // Closes them.
         return judge(elapsed: elapsed, hung: hung, daemonPID: lockedDaemonPID() ?? daemonPID, baseline: baseline)
     }
 
@@ -224,25 +224,9 @@ final class Driver {
     /// Connections that never say hello, and connections that send garbage: the daemon must shrug both off.
     private func openIdleAndGarbage() {
         for index in 0..<(idleConnections + garbageConnections + (slowConsumer ? 1 : 0)) {
-            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { continue }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let path = Array(self.socket.utf8)
-            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-                for (offset, byte) in path.prefix(buffer.count - 1).enumerated() { buffer[offset] = byte }
-            }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            guard connected == 0 else {
-                close(fd)
-                continue
-            }
+            guard let connection = try? UnixSocket.connect(to: self.socket) else { continue }
             if index < idleConnections {
-                idle.append(fd)
+                idle.append(connection)
             } else if index == idleConnections + garbageConnections {
                 // The slow consumer: it says hello and presents every item 100 times over, then never reads. The
                 // daemon must disconnect it once its queue passes the bound, and nobody may wait for it.
@@ -259,13 +243,12 @@ final class Driver {
                     register.callbacks = 1 << 6  // presentedItemDidChange only: nothing to answer
                     frames += (try? encoder.encode(Filecoord_V1_Frame(.registerPresenter(register)))) ?? []
                 }
-                _ = send(fd, &frames, frames.count, Int32(MSG_NOSIGNAL))
-                idle.append(fd)
+                try? connection.send(frames)
+                idle.append(connection)
                 events.append("a slow consumer presents every item 100 times and never reads")
             } else {
-                var garbage = (0..<64).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-                _ = send(fd, &garbage, garbage.count, Int32(MSG_NOSIGNAL))
-                close(fd)
+                let garbage = (0..<64).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                try? connection.send(garbage)
             }
         }
     }

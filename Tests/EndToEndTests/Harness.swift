@@ -7,7 +7,9 @@
 
 import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
+import SystemPackage
 
 #if canImport(Glibc)
 @preconcurrency import Glibc
@@ -642,36 +644,13 @@ final class HostProcess: @unchecked Sendable {
 
 // MARK: - A client speaking the wire protocol by hand
 
-/// The address of the Unix socket at `path`.
-private func unixAddress(_ path: String) throws -> sockaddr_un {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-        throw HarnessError(description: "socket path too long: \(path)")
+/// A Unix socket bound at `path` and listening.
+private func listeningSocket(at path: String, backlog: Int32) throws -> UnixSocket {
+    do {
+        return try UnixSocket.listen(at: path, backlog: backlog)
+    } catch {
+        throw HarnessError(description: "bind/listen \(path): \(error)")
     }
-    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-        for (index, byte) in bytes.enumerated() { buffer[index] = byte }
-    }
-    return address
-}
-
-/// A Unix socket bound at `path` and listening, its descriptor closed on a failure here.
-private func listeningSocket(at path: String, backlog: Int32) throws -> Int32 {
-    var address = try unixAddress(path)
-    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard bound == 0, listen(fd, backlog) == 0 else {
-        let reason = String(cString: strerror(errno))
-        close(fd)
-        throw HarnessError(description: "bind/listen \(path): \(reason)")
-    }
-    return fd
 }
 
 /// A Unix socket that listens and never accepts: connections complete (the kernel's backlog) and then hear nothing,
@@ -680,14 +659,12 @@ private func listeningSocket(at path: String, backlog: Int32) throws -> Int32 {
 /// - Important: Not thread-safe: one test uses it.
 final class SilentListener {
     let path: String
-    private let fd: Int32
+    private let socket: UnixSocket
 
     init(path: String) throws {
         self.path = path
-        fd = try listeningSocket(at: path, backlog: 8)
+        socket = try listeningSocket(at: path, backlog: 8)
     }
-
-    deinit { close(fd) }
 }
 
 /// A Unix socket that accepts every connection and closes it at once, as a daemon that dies during the handshake
@@ -696,22 +673,17 @@ final class SilentListener {
 /// - Important: Thread-safe: its own thread accepts; ``stop()`` may be called from any thread.
 final class ClosingListener: @unchecked Sendable {
     let path: String
-    private let fd: Int32
+    private let socket: UnixSocket
     private let accepted = NSLock()
     private var count = 0
 
     init(path: String) throws {
         self.path = path
-        fd = try listeningSocket(at: path, backlog: 64)
-        let listening = fd
+        socket = try listeningSocket(at: path, backlog: 64)
+        let listening = socket
         Thread { [self] in
-            while true {
-                let connection = accept(listening, nil, nil)
-                if connection < 0 {
-                    if errno == EINTR { continue }
-                    return  // stop() shut the socket down.
-                }
-                close(connection)
+            // stop() shuts the socket down: accept fails and the thread ends. Each connection closes at once.
+            while (try? listening.accept()) != nil {
                 accepted.withLock { count += 1 }
             }
         }
@@ -723,53 +695,41 @@ final class ClosingListener: @unchecked Sendable {
 
     /// Stops accepting and removes the socket file, so that a daemon can bind the path.
     func stop() {
-        shutdown(fd, Int32(SHUT_RDWR))
+        socket.shutdown()
         unlink(path)
     }
-
-    deinit { close(fd) }
 }
 
 /// A raw Unix socket to the daemon, for clients that misbehave or hold claims without a library.
 ///
 /// - Important: Not thread-safe: one test uses it.
 final class RawClient {
-    let fd: Int32
+    let socket: UnixSocket
     private var decoder = FrameDecoder(accepting: .toClient)
     private let encoder = FrameEncoder()
     /// Frames received so far.
     private(set) var frames: [Filecoord_V1_Frame] = []
 
     init(socket path: String) throws {
-        fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError(description: "socket: \(String(cString: strerror(errno)))") }
-        // No close(fd) before a throw below: the initialiser has set every property, so deinit runs and closes
-        // it. Closing it here as well would close whatever descriptor reused the number meanwhile.
-        var address = try unixAddress(path)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        do {
+            socket = try UnixSocket.connect(to: path)
+            try socket.setNonBlocking(true)
+        } catch {
+            throw HarnessError(description: "connect \(path): \(error)")
         }
-        guard result == 0 else {
-            let reason = String(cString: strerror(errno))
-            throw HarnessError(description: "connect \(path): \(reason)")
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
-    deinit { close(fd) }
-
-    /// Sends bytes as they are.
+    /// Sends bytes as they are (waiting while the socket's buffer is full).
     func send(_ bytes: [UInt8]) throws {
         var written = 0
         while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes {
-                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            do {
+                written += try socket.sendSome(bytes[written...])
+            } catch .resourceTemporarilyUnavailable {
+                _ = try? socket.waitUntilWritable(timeout: .seconds(1))
+            } catch {
+                throw HarnessError(description: "send: \(error)")
             }
-            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-            guard count > 0 else { throw HarnessError(description: "send: \(String(cString: strerror(errno)))") }
-            written += count
         }
     }
 
@@ -808,15 +768,19 @@ final class RawClient {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             if done(self) { return .done }
-            let count = read(fd, &buffer, buffer.count)
-            if count > 0 {
-                decoder.append(buffer[0..<count])
-                while let frame = try decoder.next() { frames.append(frame) }
+            let count: Int
+            do {
+                count = try socket.receive(into: &buffer)
+            } catch .resourceTemporarilyUnavailable {
+                if ContinuousClock.now >= deadline { return .timedOut }
+                try await Task.sleep(for: .milliseconds(5))
                 continue
+            } catch {
+                return .closed  // ECONNRESET.
             }
-            if count == 0 || (errno != EAGAIN && errno != EINTR) { return .closed }  // EOF, or ECONNRESET.
-            if ContinuousClock.now >= deadline { return .timedOut }
-            try await Task.sleep(for: .milliseconds(5))
+            if count == 0 { return .closed }
+            decoder.append(buffer[0..<count])
+            while let frame = try decoder.next() { frames.append(frame) }
         }
     }
 }

@@ -68,9 +68,8 @@ private func bareSocketRoundTrip() {
             let listener = try BareSocket.listen(at: directory.path + "/echo.sock")
             let client = try BareSocket.connect(to: directory.path + "/echo.sock")
             let server = try BareSocket.accept(on: listener)
-            close(listener)
             startThread("echo") { BareSocket.echo(server) }
-            fixture.value = (directory, BareClient(fd: client))
+            fixture.value = (directory, BareClient(socket: client))
         },
         teardown: {
             fixture.value?.client.close()
@@ -135,13 +134,12 @@ private func bareThreePartyRoundTrip() {
             let directory = try ScratchDirectory()
             let socketPath = directory.path + "/relay.sock"
             let listener = try BareSocket.listen(at: socketPath)
-            defer { close(listener) }
             let responderProcess = try HelperProcess(role: "echo", environment: ["FC_E2E_SOCKET": socketPath])
             let responder = try BareSocket.accept(on: listener)
             let client = try BareSocket.connect(to: socketPath)
             let relayed = try BareSocket.accept(on: listener)
             startThread("relay") { BareSocket.relay(client: relayed, responder: responder) }
-            fixture.value = (directory, BareClient(fd: client), responderProcess)
+            fixture.value = (directory, BareClient(socket: client), responderProcess)
         },
         teardown: {
             if let value = fixture.value {

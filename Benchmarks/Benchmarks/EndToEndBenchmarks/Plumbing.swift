@@ -1,5 +1,6 @@
 import Dispatch
 import FCDaemon
+import FCSystem
 import Foundation
 // Linux with glibc only (`/proc`, glibc's `posix_spawn`).
 @preconcurrency import Glibc
@@ -148,67 +149,50 @@ struct CountingLogHandler: LogHandler {
 
 // MARK: - Bare Unix sockets
 
-/// Blocking Unix stream sockets and exact-length reads and writes, with no framing and no allocation per call.
+/// Blocking Unix stream sockets (FCSystem's `UnixSocket`, the package's one socket type) and exact-length reads and
+/// writes, with no framing and no allocation per call.
 enum BareSocket {
-    static func address(_ path: String) throws -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw BenchmarkFailure("socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            buffer.copyBytes(from: bytes)
-            buffer[bytes.count] = 0
-        }
-        return address
-    }
-
     /// A listening socket at `path`.
-    static func listen(at path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw BenchmarkFailure("socket: \(errnoText())") }
-        var address = try address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+    static func listen(at path: String) throws -> UnixSocket {
+        do {
+            return try UnixSocket.listen(at: path, backlog: 16)
+        } catch {
+            throw BenchmarkFailure("bind/listen \(path): \(error)")
         }
-        guard bound == 0, Glibc.listen(fd, 16) == 0 else {
-            close(fd)
-            throw BenchmarkFailure("bind/listen \(path): \(errnoText())")
-        }
-        return fd
     }
 
     /// A socket connected to `path`.
-    static func connect(to path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw BenchmarkFailure("socket: \(errnoText())") }
-        var address = try address(path)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+    static func connect(to path: String) throws -> UnixSocket {
+        do {
+            return try UnixSocket.connect(to: path)
+        } catch {
+            throw BenchmarkFailure("connect \(path): \(error)")
         }
-        guard connected == 0 else {
-            close(fd)
-            throw BenchmarkFailure("connect \(path): \(errnoText())")
-        }
-        return fd
     }
 
     /// Accepts one connection on a listening socket, waiting at most 10 s.
-    static func accept(on listener: Int32) throws -> Int32 {
-        var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, 10_000) > 0 else { throw BenchmarkFailure("nobody connected within 10 s") }
-        let fd = Glibc.accept(listener, nil, nil)
-        guard fd >= 0 else { throw BenchmarkFailure("accept: \(errnoText())") }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        return fd
+    static func accept(on listener: UnixSocket) throws -> UnixSocket {
+        guard (try? listener.waitUntilReadable(timeout: .seconds(10))) == true else {
+            throw BenchmarkFailure("nobody connected within 10 s")
+        }
+        do {
+            return try listener.accept()
+        } catch {
+            throw BenchmarkFailure("accept: \(error)")
+        }
     }
 
-    /// Reads exactly `count` bytes; `false` at end of file or on an error.
+    /// Reads exactly `count` bytes from `socket`; `false` at end of file or on an error.
+    static func readExactly(_ socket: UnixSocket, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Bool {
+        (try? socket.receiveExactly(into: UnsafeMutableRawBufferPointer(start: buffer, count: count))) == true
+    }
+
+    /// Writes exactly `count` bytes to `socket`; `false` on an error.
+    static func writeAll(_ socket: UnixSocket, _ buffer: UnsafeRawPointer, _ count: Int) -> Bool {
+        (try? socket.send(UnsafeRawBufferPointer(start: buffer, count: count))) != nil
+    }
+
+    /// Reads exactly `count` bytes from a pipe; `false` at end of file or on an error.
     static func readExactly(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Bool {
         var done = 0
         while done < count {
@@ -224,7 +208,7 @@ enum BareSocket {
         return true
     }
 
-    /// Writes exactly `count` bytes; `false` on an error.
+    /// Writes exactly `count` bytes to a pipe; `false` on an error.
     static func writeAll(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Bool {
         var done = 0
         while done < count {
@@ -244,44 +228,42 @@ enum BareSocket {
     static let messageSize = 32
 
     /// Serves one connection: echoes each 32-byte message until end of file, then closes it.
-    static func echo(_ fd: Int32) {
+    static func echo(_ socket: UnixSocket) {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: messageSize, alignment: 8)
         defer { buffer.deallocate() }
-        while readExactly(fd, buffer, messageSize), writeAll(fd, buffer, messageSize) {}
-        close(fd)
+        while readExactly(socket, buffer, messageSize), writeAll(socket, buffer, messageSize) {}
     }
 
     /// Relays each 32-byte message from `client` to `responder`, and the answer back, until either side closes.
-    static func relay(client: Int32, responder: Int32) {
+    static func relay(client: UnixSocket, responder: UnixSocket) {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: messageSize, alignment: 8)
         defer { buffer.deallocate() }
         while readExactly(client, buffer, messageSize), writeAll(responder, buffer, messageSize),
             readExactly(responder, buffer, messageSize), writeAll(client, buffer, messageSize)
         {}
-        close(client)
-        close(responder)
     }
 }
 
 /// A client's end of a bare round trip: a 32-byte buffer sent and read back.
 final class BareClient: @unchecked Sendable {
-    let fd: Int32
+    let socket: UnixSocket
     private let buffer = UnsafeMutableRawPointer.allocate(byteCount: BareSocket.messageSize, alignment: 8)
 
-    init(fd: Int32) {
-        self.fd = fd
+    init(socket: UnixSocket) {
+        self.socket = socket
         buffer.initializeMemory(as: UInt8.self, repeating: 7, count: BareSocket.messageSize)
     }
 
     /// One request and its response.
     @inline(__always)
     func roundTrip() -> Bool {
-        BareSocket.writeAll(fd, buffer, BareSocket.messageSize)
-            && BareSocket.readExactly(fd, buffer, BareSocket.messageSize)
+        BareSocket.writeAll(socket, buffer, BareSocket.messageSize)
+            && BareSocket.readExactly(socket, buffer, BareSocket.messageSize)
     }
 
+    /// Ends the connection (the server's side sees end of file); the descriptor closes with the object.
     func close() {
-        Glibc.close(fd)
+        socket.shutdown()
     }
 
     deinit { buffer.deallocate() }

@@ -1,5 +1,6 @@
 import FCSystem
 import Foundation
+import SystemPackage
 
 #if canImport(Glibc)
 @preconcurrency import Glibc
@@ -41,17 +42,19 @@ enum DaemonLauncher {
 
     /// Connects to the daemon at `socketPath`, starting it first if nothing answers and `mayStart` is set.
     static func connectOrStart(socketPath: String, mayStart: Bool = true) -> Result<UnixSocket, LaunchFailure> {
-        let firstError: UnixSocket.Failure
+        let firstError: Errno
         do {
             return .success(try UnixSocket.connect(to: socketPath))
         } catch {
             firstError = error
         }
-        guard mayStart else { return .failure(.failed("No filecoordd answers at \(socketPath) (\(firstError)).")) }
+        guard mayStart else {
+            return .failure(.failed("No filecoordd answers at \(socketPath) (connect: \(firstError))."))
+        }
         guard let executable = executable() else {
             return .failure(
                 .noDaemon(
-                    "No filecoordd answers at \(socketPath) (\(firstError)) and none was found to start (set "
+                    "No filecoordd answers at \(socketPath) (connect: \(firstError)) and none was found to start (set "
                         + "FILECOORDD_PATH, or put filecoordd next to the program or on PATH)."
                 )
             )

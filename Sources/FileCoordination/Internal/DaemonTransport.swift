@@ -1,13 +1,10 @@
 import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
 import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import Synchronization
+import SystemPackage
 
 /// The connection to `filecoordd`: events go out as frames, frames come back as effects (DESIGN.md decisions 2–4).
 ///
@@ -19,11 +16,12 @@ import Musl
 /// - Important: Thread-safe.
 final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
     private let socket: UnixSocket
+    /// Serialises sends, so that frames sent from several threads never interleave.
+    private let sendLock = Mutex(())
     private let encoder = FrameEncoder()
     private let client: ClientID
     private weak var delegate: (any TransportDelegate)?
-    private let lock = NSLock()
-    private var lost = false
+    private let lost = Mutex(false)
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
 
@@ -67,20 +65,22 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         var decoder = FrameDecoder(accepting: .toClient)
         do {
             // A daemon that accepted but does not answer (stopped, or not a daemon at all) must not hold the call.
-            try socket.setTimeout(handshakeTimeout)
-            try socket.write(try FrameEncoder().encode(Filecoord_V1_Frame(.hello(hello))))
+            try socket.setTimeouts(handshakeTimeout)
+            try socket.send(try FrameEncoder().encode(Filecoord_V1_Frame(.hello(hello))))
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+            defer { buffer.deallocate() }
             while true {
-                let bytes = try socket.read()
-                guard !bytes.isEmpty else {
+                let count = try socket.receive(into: buffer)
+                guard count > 0 else {
                     return .failure(
                         .transient("filecoordd at \(socketPath) closed the connection during the handshake")
                     )
                 }
-                decoder.append(bytes)
+                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                 guard let frame = try decoder.next() else { continue }
                 switch frame.payload {
                 case .helloReply(let reply)?:
-                    try socket.setTimeout(nil)
+                    try socket.setTimeouts(nil)
                     let transport = DaemonTransport(
                         socket: socket,
                         client: client,
@@ -97,7 +97,7 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
                     )
                 }
             }
-        } catch let failure as UnixSocket.Failure where failure.code == EAGAIN || failure.code == EWOULDBLOCK {
+        } catch let failure as Errno where failure == .resourceTemporarilyUnavailable {
             return .failure(
                 .transient(
                     "filecoordd at \(socketPath) accepted but did not answer the handshake within \(handshakeTimeout)"
@@ -111,7 +111,8 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
     func submit(_ event: ArbiterEvent) {
         guard let frame = Filecoord_V1_Frame(event) else { return }
         do {
-            try socket.write(try encoder.encode(frame))
+            let bytes = try encoder.encode(frame)
+            try sendLock.withLock { _ throws(Errno) in try socket.send(bytes) }
         } catch {
             connectionLost("writing to filecoordd failed: \(error)")
         }
@@ -119,7 +120,7 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
 
     /// Closes the connection; the reader thread ends and the delegate hears it.
     func close() {
-        socket.shutdownBoth()
+        socket.shutdown()
     }
 
     private func startReading(_ initial: FrameDecoder) {
@@ -130,15 +131,18 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
 
     private func readLoop(_ initial: FrameDecoder) {
         var decoder = initial
+        // One buffer for the connection's life: each receive fills it, the decoder copies what it got.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+        defer { buffer.deallocate() }
         while true {
             do {
                 while let frame = try decoder.next() { handle(frame) }
-                let bytes = try socket.read()
-                guard !bytes.isEmpty else {
+                let count = try socket.receive(into: buffer)
+                guard count > 0 else {
                     connectionLost("filecoordd closed the connection")
                     return
                 }
-                decoder.append(bytes)
+                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             } catch {
                 connectionLost("the connection to filecoordd failed: \(error)")
                 return
@@ -185,15 +189,15 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
     }
 
     /// `true` once the connection is gone.
-    var isLost: Bool { lock.withLock { lost } }
+    var isLost: Bool { lost.withLock { $0 } }
 
     private func connectionLost(_ reason: String) {
-        let first = lock.withLock {
+        let first = lost.withLock { lost in
             defer { lost = true }
             return !lost
         }
         guard first else { return }
-        socket.shutdownBoth()
+        socket.shutdown()
         delegate?.transportLost(
             FileCoordinationError(
                 .connectionLost,

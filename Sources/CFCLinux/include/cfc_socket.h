@@ -1,0 +1,18 @@
+// Socket shims: what Swift cannot import from glibc without _GNU_SOURCE.
+#ifndef CFCLINUX_SOCKET_H
+#define CFCLINUX_SOCKET_H
+
+#include <stdint.h>
+
+/// The peer of a connected Unix socket as the kernel saw it when it connected (`getsockopt(SO_PEERCRED)` into a
+/// `struct ucred`, which glibc declares only with `_GNU_SOURCE`). Returns 0, or an errno value.
+///
+/// Defined in CFCLinux.c, the one translation unit compiled with `_GNU_SOURCE`, so that `struct ucred` and
+/// `SO_PEERCRED` are used by name and this header changes no declaration seen by the other C modules.
+int cfc_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
+
+/// Accepts a connection on the listening socket `fd`, the new descriptor close-on-exec from the start (`accept4`,
+/// a GNU extension). Returns the descriptor, or -1 and `errno`.
+int cfc_accept_cloexec(int fd);
+
+#endif

@@ -1,0 +1,257 @@
+import CFCLinux
+public import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A Unix stream socket that owns its descriptor: the one socket type of the package (the library's connection to
+/// `filecoordd`, `fcdump`, fc-load, the tests' raw clients and listeners, the benchmarks' bare round trips).
+///
+/// Every call is a thin wrapper in swift-system's style: it retries after `EINTR` in one place
+/// (``retryOnInterrupt(_:)``), throws the `Errno` it failed with, and uses the C names (`SO_PEERCRED` and
+/// `struct ucred` through CFCLinux). The descriptor is created close-on-exec and closed exactly once, when the
+/// object goes away, so no other descriptor that reuses its number can be closed by mistake.
+///
+/// - Important: Thread-safe in the kernel's sense: one thread may receive while others send, and ``shutdown()`` from
+///   any thread wakes a thread blocked in ``receive(into:)``. Sends from several threads may interleave: callers
+///   that send frames from several threads serialise their sends themselves.
+public final class UnixSocket: Sendable {
+    /// The descriptor, for `poll` and the like. It stays owned by this object: never close it.
+    public let descriptor: FileDescriptor
+
+    private init(descriptor: FileDescriptor) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        _ = Glibc.close(descriptor.rawValue)
+    }
+
+    /// The raw descriptor number.
+    public var rawValue: Int32 { descriptor.rawValue }
+
+    // MARK: Opening
+
+    /// A new socket connected to the socket file at `path`.
+    ///
+    /// - Throws: `Errno.fileNameTooLong` for a path longer than `sun_path` holds; the `Errno` of `socket` or
+    ///   `connect` otherwise (`ENOENT`: no socket file; `ECONNREFUSED`: nothing listens).
+    public static func connect(to path: String) throws(Errno) -> UnixSocket {
+        var address = try Self.address(path)
+        let socket = try open()
+        // connect is not restarted after EINTR (a retry fails with EALREADY while the first attempt proceeds).
+        _ = try valueOrErrno {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+        return socket
+    }
+
+    /// A new socket bound at `path` and listening with `backlog`.
+    public static func listen(at path: String, backlog: Int32 = 64) throws(Errno) -> UnixSocket {
+        var address = try Self.address(path)
+        let socket = try open()
+        _ = try valueOrErrno {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+        _ = try valueOrErrno { Glibc.listen(socket.rawValue, backlog) }
+        return socket
+    }
+
+    /// Accepts one connection on a listening socket, blocking until one comes (or ``shutdown()`` stops it, which
+    /// throws `EINVAL`). The new socket is close-on-exec.
+    public func accept() throws(Errno) -> UnixSocket {
+        let fd = try retryOnInterrupt { cfc_accept_cloexec(rawValue) }
+        return UnixSocket(descriptor: FileDescriptor(rawValue: fd))
+    }
+
+    private static func open() throws(Errno) -> UnixSocket {
+        let fd = try valueOrErrno {
+            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+        return UnixSocket(descriptor: FileDescriptor(rawValue: fd))
+    }
+
+    /// The `sockaddr_un` of `path`.
+    private static func address(_ path: String) throws(Errno) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        var utf8 = path.utf8.makeIterator()
+        var tooLong = false
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            var index = 0
+            while let byte = utf8.next() {
+                guard index < capacity - 1 else {
+                    tooLong = true
+                    return
+                }
+                buffer[index] = byte
+                index += 1
+            }
+            buffer[index] = 0
+        }
+        if tooLong { throw Errno.fileNameTooLong }
+        return address
+    }
+
+    // MARK: Sending and receiving
+
+    /// Sends all of `bytes` (`MSG_NOSIGNAL`: a closed peer is `EPIPE`, never `SIGPIPE`). On a non-blocking socket a
+    /// full buffer throws `EAGAIN` after part of the bytes may have gone.
+    public func send(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = try retryOnInterrupt {
+                Glibc.send(rawValue, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            offset += sent
+        }
+    }
+
+    /// Sends what the socket's buffer takes of `bytes` (one `send`); returns how many bytes went. On a non-blocking
+    /// socket whose buffer is full, throws `EAGAIN`.
+    public func sendSome(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {
+        try retryOnInterrupt { Glibc.send(rawValue, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Sends all of `bytes`.
+    public func send(_ bytes: [UInt8]) throws(Errno) {
+        _ = try sendSomeOrAll(bytes[...], all: true)
+    }
+
+    /// Sends what the socket's buffer takes of `bytes` (one `send`); returns how many bytes went.
+    public func sendSome(_ bytes: ArraySlice<UInt8>) throws(Errno) -> Int {
+        try sendSomeOrAll(bytes, all: false)
+    }
+
+    private func sendSomeOrAll(_ bytes: ArraySlice<UInt8>, all: Bool) throws(Errno) -> Int {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(Errno) -> Int in
+                if all {
+                    try send(buffer)
+                    return buffer.count
+                }
+                return try sendSome(buffer)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Receives what is available into `buffer` (from its start, up to its count); returns the count, 0 at end of
+    /// stream.
+    public func receive(into buffer: inout [UInt8]) throws(Errno) -> Int {
+        let result = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(Errno) -> Int in try receive(into: raw) }
+        }
+        return try result.get()
+    }
+
+    /// Receives what is available into `buffer`, blocking until something is (on a blocking socket); returns the
+    /// count, 0 at end of stream. A timeout (``setTimeouts(_:)``) or an empty non-blocking socket throws `EAGAIN`.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retryOnInterrupt { Glibc.recv(rawValue, buffer.baseAddress, buffer.count, 0) }
+    }
+
+    /// Fills `buffer` completely; `false` if the stream ended first.
+    public func receiveExactly(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Bool {
+        var offset = 0
+        while offset < buffer.count {
+            let count = try retryOnInterrupt {
+                Glibc.recv(rawValue, buffer.baseAddress! + offset, buffer.count - offset, 0)
+            }
+            if count == 0 { return false }
+            offset += count
+        }
+        return true
+    }
+
+    /// Waits until the socket is readable (data, end of stream, an error or a pending connection), for at most
+    /// `timeout` (`nil`: as long as it takes); returns whether it is.
+    public func waitUntilReadable(timeout: Duration?) throws(Errno) -> Bool {
+        try wait(for: Int16(POLLIN), timeout: timeout)
+    }
+
+    /// Waits until the socket's buffer takes more bytes (or the connection failed), for at most `timeout` (`nil`: as
+    /// long as it takes); returns whether it does.
+    public func waitUntilWritable(timeout: Duration?) throws(Errno) -> Bool {
+        try wait(for: Int16(POLLOUT), timeout: timeout)
+    }
+
+    private func wait(for events: Int16, timeout: Duration?) throws(Errno) -> Bool {
+        var entry = pollfd(fd: rawValue, events: events, revents: 0)
+        var milliseconds: Int32 = -1
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            milliseconds = Int32(clamping: max(0, seconds) * 1000 + max(0, attoseconds) / 1_000_000_000_000_000)
+        }
+        return try retryOnInterrupt { Glibc.poll(&entry, 1, milliseconds) } > 0
+    }
+
+    // MARK: Options
+
+    /// Bounds how long one send or receive may block (`SO_SNDTIMEO`, `SO_RCVTIMEO`); `nil` blocks as long as it
+    /// takes. A call that times out throws `EAGAIN`.
+    public func setTimeouts(_ timeout: Duration?) throws(Errno) {
+        var value = timeval()
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            value.tv_sec = Int(seconds)
+            value.tv_usec = Int(attoseconds / 1_000_000_000_000)
+            if value.tv_sec == 0 && value.tv_usec == 0 { value.tv_usec = 1 }
+        }
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            _ = try valueOrErrno {
+                setsockopt(rawValue, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+            }
+        }
+    }
+
+    /// Makes sends and receives fail with `EAGAIN` instead of blocking (`O_NONBLOCK`), or block again.
+    public func setNonBlocking(_ nonBlocking: Bool) throws(Errno) {
+        let flags = try valueOrErrno { fcntl(rawValue, F_GETFL) }
+        let wanted = nonBlocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
+        if wanted != flags { _ = try valueOrErrno { fcntl(rawValue, F_SETFL, wanted) } }
+    }
+
+    /// Shuts the connection down both ways: a blocked receive returns end of stream, a blocked accept fails. The
+    /// descriptor stays open (and owned) until the object goes away. Errors are ignored (the peer may be gone).
+    public func shutdown() {
+        _ = Glibc.shutdown(rawValue, Int32(SHUT_RDWR))
+    }
+
+    /// The peer as the kernel saw it when it connected (`SO_PEERCRED`).
+    public func peerCredentials() throws(Errno) -> PeerCredentials {
+        var credentials = PeerCredentials(pid: 0, uid: 0, gid: 0)
+        let result = cfc_peer_credentials(rawValue, &credentials.pid, &credentials.uid, &credentials.gid)
+        guard result == 0 else { throw Errno(rawValue: result) }
+        return credentials
+    }
+}
+
+/// The process at the other end of a Unix socket, as the kernel saw it when it connected (`struct ucred`).
+public struct PeerCredentials: Sendable, Hashable {
+    /// Its process id.
+    public var pid: Int32
+    /// Its user id.
+    public var uid: UInt32
+    /// Its group id.
+    public var gid: UInt32
+
+    /// Credentials from their parts.
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
