@@ -12,12 +12,15 @@ extension Arbiter {
             )
             return
         }
-        guard from != to else { return }  // Useless invocations are harmless.
+        // `from == to`: a rename that keeps the canonical path (a case-only rename in a case-insensitive directory,
+        // issue 14; the client drops calls that rename nothing). Its presenters hear it as a move; nothing moves in
+        // the tree and no claim follows.
+        let inPlace = from == to
         guard !to.isDescendant(of: from) else {
             log(.warning, "move of an item into itself ignored", ["item.path": "\(from)", "item.newPath": "\(to)"])
             return
         }
-        claim.moves.append((from, to))
+        if !inPlace { claim.moves.append((from, to)) }
         let exempt = claim.request.filePresenter
         var told: Set<PresenterID> = []
 
@@ -36,7 +39,7 @@ extension Arbiter {
             }
         }
         for (presenter, new) in moved {
-            relocate(presenter, to: new)
+            if !inPlace { relocate(presenter, to: new) }
             let id = presenter.registration.id
             told.insert(id)
             guard id != exempt else { continue }
@@ -44,7 +47,7 @@ extension Arbiter {
         }
 
         // Presenters of enclosing directories, of the old and of the new location: one message each.
-        for path in [from, to] {
+        for path in inPlace ? [from] : [from, to] {
             var node: AccessNode? = tree.root
             for component in path.components {
                 guard let current = node else { break }
@@ -63,6 +66,7 @@ extension Arbiter {
             }
         }
 
+        guard !inPlace else { return }
         // The mover holds the new location too, as it held the old: claims that follow the item (below) wait for
         // it there, and new claims on the new location as well.
         for entry in claim.entries {

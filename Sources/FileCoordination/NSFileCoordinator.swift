@@ -283,11 +283,18 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// enclosing directories hear subitem did move; claims waiting for it follow it (SEMANTICS.md §2 rule 7).
     /// Call it inside the accessor of a coordinated write of the item; elsewhere it is ignored.
     open func item(at oldURL: URL, didMoveTo newURL: URL) {
+        // A moved symbolic link moved itself, not its target: the last component is not followed.
         guard let claim = ThreadContext.accesses.last(where: { $0.coordinator == ObjectIdentifier(self) })?.claim,
-            let from = try? URLMapping.canonicalPath(oldURL)
+            let from = try? URLMapping.canonicalPath(oldURL, followingFinalLink: false)
         else { return }
-        // The new location exists now: resolve it, but keep the old one's spelling if it cannot be resolved.
-        guard let to = try? URLMapping.canonicalPath(newURL) else { return }
+        guard let to = try? URLMapping.canonicalPath(newURL, followingFinalLink: false) else { return }
+        // A case-only rename in a case-insensitive directory (`my text` to `My Text`) keeps its canonical path; it is
+        // still a move for the presenters, who hear it (issue 14). The old spelling is remembered last, so that this
+        // process's presenters hear where the item was as it was spelled.
+        if from == to {
+            guard oldURL.path != newURL.path else { return }
+            _ = try? URLMapping.canonicalPath(oldURL, followingFinalLink: false)
+        }
         client.submit(.itemMoved(claim, from: from, to: to))
     }
 
@@ -364,9 +371,17 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
-        for (url, _) in items {
+        var originals = items.map(\.0)
+        for (index, (url, access)) in items.enumerated() {
             do {
-                canonical.append(try URLMapping.canonicalPath(url))
+                let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
+                canonical.append(resolved.path)
+                // `.resolvesSymbolicLink` hands the accessor the link's target (SEMANTICS.md §4).
+                if resolved.canonical.followedFinalLink, case .read(let options) = access,
+                    options.contains(.resolvesSymbolicLink)
+                {
+                    originals[index] = URL(fileURLWithPath: resolved.canonical.spelling)
+                }
             } catch {
                 return .failure(error)
             }
@@ -407,7 +422,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 id: id,
                 claimRequest: request,
                 waiter: waiter,
-                originals: items.map(\.0),
+                originals: originals,
                 canonical: canonical,
                 existedBefore: existedBefore
             )
@@ -466,6 +481,18 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
 // own, not the core's, so that apps see every member with `import FileCoordination` alone.
 private func ReadingOptions_(_ options: NSFileCoordinator.ReadingOptions) -> FCCore.ReadingOptions {
     FCCore.ReadingOptions(rawValue: options.rawValue)
+}
+
+extension Access {
+    /// Whether a symbolic link named as the last component is the item (`false`) or its target is (issue 14): a
+    /// read follows it only with `.resolvesSymbolicLink` (so that the target's presenters are asked only then); a
+    /// write follows it (it writes the target's contents) unless it deletes or moves, which act on the link.
+    var followsFinalLink: Bool {
+        switch self {
+        case .read(let options): options.contains(.resolvesSymbolicLink)
+        case .write(let options): options.isDisjoint(with: [.forDeleting, .forMoving])
+        }
+    }
 }
 
 private func WritingOptions_(_ options: NSFileCoordinator.WritingOptions) -> FCCore.WritingOptions {

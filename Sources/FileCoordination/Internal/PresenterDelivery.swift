@@ -21,7 +21,7 @@ enum PresenterDelivery {
             presenter.accommodatePresentedItemDeletion(completionHandler: completionReply(message, client: client))
         case .accommodatePresentedSubitemDeletion(let path):
             presenter.accommodatePresentedSubitemDeletion(
-                at: URLMapping.url(path),
+                at: url(path, presenter),
                 completionHandler: completionReply(message, client: client)
             )
         case .reacquire(let request):
@@ -29,14 +29,17 @@ enum PresenterDelivery {
         case .presentedItemDidChange:
             presenter.presentedItemDidChange()
         case .presentedItemDidMove(let path):
-            presenter.presentedItemDidMove(to: URLMapping.url(path))
+            presenter.presentedItemDidMove(to: url(path, presenter, .moveDestination))
             client.refreshURL(of: id)
         case .presentedSubitemDidChange(let path):
-            presenter.presentedSubitemDidChange(at: URLMapping.url(path))
+            presenter.presentedSubitemDidChange(at: url(path, presenter))
         case .presentedSubitemDidAppear(let path):
-            presenter.presentedSubitemDidAppear(at: URLMapping.url(path))
+            presenter.presentedSubitemDidAppear(at: url(path, presenter))
         case .presentedSubitemDidMove(let from, let to):
-            presenter.presentedSubitem(at: URLMapping.url(from), didMoveTo: URLMapping.url(to))
+            presenter.presentedSubitem(
+                at: url(from, presenter, .moveSource),
+                didMoveTo: url(to, presenter, .moveDestination)
+            )
         case .presentedItemVersion(let change):
             let version = fileVersion(change, of: presenter.presentedItemURL)
             switch change {
@@ -45,7 +48,7 @@ enum PresenterDelivery {
             case .resolved: presenter.presentedItemDidResolveConflict(version)
             }
         case .presentedSubitemVersion(let path, let change):
-            let url = URLMapping.url(path)
+            let url = url(path, presenter)
             let version = fileVersion(change, of: url)
             switch change {
             case .added: presenter.presentedSubitem(at: url, didGain: version)
@@ -53,6 +56,18 @@ enum PresenterDelivery {
             case .resolved: presenter.presentedSubitem(at: url, didResolve: version)
             }
         }
+    }
+
+    /// The URL of `path` for `presenter`: spelled as its own URL where that covers the path (SEMANTICS.md §4).
+    private static func url(
+        _ path: ItemPath,
+        _ presenter: any NSFilePresenter,
+        _ role: Respelling.Role = .item
+    ) -> URL {
+        guard PathCanonicalizer.shared.caseSensitivity.anyInsensitive else { return URLMapping.url(path) }
+        let own = presenter.presentedItemURL
+        let ownPath = own.flatMap { try? URLMapping.canonicalPath($0) }
+        return URLMapping.url(path, for: own, presenterPath: ownPath, role: role)
     }
 
     /// The version a message names. Until the version store exists, its `url` is the item's own.

@@ -2,12 +2,26 @@ import FCCore
 import Foundation
 
 /// Between the URLs apps use and the canonical paths the arbiter compares (SEMANTICS.md §4).
+///
+/// The canonical form is made by ``PathCanonicalizer`` (Internal/Canonicalization), in the caller's thread, with
+/// FCSystem's syscalls and no Foundation URL objects; URLs handed back are respelled by ``Respelling``.
 enum URLMapping {
-    /// The canonical path of a `file:` URL: standardised (`.`, `..`, repeated and trailing slashes) and with the
-    /// symbolic links of its existing components resolved.
+    /// The canonical path of a `file:` URL: `.`, `..`, repeated and trailing slashes removed, the symbolic links of
+    /// its existing components resolved (the last one only when `followingFinalLink`), names in case-insensitive
+    /// directories case-folded.
     ///
-    /// - Throws: ``FileCoordinationError`` with `.unsupportedURL` for another scheme or a path that stays relative.
-    static func canonicalPath(_ url: URL) throws(FileCoordinationError) -> ItemPath {
+    /// - Throws: ``FileCoordinationError`` with `.unsupportedURL` for another scheme or a path that stays relative,
+    ///   `.unresolvablePath` for a symbolic link cycle or more than 40 links (`ELOOP`).
+    static func canonicalPath(_ url: URL, followingFinalLink: Bool = true) throws(FileCoordinationError) -> ItemPath {
+        try canonical(url, followingFinalLink: followingFinalLink).path
+    }
+
+    /// The canonical path of a `file:` URL and the canonicaliser's full answer (its spelling on disk, whether a
+    /// final link was followed). See ``canonicalPath(_:followingFinalLink:)``.
+    static func canonical(
+        _ url: URL,
+        followingFinalLink: Bool
+    ) throws(FileCoordinationError) -> (path: ItemPath, canonical: CanonicalPath) {
         guard url.isFileURL else {
             throw FileCoordinationError(
                 .unsupportedURL,
@@ -16,10 +30,10 @@ enum URLMapping {
                 url: url
             )
         }
-        // swift-corelibs-foundation's `standardizedFileURL` resolves a relative path (`file:docs/a.txt`) against the
-        // current directory; such a URL names no item by itself, so it is refused before standardising.
-        // (`URL(fileURLWithPath:)` with a relative path has the current directory as base: its absolute URL is.)
-        guard url.absoluteURL.path.hasPrefix("/") else {
+        // A relative path (`file:docs/a.txt`) names no item by itself, so it is refused. (`URL(fileURLWithPath:)`
+        // with a relative path has the current directory as base: its absolute URL is absolute.)
+        let given = url.baseURL == nil ? url.path : url.absoluteURL.path
+        guard given.hasPrefix("/") else {
             throw FileCoordinationError(
                 .unsupportedURL,
                 "The path \(url.path) is relative; coordinate an absolute file: URL, made with "
@@ -27,9 +41,31 @@ enum URLMapping {
                 url: url
             )
         }
-        let path = resolvingSymlinksInExistingComponents(url.standardizedFileURL.path)
+        let canonicalizer = PathCanonicalizer.shared
+        let canonical: CanonicalPath
         do {
-            return try ItemPath(absolute: path)
+            canonical = try canonicalizer.canonicalize(given, followingFinalLink: followingFinalLink)
+        } catch {
+            switch error {
+            case .tooManyLinks(let links):
+                throw FileCoordinationError(
+                    .unresolvablePath,
+                    "The path \(given) cannot be resolved: its symbolic links form a cycle or a chain longer than "
+                        + "\(PathCanonicalizer.maximumLinks) links (ELOOP, after \(links) links). The call was not "
+                        + "coordinated and its accessor did not run; fix or remove the links.",
+                    url: url
+                )
+            case .relative:
+                throw FileCoordinationError(
+                    .unsupportedURL,
+                    "The path \(given) is relative; coordinate an absolute file: URL.",
+                    url: url
+                )
+            }
+        }
+        let path: ItemPath
+        do {
+            path = try ItemPath(absolute: canonical.key)
         } catch {
             throw FileCoordinationError(
                 .unsupportedURL,
@@ -37,32 +73,30 @@ enum URLMapping {
                 url: url
             )
         }
-    }
-
-    /// `path` (absolute, standardised) with the symbolic links of its longest existing prefix resolved and the
-    /// components that do not exist (yet, or any more) kept as they are.
-    ///
-    /// swift-corelibs-foundation's `resolvingSymlinksInPath()` resolves nothing when the last component does not
-    /// exist, so a new file (or a moved one's old URL) spelled through a link would name another item than the same
-    /// file once it exists.
-    static func resolvingSymlinksInExistingComponents(_ path: String) -> String {
-        var prefix = path
-        var missing: [Substring] = []
-        while prefix != "/", !FileManager.default.fileExists(atPath: prefix),
-            let slash = prefix.lastIndex(of: "/")
-        {
-            missing.append(prefix[prefix.index(after: slash)...])
-            prefix = slash == prefix.startIndex ? "/" : String(prefix[..<slash])
+        if canonicalizer.caseSensitivity.anyInsensitive, canonical.key != given {
+            SpellingBook.shared.record(given, for: path)
         }
-        let resolved = URL(fileURLWithPath: prefix).resolvingSymlinksInPath().path
-        guard !missing.isEmpty else { return resolved }
-        return (resolved == "/" ? "" : resolved) + "/" + missing.reversed().joined(separator: "/")
+        return (path, canonical)
     }
 
-    /// A file URL for a canonical path.
-    static func url(_ path: ItemPath, isDirectory: Bool? = nil) -> URL {
-        if let isDirectory { return URL(fileURLWithPath: path.description, isDirectory: isDirectory) }
-        return URL(fileURLWithPath: path.description)
+    /// A file URL for a canonical path, spelled as this process spelled it (``Respelling``).
+    static func url(_ path: ItemPath, isDirectory: Bool? = nil, role: Respelling.Role = .item) -> URL {
+        let spelling = Respelling.spelling(of: path, role: role)
+        if let isDirectory { return URL(fileURLWithPath: spelling, isDirectory: isDirectory) }
+        return URL(fileURLWithPath: spelling)
+    }
+
+    /// A file URL for a canonical path delivered to `presenter`, whose canonical path is `presenterPath`: the part
+    /// of the path its own URL covers is spelled as that URL.
+    static func url(_ path: ItemPath, for presenterURL: URL?, presenterPath: ItemPath?, role: Respelling.Role) -> URL {
+        URL(
+            fileURLWithPath: Respelling.spelling(
+                of: path,
+                role: role,
+                presenterURL: presenterURL?.path,
+                presenterPath: presenterPath
+            )
+        )
     }
 
     /// The URL to hand back for `path`: the caller's own spelling when it still names that path, else a new URL.

@@ -298,7 +298,8 @@ struct Simulation {
                 request.items.contains(where: { $0.access.isWrite })
             else { return [] }
             movedClaims.insert(id)
-            guard from != to, !to.isDescendant(of: from) else { return [] }
+            // `from == to` is a rename in place (a case-only rename): the presenters of the item still hear it.
+            guard !to.isDescendant(of: from) else { return [] }
             for (presenter, registration) in arbiter.snapshot().presenters.sorted(by: { $0.key < $1.key }) {
                 guard presenter != request.filePresenter, registration.callbacks.contains(.presentedItemDidMove),
                     let new = registration.path?.relocated(from: from, to: to)

@@ -1,0 +1,171 @@
+internal import CFCLinux
+public import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A file's identity: the device and inode number `stat` reports.
+public struct FileIdentity: Hashable, Sendable {
+    /// `st_dev`.
+    public var device: UInt64
+    /// `st_ino`.
+    public var inode: UInt64
+
+    /// An identity from its two numbers.
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+/// What `stat` or `lstat` says about a path, as far as path canonicalisation needs it.
+public struct FileStatus: Hashable, Sendable {
+    /// What kind of file it is.
+    public enum Kind: Hashable, Sendable {
+        /// A directory.
+        case directory
+        /// A symbolic link (only from ``FileSystemCalls/status(_:followingLinks:)`` with `followingLinks: false`).
+        case symbolicLink
+        /// Anything else: a regular file, a socket, a device…
+        case other
+    }
+
+    /// Device and inode.
+    public var identity: FileIdentity
+    /// The kind of file.
+    public var kind: Kind
+}
+
+/// The syscalls of path canonicalisation (issue 14): `stat`/`lstat`/`fstatat`, `readlink`, `statfs`, the inode
+/// flags ioctl and reading a directory. Each retries on `EINTR` and throws the `Errno` it failed with.
+///
+/// - Important: Thread-safe; every call may block as long as the file system takes (a hung network mount blocks
+///   its caller), so call these only on the thread that asked for the answer.
+public enum FileSystemCalls {
+    /// `stat` (following a final symbolic link) or `lstat` (not following it) of `path`.
+    public static func status(_ path: String, followingLinks: Bool) throws(Errno) -> FileStatus {
+        var buffer = stat()
+        _ = try retryOnInterrupt { followingLinks ? stat(path, &buffer) : lstat(path, &buffer) }
+        return FileStatus(buffer)
+    }
+
+    /// `fstatat` of `name` in the directory at `directory`, not following a final link.
+    public static func status(of name: String, inDirectory directory: String) throws(Errno) -> FileStatus {
+        let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        return try status(path, followingLinks: false)
+    }
+
+    /// What looking a name up found: for callers that tell "not there" from other failures without `Errno`.
+    public enum LookUp: Sendable {
+        /// The name exists.
+        case found(FileStatus)
+        /// `ENOENT`: no such name.
+        case missing
+        /// Any other failure.
+        case failed
+    }
+
+    /// `lstat` of `name` in the directory at `directory`, as a ``LookUp``.
+    public static func lookUp(_ name: String, inDirectory directory: String) -> LookUp {
+        do {
+            return .found(try status(of: name, inDirectory: directory))
+        } catch {
+            return error == .noSuchFileOrDirectory ? .missing : .failed
+        }
+    }
+
+    /// The target of the symbolic link at `path`, as stored (relative or absolute).
+    public static func symbolicLinkTarget(_ path: String) throws(Errno) -> String {
+        var capacity = 256
+        while true {
+            let result: String? = try withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) {
+                buffer throws(Errno) -> String? in
+                let count = try retryOnInterrupt { readlink(path, buffer.baseAddress!, capacity) }
+                guard count < capacity else { return nil }
+                return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress!, count: count), as: UTF8.self)
+            }
+            if let result { return result }
+            guard capacity < 65_536 else { throw Errno.fileNameTooLong }
+            capacity *= 4
+        }
+    }
+
+    /// `statfs`'s `f_type` for the file system holding `path`.
+    public static func fileSystemType(_ path: String) throws(Errno) -> FileSystemType {
+        var type: UInt = 0
+        _ = try retryOnInterrupt { cfc_statfs_type(path, &type) }
+        return FileSystemType(rawValue: UInt64(type) & 0xFFFF_FFFF)
+    }
+
+    /// Whether the directory at `path` has the casefold inode flag (`FS_IOC_GETFLAGS`, `FS_CASEFOLD_FL`): ext4,
+    /// f2fs and tmpfs directories made case-insensitive with `chattr +F`. Throws when the file system has no inode
+    /// flags (`ENOTTY`, `EOPNOTSUPP`).
+    public static func hasCasefoldFlag(directory path: String) throws(Errno) -> Bool {
+        let fd = try retryOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK) }
+        defer { _ = close(fd) }
+        var flags: CInt = 0
+        _ = try retryOnInterrupt { cfc_ioctl_getflags(fd, &flags) }
+        return UInt32(bitPattern: flags) & UInt32(cfc_fs_casefold_fl) != 0
+    }
+
+    /// Calls `body` with the name of each entry of the directory at `path` (`.` and `..` left out) until it returns
+    /// `false`.
+    public static func forEachEntry(ofDirectory path: String, _ body: (String) -> Bool) throws(Errno) {
+        guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
+        defer { _ = closedir(dir) }
+        while true {
+            errno = 0
+            guard let entry = readdir(dir) else {
+                if errno != 0 { throw Errno(rawValue: errno) }
+                return
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            if !body(name) { return }
+        }
+    }
+}
+
+/// A file system type, as `statfs` reports it in `f_type`.
+public struct FileSystemType: RawRepresentable, Hashable, Sendable {
+    /// The magic number.
+    public var rawValue: UInt64
+    /// A type from its magic number.
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// ext2, ext3 and ext4.
+    public static let ext4 = FileSystemType(rawValue: UInt64(cfc_magic_ext4))
+    /// f2fs.
+    public static let f2fs = FileSystemType(rawValue: UInt64(cfc_magic_f2fs))
+    /// tmpfs.
+    public static let tmpfs = FileSystemType(rawValue: UInt64(cfc_magic_tmpfs))
+    /// btrfs.
+    public static let btrfs = FileSystemType(rawValue: UInt64(cfc_magic_btrfs))
+    /// XFS.
+    public static let xfs = FileSystemType(rawValue: UInt64(cfc_magic_xfs))
+    /// vfat and msdos.
+    public static let msdos = FileSystemType(rawValue: UInt64(cfc_magic_msdos))
+    /// The kernel's exFAT driver.
+    public static let exfat = FileSystemType(rawValue: UInt64(cfc_magic_exfat))
+    /// CIFS.
+    public static let cifs = FileSystemType(rawValue: UInt64(cfc_magic_cifs))
+    /// SMB2/3.
+    public static let smb2 = FileSystemType(rawValue: UInt64(cfc_magic_smb2))
+    /// The old smbfs.
+    public static let smb = FileSystemType(rawValue: UInt64(cfc_magic_smb))
+    /// Any FUSE file system (exfat-fuse, ntfs-3g, sshfs…): case-sensitive or not depending on the one behind it.
+    public static let fuse = FileSystemType(rawValue: UInt64(cfc_magic_fuse))
+}
+
+extension FileStatus {
+    init(_ buffer: stat) {
+        let type = buffer.st_mode & S_IFMT
+        self.identity = FileIdentity(device: UInt64(buffer.st_dev), inode: UInt64(buffer.st_ino))
+        self.kind = type == S_IFDIR ? .directory : type == S_IFLNK ? .symbolicLink : .other
+    }
+}

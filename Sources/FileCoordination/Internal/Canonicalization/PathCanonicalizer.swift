@@ -1,0 +1,217 @@
+import FCSystem
+import Synchronization
+
+/// A path made canonical (SEMANTICS.md §4).
+struct CanonicalPath: Hashable, Sendable {
+    /// What the arbiter compares: symbolic links resolved, `.`, `..` and repeated slashes gone, names in
+    /// case-insensitive directories case-folded.
+    var key: String
+    /// The same path spelled with the names as given or as the links spelled them (not folded): a path that names
+    /// the item on disk, for handing back (`.resolvesSymbolicLink`).
+    var spelling: String
+    /// Whether the last component as given was a symbolic link that was followed.
+    var followedFinalLink: Bool
+}
+
+/// Why a path could not be made canonical.
+enum CanonicalizationError: Error, Equatable {
+    /// More than ``PathCanonicalizer/maximumLinks`` symbolic links, or a cycle of them (`ELOOP`).
+    case tooManyLinks(links: Int)
+    /// The path is not absolute.
+    case relative
+}
+
+/// Makes absolute paths canonical in the caller's thread, with the syscalls of FCSystem and no Foundation.
+///
+/// The walk (cold): components one by one from the root; each one of an existing prefix is `lstat`ed; a symbolic
+/// link is read and its target's components are walked in its place (so a `..` after a linked component leaves
+/// the link's target, as the kernel does); more than 40 links fail with `ELOOP`; once a component does not exist,
+/// the rest is kept as given (lexically, `..` included). Each name is case-folded when the directory holding it is
+/// case-insensitive (``CaseSensitivity``); below the last existing directory, its answer holds.
+///
+/// The cache: the canonical form of a path's parent directory, kept under the parent as spelled, validated on
+/// each use by `(st_dev, st_ino)`: `stat` of the parent as spelled (plus `stat` of its canonical spelling when a
+/// link was followed), then `lstat` of the path itself. A cached call costs 2 or 3 syscalls. At most
+/// ``capacity`` directories are kept; the cache is dropped whole when full.
+///
+/// - Important: Thread-safe; every syscall runs on the calling thread, outside the lock (a hung mount blocks only
+///   its caller).
+final class PathCanonicalizer: Sendable {
+    /// The largest number of symbolic links followed in one path (Linux's `MAXSYMLINKS`).
+    static let maximumLinks = 40
+    /// At most this many parent directories are cached.
+    static let capacity = 1024
+
+    /// The process's canonicaliser.
+    static let shared = PathCanonicalizer()
+
+    let caseSensitivity = CaseSensitivity()
+    private let directories = Mutex<[String: Walk]>([:])
+
+    /// The state of a walk: the resolved prefix so far.
+    struct Walk: Sendable {
+        var spelled: [Substring] = []
+        var keys: [String] = []
+        /// The number of leading components known to exist.
+        var existing = 0
+        /// The identity of the resolved prefix when it exists (the root's at the start).
+        var identity: FileIdentity?
+        /// Whether the resolved prefix, or the last existing directory above it, is case-insensitive.
+        var insensitive = false
+        /// Whether `insensitive` was decided for the resolved prefix itself.
+        var decided = false
+        var links = 0
+        var followedFinalLink = false
+
+        var exists: Bool { existing == spelled.count }
+        var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
+        var key: String { keys.isEmpty ? "/" : "/" + keys.joined(separator: "/") }
+    }
+
+    /// The canonical form of `path`, an absolute path. `followingFinalLink`: whether a symbolic link as last
+    /// component is resolved (a link named with a trailing slash always is).
+    func canonicalize(_ path: String, followingFinalLink: Bool) throws(CanonicalizationError) -> CanonicalPath {
+        guard path.utf8.first == UInt8(ascii: "/") else { throw .relative }
+        if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
+        var walk = try rootWalk()
+        try self.walk(&walk, path.split(separator: "/", omittingEmptySubsequences: false), followingFinalLink)
+        return CanonicalPath(key: walk.key, spelling: walk.spelling, followedFinalLink: walk.followedFinalLink)
+    }
+
+    /// Forgets every cached directory (tests, and the benchmark's cold case).
+    func removeAllCached() {
+        directories.withLock { $0.removeAll() }
+    }
+
+    // MARK: The cached path
+
+    /// The answer from the cache, or `nil` when the path is not plain (`.`, `..`, `//`) or its parent is not cached
+    /// or no longer valid.
+    private func cachedCanonicalize(
+        _ path: String,
+        followingFinalLink: Bool
+    ) throws(CanonicalizationError) -> CanonicalPath? {
+        var trimmed = Substring(path)
+        var trailingSlash = false
+        while trimmed.count > 1, trimmed.last == "/" {
+            trimmed = trimmed.dropLast()
+            trailingSlash = true
+        }
+        guard let slash = trimmed.lastIndex(of: "/"), trimmed.count > 1 else { return nil }
+        let parentPath = slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+        let name = trimmed[trimmed.index(after: slash)...]
+        guard name != ".", name != "..", !parentPath.contains("//"), !parentPath.contains("/./"),
+            !parentPath.contains("/../"), !parentPath.hasSuffix("/."), !parentPath.hasSuffix("/..")
+        else { return nil }
+        let parent: Walk
+        if let known = directories.withLock({ $0[parentPath] }), let identity = known.identity,
+            (try? FileSystemCalls.status(parentPath, followingLinks: true).identity) == identity,
+            known.spelling == parentPath
+                || (try? FileSystemCalls.status(known.spelling, followingLinks: true).identity) == identity
+        {
+            parent = known
+        } else {
+            var walk = try rootWalk()
+            try self.walk(&walk, parentPath.split(separator: "/", omittingEmptySubsequences: false), true)
+            guard walk.exists, walk.identity != nil else { return nil }
+            decideInsensitivity(&walk)
+            walk.followedFinalLink = false
+            directories.withLock { directories in
+                if directories.count >= Self.capacity { directories.removeAll(keepingCapacity: true) }
+                directories[parentPath] = walk
+            }
+            parent = walk
+        }
+        var walk = parent
+        var components: [Substring] = [name]
+        if trailingSlash { components.append("") }
+        try self.walk(&walk, components, followingFinalLink)
+        return CanonicalPath(key: walk.key, spelling: walk.spelling, followedFinalLink: walk.followedFinalLink)
+    }
+
+    // MARK: The walk
+
+    private func rootWalk() throws(CanonicalizationError) -> Walk {
+        var walk = Walk()
+        walk.identity = try? FileSystemCalls.status("/", followingLinks: true).identity
+        return walk
+    }
+
+    /// Decides whether the resolved prefix (an existing directory) is case-insensitive, once.
+    private func decideInsensitivity(_ walk: inout Walk) {
+        guard !walk.decided else { return }
+        walk.decided = true
+        guard walk.exists, let identity = walk.identity else { return }
+        walk.insensitive = caseSensitivity.isInsensitive(
+            directory: walk.spelling,
+            identity: identity,
+            fallback: walk.insensitive
+        )
+    }
+
+    /// Walks `components` (a path split at `/`, empty and `.` components meaning nothing) from `walk`'s prefix.
+    private func walk(
+        _ walk: inout Walk,
+        _ components: [Substring],
+        _ followingFinalLink: Bool
+    ) throws(CanonicalizationError) {
+        // A stack, next component last.
+        var pending = Array(components.reversed())
+        while let component = pending.popLast() {
+            if component.isEmpty || component == "." { continue }
+            if component == ".." {
+                guard !walk.spelled.isEmpty else { continue }
+                walk.spelled.removeLast()
+                walk.keys.removeLast()
+                if walk.existing > walk.spelled.count {
+                    walk.existing = walk.spelled.count
+                    // Its identity and case rule are the parent's: looked up again below when needed.
+                    walk.identity = try? FileSystemCalls.status(walk.spelling, followingLinks: true).identity
+                    walk.decided = false
+                    walk.insensitive = false
+                }
+                continue
+            }
+            let isLast = pending.allSatisfy { $0 == "." || $0.isEmpty }
+            let follows = !isLast || followingFinalLink || pending.contains { $0.isEmpty }
+            if walk.exists { decideInsensitivity(&walk) }
+            let key = walk.insensitive ? CaseFolding.fold(component) : String(component)
+            guard walk.exists else {
+                walk.spelled.append(component)
+                walk.keys.append(key)
+                continue
+            }
+            let candidate = walk.spelled.isEmpty ? "/" + component : walk.spelling + "/" + component
+            guard let status = try? FileSystemCalls.status(candidate, followingLinks: false) else {
+                walk.spelled.append(component)
+                walk.keys.append(key)
+                continue
+            }
+            if status.kind == .symbolicLink, follows {
+                walk.links += 1
+                guard walk.links <= Self.maximumLinks,
+                    let target = try? FileSystemCalls.symbolicLinkTarget(candidate)
+                else { throw .tooManyLinks(links: walk.links) }
+                if isLast { walk.followedFinalLink = true }
+                if target.hasPrefix("/") {
+                    walk = Walk(
+                        identity: try? FileSystemCalls.status("/", followingLinks: true).identity,
+                        links: walk.links,
+                        followedFinalLink: walk.followedFinalLink
+                    )
+                }
+                pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: false).reversed())
+                continue
+            }
+            walk.spelled.append(component)
+            walk.keys.append(key)
+            walk.existing = walk.spelled.count
+            walk.identity = status.identity
+            walk.decided = false
+            if status.kind != .directory {
+                // A file: whatever follows does not exist; it keeps the enclosing directory's case rule.
+                walk.decided = true
+            }
+        }
+    }
+}
