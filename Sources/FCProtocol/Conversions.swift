@@ -763,7 +763,7 @@ extension Filecoord_V1_Frame {
     /// connection, and `timerFired`, which is the daemon's own).
     public init?(_ event: ArbiterEvent) {
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired:
+        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
             return nil
         case .presenterAdded(let registration):
             self.init(.registerPresenter(Filecoord_V1_RegisterPresenter(registration)))
@@ -793,7 +793,7 @@ extension Filecoord_V1_Frame {
     /// itself (`startTimer`, `cancelTimer`, `log`).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
             return nil
         case .grant(let claim, _, let paths):
             self.init(.granted(Filecoord_V1_Granted(claim: claim, paths: paths)))
