@@ -172,7 +172,7 @@ extension Arbiter {
             fileSystemNotify(presenter, .presentedSubitemDidMove(from: from, to: to))
         }
         // Directories the item entered without leaving (the rest heard of the move): it appeared there.
-        forEachEnclosingPresenter(of: to, below: common) { presenter, package in
+        forEachEnclosingPresenter(of: to, below: common + 1) { presenter, package in
             if package {
                 fileSystemNotify(presenter, .presentedItemDidChange)
             } else {
