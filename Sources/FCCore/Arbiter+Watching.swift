@@ -19,7 +19,7 @@ struct WatchState {
     var echoes: [ItemPath: Int] = [:]
     /// Items created recently, to the tick after which they are no longer new: a file's creation and its first
     /// close after writing are one appearance, and a save through a new temporary renamed over an item is a change.
-    var fresh: [ItemPath: Int] = [:]
+    var fresh: [ItemPath: (expiry: Int, written: Bool)] = [:]
     /// Ticks of the window timer so far.
     var tick = 0
     /// `true` while the window timer runs.
@@ -75,7 +75,10 @@ extension Arbiter {
             switch event {
             case .closedAfterWriting(let path):
                 guard !isEcho(path) else { continue }
-                if watching.fresh.removeValue(forKey: path) != nil { continue }  // Its creation was reported.
+                if let fresh = watching.fresh[path], !fresh.written {
+                    watching.fresh[path]?.written = true
+                    continue  // Its first contents: its creation was reported.
+                }
                 itemChanged(path)
             case .created(let path, let isDirectory):
                 guard !isEcho(path) else { continue }
@@ -111,7 +114,7 @@ extension Arbiter {
     }
 
     private func itemAppeared(_ path: ItemPath, isDirectory: Bool) {
-        watching.fresh[path] = watching.tick + 2
+        watching.fresh[path] = (watching.tick + 2, false)
         // A presenter of an item that did not exist yet hears that it does now.
         notifyPresenters(at: path, .presentedItemDidChange)
         notifyEnclosingDirectories(of: path, appeared: true)
@@ -353,7 +356,7 @@ extension Arbiter {
         }
         let tick = watching.tick
         watching.echoes = watching.echoes.filter { $0.value > tick }
-        watching.fresh = watching.fresh.filter { $0.value > tick }
+        watching.fresh = watching.fresh.filter { $0.value.expiry > tick }
         startWatchTimerIfNeeded()
     }
 

@@ -27,6 +27,8 @@ final class ArbiterHost {
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?
+    /// The directories the watcher watches now, as its reports said.
+    var watchedDirectories: Set<ItemPath> = []
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop

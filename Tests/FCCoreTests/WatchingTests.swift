@@ -113,6 +113,7 @@ struct WatchingTests {
     @Test func anAtomicSaveThroughATemporaryIsOneChangeAndNoMove() {
         let h = watchingHarness()
         let app = h.connect("app")
+        let folder = h.present("/d", client: app)
         let file = h.present("/d/f", client: app)
         h.fs(
             .created(path("/d/.f.tmp"), isDirectory: false),
@@ -123,6 +124,13 @@ struct WatchingTests {
         h.settle()
         #expect(h.messages(to: file) == [.presentedItemDidChange])
         #expect(h.arbiter.snapshot().presenters[file]?.path == path("/d/f"))
+        // The folder hears of the new temporary, then of a change of the saved item (not of a move).
+        #expect(
+            h.messages(to: folder) == [
+                .presentedSubitemDidChange(at: path("/d/.f.tmp")), .presentedSubitemDidAppear(at: path("/d/.f.tmp")),
+                .presentedSubitemDidChange(at: path("/d/f")),
+            ]
+        )
     }
 
     @Test func aDeletionIsADidChangeForTheItemAndASubitemChangeForItsFolder() {

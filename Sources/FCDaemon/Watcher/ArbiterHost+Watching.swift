@@ -1,4 +1,5 @@
 import FCCore
+import FCDumpModel
 import Logging
 import NIOCore
 
@@ -7,6 +8,8 @@ extension ArbiterHost {
     func fileSystemChanged(_ report: WatcherReport) {
         loop.preconditionInEventLoop()
         watcherStatus = report.status
+        for directory in report.unwatched { watchedDirectories.remove(directory) }
+        for directory in report.watched { watchedDirectories.insert(directory) }
         guard !report.events.isEmpty else { return }
         apply(router.fileSystemChanged(report.events))
     }
@@ -37,5 +40,39 @@ extension DaemonService {
             host.value.watcherStatus = WatcherStatus(backend: "inotify")
         }.get()
         return watcher
+    }
+}
+
+extension ArbiterHost {
+    /// The watcher's part of the dump; `nil` when the daemon does not watch. Costs O(watched directories).
+    func dumpWatcher() -> DaemonDump.Watcher? {
+        guard let status = watcherStatus else { return nil }
+        let watching = router.arbiter.watchingSnapshot()
+        let limits = [status.watchCap, status.kernelMaximumWatches].compactMap { $0 }
+        var dump = DaemonDump.Watcher(
+            watches: status.watches,
+            maximumWatches: limits.min(),
+            overflows: status.overflows,
+            recrawls: status.rescans
+        )
+        dump.backend = status.backend
+        dump.watchCap = status.watchCap
+        dump.kernelMaximumWatches = status.kernelMaximumWatches
+        dump.queueLimit = status.queueLimit
+        dump.events = status.events
+        dump.failedWatches = status.failedWatches
+        dump.notificationsSent = watching.statistics.notificationsSent
+        dump.coalesced = watching.statistics.coalesced
+        dump.echoesSuppressed = watching.statistics.echoesSuppressed
+        dump.directories = watching.directories.filter {
+            watchedDirectories.contains($0.path) || $0.failure != nil
+        }.map {
+            DaemonDump.WatchedDirectory(
+                path: $0.path.escapedDescription,
+                presenters: $0.presenters,
+                failure: $0.failure
+            )
+        }
+        return dump
     }
 }

@@ -28,11 +28,18 @@ public struct WatcherReport: Sendable {
     public var events: [FileSystemEvent]
     /// The watcher's counters after these events.
     public var status: WatcherStatus
+    /// Directories whose watch was added since the last report.
+    public var watched: [ItemPath] = []
+    /// Directories whose watch went away since the last report (unwatched, deleted).
+    public var unwatched: [ItemPath] = []
 
     /// Creates a report.
-    public init(events: [FileSystemEvent], status: WatcherStatus) {
+    public init(events: [FileSystemEvent], status: WatcherStatus, watched: [ItemPath] = [], unwatched: [ItemPath] = [])
+    {
         self.events = events
         self.status = status
+        self.watched = watched
+        self.unwatched = unwatched
     }
 }
 

@@ -41,6 +41,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
     private var status = WatcherStatus(backend: "inotify")
+    /// Watches added and removed since the last report.
+    private var added: [ItemPath] = []
+    private var removed: [ItemPath] = []
 
     /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
     /// through a file at `wakePath` (in the daemon's private runtime folder).
@@ -153,7 +156,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             read(first, into: &batch, wake: &wake)
             while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
             if wake, !runCommands(into: &batch) { return }
-            deliver(WatcherReport(events: batch, status: status))
+            deliver(WatcherReport(events: batch, status: status, watched: added, unwatched: removed))
+            added = []
+            removed = []
         }
     }
 
@@ -180,6 +185,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
             if let directory = byDescriptor.removeValue(forKey: descriptor) {
                 byPath[directory] = nil
+                removed.append(directory)
                 status.watches = byDescriptor.count
             }
             return
@@ -219,6 +225,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 wanted.remove(directory)
                 if let descriptor = byPath.removeValue(forKey: directory) {
                     byDescriptor[descriptor] = nil
+                    removed.append(directory)
                     _ = inotifytools_remove_watch_by_wd(descriptor)
                 }
             }
@@ -267,6 +274,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         byDescriptor[descriptor] = directory
         byPath[directory] = descriptor
+        added.append(directory)
         status.watches = byDescriptor.count
         if scan { self.scan(directory, into: &batch) }
     }
