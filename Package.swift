@@ -56,11 +56,18 @@ let package = Package(
             dependencies: ["FCCore", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             exclude: ["filecoord.proto"]
         ),
+        // libinotifytools (no pkg-config file: a module map that links it). Only the daemon's watcher uses it; the
+        // library apps import does not depend on it.
+        .systemLibrary(
+            name: "CInotifyTools",
+            providers: [.apt(["libinotifytools0-dev"])]
+        ),
         // The daemon as a library: id mapping and routing, runtime folder, lock, listener and sessions.
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol", "FCDumpModel",
+                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -459,7 +459,10 @@ extension Arbiter {
 
     /// Ends a granted claim: notifications for what it wrote, then reacquirers.
     func completeGranted(_ claim: ClaimRecord, created: [ItemPath]) {
-        if !claim.request.isPreparation { notifyAfterAccess(claim, created: created) }
+        if !claim.request.isPreparation {
+            notifyAfterAccess(claim, created: created)
+            recordEchoes(of: claim, created: created)
+        }
         sendReacquirers(claim)
         remove(claim)
     }

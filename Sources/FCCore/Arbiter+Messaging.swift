@@ -155,6 +155,8 @@ extension Arbiter {
             deadlockCheck(claimID)
         case .claimDeadline(let claimID):
             deadlinePassed(claimID)
+        case .fileSystemWindow:
+            watchWindowElapsed()
         case .presenterReply(let requestID):
             guard let request = requests[requestID] else { return }
             statistics.presenterTimeouts += 1

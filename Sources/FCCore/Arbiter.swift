@@ -42,6 +42,8 @@ public final class Arbiter {
     var effects: [ArbiterEffect] = []
     /// The host's time of the event being handled (``handle(_:at:)``), or `nil`.
     var now: Duration?
+    /// What the file system watching rules keep (Arbiter+Watching.swift).
+    var watching = WatchState()
 
     /// Creates an empty arbiter.
     public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
@@ -86,9 +88,12 @@ public final class Arbiter {
             versionChanged(claim, path, change)
         case .timerFired(let timer):
             timerFired(timer)
+        case .fileSystemChanged(let events):
+            fileSystemChanged(events)
         }
         reevaluatePending()
         armDeadlockChecks()
+        flushWatchChanges()
         let out = effects
         effects = []
         return out
@@ -147,6 +152,7 @@ public final class Arbiter {
             record.node = node
             if registration.isPackage && node.packageDeclarations == 1 { reindexClaims() }
         }
+        changeWatchInterest(registration.path, by: 1)
     }
 
     /// Places every live claim's items again after a package declaration came or went, so that an item inside a
@@ -173,6 +179,7 @@ public final class Arbiter {
             return
         }
         clients[record.registration.client]?.presenters.remove(id)
+        changeWatchInterest(record.registration.path, by: -1)
         if let node = record.node {
             tree.removePresenter(id, at: node, declaredPackage: record.registration.isPackage)
             if record.registration.isPackage && node.packageDeclarations == 0 { reindexClaims() }
@@ -205,6 +212,8 @@ public final class Arbiter {
             tree.removePresenter(record.registration.id, at: node, declaredPackage: record.registration.isPackage)
             record.node = nil
         }
+        changeWatchInterest(record.registration.path, by: -1)
+        changeWatchInterest(path, by: 1)
         record.registration.path = path
         if let path {
             let node = tree.node(path)

@@ -7,6 +7,15 @@ public struct ArbiterConfiguration: Hashable, Sendable {
     public var presenterTimeout: Duration?
     /// How long a claim may wait before the deadlock detector looks at it (SEMANTICS.md §6). `nil` never looks.
     public var deadlockDetectionDelay: Duration?
+    /// `true` when the host watches the file system (the daemon): presenters then make the arbiter ask for watches
+    /// (``ArbiterEffect/watch(_:)``). `false` (the default) asks for none.
+    public var watchesFileSystem = false
+    /// How long notifications caused by file-system events are coalesced: the first goes at once, more of the same
+    /// in the window become one sent when it closes.
+    public var coalescingWindow: Duration = .milliseconds(50)
+    /// How long after a coordinated write its file-system events count as its echoes (its own notification covers
+    /// them), at least two coalescing windows.
+    public var echoRetention: Duration = .milliseconds(250)
 
     /// The default package extensions: document bundles commonly found on Linux and macOS volumes.
     public static let defaultPackageExtensions: [String] = [

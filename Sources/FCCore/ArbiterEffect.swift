@@ -68,4 +68,15 @@ public enum ArbiterEffect: Hashable, Sendable {
     case cancelTimer(TimerID)
     /// Write a log record.
     case log(LogRecord)
+    /// Watch this directory for changes made without coordination (its direct entries; the host uses no watch when
+    /// it is not a directory), feeding them as ``ArbiterEvent/fileSystemChanged(_:)``. Emitted when the first
+    /// presenter needs it (``ArbiterConfiguration/watchesFileSystem``), and again when it was created after a
+    /// failed watch: the host then scans it and reports what it holds as created.
+    case watch(ItemPath)
+    /// Stop watching a directory: the last presenter that needed it is gone. In one batch of effects every unwatch
+    /// comes before any watch.
+    case unwatch(ItemPath)
+    /// A presenter's item or its parent cannot be watched (out of watches, say): changes made without coordination
+    /// will not reach it. For the presenter's client.
+    case watchUnavailable(PresenterID, client: ClientID, directory: ItemPath, reason: String)
 }

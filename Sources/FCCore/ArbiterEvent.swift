@@ -126,6 +126,8 @@ public enum TimerID: Hashable, Sendable {
     case deadlockCheck(ClaimID)
     /// A claim's own deadline (``ClaimRequest/timeout``) has passed.
     case claimDeadline(ClaimID)
+    /// The coalescing window of file-system notifications (``ArbiterConfiguration/coalescingWindow``) elapsed.
+    case fileSystemWindow
 }
 
 /// Everything that can happen to the arbiter. The host feeds events one at a time, in order.
@@ -157,4 +159,6 @@ public enum ArbiterEvent: Hashable, Sendable {
     case versionChanged(ClaimID, ItemPath, VersionChange)
     /// A timer the arbiter scheduled fired.
     case timerFired(TimerID)
+    /// The file-system watcher read these events, in the kernel's order (``FileSystemEvent``).
+    case fileSystemChanged([FileSystemEvent])
 }

@@ -24,6 +24,11 @@ final class ArbiterHost {
     private var shuttingDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
+    /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
+    var watcher: (any FileSystemWatcher)?
+    var watcherStatus: WatcherStatus?
+    /// The directories the watcher watches now, as its reports said.
+    var watchedDirectories: Set<ItemPath> = []
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -228,7 +233,7 @@ final class ArbiterHost {
         }
     }
 
-    private func apply(_ routed: SessionRouter.Routed) {
+    func apply(_ routed: SessionRouter.Routed) {
         for effect in routed.host {
             switch effect {
             case .startTimer(let timer, let after):
@@ -240,7 +245,11 @@ final class ArbiterHost {
                 timers.removeValue(forKey: timer)?.cancel()
             case .log(let record):
                 log(record)
-            case .grant, .fail, .message:
+            case .watch(let directory):
+                watcher?.watch(directory)
+            case .unwatch(let directory):
+                watcher?.unwatch(directory)
+            case .grant, .fail, .message, .watchUnavailable:
                 break
             }
         }

@@ -28,6 +28,14 @@ public struct DaemonConfiguration: Sendable {
     /// After a crash of the previous daemon (its socket file was left behind), how long only claims still held by
     /// their clients are taken, before any new claim: the time for those clients to reconnect and declare them.
     public var recoveryGrace: Duration
+    /// `true` to watch presented items with inotify, so that presenters hear of changes made without coordination
+    /// (issue 13).
+    public var watchesFileSystem = true
+    /// Most inotify watches the daemon uses (`nil`: as many as the kernel's `fs.inotify.max_user_watches` allows).
+    /// Directories past it are not watched and their presenters' clients are told.
+    public var maximumWatches: Int?
+    /// How long notifications of changes made without coordination are coalesced (``ArbiterConfiguration``).
+    public var coalescingWindow: Duration = .milliseconds(50)
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(
@@ -64,6 +72,13 @@ public struct DaemonConfiguration: Sendable {
 
     /// The arbiter's settings.
     public var arbiterConfiguration: ArbiterConfiguration {
-        ArbiterConfiguration(presenterTimeout: presenterTimeout, deadlockDetectionDelay: deadlockDetectionDelay)
+        var configuration = ArbiterConfiguration(
+            presenterTimeout: presenterTimeout,
+            deadlockDetectionDelay: deadlockDetectionDelay
+        )
+        configuration.watchesFileSystem = watchesFileSystem
+        configuration.coalescingWindow = coalescingWindow
+        configuration.echoRetention = max(configuration.echoRetention, coalescingWindow * 2)
+        return configuration
     }
 }

@@ -11,8 +11,8 @@ public import ServiceLifecycle
 ///
 /// - Important: `run()` is called once, by a `ServiceGroup`. The arbiter lives on one event loop of its own.
 public final class DaemonService: Service, Sendable {
-    private let configuration: DaemonConfiguration
-    private let logger: Logger
+    let configuration: DaemonConfiguration
+    let logger: Logger
     private let ready: @Sendable () -> Void
 
     /// Creates the service; `ready` is called once the socket accepts connections.
@@ -47,6 +47,7 @@ public final class DaemonService: Service, Sendable {
                     try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host.value))
                 }
             }
+        let watcher = try await startWatcher(host: host, loop: loop)
         let activated = Self.socketFromSystemd()
         // Holding the lock, a socket file left behind is a crashed daemon's: its clients may still hold claims.
         if activated == nil, FileManager.default.fileExists(atPath: socketPath), configuration.recoveryGrace > .zero {
@@ -75,6 +76,7 @@ public final class DaemonService: Service, Sendable {
                 server.close(promise: nil)
             }
         }
+        watcher?.stop()
         if activated == nil { unlink(socketPath) }  // systemd owns an activated socket.
         try? await group.shutdownGracefully()
         logger.info("filecoordd stopped", metadata: ["socket": "\(socketPath)"])

@@ -35,7 +35,8 @@ extension ArbiterHost {
             statistics: arbiter.statistics,
             deadlocks: arbiter.recentDeadlockReports,
             clients: router.clients,
-            clientArguments: clientArguments
+            clientArguments: clientArguments,
+            watcher: dumpWatcher()
         )
     }
 }
@@ -56,6 +57,7 @@ struct DumpState: Sendable {
     var deadlocks: [String]
     var clients: [ClientInfo]
     var clientArguments: [ClientID: [String]]
+    var watcher: DaemonDump.Watcher?
 
     /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
     /// in a debug build, which is why it runs off the event loop.
@@ -140,7 +142,7 @@ struct DumpState: Sendable {
             ),
             deadlocks: deadlocks,
             nodeCount: snapshot.nodeCount,
-            watcher: nil
+            watcher: watcher
         )
         do {
             return try dump.jsonBytes()

@@ -130,7 +130,7 @@ public final class SessionRouter {
         let global: ArbiterEvent
         var finished: ClaimID?
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired:
+        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
             return Routed()  // Not a client's to send.
         case .presenterAdded(var registration):
             let local = registration.id.rawValue
@@ -195,6 +195,11 @@ public final class SessionRouter {
         return routed
     }
 
+    /// Feeds a batch of file-system events from the watcher (issue 13).
+    public func fileSystemChanged(_ events: [FileSystemEvent]) -> Routed {
+        route(arbiter.handle(.fileSystemChanged(events), at: now()))
+    }
+
     /// Feeds a timer that fired.
     public func timerFired(_ timer: TimerID) -> Routed {
         route(arbiter.handle(.timerFired(timer), at: now()))
@@ -235,8 +240,14 @@ public final class SessionRouter {
                     claimOwner[claim].flatMap { $0.0 == owner ? ClaimID($0.1) : nil }
                 }
                 append(.message(message), to: owner)
-            case .startTimer, .cancelTimer, .log:
+            case .startTimer, .cancelTimer, .log, .watch, .unwatch:
                 routed.host.append(effect)
+            case .watchUnavailable(let presenter, let client, let directory, let reason):
+                guard let (owner, local) = presenterOwner[presenter], owner == client else { continue }
+                append(
+                    .watchUnavailable(PresenterID(local), client: client, directory: directory, reason: reason),
+                    to: owner
+                )
             }
         }
         routed.perClient = order.map { ($0, buckets[$0]!) }

@@ -389,16 +389,37 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         }
     }
 
-    /// The file watcher's health (reserved: no watcher yet).
+    /// The file watcher's health (issue 13): watches against the limits, what is watched and for how many
+    /// presenters, and the counters of events, overflows, rescans and coalesced notifications.
     public struct Watcher: Codable, Hashable, Sendable {
-        /// Watches in use.
+        /// Watches in use (one per watched directory).
         public var watches: Int
-        /// The kernel's limit (`max_user_watches`), if known.
+        /// The limit that applies first: the daemon's cap (`--max-watches`) or the kernel's `max_user_watches`.
         public var maximumWatches: Int?
         /// Event queue overflows seen.
         public var overflows: Int
-        /// Recrawls done.
+        /// Rescans done (after an overflow, or of a directory created after its watch was asked for).
         public var recrawls: Int
+        /// The backend (`inotify`).
+        public var backend: String?
+        /// The daemon's own cap on watches, if set (`--max-watches`).
+        public var watchCap: Int?
+        /// The kernel's `fs.inotify.max_user_watches` (shared by every inotify user of the uid).
+        public var kernelMaximumWatches: Int?
+        /// The kernel's `fs.inotify.max_queued_events`.
+        public var queueLimit: Int?
+        /// File-system events read.
+        public var events: Int?
+        /// Watches that could not be added (a limit reached, permission denied).
+        public var failedWatches: Int?
+        /// Notifications sent for file-system events.
+        public var notificationsSent: Int?
+        /// Notifications held back by the coalescing window.
+        public var coalesced: Int?
+        /// Events dropped as echoes of coordinated writes.
+        public var echoesSuppressed: Int?
+        /// Directories the arbiter asked to watch, with their presenters' counts.
+        public var directories: [WatchedDirectory]?
 
         /// Creates a health record.
         public init(watches: Int, maximumWatches: Int?, overflows: Int, recrawls: Int) {
@@ -406,6 +427,23 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.maximumWatches = maximumWatches
             self.overflows = overflows
             self.recrawls = recrawls
+        }
+    }
+
+    /// A directory the arbiter asked to watch.
+    public struct WatchedDirectory: Codable, Hashable, Sendable {
+        /// The directory (escaped as in ``Node/path``).
+        public var path: String
+        /// How many presenters need it (as their item's parent, or as their item).
+        public var presenters: Int
+        /// Why it is not watched, if the watcher could not watch it (its presenters' clients were told).
+        public var failure: String?
+
+        /// Creates a record.
+        public init(path: String, presenters: Int, failure: String?) {
+            self.path = path
+            self.presenters = presenters
+            self.failure = failure
         }
     }
 }

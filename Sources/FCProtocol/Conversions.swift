@@ -751,7 +751,8 @@ extension ArbiterEvent {
                 try decodePath(message.path, field: "VersionChanged.path", limits: limits),
                 try VersionChange(wireKind: message.kind, versionID: message.versionID)
             )
-        case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply:
+        case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
+            .watchUnavailable:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         }
     }
@@ -763,7 +764,7 @@ extension Filecoord_V1_Frame {
     /// connection, and `timerFired`, which is the daemon's own).
     public init?(_ event: ArbiterEvent) {
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired:
+        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
             return nil
         case .presenterAdded(let registration):
             self.init(.registerPresenter(Filecoord_V1_RegisterPresenter(registration)))
@@ -793,8 +794,14 @@ extension Filecoord_V1_Frame {
     /// itself (`startTimer`, `cancelTimer`, `log`).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch:
             return nil
+        case .watchUnavailable(let presenter, _, let directory, let reason):
+            var message = Filecoord_V1_WatchUnavailable()
+            message.presenterID = presenter.rawValue
+            message.directory = encodePath(directory)
+            message.reason = reason
+            self.init(.watchUnavailable(message))
         case .grant(let claim, _, let paths):
             self.init(.granted(Filecoord_V1_Granted(claim: claim, paths: paths)))
         case .fail(let claim, _, let failure):

@@ -25,6 +25,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toDaemon
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply:
             .toClient
+        case .watchUnavailable:
+            .toClient
         }
     }
 
@@ -50,6 +52,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .presenterMessage: "PresenterMessage"
         case .protocolError: "ProtocolError"
         case .dumpReply: "DumpReply"
+        case .watchUnavailable: "WatchUnavailable"
         }
     }
 }

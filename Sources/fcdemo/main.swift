@@ -25,7 +25,7 @@ var presenterNames: [PresenterID: String] = [:]
         case .message(let message):
             let who = presenterNames[message.presenter] ?? "\(message.presenter)"
             say("   arbiter -> \(who): \(message.kind)")
-        case .startTimer, .cancelTimer, .log:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
             break
         }
     }

@@ -24,6 +24,7 @@ struct FCDump: ParsableCommand {
               clients    the connected clients with their presenters and claims
               deadlocks  the recent deadlock reports and the deadlock counters
               graph      the wait-for graph in Graphviz DOT (same as --graph)
+              watcher    the inotify watches against their limits, the watched directories and the watcher's counters
             --json prints the whole state as JSON (schema: docs/FCDUMP-SCHEMA.md). Exit status 1 when no daemon \
             answers.
             """
@@ -31,10 +32,10 @@ struct FCDump: ParsableCommand {
 
     /// What to show.
     enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case tree, clients, deadlocks, graph
+        case tree, clients, deadlocks, graph, watcher
     }
 
-    @Argument(help: "tree, clients, deadlocks or graph.")
+    @Argument(help: "tree, clients, deadlocks, graph or watcher.")
     var mode: Mode = .tree
 
     @Option(help: "The daemon's socket (default: FILECOORDD_SOCKET, else the per-user socket).")
@@ -120,6 +121,7 @@ struct FCDump: ParsableCommand {
         case .clients: return renderer.clients()
         case .deadlocks: return renderer.deadlocks()
         case .graph: return renderer.dot()
+        case .watcher: return renderer.watcher()
         }
     }
 }

@@ -44,6 +44,19 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Flag(help: ArgumentHelp(foregroundHelp))
     var foreground = false
 
+    @Option(help: ArgumentHelp(maxWatchesHelp))
+    var maxWatches: Int?
+
+    @Option(help: "Seconds during which repeated changes made without coordination are coalesced (fractions allowed).")
+    var coalescingWindow: Double = 0.05
+
+    @Flag(help: "Do not watch presented items with inotify (changes made without coordination go unseen).")
+    var noWatching = false
+
+    static let maxWatchesHelp =
+        "Most inotify watches the daemon may use (default: as many as fs.inotify.max_user_watches allows); "
+        + "presenters past it are not watched and their clients are told."
+
     static let foregroundHelp =
         "Stay in the foreground, logging to standard error (the daemon never forks; clients start it in a session of "
         + "its own with its output in <socket>.log)."
@@ -60,6 +73,12 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         guard deadlockDelay > 0 else { throw ValidationError("--deadlock-delay takes a positive number of seconds") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections takes a positive number") }
         guard maxQueuedBytes >= 1024 else { throw ValidationError("--max-queued-bytes takes at least 1024") }
+        if let maxWatches, maxWatches < 0 {
+            throw ValidationError("--max-watches takes a number of watches, 0 or more")
+        }
+        guard coalescingWindow > 0, coalescingWindow <= 60 else {
+            throw ValidationError("--coalescing-window takes a positive number of seconds, at most 60")
+        }
         guard handshakeTimeout > 0, partialFrameTimeout > 0 else {
             throw ValidationError("--handshake-timeout and --partial-frame-timeout take a positive number of seconds")
         }
@@ -82,6 +101,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
         configuration.partialFrameTimeout = .milliseconds(Int64(partialFrameTimeout * 1000))
         configuration.maximumQueuedBytes = maxQueuedBytes
+        configuration.maximumWatches = maxWatches
+        configuration.coalescingWindow = .microseconds(Int64(coalescingWindow * 1_000_000))
+        configuration.watchesFileSystem = !noWatching
         // One descriptor per client: the soft limit (often 1,024) goes up to the hard one (issue 11.4).
         do {
             let limit = try ResourceLimits.raiseOpenFilesToHardLimit()

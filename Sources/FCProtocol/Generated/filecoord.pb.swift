@@ -255,6 +255,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .dumpReply(newValue)}
   }
 
+  /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
+  public var watchUnavailable: Filecoord_V1_WatchUnavailable {
+    get {
+      if case .watchUnavailable(let v)? = payload {return v}
+      return Filecoord_V1_WatchUnavailable()
+    }
+    set {payload = .watchUnavailable(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -279,6 +288,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case presenterMessage(Filecoord_V1_PresenterMessage)
     case protocolError(Filecoord_V1_ProtocolError)
     case dumpReply(Filecoord_V1_DumpReply)
+    /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
+    case watchUnavailable(Filecoord_V1_WatchUnavailable)
 
   }
 
@@ -1055,6 +1066,29 @@ public nonisolated struct Filecoord_V1_DumpReply: Sendable {
   public init() {}
 }
 
+/// Changes made without coordination will not reach this presenter (issue 13): the daemon could not watch a directory
+/// it needs (its item's parent, or its item), because the daemon's cap (--max-watches) or the kernel's
+/// fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter; no reply.
+/// Coordinated access and its notifications are not affected. The client logs it (FileCoordinationLogging).
+public nonisolated struct Filecoord_V1_WatchUnavailable: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The client's id for the presenter.
+  public var presenterID: UInt64 = 0
+
+  /// The directory that is not watched.
+  public var directory: Data = Data()
+
+  /// Why, in words.
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "filecoord.v1"
@@ -1065,7 +1099,7 @@ nonisolated extension Filecoord_V1_VersionChangeKind: SwiftProtobuf._ProtoNamePr
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{4}\u{4}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{4}\u{4}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1320,6 +1354,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .dumpReply(v)
         }
       }()
+      case 40: try {
+        var v: Filecoord_V1_WatchUnavailable?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .watchUnavailable(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .watchUnavailable(v)
+        }
+      }()
       default: break
       }
     }
@@ -1406,6 +1453,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .dumpReply?: try {
       guard case .dumpReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .watchUnavailable?: try {
+      guard case .watchUnavailable(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
     }()
     case nil: break
     }
@@ -2438,6 +2489,46 @@ nonisolated extension Filecoord_V1_DumpReply: SwiftProtobuf.Message, SwiftProtob
   public static func ==(lhs: Filecoord_V1_DumpReply, rhs: Filecoord_V1_DumpReply) -> Bool {
     if lhs.json != rhs.json {return false}
     if lhs.more != rhs.more {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_WatchUnavailable: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WatchUnavailable"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}directory\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.presenterID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.directory) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.presenterID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.presenterID, fieldNumber: 1)
+    }
+    if !self.directory.isEmpty {
+      try visitor.visitSingularBytesField(value: self.directory, fieldNumber: 2)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_WatchUnavailable, rhs: Filecoord_V1_WatchUnavailable) -> Bool {
+    if lhs.presenterID != rhs.presenterID {return false}
+    if lhs.directory != rhs.directory {return false}
+    if lhs.reason != rhs.reason {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

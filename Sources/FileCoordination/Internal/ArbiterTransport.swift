@@ -67,6 +67,8 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
                 logger(record)
             case .grant, .fail, .message:
                 forClients.append(effect)
+            case .watch, .unwatch, .watchUnavailable:
+                break  // Only the daemon watches (ArbiterConfiguration.watchesFileSystem).
             }
         }
         if case .timerFired(let id) = event { timers[id] = nil }

@@ -421,7 +421,7 @@ final class CoordinationClient: @unchecked Sendable {
                 }?.resume(.failed(error))
             case .message(let message):
                 deliver(message)
-            case .startTimer, .cancelTimer, .log:
+            case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
                 break
             }
         }

@@ -183,6 +183,16 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
             delegate.perform([.message(message)])
         case .protocolError(let error)?:
             FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
+        case .watchUnavailable(let message)?:
+            // Issue 13: changes made without coordination will not reach this presenter; coordination goes on.
+            FileCoordinationLogging.logger.warning(
+                "changes made without coordination will not reach a presenter: its directory cannot be watched",
+                metadata: [
+                    "presenter.id": "\(message.presenterID)",
+                    "item.path": "\(String(decoding: message.directory, as: UTF8.self))",
+                    "reason": "\(message.reason)",
+                ]
+            )
         default:
             break
         }

@@ -331,7 +331,7 @@ struct Simulation {
             failed.insert(id)
         case .message(let message):
             checkMessage(message)
-        case .startTimer, .cancelTimer, .log:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
             break
         }
     }

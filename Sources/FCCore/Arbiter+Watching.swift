@@ -1,0 +1,376 @@
+/// The arbiter's file-system watching state (issue 13): which directories presenters need watched, open coalescing
+/// windows, and recent coordinated writes whose echoes are dropped.
+///
+/// Not thread-safe: owned by one ``Arbiter``.
+struct WatchState {
+    /// Presenters that need each directory watched. A presenter of `P` needs `P`'s parent (to hear of `P` written,
+    /// deleted, renamed) and `P` itself (to hear of its direct subitems when it is a directory; the watcher uses no
+    /// watch when it is not). Only directories with a count above zero are here.
+    var interest: [ItemPath: Int] = [:]
+    /// The counts, before this event, of the directories whose count this event changed (``flushWatchChanges()``).
+    var touched: [ItemPath: Int] = [:]
+    /// Why a directory could not be watched, as the watcher reported it, while presenters still need it.
+    var failures: [ItemPath: String] = [:]
+    /// Notifications sent for file-system events whose coalescing window is open; `true` when more of the same came
+    /// in the window (one more is sent when it closes).
+    var windows: [PresenterMessageKey: Bool] = [:]
+    /// Items written by a coordinated write that ended recently, to the tick after which their events are no longer
+    /// echoes of it.
+    var echoes: [ItemPath: Int] = [:]
+    /// Items created recently, to the tick after which they are no longer new: a file's creation and its first
+    /// close after writing are one appearance, and a save through a new temporary renamed over an item is a change.
+    var fresh: [ItemPath: (expiry: Int, written: Bool)] = [:]
+    /// Ticks of the window timer so far.
+    var tick = 0
+    /// `true` while the window timer runs.
+    var timerRunning = false
+    var statistics = WatchStatistics()
+
+    var isIdle: Bool { windows.isEmpty && echoes.isEmpty && fresh.isEmpty }
+}
+
+extension Arbiter {
+    // MARK: Interest
+
+    /// Counts a presenter's need for the directories that show changes to `path` (its parent and itself).
+    func changeWatchInterest(_ path: ItemPath?, by delta: Int) {
+        guard configuration.watchesFileSystem, let path else { return }
+        if let parent = path.parent { changeInterest(parent, by: delta) }
+        changeInterest(path, by: delta)
+    }
+
+    private func changeInterest(_ directory: ItemPath, by delta: Int) {
+        let old = watching.interest[directory] ?? 0
+        if watching.touched[directory] == nil { watching.touched[directory] = old }
+        let new = old + delta
+        watching.interest[directory] = new > 0 ? new : nil
+    }
+
+    /// Emits the watch changes of the event just handled: every unwatch before any watch, so that a directory that
+    /// moved (its old path unwatched, its new path watched: one inode) keeps its watch in the host.
+    func flushWatchChanges() {
+        guard !watching.touched.isEmpty else { return }
+        let touched = watching.touched.sorted { $0.key < $1.key }
+        watching.touched = [:]
+        for (directory, old) in touched where old > 0 && watching.interest[directory] == nil {
+            watching.failures[directory] = nil
+            effects.append(.unwatch(directory))
+        }
+        for (directory, old) in touched where old == 0 && watching.interest[directory] != nil {
+            effects.append(.watch(directory))
+        }
+    }
+
+    // MARK: Events
+
+    /// A batch of file-system events, in the kernel's order: renames are paired by cookie within the batch.
+    func fileSystemChanged(_ events: [FileSystemEvent]) {
+        watching.statistics.events += events.count
+        var movedTo: [UInt32: Int] = [:]
+        for (index, event) in events.enumerated() {
+            if case .movedTo(_, let cookie, _) = event { movedTo[cookie] = index }
+        }
+        var paired: Set<Int> = []
+        for (index, event) in events.enumerated() where !paired.contains(index) {
+            switch event {
+            case .closedAfterWriting(let path):
+                guard !isEcho(path) else { continue }
+                if let fresh = watching.fresh[path], !fresh.written {
+                    watching.fresh[path]?.written = true
+                    continue  // Its first contents: its creation was reported.
+                }
+                itemChanged(path)
+            case .created(let path, let isDirectory):
+                guard !isEcho(path) else { continue }
+                itemAppeared(path, isDirectory: isDirectory)
+            case .deleted(let path):
+                guard !isEcho(path) else { continue }
+                itemDeleted(path)
+            case .movedFrom(let from, let cookie):
+                if let toIndex = movedTo[cookie], toIndex > index, case .movedTo(let to, _, _) = events[toIndex] {
+                    paired.insert(toIndex)
+                    watching.statistics.pairedMoves += 1
+                    guard !isEcho(from), !isEcho(to) else { continue }
+                    itemRenamed(from: from, to: to)
+                } else {
+                    guard !isEcho(from) else { continue }
+                    itemDeleted(from)  // Moved out of everything watched.
+                }
+            case .movedTo(let path, _, let isDirectory):
+                guard !isEcho(path) else { continue }
+                itemAppeared(path, isDirectory: isDirectory)  // Moved in from somewhere unwatched.
+            case .overflow:
+                queueOverflowed()
+            case .watchFailed(let directory, let reason):
+                watchFailed(directory, reason: reason)
+            }
+        }
+        startWatchTimerIfNeeded()
+    }
+
+    private func itemChanged(_ path: ItemPath) {
+        notifyPresenters(at: path, .presentedItemDidChange)
+        notifyEnclosingDirectories(of: path, appeared: false)
+    }
+
+    private func itemAppeared(_ path: ItemPath, isDirectory: Bool) {
+        watching.fresh[path] = (watching.tick + 2, false)
+        // A presenter of an item that did not exist yet hears that it does now.
+        notifyPresenters(at: path, .presentedItemDidChange)
+        notifyEnclosingDirectories(of: path, appeared: true)
+        if isDirectory, configuration.watchesFileSystem, watching.interest[path] != nil {
+            // Presenters wait for this directory: ask again (its watch could not be added while it did not exist);
+            // the host scans it right after adding the watch, so that nothing created in between is missed.
+            watching.failures[path] = nil
+            effects.append(.watch(path))
+        }
+    }
+
+    private func itemDeleted(_ path: ItemPath) {
+        watching.fresh[path] = nil
+        // SEMANTICS.md §3: the item's presenter hears that it changed (it no longer exists).
+        notifyPresenters(at: path, .presentedItemDidChange)
+        notifyEnclosingDirectories(of: path, appeared: false)
+    }
+
+    /// A rename whose two ends are watched. Presenters of the item and of everything inside it get their new URL;
+    /// presenters of an item it replaced hear that their item changed (an editor's save through a temporary file
+    /// renamed over the item is one change and no move); enclosing directories hear of the move.
+    private func itemRenamed(from: ItemPath, to: ItemPath) {
+        let savedThroughTemporary = watching.fresh.removeValue(forKey: from) != nil
+        let replaced = tree.existingNode(to)?.presenters ?? []
+        var moving: [(PresenterRecord, ItemPath)] = []
+        if let node = tree.existingNode(from), node.subtreePresenters > 0 {
+            func collect(_ node: AccessNode) {
+                for id in node.presenters {
+                    guard let record = presenters[id], let old = record.registration.path,
+                        let new = old.relocated(from: from, to: to)
+                    else { continue }
+                    moving.append((record, new))
+                }
+            }
+            collect(node)
+            tree.forEachDescendantWithPresenters(of: node, collect)
+        }
+        for (record, new) in moving {
+            relocate(record, to: new)  // Moves its watch interest too.
+            fileSystemNotify(record.registration.id, .presentedItemDidMove(to: new))
+        }
+        for id in replaced where !moving.contains(where: { $0.0.registration.id == id }) {
+            fileSystemNotify(id, .presentedItemDidChange)
+        }
+        if savedThroughTemporary {
+            notifyEnclosingDirectories(of: to, appeared: false)
+            return
+        }
+        let fromParent = from.parent ?? .root
+        let toParent = to.parent ?? .root
+        var common = 0
+        while common < min(fromParent.depth, toParent.depth),
+            fromParent.components[common] == toParent.components[common]
+        {
+            common += 1
+        }
+        forEachEnclosingPresenter(of: from) { presenter, _ in
+            fileSystemNotify(presenter, .presentedSubitemDidMove(from: from, to: to))
+        }
+        // Directories the item entered without leaving (the rest heard of the move): it appeared there.
+        forEachEnclosingPresenter(of: to, below: common + 1) { presenter, package in
+            if package {
+                fileSystemNotify(presenter, .presentedItemDidChange)
+            } else {
+                fileSystemNotify(presenter, .presentedSubitemDidChange(at: to))
+                fileSystemNotify(presenter, .presentedSubitemDidAppear(at: to))
+            }
+        }
+    }
+
+    private func queueOverflowed() {
+        watching.statistics.overflows += 1
+        log(.warning, "file-system events were lost (queue overflow): every watched presenter is told of a change")
+        // Every presenter whose item is a watched directory or directly inside one may have missed a change.
+        var told: Set<PresenterID> = []
+        for directory in watching.interest.keys.sorted() {
+            guard let node = tree.existingNode(directory) else { continue }
+            for id in node.presenters + node.children.values.flatMap(\.presenters) where told.insert(id).inserted {
+                fileSystemNotify(id, .presentedItemDidChange)
+            }
+        }
+    }
+
+    private func watchFailed(_ directory: ItemPath, reason: String) {
+        guard watching.interest[directory] != nil else { return }  // No longer needed: nobody to tell.
+        watching.statistics.watchFailures += 1
+        let first = watching.failures.updateValue(reason, forKey: directory) == nil
+        log(.warning, "a directory cannot be watched: \(reason)", ["item.path": "\(directory)"])
+        guard first, let node = tree.existingNode(directory) else { return }
+        for id in node.presenters + node.children.values.flatMap(\.presenters) {
+            guard let record = presenters[id] else { continue }
+            effects.append(
+                .watchUnavailable(id, client: record.registration.client, directory: directory, reason: reason)
+            )
+        }
+    }
+
+    // MARK: Who hears
+
+    private func notifyPresenters(at path: ItemPath, _ kind: PresenterMessageKind) {
+        guard let node = tree.existingNode(path) else { return }
+        for id in node.presenters { fileSystemNotify(id, kind) }
+    }
+
+    /// Presenters of the directories enclosing `path` (root first), with `true` for a package presenter that
+    /// implements no subitem notification; only those at a depth of at least `below`.
+    private func forEachEnclosingPresenter(
+        of path: ItemPath,
+        below minimumDepth: Int = 0,
+        _ body: (PresenterID, _ package: Bool) -> Void
+    ) {
+        var node: AccessNode? = tree.root
+        for (depth, component) in path.components.enumerated() {
+            guard let current = node else { return }
+            if depth >= minimumDepth {
+                let package = current !== tree.root && tree.isPackage(current)
+                for id in current.presenters {
+                    let callbacks = presenters[id]?.registration.callbacks ?? []
+                    body(id, package && callbacks.isDisjoint(with: .subitemNotifications))
+                }
+            }
+            node = current.children[component]
+        }
+    }
+
+    private func notifyEnclosingDirectories(of path: ItemPath, appeared: Bool) {
+        forEachEnclosingPresenter(of: path) { presenter, package in
+            if package {
+                fileSystemNotify(presenter, .presentedItemDidChange)
+            } else {
+                fileSystemNotify(presenter, .presentedSubitemDidChange(at: path))
+                if appeared { fileSystemNotify(presenter, .presentedSubitemDidAppear(at: path)) }
+            }
+        }
+    }
+
+    /// Sends a notification caused by the file system, coalesced: the first of a kind goes at once and opens a
+    /// window; more of the same in the window are held, and one is sent when the window closes.
+    func fileSystemNotify(_ id: PresenterID, _ kind: PresenterMessageKind) {
+        guard let presenter = presenters[id], presenter.registration.callbacks.contains(kind.callback) else { return }
+        let key = PresenterMessageKey(presenter: id, kind: kind)
+        if watching.windows[key] != nil {
+            watching.windows[key] = true
+            watching.statistics.coalesced += 1
+            return
+        }
+        watching.windows[key] = false
+        watching.statistics.notificationsSent += 1
+        sendNotification(kind, to: presenter, claim: nil)
+    }
+
+    // MARK: Echoes of coordinated writes
+
+    /// `true` when an event on `path` is the echo of a coordinated write: the item is under a granted write claim,
+    /// or under an item such a claim wrote, created or moved within the echo retention.
+    func isEcho(_ path: ItemPath) -> Bool {
+        if !watching.echoes.isEmpty {
+            var prefix = path
+            while true {
+                if watching.echoes[prefix] != nil { return countEcho() }
+                guard let parent = prefix.parent else { break }
+                prefix = parent
+            }
+        }
+        var node: AccessNode? = tree.root
+        var depth = 0
+        while let current = node {
+            if current.subtreeEntries == 0 { return false }
+            for ref in current.entries {
+                guard let claim = claims[ref.claim], claim.phase == .granted, ref.index < claim.entries.count else {
+                    continue
+                }
+                let entry = claim.entries[ref.index]
+                if case .write = entry.access, path.isEqualOrDescendant(of: entry.path) || tree.isPackage(current) {
+                    return countEcho()
+                }
+            }
+            guard depth < path.depth else { return false }
+            node = current.children[path.components[depth]]
+            depth += 1
+        }
+        return false
+    }
+
+    private func countEcho() -> Bool {
+        watching.statistics.echoesSuppressed += 1
+        return true
+    }
+
+    /// Remembers what a coordinated write that just ended touched: the inotify events it caused may still be on
+    /// their way to the arbiter, and its own notifications already told the presenters.
+    func recordEchoes(of claim: ClaimRecord, created: [ItemPath]) {
+        guard configuration.watchesFileSystem else { return }
+        let expiry = watching.tick + echoTicks
+        var any = false
+        for entry in claim.entries {
+            guard case .write = entry.access else { continue }
+            watching.echoes[entry.path] = expiry
+            any = true
+        }
+        for path in created + claim.moves.flatMap({ [$0.from, $0.to] }) {
+            watching.echoes[path] = expiry
+            any = true
+        }
+        if any { startWatchTimerIfNeeded() }
+    }
+
+    private var echoTicks: Int {
+        let window = configuration.coalescingWindow
+        guard window > .zero else { return 2 }
+        // Whole windows, plus one for the partial window the write ended in (no libm: FCCore is stdlib only).
+        let ratio = configuration.echoRetention / window
+        return max(2, (ratio < Double(Int.max / 2) ? Int(ratio) : Int.max / 4) + 2)
+    }
+
+    // MARK: The window timer
+
+    func startWatchTimerIfNeeded() {
+        guard !watching.timerRunning, !watching.isIdle else { return }
+        watching.timerRunning = true
+        effects.append(.startTimer(.fileSystemWindow, after: configuration.coalescingWindow))
+    }
+
+    /// The window timer: notifications that came again in their window are sent once more (the last one after the
+    /// burst) and their window stays open; quiet windows close; old echoes and new items expire.
+    func watchWindowElapsed() {
+        watching.timerRunning = false
+        watching.tick += 1
+        for (key, repeated) in watching.windows.sorted(by: {
+            ($0.key.presenter, "\($0.key.kind)") < ($1.key.presenter, "\($1.key.kind)")
+        }) {
+            if repeated, let presenter = presenters[key.presenter] {
+                watching.windows[key] = false
+                watching.statistics.notificationsSent += 1
+                sendNotification(key.kind, to: presenter, claim: nil)
+            } else {
+                watching.windows[key] = nil
+            }
+        }
+        let tick = watching.tick
+        watching.echoes = watching.echoes.filter { $0.value > tick }
+        watching.fresh = watching.fresh.filter { $0.value.expiry > tick }
+        startWatchTimerIfNeeded()
+    }
+
+    // MARK: Dump
+
+    /// The watched directories with their presenters' counts, and the counters. Costs O(watched directories).
+    public func watchingSnapshot() -> WatchingSnapshot {
+        WatchingSnapshot(
+            directories: watching.interest.sorted { $0.key < $1.key }.map {
+                WatchingSnapshot.Directory(path: $0.key, presenters: $0.value, failure: watching.failures[$0.key])
+            },
+            statistics: watching.statistics,
+            openWindows: watching.windows.count,
+            echoes: watching.echoes.count
+        )
+    }
+}

@@ -1,0 +1,71 @@
+public import FCCore
+
+/// A source of file-system events for the arbiter (DESIGN.md decision 6): the directories the arbiter asks for are
+/// watched, and what happens in them is reported as ``FileSystemEvent``s in batches.
+///
+/// The daemon uses ``InotifyWatcher``; tests may script events through their own conformance, and other backends
+/// (fanotify, polling for file systems without inotify) can be added behind the same protocol.
+///
+/// - Important: ``watch(_:)``, ``unwatch(_:)`` and ``stop()`` may be called from any thread (the daemon calls them
+///   on its event loop, in the order of the arbiter's effects) and must not block on file-system work; the backend
+///   calls `deliver` from a thread of its own, in order, never concurrently with itself.
+public protocol FileSystemWatcher: AnyObject, Sendable {
+    /// Starts watching nothing; every batch of events (and every change of status) goes to `deliver`.
+    func start(deliver: @escaping @Sendable (WatcherReport) -> Void) throws
+    /// Watches the direct entries of a directory (``ArbiterEffect/watch(_:)``). A path that is not a directory uses
+    /// no watch; one that does not exist yet is watched when it is asked for again after its creation, and then
+    /// scanned, so that what was created in it before the watch existed is reported as created.
+    func watch(_ directory: ItemPath)
+    /// Stops watching a directory (``ArbiterEffect/unwatch(_:)``).
+    func unwatch(_ directory: ItemPath)
+    /// Stops the backend's thread and releases its watches. Nothing is delivered after it returns.
+    func stop()
+}
+
+/// What a watcher reports: events, in order, and its status after them.
+public struct WatcherReport: Sendable {
+    /// The events, one batch (renames are paired within a batch).
+    public var events: [FileSystemEvent]
+    /// The watcher's counters after these events.
+    public var status: WatcherStatus
+    /// Directories whose watch was added since the last report.
+    public var watched: [ItemPath] = []
+    /// Directories whose watch went away since the last report (unwatched, deleted).
+    public var unwatched: [ItemPath] = []
+
+    /// Creates a report.
+    public init(events: [FileSystemEvent], status: WatcherStatus, watched: [ItemPath] = [], unwatched: [ItemPath] = [])
+    {
+        self.events = events
+        self.status = status
+        self.watched = watched
+        self.unwatched = unwatched
+    }
+}
+
+/// A watcher's counters, for the dump (`fcdump watcher`).
+public struct WatcherStatus: Hashable, Sendable {
+    /// The backend's name (`inotify`).
+    public var backend: String
+    /// Watches in use (one per watched directory).
+    public var watches = 0
+    /// The daemon's own cap on watches (`--maximum-watches`), if set.
+    public var watchCap: Int?
+    /// The kernel's limit (`fs.inotify.max_user_watches`), shared by every inotify user of this uid.
+    public var kernelMaximumWatches: Int?
+    /// The kernel's queue limit (`fs.inotify.max_queued_events`).
+    public var queueLimit: Int?
+    /// Events read.
+    public var events = 0
+    /// Queue overflows (`IN_Q_OVERFLOW`).
+    public var overflows = 0
+    /// Rescans of the watched directories after an overflow or for a directory created after its watch was asked.
+    public var rescans = 0
+    /// Watches that could not be added (limit reached, permission denied).
+    public var failedWatches = 0
+
+    /// Creates the status of a backend that watches nothing yet.
+    public init(backend: String) {
+        self.backend = backend
+    }
+}

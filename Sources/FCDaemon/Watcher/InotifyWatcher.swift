@@ -1,0 +1,315 @@
+import CInotifyTools
+public import FCCore
+import Foundation
+public import Logging
+import SystemPackage
+
+/// The inotify backend of ``FileSystemWatcher``, through libinotifytools.
+///
+/// libinotifytools keeps global state and is not thread-safe, so one thread of this watcher owns it: it adds and
+/// removes watches, reads events and delivers them. Other threads only queue commands (``watch(_:)``,
+/// ``unwatch(_:)``) under a lock and wake the thread by writing one byte at offset 0 of a private wake file that
+/// it watches (libinotifytools offers no other way to interrupt its read). One watch per directory, whatever the
+/// number of presenters that need it (the arbiter counts them); `IN_ONLYDIR`, so a presented file costs nothing.
+///
+/// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
+public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
+    private enum Command {
+        case watch(ItemPath)
+        case unwatch(ItemPath)
+    }
+
+    /// The events watched in every directory.
+    static let mask = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+
+    private let cap: Int?
+    private let wakePath: String
+    private let logger: Logger
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var commands: [Command] = []
+    private var wakePending = false
+    private var stopping = false
+    private var wakeFile: FileDescriptor?
+    private var thread: Thread?
+    private let stopped = DispatchSemaphore(value: 0)
+    // Owned by the watcher thread.
+    private var deliver: @Sendable (WatcherReport) -> Void = { _ in }
+    private var wakeWatch: Int32 = -1
+    private var byDescriptor: [Int32: ItemPath] = [:]
+    private var byPath: [ItemPath: Int32] = [:]
+    /// Directories the arbiter asked for and has not given up, watched or not.
+    private var wanted: Set<ItemPath> = []
+    private var status = WatcherStatus(backend: "inotify")
+    /// Watches added and removed since the last report.
+    private var added: [ItemPath] = []
+    private var removed: [ItemPath] = []
+
+    /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
+    /// through a file at `wakePath` (in the daemon's private runtime folder).
+    public init(maximumWatches: Int?, wakePath: String, logger: Logger) {
+        self.cap = maximumWatches
+        self.wakePath = wakePath
+        self.logger = logger
+        status.watchCap = maximumWatches
+        status.kernelMaximumWatches = Self.readLimit("max_user_watches")
+        status.queueLimit = Self.readLimit("max_queued_events")
+    }
+
+    private static func readLimit(_ name: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/fs/inotify/\(name)", encoding: .utf8) else {
+            return nil
+        }
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    public func start(deliver: @escaping @Sendable (WatcherReport) -> Void) throws {
+        let file = try FileDescriptor.open(
+            FilePath(wakePath),
+            .writeOnly,
+            options: [.create, .truncate, .closeOnExec],
+            permissions: [.ownerReadWrite]
+        )
+        _ = try file.writeAll(toAbsoluteOffset: 0, [0])
+        lock.withLock { wakeFile = file }
+        let started = DispatchSemaphore(value: 0)
+        let failure = LockedError()
+        let thread = Thread { [self] in
+            self.deliver = deliver
+            if let error = self.setUp() {
+                failure.set(error)
+                started.signal()
+                self.stopped.signal()
+                return
+            }
+            started.signal()
+            self.run()
+            inotifytools_cleanup()
+            self.stopped.signal()
+        }
+        thread.name = "filecoordd-watcher"
+        lock.withLock { self.thread = thread }
+        thread.start()
+        started.wait()
+        if let error = failure.get() {
+            stop()
+            throw error
+        }
+    }
+
+    public func watch(_ directory: ItemPath) { enqueue(.watch(directory)) }
+
+    public func unwatch(_ directory: ItemPath) { enqueue(.unwatch(directory)) }
+
+    public func stop() {
+        let (file, running) = lock.withLock { () -> (FileDescriptor?, Bool) in
+            let wasStopping = stopping
+            stopping = true
+            let file = wakeFile
+            wakeFile = nil
+            return (file, !wasStopping && thread != nil)
+        }
+        if let file {
+            if running {
+                _ = try? file.writeAll(toAbsoluteOffset: 0, [1])
+                stopped.wait()
+            }
+            try? file.close()
+            try? FileManager.default.removeItem(atPath: wakePath)
+        }
+    }
+
+    private func enqueue(_ command: Command) {
+        let file = lock.withLock { () -> FileDescriptor? in
+            guard !stopping else { return nil }
+            commands.append(command)
+            guard !wakePending else { return nil }
+            wakePending = true
+            return wakeFile
+        }
+        _ = try? file?.writeAll(toAbsoluteOffset: 0, [1])
+    }
+
+    // MARK: The watcher thread
+
+    private func setUp() -> WatcherError? {
+        guard inotifytools_initialize() != 0 else {
+            return WatcherError("inotify is not available: errno \(inotifytools_error())")
+        }
+        guard inotifytools_watch_file(wakePath, Int32(IN_MODIFY)) != 0 else {
+            return WatcherError("cannot watch the wake file \(wakePath): errno \(inotifytools_error())")
+        }
+        wakeWatch = inotifytools_wd_from_filename(wakePath)
+        return nil
+    }
+
+    private func run() {
+        while true {
+            guard let first = inotifytools_next_events(-1, 1) else {
+                let error = inotifytools_error()
+                if error == EINTR || error == 0 { continue }
+                logger.error("the file watcher stopped: reading inotify failed with errno \(error)")
+                return
+            }
+            var batch: [FileSystemEvent] = []
+            var wake = false
+            read(first, into: &batch, wake: &wake)
+            while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
+            if wake, !runCommands(into: &batch) { return }
+            deliver(WatcherReport(events: batch, status: status, watched: added, unwatched: removed))
+            added = []
+            removed = []
+        }
+    }
+
+    private func read(
+        _ event: UnsafeMutablePointer<inotify_event>,
+        into batch: inout [FileSystemEvent],
+        wake: inout Bool
+    ) {
+        let mask = event.pointee.mask
+        let descriptor = event.pointee.wd
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            status.overflows += 1
+            logger.warning("inotify's event queue overflowed: watched presenters are told of a change")
+            batch.append(.overflow)
+            rescan(into: &batch)
+            wake = true  // Commands' wake-ups may be lost with the rest.
+            return
+        }
+        if descriptor == wakeWatch {
+            wake = true
+            return
+        }
+        if mask & UInt32(IN_IGNORED) != 0 {
+            // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
+            if let directory = byDescriptor.removeValue(forKey: descriptor) {
+                byPath[directory] = nil
+                removed.append(directory)
+                status.watches = byDescriptor.count
+            }
+            return
+        }
+        guard let directory = byDescriptor[descriptor], event.pointee.len > 0 else { return }
+        status.events += 1
+        let name = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
+            .assumingMemoryBound(to: UInt8.self)
+        let length = strnlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self), Int(event.pointee.len))
+        let path = directory.appending(Array(UnsafeBufferPointer(start: name, count: length)))
+        let isDirectory = mask & UInt32(IN_ISDIR) != 0
+        if mask & UInt32(IN_CLOSE_WRITE) != 0 { batch.append(.closedAfterWriting(path)) }
+        if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
+        if mask & UInt32(IN_DELETE) != 0 { batch.append(.deleted(path)) }
+        if mask & UInt32(IN_MOVED_FROM) != 0 { batch.append(.movedFrom(path, cookie: event.pointee.cookie)) }
+        if mask & UInt32(IN_MOVED_TO) != 0 {
+            batch.append(.movedTo(path, cookie: event.pointee.cookie, isDirectory: isDirectory))
+        }
+    }
+
+    /// Carries out the queued commands; `false` when the watcher is stopping.
+    private func runCommands(into batch: inout [FileSystemEvent]) -> Bool {
+        let (queued, stop) = lock.withLock { () -> ([Command], Bool) in
+            let queued = commands
+            commands = []
+            wakePending = false
+            return (queued, stopping)
+        }
+        if stop { return false }
+        for command in queued {
+            switch command {
+            case .watch(let directory):
+                // Asked again for a directory it wants: it was created after its watch failed.
+                let again = !wanted.insert(directory).inserted
+                if byPath[directory] == nil { add(directory, scan: again, into: &batch) }
+            case .unwatch(let directory):
+                wanted.remove(directory)
+                if let descriptor = byPath.removeValue(forKey: directory) {
+                    byDescriptor[descriptor] = nil
+                    removed.append(directory)
+                    _ = inotifytools_remove_watch_by_wd(descriptor)
+                }
+            }
+        }
+        status.watches = byDescriptor.count
+        return true
+    }
+
+    private func add(_ directory: ItemPath, scan: Bool, into batch: inout [FileSystemEvent]) {
+        if let cap, byDescriptor.count >= cap {
+            status.failedWatches += 1
+            batch.append(
+                .watchFailed(
+                    directory,
+                    reason: "filecoordd's cap of \(cap) inotify watches (--maximum-watches) is reached"
+                )
+            )
+            return
+        }
+        let path = String(decoding: directory.bytes, as: UTF8.self)
+        guard inotifytools_watch_file(path, Int32(bitPattern: Self.mask)) != 0 else {
+            switch inotifytools_error() {
+            case ENOENT, ENOTDIR:
+                return  // Not a directory (its parent's watch covers it), or not there yet (asked again once created).
+            case ENOSPC:
+                status.failedWatches += 1
+                let limit = status.kernelMaximumWatches.map { " (\($0))" } ?? ""
+                batch.append(
+                    .watchFailed(
+                        directory,
+                        reason: "the kernel's limit of inotify watches, fs.inotify.max_user_watches\(limit), is reached"
+                    )
+                )
+            case let error:
+                status.failedWatches += 1
+                batch.append(.watchFailed(directory, reason: "inotify_add_watch failed: \(Errno(rawValue: error))"))
+            }
+            return
+        }
+        let descriptor = inotifytools_wd_from_filename(path + "/")
+        guard descriptor >= 0 else { return }
+        if let other = byDescriptor[descriptor], other != directory {
+            // The same directory under another path (a bind mount): its events keep the first path.
+            logger.debug("\(path) is the directory already watched as \(other)")
+            return
+        }
+        byDescriptor[descriptor] = directory
+        byPath[directory] = descriptor
+        added.append(directory)
+        status.watches = byDescriptor.count
+        if scan { self.scan(directory, into: &batch) }
+    }
+
+    /// Reports what a directory holds as created: it was made before its watch existed.
+    private func scan(_ directory: ItemPath, into batch: inout [FileSystemEvent]) {
+        status.rescans += 1
+        let path = String(decoding: directory.bytes, as: UTF8.self)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+        for name in names.sorted() {
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory)
+            batch.append(.created(directory.appending(Array(name.utf8)), isDirectory: isDirectory.boolValue))
+        }
+    }
+
+    /// After an overflow: directories that were wanted but not watchable (not created yet) may exist now.
+    private func rescan(into batch: inout [FileSystemEvent]) {
+        for directory in wanted.sorted() where byPath[directory] == nil {
+            add(directory, scan: true, into: &batch)
+        }
+    }
+}
+
+/// Why the watcher could not start.
+public struct WatcherError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One error passed from the watcher thread to the thread that started it.
+private final class LockedError: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: WatcherError?
+    func set(_ error: WatcherError) { lock.withLock { self.error = error } }
+    func get() -> WatcherError? { lock.withLock { error } }
+}

@@ -1,0 +1,265 @@
+// Issue 13: changes made without coordination (a shell, an editor's atomic save, rm, mv) reach presenters in another
+// process through the daemon's inotify watcher, exactly once; coordinated writes are not echoed; overflow and
+// watch exhaustion are recovered and reported.
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+/// Runs `script` with `/bin/sh -c`, as a process that knows nothing of coordination, and waits for it.
+private func sh(_ script: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", script]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw HarnessError(description: "sh -c '\(script)' exited with \(process.terminationStatus)")
+    }
+}
+
+/// Polls `condition` (which may run a tool) every 20 ms until it holds, for at most `defaultTimeout`.
+private func poll(_ what: @autoclosure () -> String, _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + defaultTimeout
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else {
+            throw HarnessError(description: "timed out after \(defaultTimeout) waiting for \(what())")
+        }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+extension TestEnvironment {
+    /// `fcdump watcher`'s output.
+    fileprivate func watcherDump() async throws -> String {
+        let result = try await runTool("fcdump", ["watcher"])
+        guard result.status == 0 else { throw HarnessError(description: "fcdump watcher failed: \(result.error)") }
+        return result.output
+    }
+
+    /// Waits until the daemon watches every directory in `directories` (its watches are added on the watcher's
+    /// thread, after the presenter's registration).
+    fileprivate func waitForWatches(_ directories: String...) async throws {
+        var last = ""
+        try await poll("watches on \(directories) in:\n\(last)") {
+            let result = try? await runTool("fcdump", ["watcher"])
+            last = result?.output ?? ""
+            return directories.allSatisfy { directory in
+                last.split(separator: "\n").contains { $0.hasPrefix("  \(directory)  ") && !$0.contains("NOT WATCHED") }
+            }
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct WatcherEndToEndTests {
+    @Test("A write by sh: the file's presenter hears one didChange, its folder's one subitemDidChange")
+    func writeByShell() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doc = folder + "/doc.txt"
+            try sh("echo first > '\(doc)'")
+            let a = try await env.host("A")
+            try await a.present("F", doc)
+            try await a.present("D", folder)
+            try await env.waitForWatches(folder)
+
+            try sh("echo second > '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 1) == ["didChange"])
+            #expect(try await a.settledPresenterEvents("D", count: 1) == ["subitemDidChange \(doc)"])
+        }
+    }
+
+    @Test("An editor's atomic save (temporary file renamed over) is one didChange and no move")
+    func atomicSave() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doc = folder + "/doc.txt"
+            try sh("echo first > '\(doc)'")
+            let a = try await env.host("A")
+            try await a.present("F", doc)
+            try await env.waitForWatches(folder)
+
+            try sh("printf second > '\(folder)/.doc.txt.swp' && mv '\(folder)/.doc.txt.swp' '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 1) == ["didChange"])
+            try await Task.sleep(for: .milliseconds(200))  // Past the coalescing window: nothing more comes.
+            #expect(a.presenterEvents("F") == ["didChange"])
+        }
+    }
+
+    @Test("rm: the item's presenter hears didChange, its folder subitemDidChange; touch: the folder hears it appear")
+    func removeAndTouch() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doc = folder + "/doc.txt"
+            try sh("echo first > '\(doc)'")
+            let a = try await env.host("A")
+            try await a.present("F", doc)
+            try await a.present("D", folder)
+            try await env.waitForWatches(folder)
+
+            try sh("rm '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 1) == ["didChange"])
+            #expect(try await a.settledPresenterEvents("D", count: 1) == ["subitemDidChange \(doc)"])
+            try sh("touch '\(folder)/new.txt'")
+            #expect(
+                try await a.settledPresenterEvents("D", count: 3) == [
+                    "subitemDidChange \(doc)", "subitemDidChange \(folder)/new.txt",
+                    "subitemDidAppear \(folder)/new.txt",
+                ]
+            )
+        }
+    }
+
+    @Test("mv of a file and of a directory with presenters inside: each presenter hears its new URL once")
+    func moves() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = env.path("root")
+            try FileManager.default.createDirectory(atPath: root + "/D/sub", withIntermediateDirectories: true)
+            try sh("echo a > '\(root)/a.txt' && echo b > '\(root)/D/b.txt' && echo c > '\(root)/D/sub/c.txt'")
+            let a = try await env.host("A")
+            try await a.present("R", root)
+            try await a.present("A", root + "/a.txt")
+            try await a.present("B", root + "/D/b.txt")
+            try await a.present("C", root + "/D/sub/c.txt")
+            try await env.waitForWatches(root, root + "/D", root + "/D/sub")
+
+            try sh("mv '\(root)/a.txt' '\(root)/renamed.txt'")
+            #expect(try await a.settledPresenterEvents("A", count: 1) == ["didMove \(root)/renamed.txt"])
+            try sh("mv '\(root)/D' '\(root)/E'")
+            #expect(try await a.settledPresenterEvents("B", count: 1) == ["didMove \(root)/E/b.txt"])
+            #expect(try await a.settledPresenterEvents("C", count: 1) == ["didMove \(root)/E/sub/c.txt"])
+            #expect(
+                try await a.settledPresenterEvents("R", count: 2) == [
+                    "subitemDidMove \(root)/a.txt \(root)/renamed.txt", "subitemDidMove \(root)/D \(root)/E",
+                ]
+            )
+            // The moved presenters are watched where they are now: a write there still reaches them.
+            try await env.waitForWatches(root + "/E", root + "/E/sub")
+            try sh("echo again > '\(root)/E/sub/c.txt'")
+            #expect(try await a.settledPresenterEvents("C", count: 2) == ["didMove \(root)/E/sub/c.txt", "didChange"])
+        }
+    }
+
+    @Test("A coordinated write by another process is notified once, by the coordination: inotify adds no echo")
+    func coordinatedWriteHasNoEcho() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doc = folder + "/doc.txt"
+            try sh("echo first > '\(doc)'")
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            try await a.present("F", doc)
+            try await a.present("D", folder)
+            try await env.waitForWatches(folder)
+
+            try b.send("write \(doc) second")
+            try await b.waitFor("done write \(doc)")
+            #expect(
+                try await a.settledPresenterEvents("F", count: 3) == ["relinquishToWriter", "didChange", "reacquire"]
+            )
+            #expect(try await a.staysWithout("presenter F didChange", count: 2))
+            #expect(try await a.settledPresenterEvents("D", count: 1) == ["subitemDidChange \(doc)"])
+            #expect(try await env.watcherDump().contains("echoes of coordinated writes 0") == false)
+        }
+    }
+
+    @Test("Two hundred presenters in one folder cost one watch; a change reaches only its presenter, once")
+    func twoHundredPresenters() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try sh("cd '\(folder)' && for i in $(seq 0 199); do echo $i > f$i; done")
+            let a = try await env.host("A")
+            for index in 0..<200 { try a.send("present P\(index) \(folder)/f\(index)") }
+            try await a.waitFor("presenting P199 ")
+            try await a.barrier()
+            try await env.waitForWatches(folder)
+            let dump = try await env.watcherDump()
+            #expect(dump.contains("  \(folder)  200 presenters"))
+            // One watch for the folder, one for the test's own folder (the folder's parent is not needed: no
+            // presenter of the folder itself); the files cost none.
+            #expect(dump.contains(": 1 watches in use"))
+
+            try sh("echo changed > '\(folder)/f17'")
+            #expect(try await a.settledPresenterEvents("P17", count: 1) == ["didChange"])
+            try await Task.sleep(for: .milliseconds(200))
+            let heard = a.lines.filter { $0.text.hasPrefix("presenter P") }.map(\.text)
+            #expect(heard == ["presenter P17 didChange"])
+        }
+    }
+
+    @Test("A burst of a hundred writes is coalesced into a few notifications, the last one after the burst")
+    func burstIsCoalesced() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--coalescing-window", "0.1"])
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doc = folder + "/doc.txt"
+            try sh("echo first > '\(doc)'")
+            let a = try await env.host("A")
+            try await a.present("F", doc)
+            try await env.waitForWatches(folder)
+
+            try sh("for i in $(seq 1 100); do echo $i > '\(doc)'; done")
+            let burstEnded = a.lines.count
+            _ = try await a.waitFor("presenter F didChange")
+            try await Task.sleep(for: .milliseconds(400))  // Several windows: the trailing notification came.
+            let heard = a.presenterEvents("F")
+            #expect(heard.allSatisfy { $0 == "didChange" })
+            #expect(heard.count >= 1 && heard.count < 20, "\(heard.count) notifications for 100 writes")
+            let last = try #require(a.lines.last { $0.text == "presenter F didChange" })
+            #expect(a.lines.firstIndex { $0.round == last.round } ?? 0 >= burstEnded || heard.count == 1)
+            let dump = try await env.watcherDump()
+            #expect(!dump.contains("coalesced 0,"))
+        }
+    }
+
+    @Test("Watch exhaustion under --max-watches: the daemon keeps working, the client is told, the dump shows it")
+    func watchExhaustion() async throws {
+        try await TestEnvironment.run { env in
+            // The first presenter needs two watches (its folder and the test's folder, its parent); the second's folder is one
+            // too many.
+            _ = try await env.startDaemon(arguments: ["--max-watches", "2"])
+            let first = env.path("first")
+            let second = env.path("second")
+            for folder in [first, second] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+            let a = try await env.host("A")
+            try await a.present("D1", first)
+            try await env.waitForWatches(first)
+            try await a.present("D2", second)
+            var last = ""
+            try await poll("the second folder reported as not watched in:\n\(last)") {
+                last = (try? await env.watcherDump()) ?? ""
+                return last.contains("  \(second)  1 presenter  NOT WATCHED: filecoordd's cap of 2 inotify watches")
+            }
+            #expect(last.contains("failed watches"))
+            // The presenter's client is told (logged through FileCoordinationLogging, visible in its stderr).
+            try await eventually("the client to report the unwatched presenter:\n\(a.standardError())") {
+                a.standardError().contains("cannot be watched")
+            }
+            // Coordination goes on, and the watched folder still hears changes made without coordination.
+            try sh("touch '\(first)/new.txt'")
+            #expect(try await a.settledPresenterEvents("D1", count: 2).contains("subitemDidAppear \(first)/new.txt"))
+            try a.send("write \(second)/x.txt hello")
+            try await a.waitFor("done write \(second)/x.txt")
+        }
+    }
+}

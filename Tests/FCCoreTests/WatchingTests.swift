@@ -1,0 +1,310 @@
+import FCCore
+import FCTestSupport
+import Testing
+
+/// A harness whose arbiter watches the file system, as the daemon's does.
+private func watchingHarness(window: Duration = .milliseconds(50)) -> ArbiterHarness {
+    var configuration = ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil)
+    configuration.watchesFileSystem = true
+    configuration.coalescingWindow = window
+    configuration.echoRetention = window * 4
+    return ArbiterHarness(configuration: configuration)
+}
+
+extension ArbiterHarness {
+    /// Feeds one batch of file-system events.
+    fileprivate func fs(_ events: FileSystemEvent...) { send(.fileSystemChanged(events)) }
+
+    /// The watch and unwatch effects recorded, as "+/d" and "-/d".
+    fileprivate var watchEffects: [String] {
+        effects.compactMap {
+            switch $0 {
+            case .watch(let directory): "+\(directory)"
+            case .unwatch(let directory): "-\(directory)"
+            default: nil
+            }
+        }
+    }
+
+    /// Fires the coalescing window's timer.
+    fileprivate func windowElapses() { send(.timerFired(.fileSystemWindow)) }
+
+    /// Fires the window's timer until the arbiter stops it (every window closed, every echo expired).
+    fileprivate func settle() {
+        for _ in 0..<100 {
+            windowElapses()
+            let restarted = lastEffects.contains {
+                if case .startTimer(.fileSystemWindow, _) = $0 { true } else { false }
+            }
+            if !restarted { return }
+        }
+    }
+}
+
+/// Issue 13, SEMANTICS.md §3 "Changes made without coordination": the rules of watch interest and of the
+/// translation of file-system events into presenter messages, one test per rule.
+@Suite("Issue 13: watching the file system (SEMANTICS §3, uncoordinated changes)")
+struct WatchingTests {
+    // MARK: Watch interest
+
+    @Test func aThousandPresentersInOneFolderCostOneWatchAndTheLastOneRemovesIt() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        #expect(h.watchEffects == ["+/", "+/d"])
+        h.clearEffects()
+        var files: [PresenterID] = []
+        for index in 0..<1000 { files.append(h.present("/d/f\(index)", client: app)) }
+        // Each file's parent is /d (watched already); the files themselves are asked for (no watch for a file).
+        #expect(h.watchEffects.count == 1000)
+        #expect(h.watchEffects.allSatisfy { $0.hasPrefix("+/d/f") })
+        #expect(h.arbiter.watchingSnapshot().directories.first { $0.path == path("/d") }?.presenters == 1001)
+        h.clearEffects()
+        for presenter in files { h.send(.presenterRemoved(presenter)) }
+        #expect(h.watchEffects.count == 1000)
+        #expect(!h.watchEffects.contains("-/d"))
+        h.clearEffects()
+        h.send(.presenterRemoved(folder))
+        #expect(h.watchEffects == ["-/", "-/d"])
+        #expect(h.arbiter.watchingSnapshot().directories.isEmpty)
+    }
+
+    @Test func noWatchesWithoutTheSetting() {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        h.present("/d/f", client: app)
+        #expect(!h.effects.contains { if case .watch = $0 { true } else { false } })
+    }
+
+    @Test func aClientThatGoesAwayReleasesItsWatches() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        h.present("/d/f", client: app)
+        h.clearEffects()
+        h.send(.clientDisconnected(app))
+        #expect(Set(h.watchEffects) == ["-/d", "-/d/f"])
+    }
+
+    @Test func aMovedPresenterUnwatchesItsOldParentBeforeWatchingTheNewOne() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/a/f", client: app)
+        h.clearEffects()
+        h.send(.presenterURLChanged(file, to: path("/b/f")))
+        #expect(h.watchEffects == ["-/a", "-/a/f", "+/b", "+/b/f"])
+    }
+
+    // MARK: Translation
+
+    @Test func aWriteIsOneDidChangeAndOneSubitemDidChange() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        let file = h.present("/d/f", client: app)
+        let other = h.present("/d/g", client: app)
+        h.fs(.closedAfterWriting(path("/d/f")))
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(h.messages(to: folder) == [.presentedSubitemDidChange(at: path("/d/f"))])
+        #expect(h.messages(to: other).isEmpty)
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+    }
+
+    @Test func anAtomicSaveThroughATemporaryIsOneChangeAndNoMove() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        let file = h.present("/d/f", client: app)
+        h.fs(
+            .created(path("/d/.f.tmp"), isDirectory: false),
+            .closedAfterWriting(path("/d/.f.tmp")),
+            .movedFrom(path("/d/.f.tmp"), cookie: 7),
+            .movedTo(path("/d/f"), cookie: 7, isDirectory: false)
+        )
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(h.arbiter.snapshot().presenters[file]?.path == path("/d/f"))
+        // The folder hears of the new temporary, then of a change of the saved item (not of a move).
+        #expect(
+            h.messages(to: folder) == [
+                .presentedSubitemDidChange(at: path("/d/.f.tmp")), .presentedSubitemDidAppear(at: path("/d/.f.tmp")),
+                .presentedSubitemDidChange(at: path("/d/f")),
+            ]
+        )
+    }
+
+    @Test func aDeletionIsADidChangeForTheItemAndASubitemChangeForItsFolder() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        let file = h.present("/d/f", client: app)
+        h.fs(.deleted(path("/d/f")))
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(h.messages(to: folder) == [.presentedSubitemDidChange(at: path("/d/f"))])
+    }
+
+    @Test func aNewFileAppearsOnceEvenWhenItIsWrittenRightAway() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        h.fs(.created(path("/d/n"), isDirectory: false))
+        h.fs(.closedAfterWriting(path("/d/n")))
+        h.settle()
+        #expect(
+            h.messages(to: folder) == [
+                .presentedSubitemDidChange(at: path("/d/n")), .presentedSubitemDidAppear(at: path("/d/n")),
+            ]
+        )
+    }
+
+    @Test func aRenameMovesThePresenterAndTellsTheFolder() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        let file = h.present("/d/a", client: app)
+        h.fs(.movedFrom(path("/d/a"), cookie: 1), .movedTo(path("/d/b"), cookie: 1, isDirectory: false))
+        #expect(h.messages(to: file) == [.presentedItemDidMove(to: path("/d/b"))])
+        #expect(h.messages(to: folder) == [.presentedSubitemDidMove(from: path("/d/a"), to: path("/d/b"))])
+        #expect(h.arbiter.snapshot().presenters[file]?.path == path("/d/b"))
+        #expect(h.arbiter.watchingSnapshot().statistics.pairedMoves == 1)
+    }
+
+    @Test func aRenamedDirectoryTakesItsPresentersAndTheirWatchesAlong() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let root = h.present("/r", client: app)
+        let a = h.present("/r/D/a", client: app)
+        let b = h.present("/r/D/sub/b", client: app)
+        h.clearEffects()
+        h.fs(.movedFrom(path("/r/D"), cookie: 3), .movedTo(path("/r/E"), cookie: 3, isDirectory: true))
+        #expect(h.messages(to: a) == [.presentedItemDidMove(to: path("/r/E/a"))])
+        #expect(h.messages(to: b) == [.presentedItemDidMove(to: path("/r/E/sub/b"))])
+        #expect(h.messages(to: root) == [.presentedSubitemDidMove(from: path("/r/D"), to: path("/r/E"))])
+        let watches = h.watchEffects
+        // Every unwatch before any watch: the moved directory is one inode, its watch must survive.
+        let firstWatch = watches.firstIndex { $0.hasPrefix("+") } ?? watches.endIndex
+        #expect(watches[..<firstWatch].allSatisfy { $0.hasPrefix("-") })
+        #expect(watches.contains("-/r/D") && watches.contains("+/r/E") && watches.contains("+/r/E/sub"))
+    }
+
+    @Test func aMoveToSomewhereUnwatchedIsADeletion() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/d/f", client: app)
+        h.fs(.movedFrom(path("/d/f"), cookie: 9))
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(h.arbiter.snapshot().presenters[file]?.path == path("/d/f"))
+    }
+
+    @Test func onlyThePresenterOfTheChangedFileHearsAmongTwoHundred() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let presenters = (0..<200).map { h.present("/d/f\($0)", client: app) }
+        h.fs(.closedAfterWriting(path("/d/f17")))
+        h.settle()
+        for (index, presenter) in presenters.enumerated() {
+            #expect(h.messages(to: presenter) == (index == 17 ? [.presentedItemDidChange] : []))
+        }
+    }
+
+    @Test func unimplementedCallbacksAreNotSent() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app, callbacks: [.presentedItemDidChange])
+        h.fs(.created(path("/d/n"), isDirectory: false))
+        #expect(h.messages(to: folder).isEmpty)
+    }
+
+    // MARK: Coalescing
+
+    @Test func aBurstIsCoalescedAndTheLastNotificationComesAfterIt() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/d/f", client: app)
+        for index in 0..<100 {
+            h.fs(.closedAfterWriting(path("/d/f")))
+            if index % 25 == 24 && index < 99 { h.windowElapses() }
+        }
+        #expect(h.messages(to: file).count == 4)  // The first at once, then one per window that saw more.
+        h.windowElapses()
+        #expect(h.messages(to: file).count == 5)  // The one after the burst.
+        h.settle()
+        #expect(h.messages(to: file).count == 5)
+        #expect(h.arbiter.watchingSnapshot().statistics.coalesced == 99)
+        #expect(h.arbiter.watchingSnapshot().openWindows == 0)
+    }
+
+    @Test func theWindowTimerRunsOnlyWhileSomethingIsOpen() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        h.present("/d/f", client: app)
+        h.fs(.closedAfterWriting(path("/d/f")))
+        #expect(h.lastEffects.contains(.startTimer(.fileSystemWindow, after: .milliseconds(50))))
+        h.windowElapses()
+        #expect(!h.lastEffects.contains { if case .startTimer = $0 { true } else { false } })
+    }
+
+    // MARK: Echoes of coordinated writes
+
+    @Test func eventsUnderAGrantedWriteAreItsEchoes() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let file = h.present("/d/f", client: app)
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        #expect(h.isGranted(write))
+        h.clearEffects()
+        h.fs(.closedAfterWriting(path("/d/f")))
+        #expect(h.messages(to: file).isEmpty)
+        h.finish(write)
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
+        // The event of the same write may come after the claim ended: still its echo.
+        h.fs(.closedAfterWriting(path("/d/f")))
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
+        #expect(h.arbiter.watchingSnapshot().statistics.echoesSuppressed == 2)
+        h.settle()
+        // Once the echo retention is over, a write without coordination is reported again.
+        h.fs(.closedAfterWriting(path("/d/f")))
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 2)
+    }
+
+    // MARK: Overflow and exhaustion
+
+    @Test func anOverflowTellsEveryWatchedPresenter() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        let file = h.present("/d/f", client: app)
+        let elsewhere = h.present("/e/g", client: app)
+        h.fs(.overflow)
+        #expect(h.messages(to: folder) == [.presentedItemDidChange])
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(h.messages(to: elsewhere) == [.presentedItemDidChange])
+        #expect(h.arbiter.watchingSnapshot().statistics.overflows == 1)
+    }
+
+    @Test func aFailedWatchIsReportedToThePresentersThatNeedItOnce() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/d/f", client: app)
+        h.present("/e/g", client: app)
+        h.fs(.watchFailed(path("/d"), reason: "cap reached"))
+        h.fs(.watchFailed(path("/d"), reason: "cap reached"))
+        let reports = h.effects.filter {
+            if case .watchUnavailable(file, app, path("/d"), "cap reached") = $0 { true } else { false }
+        }
+        #expect(reports.count == 1)
+        #expect(h.arbiter.watchingSnapshot().directories.first { $0.path == path("/d") }?.failure == "cap reached")
+    }
+
+    @Test func aDirectoryCreatedAfterItsWatchWasAskedForIsAskedForAgain() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d/new", client: app)
+        h.clearEffects()
+        h.fs(.created(path("/d/new"), isDirectory: true))
+        #expect(h.watchEffects == ["+/d/new"])
+        #expect(h.messages(to: folder) == [.presentedItemDidChange])
+    }
+}
