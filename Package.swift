@@ -27,6 +27,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The version store's index (issue 15): SQLite (Debian libsqlite3-dev) in WAL mode.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // `.forUploading` snapshots of directories and packages (issue 15).
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
@@ -42,7 +46,19 @@ let package = Package(
         // The library apps import: NSFileCoordinator, NSFilePresenter, NSFileAccessIntent with Apple's signatures.
         .target(
             name: "FileCoordination",
-            dependencies: ["FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
+                "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
+        // The version store (NSFileVersion, SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the versions'
+        // contents, used by the daemon and by the library's in-process mode alike (docs/ARCHITECTURE.md).
+        .target(
+            name: "FCVersionStore",
+            dependencies: [
+                "FCSystem", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
         // framing, version handshake, limits, and conversions to FCCore's types. Bytes in, messages out; no I/O.
@@ -107,6 +123,8 @@ let package = Package(
                 "FCProtocol", "FCCore", "FCTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // The version store: its rules, its crash-safe ordering and its repair at start.
+        .testTarget(name: "FCVersionStoreTests", dependencies: ["FCVersionStore"]),
         // The daemon's pieces, tested without and with sockets.
         .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
         // Behaviour tests of the library, in one process.

@@ -13,7 +13,8 @@
 
 # Debian packages the project needs. libinotifytools0-dev is Debian 12's name; newer releases call it
 # libinotifytools-dev (DESIGN.md, CInotifyTools), which is accepted as an alternative.
-FC_APT_PACKAGES=("libinotifytools0-dev")
+# libsqlite3-dev: the version store's index (GRDB, issue 15).
+FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }
