@@ -128,7 +128,14 @@ let package = Package(
         // The daemon's pieces, tested without and with sockets.
         .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
         // Behaviour tests of the library, in one process.
-        .testTarget(name: "FileCoordinationTests", dependencies: ["FileCoordination", "FCTestSupport"]),
+        .testTarget(
+            name: "FileCoordinationTests",
+            dependencies: [
+                "FileCoordination", "FCTestSupport",
+                // Reads the zip archives of `.forUploading` snapshots (issue 15).
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.
