@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The version store's index (issue 15): SQLite (Debian libsqlite3-dev) in WAL mode.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // `.forUploading` snapshots of directories and packages (issue 15).
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
@@ -47,6 +51,16 @@ let package = Package(
             dependencies: [
                 "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
+        // The version store (NSFileVersion, SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the versions'
+        // contents, used by the daemon and by the library's in-process mode alike (docs/ARCHITECTURE.md).
+        .target(
+            name: "FCVersionStore",
+            dependencies: [
+                "FCSystem", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
@@ -119,10 +133,19 @@ let package = Package(
                 "FCProtocol", "FCCore", "FCTestSupport", .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // The version store: its rules, its crash-safe ordering and its repair at start.
+        .testTarget(name: "FCVersionStoreTests", dependencies: ["FCVersionStore"]),
         // The daemon's pieces, tested without and with sockets.
         .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
         // Behaviour tests of the library, in one process.
-        .testTarget(name: "FileCoordinationTests", dependencies: ["FileCoordination", "FCTestSupport"]),
+        .testTarget(
+            name: "FileCoordinationTests",
+            dependencies: [
+                "FileCoordination", "FCTestSupport",
+                // Reads the zip archives of `.forUploading` snapshots (issue 15).
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
+        ),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.

@@ -13,7 +13,8 @@
 
 # Debian packages the project needs. libinotifytools0-dev is Debian 12's name; newer releases call it
 # libinotifytools-dev (DESIGN.md, CInotifyTools), which is accepted as an alternative.
-FC_APT_PACKAGES=("libinotifytools0-dev")
+# libsqlite3-dev: the version store's index (GRDB, issue 15).
+FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"

@@ -33,7 +33,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         public static let resolvesSymbolicLink = ReadingOptions(rawValue: 1 << 1)
         /// Only metadata that is available at once is read.
         public static let immediatelyAvailableMetadataOnly = ReadingOptions(rawValue: 1 << 2)
-        /// The read is for uploading.
+        /// The read is for uploading: the accessor gets a snapshot (a copy of a file, a zip archive of a directory)
+        /// made under the claim, which is released before the accessor runs; the snapshot is removed afterwards.
         public static let forUploading = ReadingOptions(rawValue: 1 << 3)
     }
 
@@ -146,6 +147,18 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         error outError: NSErrorPointer,
         byAccessor reader: (URL) -> Void
     ) {
+        if options.contains(.forUploading) {
+            // The accessor gets a snapshot made under the claim, and runs after it is released (UploadSnapshot).
+            let error = UploadSnapshot.coordinate(
+                url,
+                read: { body in
+                    access([(url, .read(ReadingOptions_(options)))], refusesNestedWrite: true) { body($0[0]) }
+                },
+                reader: reader
+            )
+            outError?.pointee = error.map { $0 as NSError }
+            return
+        }
         let error = access([(url, .read(ReadingOptions_(options)))], refusesNestedWrite: true) { urls in
             reader(urls[0])
         }
@@ -296,6 +309,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             _ = try? URLMapping.canonicalPath(oldURL, followingFinalLink: false)
         }
         client.submit(.itemMoved(claim, from: from, to: to))
+        VersionStoreFollower.itemMoved(from: from, to: to)
     }
 
     /// Tells presenters that ubiquity attributes changed. There are no ubiquitous (iCloud) items on Linux: this does

@@ -70,12 +70,14 @@ enum PresenterDelivery {
         return URLMapping.url(path, for: own, presenterPath: ownPath, role: role)
     }
 
-    /// The version a message names. Until the version store exists, its `url` is the item's own.
+    /// The version a message names, as the store has it; for a version no longer there (a removed one), an
+    /// instance with its identifier and the item's URL.
     private static func fileVersion(_ change: VersionChange, of url: URL?) -> NSFileVersion {
         let id: VersionID =
             switch change {
             case .added(let id), .removed(let id), .resolved(let id): id
             }
+        if let stored = try? VersionStoreAccessPoint.current.version(id: id.rawValue) { return NSFileVersion(stored) }
         return NSFileVersion(url: url ?? URL(fileURLWithPath: "/"), identifier: id.rawValue)
     }
 

@@ -1,0 +1,125 @@
+import FCSystem
+import Foundation
+import GRDB
+import Logging
+import SystemPackage
+
+/// What ``VersionStore/repair()`` found and mended.
+public struct RepairReport: Sendable, Equatable {
+    /// Contents without an index row (an add or a removal cut short): removed.
+    public var orphanContents: [String] = []
+    /// Index rows whose contents are missing: removed.
+    public var rowsWithoutContents: [String] = []
+    /// Staging and temporary directories of processes that ended: removed.
+    public var leftovers: [String] = []
+
+    public var isClean: Bool { orphanContents.isEmpty && rowsWithoutContents.isEmpty && leftovers.isEmpty }
+}
+
+extension VersionStore {
+    /// Checks the store against its index and mends it: contents without a row are removed, rows without contents
+    /// are removed, and staging and temporary directories of ended processes are removed. Runs inside one write
+    /// transaction, so no add or removal of another process is half-seen. Run at start (``init(directory:retention:logger:now:)``).
+    @discardableResult
+    public func repair() throws -> RepairReport {
+        let manager = FileManager.default
+        var report = RepairReport()
+        let contents = directory + "/contents"
+        try writing { db in
+            let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
+            let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
+            for entry in present.subtracting(ids).sorted() {
+                try? manager.removeItem(atPath: contents + "/" + entry)
+                report.orphanContents.append(entry)
+            }
+            let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
+            for row in rows where !manager.fileExists(atPath: "\(contents)/\(row.id)/\(row.name)") {
+                try row.delete(db)
+                try? manager.removeItem(atPath: contents + "/" + row.id)
+                report.rowsWithoutContents.append(row.id)
+            }
+        }
+        for sub in ["staging", "tmp"] {
+            let folder = directory + "/" + sub
+            for entry in (try? manager.contentsOfDirectory(atPath: folder)) ?? [] {
+                let pid = entry.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
+                guard pid != getpid(), !ProcessLiveness.isAlive(pid) else { continue }
+                try? manager.removeItem(atPath: folder + "/" + entry)
+                report.leftovers.append(sub + "/" + entry)
+            }
+        }
+        if !report.isClean {
+            logger.warning(
+                "version store repaired",
+                metadata: [
+                    "store.path": "\(directory)",
+                    "orphan.contents": "\(report.orphanContents.count)",
+                    "rows.without.contents": "\(report.rowsWithoutContents.count)",
+                    "leftovers": "\(report.leftovers.count)",
+                ]
+            )
+        }
+        return report
+    }
+
+    /// Replaces the item at `itemPath` with the contents of version `id`, and returns where the item is now: its
+    /// path, or, when the version's extension differs, the item's name with the version's extension (the old item
+    /// then removed). The new contents are prepared next to the item and renamed over it. With `byMoving`, the
+    /// contents leave the store and the version is removed.
+    public func replaceItem(at itemPath: String, with id: String, byMoving: Bool) throws -> String {
+        guard let version = try version(id: id) else {
+            throw VersionStoreError(
+                .noSuchVersion,
+                "The version \(id) is no longer in the store; nothing was replaced."
+            )
+        }
+        let manager = FileManager.default
+        let item = itemPath as NSString
+        let parent = item.deletingLastPathComponent
+        let versionExtension = (version.name as NSString).pathExtension
+        var result = itemPath
+        if versionExtension != item.pathExtension {
+            let base = (item.lastPathComponent as NSString).deletingPathExtension
+            result = parent + "/" + (versionExtension.isEmpty ? base : base + "." + versionExtension)
+        }
+        let token = UUID().uuidString.lowercased()
+        let prepared = "\(parent)/.\((result as NSString).lastPathComponent).fcversion-\(token)"
+        do {
+            if byMoving {
+                try manager.moveItem(atPath: version.contentsPath, toPath: prepared)
+            } else {
+                try Self.copyTree(from: version.contentsPath, to: prepared)
+            }
+            var isDirectory: ObjCBool = false
+            if manager.fileExists(atPath: result, isDirectory: &isDirectory), isDirectory.boolValue {
+                // rename(2) replaces only empty directories: set the old tree aside first.
+                let aside = "\(parent)/.\((result as NSString).lastPathComponent).fcold-\(token)"
+                try FileCloning.rename(FilePath(result), to: FilePath(aside))
+                try FileCloning.rename(FilePath(prepared), to: FilePath(result))
+                try? manager.removeItem(atPath: aside)
+            } else {
+                try FileCloning.rename(FilePath(prepared), to: FilePath(result))
+            }
+            try? FileCloning.sync(FilePath(parent))
+        } catch {
+            try? manager.removeItem(atPath: prepared)
+            throw VersionStoreError(.ioFailure, "The item \(itemPath) was not replaced with version \(id): \(error).")
+        }
+        if result != itemPath { try? manager.removeItem(atPath: itemPath) }
+        if byMoving { try remove(id: id) }
+        return result
+    }
+}
+
+/// Test-only pauses in the middle of an add, so that a test can `kill -9` the process at a known point: with
+/// `FILECOORD_VERSION_STORE_FAULT=<point>` in the environment, the store creates `<store>/fault-<point>` and stops
+/// there for good. Points: `staged` (contents flushed in staging), `renamed` (contents in place, row not committed).
+enum TestFaults {
+    static let point = ProcessInfo.processInfo.environment["FILECOORD_VERSION_STORE_FAULT"]
+
+    static func pause(at name: String, in directory: String) {
+        guard point == name else { return }
+        _ = FileManager.default.createFile(atPath: "\(directory)/fault-\(name)", contents: Data())
+        while true { Thread.sleep(forTimeInterval: 3600) }
+    }
+}

@@ -1,0 +1,430 @@
+import FCSystem
+public import Foundation
+import GRDB
+public import Logging
+import SystemPackage
+
+/// The store of `NSFileVersion`'s versions (SEMANTICS.md §8): an index in SQLite (through GRDB, WAL, one transaction
+/// per change) and the versions' contents, under one directory (`$XDG_DATA_HOME/filecoordd/versions` for the daemon
+/// and for the library's in-process mode alike).
+///
+/// Layout: `index.sqlite` (with its WAL), `contents/<id>/<name>` (a version's contents under the item's name when it
+/// was added), `staging/<pid>-<id>/<name>` (contents being added), `tmp/<pid>-<uuid>/` (directories handed out by
+/// ``makeTemporaryDirectory()``).
+///
+/// Crash-safe ordering (docs/ARCHITECTURE.md, "Version store"):
+/// - adding: the contents are copied (reflinked where the file system can) or moved into `staging/` and flushed; then,
+///   inside one write transaction, renamed to `contents/<id>` (the directory flushed) and the row inserted. A crash
+///   before the commit leaves contents without a row, which ``repair()`` removes: a version is either whole or absent.
+/// - removing: the row is deleted (committed) before the contents, so no row ever names missing contents except after
+///   a crash in the middle of a removal, which ``repair()`` finishes.
+///
+/// Several processes may open one store (SQLite's locking serialises their transactions).
+///
+/// - Important: Thread-safe. Every call blocks its thread on disk I/O: the daemon calls it off its event loop.
+public final class VersionStore: Sendable {
+    /// The store's directory.
+    public let directory: String
+    /// How long versions of a deleted item are kept (``purgeDeletedItems()``).
+    public let retention: Duration
+    private let database: DatabasePool
+    let logger: Logger
+    private let now: @Sendable () -> Date
+
+    /// The store's directory for `environment`: `$XDG_DATA_HOME/filecoordd/versions`, else
+    /// `$HOME/.local/share/filecoordd/versions`.
+    public static func defaultDirectory(environment: [String: String]) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return data + "/filecoordd/versions"
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/share/filecoordd/versions"
+    }
+
+    /// Opens (creating it if needed) the store at `directory`, and checks and repairs it (``repair()``).
+    public init(
+        directory: String,
+        retention: Duration = .seconds(30 * 24 * 3600),
+        logger: Logger = Logger(label: "filecoord.versions"),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        self.directory = directory
+        self.retention = retention
+        self.logger = logger
+        self.now = now
+        do {
+            for sub in ["", "/contents", "/staging", "/tmp"] {
+                try FileManager.default.createDirectory(
+                    atPath: directory + sub,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
+            }
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            configuration.prepareDatabase { db in
+                // Durable commits: a version the caller was told is added survives a power loss too.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
+            database = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
+            try Self.migrator.migrate(database)
+        } catch {
+            throw VersionStoreError(
+                .storeUnavailable,
+                "The version store at \(directory) could not be opened (\(error)); check that the directory is "
+                    + "writable and not on a full disk."
+            )
+        }
+        try repair()
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE version (
+                      id TEXT PRIMARY KEY NOT NULL,
+                      itemPath TEXT NOT NULL,
+                      name TEXT NOT NULL,
+                      savingComputer TEXT,
+                      originator TEXT,
+                      modificationDate DOUBLE NOT NULL,
+                      addedDate DOUBLE NOT NULL,
+                      isConflict BOOLEAN NOT NULL,
+                      isResolved BOOLEAN NOT NULL,
+                      isDiscardable BOOLEAN NOT NULL,
+                      itemGoneSince DOUBLE
+                    );
+                    CREATE INDEX versionItem ON version(itemPath);
+                    """
+            )
+        }
+        return migrator
+    }
+
+    // MARK: Reading
+
+    /// The versions of the item at `itemPath`, oldest first.
+    public func versions(of itemPath: String) throws -> [StoredVersion] {
+        try reading { db in
+            try VersionRow.fetchAll(
+                db,
+                sql: "SELECT * FROM version WHERE itemPath = ? ORDER BY addedDate, id",
+                arguments: [itemPath]
+            ).map(stored)
+        }
+    }
+
+    /// The version named `id`, or `nil` if there is none (removed, or purged).
+    public func version(id: String) throws -> StoredVersion? {
+        try reading { db in try VersionRow.fetchOne(db, key: id).map(stored) }
+    }
+
+    /// Every version in the store (for tests and `fcdump`): O(versions).
+    public func allVersions() throws -> [StoredVersion] {
+        try reading { db in try VersionRow.fetchAll(db, sql: "SELECT * FROM version ORDER BY addedDate, id").map(stored)
+        }
+    }
+
+    // MARK: Changing
+
+    /// Adds a version of the item at `itemPath` with the contents at `contentsPath` (a file, or a directory such as
+    /// a package), copied (reflinked where possible) or, with `byMoving`, moved into the store. With `conflict`, the
+    /// version is an unresolved conflict version naming where it came from.
+    public func add(
+        item itemPath: String,
+        contentsOf contentsPath: String,
+        byMoving: Bool = false,
+        conflict: ConflictOrigin? = nil
+    ) throws -> StoredVersion {
+        let manager = FileManager.default
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try manager.attributesOfItem(atPath: contentsPath)
+        } catch {
+            throw VersionStoreError(
+                .noSuchFile,
+                "No version was added: the contents \(contentsPath) cannot be read (\(error))."
+            )
+        }
+        let id = UUID().uuidString.lowercased()
+        let name = (itemPath as NSString).lastPathComponent
+        let staged = "\(directory)/staging/\(getpid())-\(id)"
+        do {
+            try manager.createDirectory(atPath: staged, withIntermediateDirectories: false)
+            if byMoving {
+                try manager.moveItem(atPath: contentsPath, toPath: staged + "/" + name)
+                try Self.syncTree(staged + "/" + name)
+            } else {
+                try Self.copyTree(from: contentsPath, to: staged + "/" + name)
+            }
+            try FileCloning.sync(FilePath(staged))
+            try FileCloning.sync(FilePath(directory + "/staging"))
+        } catch {
+            try? manager.removeItem(atPath: staged)
+            throw VersionStoreError(.ioFailure, "No version was added: staging the contents failed (\(error)).")
+        }
+        TestFaults.pause(at: "staged", in: directory)
+        let row = VersionRow(
+            id: id,
+            itemPath: itemPath,
+            name: name,
+            savingComputer: conflict?.computer,
+            originator: conflict?.originator,
+            modificationDate: ((attributes[.modificationDate] as? Date) ?? now()).timeIntervalSince1970,
+            addedDate: now().timeIntervalSince1970,
+            isConflict: conflict != nil,
+            isResolved: conflict == nil,
+            isDiscardable: false,
+            itemGoneSince: nil
+        )
+        let final = "\(directory)/contents/\(id)"
+        do {
+            try database.write { db in
+                try FileManager.default.moveItem(atPath: staged, toPath: final)
+                try FileCloning.sync(FilePath(directory + "/contents"))
+                TestFaults.pause(at: "renamed", in: directory)
+                try row.insert(db)
+            }
+        } catch {
+            // Not added: whatever was renamed goes (repair() would remove it too).
+            try? manager.removeItem(atPath: final)
+            try? manager.removeItem(atPath: staged)
+            throw VersionStoreError(
+                .storeUnavailable,
+                "No version was added: the index could not be written (\(error))."
+            )
+        }
+        return stored(row)
+    }
+
+    /// Removes the version named `id` (its row, then its contents); returns it, or `nil` if there was none.
+    @discardableResult
+    public func remove(id: String) throws -> StoredVersion? {
+        let removed = try writing { db -> VersionRow? in
+            guard let row = try VersionRow.fetchOne(db, key: id) else { return nil }
+            try row.delete(db)
+            return row
+        }
+        if let removed { removeContents(removed.id) }
+        return removed.map(stored)
+    }
+
+    /// Removes every version of the item at `itemPath` (one transaction); returns them.
+    @discardableResult
+    public func removeAll(of itemPath: String) throws -> [StoredVersion] {
+        let removed = try writing { db -> [VersionRow] in
+            let rows = try VersionRow.fetchAll(
+                db,
+                sql: "SELECT * FROM version WHERE itemPath = ?",
+                arguments: [itemPath]
+            )
+            try db.execute(sql: "DELETE FROM version WHERE itemPath = ?", arguments: [itemPath])
+            return rows
+        }
+        for row in removed { removeContents(row.id) }
+        return removed.map(stored)
+    }
+
+    /// Marks the conflict version `id` resolved; returns it if that changed anything (`nil` when it was resolved
+    /// already, is no conflict version, or is gone).
+    public func markResolved(id: String) throws -> StoredVersion? {
+        try writing { db -> StoredVersion? in
+            guard var row = try VersionRow.fetchOne(db, key: id), !row.isResolved else { return nil }
+            row.isResolved = true
+            try row.update(db)
+            return stored(row)
+        }
+    }
+
+    /// Marks the version `id` discardable; returns whether it exists.
+    @discardableResult
+    public func markDiscardable(id: String) throws -> Bool {
+        try writing { db -> Bool in
+            guard var row = try VersionRow.fetchOne(db, key: id) else { return false }
+            if !row.isDiscardable {
+                row.isDiscardable = true
+                try row.update(db)
+            }
+            return true
+        }
+    }
+
+    /// The item at `from` moved to `to` (a coordinated move, or one the daemon's watcher saw): its versions, and
+    /// those of everything inside it, follow it, keeping their identifiers. One transaction; O(versions moved)
+    /// through the index. Returns how many versions moved.
+    @discardableResult
+    public func itemMoved(from: String, to: String) throws -> Int {
+        guard from != to else { return 0 }
+        return try writing { db -> Int in
+            // Everything under `from/`: the range ["from/", "from0"), '0' being the byte after '/'.
+            try db.execute(
+                sql: """
+                    UPDATE version SET itemPath = ? || substr(itemPath, ?)
+                    WHERE itemPath = ? OR (itemPath >= ? AND itemPath < ?)
+                    """,
+                arguments: [to, from.utf8.count + 1, from, from + "/", from + "0"]
+            )
+            return db.changesCount
+        }
+    }
+
+    /// Looks at every item that has versions: marks those that no longer exist as gone (since now), clears the
+    /// mark of those that exist again, and purges the versions of items gone for longer than ``retention``.
+    /// Returns the purged versions. O(items with versions): run at start and on a timer, never per event.
+    @discardableResult
+    public func purgeDeletedItems() throws -> [StoredVersion] {
+        let items = try reading { db in
+            try Row.fetchAll(db, sql: "SELECT itemPath, MIN(itemGoneSince) AS gone FROM version GROUP BY itemPath")
+                .map { (path: $0["itemPath"] as String, gone: $0["gone"] as Double?) }
+        }
+        let current = now().timeIntervalSince1970
+        let limit = Double(retention.components.seconds)
+        var purged: [VersionRow] = []
+        for item in items {
+            let exists = FileManager.default.fileExists(atPath: item.path)
+            switch (exists, item.gone) {
+            case (true, nil):
+                continue
+            case (true, .some):
+                try writing { db in
+                    try db.execute(
+                        sql: "UPDATE version SET itemGoneSince = NULL WHERE itemPath = ?",
+                        arguments: [item.path]
+                    )
+                }
+            case (false, nil):
+                try writing { db in
+                    try db.execute(
+                        sql: "UPDATE version SET itemGoneSince = ? WHERE itemPath = ?",
+                        arguments: [current, item.path]
+                    )
+                }
+            case (false, .some(let since)):
+                guard current - since >= limit else { continue }
+                purged += try writing { db -> [VersionRow] in
+                    let rows = try VersionRow.fetchAll(
+                        db,
+                        sql: "SELECT * FROM version WHERE itemPath = ?",
+                        arguments: [item.path]
+                    )
+                    try db.execute(sql: "DELETE FROM version WHERE itemPath = ?", arguments: [item.path])
+                    return rows
+                }
+            }
+        }
+        for row in purged {
+            removeContents(row.id)
+            logger.info(
+                "purged a version of a deleted item",
+                metadata: ["item.path": "\(row.itemPath)", "version.id": "\(row.id)"]
+            )
+        }
+        return purged.map(stored)
+    }
+
+    /// A new, empty directory inside the store, for preparing contents to add with `byMoving` (then on the store's
+    /// file system, so the move is a rename). The caller removes it; ``repair()`` removes those of ended processes.
+    public func makeTemporaryDirectory() throws -> String {
+        let path = "\(directory)/tmp/\(getpid())-\(UUID().uuidString.lowercased())"
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        } catch {
+            throw VersionStoreError(.ioFailure, "No temporary directory could be made in the version store (\(error)).")
+        }
+        return path
+    }
+
+    // MARK: Internals
+
+    func stored(_ row: VersionRow) -> StoredVersion {
+        StoredVersion(
+            id: row.id,
+            itemPath: row.itemPath,
+            name: row.name,
+            contentsPath: "\(directory)/contents/\(row.id)/\(row.name)",
+            savingComputer: row.savingComputer,
+            originator: row.originator,
+            modificationDate: Date(timeIntervalSince1970: row.modificationDate),
+            addedDate: Date(timeIntervalSince1970: row.addedDate),
+            isConflict: row.isConflict,
+            isResolved: row.isResolved,
+            isDiscardable: row.isDiscardable,
+            itemGoneSince: row.itemGoneSince.map { Date(timeIntervalSince1970: $0) }
+        )
+    }
+
+    func removeContents(_ id: String) {
+        try? FileManager.default.removeItem(atPath: "\(directory)/contents/\(id)")
+    }
+
+    func reading<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try database.read(body)
+        } catch {
+            throw VersionStoreError(.storeUnavailable, "The version store's index could not be read (\(error)).")
+        }
+    }
+
+    func writing<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try database.write(body)
+        } catch {
+            throw VersionStoreError(.storeUnavailable, "The version store's index could not be written (\(error)).")
+        }
+    }
+
+    /// Copies the file or tree at `source` to `destination` (reflinking files where possible), flushing every file
+    /// and directory made.
+    static func copyTree(from source: String, to destination: String) throws {
+        let manager = FileManager.default
+        let type = try manager.attributesOfItem(atPath: source)[.type] as? FileAttributeType
+        switch type {
+        case .typeDirectory?:
+            try manager.createDirectory(atPath: destination, withIntermediateDirectories: false)
+            for entry in try manager.contentsOfDirectory(atPath: source) {
+                try copyTree(from: source + "/" + entry, to: destination + "/" + entry)
+            }
+            try FileCloning.sync(FilePath(destination))
+        case .typeSymbolicLink?:
+            try manager.createSymbolicLink(
+                atPath: destination,
+                withDestinationPath: manager.destinationOfSymbolicLink(atPath: source)
+            )
+        default:
+            try FileCloning.cloneOrCopy(from: FilePath(source), to: FilePath(destination))
+        }
+    }
+
+    /// Flushes every file and directory of the tree at `path`.
+    static func syncTree(_ path: String) throws {
+        let manager = FileManager.default
+        let type = try manager.attributesOfItem(atPath: path)[.type] as? FileAttributeType
+        switch type {
+        case .typeDirectory?:
+            for entry in try manager.contentsOfDirectory(atPath: path) { try syncTree(path + "/" + entry) }
+            try FileCloning.sync(FilePath(path))
+        case .typeRegular?:
+            try FileCloning.sync(FilePath(path))
+        default:
+            break
+        }
+    }
+}
+
+/// A row of the `version` table.
+struct VersionRow: Codable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "version"
+    var id: String
+    var itemPath: String
+    var name: String
+    var savingComputer: String?
+    var originator: String?
+    var modificationDate: Double
+    var addedDate: Double
+    var isConflict: Bool
+    var isResolved: Bool
+    var isDiscardable: Bool
+    var itemGoneSince: Double?
+}
