@@ -75,6 +75,18 @@ public final class UnixSocket: Sendable {
         return UnixSocket(descriptor: FileDescriptor(rawValue: fd))
     }
 
+    /// Two sockets connected to each other (`socketpair`), both close-on-exec: a wake-up channel between threads.
+    public static func pair() throws(Errno) -> (UnixSocket, UnixSocket) {
+        var fds: [Int32] = [-1, -1]
+        _ = try valueOrErrno {
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
+        }
+        return (
+            UnixSocket(descriptor: FileDescriptor(rawValue: fds[0])),
+            UnixSocket(descriptor: FileDescriptor(rawValue: fds[1]))
+        )
+    }
+
     private static func open() throws(Errno) -> UnixSocket {
         let fd = try valueOrErrno {
             Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -163,6 +175,12 @@ public final class UnixSocket: Sendable {
         try retryOnInterrupt { Glibc.recv(rawValue, buffer.baseAddress, buffer.count, 0) }
     }
 
+    /// Receives what is available into `buffer` without blocking (`MSG_DONTWAIT`), whatever the socket's mode;
+    /// returns the count, 0 at end of stream; throws `EAGAIN` when nothing is available.
+    public func receiveAvailable(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retryOnInterrupt { Glibc.recv(rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) }
+    }
+
     /// Fills `buffer` completely; `false` if the stream ended first.
     public func receiveExactly(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Bool {
         var offset = 0
@@ -190,12 +208,42 @@ public final class UnixSocket: Sendable {
 
     private func wait(for events: Int16, timeout: Duration?) throws(Errno) -> Bool {
         var entry = pollfd(fd: rawValue, events: events, revents: 0)
-        var milliseconds: Int32 = -1
-        if let timeout {
-            let (seconds, attoseconds) = timeout.components
-            milliseconds = Int32(clamping: max(0, seconds) * 1000 + max(0, attoseconds) / 1_000_000_000_000_000)
-        }
+        let milliseconds = Self.milliseconds(timeout)
         return try retryOnInterrupt { Glibc.poll(&entry, 1, milliseconds) } > 0
+    }
+
+    /// What `poll` waits for, and reports.
+    public struct PollEvents: OptionSet, Sendable, Hashable {
+        public let rawValue: Int16
+        public init(rawValue: Int16) { self.rawValue = rawValue }
+        /// Data, end of stream or a pending connection (`POLLIN`).
+        public static let readable = PollEvents(rawValue: Int16(POLLIN))
+        /// Room in the send buffer (`POLLOUT`).
+        public static let writable = PollEvents(rawValue: Int16(POLLOUT))
+        /// Both directions shut down, by either side or because the peer is gone (`POLLHUP`; always reported).
+        public static let hangUp = PollEvents(rawValue: Int16(POLLHUP))
+        /// An error is pending (`POLLERR`; always reported).
+        public static let error = PollEvents(rawValue: Int16(POLLERR))
+    }
+
+    /// Waits until one of `sockets` has one of its events (or a hang-up or error, which are always reported), for
+    /// at most `timeout` (`nil`: as long as it takes); returns what each reported, in order. Waiting for no event
+    /// (`[]`) on a socket watches it for a hang-up only: data arriving on it does not wake the caller.
+    public static func poll(
+        _ sockets: [(UnixSocket, PollEvents)],
+        timeout: Duration?
+    ) throws(Errno) -> [PollEvents] {
+        var entries = sockets.map { pollfd(fd: $0.0.rawValue, events: $0.1.rawValue, revents: 0) }
+        let count = nfds_t(entries.count)
+        let milliseconds = Self.milliseconds(timeout)
+        _ = try retryOnInterrupt { Glibc.poll(&entries, count, milliseconds) }
+        return entries.map { PollEvents(rawValue: $0.revents) }
+    }
+
+    private static func milliseconds(_ timeout: Duration?) -> Int32 {
+        guard let timeout else { return -1 }
+        let (seconds, attoseconds) = timeout.components
+        return Int32(clamping: max(0, seconds) * 1000 + max(0, attoseconds) / 1_000_000_000_000_000)
     }
 
     // MARK: Options

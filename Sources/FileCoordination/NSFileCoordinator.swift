@@ -414,7 +414,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
         let held = blocksThread ? client.presenterQueueHeldHere() : nil
         let id = ClaimID(client.newID())
-        let waiter = ClaimWaiter()
+        let waiter = ClaimWaiter(blocksThread: blocksThread)
         let request = ClaimRequest(
             id: id,
             client: client.clientID,

@@ -10,6 +10,14 @@ import Synchronization
 /// - Important: `submit(_:)` may be called from any thread, including from inside `perform(_:)`.
 protocol ArbiterTransport: AnyObject, Sendable {
     func submit(_ event: ArbiterEvent)
+    /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
+}
+
+extension ArbiterTransport {
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        submit(.claimRequested(request))
+    }
 }
 
 /// The arbiter in this process: an `FCCore.Arbiter` behind a lock (SEMANTICS.md §9).

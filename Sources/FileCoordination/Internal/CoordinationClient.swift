@@ -134,7 +134,12 @@ final class CoordinationClient: @unchecked Sendable {
     func submit(_ event: ArbiterEvent) {
         if case .claimRequested(let request) = event {
             switch currentTransport() {
-            case .success(let transport): transport.submit(event)
+            case .success(let transport):
+                if let waiter = lock.withLock({ waiters[request.id] }) {
+                    transport.submitClaim(request, waiter: waiter)
+                } else {
+                    transport.submit(event)
+                }
             case .failure(let error): fail(request.id, with: error)
             }
             return
@@ -505,74 +510,5 @@ extension CoordinationClient: TransportDelegate {
         for waiter in state.waiting { waiter.resume(.failed(error)) }
         // Presenters must not miss what other processes do meanwhile: reconnect now rather than at the next call.
         if state.presenting { startReconnecting() }
-    }
-}
-
-/// What a waiting claim became.
-enum ClaimOutcome: Sendable {
-    case granted([ItemPath])
-    case failed(any Error)
-}
-
-/// One waiting claim: resumed once by the delivery queue, waited for by a blocked thread, an async task or a
-/// callback.
-///
-/// - Important: Thread-safe.
-final class ClaimWaiter: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var outcome: ClaimOutcome?
-    private var continuation: CheckedContinuation<ClaimOutcome, Never>?
-    private var callback: (@Sendable (ClaimOutcome) -> Void)?
-
-    func resume(_ result: ClaimOutcome) {
-        condition.lock()
-        guard outcome == nil else {
-            condition.unlock()
-            return
-        }
-        outcome = result
-        let continuation = self.continuation
-        let callback = self.callback
-        self.continuation = nil
-        self.callback = nil
-        condition.broadcast()
-        condition.unlock()
-        continuation?.resume(returning: result)
-        callback?(result)
-    }
-
-    /// Blocks the calling thread until the claim is granted or fails.
-    func wait() -> ClaimOutcome {
-        condition.lock()
-        defer { condition.unlock() }
-        while outcome == nil { condition.wait() }
-        return outcome!
-    }
-
-    /// Suspends the task until the claim is granted or fails.
-    func value() async -> ClaimOutcome {
-        await withCheckedContinuation { continuation in
-            condition.lock()
-            if let outcome {
-                condition.unlock()
-                continuation.resume(returning: outcome)
-            } else {
-                self.continuation = continuation
-                condition.unlock()
-            }
-        }
-    }
-
-    /// Calls `body` once with the outcome: on the thread that resumes the waiter, or at once if it is known.
-    /// No task and no Dispatch queue is involved, so a starved thread pool cannot delay it.
-    func onOutcome(_ body: @escaping @Sendable (ClaimOutcome) -> Void) {
-        condition.lock()
-        if let outcome {
-            condition.unlock()
-            body(outcome)
-        } else {
-            callback = body
-            condition.unlock()
-        }
     }
 }

@@ -8,13 +8,24 @@ import SystemPackage
 
 /// The connection to `filecoordd`: events go out as frames, frames come back as effects (DESIGN.md decisions 2–4).
 ///
-/// A blocking socket with one reader thread. The handshake happens in ``connect(socketPath:delegate:)``; from then
-/// on `submit(_:)` writes frames from any thread and the reader thread hands grants, failures and presenter messages
-/// to the delegate in the order the daemon sent them. When the connection drops, the delegate hears
-/// ``TransportDelegate/transportLost(_:)`` once; the transport is not used again.
+/// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
+/// from then on `submit(_:)` writes frames from any thread, and whoever holds the *reader role* reads frames and hands
+/// grants, failures and presenter messages to the delegate in the order the daemon sent them (docs/ARCHITECTURE.md,
+/// "The client"):
 ///
-/// - Important: Thread-safe.
-final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
+/// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:)``): the
+///   grant wakes the caller and nobody else, two wake-ups per round trip as for a bare socket. Callers take turns;
+///   one whose reply another reader handled is woken by it.
+/// - The *listener* thread reads when something must be read without a caller waiting for it: while presenters are
+///   registered (their messages come unasked) or a claim of an `async` or intents call waits. Otherwise it only
+///   watches for the connection's end (`poll` for a hang-up, which data arriving does not wake), so that a daemon
+///   that dies while claims are held is noticed at once (issue 11).
+///
+/// When the connection drops, the delegate hears ``TransportDelegate/transportLost(_:from:)`` once; the transport is
+/// not used again.
+///
+/// - Important: Thread-safe. `reading` guards the role; `decoder` and `buffer` belong to the role's holder.
+final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable {
     private let socket: UnixSocket
     /// Serialises sends, so that frames sent from several threads never interleave.
     private let sendLock = Mutex(())
@@ -25,11 +36,55 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
 
-    private init(socket: UnixSocket, client: ClientID, daemonPID: Int32, delegate: any TransportDelegate) {
+    /// Who may read, and who waits to.
+    private struct ReadingState {
+        /// A thread holds the reader role (it reads, or is about to).
+        var readerBusy = false
+        /// The listener waits for the role (it found it busy).
+        var listenerParked = false
+        /// Blocked callers that wait for their outcome or for the role, in arrival order.
+        var parked: [ClaimWaiter] = []
+        /// Presenters registered on this connection: their messages come unasked.
+        var presenters: Set<PresenterID> = []
+        /// Claims of calls that do not block a thread (`async`, intents): no caller reads their replies.
+        var unattendedClaims: Set<ClaimID> = []
+        /// The connection is gone.
+        var closed = false
+        /// Why, once the delegate heard it.
+        var lostError: FileCoordinationError?
+
+        /// Whether the listener must read data, rather than only watch for the connection's end.
+        var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty }
+    }
+    private let reading = Mutex(ReadingState())
+    /// Frames received and not yet handled. Only the reader role's holder touches it.
+    private var decoder: FrameDecoder
+    /// The receive buffer, one for the connection's life. Only the reader role's holder touches it.
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    /// Where the listener sleeps while the role is busy.
+    private let listenerWakeUp = DispatchSemaphore(value: 0)
+    /// A byte sent here wakes the listener from `poll`, to read or stop reading data.
+    private let wakeSender: UnixSocket
+    private let wakeReceiver: UnixSocket
+
+    private init(
+        socket: UnixSocket,
+        decoder: FrameDecoder,
+        wake: (UnixSocket, UnixSocket),
+        client: ClientID,
+        daemonPID: Int32,
+        delegate: any TransportDelegate
+    ) {
         self.socket = socket
+        self.decoder = decoder
+        (self.wakeSender, self.wakeReceiver) = wake
         self.client = client
         self.daemonPID = daemonPID
         self.delegate = delegate
+    }
+
+    deinit {
+        buffer.deallocate()
     }
 
     /// Why ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)`` got no connection.
@@ -44,7 +99,7 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
     }
 
     /// Connects (starting the daemon if needed and `mayStart` is set), says hello within `handshakeTimeout`, and
-    /// starts the reader thread.
+    /// starts the listener thread.
     static func connect(
         socketPath: String,
         client: ClientID,
@@ -81,13 +136,17 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
                 switch frame.payload {
                 case .helloReply(let reply)?:
                     try socket.setTimeouts(nil)
+                    let wake = try UnixSocket.pair()
+                    try wake.0.setNonBlocking(true)
                     let transport = DaemonTransport(
                         socket: socket,
+                        decoder: decoder,
+                        wake: wake,
                         client: client,
                         daemonPID: reply.daemonPid,
                         delegate: delegate
                     )
-                    transport.startReading(decoder)
+                    transport.startListening()
                     return .success(transport)
                 case .refused(let refused)?:
                     return .failure(.permanent(FileCoordinationError(.protocolVersionMismatch, refused.reason)))
@@ -109,6 +168,30 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
     }
 
     func submit(_ event: ArbiterEvent) {
+        switch event {
+        case .presenterAdded(let registration):
+            // Before the frame goes: the presenter's first message may come at once.
+            updateReading { $0.presenters.insert(registration.id) }
+        case .presenterRemoved(let presenter):
+            updateReading { $0.presenters.remove(presenter) }
+        default:
+            break
+        }
+        send(event)
+    }
+
+    /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
+    /// the listener reads until the claim ends.
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        if waiter.blocksThread {
+            waiter.readsReplies(from: self)
+        } else {
+            updateReading { $0.unattendedClaims.insert(request.id) }
+        }
+        send(.claimRequested(request))
+    }
+
+    private func send(_ event: ArbiterEvent) {
         guard let frame = Filecoord_V1_Frame(event) else { return }
         do {
             let bytes = try encoder.encode(frame)
@@ -118,35 +201,160 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         }
     }
 
-    /// Closes the connection; the reader thread ends and the delegate hears it.
+    /// Closes the connection; the listener ends and the delegate hears it.
     func close() {
         socket.shutdown()
     }
 
-    private func startReading(_ initial: FrameDecoder) {
-        let thread = Thread { [self] in readLoop(initial) }
-        thread.name = "FileCoordination.reader"
-        thread.start()
+    // MARK: The reader role
+
+    /// Changes what must be read; when that changes whether the listener reads data, wakes it (to poll again) and,
+    /// if the role is free, whoever should take it now.
+    private func updateReading(_ change: (inout ReadingState) -> Void) {
+        let (changed, next) = reading.withLock { state -> (Bool, Wake) in
+            let before = state.listenerReads
+            change(&state)
+            guard state.listenerReads != before else { return (false, .nobody) }
+            return (true, Self.nextReader(&state))
+        }
+        guard changed else { return }
+        _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
+        next.wake(listener: listenerWakeUp)
     }
 
-    private func readLoop(_ initial: FrameDecoder) {
-        var decoder = initial
-        // One buffer for the connection's life: each receive fills it, the decoder copies what it got.
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
-        defer { buffer.deallocate() }
+    /// Who is woken when the role is free.
+    private enum Wake {
+        case nobody, listener
+        case waiter(ClaimWaiter)
+
+        func wake(listener: DispatchSemaphore) {
+            switch self {
+            case .nobody: break
+            case .listener: listener.signal()
+            case .waiter(let waiter): waiter.nudge()
+            }
+        }
+    }
+
+    /// With the role free (under `reading`): the listener when it must read data and waits for the role; else the
+    /// first parked caller still waiting; else the listener if it waits (to watch the connection again).
+    private static func nextReader(_ state: inout ReadingState) -> Wake {
+        guard !state.readerBusy else { return .nobody }
+        if !state.listenerReads {
+            while !state.parked.isEmpty {
+                let waiter = state.parked.removeFirst()
+                if waiter.outcome == nil { return .waiter(waiter) }
+            }
+        }
+        if state.listenerParked {
+            state.listenerParked = false
+            return .listener
+        }
+        return .nobody
+    }
+
+    private func releaseRole() {
+        let next = reading.withLock { state -> Wake in
+            state.readerBusy = false
+            return Self.nextReader(&state)
+        }
+        next.wake(listener: listenerWakeUp)
+    }
+
+    func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome {
+        while true {
+            if let outcome = waiter.outcome { return outcome }
+            let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
+                if let lostError = state.lostError { return (false, lostError) }
+                if !state.readerBusy && !state.listenerReads && !state.closed {
+                    state.readerBusy = true
+                    return (true, nil)
+                }
+                state.parked.append(waiter)
+                return (false, nil)
+            }
+            if let lostError {
+                // The connection is gone and its callers were failed; one that came late fails the same way.
+                waiter.resume(.failed(lostError))
+                continue
+            }
+            if reads {
+                readFrames(blocking: true) { waiter.outcome != nil }
+                releaseRole()
+            } else {
+                waiter.park()
+                reading.withLock { $0.parked.removeAll { $0 === waiter } }
+            }
+        }
+    }
+
+    /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
+    /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
+    private func readFrames(blocking: Bool, until done: () -> Bool) {
         while true {
             do {
                 while let frame = try decoder.next() { handle(frame) }
-                let count = try socket.receive(into: buffer)
-                guard count > 0 else {
-                    connectionLost("filecoordd closed the connection")
-                    return
-                }
-                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             } catch {
+                connectionLost("filecoordd sent a malformed frame: \(error)")
+                return
+            }
+            if done() { return }
+            let count: Int
+            do {
+                count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
+            } catch {
+                if !blocking && error == .resourceTemporarilyUnavailable { return }
                 connectionLost("the connection to filecoordd failed: \(error)")
                 return
             }
+            guard count > 0 else {
+                connectionLost("filecoordd closed the connection")
+                return
+            }
+            decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    private func startListening() {
+        let thread = Thread { [self] in listen() }
+        thread.name = "FileCoordination.listener"
+        thread.start()
+    }
+
+    /// The listener: reads while something must be read with no caller waiting, else watches for the connection's
+    /// end; ends when the connection does.
+    private func listen() {
+        let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { drain.deallocate() }
+        while true {
+            let (readsData, closed) = reading.withLock { ($0.listenerReads, $0.closed) }
+            if closed { return }
+            let events: [UnixSocket.PollEvents]
+            do {
+                events = try UnixSocket.poll(
+                    [(socket, readsData ? .readable : []), (wakeReceiver, .readable)],
+                    timeout: nil
+                )
+            } catch {
+                connectionLost("waiting for filecoordd failed: \(error)")
+                return
+            }
+            if !events[1].isEmpty { _ = try? wakeReceiver.receiveAvailable(into: drain) }
+            if events[0].isEmpty { continue }
+            let reads = reading.withLock { state -> Bool in
+                if !state.readerBusy {
+                    state.readerBusy = true
+                    return true
+                }
+                state.listenerParked = true
+                return false
+            }
+            guard reads else {
+                listenerWakeUp.wait()
+                continue
+            }
+            readFrames(blocking: false) { false }
+            releaseRole()
         }
     }
 
@@ -154,10 +362,12 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         guard let delegate else { return }
         switch frame.payload {
         case .granted(let granted)?:
+            claimEnded(ClaimID(granted.claimID))
             guard let paths = try? granted.itemPaths() else { return }
             delegate.perform([.grant(ClaimID(granted.claimID), client: client, paths: paths)])
         case .claimFailed(let failed)?:
             let claim = ClaimID(failed.claimID)
+            claimEnded(claim)
             guard let reason = try? ClaimFailedReason(wire: failed) else {
                 delegate.fail(claim, with: FileCoordinationError(.invalidRequest, failed.message))
                 return
@@ -198,6 +408,12 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         }
     }
 
+    /// A claim was granted or failed: if no caller waited for it, the listener may stop reading for it.
+    private func claimEnded(_ claim: ClaimID) {
+        guard reading.withLock({ $0.unattendedClaims.contains(claim) }) else { return }
+        updateReading { $0.unattendedClaims.remove(claim) }
+    }
+
     /// `true` once the connection is gone.
     var isLost: Bool { lost.withLock { $0 } }
 
@@ -208,13 +424,31 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         }
         guard first else { return }
         socket.shutdown()
-        delegate?.transportLost(
-            FileCoordinationError(
-                .connectionLost,
-                "The connection to filecoordd was lost (\(reason)); the call failed instead of waiting. The next call reconnects."
-            ),
-            from: self
+        // Every parked caller and the listener look again: the delegate fails the callers' claims.
+        let woken = reading.withLock { state -> ([ClaimWaiter], Bool) in
+            state.closed = true
+            defer {
+                state.parked = []
+                state.listenerParked = false
+            }
+            return (state.parked, state.listenerParked)
+        }
+        let error = FileCoordinationError(
+            .connectionLost,
+            "The connection to filecoordd was lost (\(reason)); the call failed instead of waiting. The next call reconnects."
         )
+        delegate?.transportLost(error, from: self)
+        // The delegate failed every claim of the connection in use; a caller of another one fails here, never hangs.
+        let late = reading.withLock { state -> [ClaimWaiter] in
+            state.lostError = error
+            defer { state.parked = [] }
+            return state.parked
+        }
+        for waiter in woken.0 + late {
+            waiter.resume(.failed(error))
+            waiter.nudge()
+        }
+        if woken.1 { listenerWakeUp.signal() }
     }
 }
 
