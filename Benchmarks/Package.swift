@@ -49,5 +49,15 @@ let package = Package(
             path: "Benchmarks/EndToEndBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Canonicalising a 16-component path (issue 14), cold and cached, against realpath(3) in the same run.
+        .executableTarget(
+            name: "CanonicalizationBenchmarks",
+            dependencies: [
+                .product(name: "FileCoordination", package: "swift-file-coordination"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/CanonicalizationBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

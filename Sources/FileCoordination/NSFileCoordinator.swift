@@ -302,11 +302,11 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         else { return }
         guard let to = try? URLMapping.canonicalPath(newURL, followingFinalLink: false) else { return }
         // A case-only rename in a case-insensitive directory (`my text` to `My Text`) keeps its canonical path; it is
-        // still a move for the presenters, who hear it (issue 14). The old spelling is remembered last, so that this
+        // still a move for the presenters, who hear it (issue 14). The old spelling is remembered, so that this
         // process's presenters hear where the item was as it was spelled.
         if from == to {
             guard oldURL.path != newURL.path else { return }
-            _ = try? URLMapping.canonicalPath(oldURL, followingFinalLink: false)
+            URLMapping.rememberRename(of: from, spelledAs: oldURL)
         }
         client.submit(.itemMoved(claim, from: from, to: to))
         VersionStoreFollower.itemMoved(from: from, to: to)

@@ -64,9 +64,12 @@ enum PresenterDelivery {
         _ presenter: any NSFilePresenter,
         _ role: Respelling.Role = .item
     ) -> URL {
-        guard PathCanonicalizer.shared.caseSensitivity.anyInsensitive else { return URLMapping.url(path) }
         let own = presenter.presentedItemURL
         let ownPath = own.flatMap { try? URLMapping.canonicalPath($0) }
+        // The common case: the presenter's URL is its canonical path, and no name needs respelling.
+        if !PathCanonicalizer.shared.caseSensitivity.anyInsensitive, own?.path == ownPath?.description {
+            return URLMapping.url(path)
+        }
         return URLMapping.url(path, for: own, presenterPath: ownPath, role: role)
     }
 

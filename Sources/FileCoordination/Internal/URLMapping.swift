@@ -79,6 +79,11 @@ enum URLMapping {
         return (path, canonical)
     }
 
+    /// Remembers how this process spelled an item it renamed in place (a case-only rename) before the rename.
+    static func rememberRename(of path: ItemPath, spelledAs old: URL) {
+        SpellingBook.renames.record(old.path, for: path)
+    }
+
     /// A file URL for a canonical path, spelled as this process spelled it (``Respelling``).
     static func url(_ path: ItemPath, isDirectory: Bool? = nil, role: Respelling.Role = .item) -> URL {
         let spelling = Respelling.spelling(of: path, role: role)

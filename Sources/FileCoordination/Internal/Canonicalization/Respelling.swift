@@ -31,13 +31,19 @@ enum Respelling {
         presenterPath: ItemPath? = nil,
         canonicalizer: PathCanonicalizer = .shared
     ) -> String {
-        guard canonicalizer.caseSensitivity.anyInsensitive else { return path.description }
         var base: (spelling: String, depth: Int) = ("", 0)
         if let presenterURL, let presenterPath, path.isEqualOrDescendant(of: presenterPath),
             role == .item || path != presenterPath
         {
             base = (presenterURL == "/" ? "" : presenterURL, presenterPath.depth)
         }
+        guard canonicalizer.caseSensitivity.anyInsensitive else {
+            // Canonical names are spellings already: only the presenter's own part (a link, say) is respelled.
+            guard base.depth > 0 else { return path.description }
+            let rest = path.components[base.depth...].map { "/" + String(decoding: $0, as: UTF8.self) }
+            return base.spelling + rest.joined()
+        }
+        if role == .moveSource, let old = SpellingBook.renames.spelling(of: path) { return old }
         if role != .moveDestination, base.depth == 0 || role == .moveSource,
             let own = SpellingBook.shared.spelling(of: path)
         {
@@ -77,7 +83,11 @@ enum Respelling {
 final class SpellingBook: Sendable {
     /// At most this many paths are remembered.
     static let capacity = 1024
+    /// The spellings this process gave for exactly these paths.
     static let shared = SpellingBook()
+    /// The old spellings of the items this process renamed in place (case-only renames), for the presenters that
+    /// hear where the item was.
+    static let renames = SpellingBook()
 
     private let spellings = Mutex<[ItemPath: String]>([:])
 

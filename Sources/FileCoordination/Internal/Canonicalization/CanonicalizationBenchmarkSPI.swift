@@ -1,0 +1,15 @@
+/// The canonicaliser, for the benchmark suite only (Benchmarks/, CanonicalizationBenchmarks): not API.
+///
+/// - Important: Thread-safe, as ``PathCanonicalizer``.
+@_spi(Benchmarking)
+public enum CanonicalizationBenchmarkSPI {
+    /// The canonical key of an absolute path (`nil` on failure), through the process's shared cache.
+    public static func canonicalize(_ path: String) -> String? {
+        try? PathCanonicalizer.shared.canonicalize(path, followingFinalLink: true).key
+    }
+
+    /// Forgets the cached directories, so that the next call walks the path from the root.
+    public static func removeAllCached() {
+        PathCanonicalizer.shared.removeAllCached()
+    }
+}
