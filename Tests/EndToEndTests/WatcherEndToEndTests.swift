@@ -234,6 +234,47 @@ struct WatcherEndToEndTests {
         }
     }
 
+    @Test(
+        "A flood past the kernel's queue limit (the daemon stopped meanwhile): presenters hear a change, the dump counts it"
+    )
+    func queueOverflowIsRecovered() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let folder = env.path("folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let doc = folder + "/doc.txt"
+            try sh("echo first > '\(doc)'")
+            let a = try await env.host("A")
+            try await a.present("F", doc)
+            try await env.waitForWatches(folder)
+            let limit = Int(
+                (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            )
+            let flood = try #require(limit) + 1_000
+            // A real overflow: the daemon reads nothing while it is stopped; the kernel's queue fills and overflows.
+            daemon.signal(SIGSTOP)
+            let names: [UnsafeMutablePointer<CChar>] = [strdup(folder + "/a")!, strdup(folder + "/b")!]
+            defer { names.forEach { free($0) } }
+            for index in 0..<flood {
+                // Two files in turn: the kernel merges an event identical to the last one queued.
+                let fd = open(names[index % 2], O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+                if fd >= 0 { close(fd) }
+            }
+            daemon.signal(SIGCONT)
+            // doc.txt was not touched by the flood: the change it hears is the overflow's (never silence).
+            #expect(try await a.settledPresenterEvents("F", count: 1) == ["didChange"])
+            let dump = try await env.watcherDump()
+            #expect(dump.contains("overflows 1,"), "\(dump)")
+            #expect(!dump.contains("rescans 0,"), "\(dump)")
+            // Watching goes on.
+            try sh("echo second > '\(doc)'")
+            try await Task.sleep(for: .milliseconds(150))  // Past the coalescing window of the overflow's change.
+            try sh("echo third > '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 2).count >= 2)
+        }
+    }
+
     @Test("Watch exhaustion under --max-watches: the daemon keeps working, the client is told, the dump shows it")
     func watchExhaustion() async throws {
         try await TestEnvironment.run { env in
