@@ -255,7 +255,7 @@ struct WatcherEndToEndTests {
             // A real overflow: the daemon reads nothing while it is stopped; the kernel's queue fills and overflows.
             daemon.signal(SIGSTOP)
             let names: [UnsafeMutablePointer<CChar>] = [strdup(folder + "/a")!, strdup(folder + "/b")!]
-            defer { names.forEach { free($0) } }
+            defer { for name in names { free(name) } }
             for index in 0..<flood {
                 // Two files in turn: the kernel merges an event identical to the last one queued.
                 let fd = open(names[index % 2], O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)

@@ -147,7 +147,7 @@ struct InotifyWatcherTests {
             try collector.hold { try write("x", to: docs + "/first.txt") }
             // Two files in turn: the kernel merges an event identical to the last one queued.
             let names: [UnsafeMutablePointer<CChar>] = [strdup(docs + "/a")!, strdup(docs + "/b")!]
-            defer { names.forEach { free($0) } }
+            defer { for name in names { free(name) } }
             for index in 0..<flood {
                 let fd = open(names[index % 2], O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
                 if fd >= 0 { close(fd) }
