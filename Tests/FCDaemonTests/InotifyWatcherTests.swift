@@ -35,6 +35,7 @@ private final class Collector: @unchecked Sendable {
 
     var events: [FileSystemEvent] { lock.withLock { reports.flatMap(\.events) } }
     var status: WatcherStatus? { lock.withLock { reports.last?.status } }
+    var reportCount: Int { lock.withLock { reports.count } }
 
     /// Waits (up to 10 s) until `condition` holds of what was delivered.
     func waitUntil(_ what: String, _ condition: (Collector) -> Bool) throws {
@@ -116,6 +117,7 @@ struct InotifyWatcherTests {
             defer { watcher.stop() }
             let later = folder + "/later"
             watcher.watch(try path(later))  // Does not exist yet: no watch, no failure.
+            try collector.waitUntil("the first watch to be tried") { $0.reportCount >= 1 }
             try FileManager.default.createDirectory(atPath: later, withIntermediateDirectories: true)
             try write("early", to: later + "/early.txt")  // Made before the watch exists.
             watcher.watch(try path(later))  // What the arbiter does when it sees `later` created.
