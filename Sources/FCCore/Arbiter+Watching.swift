@@ -192,7 +192,7 @@ extension Arbiter {
         var told: Set<PresenterID> = []
         for directory in watching.interest.keys.sorted() {
             guard let node = tree.existingNode(directory) else { continue }
-            for id in node.presenters + node.children.values.flatMap(\.presenters) where told.insert(id).inserted {
+            for id in presentersAtAndDirectlyBelow(node) where told.insert(id).inserted {
                 fileSystemNotify(id, .presentedItemDidChange)
             }
         }
@@ -204,7 +204,7 @@ extension Arbiter {
         let first = watching.failures.updateValue(reason, forKey: directory) == nil
         log(.warning, "a directory cannot be watched: \(reason)", ["item.path": "\(directory)"])
         guard first, let node = tree.existingNode(directory) else { return }
-        for id in node.presenters + node.children.values.flatMap(\.presenters) {
+        for id in presentersAtAndDirectlyBelow(node) {
             guard let record = presenters[id] else { continue }
             effects.append(
                 .watchUnavailable(id, client: record.registration.client, directory: directory, reason: reason)
@@ -213,6 +213,12 @@ extension Arbiter {
     }
 
     // MARK: Who hears
+
+    /// The presenters of a directory and of its direct entries, in a stable order (children by name).
+    private func presentersAtAndDirectlyBelow(_ node: AccessNode) -> [PresenterID] {
+        node.presenters
+            + node.children.values.sorted { $0.name.lexicographicallyPrecedes($1.name) }.flatMap(\.presenters)
+    }
 
     private func notifyPresenters(at path: ItemPath, _ kind: PresenterMessageKind) {
         guard let node = tree.existingNode(path) else { return }

@@ -25,7 +25,16 @@ struct FcdumpTests {
         _ = try require(dump, "daemonPID", Int.self, "dump")
         _ = try require(dump, "nodeCount", Int.self, "dump")
         _ = try require(dump, "deadlocks", [String].self, "dump")
-        #expect(dump["watcher"] is NSNull, "watcher must be null until there is a watcher")
+        // Issue 13: the daemon watches with inotify; the watcher's health is there.
+        let watcher = try require(dump, "watcher", [String: Any].self, "dump")
+        _ = try require(watcher, "watches", Int.self, "watcher")
+        _ = try require(watcher, "overflows", Int.self, "watcher")
+        _ = try require(watcher, "recrawls", Int.self, "watcher")
+        try optional(watcher, "maximumWatches", Int.self, "watcher")
+        for directory in try require(watcher, "directories", [[String: Any]].self, "watcher") {
+            _ = try require(directory, "path", String.self, "watched directory")
+            _ = try require(directory, "presenters", Int.self, "watched directory")
+        }
         for client in try require(dump, "clients", [[String: Any]].self, "dump") {
             _ = try require(client, "id", Int.self, "client")
             _ = try require(client, "pid", Int.self, "client")

@@ -43,6 +43,8 @@ let benchmarks: @Sendable () -> Void = {
     bareThreePartyRoundTrip()
     writeWithRelinquishingPresenter()
     claimsPerSecond8Clients()
+    rawInotifyDelivery()
+    uncoordinatedChangeToPresenter()
 }
 
 // MARK: - Baselines

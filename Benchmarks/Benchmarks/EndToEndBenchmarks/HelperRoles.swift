@@ -13,6 +13,10 @@ import Synchronization
 //              `count` with how many times it relinquished
 //   claimer    a client of the daemon: prints `ready` after one coordinated read of FC_E2E_PATH, then for each byte
 //              read makes FC_E2E_CLAIMS coordinated reads of it and writes `d` (or `e` if one failed)
+//   inotify    watches FC_E2E_PATH's folder with raw inotify (no daemon) and writes `c` for every IN_CLOSE_WRITE of
+//              FC_E2E_PATH: the bare delivery the watcher benchmark compares with (issue 13)
+//   watched    presents FC_E2E_PATH (presentedItemDidChange only) and writes `c` for every presentedItemDidChange,
+//              from the presenter's queue (issue 13)
 enum HelperRole {
     /// Plays `role`, then exits.
     static func run(_ role: String) -> Never {
@@ -28,6 +32,10 @@ enum HelperRole {
             present(URL(fileURLWithPath: path))
         case "claimer":
             claim(URL(fileURLWithPath: path), claims: Int(environment["FC_E2E_CLAIMS"] ?? "") ?? 1)
+        case "inotify":
+            watchWithInotify(path)
+        case "watched":
+            presentForChanges(URL(fileURLWithPath: path))
         default:
             fail("unknown role \(role)")
         }
@@ -73,6 +81,70 @@ enum HelperRole {
             }
             guard BareSocket.writeAll(1, &reply, 1) else { return }
         }
+    }
+}
+
+extension HelperRole {
+    /// Raw inotify on the file's folder: one `c` per `IN_CLOSE_WRITE` of the file, until standard input closes.
+    fileprivate static func watchWithInotify(_ path: String) {
+        let fd = inotify_init1(Int32(IN_CLOEXEC))
+        let folder = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        guard fd >= 0, inotify_add_watch(fd, folder, UInt32(IN_CLOSE_WRITE)) >= 0 else {
+            fail("inotify: \(errnoText())")
+        }
+        startThread("stdin") {
+            while readLine() != nil {}
+            exit(0)
+        }
+        say("ready")
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 8)
+        while true {
+            let count = read(fd, buffer, 65_536)
+            guard count > 0 else { fail("inotify read: \(errnoText())") }
+            var offset = 0
+            while offset < count {
+                let event = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
+                let header = MemoryLayout<inotify_event>.size
+                let length = Int(event.pointee.len)
+                let eventName = String(cString: (buffer + offset + header).assumingMemoryBound(to: CChar.self))
+                if length > 0, eventName == name {
+                    var reply = UInt8(ascii: "c")
+                    guard BareSocket.writeAll(1, &reply, 1) else { exit(0) }
+                }
+                offset += header + length
+            }
+        }
+    }
+
+    /// A presenter of the file that hears only `presentedItemDidChange`: one `c` per notification.
+    fileprivate static func presentForChanges(_ url: URL) {
+        let presenter = ChangePresenter(url: url)
+        NSFileCoordinator.addFilePresenter(presenter)
+        say("ready")
+        while readLine() != nil {}
+        NSFileCoordinator.removeFilePresenter(presenter)
+    }
+}
+
+/// A presenter that hears only `presentedItemDidChange()`, and writes `c` to standard output on its queue each time.
+final class ChangePresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+    let presentedItemURL: URL?
+    let presentedItemOperationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return queue
+    }()
+
+    init(url: URL) {
+        presentedItemURL = url
+    }
+
+    var presentedItemCallbacks: FilePresenterCallbacks { [.presentedItemDidChange] }
+
+    func presentedItemDidChange() {
+        var reply = UInt8(ascii: "c")
+        _ = BareSocket.writeAll(1, &reply, 1)
     }
 }
 

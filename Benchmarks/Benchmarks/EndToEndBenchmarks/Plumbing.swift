@@ -62,15 +62,20 @@ final class InProcessDaemon: Sendable {
     /// Starts the daemon on `socketPath` and points this process (and the helpers it spawns) at it: sets
     /// `FILECOORDD_SOCKET` before any `FileCoordination` call, removes `FILECOORD_ARBITER`, and names a daemon
     /// executable that does not exist, so that a failed connection is not hidden by an auto-started daemon.
-    static func start(socketPath: String) async throws -> InProcessDaemon {
+    static func start(
+        socketPath: String,
+        configure: (inout DaemonConfiguration) -> Void = { _ in }
+    ) async throws -> InProcessDaemon {
         setenv("FILECOORDD_SOCKET", socketPath, 1)
         setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)
         unsetenv("FILECOORD_ARBITER")
         let connections = ConnectionCounter()
         let logger = Logger(label: "filecoordd") { _ in CountingLogHandler(connections: connections) }
         let ready = DispatchSemaphore(value: 0)
+        var configuration = DaemonConfiguration(socketPath: socketPath)
+        configure(&configuration)
         let service = DaemonService(
-            configuration: DaemonConfiguration(socketPath: socketPath),
+            configuration: configuration,
             logger: logger,
             ready: { ready.signal() }
         )

@@ -59,7 +59,8 @@ public struct WatcherStatus: Hashable, Sendable {
     public var events = 0
     /// Queue overflows (`IN_Q_OVERFLOW`).
     public var overflows = 0
-    /// Rescans of the watched directories after an overflow or for a directory created after its watch was asked.
+    /// Rescans: one per overflow (directories wanted but not watched are tried again and scanned), and one per
+    /// directory asked for again after its creation (added, then scanned).
     public var rescans = 0
     /// Watches that could not be added (limit reached, permission denied).
     public var failedWatches = 0

@@ -47,7 +47,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
     /// through a file at `wakePath` (in the daemon's private runtime folder).
-    public init(maximumWatches: Int?, wakePath: String, logger: Logger) {
+    public init(maximumWatches: Int?, wakePath: String, logger: Logger = Logger(label: "filecoordd.watcher")) {
         self.cap = maximumWatches
         self.wakePath = wakePath
         self.logger = logger
@@ -220,7 +220,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             case .watch(let directory):
                 // Asked again for a directory it wants: it was created after its watch failed.
                 let again = !wanted.insert(directory).inserted
-                if byPath[directory] == nil { add(directory, scan: again, into: &batch) }
+                if byPath[directory] == nil {
+                    if again { status.rescans += 1 }
+                    add(directory, scan: again, into: &batch)
+                }
             case .unwatch(let directory):
                 wanted.remove(directory)
                 if let descriptor = byPath.removeValue(forKey: directory) {
@@ -281,7 +284,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     /// Reports what a directory holds as created: it was made before its watch existed.
     private func scan(_ directory: ItemPath, into batch: inout [FileSystemEvent]) {
-        status.rescans += 1
         let path = String(decoding: directory.bytes, as: UTF8.self)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
         for name in names.sorted() {
@@ -293,6 +295,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     /// After an overflow: directories that were wanted but not watchable (not created yet) may exist now.
     private func rescan(into batch: inout [FileSystemEvent]) {
+        status.rescans += 1
         for directory in wanted.sorted() where byPath[directory] == nil {
             add(directory, scan: true, into: &batch)
         }

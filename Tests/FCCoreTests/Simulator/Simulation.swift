@@ -59,7 +59,8 @@ struct Simulation {
         self.seed = seed
         self.steps = steps
         self.rng = SplitMix64(seed: seed)
-        let configuration = ArbiterConfiguration(presenterTimeout: .seconds(30))
+        var configuration = ArbiterConfiguration(presenterTimeout: .seconds(30))
+        configuration.watchesFileSystem = true  // Issue 13: watch interest and file-system events too.
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
         self.recordTrace = recordTrace
@@ -83,7 +84,7 @@ struct Simulation {
     }
 
     private mutating func randomStep() {
-        let roll = Int.random(in: 0..<100, using: &rng)
+        let roll = Int.random(in: 0..<112, using: &rng)
         switch roll {
         case 0..<6 where liveClients.count < 4, 0..<2:
             let id = ClientID(newID())
@@ -148,9 +149,35 @@ struct Simulation {
             // Garbage: ids nobody knows.
             send(.presenterReplied(RequestID(999_999), .succeeded))
             send(.claimFinished(ClaimID(999_999), created: []))
+        case 100..<108:
+            send(.fileSystemChanged(randomFileSystemEvents()))
+        case 108..<112:
+            send(.timerFired(.fileSystemWindow))
         default:
             break
         }
+    }
+
+    /// One batch of file-system events on the universe's paths (issue 13): writes, creations, deletions, renames
+    /// paired by cookie or not, overflows and failed watches.
+    private mutating func randomFileSystemEvents() -> [FileSystemEvent] {
+        var events: [FileSystemEvent] = []
+        for _ in 0..<Int.random(in: 1...4, using: &rng) {
+            let path = Self.universe.randomElement(using: &rng)!
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<3: events.append(.closedAfterWriting(path))
+            case 3..<5: events.append(.created(path, isDirectory: rng.chance(30)))
+            case 5..<6: events.append(.deleted(path))
+            case 6..<8:
+                let to = Self.universe.randomElement(using: &rng)!
+                let cookie = UInt32(truncatingIfNeeded: newID())
+                if to != path, !to.isDescendant(of: path) { events.append(.movedFrom(path, cookie: cookie)) }
+                if rng.chance(80) { events.append(.movedTo(to, cookie: cookie, isDirectory: rng.chance(30))) }
+            case 8: events.append(.overflow)
+            default: events.append(.watchFailed(path, reason: "simulated"))
+            }
+        }
+        return events
     }
 
     private mutating func addPresenter() {
@@ -226,6 +253,7 @@ struct Simulation {
 
     private mutating func send(_ event: ArbiterEvent) {
         if recordTrace { trace.append("step \(step): \(event)") }
+        if case .timerFired(.fileSystemWindow) = event { fileSystemNotificationsThisWindow = [] }
         let owed = owedNotifications(for: event)
         // Steps as milliseconds: only reports read the time.
         let effects = arbiter.handle(event, at: .milliseconds(step))
@@ -267,6 +295,10 @@ struct Simulation {
     }
 
     private var violations: [String] = []
+    /// Directories watched now, from the watch and unwatch effects (issue 13).
+    private var watchedDirectories: Set<ItemPath> = []
+    /// File-system notifications sent since the coalescing window's timer last fired.
+    private var fileSystemNotificationsThisWindow: Set<String> = []
     private var movedClaims: Set<ClaimID> = []
     private var excusedPairs: Set<Set<ClaimID>> = []
 
@@ -331,7 +363,22 @@ struct Simulation {
             failed.insert(id)
         case .message(let message):
             checkMessage(message)
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
+            if message.claim == nil, message.request == nil {
+                if case .reacquire = message.kind { break }
+                // Coalescing: each notification caused by the file system at most once per window.
+                if !fileSystemNotificationsThisWindow.insert("\(message.presenter) \(message.kind)").inserted {
+                    violations.append("two \(message.kind) to \(message.presenter) in one coalescing window")
+                }
+            }
+        case .watch(let directory):
+            watchedDirectories.insert(directory)  // Again after a creation: allowed.
+        case .unwatch(let directory):
+            if watchedDirectories.remove(directory) == nil {
+                violations.append("unwatch of \(directory), which was not watched")
+            }
+        case .watchUnavailable(let presenter, _, _, _):
+            if presenterInfo[presenter] == nil { violations.append("watchUnavailable to unknown \(presenter)") }
+        case .startTimer, .cancelTimer, .log:
             break
         }
     }
@@ -393,6 +440,19 @@ struct Simulation {
             guard let (_, claim, _) = requestKinds[request] else { continue }
             if let claim, snapshot.claims.contains(where: { $0.request.id == claim }) { continue }
             violations.append("\(presenter) relinquished with a reacquirer for \(request) and never got it back")
+        }
+        // Watches are exactly what the registered presenters need: each presenter's item and its parent.
+        var needed: Set<ItemPath> = []
+        for registration in snapshot.presenters.values {
+            guard let path = registration.path else { continue }
+            needed.insert(path)
+            if let parent = path.parent { needed.insert(parent) }
+        }
+        if needed != watchedDirectories {
+            violations.append(
+                "watched \(watchedDirectories.subtracting(needed).sorted()) needlessly, "
+                    + "not \(needed.subtracting(watchedDirectories).sorted())"
+            )
         }
         let granted = snapshot.claims.filter { $0.phase == .granted }
         for (i, a) in granted.enumerated() {

@@ -1,0 +1,167 @@
+import FCCore
+import FCDaemon
+import Foundation
+import Testing
+
+/// What an ``InotifyWatcher`` delivered, collected for a test; `hold()` blocks its thread in `deliver` (so that it
+/// reads nothing meanwhile) until `release()`.
+private final class Collector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var reports: [WatcherReport] = []
+    private var holding = false
+    private let gate = DispatchSemaphore(value: 0)
+    private let held = DispatchSemaphore(value: 0)
+
+    func deliver(_ report: WatcherReport) {
+        let block = lock.withLock { () -> Bool in
+            reports.append(report)
+            defer { holding = false }
+            return holding
+        }
+        if block {
+            held.signal()
+            gate.wait()
+        }
+    }
+
+    /// The next delivery blocks the watcher's thread; returns once it does (after `trigger`).
+    func hold(_ trigger: () throws -> Void) throws {
+        lock.withLock { holding = true }
+        try trigger()
+        held.wait()
+    }
+
+    func release() { gate.signal() }
+
+    var events: [FileSystemEvent] { lock.withLock { reports.flatMap(\.events) } }
+    var status: WatcherStatus? { lock.withLock { reports.last?.status } }
+    var reportCount: Int { lock.withLock { reports.count } }
+
+    /// Waits (up to 10 s) until `condition` holds of what was delivered.
+    func waitUntil(_ what: String, _ condition: (Collector) -> Bool) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition(self) {
+            guard Date() < deadline else { throw WatcherTestFailure("timed out waiting for \(what); got \(events)") }
+            usleep(2_000)
+        }
+    }
+}
+
+private struct WatcherTestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A private folder, removed at the end.
+private func withFolder(_ body: (String) throws -> Void) throws {
+    let folder = NSTemporaryDirectory() + "fc-watcher-\(getpid())-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
+    try body(resolved)
+}
+
+private func path(_ string: String) throws -> ItemPath { try ItemPath(absolute: string) }
+
+private func write(_ text: String, to file: String) throws {
+    try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+}
+
+/// The inotify backend against the real kernel (issue 13). One watcher at a time: libinotifytools' state is global.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct InotifyWatcherTests {
+    @Test func aWriteInAWatchedFolderIsReportedAndAFileCostsNoWatch() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+            try write("a", to: docs + "/a.txt")
+            watcher.watch(try path(docs))
+            watcher.watch(try path(docs + "/a.txt"))  // Not a directory: no watch.
+            try collector.waitUntil("the watch") { $0.status?.watches == 1 }
+            try write("b", to: docs + "/a.txt")
+            try collector.waitUntil("the write") { $0.events.contains(.closedAfterWriting(try! path(docs + "/a.txt"))) }
+            watcher.unwatch(try path(docs))
+            try collector.waitUntil("the unwatch") { $0.status?.watches == 0 }
+        }
+    }
+
+    @Test func pastTheCapAWatchFailsWithTheReason() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: 1, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            for name in ["one", "two"] {
+                try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
+                watcher.watch(try path(folder + "/" + name))
+            }
+            try collector.waitUntil("the failure") {
+                $0.events.contains {
+                    if case .watchFailed(let p, _) = $0 { p.description.hasSuffix("/two") } else { false }
+                }
+            }
+            #expect(collector.status?.watches == 1)
+            #expect(collector.status?.failedWatches == 1)
+        }
+    }
+
+    @Test func aDirectoryAskedForAgainAfterItsCreationIsScanned() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let later = folder + "/later"
+            watcher.watch(try path(later))  // Does not exist yet: no watch, no failure.
+            try collector.waitUntil("the first watch to be tried") { $0.reportCount >= 1 }
+            try FileManager.default.createDirectory(atPath: later, withIntermediateDirectories: true)
+            try write("early", to: later + "/early.txt")  // Made before the watch exists.
+            watcher.watch(try path(later))  // What the arbiter does when it sees `later` created.
+            try collector.waitUntil("the scan") {
+                $0.events.contains(.created(try! path(later + "/early.txt"), isDirectory: false))
+            }
+            #expect(collector.status?.watches == 1)
+            #expect(collector.status?.rescans == 1)
+        }
+    }
+
+    /// A real overflow of the kernel's queue: the watcher's thread is held in `deliver` (it reads nothing) while
+    /// more events than `fs.inotify.max_queued_events` are made; released, it reports `overflow` and rescans.
+    @Test func aQueueOverflowIsReportedAndRescanned() throws {
+        try withFolder { folder in
+            let limit = Int(
+                (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_queued_events", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            )
+            let flood = try #require(limit) + 1_000
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+            watcher.watch(try path(docs))
+            try collector.waitUntil("the watch") { $0.status?.watches == 1 }
+            try collector.hold { try write("x", to: docs + "/first.txt") }
+            // Two files in turn: the kernel merges an event identical to the last one queued.
+            let names: [UnsafeMutablePointer<CChar>] = [strdup(docs + "/a")!, strdup(docs + "/b")!]
+            defer { for name in names { free(name) } }
+            for index in 0..<flood {
+                let fd = open(names[index % 2], O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+                if fd >= 0 { close(fd) }
+            }
+            collector.release()
+            try collector.waitUntil("the overflow") { $0.events.contains(.overflow) }
+            #expect(collector.status.map { $0.overflows >= 1 && $0.rescans >= 1 } == true)
+            // Watching goes on after the overflow.
+            try write("after", to: docs + "/after.txt")
+            try collector.waitUntil("an event after the overflow") {
+                $0.events.contains(.closedAfterWriting(try! path(docs + "/after.txt")))
+            }
+        }
+    }
+}
