@@ -28,6 +28,8 @@ public struct DaemonConfiguration: Sendable {
     /// After a crash of the previous daemon (its socket file was left behind), how long only claims still held by
     /// their clients are taken, before any new claim: the time for those clients to reconnect and declare them.
     public var recoveryGrace: Duration
+    /// The version store's directory (issue 15): `FILECOORD_VERSIONS_DIR`, else `$XDG_DATA_HOME/filecoordd/versions`.
+    public var versionStoreDirectory: String = DaemonConfiguration.defaultVersionStoreDirectory()
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(

@@ -25,6 +25,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toDaemon
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply:
             .toClient
+        case .versionStoreRequest: .toDaemon
+        case .versionStoreReply: .toClient
         }
     }
 
@@ -50,6 +52,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .presenterMessage: "PresenterMessage"
         case .protocolError: "ProtocolError"
         case .dumpReply: "DumpReply"
+        case .versionStoreRequest: "VersionStoreRequest"
+        case .versionStoreReply: "VersionStoreReply"
         }
     }
 }

@@ -12,7 +12,13 @@ import Testing
 #endif
 
 @Suite struct VersionEndToEndTests {
-    /// Every host of a test uses the test's own version store.
+    /// The test's daemon, serving the test's own version store.
+    @discardableResult
+    private func daemon(_ env: TestEnvironment) async throws -> DaemonProcess {
+        try await env.startDaemon(arguments: ["--versions-directory", env.path("versions")])
+    }
+
+    /// Every host of a test names the test's own version store (for a daemon it starts, and in process).
     private func host(_ env: TestEnvironment, _ name: String, fault: String? = nil) async throws -> HostProcess {
         try await env.host(
             name,
@@ -39,7 +45,7 @@ import Testing
     @Test("A sync tool in B adds a conflict; an editor in C resolves it; presenters in A hear every change")
     func presentersInAnotherProcessHearEachVersionChange() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
+            try await daemon(env)
             let folder = env.path("docs")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
             let doc = try env.file("docs/notes.txt", "mine")
@@ -68,35 +74,46 @@ import Testing
         }
     }
 
-    @Test("kill -9 of the adding process and of the daemon in the middle of an add: no torn version, none lost")
+    @Test("kill -9 of the daemon in the middle of adding a version, and a restart: no torn version, none lost")
     func theStoreSurvivesKillNineInTheMiddleOfAnAdd() async throws {
         try await TestEnvironment.run { env in
             let doc = try env.file("doc.txt", "kept")
-            var daemon = try await env.startDaemon()
+            var running: DaemonProcess? = try await daemon(env)
             let first = try await host(env, "B")
             try first.send("add-version \(doc)")
             let kept = String(try await first.waitFor("done add-version \(doc) ").text.split(separator: " ").last ?? "")
-            for (round, point) in ["staged", "renamed"].enumerated() {
-                // The process adding stops at `point` (contents flushed in staging; contents in place, row not
-                // committed) and is killed there, with the daemon.
+            for point in ["staged", "renamed"] {
+                if let running {
+                    running.signal(SIGKILL)
+                    _ = try await running.waitForExit()
+                }
+                running = nil
+                // The adder starts a daemon that inherits the fault: it stops at `point` (contents flushed in
+                // staging; contents in place, row not committed) and is killed there.
                 let adder = try await host(env, "adder-\(point)", fault: point)
                 try Data("torn \(point)".utf8).write(to: URL(fileURLWithPath: doc))
                 try adder.send("add-version \(doc)")
-                try await eventually("the add to stop at \(point)") {
+                try await eventually(timeout: .seconds(30), "the daemon's add to stop at \(point)") {
                     FileManager.default.fileExists(atPath: env.path("versions/fault-\(point)"))
                 }
+                // The adder goes first, so that no reconnect of its own starts another daemon with the fault.
+                let paused = try #require(env.lockedDaemonPID())
                 try await adder.kill9()
-                daemon.signal(SIGKILL)
-                _ = try await daemon.waitForExit()
-                daemon = try await env.startDaemon()
-                // A new process opens the store: it is repaired, and holds exactly the version added before.
+                kill(paused, SIGKILL)
+                try await eventually("the paused daemon to let go of its lock") {
+                    let lock = open(env.socket + ".lock", O_RDWR)
+                    defer { close(lock) }
+                    return lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0
+                }
+                try FileManager.default.removeItem(atPath: env.path("versions/fault-\(point)"))
+                running = try await daemon(env)
+                // The restarted daemon repairs the store at its first request: exactly the version added before.
                 let reader = try await host(env, "reader-\(point)")
                 #expect(try await versions(reader, doc, round: 1) == ([kept], []))
                 let contents = try FileManager.default.contentsOfDirectory(atPath: env.path("versions/contents"))
-                #expect(contents.count == 1, "no torn contents left (round \(round))")
+                #expect(contents == [kept], "no torn contents left")
                 let staging = try FileManager.default.contentsOfDirectory(atPath: env.path("versions/staging"))
-                #expect(staging.isEmpty, "no staging left by the killed process")
-                try FileManager.default.removeItem(atPath: env.path("versions/fault-\(point)"))
+                #expect(staging.isEmpty, "no staging left by the killed daemon")
             }
             let folder = env.path("versions/contents/" + kept)
             let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first)
@@ -107,7 +124,7 @@ import Testing
     @Test("A version follows its item through a coordinated move in another process")
     func aVersionFollowsItsItemThroughAMove() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
+            try await daemon(env)
             let doc = try env.file("draft.txt", "v1")
             let moved = env.path("final.txt")
             let b = try await host(env, "B")
@@ -123,7 +140,7 @@ import Testing
     @Test(".forUploading in A: a snapshot; a writer in B proceeds while A uploads; the snapshot goes afterwards")
     func uploadingDoesNotHoldWriters() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
+            try await daemon(env)
             let doc = try env.file("report.txt", "as uploaded")
             let a = try await host(env, "A")
             let b = try await host(env, "B")

@@ -117,6 +117,11 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         }
     }
 
+    /// Sends one frame that is no arbiter event (a version store request); throws if the connection is gone.
+    func send(_ frame: Filecoord_V1_Frame) throws {
+        try socket.write(try encoder.encode(frame))
+    }
+
     /// Closes the connection; the reader thread ends and the delegate hears it.
     func close() {
         socket.shutdownBoth()
@@ -177,6 +182,8 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         case .presenterMessage(let wire)?:
             guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
             delegate.perform([.message(message)])
+        case .versionStoreReply(let reply)?:
+            VersionRequestTable.shared.complete(reply)
         case .protocolError(let error)?:
             FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
         default:
@@ -194,6 +201,7 @@ final class DaemonTransport: ArbiterTransport, @unchecked Sendable {
         }
         guard first else { return }
         socket.shutdownBoth()
+        VersionRequestTable.shared.transportLost(self)
         delegate?.transportLost(
             FileCoordinationError(
                 .connectionLost,
