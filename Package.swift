@@ -49,6 +49,7 @@ let package = Package(
             dependencies: [
                 "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The version store (NSFileVersion, SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the versions'
@@ -58,6 +59,7 @@ let package = Package(
             dependencies: [
                 "FCSystem", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
