@@ -128,7 +128,10 @@ let package = Package(
         // The version store: its rules, its crash-safe ordering and its repair at start.
         .testTarget(name: "FCVersionStoreTests", dependencies: ["FCVersionStore"]),
         // The daemon's pieces, tested without and with sockets.
-        .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
+        .testTarget(
+            name: "FCDaemonTests",
+            dependencies: ["FCDaemon", "FCCore", "FCProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
         // Behaviour tests of the library, in one process.
         .testTarget(
             name: "FileCoordinationTests",
