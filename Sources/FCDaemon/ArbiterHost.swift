@@ -32,7 +32,11 @@ final class ArbiterHost {
         self.configuration = configuration
         self.logger = logger
         self.encoder = FrameEncoder(maximumFrameSize: configuration.maximumFrameSize)
-        self.versionStore = VersionStoreService(directory: configuration.versionStoreDirectory, logger: logger)
+        self.versionStore = VersionStoreService(
+            directory: configuration.versionStoreDirectory,
+            retention: configuration.versionRetention,
+            logger: logger
+        )
         self.router = SessionRouter(
             configuration: configuration.arbiterConfiguration,
             maximumClaimsPerClient: configuration.maximumClaimsPerClient,

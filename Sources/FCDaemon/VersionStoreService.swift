@@ -12,14 +12,31 @@ import NIOCore
 final class VersionStoreService: @unchecked Sendable {
     let queue = DispatchQueue(label: "filecoordd.versions")
     private let directory: String
+    private let retention: Duration
     private let logger: Logger
     /// Opened on `queue` only.
     private var store: VersionStore?
     private var purging = false
 
-    init(directory: String, logger: Logger) {
+    init(directory: String, retention: Duration = .seconds(30 * 24 * 3600), logger: Logger) {
         self.directory = directory
+        self.retention = retention
         self.logger = logger
+    }
+
+    /// An item moved without coordination (the watcher of issue 13 saw a rename): its versions, and those of
+    /// everything inside it, follow it. Queued on the store's queue; returns at once, callable from the loop.
+    func itemMoved(from: String, to: String) {
+        queue.async { [self] in
+            do {
+                _ = try opened().itemMoved(from: from, to: to)
+            } catch {
+                logger.error(
+                    "versions did not follow a moved item: \(error)",
+                    metadata: ["item.path": "\(from)", "item.new.path": "\(to)"]
+                )
+            }
+        }
     }
 
     /// Answers `request` on the queue, then calls `reply` there.
@@ -32,7 +49,7 @@ final class VersionStoreService: @unchecked Sendable {
 
     private func opened() throws -> VersionStore {
         if let store { return store }
-        let store = try VersionStore(directory: directory, logger: logger)
+        let store = try VersionStore(directory: directory, retention: retention, logger: logger)
         self.store = store
         logger.info("version store opened", metadata: ["store.path": "\(directory)"])
         purge()

@@ -47,6 +47,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     )
     var versionsDirectory: String?
 
+    @Option(help: "Days the versions of a deleted item are kept before they are purged.")
+    var versionRetentionDays: Double = 30
+
     @Flag(help: ArgumentHelp(foregroundHelp))
     var foreground = false
 
@@ -82,6 +85,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         var configuration = DaemonConfiguration()
         if let socket { configuration.socketPath = socket }
         if let versionsDirectory { configuration.versionStoreDirectory = versionsDirectory }
+        configuration.versionRetention = .seconds(max(0, versionRetentionDays) * 86_400)
         configuration.presenterTimeout =
             presenterTimeout == "infinity" ? nil : .milliseconds(Int64((Double(presenterTimeout) ?? 30) * 1000))
         configuration.deadlockDetectionDelay = .milliseconds(Int64(deadlockDelay * 1000))

@@ -60,6 +60,15 @@ import Testing
         #expect(String(decoding: replaced.path, as: UTF8.self) == moved)
         let temporary = String(decoding: service.handle(request(.temporaryDirectory)).path, as: UTF8.self)
         #expect(FileManager.default.fileExists(atPath: temporary))
+        // The watcher's entry point (issue 13): a move seen without coordination, queued on the store's queue.
+        let renamed = root + "/files/renamed.txt"
+        try FileManager.default.moveItem(atPath: moved, toPath: renamed)
+        service.itemMoved(from: moved, to: renamed)
+        service.queue.sync {}
+        #expect(service.handle(request(.list) { $0.itemPath = Data(renamed.utf8) }).versions.map(\.id) == [version.id])
+        try FileManager.default.moveItem(atPath: renamed, toPath: moved)
+        service.itemMoved(from: renamed, to: moved)
+        service.queue.sync {}
         #expect(service.handle(request(.remove) { $0.versionID = version.id }).versions.count == 1)
         #expect(service.handle(request(.removeAll) { $0.itemPath = Data(moved.utf8) }).versions.isEmpty)
 
