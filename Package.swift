@@ -52,6 +52,7 @@ let package = Package(
                 "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The version store (NSFileVersion, SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the versions'
@@ -61,6 +62,7 @@ let package = Package(
             dependencies: [
                 "FCSystem", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The wire protocol between clients and filecoordd: messages (filecoord.proto, generated Swift committed),
@@ -80,7 +82,7 @@ let package = Package(
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem",
+                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCVersionStore",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -136,7 +138,10 @@ let package = Package(
         // The version store: its rules, its crash-safe ordering and its repair at start.
         .testTarget(name: "FCVersionStoreTests", dependencies: ["FCVersionStore"]),
         // The daemon's pieces, tested without and with sockets.
-        .testTarget(name: "FCDaemonTests", dependencies: ["FCDaemon", "FCCore"]),
+        .testTarget(
+            name: "FCDaemonTests",
+            dependencies: ["FCDaemon", "FCCore", "FCProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
         // Behaviour tests of the library, in one process.
         .testTarget(
             name: "FileCoordinationTests",

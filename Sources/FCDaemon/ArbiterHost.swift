@@ -13,6 +13,8 @@ final class ArbiterHost {
     let router: SessionRouter
     let configuration: DaemonConfiguration
     let logger: Logger
+    /// The version store (issue 15), served off the loop.
+    let versionStore: VersionStoreService
     private var connections: [ClientID: any Channel] = [:]
     /// Connections being closed by the daemon: nothing more is sent to them.
     private var closing: Set<ClientID> = []
@@ -35,6 +37,11 @@ final class ArbiterHost {
         self.configuration = configuration
         self.logger = logger
         self.encoder = FrameEncoder(maximumFrameSize: configuration.maximumFrameSize)
+        self.versionStore = VersionStoreService(
+            directory: configuration.versionStoreDirectory,
+            retention: configuration.versionRetention,
+            logger: logger
+        )
         self.router = SessionRouter(
             configuration: configuration.arbiterConfiguration,
             maximumClaimsPerClient: configuration.maximumClaimsPerClient,

@@ -25,7 +25,9 @@ final class ConnectionHandler: ChannelInboundHandler {
         case closed
     }
 
-    private let host: ArbiterHost
+    let host: ArbiterHost
+    /// Version store requests of this connection not yet answered (at most ``maximumVersionRequestsInFlight``).
+    var versionRequestsInFlight = 0
     private var decoder: FrameDecoder
     private var state = State.awaitingHello
     private var peerPID: Int32 = 0
@@ -206,6 +208,10 @@ final class ConnectionHandler: ChannelInboundHandler {
                 try answerDump(context: context)
                 return
             }
+            if case .versionStoreRequest(let request)? = frame.payload {
+                try answerVersionStore(request, context: context)
+                return
+            }
             let event: ArbiterEvent?
             do {
                 event = try ArbiterEvent(wire: frame, client: client, limits: limits)
@@ -312,7 +318,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    private func write(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) {
+    func write(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) {
         let bytes: [UInt8]
         do {
             bytes = try FrameEncoder(maximumFrameSize: host.configuration.maximumFrameSize).encode(frame)

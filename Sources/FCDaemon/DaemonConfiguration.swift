@@ -36,6 +36,10 @@ public struct DaemonConfiguration: Sendable {
     public var maximumWatches: Int?
     /// How long notifications of changes made without coordination are coalesced (``ArbiterConfiguration``).
     public var coalescingWindow: Duration = .milliseconds(50)
+    /// The version store's directory (issue 15): `FILECOORD_VERSIONS_DIR`, else `$XDG_DATA_HOME/filecoordd/versions`.
+    public var versionStoreDirectory: String = DaemonConfiguration.defaultVersionStoreDirectory()
+    /// How long versions of a deleted item are kept before they are purged (issue 15).
+    public var versionRetention: Duration = .seconds(30 * 24 * 3600)
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(

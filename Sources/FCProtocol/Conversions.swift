@@ -754,6 +754,11 @@ extension ArbiterEvent {
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
             .watchUnavailable:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
+        case .versionStoreReply:
+            throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
+        case .versionStoreRequest:
+            // Answered by the daemon's version store (FCDaemon.VersionStoreService), not by the arbiter.
+            throw ProtocolError(.unexpectedMessage, "VersionStoreRequest is no arbiter event")
         }
     }
 }

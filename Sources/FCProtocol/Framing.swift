@@ -27,6 +27,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toClient
         case .watchUnavailable:
             .toClient
+        case .versionStoreRequest: .toDaemon
+        case .versionStoreReply: .toClient
         }
     }
 
@@ -53,6 +55,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .protocolError: "ProtocolError"
         case .dumpReply: "DumpReply"
         case .watchUnavailable: "WatchUnavailable"
+        case .versionStoreRequest: "VersionStoreRequest"
+        case .versionStoreReply: "VersionStoreReply"
         }
     }
 }

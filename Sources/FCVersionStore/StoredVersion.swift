@@ -28,6 +28,35 @@ public struct StoredVersion: Sendable, Hashable {
     public var isDiscardable: Bool
     /// Since when the item is gone (the version is purged after the store's retention); `nil` while it exists.
     public var itemGoneSince: Date?
+
+    /// A version with every field given (for the store, and for the daemon's replies on the client's side).
+    public init(
+        id: String,
+        itemPath: String,
+        name: String,
+        contentsPath: String,
+        savingComputer: String?,
+        originator: String?,
+        modificationDate: Date,
+        addedDate: Date,
+        isConflict: Bool,
+        isResolved: Bool,
+        isDiscardable: Bool,
+        itemGoneSince: Date?
+    ) {
+        self.id = id
+        self.itemPath = itemPath
+        self.name = name
+        self.contentsPath = contentsPath
+        self.savingComputer = savingComputer
+        self.originator = originator
+        self.modificationDate = modificationDate
+        self.addedDate = addedDate
+        self.isConflict = isConflict
+        self.isResolved = isResolved
+        self.isDiscardable = isDiscardable
+        self.itemGoneSince = itemGoneSince
+    }
 }
 
 /// Where a conflict version came from: what a sync tool knows of the other side.

@@ -22,7 +22,17 @@ extension NSFileCoordinator {
         timeout: Duration? = nil,
         _ body: (URL) throws -> T
     ) async throws -> T {
-        try await access([(url, .read(FCCore.ReadingOptions(rawValue: options.rawValue)))], timeout: timeout) { urls in
+        if options.contains(.forUploading) {
+            // A snapshot made under the claim; `body` runs after it is released (UploadSnapshot).
+            let snapshot = try await access(
+                [(url, .read(FCCore.ReadingOptions(rawValue: options.rawValue)))],
+                timeout: timeout
+            ) { urls in try UploadSnapshot.make(of: urls[0]) }
+            defer { UploadSnapshot.remove(snapshot) }
+            return try body(snapshot)
+        }
+        return try await access([(url, .read(FCCore.ReadingOptions(rawValue: options.rawValue)))], timeout: timeout) {
+            urls in
             try body(urls[0])
         }
     }

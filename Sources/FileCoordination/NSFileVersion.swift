@@ -141,7 +141,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
     /// The item's other versions, oldest first (never the current one), or `nil` if there is no file at `url`
     /// or the store cannot be read.
     open class func otherVersionsOfItem(at url: URL) -> [NSFileVersion]? {
-        guard let path = existingPath(url), let versions = try? VersionStoreAccessPoint.current.versions(of: path)
+        guard let path = existingPath(url), let versions = try? VersionStoreAccessPoint.access().versions(of: path)
         else { return nil }
         return versions.map(NSFileVersion.init)
     }
@@ -182,7 +182,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
             guard let current = currentVersionOfItem(at: url), current.identifier == identifier else { return nil }
             return current
         }
-        guard let stored = try? VersionStoreAccessPoint.current.version(id: identifier) else { return nil }
+        guard let stored = try? VersionStoreAccessPoint.access().version(id: identifier) else { return nil }
         return NSFileVersion(stored)
     }
 
@@ -202,7 +202,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
     /// A new directory in which to prepare contents to add with `.byMoving` (on the store's file system, so the
     /// move is a rename). Remove it when done. The store's own temporary folder when it cannot be had.
     open class func temporaryDirectoryURLForNewVersionOfItem(at url: URL) -> URL {
-        if let path = try? VersionStoreAccessPoint.current.makeTemporaryDirectory() {
+        if let path = try? VersionStoreAccessPoint.access().makeTemporaryDirectory() {
             return URL(fileURLWithPath: path, isDirectory: true)
         }
         let fallback = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -263,7 +263,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
             }
             guard !isCurrent, lock.withLock({ !resolved }) else { return }
             do {
-                if let stored = try VersionStoreAccessPoint.current.markResolved(id: identifier) {
+                if let stored = try VersionStoreAccessPoint.access().markResolved(id: identifier) {
                     lock.withLock { resolved = true }
                     if let path = Self.itemPathNow(stored) {
                         VersionNotifier.changed(path, .resolved(VersionID(identifier)))
@@ -294,7 +294,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
                 )
                 return
             }
-            if (try? VersionStoreAccessPoint.current.markDiscardable(id: identifier)) == true {
+            if (try? VersionStoreAccessPoint.access().markDiscardable(id: identifier)) == true {
                 lock.withLock { discardable = true }
             }
         }
@@ -364,7 +364,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
     /// Runs a store call, with its errors as `CocoaError`s.
     static func storeCall<T>(_ url: URL, _ body: (any VersionStoreAccess) throws -> T) throws -> T {
         do {
-            return try body(VersionStoreAccessPoint.current)
+            return try body(try VersionStoreAccessPoint.access())
         } catch let error as VersionStoreError {
             let code: CocoaError.Code =
                 switch error.code {

@@ -20,6 +20,18 @@
 //                                                                    two-URL method); prints `granted write2 FIRST`
 //                                                                    and `done write2 FIRST`
 //   release                                                          let the held accessor return
+//   add-version PATH [CONTENTS] [conflict COMPUTER]                  inside a coordinated write, add a version of PATH
+//                                                                    with CONTENTS (default: PATH itself), a conflict
+//                                                                    version from COMPUTER with `conflict`; prints
+//                                                                    `done add-version PATH ID`
+//   resolve PATH                                                     inside a coordinated write, replace PATH with its
+//                                                                    newest unresolved conflict version, mark every
+//                                                                    conflict resolved, remove the other versions
+//   versions PATH                                                    prints `versions PATH ID,...` (other versions)
+//                                                                    and `conflicts PATH ID,...` (unresolved)
+//   upload PATH [hold]                                               coordinated read with .forUploading: prints
+//                                                                    `granted upload PATH SNAPSHOT`, holds for
+//                                                                    `release` with hold, then `done upload PATH TEXT`
 //   main COMMAND ...                                                 make the call of a read, write or move on the
 //                                                                    main thread (DispatchQueue.main), not its own
 //   sleep MS
@@ -143,6 +155,20 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         say("presenter \(name) accommodateSubitemDeletion \(url.path)")
         completionHandler(nil)
     }
+    func presentedItemDidGain(_ version: NSFileVersion) { say("presenter \(name) didGainVersion") }
+    func presentedItemDidLose(_ version: NSFileVersion) { say("presenter \(name) didLoseVersion") }
+    func presentedItemDidResolveConflict(_ version: NSFileVersion) {
+        say("presenter \(name) didResolveConflictVersion")
+    }
+    func presentedSubitem(at url: URL, didGain version: NSFileVersion) {
+        say("presenter \(name) subitemDidGainVersion \(url.path)")
+    }
+    func presentedSubitem(at url: URL, didLose version: NSFileVersion) {
+        say("presenter \(name) subitemDidLoseVersion \(url.path)")
+    }
+    func presentedSubitem(at url: URL, didResolve version: NSFileVersion) {
+        say("presenter \(name) subitemDidResolveConflictVersion \(url.path)")
+    }
     func presentedSubitemDidChange(at url: URL) { say("presenter \(name) subitemDidChange \(url.path)") }
     func presentedSubitemDidAppear(at url: URL) { say("presenter \(name) subitemDidAppear \(url.path)") }
     func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
@@ -151,9 +177,9 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 }
 
 final class Host: @unchecked Sendable {
-    private let lock = NSLock()
+    let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
-    private var held: [DispatchSemaphore] = []
+    var held: [DispatchSemaphore] = []
 
     func report(_ operation: String, _ path: String, _ error: NSError?) {
         if let error {
@@ -288,6 +314,8 @@ final class Host: @unchecked Sendable {
                 }
                 self.report("write2", first.path, error)
             }
+        case "add-version", "resolve", "versions", "upload":
+            runVersionCommand(command, arguments, background: background)
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }
             semaphore?.signal()

@@ -41,6 +41,15 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Option(help: "Bytes of messages that may wait for a client that does not read before it is disconnected.")
     var maxQueuedBytes: Int = 4 << 20
 
+    @Option(
+        help:
+            "The version store's directory (default: FILECOORD_VERSIONS_DIR, else $XDG_DATA_HOME/filecoordd/versions)."
+    )
+    var versionsDirectory: String?
+
+    @Option(help: "Days the versions of a deleted item are kept before they are purged.")
+    var versionRetentionDays: Double = 30
+
     @Flag(help: ArgumentHelp(foregroundHelp))
     var foreground = false
 
@@ -94,6 +103,8 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         let logger = Logger(label: "filecoordd")
         var configuration = DaemonConfiguration()
         if let socket { configuration.socketPath = socket }
+        if let versionsDirectory { configuration.versionStoreDirectory = versionsDirectory }
+        configuration.versionRetention = .seconds(max(0, versionRetentionDays) * 86_400)
         configuration.presenterTimeout =
             presenterTimeout == "infinity" ? nil : .milliseconds(Int64((Double(presenterTimeout) ?? 30) * 1000))
         configuration.deadlockDetectionDelay = .milliseconds(Int64(deadlockDelay * 1000))

@@ -157,6 +157,39 @@ enum Samples {
         ),
         Filecoord_V1_Frame(.protocolError(.with { $0.reason = "malformed frame: truncated" })),
         Filecoord_V1_Frame(.dumpReply(Filecoord_V1_DumpReply(json: Array(#"{"clients":[]}"#.utf8)))),
+        // Version store (issue 15).
+        Filecoord_V1_Frame(
+            .versionStoreRequest(
+                .with {
+                    $0.requestID = 9
+                    $0.operation = .add
+                    $0.itemPath = bytes("/home/u/d/a")
+                    $0.contentsPath = bytes("/home/u/Downloads/a")
+                    $0.byMoving = true
+                    $0.savingComputer = "laptop"
+                    $0.originator = "Ada"
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .versionStoreReply(
+                .with {
+                    $0.requestID = 9
+                    $0.versions = [
+                        .with {
+                            $0.id = "v-1"
+                            $0.itemPath = bytes("/home/u/d/a")
+                            $0.name = "a"
+                            $0.contentsPath = bytes("/home/u/.local/share/filecoordd/versions/contents/v-1/a")
+                            $0.savingComputer = "laptop"
+                            $0.modificationDate = 1_700_000_000
+                            $0.addedDate = 1_700_000_001
+                            $0.isConflict = true
+                        }
+                    ]
+                }
+            )
+        ),
     ]
 
     /// Every message name of filecoord.proto's `Frame.payload`.
@@ -164,6 +197,7 @@ enum Samples {
         "Hello", "RegisterPresenter", "UnregisterPresenter", "PresenterURLChanged", "RequestClaim", "FinishClaim",
         "CancelCoordinator", "CancelClaim", "PresenterReply", "ItemMoved", "VersionChanged", "DumpRequest",
         "HelloReply", "Refused", "Granted", "ClaimFailed", "PresenterMessage", "ProtocolError", "DumpReply",
+        "VersionStoreRequest", "VersionStoreReply",
     ]
 
     static let client = ClientID(3)

@@ -65,6 +65,17 @@ import ZIPFoundation
         #expect(!FileManager.default.fileExists(atPath: try #require(snapshot).path))
     }
 
+    @Test func theAsyncReadHandsBodyASnapshotToo() async throws {
+        let directory = try TempDirectory()
+        defer { directory.remove() }
+        let url = try directory.file("report.txt", "async upload")
+        let (snapshot, text) = try await NSFileCoordinator().read(at: url, options: .forUploading) { uploadURL in
+            (uploadURL, try String(contentsOf: uploadURL, encoding: .utf8))
+        }
+        #expect(snapshot != url && text == "async upload")
+        #expect(!FileManager.default.fileExists(atPath: snapshot.path))
+    }
+
     @Test func aMissingItemFailsAndTheAccessorDoesNotRun() throws {
         let directory = try TempDirectory()
         defer { directory.remove() }

@@ -93,6 +93,99 @@ public nonisolated enum Filecoord_V1_VersionChangeKind: SwiftProtobuf.Enum, Swif
 
 }
 
+/// What a VersionStoreRequest asks.
+public nonisolated enum Filecoord_V1_VersionStoreOperation: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// never valid
+  case unspecified // = 0
+
+  /// item_path: the item's versions
+  case list // = 1
+
+  /// version_id: that version, if any
+  case find // = 2
+
+  /// item_path, contents_path, by_moving, saving_computer, originator
+  case add // = 3
+
+  /// version_id: the removed version, if any
+  case remove // = 4
+
+  /// item_path: the removed versions
+  case removeAll // = 5
+
+  /// version_id: the version, if this resolved it
+  case resolve // = 6
+
+  /// version_id: found
+  case discardable // = 7
+
+  /// item_path (the item to replace), version_id, by_moving: path
+  case replace // = 8
+
+  /// item_path (from), to_path
+  case moved // = 9
+
+  /// path
+  case temporaryDirectory // = 10
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .list
+    case 2: self = .find
+    case 3: self = .add
+    case 4: self = .remove
+    case 5: self = .removeAll
+    case 6: self = .resolve
+    case 7: self = .discardable
+    case 8: self = .replace
+    case 9: self = .moved
+    case 10: self = .temporaryDirectory
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .list: return 1
+    case .find: return 2
+    case .add: return 3
+    case .remove: return 4
+    case .removeAll: return 5
+    case .resolve: return 6
+    case .discardable: return 7
+    case .replace: return 8
+    case .moved: return 9
+    case .temporaryDirectory: return 10
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Filecoord_V1_VersionStoreOperation] = [
+    .unspecified,
+    .list,
+    .find,
+    .add,
+    .remove,
+    .removeAll,
+    .resolve,
+    .discardable,
+    .replace,
+    .moved,
+    .temporaryDirectory,
+  ]
+
+}
+
 /// One message on the wire.
 public nonisolated struct Filecoord_V1_Frame: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -264,6 +357,23 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .watchUnavailable(newValue)}
   }
 
+  /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
+  public var versionStoreRequest: Filecoord_V1_VersionStoreRequest {
+    get {
+      if case .versionStoreRequest(let v)? = payload {return v}
+      return Filecoord_V1_VersionStoreRequest()
+    }
+    set {payload = .versionStoreRequest(newValue)}
+  }
+
+  public var versionStoreReply: Filecoord_V1_VersionStoreReply {
+    get {
+      if case .versionStoreReply(let v)? = payload {return v}
+      return Filecoord_V1_VersionStoreReply()
+    }
+    set {payload = .versionStoreReply(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -290,6 +400,9 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case dumpReply(Filecoord_V1_DumpReply)
     /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
     case watchUnavailable(Filecoord_V1_WatchUnavailable)
+    /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
+    case versionStoreRequest(Filecoord_V1_VersionStoreRequest)
+    case versionStoreReply(Filecoord_V1_VersionStoreReply)
 
   }
 
@@ -1089,6 +1202,132 @@ public nonisolated struct Filecoord_V1_WatchUnavailable: Sendable {
   public init() {}
 }
 
+/// One call of the version store. The daemon answers exactly one VersionStoreReply with the same request_id.
+public nonisolated struct Filecoord_V1_VersionStoreRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var requestID: UInt64 = 0
+
+  public var operation: Filecoord_V1_VersionStoreOperation = .unspecified
+
+  public var itemPath: Data = Data()
+
+  public var versionID: String = String()
+
+  public var contentsPath: Data = Data()
+
+  public var byMoving: Bool = false
+
+  /// For a conflict version (ADD): the computer it came from, and the person, if known.
+  public var savingComputer: String {
+    get {_savingComputer ?? String()}
+    set {_savingComputer = newValue}
+  }
+  /// Returns true if `savingComputer` has been explicitly set.
+  public var hasSavingComputer: Bool {self._savingComputer != nil}
+  /// Clears the value of `savingComputer`. Subsequent reads from it will return its default value.
+  public mutating func clearSavingComputer() {self._savingComputer = nil}
+
+  public var originator: String {
+    get {_originator ?? String()}
+    set {_originator = newValue}
+  }
+  /// Returns true if `originator` has been explicitly set.
+  public var hasOriginator: Bool {self._originator != nil}
+  /// Clears the value of `originator`. Subsequent reads from it will return its default value.
+  public mutating func clearOriginator() {self._originator = nil}
+
+  public var toPath: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _savingComputer: String? = nil
+  fileprivate var _originator: String? = nil
+}
+
+/// A version as the store keeps it (FCVersionStore.StoredVersion).
+public nonisolated struct Filecoord_V1_StoredVersionRecord: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String = String()
+
+  public var itemPath: Data = Data()
+
+  public var name: String = String()
+
+  public var contentsPath: Data = Data()
+
+  public var savingComputer: String {
+    get {_savingComputer ?? String()}
+    set {_savingComputer = newValue}
+  }
+  /// Returns true if `savingComputer` has been explicitly set.
+  public var hasSavingComputer: Bool {self._savingComputer != nil}
+  /// Clears the value of `savingComputer`. Subsequent reads from it will return its default value.
+  public mutating func clearSavingComputer() {self._savingComputer = nil}
+
+  public var originator: String {
+    get {_originator ?? String()}
+    set {_originator = newValue}
+  }
+  /// Returns true if `originator` has been explicitly set.
+  public var hasOriginator: Bool {self._originator != nil}
+  /// Clears the value of `originator`. Subsequent reads from it will return its default value.
+  public mutating func clearOriginator() {self._originator = nil}
+
+  /// seconds since 1970
+  public var modificationDate: Double = 0
+
+  public var addedDate: Double = 0
+
+  public var isConflict: Bool = false
+
+  public var isResolved: Bool = false
+
+  public var isDiscardable: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _savingComputer: String? = nil
+  fileprivate var _originator: String? = nil
+}
+
+/// The answer to one VersionStoreRequest.
+public nonisolated struct Filecoord_V1_VersionStoreReply: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var requestID: UInt64 = 0
+
+  /// LIST, REMOVE_ALL; FIND, ADD, REMOVE, RESOLVE: zero or one
+  public var versions: [Filecoord_V1_StoredVersionRecord] = []
+
+  /// REPLACE, TEMPORARY_DIRECTORY
+  public var path: Data = Data()
+
+  /// DISCARDABLE
+  public var found: Bool = false
+
+  /// Set when the call failed: FCVersionStore.VersionStoreError's code (1 no such file, 2 no such version, 3 store
+  /// unavailable, 4 I/O failure) and message.
+  public var errorCode: UInt32 = 0
+
+  public var errorMessage: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "filecoord.v1"
@@ -1097,9 +1336,13 @@ nonisolated extension Filecoord_V1_VersionChangeKind: SwiftProtobuf._ProtoNamePr
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VERSION_CHANGE_KIND_UNSPECIFIED\0\u{1}VERSION_CHANGE_KIND_ADDED\0\u{1}VERSION_CHANGE_KIND_REMOVED\0\u{1}VERSION_CHANGE_KIND_RESOLVED\0")
 }
 
+nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VERSION_STORE_OPERATION_UNSPECIFIED\0\u{1}VERSION_STORE_OPERATION_LIST\0\u{1}VERSION_STORE_OPERATION_FIND\0\u{1}VERSION_STORE_OPERATION_ADD\0\u{1}VERSION_STORE_OPERATION_REMOVE\0\u{1}VERSION_STORE_OPERATION_REMOVE_ALL\0\u{1}VERSION_STORE_OPERATION_RESOLVE\0\u{1}VERSION_STORE_OPERATION_DISCARDABLE\0\u{1}VERSION_STORE_OPERATION_REPLACE\0\u{1}VERSION_STORE_OPERATION_MOVED\0\u{1}VERSION_STORE_OPERATION_TEMPORARY_DIRECTORY\0")
+}
+
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{4}\u{4}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{4}\u{4}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1367,6 +1610,32 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .watchUnavailable(v)
         }
       }()
+      case 50: try {
+        var v: Filecoord_V1_VersionStoreRequest?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .versionStoreRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .versionStoreRequest(v)
+        }
+      }()
+      case 51: try {
+        var v: Filecoord_V1_VersionStoreReply?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .versionStoreReply(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .versionStoreReply(v)
+        }
+      }()
       default: break
       }
     }
@@ -1457,6 +1726,14 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .watchUnavailable?: try {
       guard case .watchUnavailable(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    }()
+    case .versionStoreRequest?: try {
+      guard case .versionStoreRequest(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 50)
+    }()
+    case .versionStoreReply?: try {
+      guard case .versionStoreReply(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 51)
     }()
     case nil: break
     }
@@ -2529,6 +2806,219 @@ nonisolated extension Filecoord_V1_WatchUnavailable: SwiftProtobuf.Message, Swif
     if lhs.presenterID != rhs.presenterID {return false}
     if lhs.directory != rhs.directory {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_VersionStoreRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".VersionStoreRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}operation\0\u{3}item_path\0\u{3}version_id\0\u{3}contents_path\0\u{3}by_moving\0\u{3}saving_computer\0\u{1}originator\0\u{3}to_path\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.operation) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.itemPath) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.versionID) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.contentsPath) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.byMoving) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self._savingComputer) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self._originator) }()
+      case 9: try { try decoder.decodeSingularBytesField(value: &self.toPath) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.requestID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
+    }
+    if self.operation != .unspecified {
+      try visitor.visitSingularEnumField(value: self.operation, fieldNumber: 2)
+    }
+    if !self.itemPath.isEmpty {
+      try visitor.visitSingularBytesField(value: self.itemPath, fieldNumber: 3)
+    }
+    if !self.versionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.versionID, fieldNumber: 4)
+    }
+    if !self.contentsPath.isEmpty {
+      try visitor.visitSingularBytesField(value: self.contentsPath, fieldNumber: 5)
+    }
+    if self.byMoving != false {
+      try visitor.visitSingularBoolField(value: self.byMoving, fieldNumber: 6)
+    }
+    try { if let v = self._savingComputer {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 7)
+    } }()
+    try { if let v = self._originator {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 8)
+    } }()
+    if !self.toPath.isEmpty {
+      try visitor.visitSingularBytesField(value: self.toPath, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_VersionStoreRequest, rhs: Filecoord_V1_VersionStoreRequest) -> Bool {
+    if lhs.requestID != rhs.requestID {return false}
+    if lhs.operation != rhs.operation {return false}
+    if lhs.itemPath != rhs.itemPath {return false}
+    if lhs.versionID != rhs.versionID {return false}
+    if lhs.contentsPath != rhs.contentsPath {return false}
+    if lhs.byMoving != rhs.byMoving {return false}
+    if lhs._savingComputer != rhs._savingComputer {return false}
+    if lhs._originator != rhs._originator {return false}
+    if lhs.toPath != rhs.toPath {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_StoredVersionRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".StoredVersionRecord"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{3}item_path\0\u{1}name\0\u{3}contents_path\0\u{3}saving_computer\0\u{1}originator\0\u{3}modification_date\0\u{3}added_date\0\u{3}is_conflict\0\u{3}is_resolved\0\u{3}is_discardable\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.itemPath) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.contentsPath) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self._savingComputer) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self._originator) }()
+      case 7: try { try decoder.decodeSingularDoubleField(value: &self.modificationDate) }()
+      case 8: try { try decoder.decodeSingularDoubleField(value: &self.addedDate) }()
+      case 9: try { try decoder.decodeSingularBoolField(value: &self.isConflict) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.isResolved) }()
+      case 11: try { try decoder.decodeSingularBoolField(value: &self.isDiscardable) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.itemPath.isEmpty {
+      try visitor.visitSingularBytesField(value: self.itemPath, fieldNumber: 2)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 3)
+    }
+    if !self.contentsPath.isEmpty {
+      try visitor.visitSingularBytesField(value: self.contentsPath, fieldNumber: 4)
+    }
+    try { if let v = self._savingComputer {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._originator {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 6)
+    } }()
+    if self.modificationDate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.modificationDate, fieldNumber: 7)
+    }
+    if self.addedDate.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.addedDate, fieldNumber: 8)
+    }
+    if self.isConflict != false {
+      try visitor.visitSingularBoolField(value: self.isConflict, fieldNumber: 9)
+    }
+    if self.isResolved != false {
+      try visitor.visitSingularBoolField(value: self.isResolved, fieldNumber: 10)
+    }
+    if self.isDiscardable != false {
+      try visitor.visitSingularBoolField(value: self.isDiscardable, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_StoredVersionRecord, rhs: Filecoord_V1_StoredVersionRecord) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.itemPath != rhs.itemPath {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.contentsPath != rhs.contentsPath {return false}
+    if lhs._savingComputer != rhs._savingComputer {return false}
+    if lhs._originator != rhs._originator {return false}
+    if lhs.modificationDate != rhs.modificationDate {return false}
+    if lhs.addedDate != rhs.addedDate {return false}
+    if lhs.isConflict != rhs.isConflict {return false}
+    if lhs.isResolved != rhs.isResolved {return false}
+    if lhs.isDiscardable != rhs.isDiscardable {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_VersionStoreReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".VersionStoreReply"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}versions\0\u{1}path\0\u{1}found\0\u{3}error_code\0\u{3}error_message\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.versions) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.path) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.found) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.errorCode) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.errorMessage) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.requestID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
+    }
+    if !self.versions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.versions, fieldNumber: 2)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularBytesField(value: self.path, fieldNumber: 3)
+    }
+    if self.found != false {
+      try visitor.visitSingularBoolField(value: self.found, fieldNumber: 4)
+    }
+    if self.errorCode != 0 {
+      try visitor.visitSingularUInt32Field(value: self.errorCode, fieldNumber: 5)
+    }
+    if !self.errorMessage.isEmpty {
+      try visitor.visitSingularStringField(value: self.errorMessage, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_VersionStoreReply, rhs: Filecoord_V1_VersionStoreReply) -> Bool {
+    if lhs.requestID != rhs.requestID {return false}
+    if lhs.versions != rhs.versions {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs.found != rhs.found {return false}
+    if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.errorMessage != rhs.errorMessage {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

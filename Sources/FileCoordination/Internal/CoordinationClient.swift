@@ -296,6 +296,12 @@ final class CoordinationClient: @unchecked Sendable {
         thread.start()
     }
 
+    /// Where version store calls go (issue 15): the daemon's connection (connecting first, as a claim does), `nil`
+    /// when this process coordinates in process, or the error that leaves no arbiter to ask.
+    func versionStoreTransport() -> Result<DaemonTransport?, FileCoordinationError> {
+        currentTransport().map { $0 as? DaemonTransport }
+    }
+
     /// The in-process arbiter's state, for tests (`nil` when a daemon arbitrates).
     func snapshot() -> ArbiterSnapshot? { lock.withLock { local }?.snapshot() }
 

@@ -48,13 +48,15 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         var presenters: Set<PresenterID> = []
         /// Claims of calls that do not block a thread (`async`, intents): no caller reads their replies.
         var unattendedClaims: Set<ClaimID> = []
+        /// Version store requests sent and not answered yet: the listener reads their replies.
+        var versionRequests = 0
         /// The connection is gone.
         var closed = false
         /// Why, once the delegate heard it.
         var lostError: FileCoordinationError?
 
         /// Whether the listener must read data, rather than only watch for the connection's end.
-        var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty }
+        var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0 }
     }
     private let reading = Mutex(ReadingState())
     /// Frames received and not yet handled. Only the reader role's holder touches it.
@@ -199,6 +201,24 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         } catch {
             connectionLost("writing to filecoordd failed: \(error)")
         }
+    }
+
+    /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
+    /// arrives (``versionRequestEnded()``). Throws if the connection is gone.
+    func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
+        updateReading { $0.versionRequests += 1 }
+        do {
+            let bytes = try encoder.encode(frame)
+            try sendLock.withLock { _ throws(Errno) in try socket.send(bytes) }
+        } catch {
+            versionRequestEnded()
+            throw error
+        }
+    }
+
+    /// A version store request was answered (or could not be sent): the listener need not read for it any more.
+    func versionRequestEnded() {
+        updateReading { $0.versionRequests = max(0, $0.versionRequests - 1) }
     }
 
     /// Closes the connection; the listener ends and the delegate hears it.
@@ -391,6 +411,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         case .presenterMessage(let wire)?:
             guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
             delegate.perform([.message(message)])
+        case .versionStoreReply(let reply)?:
+            VersionRequestTable.shared.complete(reply)
+            versionRequestEnded()
         case .protocolError(let error)?:
             FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:
@@ -424,6 +447,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         }
         guard first else { return }
         socket.shutdown()
+        VersionRequestTable.shared.transportLost(self)
         // Every parked caller and the listener look again: the delegate fails the callers' claims.
         let woken = reading.withLock { state -> ([ClaimWaiter], Bool) in
             state.closed = true

@@ -80,7 +80,7 @@ enum PresenterDelivery {
             switch change {
             case .added(let id), .removed(let id), .resolved(let id): id
             }
-        if let stored = try? VersionStoreAccessPoint.current.version(id: id.rawValue) { return NSFileVersion(stored) }
+        if let stored = try? VersionStoreAccessPoint.access().version(id: id.rawValue) { return NSFileVersion(stored) }
         return NSFileVersion(url: url ?? URL(fileURLWithPath: "/"), identifier: id.rawValue)
     }
 

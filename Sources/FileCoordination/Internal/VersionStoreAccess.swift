@@ -68,14 +68,25 @@ final class LocalVersionStoreAccess: VersionStoreAccess, @unchecked Sendable {
     func makeTemporaryDirectory() throws -> String { try store().makeTemporaryDirectory() }
 }
 
-/// Which ``VersionStoreAccess`` the process uses: the store at `FILECOORD_VERSIONS_DIR` (tests) or
-/// `$XDG_DATA_HOME/filecoordd/versions` (``VersionStore/defaultDirectory(environment:)``).
+/// Which ``VersionStoreAccess`` the process uses: the daemon's store through the connection
+/// (``DaemonVersionStoreAccess``) while a daemon arbitrates, the store's code in this process
+/// (``LocalVersionStoreAccess``, at `FILECOORD_VERSIONS_DIR` or `$XDG_DATA_HOME/filecoordd/versions`) while the
+/// process coordinates in process. Chosen per call, as the process moves between the two.
 enum VersionStoreAccessPoint {
-    static let current: any VersionStoreAccess = {
+    static let local: LocalVersionStoreAccess = {
         let environment = ProcessInfo.processInfo.environment
         let directory = environment["FILECOORD_VERSIONS_DIR"] ?? VersionStore.defaultDirectory(environment: environment)
         return LocalVersionStoreAccess(directory: directory)
     }()
+
+    /// The access to use now; throws when no arbiter can be had (the call then fails, as a claim would).
+    static func access() throws -> any VersionStoreAccess {
+        switch CoordinationClient.shared.versionStoreTransport() {
+        case .success(let daemon?): DaemonVersionStoreAccess(transport: daemon)
+        case .success(nil): local
+        case .failure(let error): throw error
+        }
+    }
 }
 
 /// Tells the arbiter of a version change made inside the accessor of a coordinated call on this thread, so that
@@ -95,7 +106,7 @@ enum VersionNotifier {
 enum VersionStoreFollower {
     static func itemMoved(from: ItemPath, to: ItemPath) {
         do {
-            try VersionStoreAccessPoint.current.itemMoved(from: from.description, to: to.description)
+            try VersionStoreAccessPoint.access().itemMoved(from: from.description, to: to.description)
         } catch {
             FileCoordinationLogging.logger.error(
                 "versions did not follow a moved item: \(error)",

@@ -81,6 +81,11 @@ final class ConflictBadgePresenter: NSObject, NSFilePresenter, @unchecked Sendab
         presentedItemOperationQueue.maxConcurrentOperationCount = 1
     }
 
+    func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        // Nothing unsaved in this sketch: say so at once.
+        completionHandler(nil)
+    }
+
     func presentedItemDidGain(_ version: NSFileVersion) {
         lock.lock()
         defer { lock.unlock() }

@@ -1,0 +1,92 @@
+import FileCoordination
+import Foundation
+
+// fc-testhost's NSFileVersion and `.forUploading` commands (issue 15); see the command list in main.swift.
+
+extension Host {
+    /// Runs `add-version`, `resolve`, `versions` or `upload` on a thread of its own (or the main thread).
+    func runVersionCommand(
+        _ command: String,
+        _ arguments: [String],
+        background: (@escaping @Sendable () -> Void) -> Void
+    ) {
+        guard let path = arguments.first else {
+            say("error \(command) needs a path")
+            return
+        }
+        let url = URL(fileURLWithPath: path)
+        switch command {
+        case "versions":
+            let others = NSFileVersion.otherVersionsOfItem(at: url)?.map(Self.id) ?? []
+            let conflicts = NSFileVersion.unresolvedConflictVersionsOfItem(at: url)?.map(Self.id) ?? []
+            say("versions \(path) \(others.joined(separator: ","))")
+            say("conflicts \(path) \(conflicts.joined(separator: ","))")
+        case "add-version":
+            var rest = Array(arguments.dropFirst())
+            var computer: String?
+            if let index = rest.firstIndex(of: "conflict"), index + 1 < rest.count {
+                computer = rest[index + 1]
+                rest.removeSubrange(index...(index + 1))
+            }
+            let contents = rest.first.map { URL(fileURLWithPath: $0) } ?? url
+            let savingComputer = computer
+            background {
+                self.inWrite(url, "add-version") { writeURL in
+                    let version =
+                        if let savingComputer {
+                            try NSFileVersion.addConflictVersionOfItem(
+                                at: writeURL,
+                                withContentsOf: contents,
+                                savingComputer: savingComputer
+                            )
+                        } else {
+                            try NSFileVersion.addOfItem(at: writeURL, withContentsOf: contents)
+                        }
+                    say("done add-version \(path) \(Self.id(version))")
+                }
+            }
+        case "resolve":
+            background {
+                self.inWrite(url, "resolve") { writeURL in
+                    let conflicts = NSFileVersion.unresolvedConflictVersionsOfItem(at: writeURL) ?? []
+                    if let newest = conflicts.last { try newest.replaceItem(at: writeURL) }
+                    for conflict in conflicts { conflict.isResolved = true }
+                    try NSFileVersion.removeOtherVersionsOfItem(at: writeURL)
+                    say("done resolve \(path)")
+                }
+            }
+        case "upload":
+            let hold = arguments.contains("hold") ? DispatchSemaphore(value: 0) : nil
+            background {
+                var error: NSError?
+                NSFileCoordinator().coordinate(readingItemAt: url, options: .forUploading, error: &error) { snapshot in
+                    say("granted upload \(path) \(snapshot.path)")
+                    if let hold {
+                        self.lock.withLock { self.held.append(hold) }
+                        say("holding upload \(path)")
+                        hold.wait()
+                    }
+                    let text = (try? String(contentsOf: snapshot, encoding: .utf8)) ?? ""
+                    say("done upload \(path) \(text)")
+                }
+                self.report("upload", path, error)
+            }
+        default:
+            say("error unknown command: \(command)")
+        }
+    }
+
+    /// A coordinated write of `url` whose accessor may throw: a thrown error is printed as a failed call.
+    private func inWrite(_ url: URL, _ operation: String, _ body: (URL) throws -> Void) {
+        var error: NSError?
+        var thrown: NSError?
+        NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { writeURL in
+            do { try body(writeURL) } catch { thrown = error as NSError }
+        }
+        report(operation, url.path, error ?? thrown)
+    }
+
+    private static func id(_ version: NSFileVersion) -> String {
+        (version.persistentIdentifier as? NSString).map { $0 as String } ?? "?"
+    }
+}
