@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 
-/// The daemon's version store (issue 15, docs/ARCHITECTURE.md §10): `VersionStoreRequest`s are answered on one
+/// The daemon's version store (issue 15, docs/ARCHITECTURE.md §11): `VersionStoreRequest`s are answered on one
 /// serial queue of its own, never on the event loop (every store call does disk I/O); the store is opened (and
 /// repaired) at the first request, and versions of items deleted longer than the retention are purged hourly.
 ///

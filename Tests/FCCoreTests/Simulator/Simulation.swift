@@ -300,6 +300,8 @@ struct Simulation {
     /// File-system notifications sent since the coalescing window's timer last fired.
     private var fileSystemNotificationsThisWindow: Set<String> = []
     private var movedClaims: Set<ClaimID> = []
+    /// The did-move notifications each claim owed so far ("presenter path"), to owe each once per claim.
+    private var movesOwed: [ClaimID: Set<String>] = [:]
     private var excusedPairs: Set<Set<ClaimID>> = []
 
     /// The notifications an event must produce, exactly once each: did change to the presenters of an item written
@@ -336,6 +338,9 @@ struct Simulation {
                 guard presenter != request.filePresenter, registration.callbacks.contains(.presentedItemDidMove),
                     let new = registration.path?.relocated(from: from, to: to)
                 else { continue }
+                // A claim tells a presenter each notification once (`notifyOnce`): a second rename to the same
+                // place within one claim (two case-only renames in place, or a move there and back) owes nothing new.
+                guard movesOwed[id, default: []].insert("\(presenter) \(new)").inserted else { continue }
                 owed.append((presenter, .presentedItemDidMove(to: new)))
             }
         default:
