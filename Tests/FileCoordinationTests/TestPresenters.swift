@@ -243,10 +243,17 @@ func withPresenters<T>(_ presenters: [any NSFilePresenter], _ body: () throws ->
 /// A unique temporary directory (symbolic links of its path resolved, so that callback URLs compare equal).
 struct TempDirectory {
     let url: URL
+    /// The test's own folder, holding `url`: nothing else is ever created in it.
+    private let container: URL
 
+    /// The directory is made one level down in a folder of its own, never directly in the shared temporary folder:
+    /// the daemon watches the folder that holds a presented directory (issue 13), so a directory made in a folder
+    /// that another test's presenter already has watched could be reported as new after this test's presenter of it
+    /// registered (the watcher reads the kernel's events a moment later), an extra `presentedItemDidChange`.
     init() throws {
         let base = FileManager.default.temporaryDirectory.resolvingSymlinksInPath()
-        url = base.appendingPathComponent("fc-tests-\(UUID().uuidString)", isDirectory: true)
+        container = base.appendingPathComponent("fc-tests-\(UUID().uuidString)", isDirectory: true)
+        url = container.appendingPathComponent("dir", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
@@ -265,7 +272,7 @@ struct TempDirectory {
     }
 
     func remove() {
-        try? FileManager.default.removeItem(at: url)
+        try? FileManager.default.removeItem(at: container)
     }
 }
 
