@@ -124,11 +124,17 @@ import Testing
 
 extension RawClient {
     /// Says hello; `true` if the daemon answered with `HelloReply`, `false` if it refused or closed.
+    /// `false` when the daemon refused the connection: by a reason and a close, which may come before the hello is
+    /// sent (`EPIPE`) or while it is read (`ECONNRESET`), as the daemon may not have seen the freed slot yet.
     func handshakeIfServed() async throws -> Bool {
-        try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "probe", pid: getpid()))))
-        guard let frame = try await nextFrame() else { return false }
-        if case .helloReply? = frame.payload { return true }
-        return false
+        do {
+            try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "probe", pid: getpid()))))
+            guard let frame = try await nextFrame() else { return false }
+            if case .helloReply? = frame.payload { return true }
+            return false
+        } catch {
+            return false
+        }
     }
 }
 
