@@ -32,7 +32,7 @@ final class ClaimWaiter: Sendable {
         var reader: (any ReplyReader)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Where a blocked caller sleeps: signalled by ``resume(_:)`` and by ``nudge()``.
     private let wakeUp = DispatchSemaphore(value: 0)
 

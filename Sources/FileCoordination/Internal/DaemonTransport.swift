@@ -28,11 +28,11 @@ import SystemPackage
 final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable {
     private let socket: UnixSocket
     /// Serialises sends, so that frames sent from several threads never interleave.
-    private let sendLock = Mutex(())
+    private let sendLock = Locked(())
     private let encoder = FrameEncoder()
     private let client: ClientID
     private weak var delegate: (any TransportDelegate)?
-    private let lost = Mutex(false)
+    private let lost = Locked(false)
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
 
@@ -58,7 +58,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         /// Whether the listener must read data, rather than only watch for the connection's end.
         var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0 }
     }
-    private let reading = Mutex(ReadingState())
+    private let reading = Locked(ReadingState())
     /// Frames received and not yet handled. Only the reader role's holder touches it.
     private var decoder: FrameDecoder
     /// The receive buffer, one for the connection's life. Only the reader role's holder touches it.

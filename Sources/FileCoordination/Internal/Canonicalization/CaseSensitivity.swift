@@ -16,7 +16,7 @@ final class CaseSensitivity: Sendable {
     /// At most this many directories are remembered; the memory is dropped whole when full.
     static let capacity = 4096
 
-    private let known = Mutex<[FileIdentity: Bool]>([:])
+    private let known = Locked<[FileIdentity: Bool]>([:])
     /// Whether any directory was ever found case-insensitive: until then, URLs need no respelling at all.
     private let sawInsensitive = Atomic<Bool>(false)
 

@@ -46,7 +46,7 @@ final class PathCanonicalizer: Sendable {
     static let shared = PathCanonicalizer()
 
     let caseSensitivity = CaseSensitivity()
-    private let directories = Mutex<[String: Walk]>([:])
+    private let directories = Locked<[String: Walk]>([:])
 
     /// The state of a walk: the resolved prefix so far.
     struct Walk: Sendable {

@@ -89,7 +89,7 @@ final class SpellingBook: Sendable {
     /// hear where the item was.
     static let renames = SpellingBook()
 
-    private let spellings = Mutex<[ItemPath: String]>([:])
+    private let spellings = Locked<[ItemPath: String]>([:])
 
     /// Remembers that `spelling` names `path`. Callers record only once a case-insensitive directory was seen, so
     /// that the book stays empty (and costs nothing) on case-sensitive file systems.
