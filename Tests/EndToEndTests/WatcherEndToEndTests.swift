@@ -58,14 +58,20 @@ extension TestEnvironment {
 
 @Suite(.timeLimit(.minutes(1)))
 struct WatcherEndToEndTests {
+    /// `folder` made in the test's directory, with `folder/doc.txt` written by `sh` (without coordination).
+    private func folderWithDocument(in env: TestEnvironment) throws -> (folder: String, doc: String) {
+        let folder = env.path("folder")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let doc = folder + "/doc.txt"
+        try sh("echo first > '\(doc)'")
+        return (folder, doc)
+    }
+
     @Test("A write by sh: the file's presenter hears one didChange, its folder's one subitemDidChange")
     func writeByShell() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let doc = folder + "/doc.txt"
-            try sh("echo first > '\(doc)'")
+            let (folder, doc) = try folderWithDocument(in: env)
             let a = try await env.host("A")
             try await a.present("F", doc)
             try await a.present("D", folder)
@@ -81,10 +87,7 @@ struct WatcherEndToEndTests {
     func atomicSave() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let doc = folder + "/doc.txt"
-            try sh("echo first > '\(doc)'")
+            let (folder, doc) = try folderWithDocument(in: env)
             let a = try await env.host("A")
             try await a.present("F", doc)
             try await env.waitForWatches(folder)
@@ -100,10 +103,7 @@ struct WatcherEndToEndTests {
     func removeAndTouch() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let doc = folder + "/doc.txt"
-            try sh("echo first > '\(doc)'")
+            let (folder, doc) = try folderWithDocument(in: env)
             let a = try await env.host("A")
             try await a.present("F", doc)
             try await a.present("D", folder)
@@ -157,10 +157,7 @@ struct WatcherEndToEndTests {
     func coordinatedWriteHasNoEcho() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let doc = folder + "/doc.txt"
-            try sh("echo first > '\(doc)'")
+            let (folder, doc) = try folderWithDocument(in: env)
             let a = try await env.host("A")
             let b = try await env.host("B")
             try await a.present("F", doc)
@@ -208,10 +205,7 @@ struct WatcherEndToEndTests {
     func burstIsCoalesced() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon(arguments: ["--coalescing-window", "0.1"])
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let doc = folder + "/doc.txt"
-            try sh("echo first > '\(doc)'")
+            let (folder, doc) = try folderWithDocument(in: env)
             let a = try await env.host("A")
             try await a.present("F", doc)
             try await env.waitForWatches(folder)
@@ -240,10 +234,7 @@ struct WatcherEndToEndTests {
     func queueOverflowIsRecovered() async throws {
         try await TestEnvironment.run { env in
             let daemon = try await env.startDaemon()
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let doc = folder + "/doc.txt"
-            try sh("echo first > '\(doc)'")
+            let (folder, doc) = try folderWithDocument(in: env)
             let a = try await env.host("A")
             try await a.present("F", doc)
             try await env.waitForWatches(folder)
