@@ -1,6 +1,8 @@
 /// One node of the access tree: a path component with the presenters and claim items that sit exactly there.
 ///
-/// Nodes are created on demand and pruned as soon as nothing refers to them. Each node also counts the claim items
+/// Nodes are created on demand. A leaf that comes to hold nothing is kept for reuse in the tree's bounded idle queue
+/// (``IdleNodes``) and pruned, with its ancestors that hold nothing, when it leaves that queue. Each node also counts
+/// the claim items
 /// and presenters in its whole subtree, so that a search below a node visits only branches that hold something:
 /// a claim's cost depends on the depth of its path and on what it affects, never on how many presenters or claims
 /// exist elsewhere in the tree.
@@ -20,6 +22,9 @@ final class AccessNode {
     var subtreePresenters = 0
     /// Presenters that declared this node a package.
     var packageDeclarations = 0
+    /// `true` while the node sits in the tree's idle queue (``IdleNodes``); such a node is pruned only when it
+    /// leaves the queue.
+    var isQueuedIdle = false
 
     init(name: [UInt8], parent: AccessNode?) {
         self.name = name
@@ -43,9 +48,12 @@ struct EntryRef: Hashable {
 struct AccessTree {
     let root = AccessNode(name: [], parent: nil)
     let packageExtensions: Set<[UInt8]>
+    /// Leaves that came to hold nothing, kept for the next claim or presenter on their path.
+    let idle: IdleNodes
 
-    init(packageExtensions: Set<[UInt8]>) {
+    init(packageExtensions: Set<[UInt8]>, idleNodeRetention: Int = ArbiterConfiguration.defaultIdleNodeRetention) {
         self.packageExtensions = packageExtensions
+        self.idle = IdleNodes(limit: idleNodeRetention)
     }
 
     /// The node for `path`, if it exists.
@@ -128,7 +136,7 @@ struct AccessTree {
             n.subtreeEntries -= 1
             current = n.parent
         }
-        prune(node)
+        retire(node)
     }
 
     func addPresenter(_ id: PresenterID, at node: AccessNode, declaresPackage: Bool) {
@@ -150,15 +158,38 @@ struct AccessTree {
             n.subtreePresenters -= 1
             current = n.parent
         }
-        prune(node)
+        retire(node)
     }
 
-    /// Removes `node` and its ancestors while they hold nothing.
+    /// A node that may have come to hold nothing: an unused leaf joins the idle queue instead of being pruned, so
+    /// that the next claim on the same path finds it (issue 12); the queue's oldest leaf beyond its limit is pruned.
+    /// O(1) amortised, plus the depth of what is pruned.
+    func retire(_ node: AccessNode) {
+        guard node !== root, node.isUnused else { return }
+        if idle.limit == 0 {
+            prune(node)
+            return
+        }
+        if !node.isQueuedIdle {
+            node.isQueuedIdle = true
+            idle.append(node)
+        }
+        while idle.count > idle.limit, let oldest = idle.removeOldest() {
+            oldest.isQueuedIdle = false
+            prune(oldest)
+        }
+    }
+
+    /// Removes `node` and its ancestors while they hold nothing. An ancestor in the idle queue is left for the queue
+    /// to prune; a node already detached from the tree (pruned before) is left alone.
     func prune(_ node: AccessNode) {
         var current = node
-        while current !== root, current.isUnused, let parent = current.parent {
+        while current !== root, current.isUnused, let parent = current.parent,
+            parent.children[current.name] === current
+        {
             parent.children[current.name] = nil
             current = parent
+            if current.isQueuedIdle { break }
         }
     }
 
@@ -185,10 +216,71 @@ struct AccessTree {
         return count(root)
     }
 
+    /// The number of nodes other than the root whose subtree holds nothing, and how many of them are leaves (for
+    /// snapshots and tests: O(nodes)). Every such leaf is in the idle queue, so there are at most its limit.
+    var idleNodeCounts: (nodes: Int, leaves: Int) {
+        var nodes = 0
+        var leaves = 0
+        func visit(_ node: AccessNode) -> Bool {
+            var empty = node.presenters.isEmpty && node.entries.isEmpty && node.packageDeclarations == 0
+            for child in node.children.values where !visit(child) { empty = false }
+            if empty && node !== root {
+                nodes += 1
+                if node.children.isEmpty { leaves += 1 }
+            }
+            return empty
+        }
+        _ = visit(root)
+        return (nodes, leaves)
+    }
+
     private func child(of node: AccessNode, named name: [UInt8]) -> AccessNode {
         if let existing = node.children[name] { return existing }
+        idle.nodesCreated += 1
         let created = AccessNode(name: name, parent: node)
         node.children[name] = created
         return created
+    }
+}
+
+/// The leaves of an ``AccessTree`` that hold nothing, oldest first, kept so that a path claimed again and again does
+/// not create and prune its nodes each time. At most ``limit`` are kept: memory stays bounded whatever paths come and
+/// go. A queued node that is used again stays queued (it is skipped when it comes out), so each retirement appends at
+/// most one entry and the queue never holds more than `limit` nodes.
+///
+/// Not thread-safe: owned by one ``Arbiter`` (through its tree).
+final class IdleNodes {
+    /// How many nodes the queue keeps (0: a leaf is pruned as soon as it holds nothing).
+    let limit: Int
+    /// Nodes created since the tree was made, the root excluded (``ArbiterStatistics/accessNodesCreated``).
+    var nodesCreated = 0
+    private var queue: [AccessNode] = []
+    private var head = 0
+
+    init(limit: Int) {
+        precondition(limit >= 0, "idle node retention must not be negative")
+        self.limit = limit
+    }
+
+    /// The number of nodes queued.
+    var count: Int { queue.count - head }
+
+    func append(_ node: AccessNode) {
+        queue.append(node)
+    }
+
+    /// The oldest queued node, taken out of the queue.
+    func removeOldest() -> AccessNode? {
+        guard head < queue.count else { return nil }
+        let node = queue[head]
+        head += 1
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= queue.count {
+            queue.removeSubrange(0..<head)
+            head = 0
+        }
+        return node
     }
 }

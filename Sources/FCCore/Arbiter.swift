@@ -48,7 +48,10 @@ public final class Arbiter {
     /// Creates an empty arbiter.
     public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
         self.configuration = configuration
-        self.tree = AccessTree(packageExtensions: configuration.packageExtensions)
+        self.tree = AccessTree(
+            packageExtensions: configuration.packageExtensions,
+            idleNodeRetention: configuration.idleNodeRetention
+        )
     }
 
     /// Handles one event and returns what the host must do, in order.

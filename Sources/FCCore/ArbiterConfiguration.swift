@@ -16,6 +16,12 @@ public struct ArbiterConfiguration: Hashable, Sendable {
     /// How long after a coordinated write its file-system events count as its echoes (its own notification covers
     /// them), at least two coalescing windows.
     public var echoRetention: Duration = .milliseconds(250)
+    /// How many access-tree leaves that hold nothing are kept for reuse (issue 12): a path claimed again finds its
+    /// nodes instead of creating and pruning them per claim. Beyond it the oldest is pruned; 0 prunes at once.
+    public var idleNodeRetention = ArbiterConfiguration.defaultIdleNodeRetention
+
+    /// The default ``idleNodeRetention``: a few hundred nodes (tens of kilobytes).
+    public static let defaultIdleNodeRetention = 256
 
     /// The default package extensions: document bundles commonly found on Linux and macOS volumes.
     public static let defaultPackageExtensions: [String] = [

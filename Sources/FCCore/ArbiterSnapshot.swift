@@ -34,12 +34,19 @@ public struct ArbiterSnapshot: Hashable, Sendable {
     public var clients: [ClientID: ClientInfo]
     /// The number of access nodes, the root included.
     public var nodeCount: Int
+    /// Access nodes other than the root whose subtree holds nothing: kept for reuse (issue 12) or above such a node.
+    public var idleNodeCount = 0
+    /// Those of them that are leaves: at most ``ArbiterConfiguration/idleNodeRetention``.
+    public var idleLeafCount = 0
+    /// Access nodes created since the arbiter was made, the root excluded (reuse shows as a count that stays put).
+    public var accessNodesCreated = 0
 }
 
 extension Arbiter {
     /// A picture of the current state. Costs O(state): for dumps and tests, not for the hot path.
     public func snapshot() -> ArbiterSnapshot {
         let live = claims.values.sorted { $0.sequence < $1.sequence }
+        let idle = tree.idleNodeCounts
         return ArbiterSnapshot(
             claims: live.map { claim in
                 ArbiterSnapshot.Claim(
@@ -57,7 +64,10 @@ extension Arbiter {
             presenters: presenters.mapValues(\.registration),
             outstandingRequests: requests.mapValues(\.presenter),
             clients: clients.mapValues(\.info),
-            nodeCount: tree.nodeCount
+            nodeCount: tree.nodeCount,
+            idleNodeCount: idle.nodes,
+            idleLeafCount: idle.leaves,
+            accessNodesCreated: tree.idle.nodesCreated
         )
     }
 

@@ -173,11 +173,14 @@ struct LifecycleTests {
         #expect(empty.claims.isEmpty)
         #expect(empty.presenters.isEmpty)
         #expect(empty.clients.isEmpty)
-        #expect(empty.nodeCount == 1)
+        #expect(empty.nodeCount == 1 + empty.idleNodeCount)
     }
 
     @Test func disconnect_prunesTheTreeAfterMovesAndPackages() {
-        let h = ArbiterHarness()
+        // No idle node kept: every node that holds nothing must go (with retention, the tests below).
+        var configuration = ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil)
+        configuration.idleNodeRetention = 0
+        let h = ArbiterHarness(configuration: configuration)
         let a = h.connect("a")
         let b = h.connect("b")
         h.present("/d/P.rtfd", client: a, callbacks: [])
@@ -434,7 +437,7 @@ struct LifecycleTests {
         #expect(h.arbiter.phase(of: live) == .granted)
         h.finish(live)
         #expect(h.arbiter.snapshot().claims.isEmpty)
-        #expect(h.arbiter.snapshot().nodeCount == 1)
+        #expect(h.arbiter.snapshot().nodeCount == 1 + h.arbiter.snapshot().idleNodeCount)
     }
 
     @Test func badInput_emptyClaimFails() {

@@ -11,7 +11,10 @@ import FCTestSupport
 /// 3. Messages: only to registered presenters, only for declared callbacks, never to the claim's own presenter
 ///    (versions and reacquirers aside), at most one relinquish per presenter per claim, a reacquire exactly once for
 ///    each relinquish answered with a reacquirer, one did-change per presenter per write.
-/// 4. Disconnect: nothing of a disconnected client survives; at the end the tree is back to its root.
+/// 4. Disconnect: nothing of a disconnected client survives; at the end the tree holds nothing but its root and the
+///    idle nodes kept for reuse.
+/// 6. Bounded tree: the leaves that hold nothing never outnumber the idle-node retention (issue 12; the seed picks a
+///    small retention, so that the oldest idle nodes are pruned as well as reused).
 /// 5. Each claim is granted at most once and failed at most once, never both.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
@@ -28,6 +31,7 @@ struct Simulation {
     private var rng: SplitMix64
     private let arbiter: Arbiter
     private let packageExtensions: Set<[UInt8]>
+    private let idleNodeRetention: Int
     private let recordTrace: Bool
 
     // The simulator's own record, built from events and effects.
@@ -61,6 +65,10 @@ struct Simulation {
         self.rng = SplitMix64(seed: seed)
         var configuration = ArbiterConfiguration(presenterTimeout: .seconds(30))
         configuration.watchesFileSystem = true  // Issue 13: watch interest and file-system events too.
+        // Issue 12: idle nodes pruned at once, after a few, or kept (taken from the seed, not the generator, so that
+        // each seed's schedule is unchanged).
+        configuration.idleNodeRetention = [0, 1, 2, 3, 256][Int(seed % 5)]
+        self.idleNodeRetention = configuration.idleNodeRetention
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
         self.recordTrace = recordTrace
@@ -446,6 +454,10 @@ struct Simulation {
             if let claim, snapshot.claims.contains(where: { $0.request.id == claim }) { continue }
             violations.append("\(presenter) relinquished with a reacquirer for \(request) and never got it back")
         }
+        // Invariant 6: the idle leaves are bounded by the retention.
+        if snapshot.idleLeafCount > idleNodeRetention {
+            violations.append("\(snapshot.idleLeafCount) idle leaves; the retention is \(idleNodeRetention)")
+        }
         // Watches are exactly what the registered presenters need: each presenter's item and its parent.
         var needed: Set<ItemPath> = []
         for registration in snapshot.presenters.values {
@@ -600,11 +612,13 @@ struct Simulation {
         }
         presenterInfo = [:]
         let end = arbiter.snapshot()
-        if end.nodeCount != 1 || !end.claims.isEmpty || !end.presenters.isEmpty {
+        if end.nodeCount != 1 + end.idleNodeCount || end.idleLeafCount > idleNodeRetention || !end.claims.isEmpty
+            || !end.presenters.isEmpty
+        {
             throw Failure(
                 seed: seed,
                 step: step,
-                message: "state left after everyone left: \(end.nodeCount) nodes",
+                message: "state left after everyone left: \(end.nodeCount) nodes, \(end.idleNodeCount) idle",
                 trace: trace
             )
         }
