@@ -149,21 +149,24 @@ public struct FrameDecoder: Sendable {
         }
         guard available - frameLengthPrefixSize >= length else { return nil }
         let bodyStart = readIndex + frameLengthPrefixSize
-        let body = Array(storage[bodyStart..<(bodyStart + length)])
-        readIndex = bodyStart + length
-        if readIndex == storage.count {
-            storage.removeAll(keepingCapacity: storage.capacity <= 2 * maximumFrameSize)
-            readIndex = 0
-        }
 
         var options = BinaryDecodingOptions()
         options.messageDepthLimit = Self.messageDepthLimit
         options.discardUnknownFields = true
-        let frame: Filecoord_V1_Frame
+        // Decoded in place, from the buffer's own bytes (no copy of the body).
+        var frame = Filecoord_V1_Frame()
         do {
-            frame = try Filecoord_V1_Frame(serializedBytes: body, options: options)
+            try frame.merge(
+                serializedBytes: storage.span.bytes.extracting(bodyStart..<(bodyStart + length)),
+                options: options
+            )
         } catch {
             throw fail(.malformedFrame, "a \(length)-byte frame is not a valid Frame: \(error)")
+        }
+        readIndex = bodyStart + length
+        if readIndex == storage.count {
+            storage.removeAll(keepingCapacity: storage.capacity <= 2 * maximumFrameSize)
+            readIndex = 0
         }
         guard let payload = frame.payload else {
             throw fail(.unknownMessage, "a \(length)-byte frame carries no message this protocol version knows")
@@ -251,6 +254,23 @@ public struct FrameEncoder: Sendable {
     ///
     /// - Throws: ``ProtocolError``, as ``encode(_:)``.
     public func encode(_ frame: Filecoord_V1_Frame, into buffer: inout [UInt8]) throws(ProtocolError) {
+        let body = try self.body(of: frame)
+        let length = UInt32(body.count)
+        buffer.reserveCapacity(buffer.count + frameLengthPrefixSize + body.count)
+        buffer.append(UInt8(truncatingIfNeeded: length >> 24))
+        buffer.append(UInt8(truncatingIfNeeded: length >> 16))
+        buffer.append(UInt8(truncatingIfNeeded: length >> 8))
+        buffer.append(UInt8(truncatingIfNeeded: length))
+        buffer.append(contentsOf: body)
+    }
+
+    /// The frame's body alone (its protobuf encoding, checked like ``encode(_:)``), for a sender that writes the
+    /// 4-byte big-endian length (`UInt32(body.count)`) and the body straight into an I/O buffer of its own, such
+    /// as the daemon's NIO `ByteBuffer`, with no intermediate frame array. SwiftProtobuf encodes into a buffer it
+    /// allocates, so this is the one copy-free form its public API allows.
+    ///
+    /// - Throws: ``ProtocolError``, as ``encode(_:)``.
+    public func body(of frame: Filecoord_V1_Frame) throws(ProtocolError) -> [UInt8] {
         guard let payload = frame.payload else {
             throw ProtocolError(.unknownMessage, "a frame to send carries no message")
         }
@@ -266,12 +286,6 @@ public struct FrameEncoder: Sendable {
                 "\(payload.messageName) encodes to \(body.count) bytes; the limit is \(maximumFrameSize)"
             )
         }
-        let length = UInt32(body.count)
-        buffer.reserveCapacity(buffer.count + frameLengthPrefixSize + body.count)
-        buffer.append(UInt8(truncatingIfNeeded: length >> 24))
-        buffer.append(UInt8(truncatingIfNeeded: length >> 16))
-        buffer.append(UInt8(truncatingIfNeeded: length >> 8))
-        buffer.append(UInt8(truncatingIfNeeded: length))
-        buffer.append(contentsOf: body)
+        return body
     }
 }
