@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // `.forUploading` snapshots of directories and packages (issue 15).
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        // The daemon's deadline heap (issue 12): swift-collections' Heap (already resolved through swift-nio).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
@@ -88,6 +90,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         // The per-user arbiter daemon: a thin command over FCDaemon.
@@ -140,7 +143,11 @@ let package = Package(
         // The daemon's pieces, tested without and with sockets.
         .testTarget(
             name: "FCDaemonTests",
-            dependencies: ["FCDaemon", "FCCore", "FCProtocol", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "FCDaemon", "FCCore", "FCProtocol", .product(name: "Logging", package: "swift-log"),
+                // The host's write batching, observed on embedded channels (issue 12).
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         // Behaviour tests of the library, in one process.
         .testTarget(

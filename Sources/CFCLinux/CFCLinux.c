@@ -3,10 +3,16 @@
 // glibc's default declarations.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
 #include "CFCLinux.h"
+
+_Static_assert(sizeof(struct cfc_ucred) == sizeof(struct ucred), "cfc_ucred must have struct ucred's size");
+_Static_assert(offsetof(struct cfc_ucred, pid) == offsetof(struct ucred, pid), "cfc_ucred.pid");
+_Static_assert(offsetof(struct cfc_ucred, uid) == offsetof(struct ucred, uid), "cfc_ucred.uid");
+_Static_assert(offsetof(struct cfc_ucred, gid) == offsetof(struct ucred, gid), "cfc_ucred.gid");
 
 int cfc_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
     struct ucred credentials;

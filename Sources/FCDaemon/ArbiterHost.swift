@@ -21,8 +21,22 @@ final class ArbiterHost {
     /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
     private(set) var openConnections = 0
 
-    private var timers: [TimerID: Scheduled<Void>] = [:]
-    private let encoder: FrameEncoder
+    /// The arbiter's timers (presenter timeouts, deadlock checks), earliest first: one NIO timer is armed, for the
+    /// earliest (issue 12), instead of one per request.
+    private var deadlines = DeadlineHeap<TimerID, NIODeadline>()
+    /// The NIO timer armed for the earliest deadline, and that deadline.
+    private var armedTimer: (deadline: NIODeadline, task: Scheduled<Void>)?
+    /// `true` while due timers are being fired: the NIO timer is armed again once, after all of them.
+    private var firingTimers = false
+    /// Connections written to since the last flush, in the order they were first written to; each is flushed
+    /// once at the end of the loop pass (``flushPending()``, issue 12).
+    private var unflushed: [any Channel] = []
+    private var unflushedClients: Set<ClientID> = []
+    /// `true` while a task that flushes ``unflushed`` waits on the loop.
+    private var flushScheduled = false
+    /// Frames flushed and flushes made (for tests and dumps: frames per flush is the batching).
+    private(set) var flushStatistics = (frames: 0, flushes: 0)
+    let encoder: FrameEncoder
     private var shuttingDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
@@ -174,6 +188,8 @@ final class ArbiterHost {
         guard let channel = connections[client], closing.insert(client).inserted else { return }
         logger.warning("closing a connection: \(error)", metadata: ["client.id": "\(client.rawValue)"])
         write(Filecoord_V1_Frame(error), on: channel, for: client)
+        // A close drops writes not flushed: what was written for this client goes out first.
+        channel.flush()
         channel.close(promise: nil)
     }
 
@@ -189,9 +205,11 @@ final class ArbiterHost {
             )
             send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
         }
+        flushPending()
         for channel in connections.values { channel.close(promise: nil) }
-        for timer in timers.values { timer.cancel() }
-        timers = [:]
+        deadlines.removeAll()
+        armedTimer?.task.cancel()
+        armedTimer = nil
     }
 
     /// The state as JSON, for `DumpRequest` (`fcdump`; the schema is docs/FCDUMP-SCHEMA.md). Read-only.
@@ -231,12 +249,36 @@ final class ArbiterHost {
         }
     }
 
+    /// Writes a frame without flushing; the connection is flushed once at the end of this loop pass, however many
+    /// frames it got (``flushPending()``).
     private func write(_ frame: Filecoord_V1_Frame, on channel: any Channel, for client: ClientID) {
         do {
-            let bytes = try encoder.encode(frame)
-            channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
+            let buffer = try encoder.encode(frame, allocator: channel.allocator)
+            channel.write(buffer, promise: nil)
         } catch {
             logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+            return
+        }
+        flushStatistics.frames += 1
+        if unflushedClients.insert(client).inserted { unflushed.append(channel) }
+        if !flushScheduled {
+            flushScheduled = true
+            // Runs after the I/O events and tasks of this pass: every effect of the pass, whether it came from a
+            // read, a timer or the watcher, is flushed by it.
+            loop.assumeIsolated().execute { [weak self] in self?.flushPending() }
+        }
+    }
+
+    /// Flushes every connection written to since the last flush, once each.
+    func flushPending() {
+        loop.preconditionInEventLoop()
+        flushScheduled = false
+        let channels = unflushed
+        unflushed.removeAll(keepingCapacity: true)
+        unflushedClients.removeAll(keepingCapacity: true)
+        for channel in channels {
+            flushStatistics.flushes += 1
+            channel.flush()
         }
     }
 
@@ -244,12 +286,9 @@ final class ArbiterHost {
         for effect in routed.host {
             switch effect {
             case .startTimer(let timer, let after):
-                timers[timer]?.cancel()
-                timers[timer] = loop.assumeIsolated().scheduleTask(in: .nanoseconds(after.nanoseconds)) { [weak self] in
-                    self?.fire(timer)
-                }
+                deadlines.schedule(timer, at: .now() + .nanoseconds(after.nanoseconds))
             case .cancelTimer(let timer):
-                timers.removeValue(forKey: timer)?.cancel()
+                deadlines.cancel(timer)
             case .log(let record):
                 log(record)
             case .watch(let directory):
@@ -265,12 +304,41 @@ final class ArbiterHost {
                 if let frame = Filecoord_V1_Frame(effect) { send(frame, to: client) }
             }
         }
+        if !firingTimers { armTimer() }
     }
 
-    private func fire(_ timer: TimerID) {
-        timers[timer] = nil
-        apply(router.timerFired(timer))
+    /// Arms the one NIO timer for the earliest deadline, unless one is armed that fires no later. A timer armed for
+    /// a deadline since cancelled is left to fire: it finds nothing due and arms the next (cheaper than cancelling
+    /// NIO's task on every cancel).
+    private func armTimer() {
+        guard let earliest = deadlines.earliest() else { return }
+        if let armed = armedTimer {
+            guard earliest < armed.deadline else { return }
+            armed.task.cancel()
+        }
+        let task: Scheduled<Void> = loop.assumeIsolated().scheduleTask(deadline: earliest) { [weak self] in
+            guard let self else { return }
+            self.fireDueTimers()
+        }
+        armedTimer = (earliest, task)
     }
+
+    /// Fires every timer due now, in deadline order, then arms the NIO timer for the next.
+    private func fireDueTimers() {
+        guard let armed = armedTimer else { return }
+        armedTimer = nil
+        // NIO fires at or after the deadline; the armed deadline counts as now in case the clocks' readings differ.
+        let now = max(NIODeadline.now(), armed.deadline)
+        firingTimers = true
+        while let timer = deadlines.popDue(at: now) {
+            apply(router.timerFired(timer))
+        }
+        firingTimers = false
+        armTimer()
+    }
+
+    /// The number of arbiter timers scheduled (for tests).
+    var scheduledTimerCount: Int { deadlines.count }
 
     private func log(_ record: LogRecord) {
         let level: Logger.Level =

@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
 import Logging
 import NIOCore
@@ -60,11 +61,13 @@ final class ConnectionHandler: ChannelInboundHandler {
             refuse("peer credentials unavailable", context: context)
             return
         }
-        let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET),
-            name: SocketOptionName(SO_PEERCRED)
+        // NIO owns the descriptor, so NIO reads the option, into `struct ucred` as FCSystem names it.
+        let option = PeerCredentials.socketOption
+        let future: EventLoopFuture<PeerCredentials.KernelValue> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(option.level),
+            name: SocketOptionName(option.name)
         )
-        future.assumeIsolated().whenComplete { result in
+        future.map { PeerCredentials($0) }.assumeIsolated().whenComplete { result in
             switch result {
             case .failure(let error):
                 self.refuse("peer credentials unavailable: \(error)", context: context)
@@ -318,16 +321,17 @@ final class ConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    /// Writes and flushes at once: for the handshake and dumps, not the hot path (``ArbiterHost`` batches those).
     func write(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) {
-        let bytes: [UInt8]
+        let buffer: ByteBuffer
         do {
-            bytes = try FrameEncoder(maximumFrameSize: host.configuration.maximumFrameSize).encode(frame)
+            buffer = try host.encoder.encode(frame, allocator: context.channel.allocator)
         } catch {
             // Never silent: the peer would wait for an answer that does not come.
             host.logger.error("could not encode a frame: \(error)", metadata: ["client.pid": "\(peerPID)"])
             return
         }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 
     typealias OutboundOut = ByteBuffer
@@ -336,11 +340,3 @@ final class ConnectionHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension ConnectionHandler: Sendable {}
-
-/// `struct ucred` (pid, uid, gid), which Swift does not import without `_GNU_SOURCE`: same layout, read with
-/// `getsockopt(SO_PEERCRED)`.
-struct PeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}

@@ -302,4 +302,23 @@ public struct PeerCredentials: Sendable, Hashable {
         self.uid = uid
         self.gid = gid
     }
+
+    /// The socket option that holds them: `SOL_SOCKET`, `SO_PEERCRED`, read as a ``KernelValue``. For a socket
+    /// layer that reads options itself (the daemon's NIO channels, whose descriptors NIO owns).
+    public static var socketOption: (level: Int32, name: Int32) { (SOL_SOCKET, SO_PEERCRED) }
+
+    /// The option's value as the kernel writes it: `struct ucred`, by its CFCLinux name (`cfc_ucred`, checked
+    /// against glibc's `struct ucred` when CFCLinux is compiled). Pass this type to a generic `getsockopt` (NIO's
+    /// `unsafeGetSocketOption`), then make ``PeerCredentials`` from it.
+    public struct KernelValue: Sendable {
+        var value = cfc_ucred()
+
+        /// Zeroes, to be filled by `getsockopt`.
+        public init() {}
+    }
+
+    /// Credentials from the value `getsockopt(SO_PEERCRED)` wrote.
+    public init(_ kernel: KernelValue) {
+        self.init(pid: kernel.value.pid, uid: kernel.value.uid, gid: kernel.value.gid)
+    }
 }

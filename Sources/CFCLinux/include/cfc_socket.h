@@ -11,6 +11,15 @@
 /// `SO_PEERCRED` are used by name and this header changes no declaration seen by the other C modules.
 int cfc_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
 
+/// `struct ucred` under a name Swift imports without `_GNU_SOURCE`, for a `getsockopt(SO_PEERCRED)` made by another
+/// socket layer (the daemon reads it through NIO's socket-option API). CFCLinux.c, which sees `struct ucred` by
+/// name, asserts at compile time that both have the same size and field offsets.
+struct cfc_ucred {
+    int32_t pid;
+    uint32_t uid;
+    uint32_t gid;
+};
+
 /// Accepts a connection on the listening socket `fd`, the new descriptor close-on-exec from the start (`accept4`,
 /// a GNU extension). Returns the descriptor, or -1 and `errno`.
 int cfc_accept_cloexec(int fd);
