@@ -67,8 +67,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             level: SocketOptionLevel(option.level),
             name: SocketOptionName(option.name)
         )
-        future.map { PeerCredentials($0) }.assumeIsolated().whenComplete { result in
-            switch result {
+        future.assumeIsolated().whenComplete { kernelResult in
+            switch kernelResult.map({ PeerCredentials($0) }) {
             case .failure(let error):
                 self.refuse("peer credentials unavailable: \(error)", context: context)
             case .success(let credentials) where credentials.uid != getuid():

@@ -43,8 +43,12 @@ private func grantAndRelease(_ arbiter: Arbiter, id: UInt64, items: [ClaimItem])
 
 /// An arbiter and a claim-id counter, built once per benchmark outside the measurement.
 private final class ArbiterFixture {
-    let arbiter = Arbiter()
+    let arbiter: Arbiter
     var nextID: UInt64 = 0
+
+    init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
+        arbiter = Arbiter(configuration: configuration)
+    }
 }
 
 private func deepPath(_ depth: Int, leaf: String) -> ItemPath {
@@ -81,6 +85,23 @@ let benchmarks: @Sendable () -> Void = {
             }
         )
     }
+
+    // The same claim with idle nodes pruned at once, as before issue 12 (each claim created and pruned its path's
+    // nodes): the baseline of Arbiter.uncontendedWrite.emptyTree in the same run.
+    Benchmark(
+        "Arbiter.uncontendedWrite.emptyTreeNoIdleNodes",
+        closure: { benchmark, fixture in
+            for _ in benchmark.scaledIterations {
+                fixture.nextID += 1
+                blackHole(grantAndRelease(fixture.arbiter, id: fixture.nextID, items: [item]))
+            }
+        },
+        setup: { () -> ArbiterFixture in
+            var configuration = ArbiterConfiguration()
+            configuration.idleNodeRetention = 0
+            return ArbiterFixture(configuration: configuration)
+        }
+    )
 
     // An unrelated claim next to 1,000 writers queued behind a held write on one item (issue 11.2): every event
     // still looks at each waiter once (no longer each waiter against every other), with no allocation per waiter.
