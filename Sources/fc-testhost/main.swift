@@ -34,6 +34,11 @@
 //                                                                    `release` with hold, then `done upload PATH TEXT`
 //   main COMMAND ...                                                 make the call of a read, write or move on the
 //                                                                    main thread (DispatchQueue.main), not its own
+//   listener-wakeups PATH OTHER COUNT                                how often the connection's listener thread
+//                                                                    wakes over COUNT coordinated reads of PATH,
+//                                                                    without and then with a presenter of OTHER
+//                                                                    (ListenerWakeups.swift; the process's first
+//                                                                    coordinated call)
 //   sleep MS
 //   ignore SIGNAL                                                    set SIGNAL (a number) to SIG_IGN in this process
 //   exit
@@ -314,6 +319,8 @@ final class Host: @unchecked Sendable {
                 }
                 self.report("write2", first.path, error)
             }
+        case "listener-wakeups":
+            runListenerWakeups(arguments)
         case "add-version", "resolve", "versions", "upload":
             runVersionCommand(command, arguments, background: background)
         case "release":

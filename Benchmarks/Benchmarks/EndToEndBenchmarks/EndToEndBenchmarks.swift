@@ -9,15 +9,19 @@ import Foundation
 //   uncontendedRead                  against bareSocketRoundTrip (target: within 2x) and openFlockClose plus one
 //                                    bare round trip (target: faster)
 //   writeWithRelinquishingPresenter  against bareThreePartyRoundTrip (target: within 2x)
-//   claimsPerSecond8Clients          8 client processes' coordinated reads per second, reported
+//   uncontendedWrite                 against bareSocketRoundTrip (target: within 2x; ClientHotPathBenchmarks.swift)
+//   claimsPerSecond8Clients          8 client processes' coordinated reads per second, with the CPU time per claim
+//                                    of the clients and of the daemon, reported
+//   clientHotPath.*                  the client's mallocs per read and per write, the daemon in another process
+//                                    (gated: the only end-to-end thresholds)
 //
 // The daemon is `FCDaemon.DaemonService` under a `ServiceGroup` in the benchmark process, on a private socket; the
 // other parties are this executable re-run as helpers (HelperRoles.swift). Every benchmark runs in a process of its
 // own, so each records its median in a file of the run and the last one prints the ratios (`RunResults`).
 //
-// Wall clock is reported, never gated. No thresholds: the daemon runs in the measured process, so its allocations
-// (NIO, other threads) are counted and vary from run to run; the bare baselines allocate nothing and measure no code
-// of ours. Names use no spaces and no '/'.
+// Wall clock is reported, never gated. No thresholds but for clientHotPath.*: elsewhere the daemon runs in the
+// measured process, so its allocations (NIO, other threads) are counted and vary from run to run; the bare baselines
+// allocate nothing and measure no code of ours. Names use no spaces and no '/'.
 
 /// A value built in `setup:` and used by the benchmark and its `teardown:` (each benchmark runs in its own process).
 final class Slot<Value>: @unchecked Sendable {
@@ -40,6 +44,9 @@ let benchmarks: @Sendable () -> Void = {
     bareSocketRoundTrip()
     openFlockClose()
     uncontendedRead()
+    uncontendedWrite()
+    clientHotPath("read")
+    clientHotPath("write")
     bareThreePartyRoundTrip()
     writeWithRelinquishingPresenter()
     claimsPerSecond8Clients()
@@ -280,28 +287,48 @@ private func writeWithRelinquishingPresenter() {
 }
 
 /// Eight client processes, each with its own connection, making coordinated reads of files of their own as fast as
-/// they can; one sample is 125 reads by each, 1,000 in all. Reported as claims per second (throughput).
+/// they can; one sample is 125 reads by each, 1,000 in all. Reported as claims per second (throughput), and the CPU
+/// time per claim of the clients (each measures its own process around its reads) and of the daemon (this process's
+/// CPU time but the measuring thread's: the daemon's threads), as custom metrics in nanoseconds and in the ratios.
 private func claimsPerSecond8Clients() {
     let name = "EndToEnd.claimsPerSecond8Clients"
     let clientCount = 8
     let record = WallClockRecord()
+    let cpu = CPUPerClaimRecord()
     let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, clients: [HelperProcess])>()
     Benchmark(
         name,
-        configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], scalingFactor: .kilo),
+        configuration: .init(
+            metrics: [
+                .wallClock, .throughput, .mallocCountTotal, CPUPerClaimRecord.clientMetric,
+                CPUPerClaimRecord.daemonMetric,
+            ],
+            scalingFactor: .kilo
+        ),
         closure: { benchmark in
             let clients = fixture.value!.clients
+            let daemonBefore = CPUPerClaimRecord.daemonNanoseconds()
             record.start()
             for client in clients where !client.send(UInt8(ascii: "g")) {
                 return benchmark.error("client \(client.pid) went away")
             }
+            var clientNanoseconds: UInt64 = 0
             for client in clients {
                 let reply = client.receive()
-                guard reply == UInt8(ascii: "d") else {
+                var used: UInt64 = 0
+                guard reply == UInt8(ascii: "d"), BareSocket.readExactly(client.output, &used, 8) else {
                     return benchmark.error("client \(client.pid): a coordinated read failed (see its standard error)")
                 }
+                clientNanoseconds += UInt64(littleEndian: used)
             }
             record.stop(operations: benchmark.scaledIterations.count)
+            let daemonNanoseconds = CPUPerClaimRecord.daemonNanoseconds() &- daemonBefore
+            cpu.add(
+                benchmark,
+                claims: benchmark.scaledIterations.count,
+                client: clientNanoseconds,
+                daemon: daemonNanoseconds
+            )
         },
         setup: {
             let directory = try ScratchDirectory()
@@ -332,6 +359,7 @@ private func claimsPerSecond8Clients() {
                 await value.daemon.stop()
                 value.directory.remove()
             }
+            cpu.recordTotals(name)
             RunResults.record(name, record)
         }
     )

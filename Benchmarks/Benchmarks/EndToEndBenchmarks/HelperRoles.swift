@@ -12,7 +12,10 @@ import Synchronization
 //   presenter  presents FC_E2E_PATH and relinquishes to every writer at once; prints `ready`, then answers the line
 //              `count` with how many times it relinquished
 //   claimer    a client of the daemon: prints `ready` after one coordinated read of FC_E2E_PATH, then for each byte
-//              read makes FC_E2E_CLAIMS coordinated reads of it and writes `d` (or `e` if one failed)
+//              read makes FC_E2E_CLAIMS coordinated reads of it and writes `d` (or `e` if one failed) followed by
+//              the CPU time the process used meanwhile (nanoseconds, a little-endian UInt64)
+//   daemon     runs FCDaemon on FC_E2E_SOCKET (ClientHotPathBenchmarks.swift): the client's benchmarks count the
+//              client's own allocations
 //   inotify    watches FC_E2E_PATH's folder with raw inotify (no daemon) and writes `c` for every IN_CLOSE_WRITE of
 //              FC_E2E_PATH: the bare delivery the watcher benchmark compares with (issue 13)
 //   watched    presents FC_E2E_PATH (presentedItemDidChange only) and writes `c` for every presentedItemDidChange,
@@ -36,18 +39,20 @@ enum HelperRole {
             watchWithInotify(path)
         case "watched":
             presentForChanges(URL(fileURLWithPath: path))
+        case "daemon":
+            serveDaemon(socketPath: environment["FC_E2E_SOCKET"] ?? "")
         default:
             fail("unknown role \(role)")
         }
         exit(0)
     }
 
-    private static func fail(_ message: String) -> Never {
+    static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("fc-e2e helper \(getpid()): \(message)\n".utf8))
         exit(1)
     }
 
-    private static func say(_ line: String) {
+    static func say(_ line: String) {
         let bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeBytes { BareSocket.writeAll(1, $0.baseAddress!, $0.count) }
     }
@@ -73,13 +78,15 @@ enum HelperRole {
         var command: UInt8 = 0
         while BareSocket.readExactly(0, &command, 1) {
             var reply = UInt8(ascii: "d")
+            let cpuBefore = cpuNanoseconds(CLOCK_PROCESS_CPUTIME_ID)
             for _ in 0..<claims {
                 if let error = read() {
                     FileHandle.standardError.write(Data("fc-e2e claimer \(getpid()): \(error)\n".utf8))
                     reply = UInt8(ascii: "e")
                 }
             }
-            guard BareSocket.writeAll(1, &reply, 1) else { return }
+            var cpu = (cpuNanoseconds(CLOCK_PROCESS_CPUTIME_ID) - cpuBefore).littleEndian
+            guard BareSocket.writeAll(1, &reply, 1), BareSocket.writeAll(1, &cpu, 8) else { return }
         }
     }
 }

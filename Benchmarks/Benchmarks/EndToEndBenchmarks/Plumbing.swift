@@ -105,6 +105,9 @@ final class InProcessDaemon: Sendable {
         self.task = task
     }
 
+    /// How many clients the daemon accepted so far.
+    var clients: Int { connections.value }
+
     /// Waits (up to 10 s) until the daemon has accepted `count` clients in all.
     func waitForClients(_ count: Int, what: String) throws {
         let deadline = Date().addingTimeInterval(10)
@@ -428,6 +431,8 @@ enum RunResults {
     static let names = [
         "EndToEnd.bareSocketRoundTrip", "EndToEnd.bareThreePartyRoundTrip", "EndToEnd.claimsPerSecond8Clients",
         "EndToEnd.openFlockClose", "EndToEnd.uncontendedRead", "EndToEnd.writeWithRelinquishingPresenter",
+        "EndToEnd.uncontendedWrite", "EndToEnd.clientHotPath.uncontendedRead",
+        "EndToEnd.clientHotPath.uncontendedWrite",
     ]
 
     static var path: String {
@@ -439,19 +444,25 @@ enum RunResults {
         return NSTemporaryDirectory() + "/fc-e2e-results-\(parent)-\(startTime).txt"
     }
 
-    /// Records `name`'s median (nanoseconds per operation), prints it, and prints the ratios once all are known.
-    static func record(_ name: String, _ record: WallClockRecord, note: String = "") {
-        guard let median = record.median else { return }
-        let line = "\(name) \(median)\n"
+    /// Appends a value of this run (`name value`) for the last benchmark to read.
+    static func append(_ name: String, _ value: Double) {
+        let line = "\(name) \(value)\n"
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         if fd >= 0 {
             _ = line.withCString { write(fd, $0, strlen($0)) }
             close(fd)
         }
+    }
+
+    /// Records `name`'s median (nanoseconds per operation), prints it, and prints the ratios once all are known.
+    static func record(_ name: String, _ record: WallClockRecord, note: String = "") {
+        guard let median = record.median else { return }
+        append(name, median)
         report("\(name): p50 \(format(median)) per operation over \(record.samples) samples\(note)")
         let results = read()
         if names.allSatisfy({ results[$0] != nil }) {
             report(summary(results))
+            report(table(results))
             unlink(path)
         }
     }
@@ -474,6 +485,10 @@ enum RunResults {
         let write = results["EndToEnd.writeWithRelinquishingPresenter"]!
         let threeParty = results["EndToEnd.bareThreePartyRoundTrip"]!
         let claim = results["EndToEnd.claimsPerSecond8Clients"]!
+        let uncontendedWrite = results["EndToEnd.uncontendedWrite"]!
+        let uncontendedWriteRatio = uncontendedWrite / bare
+        let clientCPU = results["EndToEnd.claimsPerSecond8Clients.clientCPUPerClaim"].map(format) ?? "?"
+        let daemonCPU = results["EndToEnd.claimsPerSecond8Clients.daemonCPUPerClaim"].map(format) ?? "?"
         func verdict(_ met: Bool) -> String { met ? "met" : "MISSED" }
         let readRatio = read / bare
         let flockRatio = read / (flock + bare)
@@ -485,6 +500,7 @@ enum RunResults {
 
             ==== EndToEnd ratios (this run, \(processors) cores; p50 wall clock per operation; reported, never gated) ====
             uncontendedRead                  \(format(read))
+            uncontendedWrite                 \(format(uncontendedWrite))
             bareSocketRoundTrip              \(format(bare))
             openFlockClose                   \(format(flock))
             writeWithRelinquishingPresenter  \(format(write))
@@ -493,10 +509,13 @@ enum RunResults {
             \(verdict(readRatio <= 2)))
             uncontendedRead / (openFlockClose + bareSocketRoundTrip) = \(ratio(flockRatio))  (target < 1: \
             \(verdict(flockRatio < 1)))
+            uncontendedWrite / bareSocketRoundTrip                 = \(ratio(uncontendedWriteRatio))  (target <= 2: \
+            \(verdict(uncontendedWriteRatio <= 2)))
             writeWithRelinquishingPresenter / bareThreePartyRoundTrip = \(ratio(writeRatio))  (target <= 2: \
             \(verdict(writeRatio <= 2)))
             claimsPerSecond8Clients          \(Int(rate)) claims/s (8 processes; \(ratio(rate / single)) x one \
             client's sequential uncontendedRead rate of \(Int(single))/s)
+            claimsPerSecond8Clients CPU per claim: clients \(clientCPU), daemon \(daemonCPU)
             =====================================================================================================
 
             """
