@@ -36,4 +36,83 @@ struct IdentityEndToEndTests {
             #expect(try String(contentsOfFile: created, encoding: .utf8) == "second")
         }
     }
+
+    @Test("A presenter on a symbolic link's spelling and one on the target's, in two processes, hear a third's writes")
+    func presentersOnALinkAndOnItsTargetHearWritesSpelledAsTheirProcessSpelledThem() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            try FileManager.default.createDirectory(atPath: env.path("real"), withIntermediateDirectories: false)
+            try FileManager.default.createSymbolicLink(atPath: env.path("link"), withDestinationPath: "real")
+            try env.file("real/doc.txt", "v1")
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            let writer = try await env.host("W")
+            try await a.present("File", env.path("link/doc.txt"))
+            try await a.present("Folder", env.path("link"))
+            try await b.present("File", env.path("real/doc.txt"))
+            try await b.present("Folder", env.path("real"))
+
+            // A writer on the target's spelling, then one on the link's: each presenter is asked, hears the change,
+            // and hears the subitem as its own process spelled its folder.
+            for (round, path) in [env.path("real/doc.txt"), env.path("link/doc.txt")].enumerated() {
+                try writer.send("write \(path) v\(round + 2)")
+                try await writer.waitFor("done write \(path)")
+                let once = ["relinquishToWriter", "didChange", "reacquire"]
+                let expected = Array([[String]](repeating: once, count: round + 1).joined())
+                #expect(try await a.settledPresenterEvents("File", count: expected.count) == expected)
+                #expect(try await b.settledPresenterEvents("File", count: expected.count) == expected)
+                #expect(
+                    try await a.settledPresenterEvents("Folder", count: round + 1)
+                        == Array(repeating: "subitemDidChange \(env.path("link/doc.txt"))", count: round + 1)
+                )
+                #expect(
+                    try await b.settledPresenterEvents("Folder", count: round + 1)
+                        == Array(repeating: "subitemDidChange \(env.path("real/doc.txt"))", count: round + 1)
+                )
+            }
+        }
+    }
+
+    @Test(
+        "On exFAT, presenters spelling a file in one case hear another process's writer spelling it in another",
+        .enabled(if: ExFATVolume.isAvailable, "DID NOT RUN: needs an exFAT image mounted through FUSE")
+    )
+    func presentersAndAWriterSpellingTheFileInDifferentCasesMeetAcrossProcesses() async throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        let root = volume.root.path
+        try FileManager.default.createDirectory(atPath: root + "/Docs", withIntermediateDirectories: false)
+        try Data("v1".utf8).write(to: URL(fileURLWithPath: root + "/Docs/Note.txt"))
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            let writer = try await env.host("W")
+            try await a.present("File", root + "/Docs/Note.txt")
+            try await a.present("Folder", root + "/Docs")
+            try await b.present("File", root + "/DOCS/NOTE.TXT")
+            try await b.present("Folder", root + "/docs")
+
+            try writer.send("write \(root)/docs/note.TXT v2")
+            try await writer.waitFor("done write \(root)/docs/note.TXT")
+            let once = ["relinquishToWriter", "didChange", "reacquire"]
+            #expect(try await a.settledPresenterEvents("File", count: 3) == once)
+            #expect(try await b.settledPresenterEvents("File", count: 3) == once)
+            // Each folder as its presenter spells it; the name as the directory lists it (docs/ARCHITECTURE.md §5,
+            // decision 14), never the writer's `note.TXT`.
+            let aFolder = try await a.settledPresenterEvents("Folder", count: 1)
+            let bFolder = try await b.settledPresenterEvents("Folder", count: 1)
+            #expect(aFolder.contains("subitemDidChange \(root)/Docs/Note.txt"), "\(aFolder)")
+            #expect(bFolder.contains("subitemDidChange \(root)/docs/Note.txt"), "\(bFolder)")
+            // Known defect (docs/ARCHITECTURE.md §8.3, "Still open"): the daemon's watcher sees the write under the
+            // name the writer opened (`note.TXT`, inotify reports the dentry's name), which is not the claim's folded
+            // key, so the echo is not recognised and the folders hear it once more, in the writer's spelling (before or after
+            // the coordinated notification).
+            withKnownIssue("the watcher does not fold names in case-insensitive directories", isIntermittent: true) {
+                #expect(aFolder == ["subitemDidChange \(root)/Docs/Note.txt"])
+                #expect(bFolder == ["subitemDidChange \(root)/docs/Note.txt"])
+            }
+            #expect(try String(contentsOfFile: root + "/Docs/Note.txt", encoding: .utf8) == "v2")
+        }
+    }
 }
