@@ -409,6 +409,9 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
         // What the daemon would refuse fails this call alone, here, with the limit named (docs/PROTOCOL.md).
         if let limitError = Self.limitError(canonical, items.map(\.0)) { return .failure(limitError) }
+        // A second key that some item already claims with the same access adds nothing.
+        var seen = Set(zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) })
+        foldedItems = foldedItems.filter { seen.insert($0).inserted }
         if canonical.count + foldedItems.count > ProtocolLimits.default.maximumItemsPerClaim {
             return .failure(
                 FileCoordinationError(
