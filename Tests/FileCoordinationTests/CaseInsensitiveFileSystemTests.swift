@@ -1,4 +1,5 @@
 import Dispatch
+import FCSystem
 import FCTestSupport
 import Foundation
 import Testing

@@ -2,7 +2,7 @@ import FCTestSupport
 import Foundation
 import Testing
 
-@testable import FileCoordination
+@testable import FCSystem
 
 // How the canonicaliser tells the file system behind a FUSE mount from the device (issue 14): the parsers of
 // /proc/self/mountinfo, boot sectors, udev records and blkid's cache. The whole rule, on a mounted volume, is tested

@@ -1,4 +1,3 @@
-import FCSystem
 import Synchronization
 
 /// The file system behind a FUSE mount, told from the device rather than from a directory's contents, so that two
@@ -14,19 +13,19 @@ import Synchronization
 /// stale answer would make two processes disagree. The callers cache per directory.
 ///
 /// - Important: Thread-safe; the reads run on the calling thread.
-enum DeviceFileSystem {
+public enum DeviceFileSystem {
     /// File system types (as udev and blkid name them) whose names compare case-insensitively.
-    static let caseInsensitiveTypes: Set<String> = ["exfat", "vfat", "msdos", "fat", "fat12", "fat16", "fat32"]
+    public static let caseInsensitiveTypes: Set<String> = ["exfat", "vfat", "msdos", "fat", "fat12", "fat16", "fat32"]
 
     /// Whether the device rule is used (tests turn it off to reach the undecided case on a real exFAT volume).
-    static var isEnabled: Bool {
+    public static var isEnabled: Bool {
         get { enabled.load(ordering: .relaxed) }
         set { enabled.store(newValue, ordering: .relaxed) }
     }
     private static let enabled = Atomic<Bool>(true)
 
     /// The type of the file system on the FUSE mount whose `st_dev` is `device`, or `nil` when it cannot be told.
-    static func type(ofFUSEDevice device: UInt64) -> String? {
+    public static func type(ofFUSEDevice device: UInt64) -> String? {
         guard isEnabled else { return nil }
         let number = DeviceNumber(device)
         guard let info = try? FileSystemCalls.contents(of: "/proc/self/mountinfo", limit: 4 << 20),
@@ -161,5 +160,75 @@ enum BlkidCache {
         let rest = text[start.upperBound...]
         guard let end = rest.firstIndex(of: "\"") else { return nil }
         return String(rest[..<end])
+    }
+}
+
+/// Whether names in a directory compare case-insensitively, decided from the file system (SEMANTICS.md §4): the
+/// rule that the client's canonicaliser (`CaseSensitivity`, which caches it) and the daemon's watcher (which folds
+/// event names in such directories) share.
+///
+/// Fast paths first: the file system type from `statfs` (vfat, exFAT, CIFS/SMB are case-insensitive; btrfs and XFS
+/// are not), the casefold inode flag on ext4, f2fs and tmpfs (`FS_IOC_GETFLAGS`), and for FUSE the file system on
+/// the device (``DeviceFileSystem``). Anything else gets the probe: an entry whose name has a case-swapped spelling
+/// is looked up by that spelling; not found means case-sensitive, found as the same inode or as a name the directory
+/// does not list means case-insensitive (exfat-fuse gives each spelling its own inode number, hence the listing
+/// check).
+///
+/// - Important: Thread-safe; the syscalls run on the calling thread and may block as long as the file system takes.
+public enum FileSystemCaseRule {
+    /// The answer for the directory `path` (on device `device`), or `nil` when it cannot be decided now (an empty
+    /// directory of a file system that neither its type nor its device names).
+    public static func decide(_ path: String, device: UInt64) -> Bool? {
+        let type = try? FileSystemCalls.fileSystemType(path)
+        switch type {
+        case .msdos?, .exfat?, .cifs?, .smb2?, .smb?:
+            return true
+        case .btrfs?, .xfs?:
+            return false
+        case .ext4?, .f2fs?, .tmpfs?:
+            return (try? FileSystemCalls.hasCasefoldFlag(directory: path)) ?? false
+        case .fuse?:
+            if let name = DeviceFileSystem.type(ofFUSEDevice: device),
+                DeviceFileSystem.caseInsensitiveTypes.contains(name)
+            {
+                return true
+            }
+            return probe(path)
+        default:
+            return probe(path)
+        }
+    }
+
+    /// The probe that works on any file system, or `nil` when the directory has no entry with a cased name.
+    public static func probe(_ path: String) -> Bool? {
+        var candidate: (name: String, swapped: String)?
+        try? FileSystemCalls.forEachEntry(ofDirectory: path) { name in
+            guard let swapped = CaseFolding.swapped(name) else { return true }
+            candidate = (name, swapped)
+            return false
+        }
+        guard let candidate else { return nil }
+        let swappedStatus: FileStatus
+        switch FileSystemCalls.lookUp(candidate.swapped, inDirectory: path) {
+        case .found(let status): swappedStatus = status
+        case .missing: return false
+        case .failed: return nil
+        }
+        if let original = try? FileSystemCalls.status(of: candidate.name, inDirectory: path),
+            original.identity == swappedStatus.identity
+        {
+            return true
+        }
+        // Found under another inode number: two entries, or a file system that numbers each spelling apart.
+        var listed = false
+        do {
+            try FileSystemCalls.forEachEntry(ofDirectory: path) { name in
+                listed = name == candidate.swapped
+                return !listed
+            }
+        } catch {
+            return nil
+        }
+        return !listed
     }
 }
