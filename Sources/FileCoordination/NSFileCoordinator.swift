@@ -304,11 +304,14 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         // A case-only rename in a case-insensitive directory (`my text` to `My Text`) keeps its canonical path; it is
         // still a move for the presenters, who hear it (issue 14). The old spelling is remembered, so that this
         // process's presenters hear where the item was as it was spelled.
+        var fromName: [UInt8]?
         if from == to {
             guard oldURL.path != newURL.path else { return }
             URLMapping.rememberRename(of: from, spelledAs: oldURL)
+            // Presenters in other processes never saw this spelling: it goes with the move (issue 14).
+            fromName = Array(oldURL.lastPathComponent.utf8)
         }
-        client.submit(.itemMoved(claim, from: from, to: to))
+        client.submit(.itemMoved(claim, from: from, to: to, fromName: fromName))
         VersionStoreFollower.itemMoved(from: from, to: to)
     }
 

@@ -149,12 +149,9 @@ struct IdentityEndToEndTests {
             // The file's presenter hears where it is now; the folder's, that its subitem moved.
             #expect(file.contains("didMove \(folder)/MyText"), "\(file)")
             #expect(folderEvents.contains { $0.hasPrefix("subitemDidMove ") }, "\(folderEvents)")
-            // Known gap (docs/ARCHITECTURE.md §5, decision 14): A never spelled `mytext`, and the directory lists only
-            // `MyText` now, so A hears the old location as `MyText`: the mover's spelling of the old name is not on
-            // the wire.
-            withKnownIssue("the mover's spelling of a case-only rename's old name is not on the wire") {
-                #expect(folderEvents.contains("subitemDidMove \(folder)/mytext \(folder)/MyText"), "\(folderEvents)")
-            }
+            // A never spelled `mytext`, and the directory lists only `MyText` now: the mover's spelling of the old name
+            // comes with the move (ItemMoved.from_name, PresenterMessage.moved_from_name).
+            #expect(folderEvents.contains("subitemDidMove \(folder)/mytext \(folder)/MyText"), "\(folderEvents)")
         }
     }
 }
