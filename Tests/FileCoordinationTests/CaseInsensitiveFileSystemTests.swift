@@ -89,6 +89,39 @@ struct CaseInsensitiveFileSystemTests {
         #expect(decided.foldedKey == nil)
     }
 
+    /// One call that reads `New.txt` and writes `NEW.txt` in an undecided root: both second keys are `new.txt`, and
+    /// the write's must stay (a reader of `new.txt` that decided the folder case-insensitive must wait for it).
+    @Test func anUndecidedClaimKeepsTheWritesFoldedKeyWhenARead() throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        DeviceFileSystem.isEnabled = false
+        defer { DeviceFileSystem.isEnabled = true }
+        PathCanonicalizer.shared.removeAllCachedAndAnswers()
+        let read = volume.root.appendingPathComponent("New.txt")
+        let written = volume.root.appendingPathComponent("NEW.txt")
+        let lower = volume.root.appendingPathComponent("new.txt")
+        let timeline = WaitingTests.checkWaits(
+            first: { accessor in
+                var error: NSError?
+                NSFileCoordinator().coordinate(
+                    readingItemAt: read,
+                    options: [],
+                    writingItemAt: written,
+                    options: [],
+                    error: &error
+                ) { _, url in
+                    try? Data("first".utf8).write(to: url)
+                    accessor()
+                }
+            },
+            second: { accessor in
+                var error: NSError?
+                NSFileCoordinator().coordinate(readingItemAt: lower, options: [], error: &error) { _ in accessor() }
+            }
+        )
+        #expect(timeline == ["first in", "first out", "second"])
+    }
+
     /// A writer of `New.txt` creates it in its accessor and holds its claim while a writer of `NEW.txt` asks.
     static func createThenWrite(in volume: ExFATVolume) -> [String] {
         let created = volume.root.appendingPathComponent("New.txt")
