@@ -154,6 +154,8 @@ let package = Package(
             name: "FileCoordinationTests",
             dependencies: [
                 "FileCoordination", "FCTestSupport",
+                // The case rule and the device parsers of canonical identity (issue 14), tested directly.
+                "FCSystem",
                 // Reads the zip archives of `.forUploading` snapshots (issue 15).
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]

@@ -248,12 +248,17 @@ extension Arbiter {
 
     /// Sends a notification on behalf of a claim unless the presenter does not implement it or already had the
     /// same one for this claim (exactly once, SEMANTICS.md §3).
-    func notifyOnce(_ claim: ClaimRecord, _ presenter: PresenterRecord, _ kind: PresenterMessageKind) {
+    func notifyOnce(
+        _ claim: ClaimRecord,
+        _ presenter: PresenterRecord,
+        _ kind: PresenterMessageKind,
+        movedFromName: [UInt8]? = nil
+    ) {
         guard presenter.registration.callbacks.contains(kind.callback),
             claim.sentNotifications.insert(PresenterMessageKey(presenter: presenter.registration.id, kind: kind))
                 .inserted
         else { return }
-        sendNotification(kind, to: presenter, claim: claim.id)
+        sendNotification(kind, to: presenter, claim: claim.id, movedFromName: movedFromName)
     }
 
     func sendReacquirers(_ claim: ClaimRecord) {
@@ -264,7 +269,12 @@ extension Arbiter {
         claim.reacquirers.removeAll()
     }
 
-    func sendNotification(_ kind: PresenterMessageKind, to presenter: PresenterRecord, claim: ClaimID?) {
+    func sendNotification(
+        _ kind: PresenterMessageKind,
+        to presenter: PresenterRecord,
+        claim: ClaimID?,
+        movedFromName: [UInt8]? = nil
+    ) {
         statistics.messagesSent += 1
         effects.append(
             .message(
@@ -273,7 +283,8 @@ extension Arbiter {
                     client: presenter.registration.client,
                     request: nil,
                     claim: claim,
-                    kind: kind
+                    kind: kind,
+                    movedFromName: movedFromName
                 )
             )
         )

@@ -1,7 +1,7 @@
 extension Arbiter {
     // MARK: item(at:didMoveTo:) (SEMANTICS.md §2 rule 7 and §3)
 
-    func itemMoved(_ claimID: ClaimID, from: ItemPath, to: ItemPath) {
+    func itemMoved(_ claimID: ClaimID, from: ItemPath, to: ItemPath, fromName: [UInt8]? = nil) {
         guard let claim = claims[claimID], claim.phase == .granted,
             claim.entries.contains(where: { $0.access.isWrite })
         else {
@@ -59,7 +59,12 @@ extension Arbiter {
                     if package && callbacks.isDisjoint(with: .subitemNotifications) {
                         notifyOnce(claim, presenter, .presentedItemDidChange)
                     } else {
-                        notifyOnce(claim, presenter, .presentedSubitemDidMove(from: from, to: to))
+                        notifyOnce(
+                            claim,
+                            presenter,
+                            .presentedSubitemDidMove(from: from, to: to),
+                            movedFromName: inPlace ? fromName : nil
+                        )
                     }
                 }
                 node = current.children[component]

@@ -85,8 +85,8 @@ public final class Arbiter {
             cancelClaim(id)
         case .presenterReplied(let request, let reply):
             presenterReplied(request, reply)
-        case .itemMoved(let claim, let from, let to):
-            itemMoved(claim, from: from, to: to)
+        case .itemMoved(let claim, let from, let to, let fromName):
+            itemMoved(claim, from: from, to: to, fromName: fromName)
         case .versionChanged(let claim, let path, let change):
             versionChanged(claim, path, change)
         case .timerFired(let timer):

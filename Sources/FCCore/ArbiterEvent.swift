@@ -153,8 +153,10 @@ public enum ArbiterEvent: Hashable, Sendable {
     case claimCancelled(ClaimID)
     /// A presenter answered a request.
     case presenterReplied(RequestID, PresenterReply)
-    /// `item(at:didMoveTo:)` inside the accessor of a granted write claim.
-    case itemMoved(ClaimID, from: ItemPath, to: ItemPath)
+    /// `item(at:didMoveTo:)` inside the accessor of a granted write claim. `fromName`: for a rename in place
+    /// (`from == to`, a case-only rename), the old last component as the mover spelled it (issue 14), carried to the
+    /// did-move messages of enclosing folders (``PresenterMessage/movedFromName``); never compared.
+    case itemMoved(ClaimID, from: ItemPath, to: ItemPath, fromName: [UInt8]? = nil)
     /// A version of an item was added, removed or resolved inside the accessor of a granted claim.
     case versionChanged(ClaimID, ItemPath, VersionChange)
     /// A timer the arbiter scheduled fired.

@@ -181,6 +181,9 @@ public struct PresenterMessage: Hashable, Sendable, CustomStringConvertible {
     public var claim: ClaimID?
     /// What to tell the presenter.
     public var kind: PresenterMessageKind
+    /// With ``PresenterMessageKind/presentedSubitemDidMove(from:to:)`` of a rename in place (a case-only rename,
+    /// issue 14): the old last component as the mover spelled it, for a client that never spelled it. Else `nil`.
+    public var movedFromName: [UInt8]?
 
     /// Creates a message for one presenter.
     public init(
@@ -188,13 +191,15 @@ public struct PresenterMessage: Hashable, Sendable, CustomStringConvertible {
         client: ClientID,
         request: RequestID?,
         claim: ClaimID?,
-        kind: PresenterMessageKind
+        kind: PresenterMessageKind,
+        movedFromName: [UInt8]? = nil
     ) {
         self.presenter = presenter
         self.client = client
         self.request = request
         self.claim = claim
         self.kind = kind
+        self.movedFromName = movedFromName
     }
 
     /// The presenter, the message and any request id, for logs.

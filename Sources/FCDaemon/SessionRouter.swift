@@ -178,9 +178,9 @@ public final class SessionRouter {
             requestOwner[request] = nil
             session.requests.remove(request)
             global = .presenterReplied(request, reply)
-        case .itemMoved(let local, let from, let to):
+        case .itemMoved(let local, let from, let to, let fromName):
             guard let id = session.claims[local.rawValue] else { return Routed() }
-            global = .itemMoved(id, from: from, to: to)
+            global = .itemMoved(id, from: from, to: to, fromName: fromName)
         case .versionChanged(let local, let path, let change):
             guard let id = session.claims[local.rawValue] else { return Routed() }
             global = .versionChanged(id, path, change)

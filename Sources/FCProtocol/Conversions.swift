@@ -312,13 +312,27 @@ extension Filecoord_V1_CancelClaim {
 }
 
 extension Filecoord_V1_ItemMoved {
-    /// `ItemMoved` inside the client's claim `claim`.
-    public init(claim: ClaimID, from: ItemPath, to: ItemPath) {
+    /// `ItemMoved` inside the client's claim `claim`; `fromName`, the old last component as spelled, for a rename in
+    /// place.
+    public init(claim: ClaimID, from: ItemPath, to: ItemPath, fromName: [UInt8]? = nil) {
         self.init()
         claimID = claim.rawValue
         self.from = encodePath(from)
         self.to = encodePath(to)
+        if let fromName { self.fromName = Data(fromName) }
     }
+}
+
+/// A single path component as spelled (issue 14's `from_name`, `moved_from_name`): at most 255 bytes (`NAME_MAX`),
+/// no `/`, no NUL, not empty, `.` or `..`.
+func decodeName(_ bytes: Data, field: String) throws(ProtocolError) -> [UInt8] {
+    let name = Array(bytes)
+    guard !name.isEmpty, name.count <= 255, !name.contains(UInt8(ascii: "/")), !name.contains(0),
+        name != [UInt8(ascii: ".")], name != [UInt8(ascii: "."), UInt8(ascii: ".")]
+    else {
+        throw ProtocolError(.invalidValue, "\(field) must be one path component of 1 to 255 bytes")
+    }
+    return name
 }
 
 extension Filecoord_V1_Granted {
@@ -489,6 +503,7 @@ extension Filecoord_V1_PresenterMessage {
         case .presentedSubitemDidMove(let from, let to):
             path = encodePath(from)
             path2 = encodePath(to)
+            if let name = message.movedFromName { movedFromName = Data(name) }
         case .presentedItemVersion(let change):
             versionKind = change.wireKind
             versionID = change.versionID.rawValue
@@ -557,7 +572,9 @@ extension PresenterMessage {
             client: client,
             request: wire.hasRequestID ? RequestID(wire.requestID) : nil,
             claim: wire.hasClaimID ? ClaimID(wire.claimID) : nil,
-            kind: kind
+            kind: kind,
+            movedFromName: wire.hasMovedFromName
+                ? try decodeName(wire.movedFromName, field: "PresenterMessage.moved_from_name") : nil
         )
     }
 }
@@ -743,7 +760,8 @@ extension ArbiterEvent {
             self = .itemMoved(
                 ClaimID(message.claimID),
                 from: try decodePath(message.from, field: "ItemMoved.from", limits: limits),
-                to: try decodePath(message.to, field: "ItemMoved.to", limits: limits)
+                to: try decodePath(message.to, field: "ItemMoved.to", limits: limits),
+                fromName: message.hasFromName ? try decodeName(message.fromName, field: "ItemMoved.from_name") : nil
             )
         case .versionChanged(let message):
             self = .versionChanged(
@@ -787,8 +805,8 @@ extension Filecoord_V1_Frame {
             self.init(.cancelClaim(Filecoord_V1_CancelClaim(claim: claim)))
         case .presenterReplied(let request, let reply):
             self.init(.presenterReply(Filecoord_V1_PresenterReply(request: request, reply: reply)))
-        case .itemMoved(let claim, let from, let to):
-            self.init(.itemMoved(Filecoord_V1_ItemMoved(claim: claim, from: from, to: to)))
+        case .itemMoved(let claim, let from, let to, let fromName):
+            self.init(.itemMoved(Filecoord_V1_ItemMoved(claim: claim, from: from, to: to, fromName: fromName)))
         case .versionChanged(let claim, let path, let change):
             self.init(.versionChanged(Filecoord_V1_VersionChanged(claim: claim, path: path, change: change)))
         }

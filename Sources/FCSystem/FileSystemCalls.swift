@@ -37,6 +37,8 @@ public struct FileStatus: Hashable, Sendable {
     public var identity: FileIdentity
     /// The kind of file.
     public var kind: Kind
+    /// `st_rdev` when the file is a block device (the device it stands for), else `nil`.
+    public var blockDevice: UInt64?
 }
 
 /// The syscalls of path canonicalisation (issue 14): `stat`/`lstat`/`fstatat`, `readlink`, `statfs`, the inode
@@ -111,6 +113,34 @@ public enum FileSystemCalls {
         return UInt32(bitPattern: flags) & UInt32(cfc_fs_casefold_fl) != 0
     }
 
+    /// The first `limit` bytes at most of the file at `path` (`open`, `read` until the end or the limit, `close`):
+    /// small system files such as `/proc/self/mountinfo` and udev's device records.
+    public static func contents(of path: String, limit: Int) throws(Errno) -> [UInt8] {
+        let fd = try retryOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+        defer { _ = close(fd) }
+        var bytes: [UInt8] = []
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16_384) { chunk throws(Errno) in
+            while bytes.count < limit {
+                let wanted = min(chunk.count, limit - bytes.count)
+                let count = try retryOnInterrupt { read(fd, chunk.baseAddress!, wanted) }
+                if count == 0 { break }
+                bytes += chunk[0..<count]
+            }
+        }
+        return bytes
+    }
+
+    /// `count` bytes at `offset` of the file or device at `path` (`open` read-only, `pread`, `close`); fewer when
+    /// the file is shorter. For the boot sector of a block device.
+    public static func bytes(of path: String, offset: Int64, count: Int) throws(Errno) -> [UInt8] {
+        let fd = try retryOnInterrupt { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+        defer { _ = close(fd) }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer throws(Errno) in
+            let got = try retryOnInterrupt { pread(fd, buffer.baseAddress!, count, off_t(offset)) }
+            return Array(buffer[0..<got])
+        }
+    }
+
     /// Calls `body` with the name of each entry of the directory at `path` (`.` and `..` left out) until it returns
     /// `false`.
     public static func forEachEntry(ofDirectory path: String, _ body: (String) -> Bool) throws(Errno) {
@@ -167,5 +197,6 @@ extension FileStatus {
         let type = buffer.st_mode & S_IFMT
         self.identity = FileIdentity(device: UInt64(buffer.st_dev), inode: UInt64(buffer.st_ino))
         self.kind = type == S_IFDIR ? .directory : type == S_IFLNK ? .symbolicLink : .other
+        self.blockDevice = type == S_IFBLK ? UInt64(buffer.st_rdev) : nil
     }
 }

@@ -304,11 +304,14 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         // A case-only rename in a case-insensitive directory (`my text` to `My Text`) keeps its canonical path; it is
         // still a move for the presenters, who hear it (issue 14). The old spelling is remembered, so that this
         // process's presenters hear where the item was as it was spelled.
+        var fromName: [UInt8]?
         if from == to {
             guard oldURL.path != newURL.path else { return }
             URLMapping.rememberRename(of: from, spelledAs: oldURL)
+            // Presenters in other processes never saw this spelling: it goes with the move (issue 14).
+            fromName = Array(oldURL.lastPathComponent.utf8)
         }
-        client.submit(.itemMoved(claim, from: from, to: to))
+        client.submit(.itemMoved(claim, from: from, to: to, fromName: fromName))
         VersionStoreFollower.itemMoved(from: from, to: to)
     }
 
@@ -385,11 +388,18 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
+        // The second keys of items in directories whose case rule is undecided (docs/ARCHITECTURE.md §8.3).
+        var foldedItems: [ClaimItem] = []
         var originals = items.map(\.0)
         for (index, (url, access)) in items.enumerated() {
             do {
                 let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
                 canonical.append(resolved.path)
+                if let folded = resolved.canonical.foldedKey, let path = try? ItemPath(absolute: folded),
+                    path != resolved.path
+                {
+                    foldedItems.append(ClaimItem(path: path, access: access))
+                }
                 // `.resolvesSymbolicLink` hands the accessor the link's target (SEMANTICS.md §4).
                 if resolved.canonical.followedFinalLink, case .read(let options) = access,
                     options.contains(.resolvesSymbolicLink)
@@ -402,6 +412,20 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         }
         // What the daemon would refuse fails this call alone, here, with the limit named (docs/PROTOCOL.md).
         if let limitError = Self.limitError(canonical, items.map(\.0)) { return .failure(limitError) }
+        // A second key that some item already claims with the same access adds nothing.
+        var seen = Set(zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) })
+        foldedItems = foldedItems.filter { seen.insert($0).inserted }
+        if canonical.count + foldedItems.count > ProtocolLimits.default.maximumItemsPerClaim {
+            return .failure(
+                FileCoordinationError(
+                    .invalidRequest,
+                    "The call names \(canonical.count) items, \(foldedItems.count) of them in folders whose case "
+                        + "sensitivity cannot be told yet (empty folders of a FUSE file system), which count twice; "
+                        + "at most \(ProtocolLimits.default.maximumItemsPerClaim) can be coordinated at once. "
+                        + "Coordinate them in smaller groups."
+                )
+            )
+        }
         let purpose = purposeIdentifier
         if purpose.utf8.count > ProtocolLimits.maximumPurposeLength {
             return .failure(
@@ -423,7 +447,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
             fromPresenterQueue: held?.presenter,
             fromCallback: held?.callback,
-            items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) },
+            // The folded keys come last: the grant's first paths stay the caller's items, in order.
+            items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) } + foldedItems,
             isPreparation: isPreparation,
             timeout: timeout
         )

@@ -16,6 +16,9 @@
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
 //                                                                    `release` inside the accessor
 //   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
+//   rename FROM TO                                                   as move, with rename(2) (which, unlike
+//                                                                    FileManager, renames `a` to `A` in place on a
+//                                                                    case-insensitive file system)
 //   write2 FIRST SECOND [hold]                                       one coordinated write of both items (the
 //                                                                    two-URL method); prints `granted write2 FIRST`
 //                                                                    and `done write2 FIRST`
@@ -295,6 +298,29 @@ final class Host: @unchecked Sendable {
                     say("done move \(from.path) \(to.path)")
                 }
                 self.report("move", from.path, error)
+            }
+        case "rename" where arguments.count == 2:
+            let from = URL(fileURLWithPath: arguments[0])
+            let to = URL(fileURLWithPath: arguments[1])
+            background {
+                var error: NSError?
+                let coordinator = NSFileCoordinator()
+                coordinator.coordinate(
+                    writingItemAt: from,
+                    options: .forMoving,
+                    writingItemAt: to,
+                    options: .forReplacing,
+                    error: &error
+                ) { source, destination in
+                    say("granted rename \(from.path)")
+                    if Glibc.rename(source.path, destination.path) == 0 {
+                        coordinator.item(at: source, didMoveTo: destination)
+                    } else {
+                        say("failed rename \(from.path) \(String(cString: strerror(errno)))")
+                    }
+                    say("done rename \(from.path) \(to.path)")
+                }
+                self.report("rename", from.path, error)
             }
         case "write2" where arguments.count >= 2:
             let first = URL(fileURLWithPath: arguments[0])

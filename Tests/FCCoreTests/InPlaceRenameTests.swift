@@ -51,4 +51,41 @@ import Testing
         h.send(.itemMoved(rename, from: path("/ci/my text"), to: path("/ci/my text")))
         #expect(h.messages(to: file).isEmpty)
     }
+
+    /// The mover's spelling of the old name (`fromName`) reaches the folders' did-move messages, for clients that
+    /// never spelled it; an ordinary move carries none.
+    @Test func theMoversSpellingOfTheOldNameGoesWithTheFoldersMessages() throws {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let folder = h.present("/ci", client: app)
+        let file = h.present("/ci/my text", client: app)
+        let rename = h.claim([ArbiterHarness.write("/ci/my text", .forMoving)], client: tool)
+        h.answerAll()
+        #expect(h.isGranted(rename))
+        h.send(.itemMoved(rename, from: path("/ci/my text"), to: path("/ci/my text"), fromName: Array("My Text".utf8)))
+        let sent = h.effects.compactMap { effect -> PresenterMessage? in
+            if case .message(let message) = effect { return message }
+            return nil
+        }
+        let toFolder = sent.filter { $0.presenter == folder && $0.kind.callback == .presentedSubitemDidMove }
+        #expect(toFolder.map(\.movedFromName) == [Array("My Text".utf8)])
+        let toFile = sent.filter { $0.presenter == file && $0.kind.callback == .presentedItemDidMove }
+        #expect(toFile.count == 1)
+        #expect(toFile.first?.movedFromName == nil)
+
+        let move = h.claim([ArbiterHarness.write("/ci/other", .forMoving)], client: tool)
+        h.answerAll()
+        h.send(.itemMoved(move, from: path("/ci/other"), to: path("/ci/else"), fromName: Array("Other".utf8)))
+        let moved = h.effects.compactMap { effect -> PresenterMessage? in
+            if case .message(let message) = effect, message.presenter == folder,
+                message.kind == .presentedSubitemDidMove(from: path("/ci/other"), to: path("/ci/else"))
+            {
+                return message
+            }
+            return nil
+        }
+        #expect(moved.count == 1)
+        #expect(moved.first?.movedFromName == nil)
+    }
 }

@@ -109,6 +109,32 @@ import Testing
         }
     }
 
+    /// Issue 14: the mover's spelling of a rename in place's old name crosses the wire both ways, and anything but
+    /// one path component is refused with a clear error.
+    @Test func theSpelledOldNameOfARenameInPlaceIsOneComponent() throws {
+        let message = PresenterMessage(
+            presenter: PresenterID(1),
+            client: Samples.client,
+            request: nil,
+            claim: nil,
+            kind: .presentedSubitemDidMove(from: path("/d/a"), to: path("/d/a")),
+            movedFromName: Array("A".utf8)
+        )
+        var wire = Filecoord_V1_PresenterMessage(message)
+        #expect(try PresenterMessage(wire: wire, client: Samples.client) == message)
+        var moved = Filecoord_V1_ItemMoved(claim: ClaimID(1), from: path("/d/a"), to: path("/d/a"))
+        for bad in ["", ".", "..", "a/b", "a\u{0}b", String(repeating: "x", count: 256)] {
+            wire.movedFromName = Data(bad.utf8)
+            let error = #expect(throws: ProtocolError.self) { try PresenterMessage(wire: wire, client: Samples.client) }
+            #expect(error?.code == .invalidValue)
+            moved.fromName = Data(bad.utf8)
+            let refused = #expect(throws: ProtocolError.self) {
+                try ArbiterEvent(wire: Filecoord_V1_Frame(.itemMoved(moved)), client: Samples.client)
+            }
+            #expect(refused?.description.contains("ItemMoved.from_name") == true)
+        }
+    }
+
     @Test func unspecifiedAndUnknownEnumValuesAreRefused() {
         var message = Filecoord_V1_PresenterMessage()
         #expect(throws: ProtocolError.self) { try PresenterMessageKind(wire: message) }

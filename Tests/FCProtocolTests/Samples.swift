@@ -254,6 +254,7 @@ enum Samples {
         .presenterReplied(RequestID(3), .succeeded),
         .presenterReplied(RequestID(4), .failed(PresenterError(domain: "D", code: -1, message: "m"))),
         .itemMoved(ClaimID(5), from: path("/d/a"), to: path("/e/a")),
+        .itemMoved(ClaimID(5), from: path("/d/a"), to: path("/d/a"), fromName: Array("A".utf8)),
         .versionChanged(ClaimID(5), path("/d/a"), .added(VersionID("v1"))),
         .versionChanged(ClaimID(5), path("/d/a"), .removed(VersionID("v2"))),
         .versionChanged(ClaimID(5), path("/d/a"), .resolved(VersionID("v3"))),

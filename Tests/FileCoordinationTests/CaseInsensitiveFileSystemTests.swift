@@ -1,7 +1,10 @@
 import Dispatch
-import FileCoordination
+import FCSystem
+import FCTestSupport
 import Foundation
 import Testing
+
+@testable import FileCoordination
 
 #if canImport(Glibc)
 import Glibc
@@ -10,123 +13,16 @@ import Glibc
 // Canonical item identity on a real case-insensitive file system (issue 14, SEMANTICS.md §4): an exFAT image made
 // with `mkfs.exfat`, attached with `losetup` and mounted with `mount.exfat-fuse` (Debian exfatprogs and exfat-fuse,
 // scripts/install-deps.sh). This needs root, /dev/fuse and a loop device: without them every test here is reported
-// as skipped with the reason (and the reason is printed), never passed.
-
-/// A freshly made exFAT volume, mounted on a unique temporary directory. ``remove()`` unmounts, detaches and deletes
-/// in every case; a failure while making it undoes what was done.
-final class ExFATVolume {
-    let root: URL
-    private let base: URL
-    private var loopDevice: String?
-    private var mounted = false
-
-    init() throws {
-        base = URL(fileURLWithPath: NSTemporaryDirectory()).resolvingSymlinksInPath()
-            .appendingPathComponent("fc-exfat-\(UUID().uuidString)", isDirectory: true)
-        root = base.appendingPathComponent("mnt", isDirectory: true)
-        do {
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            let image = base.appendingPathComponent("image").path
-            guard FileManager.default.createFile(atPath: image, contents: nil),
-                truncate(image, 16 << 20) == 0
-            else { throw Failure("cannot make the image file \(image)") }
-            try Self.run("mkfs.exfat", [image])
-            loopDevice = try Self.run("losetup", ["--find", "--show", image])
-            try Self.run("mount.exfat-fuse", [loopDevice!, root.path])
-            mounted = true
-        } catch {
-            remove()
-            throw error
-        }
-    }
-
-    func remove() {
-        if mounted { _ = try? Self.run("umount", [root.path]) }
-        mounted = false
-        if let loopDevice { _ = try? Self.run("losetup", ["-d", loopDevice]) }
-        loopDevice = nil
-        try? FileManager.default.removeItem(at: base)
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    /// Runs a tool found on the PATH (or in /sbin, /usr/sbin) and returns its standard output, trimmed.
-    @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        let directories =
-            (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
-            + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-        guard let path = directories.map({ $0 + "/" + tool }).first(where: { access($0, X_OK) == 0 }) else {
-            throw Failure("\(tool) is not installed (Debian packages exfatprogs and exfat-fuse)")
-        }
-        // Output goes to a file, not a pipe: mount.exfat-fuse leaves a FUSE daemon behind that inherits it, and a
-        // pipe would never reach its end.
-        let log = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
-            "fc-exfat-\(UUID().uuidString).log"
-        )
-        guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
-            throw Failure("cannot make \(log.path)")
-        }
-        defer { try? FileManager.default.removeItem(at: log) }
-        // posix_spawn and waitpid rather than Foundation's Process, whose wait never ended once the FUSE daemon
-        // forked off by mount.exfat-fuse outlived its parent.
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_APPEND, 0)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure("cannot start \(tool): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let exitCode = (status >> 8) & 0xFF
-        let text = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").trimmingCharacters(
-            in: .whitespacesAndNewlines
-        )
-        guard status & 0x7F == 0, exitCode == 0 else {
-            throw Failure("\(tool) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
-        }
-        return text
-    }
-
-    /// `nil` when a volume can be made here, else why not. Tried once per process.
-    static let unavailableReason: String? = {
-        var reason: String?
-        if getuid() != 0 {
-            reason = "not root"
-        } else if access("/dev/fuse", R_OK | W_OK) != 0 {
-            reason = "no /dev/fuse"
-        } else {
-            do {
-                try ExFATVolume().remove()
-            } catch {
-                reason = "\(error)"
-            }
-        }
-        if let reason {
-            print(
-                "CaseInsensitiveFileSystemTests DID NOT RUN: cannot mount an exFAT image here (\(reason)). "
-                    + "They need root, /dev/fuse, a loop device, exfatprogs and exfat-fuse."
-            )
-        }
-        return reason
-    }()
-
-    static var isAvailable: Bool { unavailableReason == nil }
-}
+// as skipped with the reason (and the reason is printed), never passed. The helper is `ExFATVolume` (FCTestSupport).
+//
+// Serialized: one test turns the device rule off (`DeviceFileSystem.isEnabled`) for the whole process while it runs.
 
 @Suite(
     .enabled(
         if: ExFATVolume.isAvailable,
         "DID NOT RUN: needs an exFAT image mounted through FUSE (root, /dev/fuse, a loop device, exfatprogs, exfat-fuse)"
-    )
+    ),
+    .serialized
 )
 struct CaseInsensitiveFileSystemTests {
     @Test func aPresenterAndAWriterSpellingTheFileInDifferentCasesMeet() throws {
@@ -147,13 +43,10 @@ struct CaseInsensitiveFileSystemTests {
     }
 
     @Test func writersOfTheSameNewFileInDifferentCasesExcludeEachOther() throws {
+        // The volume's root is empty: nothing to probe, so the device decides (exFAT on the loop device).
         let volume = try ExFATVolume()
         defer { volume.remove() }
-        // An entry with a cased name lets the probe decide the directory at once. In a directory with none (an empty
-        // volume's root) a FUSE file system cannot be probed, and the first writer's key may be taken before the
-        // folder is known to be case-insensitive: a known gap (docs/ARCHITECTURE.md §8.3), seen as a flaky failure
-        // of this test when the volume was empty.
-        try Data("x".utf8).write(to: volume.root.appendingPathComponent("Existing.txt"))
+        PathCanonicalizer.shared.removeAllCachedAndAnswers()
         let lower = volume.root.appendingPathComponent("new.txt")
         let upper = volume.root.appendingPathComponent("NEW.txt")
         let timeline = WaitingTests.checkWaits(
@@ -161,6 +54,87 @@ struct CaseInsensitiveFileSystemTests {
             second: { accessor in _ = CanonicalizationTests.write(upper) { _ in accessor() } }
         )
         #expect(timeline == ["first in", "first out", "second"])
+    }
+
+    /// The defect of issue 14 that CI found: in an empty directory the first writer's key was taken before the folder
+    /// was known to be case-insensitive, and a second writer, deciding once the first had created its file, got
+    /// another key and was granted beside it.
+    @Test func aWriterCreatingANewFileInAnEmptyRootExcludesAWriterOfAnotherCase() throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        PathCanonicalizer.shared.removeAllCachedAndAnswers()
+        let timeline = Self.createThenWrite(in: volume)
+        #expect(timeline == ["first in", "first out", "second"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: volume.root.path) == ["New.txt"])
+    }
+
+    /// Where nothing tells (the device rule off, as for a FUSE file system that the device does not name), the empty
+    /// root is undecided: the first writer's claim also takes the case-folded key, which the second writer, whose
+    /// probe finds the new file and decides the folder case-insensitive, meets.
+    @Test func anUndecidedEmptyRootGivesTheClaimAFoldedKeyThatAWriterDecidingLaterMeets() throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        DeviceFileSystem.isEnabled = false
+        defer { DeviceFileSystem.isEnabled = true }
+        PathCanonicalizer.shared.removeAllCachedAndAnswers()
+        let first = volume.root.appendingPathComponent("New.txt").path
+        let undecided = try PathCanonicalizer.shared.canonicalize(first, followingFinalLink: true)
+        #expect(undecided.key == first)
+        #expect(undecided.foldedKey == volume.root.path + "/new.txt")
+        let timeline = Self.createThenWrite(in: volume)
+        #expect(timeline == ["first in", "first out", "second"])
+        // Once an entry exists, the probe decides: one key, folded.
+        let decided = try PathCanonicalizer.shared.canonicalize(first, followingFinalLink: true)
+        #expect(decided.key == volume.root.path + "/new.txt")
+        #expect(decided.foldedKey == nil)
+    }
+
+    /// One call that reads `New.txt` and writes `NEW.txt` in an undecided root: both second keys are `new.txt`, and
+    /// the write's must stay (a reader of `new.txt` that decided the folder case-insensitive must wait for it).
+    @Test func anUndecidedClaimKeepsTheWritesFoldedKeyWhenARead() throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        DeviceFileSystem.isEnabled = false
+        defer { DeviceFileSystem.isEnabled = true }
+        PathCanonicalizer.shared.removeAllCachedAndAnswers()
+        let read = volume.root.appendingPathComponent("New.txt")
+        let written = volume.root.appendingPathComponent("NEW.txt")
+        let lower = volume.root.appendingPathComponent("new.txt")
+        let timeline = WaitingTests.checkWaits(
+            first: { accessor in
+                var error: NSError?
+                NSFileCoordinator().coordinate(
+                    readingItemAt: read,
+                    options: [],
+                    writingItemAt: written,
+                    options: [],
+                    error: &error
+                ) { _, url in
+                    try? Data("first".utf8).write(to: url)
+                    accessor()
+                }
+            },
+            second: { accessor in
+                var error: NSError?
+                NSFileCoordinator().coordinate(readingItemAt: lower, options: [], error: &error) { _ in accessor() }
+            }
+        )
+        #expect(timeline == ["first in", "first out", "second"])
+    }
+
+    /// A writer of `New.txt` creates it in its accessor and holds its claim while a writer of `NEW.txt` asks.
+    static func createThenWrite(in volume: ExFATVolume) -> [String] {
+        let created = volume.root.appendingPathComponent("New.txt")
+        let shouted = volume.root.appendingPathComponent("NEW.txt")
+        return WaitingTests.checkWaits(
+            first: { accessor in
+                _ = CanonicalizationTests.write(created) { url in
+                    try? Data("first".utf8).write(to: url)
+                    accessor()
+                }
+            },
+            second: { accessor in _ = CanonicalizationTests.write(shouted) { _ in accessor() } }
+        )
     }
 
     @Test func aFolderPresenterHearsOfASubitemSpelledWithItsOwnURL() throws {

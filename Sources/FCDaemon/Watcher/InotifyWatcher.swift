@@ -1,5 +1,6 @@
 import CInotifyTools
 public import FCCore
+import FCSystem
 import Foundation
 public import Logging
 import SystemPackage
@@ -37,6 +38,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private var deliver: @Sendable (WatcherReport) -> Void = { _ in }
     private var wakeWatch: Int32 = -1
     private var byDescriptor: [Int32: ItemPath] = [:]
+    /// Per watch, whether its directory's names compare case-insensitively (`FileSystemCaseRule`, as the client's
+    /// canonicaliser decides): event names there are case-folded as the arbiter's keys are (issue 14). Absent while
+    /// undecided (an empty directory of a FUSE file system that the device does not name): asked again at its next
+    /// event. At most one entry per watch.
+    private var foldsNames: [Int32: Bool] = [:]
     private var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
@@ -183,6 +189,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         if mask & UInt32(IN_IGNORED) != 0 {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
+            foldsNames[descriptor] = nil
             if let directory = byDescriptor.removeValue(forKey: descriptor) {
                 byPath[directory] = nil
                 removed.append(directory)
@@ -195,7 +202,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         let name = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
             .assumingMemoryBound(to: UInt8.self)
         let length = strnlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self), Int(event.pointee.len))
-        let path = directory.appending(Array(UnsafeBufferPointer(start: name, count: length)))
+        var bytes = Array(UnsafeBufferPointer(start: name, count: length))
+        if foldsNames(descriptor, directory) { bytes = Self.folded(bytes) }
+        let path = directory.appending(bytes)
         let isDirectory = mask & UInt32(IN_ISDIR) != 0
         if mask & UInt32(IN_CLOSE_WRITE) != 0 { batch.append(.closedAfterWriting(path)) }
         if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
@@ -228,6 +237,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 wanted.remove(directory)
                 if let descriptor = byPath.removeValue(forKey: directory) {
                     byDescriptor[descriptor] = nil
+                    foldsNames[descriptor] = nil
                     removed.append(directory)
                     _ = inotifytools_remove_watch_by_wd(descriptor)
                 }
@@ -279,17 +289,37 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         byPath[directory] = descriptor
         added.append(directory)
         status.watches = byDescriptor.count
+        _ = foldsNames(descriptor, directory)
         if scan { self.scan(directory, into: &batch) }
+    }
+
+    /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
+    private func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
+        if let known = foldsNames[descriptor] { return known }
+        let path = String(decoding: directory.bytes, as: UTF8.self)
+        guard let status = try? FileSystemCalls.status(path, followingLinks: true),
+            let answer = FileSystemCaseRule.decide(path, device: status.identity.device)
+        else { return false }
+        foldsNames[descriptor] = answer
+        return answer
+    }
+
+    /// A name case-folded as the client folds names in case-insensitive directories (bytes that are not UTF-8 kept).
+    private static func folded(_ name: [UInt8]) -> [UInt8] {
+        guard let text = String(validating: name, as: UTF8.self) else { return name }
+        return Array(CaseFolding.fold(text).utf8)
     }
 
     /// Reports what a directory holds as created: it was made before its watch existed.
     private func scan(_ directory: ItemPath, into batch: inout [FileSystemEvent]) {
         let path = String(decoding: directory.bytes, as: UTF8.self)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+        let folds = byPath[directory].map { foldsNames($0, directory) } ?? false
         for name in names.sorted() {
             var isDirectory: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory)
-            batch.append(.created(directory.appending(Array(name.utf8)), isDirectory: isDirectory.boolValue))
+            let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
+            batch.append(.created(directory.appending(bytes), isDirectory: isDirectory.boolValue))
         }
     }
 

@@ -759,9 +759,22 @@ public nonisolated struct Filecoord_V1_ItemMoved: Sendable {
 
   public var to: Data = Data()
 
+  /// Issue 14: for a rename in place (from == to, a case-only rename), the old last component as the mover spelled
+  /// it, so that presenters in other processes hear where the item was as it was named. Absent otherwise.
+  public var fromName: Data {
+    get {_fromName ?? Data()}
+    set {_fromName = newValue}
+  }
+  /// Returns true if `fromName` has been explicitly set.
+  public var hasFromName: Bool {self._fromName != nil}
+  /// Clears the value of `fromName`. Subsequent reads from it will return its default value.
+  public mutating func clearFromName() {self._fromName = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _fromName: Data? = nil
 }
 
 /// A version of an item was added, removed or resolved inside the accessor of a granted claim. No reply.
@@ -1038,6 +1051,17 @@ public nonisolated struct Filecoord_V1_PresenterMessage: Sendable {
 
   public var reacquireRequestID: UInt64 = 0
 
+  /// Issue 14: with KIND_PRESENTED_SUBITEM_DID_MOVE of a rename in place, the old last component as the mover spelled
+  /// it (ItemMoved.from_name). Absent otherwise.
+  public var movedFromName: Data {
+    get {_movedFromName ?? Data()}
+    set {_movedFromName = newValue}
+  }
+  /// Returns true if `movedFromName` has been explicitly set.
+  public var hasMovedFromName: Bool {self._movedFromName != nil}
+  /// Clears the value of `movedFromName`. Subsequent reads from it will return its default value.
+  public mutating func clearMovedFromName() {self._movedFromName = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum Kind: SwiftProtobuf.Enum, Swift.CaseIterable {
@@ -1146,6 +1170,7 @@ public nonisolated struct Filecoord_V1_PresenterMessage: Sendable {
 
   fileprivate var _requestID: UInt64? = nil
   fileprivate var _claimID: UInt64? = nil
+  fileprivate var _movedFromName: Data? = nil
 }
 
 /// The daemon found a frame malformed, oversized or out of order. Sent just before it closes the connection; the
@@ -2304,7 +2329,7 @@ nonisolated extension Filecoord_V1_PresenterFailure: SwiftProtobuf.Message, Swif
 
 nonisolated extension Filecoord_V1_ItemMoved: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ItemMoved"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{1}from\0\u{1}to\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{1}from\0\u{1}to\0\u{4}\u{1b}from_name\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2315,12 +2340,17 @@ nonisolated extension Filecoord_V1_ItemMoved: SwiftProtobuf.Message, SwiftProtob
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.claimID) }()
       case 2: try { try decoder.decodeSingularBytesField(value: &self.from) }()
       case 3: try { try decoder.decodeSingularBytesField(value: &self.to) }()
+      case 30: try { try decoder.decodeSingularBytesField(value: &self._fromName) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.claimID != 0 {
       try visitor.visitSingularUInt64Field(value: self.claimID, fieldNumber: 1)
     }
@@ -2330,6 +2360,9 @@ nonisolated extension Filecoord_V1_ItemMoved: SwiftProtobuf.Message, SwiftProtob
     if !self.to.isEmpty {
       try visitor.visitSingularBytesField(value: self.to, fieldNumber: 3)
     }
+    try { if let v = self._fromName {
+      try visitor.visitSingularBytesField(value: v, fieldNumber: 30)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2337,6 +2370,7 @@ nonisolated extension Filecoord_V1_ItemMoved: SwiftProtobuf.Message, SwiftProtob
     if lhs.claimID != rhs.claimID {return false}
     if lhs.from != rhs.from {return false}
     if lhs.to != rhs.to {return false}
+    if lhs._fromName != rhs._fromName {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2630,7 +2664,7 @@ nonisolated extension Filecoord_V1_ClaimFailed.FailureKind: SwiftProtobuf._Proto
 
 nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PresenterMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{3}request_id\0\u{3}claim_id\0\u{1}kind\0\u{1}path\0\u{1}path2\0\u{3}version_kind\0\u{3}version_id\0\u{3}reacquire_request_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{3}request_id\0\u{3}claim_id\0\u{1}kind\0\u{1}path\0\u{1}path2\0\u{3}version_kind\0\u{3}version_id\0\u{3}reacquire_request_id\0\u{4}\u{15}moved_from_name\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2647,6 +2681,7 @@ nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, Swif
       case 7: try { try decoder.decodeSingularEnumField(value: &self.versionKind) }()
       case 8: try { try decoder.decodeSingularStringField(value: &self.versionID) }()
       case 9: try { try decoder.decodeSingularUInt64Field(value: &self.reacquireRequestID) }()
+      case 30: try { try decoder.decodeSingularBytesField(value: &self._movedFromName) }()
       default: break
       }
     }
@@ -2684,6 +2719,9 @@ nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, Swif
     if self.reacquireRequestID != 0 {
       try visitor.visitSingularUInt64Field(value: self.reacquireRequestID, fieldNumber: 9)
     }
+    try { if let v = self._movedFromName {
+      try visitor.visitSingularBytesField(value: v, fieldNumber: 30)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2697,6 +2735,7 @@ nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, Swif
     if lhs.versionKind != rhs.versionKind {return false}
     if lhs.versionID != rhs.versionID {return false}
     if lhs.reacquireRequestID != rhs.reacquireRequestID {return false}
+    if lhs._movedFromName != rhs._movedFromName {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

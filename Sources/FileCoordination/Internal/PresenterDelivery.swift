@@ -37,7 +37,7 @@ enum PresenterDelivery {
             presenter.presentedSubitemDidAppear(at: url(path, presenter))
         case .presentedSubitemDidMove(let from, let to):
             presenter.presentedSubitem(
-                at: url(from, presenter, .moveSource),
+                at: movedFromURL(from, presenter, spelledName: message.movedFromName),
                 didMoveTo: url(to, presenter, .moveDestination)
             )
         case .presentedItemVersion(let change):
@@ -71,6 +71,20 @@ enum PresenterDelivery {
             return URLMapping.url(path)
         }
         return URLMapping.url(path, for: own, presenterPath: ownPath, role: role)
+    }
+
+    /// Where a subitem was before a move. For a rename in place whose mover sent its spelling of the old name
+    /// (issue 14), that name after the folder as this presenter spells it, unless this process spelled the old name
+    /// itself (``Respelling``'s own books come first).
+    private static func movedFromURL(
+        _ path: ItemPath,
+        _ presenter: any NSFilePresenter,
+        spelledName: [UInt8]?
+    ) -> URL {
+        guard let spelledName, let parent = path.parent, SpellingBook.renames.spelling(of: path) == nil,
+            SpellingBook.shared.spelling(of: path) == nil
+        else { return url(path, presenter, .moveSource) }
+        return url(parent, presenter).appendingPathComponent(String(decoding: spelledName, as: UTF8.self))
     }
 
     /// The version a message names, as the store has it; for a version no longer there (a removed one), an

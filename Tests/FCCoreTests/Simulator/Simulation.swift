@@ -131,7 +131,12 @@ struct Simulation {
         case 83..<90:
             if let claim = randomGranted(), let item = claimInfo[claim]?.items.first(where: { $0.access.isWrite }) {
                 let to = Self.universe.randomElement(using: &rng)!
-                send(.itemMoved(claim, from: item.path, to: to))
+                // A rename in place (issue 14) carries the mover's spelling of the old name.
+                let fromName =
+                    to == item.path
+                    ? item.path.components.last.map { Array(String(decoding: $0, as: UTF8.self).uppercased().utf8) }
+                    : nil
+                send(.itemMoved(claim, from: item.path, to: to, fromName: fromName))
             }
         case 90..<93:
             if let claim = randomGranted(), let item = claimInfo[claim]?.items.first {
@@ -265,7 +270,7 @@ struct Simulation {
         let owed = owedNotifications(for: event)
         // Steps as milliseconds: only reports read the time.
         let effects = arbiter.handle(event, at: .milliseconds(step))
-        if case .itemMoved(let mover, _, _) = event {
+        if case .itemMoved(let mover, _, _, _) = event {
             // A mover holds the new location from now on. If it moved the item onto a location another granted
             // claim holds, without claiming it first, that overlap is the mover's doing, not the arbiter's.
             let snapshot = arbiter.snapshot()
@@ -275,6 +280,22 @@ struct Simulation {
                 {
                     excusedPairs.insert([mover, other.request.id])
                 }
+            }
+        }
+        // The mover's spelling of an in-place move's old name reaches each folder's did-move, and nothing else.
+        let spelled: [UInt8]? = {
+            if case .itemMoved(_, let from, let to, let name) = event, from == to { return name }
+            return nil
+        }()
+        for case .message(let message) in effects where message.movedFromName != nil || spelled != nil {
+            let inPlaceMove: Bool = {
+                if case .presentedSubitemDidMove(let from, let to) = message.kind { return from == to }
+                return false
+            }()
+            if message.movedFromName != (inPlaceMove ? spelled : nil) {
+                violations.append(
+                    "\(message.kind) to \(message.presenter) carried moved-from name \(message.movedFromName.map { String(decoding: $0, as: UTF8.self) } ?? "none") after \(event)"
+                )
             }
         }
         for (presenter, kind) in owed {
@@ -335,7 +356,7 @@ struct Simulation {
                     owed.append((id, .presentedItemDidChange))
                 }
             }
-        case .itemMoved(let id, let from, let to):
+        case .itemMoved(let id, let from, let to, _):
             guard arbiter.phase(of: id) == .granted, let request = claimInfo[id],
                 request.items.contains(where: { $0.access.isWrite })
             else { return [] }

@@ -11,6 +11,10 @@ struct CanonicalPath: Hashable, Sendable {
     var spelling: String
     /// Whether the last component as given was a symbolic link that was followed.
     var followedFinalLink: Bool
+    /// When a directory on the way could not be decided (``CaseSensitivity``: an empty directory on a FUSE file
+    /// system that the device does not name), ``key`` holds its names as given and this key holds them case-folded;
+    /// a claim takes both, so that it meets a process that decided the directory either way. `nil` otherwise.
+    var foldedKey: String? = nil
 }
 
 /// Why a path could not be made canonical.
@@ -56,9 +60,14 @@ final class PathCanonicalizer: Sendable {
         var existing = 0
         /// The identity of the resolved prefix when it exists (the root's at the start).
         var identity: FileIdentity?
-        /// Whether the resolved prefix, or the last existing directory above it, is case-insensitive.
-        var insensitive = false
-        /// Whether `insensitive` was decided for the resolved prefix itself.
+        /// Whether the resolved prefix, or the last existing directory above it, is case-insensitive; `nil` when
+        /// that could not be decided.
+        var rule: Bool? = false
+        /// The device of the directory that gave ``rule``: a directory on the same device inherits an answer.
+        var ruleDevice: UInt64?
+        /// The keys with the names in undecided directories case-folded, once there is one (else `nil`).
+        var foldedKeys: [String]?
+        /// Whether `rule` was decided for the resolved prefix itself.
         var decided = false
         var links = 0
         var followedFinalLink = false
@@ -66,6 +75,28 @@ final class PathCanonicalizer: Sendable {
         var exists: Bool { existing == spelled.count }
         var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
         var key: String { keys.isEmpty ? "/" : "/" + keys.joined(separator: "/") }
+        var foldedKey: String? {
+            guard let foldedKeys, foldedKeys != keys else { return nil }
+            return "/" + foldedKeys.joined(separator: "/")
+        }
+
+        /// Appends a component and its key, `folded` being its key in an undecided directory.
+        mutating func append(_ component: Substring, key: String, undecided: Bool) {
+            if undecided, foldedKeys == nil { foldedKeys = keys }
+            foldedKeys?.append(undecided ? CaseFolding.fold(component) : key)
+            spelled.append(component)
+            keys.append(key)
+        }
+
+        mutating func removeLast() {
+            spelled.removeLast()
+            keys.removeLast()
+            foldedKeys?.removeLast()
+        }
+
+        var canonical: CanonicalPath {
+            CanonicalPath(key: key, spelling: spelling, followedFinalLink: followedFinalLink, foldedKey: foldedKey)
+        }
     }
 
     /// The canonical form of `path`, an absolute path. `followingFinalLink`: whether a symbolic link as last
@@ -75,12 +106,18 @@ final class PathCanonicalizer: Sendable {
         if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
         var walk = try rootWalk()
         try self.walk(&walk, path.split(separator: "/", omittingEmptySubsequences: false), followingFinalLink)
-        return CanonicalPath(key: walk.key, spelling: walk.spelling, followedFinalLink: walk.followedFinalLink)
+        return walk.canonical
     }
 
     /// Forgets every cached directory (tests, and the benchmark's cold case).
     func removeAllCached() {
         directories.withLock { $0.removeAll() }
+    }
+
+    /// Forgets the cached directories and every case-sensitivity answer (tests).
+    func removeAllCachedAndAnswers() {
+        removeAllCached()
+        caseSensitivity.removeAll()
     }
 
     // MARK: The cached path
@@ -116,9 +153,12 @@ final class PathCanonicalizer: Sendable {
             guard walk.exists, walk.identity != nil else { return nil }
             decideInsensitivity(&walk)
             walk.followedFinalLink = false
-            directories.withLock { directories in
-                if directories.count >= Self.capacity { directories.removeAll(keepingCapacity: true) }
-                directories[parentPath] = walk
+            // An undecided directory is not remembered: it may be decided at the next call.
+            if walk.rule != nil, walk.foldedKeys == nil {
+                directories.withLock { directories in
+                    if directories.count >= Self.capacity { directories.removeAll(keepingCapacity: true) }
+                    directories[parentPath] = walk
+                }
             }
             parent = walk
         }
@@ -126,7 +166,7 @@ final class PathCanonicalizer: Sendable {
         var components: [Substring] = [name]
         if trailingSlash { components.append("") }
         try self.walk(&walk, components, followingFinalLink)
-        return CanonicalPath(key: walk.key, spelling: walk.spelling, followedFinalLink: walk.followedFinalLink)
+        return walk.canonical
     }
 
     // MARK: The walk
@@ -142,11 +182,12 @@ final class PathCanonicalizer: Sendable {
         guard !walk.decided else { return }
         walk.decided = true
         guard walk.exists, let identity = walk.identity else { return }
-        walk.insensitive = caseSensitivity.isInsensitive(
+        walk.rule = caseSensitivity.answer(
             directory: walk.spelling,
             identity: identity,
-            fallback: walk.insensitive
+            inherited: walk.ruleDevice == identity.device ? walk.rule : nil
         )
+        walk.ruleDevice = identity.device
     }
 
     /// Walks `components` (a path split at `/`, empty and `.` components meaning nothing) from `walk`'s prefix.
@@ -161,30 +202,29 @@ final class PathCanonicalizer: Sendable {
             if component.isEmpty || component == "." { continue }
             if component == ".." {
                 guard !walk.spelled.isEmpty else { continue }
-                walk.spelled.removeLast()
-                walk.keys.removeLast()
+                walk.removeLast()
                 if walk.existing > walk.spelled.count {
                     walk.existing = walk.spelled.count
                     // Its identity and case rule are the parent's: looked up again below when needed.
                     walk.identity = try? FileSystemCalls.status(walk.spelling, followingLinks: true).identity
                     walk.decided = false
-                    walk.insensitive = false
+                    walk.rule = false
+                    walk.ruleDevice = nil
                 }
                 continue
             }
             let isLast = pending.allSatisfy { $0 == "." || $0.isEmpty }
             let follows = !isLast || followingFinalLink || pending.contains { $0.isEmpty }
             if walk.exists { decideInsensitivity(&walk) }
-            let key = walk.insensitive ? CaseFolding.fold(component) : String(component)
+            let key = walk.rule == true ? CaseFolding.fold(component) : String(component)
+            let undecided = walk.rule == nil
             guard walk.exists else {
-                walk.spelled.append(component)
-                walk.keys.append(key)
+                walk.append(component, key: key, undecided: undecided)
                 continue
             }
             let candidate = walk.spelled.isEmpty ? "/" + component : walk.spelling + "/" + component
             guard let status = try? FileSystemCalls.status(candidate, followingLinks: false) else {
-                walk.spelled.append(component)
-                walk.keys.append(key)
+                walk.append(component, key: key, undecided: undecided)
                 continue
             }
             if status.kind == .symbolicLink, follows {
@@ -203,8 +243,7 @@ final class PathCanonicalizer: Sendable {
                 pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: false).reversed())
                 continue
             }
-            walk.spelled.append(component)
-            walk.keys.append(key)
+            walk.append(component, key: key, undecided: undecided)
             walk.existing = walk.spelled.count
             walk.identity = status.identity
             walk.decided = false

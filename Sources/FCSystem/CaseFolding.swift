@@ -1,11 +1,12 @@
-/// Names as case-insensitive file systems compare them (SEMANTICS.md §4).
+/// Names as case-insensitive file systems compare them (SEMANTICS.md §4): the client's canonical keys and the
+/// daemon's watcher fold names alike.
 ///
 /// - Important: Pure functions of their arguments; thread-safe.
-enum CaseFolding {
+public enum CaseFolding {
     /// `name` with every Unicode scalar replaced by its simple case folding, as vfat, exFAT, CIFS and ext4/f2fs
     /// casefold directories compare names: each scalar is upper-cased, then lower-cased, where each mapping is a
     /// single scalar (so `ß` stays `ß`, `ς` and `Σ` fold to `σ`). No normalisation: NFC and NFD stay apart.
-    static func fold(_ name: some StringProtocol) -> String {
+    public static func fold(_ name: some StringProtocol) -> String {
         if name.utf8.allSatisfy({ $0 < 0x80 }) {
             // ASCII: the common case, without a lookup per scalar.
             var bytes = Array(name.utf8)
@@ -19,7 +20,7 @@ enum CaseFolding {
 
     /// The case-swapped spelling of `name` (each scalar's single-scalar upper- or lower-case counterpart), or `nil`
     /// when no scalar of it has one: the name the case-sensitivity probe looks up.
-    static func swapped(_ name: String) -> String? {
+    public static func swapped(_ name: String) -> String? {
         var result = String.UnicodeScalarView()
         var changed = false
         for scalar in name.unicodeScalars {
