@@ -106,7 +106,7 @@ final class CoordinationClient: @unchecked Sendable {
                     }
                 FileCoordinationLogging.logger.log(level: level, "\(record)")
             },
-            sink: { effects in CoordinationClient.shared.perform(effects) }
+            delegate: self
         )
         local.submit(
             .clientConnected(
@@ -414,43 +414,24 @@ final class CoordinationClient: @unchecked Sendable {
         }
     }
 
-    // MARK: Effects (on the transport's delivery queue, in the arbiter's order)
+    // MARK: Inbound messages (on the transport's reading thread, in the arbiter's order)
 
-    func perform(_ effects: [ArbiterEffect]) {
-        for effect in effects {
-            switch effect {
-            case .grant(let claim, _, let paths):
-                lock.withLock { () -> ClaimWaiter? in
-                    if let request = requested.removeValue(forKey: claim) { held[claim] = request }
-                    return waiters.removeValue(forKey: claim)
-                }?.resume(.granted(paths))
-            case .fail(let claim, _, let failure):
-                let error = error(for: failure)
-                lock.withLock { () -> ClaimWaiter? in
-                    requested[claim] = nil
-                    return waiters.removeValue(forKey: claim)
-                }?.resume(.failed(error))
-            case .message(let message):
-                deliver(message)
-            case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
-                break
-            }
-        }
-    }
-
-    private func error(for failure: ClaimFailure) -> any Error {
-        switch failure {
-        case .cancelled:
-            return CocoaError(.userCancelled)
-        case .presenterError(let error, let presenter):
-            if let original = lock.withLock({ presenterErrors.removeValue(forKey: presenter) }) { return original }
-            return NSError(domain: error.domain, code: error.code, userInfo: [NSLocalizedDescriptionKey: error.message])
-        case .deadlock(let report):
-            return FileCoordinationError(.deadlock, report)
-        case .timedOut(let report):
-            return FileCoordinationError(.timedOut, report)
-        case .invalidRequest(let reason):
-            return FileCoordinationError(.invalidRequest, "The arbiter refused the request: \(reason).")
+    func receive(_ message: InboundMessage) {
+        switch message {
+        case .granted(let claim, let paths):
+            lock.withLock { () -> ClaimWaiter? in
+                if let request = requested.removeValue(forKey: claim) { held[claim] = request }
+                return waiters.removeValue(forKey: claim)
+            }?.resume(.granted(paths))
+        case .failed(let claim, let error):
+            lock.withLock { () -> ClaimWaiter? in
+                requested[claim] = nil
+                return waiters.removeValue(forKey: claim)
+            }?.resume(.failed(error))
+        case .presenter(let message):
+            deliver(message)
+        case .versionReply(let reply):
+            VersionRequestTable.shared.complete(reply)
         }
     }
 
@@ -492,15 +473,17 @@ struct UncheckedPresenter: @unchecked Sendable {
 
 extension CoordinationClient: TransportDelegate {
     func fail(_ claim: ClaimID, with error: any Error) {
-        lock.withLock { () -> ClaimWaiter? in
-            requested[claim] = nil
-            return waiters.removeValue(forKey: claim)
-        }?.resume(.failed(error))
+        receive(.failed(claim, error))
+    }
+
+    func takePresenterError(of presenter: PresenterID) -> (any Error)? {
+        lock.withLock { presenterErrors.removeValue(forKey: presenter) }
     }
 
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
     /// reconnects, starting the daemon if needed, and registers this process's presenters again (SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
+        VersionRequestTable.shared.transportLost(lost)
         let state: (waiting: [ClaimWaiter], presenting: Bool)? = lock.withLock {
             // A probe's connection that was never put in charge: nothing depended on it.
             guard let current = transport, current === lost else { return nil }
