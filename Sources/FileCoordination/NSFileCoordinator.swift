@@ -63,20 +63,32 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     private var purposeAssigned = false
     private var cancelled = false
     private var callTimeout: Duration?
-    private var client: CoordinationClient { .shared }
+    /// The client this coordinator's calls go through: the process's (``CoordinationClient/shared``), or a test's.
+    let client: CoordinationClient
 
     /// Creates a coordinator on behalf of `filePresenter`, which then hears nothing of this coordinator's accesses
     /// (version messages aside) and whose writes made while answering a request go first (SEMANTICS.md §2 rule 5).
     public init(filePresenter: (any NSFilePresenter)?) {
+        self.client = .shared
         self.presenter = filePresenter
-        self.coordinatorID = CoordinatorID(CoordinationClient.shared.newID())
-        if let filePresenter {
-            self.purpose =
-                "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
-        } else {
-            self.purpose = UUID().uuidString
-        }
+        self.coordinatorID = CoordinatorID(client.newID())
+        self.purpose = Self.purpose(for: filePresenter)
         super.init()
+    }
+
+    /// Creates a coordinator whose calls go through `client` (tests: a client bound to a daemon or an in-process
+    /// arbiter of their own, docs/ARCHITECTURE.md §8).
+    init(filePresenter: (any NSFilePresenter)?, client: CoordinationClient) {
+        self.client = client
+        self.presenter = filePresenter
+        self.coordinatorID = CoordinatorID(client.newID())
+        self.purpose = Self.purpose(for: filePresenter)
+        super.init()
+    }
+
+    private static func purpose(for filePresenter: (any NSFilePresenter)?) -> String {
+        guard let filePresenter else { return UUID().uuidString }
+        return "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
     }
 
     /// Creates a coordinator that acts for no presenter.

@@ -24,6 +24,27 @@ struct ConnectionPolicy: Sendable {
     var connectDeadline: Duration
     /// How long one handshake may wait for the daemon's answer.
     var handshakeTimeout: Duration
+    /// Whether a daemon may be started when none answers (`FILECOORDD_PATH` or `filecoordd` on the `PATH`). A test
+    /// that starts its own daemon sets it to `false`.
+    var mayStartDaemon = true
+
+    /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
+    /// in process (a test's own client; docs/ARCHITECTURE.md §8).
+    static func daemon(at socketPath: String, connectDeadline: Duration = .seconds(10)) -> ConnectionPolicy {
+        var policy = ConnectionPolicy(
+            socketPath: socketPath,
+            inProcessByChoice: false,
+            connectDeadline: connectDeadline,
+            handshakeTimeout: .seconds(2)
+        )
+        policy.mayStartDaemon = false
+        return policy
+    }
+
+    /// The policy of a client that coordinates in process, by choice.
+    static var inProcess: ConnectionPolicy {
+        ConnectionPolicy(socketPath: "", inProcessByChoice: true, connectDeadline: .zero, handshakeTimeout: .zero)
+    }
 
     /// The policy the environment asks for.
     static func fromEnvironment(_ environment: [String: String]) -> ConnectionPolicy {
@@ -74,7 +95,7 @@ enum ArbiterConnection {
                 socketPath: policy.socketPath,
                 client: client,
                 delegate: delegate,
-                mayStart: mayStart,
+                mayStart: mayStart && policy.mayStartDaemon,
                 handshakeTimeout: policy.handshakeTimeout
             ) {
             case .success(let transport):

@@ -81,8 +81,8 @@ enum VersionStoreAccessPoint {
 
     /// The access to use now; throws when no arbiter can be had (the call then fails, as a claim would).
     static func access() throws -> any VersionStoreAccess {
-        switch CoordinationClient.shared.versionStoreTransport() {
-        case .success(let daemon?): DaemonVersionStoreAccess(transport: daemon)
+        switch CoordinationClient.shared.versionStoreAccess() {
+        case .success(let daemon?): daemon
         case .success(nil): local
         case .failure(let error): throw error
         }
