@@ -41,9 +41,20 @@ struct ConnectionPolicy: Sendable {
         return policy
     }
 
-    /// The policy of a client that coordinates in process, by choice.
-    static var inProcess: ConnectionPolicy {
-        ConnectionPolicy(socketPath: "", inProcessByChoice: true, connectDeadline: .zero, handshakeTimeout: .zero)
+    /// With ``inProcessByChoice``: the in-process arbiter to use, shared with other clients; `nil` for one of the
+    /// client's own. Only tests share one (several clients of one process, each with its own id).
+    var sharedInProcessArbiter: LocalArbiterTransport?
+
+    /// The policy of a client that coordinates in process, by choice: with `arbiter` (shared), or one of its own.
+    static func inProcess(sharing arbiter: LocalArbiterTransport? = nil) -> ConnectionPolicy {
+        var policy = ConnectionPolicy(
+            socketPath: "",
+            inProcessByChoice: true,
+            connectDeadline: .zero,
+            handshakeTimeout: .zero
+        )
+        policy.sharedInProcessArbiter = arbiter
+        return policy
     }
 
     /// The policy the environment asks for.

@@ -1,6 +1,7 @@
 import Dispatch
 import FCCore
 import Foundation
+import Logging
 import Synchronization
 
 /// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the
@@ -25,15 +26,24 @@ extension ArbiterTransport {
 ///
 /// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
 /// two events handled on two threads deliver their effects in the order the arbiter produced them. On that queue
-/// they become ``InboundMessage``s (failures mapped by ``ClaimFailureMapping``) for the delegate. Timers run on a
-/// global queue and come back as events.
+/// they become ``InboundMessage``s (failures mapped by ``ClaimFailureMapping``) for the delegate of the client they
+/// are addressed to. Timers run on a global queue and come back as events.
 ///
-/// - Important: Thread-safe. `state` guards the arbiter, the timers and the retirement; it is never held while user
-///   code or the delegate runs.
+/// Usually one client is attached (``attach(_:as:)``): the process's, coordinating in process. A test may attach
+/// several clients with distinct ids to one arbiter, to see them coordinate with each other (docs/ARCHITECTURE.md
+/// §8).
+///
+/// - Important: Thread-safe. `state` guards the arbiter, the timers, the clients and the retirement; it is never
+///   held while user code or a delegate runs.
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
+    /// A client's delegate, not kept alive by the arbiter.
+    private struct Attached {
+        weak var delegate: (any TransportDelegate)?
+    }
     private struct State {
         let arbiter: Arbiter
         var timers: [TimerID: DispatchWorkItem] = [:]
+        var clients: [ClientID: Attached] = [:]
         /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
         /// sends it to the daemon now in charge.
         var reroute: (@Sendable (ArbiterEvent) -> Void)?
@@ -42,18 +52,46 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// The origin of the times given to the arbiter (for the wait times in deadlock reports).
     private let origin: ContinuousClock.Instant
     private let delivery = SerialWorker(name: "FileCoordination.delivery")
-    private weak var delegate: (any TransportDelegate)?
     private let logger: @Sendable (LogRecord) -> Void
 
-    init(
-        configuration: ArbiterConfiguration,
-        logger: @escaping @Sendable (LogRecord) -> Void,
-        delegate: any TransportDelegate
-    ) {
+    init(configuration: ArbiterConfiguration, logger: @escaping @Sendable (LogRecord) -> Void) {
         self.state = Locked(State(arbiter: Arbiter(configuration: configuration)))
         self.origin = .now
-        self.delegate = delegate
         self.logger = logger
+    }
+
+    /// An arbiter with the default configuration that logs its records through `logger` (read at each record).
+    convenience init(logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }) {
+        self.init(configuration: ArbiterConfiguration()) { record in
+            let level: Logger.Level =
+                switch record.level {
+                case .trace: .trace
+                case .debug: .debug
+                case .info: .info
+                case .notice: .notice
+                case .warning: .warning
+                case .error: .error
+                }
+            logger().log(level: level, "\(record)")
+        }
+    }
+
+    /// Connects the client `client`, whose grants, failures and presenter messages go to `delegate` from now on.
+    func attach(_ delegate: any TransportDelegate, as client: ClientID) {
+        state.withLock { $0.clients[client] = Attached(delegate: delegate) }
+        let info = ProcessInfo.processInfo
+        submit(.clientConnected(ClientInfo(id: client, pid: info.processIdentifier, name: info.processName)))
+    }
+
+    /// The delegate of the client an effect is addressed to.
+    private func delegate(of effect: ArbiterEffect) -> (any TransportDelegate)? {
+        let client: ClientID
+        switch effect {
+        case .grant(_, let to, _), .fail(_, let to, _): client = to
+        case .message(let message): client = message.client
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable: return nil
+        }
+        return state.withLock { $0.clients[client]?.delegate }
     }
 
     func submit(_ event: ArbiterEvent) {
@@ -91,8 +129,8 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         if !forClients.isEmpty {
             let out = forClients
             delivery.async { [self] in
-                guard let delegate else { return }
                 for effect in out {
+                    guard let delegate = delegate(of: effect) else { continue }
                     let message = ClaimFailureMapping.inbound(effect) { delegate.takePresenterError(of: $0) }
                     if let message { delegate.receive(message) }
                 }

@@ -64,33 +64,10 @@ final class ConnectionManager: @unchecked Sendable {
     /// The in-process arbiter's state, for tests (`nil` when a daemon arbitrates).
     func snapshot() -> ArbiterSnapshot? { state.withLock { $0.local }?.snapshot() }
 
+    /// The in-process arbiter for the owner: the one the policy names (shared with other clients), or a new one.
     private func makeLocal(owner: any ConnectionOwner) -> LocalArbiterTransport {
-        let logger = self.logger
-        let local = LocalArbiterTransport(
-            configuration: ArbiterConfiguration(),
-            logger: { record in
-                let level: Logger.Level =
-                    switch record.level {
-                    case .trace: .trace
-                    case .debug: .debug
-                    case .info: .info
-                    case .notice: .notice
-                    case .warning: .warning
-                    case .error: .error
-                    }
-                logger().log(level: level, "\(record)")
-            },
-            delegate: owner
-        )
-        local.submit(
-            .clientConnected(
-                ClientInfo(
-                    id: clientID,
-                    pid: ProcessInfo.processInfo.processIdentifier,
-                    name: ProcessInfo.processInfo.processName
-                )
-            )
-        )
+        let local = policy.sharedInProcessArbiter ?? LocalArbiterTransport(logger: logger)
+        local.attach(owner, as: clientID)
         return local
     }
 

@@ -21,8 +21,10 @@ final class CoordinationClient: Sendable {
     static let shared = CoordinationClient(policy: .fromEnvironment(ProcessInfo.processInfo.environment))
 
     /// This client's id for the in-process arbiter (the daemon numbers its connections itself).
-    let clientID = ClientID(1)
-    let ids = IDSource()
+    let clientID: ClientID
+    /// Where the client's coordinator, claim and presenter ids come from: a range of its own per client id, so that
+    /// clients sharing an in-process arbiter never use the same id.
+    let ids: IDSource
     let presenters: PresenterRegistry
     let claims: ClaimTable
     let connection: ConnectionManager
@@ -31,11 +33,15 @@ final class CoordinationClient: Sendable {
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())
 
-    /// A client that reaches its arbiter as `policy` says, and logs through `logger` (read at each use).
+    /// A client that reaches its arbiter as `policy` says, and logs through `logger` (read at each use). `id` must
+    /// differ between clients that share an in-process arbiter.
     init(
         policy: ConnectionPolicy,
+        id: UInt64 = 1,
         logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }
     ) {
+        self.clientID = ClientID(id)
+        self.ids = IDSource(after: (max(id, 1) - 1) << 40)
         self.logger = logger
         self.presenters = PresenterRegistry(client: clientID, ids: ids)
         self.claims = ClaimTable()

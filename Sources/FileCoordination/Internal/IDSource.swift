@@ -5,7 +5,12 @@ import Synchronization
 ///
 /// - Important: Thread-safe (an atomic counter).
 final class IDSource: Sendable {
-    private let last = Atomic<UInt64>(0)
+    private let last: Atomic<UInt64>
+
+    /// A source whose first number is `start + 1`.
+    init(after start: UInt64 = 0) {
+        last = Atomic(start)
+    }
 
     /// A number never returned before by this source.
     func next() -> UInt64 {
