@@ -58,11 +58,14 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
 
     let coordinatorID: CoordinatorID
     private let presenter: (any NSFilePresenter)?
-    private let lock = NSLock()
-    private var purpose: String
-    private var purposeAssigned = false
-    private var cancelled = false
-    private var callTimeout: Duration?
+    /// What the app may change from any thread.
+    private struct Settings {
+        var purpose: String
+        var purposeAssigned = false
+        var cancelled = false
+        var callTimeout: Duration?
+    }
+    private let settings: Locked<Settings>
     /// The client this coordinator's calls go through: the process's (``CoordinationClient/shared``), or a test's.
     let client: CoordinationClient
 
@@ -72,7 +75,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         self.client = .shared
         self.presenter = filePresenter
         self.coordinatorID = CoordinatorID(client.newID())
-        self.purpose = Self.purpose(for: filePresenter)
+        self.settings = Locked(Settings(purpose: Self.purpose(for: filePresenter)))
         super.init()
     }
 
@@ -82,7 +85,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         self.client = client
         self.presenter = filePresenter
         self.coordinatorID = CoordinatorID(client.newID())
-        self.purpose = Self.purpose(for: filePresenter)
+        self.settings = Locked(Settings(purpose: Self.purpose(for: filePresenter)))
         super.init()
     }
 
@@ -122,17 +125,17 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// once, to a non-empty string, and only on a coordinator created without a presenter; anything else is a
     /// programming error and traps, as Apple's raises an exception.
     open var purposeIdentifier: String {
-        get { lock.withLock { purpose } }
+        get { settings.withLock { $0.purpose } }
         set {
-            lock.withLock {
+            settings.withLock { settings in
                 precondition(!newValue.isEmpty, "NSFileCoordinator.purposeIdentifier must not be empty")
                 precondition(
                     presenter == nil,
                     "NSFileCoordinator.purposeIdentifier cannot be set on a coordinator created with a presenter"
                 )
-                precondition(!purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
-                purpose = newValue
-                purposeAssigned = true
+                precondition(!settings.purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
+                settings.purpose = newValue
+                settings.purposeAssigned = true
             }
         }
     }
@@ -145,8 +148,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Creating one coordinator per call, as is usual, makes this a per-call deadline for the synchronous methods.
     /// Once the accessor runs, it runs to the end.
     public var timeout: Duration? {
-        get { lock.withLock { callTimeout } }
-        set { lock.withLock { callTimeout = newValue } }
+        get { settings.withLock { $0.callTimeout } }
+        set { settings.withLock { $0.callTimeout = newValue } }
     }
 
     // MARK: Coordinated access
@@ -331,7 +334,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Cancels this coordinator's waiting calls, which return at once with `CocoaError(.userCancelled)` without
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
-        lock.withLock { cancelled = true }
+        settings.withLock { $0.cancelled = true }
         client.submit(.coordinatorCancelled(client.clientID, coordinatorID))
     }
 
@@ -393,7 +396,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         blocksThread: Bool,
         timeout: Duration? = nil
     ) -> Result<PreparedClaim, any Error> {
-        let (isCancelled, ownTimeout) = lock.withLock { (cancelled, callTimeout) }
+        let (isCancelled, ownTimeout) = settings.withLock { ($0.cancelled, $0.callTimeout) }
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []

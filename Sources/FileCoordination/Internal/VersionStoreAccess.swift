@@ -29,14 +29,13 @@ protocol VersionStoreAccess: Sendable {
 /// - Important: Thread-safe: the store is opened once (the first call that succeeds), under a lock.
 final class LocalVersionStoreAccess: VersionStoreAccess, @unchecked Sendable {
     private let directory: String
-    private let lock = NSLock()
-    private var opened: VersionStore?
+    private let opened = Locked<VersionStore?>(nil)
 
     init(directory: String) { self.directory = directory }
 
     /// The store, opened (and repaired) at the first use; a failure to open is thrown, and tried again next call.
     private func store() throws -> VersionStore {
-        try lock.withLock {
+        try opened.withLock { opened in
             if let opened { return opened }
             let store = try VersionStore(directory: directory, logger: FileCoordinationLogging.logger)
             // Versions of items deleted long ago go when the store is first used (a daemon also purges on a timer).
@@ -61,7 +60,7 @@ final class LocalVersionStoreAccess: VersionStoreAccess, @unchecked Sendable {
     func itemMoved(from: String, to: String) throws {
         // A process that never used versions makes no store for a move.
         let exists =
-            lock.withLock { opened != nil } || FileManager.default.fileExists(atPath: directory + "/index.sqlite")
+            opened.withLock { $0 != nil } || FileManager.default.fileExists(atPath: directory + "/index.sqlite")
         guard exists else { return }
         _ = try store().itemMoved(from: from, to: to)
     }
