@@ -87,6 +87,7 @@ extension NSFileCoordinator {
             throw error
         case .granted(let paths):
             let access = ThreadContext.Access(
+                client: client,
                 coordinator: ObjectIdentifier(self),
                 claim: prepared.id,
                 refusesNestedWrite: true

@@ -292,6 +292,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 for (intent, url) in zip(intents, urls) { intent.update(url: url) }
                 queue.addOperation { [self] in
                     let access = ThreadContext.Access(
+                        client: client,
                         coordinator: ObjectIdentifier(self),
                         claim: request.id,
                         refusesNestedWrite: false
@@ -324,7 +325,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             URLMapping.rememberRename(of: from, spelledAs: oldURL)
         }
         client.submit(.itemMoved(claim, from: from, to: to))
-        VersionStoreFollower.itemMoved(from: from, to: to)
+        VersionStoreFollower.itemMoved(from: from, to: to, client: client)
     }
 
     /// Tells presenters that ubiquity attributes changed. There are no ubiquitous (iCloud) items on Linux: this does
@@ -490,6 +491,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             return error
         case .granted(let paths):
             let access = ThreadContext.Access(
+                client: client,
                 coordinator: mine,
                 claim: request.id,
                 refusesNestedWrite: refusesNestedWrite

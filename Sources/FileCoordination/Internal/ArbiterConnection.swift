@@ -74,9 +74,6 @@ struct ConnectionPolicy: Sendable {
 ///
 /// - Important: Thread-safe (it keeps no state); it blocks the calling thread for up to the connect deadline.
 enum ArbiterConnection {
-    /// `true` once this process has seen a daemon at its socket: from then on it never coordinates in process for
-    /// want of one.
-    static let sawDaemon = Atomic<Bool>(false)
 
     /// What a connection attempt came to.
     enum Outcome {
@@ -93,6 +90,7 @@ enum ArbiterConnection {
         policy: ConnectionPolicy,
         client: ClientID,
         delegate: any TransportDelegate,
+        sawDaemon: DaemonSighting,
         mayStart: Bool = true
     ) -> Outcome {
         let clock = ContinuousClock()
@@ -110,7 +108,7 @@ enum ArbiterConnection {
                 handshakeTimeout: policy.handshakeTimeout
             ) {
             case .success(let transport):
-                sawDaemon.store(true, ordering: .relaxed)
+                sawDaemon.record()
                 if attempts > 1 {
                     FileCoordinationLogging.logger.info(
                         "connected to filecoordd after \(attempts) attempts",
@@ -122,13 +120,13 @@ enum ArbiterConnection {
                 // Once this process has seen a daemon (it answered, or accepted and then reset, closed or did not
                 // answer), a missing socket means it is restarting, not that there is none: coordinating alone
                 // then could grant what another process holds through it.
-                guard sawDaemon.load(ordering: .relaxed) else { return .noDaemon(reason: reason) }
+                guard sawDaemon.hasSeen else { return .noDaemon(reason: reason) }
                 failure = reason
             case .failure(.permanent(let error)):
                 return .unreachable(error)
             case .failure(.transient(let reason)):
                 failure = reason
-                sawDaemon.store(true, ordering: .relaxed)
+                sawDaemon.record()
             }
             if clock.now + delay > deadline {
                 return .unreachable(
@@ -148,4 +146,16 @@ enum ArbiterConnection {
             delay = min(delay * 2, .milliseconds(500))
         }
     }
+}
+
+/// Whether a client has seen a daemon at its socket: once it has, it never coordinates in process for want of one
+/// (a missing socket then means the daemon is restarting).
+///
+/// - Important: Thread-safe (an atomic flag).
+final class DaemonSighting: Sendable {
+    private let seen = Atomic<Bool>(false)
+
+    var hasSeen: Bool { seen.load(ordering: .relaxed) }
+
+    func record() { seen.store(true, ordering: .relaxed) }
 }

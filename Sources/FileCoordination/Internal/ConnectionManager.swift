@@ -49,6 +49,8 @@ final class ConnectionManager: @unchecked Sendable {
     }
     private let state = Locked(State())
     private let connecting = Locked(())
+    /// Whether this client has seen a daemon (then it never falls back to in process).
+    private let sawDaemon = DaemonSighting()
 
     /// A manager for the client `clientID` under `policy`, logging through `logger` (read at each use, so that the
     /// app may set ``FileCoordinationLogging/logger`` late).
@@ -92,7 +94,12 @@ final class ConnectionManager: @unchecked Sendable {
             let chosen: any ArbiterTransport
             var policy = self.policy
             if !retrying { policy.connectDeadline = .zero }
-            switch ArbiterConnection.connect(policy: policy, client: clientID, delegate: owner) {
+            switch ArbiterConnection.connect(
+                policy: policy,
+                client: clientID,
+                delegate: owner,
+                sawDaemon: sawDaemon
+            ) {
             case .daemon(let daemon):
                 chosen = daemon
             case .noDaemon(let reason):
@@ -180,7 +187,7 @@ final class ConnectionManager: @unchecked Sendable {
         connecting.withLock { _ in
             guard let local = state.withLock({ $0.fallbackReason != nil ? $0.local : nil }) else { return true }
             guard local.retireIfIdle(reroute: { [weak owner] in owner?.submit($0) }) else { return false }
-            ArbiterConnection.sawDaemon.store(true, ordering: .relaxed)
+            sawDaemon.record()
             state.withLock {
                 $0.local = nil
                 $0.fallbackReason = nil

@@ -78,9 +78,10 @@ enum VersionStoreAccessPoint {
         return LocalVersionStoreAccess(directory: directory)
     }()
 
-    /// The access to use now; throws when no arbiter can be had (the call then fails, as a claim would).
-    static func access() throws -> any VersionStoreAccess {
-        switch CoordinationClient.shared.versionStoreAccess() {
+    /// The access to use now for `client`'s calls; throws when no arbiter can be had (the call then fails, as a
+    /// claim would).
+    static func access(client: CoordinationClient = .shared) throws -> any VersionStoreAccess {
+        switch client.versionStoreAccess() {
         case .success(let daemon?): daemon
         case .success(nil): local
         case .failure(let error): throw error
@@ -96,16 +97,16 @@ enum VersionStoreAccessPoint {
 enum VersionNotifier {
     static func changed(_ itemPath: String, _ change: VersionChange) {
         guard let access = ThreadContext.accesses.last, let path = try? ItemPath(absolute: itemPath) else { return }
-        CoordinationClient.shared.submit(.versionChanged(access.claim, path, change))
+        access.client.submit(.versionChanged(access.claim, path, change))
     }
 }
 
 /// Makes versions follow their items through coordinated moves (``NSFileCoordinator/item(at:didMoveTo:)``); the
 /// daemon's watcher calls the store's `itemMoved(from:to:)` for moves it sees (issue 13).
 enum VersionStoreFollower {
-    static func itemMoved(from: ItemPath, to: ItemPath) {
+    static func itemMoved(from: ItemPath, to: ItemPath, client: CoordinationClient) {
         do {
-            try VersionStoreAccessPoint.access().itemMoved(from: from.description, to: to.description)
+            try VersionStoreAccessPoint.access(client: client).itemMoved(from: from.description, to: to.description)
         } catch {
             FileCoordinationLogging.logger.error(
                 "versions did not follow a moved item: \(error)",
