@@ -1,5 +1,4 @@
 public import Logging
-import Synchronization
 
 /// Where the library logs: a swift-log `Logger` the app sets. The library never writes to the process's standard
 /// output or error on its own.
@@ -14,7 +13,7 @@ import Synchronization
 ///
 /// - Important: Thread-safe.
 public enum FileCoordinationLogging {
-    private static let storage = Mutex(Logger(label: "FileCoordination", factory: { _ in SwiftLogNoOpLogHandler() }))
+    private static let storage = Locked(Logger(label: "FileCoordination", factory: { _ in SwiftLogNoOpLogHandler() }))
 
     /// The logger the library uses from now on.
     public static var logger: Logger {

@@ -45,8 +45,7 @@ public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence
     /// The events, in the order the callbacks ran.
     public typealias Element = FilePresenterEvent
 
-    private let lock = NSLock()
-    private var url: URL?
+    private let url: Locked<URL?>
     private let stream: AsyncStream<FilePresenterEvent>
     private let continuation: AsyncStream<FilePresenterEvent>.Continuation
 
@@ -55,7 +54,7 @@ public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence
 
     /// Creates a presenter of `url`; register it with ``NSFileCoordinator/addFilePresenter(_:)``.
     public init(url: URL) {
-        self.url = url
+        self.url = Locked(url)
         (stream, continuation) = AsyncStream.makeStream(of: FilePresenterEvent.self)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
@@ -65,7 +64,7 @@ public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence
     }
 
     /// The presented item; it follows moves.
-    public var presentedItemURL: URL? { lock.withLock { url } }
+    public var presentedItemURL: URL? { url.withLock { $0 } }
 
     /// Ends the sequence.
     public func finish() { continuation.finish() }
@@ -108,7 +107,7 @@ public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence
 
     /// Follows the move and reports it.
     public func presentedItemDidMove(to newURL: URL) {
-        lock.withLock { url = newURL }
+        url.withLock { $0 = newURL }
         continuation.yield(.moved(to: newURL))
     }
 

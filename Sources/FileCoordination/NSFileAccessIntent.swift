@@ -7,8 +7,7 @@ public import Foundation
 ///
 /// - Important: Thread-safe; ``url`` is updated by the coordinator before the accessor runs.
 public final class NSFileAccessIntent: NSObject, @unchecked Sendable {
-    private let lock = NSLock()
-    private var currentURL: URL
+    private let currentURL: Locked<URL>
     let access: IntentAccess
 
     enum IntentAccess {
@@ -17,7 +16,7 @@ public final class NSFileAccessIntent: NSObject, @unchecked Sendable {
     }
 
     private init(url: URL, access: IntentAccess) {
-        self.currentURL = url
+        self.currentURL = Locked(url)
         self.access = access
     }
 
@@ -38,9 +37,9 @@ public final class NSFileAccessIntent: NSObject, @unchecked Sendable {
     }
 
     /// The URL to use inside the accessor; it follows moves made while the access waited.
-    public var url: URL { lock.withLock { currentURL } }
+    public var url: URL { currentURL.withLock { $0 } }
 
     func update(url: URL) {
-        lock.withLock { currentURL = url }
+        currentURL.withLock { $0 = url }
     }
 }

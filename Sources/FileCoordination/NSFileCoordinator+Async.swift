@@ -73,7 +73,7 @@ extension NSFileCoordinator {
         case .failure(let error): throw error
         case .success(let claim): prepared = claim
         }
-        let client = CoordinationClient.shared
+        let client = self.client
         // Requested before the cancellation handler is installed: a task cancelled already runs the handler at
         // once, and its cancel must reach the arbiter after the request, not before it.
         client.submit(.claimRequested(prepared.claimRequest))
@@ -87,6 +87,7 @@ extension NSFileCoordinator {
             throw error
         case .granted(let paths):
             let access = ThreadContext.Access(
+                client: client,
                 coordinator: ObjectIdentifier(self),
                 claim: prepared.id,
                 refusesNestedWrite: true

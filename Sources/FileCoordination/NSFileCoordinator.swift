@@ -58,25 +58,40 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
 
     let coordinatorID: CoordinatorID
     private let presenter: (any NSFilePresenter)?
-    private let lock = NSLock()
-    private var purpose: String
-    private var purposeAssigned = false
-    private var cancelled = false
-    private var callTimeout: Duration?
-    private var client: CoordinationClient { .shared }
+    /// What the app may change from any thread.
+    private struct Settings {
+        var purpose: String
+        var purposeAssigned = false
+        var cancelled = false
+        var callTimeout: Duration?
+    }
+    private let settings: Locked<Settings>
+    /// The client this coordinator's calls go through: the process's (``CoordinationClient/shared``), or a test's.
+    let client: CoordinationClient
 
     /// Creates a coordinator on behalf of `filePresenter`, which then hears nothing of this coordinator's accesses
     /// (version messages aside) and whose writes made while answering a request go first (SEMANTICS.md §2 rule 5).
     public init(filePresenter: (any NSFilePresenter)?) {
+        self.client = .shared
         self.presenter = filePresenter
-        self.coordinatorID = CoordinatorID(CoordinationClient.shared.newID())
-        if let filePresenter {
-            self.purpose =
-                "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
-        } else {
-            self.purpose = UUID().uuidString
-        }
+        self.coordinatorID = CoordinatorID(client.newID())
+        self.settings = Locked(Settings(purpose: Self.purpose(for: filePresenter)))
         super.init()
+    }
+
+    /// Creates a coordinator whose calls go through `client` (tests: a client bound to a daemon or an in-process
+    /// arbiter of their own, docs/ARCHITECTURE.md §8).
+    init(filePresenter: (any NSFilePresenter)?, client: CoordinationClient) {
+        self.client = client
+        self.presenter = filePresenter
+        self.coordinatorID = CoordinatorID(client.newID())
+        self.settings = Locked(Settings(purpose: Self.purpose(for: filePresenter)))
+        super.init()
+    }
+
+    private static func purpose(for filePresenter: (any NSFilePresenter)?) -> String {
+        guard let filePresenter else { return UUID().uuidString }
+        return "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
     }
 
     /// Creates a coordinator that acts for no presenter.
@@ -110,17 +125,17 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// once, to a non-empty string, and only on a coordinator created without a presenter; anything else is a
     /// programming error and traps, as Apple's raises an exception.
     open var purposeIdentifier: String {
-        get { lock.withLock { purpose } }
+        get { settings.withLock { $0.purpose } }
         set {
-            lock.withLock {
+            settings.withLock { settings in
                 precondition(!newValue.isEmpty, "NSFileCoordinator.purposeIdentifier must not be empty")
                 precondition(
                     presenter == nil,
                     "NSFileCoordinator.purposeIdentifier cannot be set on a coordinator created with a presenter"
                 )
-                precondition(!purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
-                purpose = newValue
-                purposeAssigned = true
+                precondition(!settings.purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
+                settings.purpose = newValue
+                settings.purposeAssigned = true
             }
         }
     }
@@ -133,8 +148,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Creating one coordinator per call, as is usual, makes this a per-call deadline for the synchronous methods.
     /// Once the accessor runs, it runs to the end.
     public var timeout: Duration? {
-        get { lock.withLock { callTimeout } }
-        set { lock.withLock { callTimeout = newValue } }
+        get { settings.withLock { $0.callTimeout } }
+        set { settings.withLock { $0.callTimeout = newValue } }
     }
 
     // MARK: Coordinated access
@@ -277,6 +292,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 for (intent, url) in zip(intents, urls) { intent.update(url: url) }
                 queue.addOperation { [self] in
                     let access = ThreadContext.Access(
+                        client: client,
                         coordinator: ObjectIdentifier(self),
                         claim: request.id,
                         refusesNestedWrite: false
@@ -312,7 +328,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             fromName = Array(oldURL.lastPathComponent.utf8)
         }
         client.submit(.itemMoved(claim, from: from, to: to, fromName: fromName))
-        VersionStoreFollower.itemMoved(from: from, to: to)
+        VersionStoreFollower.itemMoved(from: from, to: to, client: client)
     }
 
     /// Tells presenters that ubiquity attributes changed. There are no ubiquitous (iCloud) items on Linux: this does
@@ -322,7 +338,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Cancels this coordinator's waiting calls, which return at once with `CocoaError(.userCancelled)` without
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
-        lock.withLock { cancelled = true }
+        settings.withLock { $0.cancelled = true }
         client.submit(.coordinatorCancelled(client.clientID, coordinatorID))
     }
 
@@ -384,7 +400,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         blocksThread: Bool,
         timeout: Duration? = nil
     ) -> Result<PreparedClaim, any Error> {
-        let (isCancelled, ownTimeout) = lock.withLock { (cancelled, callTimeout) }
+        let (isCancelled, ownTimeout) = settings.withLock { ($0.cancelled, $0.callTimeout) }
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
@@ -500,6 +516,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             return error
         case .granted(let paths):
             let access = ThreadContext.Access(
+                client: client,
                 coordinator: mine,
                 claim: request.id,
                 refusesNestedWrite: refusesNestedWrite

@@ -62,9 +62,8 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
     let identifier: String
     /// The item's canonical path when this instance was made.
     let itemPath: String?
-    private let lock = NSLock()
-    private var resolved: Bool
-    private var discardable: Bool
+    private let resolved: Locked<Bool>
+    private let discardable: Locked<Bool>
 
     /// Creates a version description (for the library and tests: apps get versions from the store).
     init(
@@ -91,8 +90,8 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
         }
         self.modificationDate = modificationDate
         self.isConflict = isConflict
-        self.resolved = isResolved
-        self.discardable = isDiscardable
+        self.resolved = Locked(isResolved)
+        self.discardable = Locked(isDiscardable)
         self.itemPath = itemPath
     }
 
@@ -252,7 +251,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
     /// removes the version from ``unresolvedConflictVersionsOfItem(at:)`` and tells presenters (inside a coordinated
     /// write). Setting `false` is refused: a documented no-op (Apple raises an exception), logged.
     open var isResolved: Bool {
-        get { lock.withLock { resolved } }
+        get { resolved.withLock { $0 } }
         set {
             guard newValue else {
                 FileCoordinationLogging.logger.warning(
@@ -261,15 +260,15 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
                 )
                 return
             }
-            guard !isCurrent, lock.withLock({ !resolved }) else { return }
+            guard !isCurrent, resolved.withLock({ !$0 }) else { return }
             do {
                 if let stored = try VersionStoreAccessPoint.access().markResolved(id: identifier) {
-                    lock.withLock { resolved = true }
+                    resolved.withLock { $0 = true }
                     if let path = Self.itemPathNow(stored) {
                         VersionNotifier.changed(path, .resolved(VersionID(identifier)))
                     }
                 } else {
-                    lock.withLock { resolved = true }
+                    resolved.withLock { $0 = true }
                 }
             } catch {
                 // Apple's "unless setting fails": the version stays unresolved.
@@ -285,7 +284,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
     /// `false`); setting it back to `false`, or setting it on the current version, is a documented no-op (Apple
     /// raises an exception), logged.
     open var isDiscardable: Bool {
-        get { lock.withLock { discardable } }
+        get { discardable.withLock { $0 } }
         set {
             guard newValue, !isCurrent else {
                 FileCoordinationLogging.logger.warning(
@@ -295,7 +294,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
                 return
             }
             if (try? VersionStoreAccessPoint.access().markDiscardable(id: identifier)) == true {
-                lock.withLock { discardable = true }
+                discardable.withLock { $0 = true }
             }
         }
     }

@@ -24,6 +24,38 @@ struct ConnectionPolicy: Sendable {
     var connectDeadline: Duration
     /// How long one handshake may wait for the daemon's answer.
     var handshakeTimeout: Duration
+    /// Whether a daemon may be started when none answers (`FILECOORDD_PATH` or `filecoordd` on the `PATH`). A test
+    /// that starts its own daemon sets it to `false`.
+    var mayStartDaemon = true
+
+    /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
+    /// in process (a test's own client; docs/ARCHITECTURE.md §8).
+    static func daemon(at socketPath: String, connectDeadline: Duration = .seconds(10)) -> ConnectionPolicy {
+        var policy = ConnectionPolicy(
+            socketPath: socketPath,
+            inProcessByChoice: false,
+            connectDeadline: connectDeadline,
+            handshakeTimeout: .seconds(2)
+        )
+        policy.mayStartDaemon = false
+        return policy
+    }
+
+    /// With ``inProcessByChoice``: the in-process arbiter to use, shared with other clients; `nil` for one of the
+    /// client's own. Only tests share one (several clients of one process, each with its own id).
+    var sharedInProcessArbiter: LocalArbiterTransport?
+
+    /// The policy of a client that coordinates in process, by choice: with `arbiter` (shared), or one of its own.
+    static func inProcess(sharing arbiter: LocalArbiterTransport? = nil) -> ConnectionPolicy {
+        var policy = ConnectionPolicy(
+            socketPath: "",
+            inProcessByChoice: true,
+            connectDeadline: .zero,
+            handshakeTimeout: .zero
+        )
+        policy.sharedInProcessArbiter = arbiter
+        return policy
+    }
 
     /// The policy the environment asks for.
     static func fromEnvironment(_ environment: [String: String]) -> ConnectionPolicy {
@@ -42,9 +74,6 @@ struct ConnectionPolicy: Sendable {
 ///
 /// - Important: Thread-safe (it keeps no state); it blocks the calling thread for up to the connect deadline.
 enum ArbiterConnection {
-    /// `true` once this process has seen a daemon at its socket: from then on it never coordinates in process for
-    /// want of one.
-    static let sawDaemon = Atomic<Bool>(false)
 
     /// What a connection attempt came to.
     enum Outcome {
@@ -61,6 +90,7 @@ enum ArbiterConnection {
         policy: ConnectionPolicy,
         client: ClientID,
         delegate: any TransportDelegate,
+        sawDaemon: DaemonSighting,
         mayStart: Bool = true
     ) -> Outcome {
         let clock = ContinuousClock()
@@ -74,11 +104,11 @@ enum ArbiterConnection {
                 socketPath: policy.socketPath,
                 client: client,
                 delegate: delegate,
-                mayStart: mayStart,
+                mayStart: mayStart && policy.mayStartDaemon,
                 handshakeTimeout: policy.handshakeTimeout
             ) {
             case .success(let transport):
-                sawDaemon.store(true, ordering: .relaxed)
+                sawDaemon.record()
                 if attempts > 1 {
                     FileCoordinationLogging.logger.info(
                         "connected to filecoordd after \(attempts) attempts",
@@ -90,13 +120,13 @@ enum ArbiterConnection {
                 // Once this process has seen a daemon (it answered, or accepted and then reset, closed or did not
                 // answer), a missing socket means it is restarting, not that there is none: coordinating alone
                 // then could grant what another process holds through it.
-                guard sawDaemon.load(ordering: .relaxed) else { return .noDaemon(reason: reason) }
+                guard sawDaemon.hasSeen else { return .noDaemon(reason: reason) }
                 failure = reason
             case .failure(.permanent(let error)):
                 return .unreachable(error)
             case .failure(.transient(let reason)):
                 failure = reason
-                sawDaemon.store(true, ordering: .relaxed)
+                sawDaemon.record()
             }
             if clock.now + delay > deadline {
                 return .unreachable(
@@ -116,4 +146,16 @@ enum ArbiterConnection {
             delay = min(delay * 2, .milliseconds(500))
         }
     }
+}
+
+/// Whether a client has seen a daemon at its socket: once it has, it never coordinates in process for want of one
+/// (a missing socket then means the daemon is restarting).
+///
+/// - Important: Thread-safe (an atomic flag).
+final class DaemonSighting: Sendable {
+    private let seen = Atomic<Bool>(false)
+
+    var hasSeen: Bool { seen.load(ordering: .relaxed) }
+
+    func record() { seen.store(true, ordering: .relaxed) }
 }

@@ -1,13 +1,15 @@
 import Dispatch
 import FCCore
 import Foundation
+import Logging
 import Synchronization
 
-/// Where this process's claims and presenters are arbitrated: the in-process arbiter now, the daemon's connection
-/// later (issue #4). A transport feeds events to an arbiter and hands the effects addressed to this process back to
-/// ``CoordinationClient/perform(_:)``, in the order the arbiter emitted them.
+/// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the
+/// in-process arbiter (``LocalArbiterTransport``). A transport feeds events to an arbiter and hands what comes back
+/// for the client to its ``TransportDelegate`` as ``InboundMessage``s, in the order the arbiter emitted them.
 ///
-/// - Important: `submit(_:)` may be called from any thread, including from inside `perform(_:)`.
+/// - Important: `submit(_:)` may be called from any thread, including from inside
+///   ``TransportDelegate/receive(_:)``.
 protocol ArbiterTransport: AnyObject, Sendable {
     func submit(_ event: ArbiterEvent)
     /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
@@ -23,54 +25,98 @@ extension ArbiterTransport {
 /// The arbiter in this process: an `FCCore.Arbiter` behind a lock (SEMANTICS.md §9).
 ///
 /// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
-/// two events handled on two threads deliver their effects in the order the arbiter produced them. Timers run on a
-/// global queue and come back as events.
+/// two events handled on two threads deliver their effects in the order the arbiter produced them. On that queue
+/// they become ``InboundMessage``s (failures mapped by ``ClaimFailureMapping``) for the delegate of the client they
+/// are addressed to. Timers run on a global queue and come back as events.
 ///
-/// - Important: Thread-safe. The lock protects `arbiter` and `timers`; it is never held while user code runs.
+/// Usually one client is attached (``attach(_:as:)``): the process's, coordinating in process. A test may attach
+/// several clients with distinct ids to one arbiter, to see them coordinate with each other (docs/ARCHITECTURE.md
+/// §8).
+///
+/// - Important: Thread-safe. `state` guards the arbiter, the timers, the clients and the retirement; it is never
+///   held while user code or a delegate runs.
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
-    private let lock = NSLock()
-    private let arbiter: Arbiter
+    /// A client's delegate, not kept alive by the arbiter.
+    private struct Attached {
+        weak var delegate: (any TransportDelegate)?
+    }
+    private struct State {
+        let arbiter: Arbiter
+        var timers: [TimerID: DispatchWorkItem] = [:]
+        var clients: [ClientID: Attached] = [:]
+        /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
+        /// sends it to the daemon now in charge.
+        var reroute: (@Sendable (ArbiterEvent) -> Void)?
+    }
+    private let state: Locked<State>
     /// The origin of the times given to the arbiter (for the wait times in deadlock reports).
     private let origin: ContinuousClock.Instant
-    private var timers: [TimerID: DispatchWorkItem] = [:]
     private let delivery = SerialWorker(name: "FileCoordination.delivery")
-    private let sink: @Sendable ([ArbiterEffect]) -> Void
     private let logger: @Sendable (LogRecord) -> Void
-    /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
-    /// sends it to the daemon now in charge.
-    private var reroute: (@Sendable (ArbiterEvent) -> Void)?
 
-    init(
-        configuration: ArbiterConfiguration,
-        logger: @escaping @Sendable (LogRecord) -> Void,
-        sink: @escaping @Sendable ([ArbiterEffect]) -> Void
-    ) {
-        self.arbiter = Arbiter(configuration: configuration)
+    init(configuration: ArbiterConfiguration, logger: @escaping @Sendable (LogRecord) -> Void) {
+        self.state = Locked(State(arbiter: Arbiter(configuration: configuration)))
         self.origin = .now
-        self.sink = sink
         self.logger = logger
     }
 
-    func submit(_ event: ArbiterEvent) {
-        lock.lock()
-        if case .claimRequested = event, let reroute {
-            // Retired: no new claim may be arbitrated here while other processes coordinate through the daemon.
-            lock.unlock()
-            reroute(event)
-            return
+    /// An arbiter with the default configuration that logs its records through `logger` (read at each record).
+    convenience init(logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }) {
+        self.init(configuration: ArbiterConfiguration()) { record in
+            let level: Logger.Level =
+                switch record.level {
+                case .trace: .trace
+                case .debug: .debug
+                case .info: .info
+                case .notice: .notice
+                case .warning: .warning
+                case .error: .error
+                }
+            logger().log(level: level, "\(record)")
         }
-        defer { lock.unlock() }
-        let effects = arbiter.handle(event, at: .now - origin)
+    }
+
+    /// Connects the client `client`, whose grants, failures and presenter messages go to `delegate` from now on.
+    func attach(_ delegate: any TransportDelegate, as client: ClientID) {
+        state.withLock { $0.clients[client] = Attached(delegate: delegate) }
+        let info = ProcessInfo.processInfo
+        submit(.clientConnected(ClientInfo(id: client, pid: info.processIdentifier, name: info.processName)))
+    }
+
+    /// The delegate of the client an effect is addressed to.
+    private func delegate(of effect: ArbiterEffect) -> (any TransportDelegate)? {
+        let client: ClientID
+        switch effect {
+        case .grant(_, let to, _), .fail(_, let to, _): client = to
+        case .message(let message): client = message.client
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable: return nil
+        }
+        return state.withLock { $0.clients[client]?.delegate }
+    }
+
+    func submit(_ event: ArbiterEvent) {
+        let reroute = state.withLock { state -> (@Sendable (ArbiterEvent) -> Void)? in
+            if case .claimRequested = event, let reroute = state.reroute { return reroute }
+            handle(event, in: &state)
+            return nil
+        }
+        // Retired: no new claim may be arbitrated here while other processes coordinate through the daemon.
+        reroute?(event)
+    }
+
+    /// Under the lock: hands `event` to the arbiter, runs its timer effects and queues the client's in order.
+    private func handle(_ event: ArbiterEvent, in state: inout State) {
+        let effects = state.arbiter.handle(event, at: .now - origin)
         var forClients: [ArbiterEffect] = []
         for effect in effects {
             switch effect {
             case .startTimer(let id, let after):
                 let item = DispatchWorkItem { [weak self] in self?.submit(.timerFired(id)) }
-                timers[id]?.cancel()
-                timers[id] = item
+                state.timers[id]?.cancel()
+                state.timers[id] = item
                 DispatchQueue.global().asyncAfter(deadline: .now() + after.timeInterval, execute: item)
             case .cancelTimer(let id):
-                timers.removeValue(forKey: id)?.cancel()
+                state.timers.removeValue(forKey: id)?.cancel()
             case .log(let record):
                 logger(record)
             case .grant, .fail, .message:
@@ -79,11 +125,16 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
                 break  // Only the daemon watches (ArbiterConfiguration.watchesFileSystem).
             }
         }
-        if case .timerFired(let id) = event { timers[id] = nil }
+        if case .timerFired(let id) = event { state.timers[id] = nil }
         if !forClients.isEmpty {
-            let sink = self.sink
             let out = forClients
-            delivery.async { sink(out) }
+            delivery.async { [self] in
+                for effect in out {
+                    guard let delegate = delegate(of: effect) else { continue }
+                    let message = ClaimFailureMapping.inbound(effect) { delegate.takePresenterError(of: $0) }
+                    if let message { delegate.receive(message) }
+                }
+            }
         }
     }
 
@@ -91,16 +142,16 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// whether it did. Events of claims already here would still be handled, but there are none: the check and the
     /// switch are one step under the lock, so no claim can be granted here after a daemon took over.
     func retireIfIdle(reroute: @escaping @Sendable (ArbiterEvent) -> Void) -> Bool {
-        lock.withLock {
-            guard arbiter.snapshot().claims.isEmpty else { return false }
-            self.reroute = reroute
+        state.withLock { state in
+            guard state.arbiter.snapshot().claims.isEmpty else { return false }
+            state.reroute = reroute
             return true
         }
     }
 
     /// A picture of the arbiter's state, for tests.
     func snapshot() -> ArbiterSnapshot {
-        lock.withLock { arbiter.snapshot() }
+        state.withLock { $0.arbiter.snapshot() }
     }
 }
 

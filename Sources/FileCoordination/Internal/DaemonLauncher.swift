@@ -67,19 +67,19 @@ enum DaemonLauncher {
         )
         // One starter at a time: the others wait here, then find the daemon the first one started.
         let lockPath = socketPath + ".start-lock"
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if lock >= 0 { flock(lock, LOCK_EX) }
-        defer { if lock >= 0 { close(lock) } }
+        // Without the lock (a read-only folder), starters may race; the daemon's own pid-file lock keeps one.
+        let lock = try? FileLock.acquire(lockPath)
+        defer { withExtendedLifetime(lock) {} }
         if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
         if let failure = spawn(executable, socketPath: socketPath) { return .failure(.failed(failure.message)) }
         // Bounded backoff: 10 ms doubling to 400 ms, about 5 s in all.
-        var delay: UInt32 = 10_000
-        var waited: UInt32 = 0
-        while waited < 5_000_000 {
-            usleep(delay)
+        var delay: Duration = .milliseconds(10)
+        var waited: Duration = .zero
+        while waited < .seconds(5) {
+            sleepThread(for: delay)
             waited += delay
             if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
-            delay = min(delay * 2, 400_000)
+            delay = min(delay * 2, .milliseconds(400))
         }
         return .failure(
             .failed(

@@ -6,12 +6,13 @@ import Logging
 import Synchronization
 import SystemPackage
 
-/// The connection to `filecoordd`: events go out as frames, frames come back as effects (DESIGN.md decisions 2–4).
+/// The connection to `filecoordd`: events go out as frames, frames come back as ``InboundMessage``s (DESIGN.md
+/// decisions 2–4).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
 /// from then on `submit(_:)` writes frames from any thread, and whoever holds the *reader role* reads frames and hands
-/// grants, failures and presenter messages to the delegate in the order the daemon sent them (docs/ARCHITECTURE.md,
-/// "The client"):
+/// grants, failures, presenter messages and version replies to the delegate in the order the daemon sent them
+/// (docs/ARCHITECTURE.md, "The client"):
 ///
 /// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:)``): the
 ///   grant wakes the caller and nobody else, two wake-ups per round trip as for a bare socket. Callers take turns;
@@ -191,25 +192,33 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
             updateReading { $0.unattendedClaims.insert(request.id) }
         }
         send(.claimRequested(request))
+        // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
+        if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
     }
 
     private func send(_ event: ArbiterEvent) {
         guard let frame = Filecoord_V1_Frame(event) else { return }
         do {
-            let bytes = try encoder.encode(frame)
-            try sendLock.withLock { _ throws(Errno) in try socket.send(bytes) }
+            try sendFrame(frame)
         } catch {
             connectionLost("writing to filecoordd failed: \(error)")
         }
     }
 
+    /// The one way a frame leaves: encoded, then written whole under `sendLock`, so that frames sent from several
+    /// threads never interleave.
+    private func sendFrame(_ frame: Filecoord_V1_Frame) throws {
+        let bytes = try encoder.encode(frame)
+        try sendLock.withLock { _ throws(Errno) in try socket.send(bytes) }
+    }
+
     /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
-    /// arrives (``versionRequestEnded()``). Throws if the connection is gone.
+    /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
+    /// Throws if the connection is gone.
     func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
         updateReading { $0.versionRequests += 1 }
         do {
-            let bytes = try encoder.encode(frame)
-            try sendLock.withLock { _ throws(Errno) in try socket.send(bytes) }
+            try sendFrame(frame)
         } catch {
             versionRequestEnded()
             throw error
@@ -382,37 +391,25 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         guard let delegate else { return }
         switch frame.payload {
         case .granted(let granted)?:
-            claimEnded(ClaimID(granted.claimID))
+            let claim = ClaimID(granted.claimID)
+            claimEnded(claim)
             guard let paths = try? granted.itemPaths() else { return }
-            delegate.perform([.grant(ClaimID(granted.claimID), client: client, paths: paths)])
+            delegate.receive(.granted(claim, paths: paths))
         case .claimFailed(let failed)?:
             let claim = ClaimID(failed.claimID)
             claimEnded(claim)
-            guard let reason = try? ClaimFailedReason(wire: failed) else {
-                delegate.fail(claim, with: FileCoordinationError(.invalidRequest, failed.message))
-                return
-            }
-            switch reason {
-            case .deadlock(let message):
-                delegate.fail(claim, with: FileCoordinationError(.deadlock, message))
-            case .timedOut(let message):
-                delegate.fail(claim, with: FileCoordinationError(.timedOut, message))
-            case .shuttingDown(let message):
-                delegate.fail(claim, with: FileCoordinationError(.connectionLost, message))
-            case .limitExceeded(let message):
-                delegate.fail(claim, with: FileCoordinationError(.invalidRequest, message))
-            case .cancelled, .presenterError, .invalidRequest:
-                if let failure = reason.claimFailure {
-                    delegate.perform([.fail(claim, client: client, failure)])
-                } else if case .presenterError(let error, _) = reason {
-                    delegate.perform([.fail(claim, client: client, .presenterError(error, presenter: PresenterID(0)))])
+            let error =
+                if let reason = try? ClaimFailedReason(wire: failed) {
+                    ClaimFailureMapping.error(for: reason) { delegate.takePresenterError(of: $0) }
+                } else {
+                    ClaimFailureMapping.error(forUnreadable: failed)
                 }
-            }
+            delegate.receive(.failed(claim, error))
         case .presenterMessage(let wire)?:
             guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
-            delegate.perform([.message(message)])
+            delegate.receive(.presenter(message))
         case .versionStoreReply(let reply)?:
-            VersionRequestTable.shared.complete(reply)
+            delegate.receive(.versionReply(reply))
             versionRequestEnded()
         case .protocolError(let error)?:
             FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
@@ -447,7 +444,6 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         }
         guard first else { return }
         socket.shutdown()
-        VersionRequestTable.shared.transportLost(self)
         // Every parked caller and the listener look again: the delegate fails the callers' claims.
         let woken = reading.withLock { state -> ([ClaimWaiter], Bool) in
             state.closed = true
@@ -476,13 +472,17 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     }
 }
 
-/// Who a transport reports to.
+/// Who a transport reports to: the client (``CoordinationClient``).
+///
+/// - Important: `receive(_:)` is called on the transport's reading thread (a blocked caller's, the listener's, or
+///   the in-process arbiter's delivery queue), one message at a time, in the arbiter's order; it must not block.
 protocol TransportDelegate: AnyObject, Sendable {
-    /// Grants, failures the arbiter decided, and presenter messages, in order.
-    func perform(_ effects: [ArbiterEffect])
-    /// A failure the daemon decided itself (deadlock, shutdown, limit), already as the caller's error.
-    func fail(_ claim: ClaimID, with error: any Error)
-    /// The connection `transport` is gone: if it was the one in use, every waiting call must fail, and the next
-    /// call reconnects.
+    /// Grants, failures (already the caller's error) and presenter messages, in order.
+    func receive(_ message: InboundMessage)
+    /// The error object this client's presenter `presenter` failed with, taken (once) so that a failed claim's
+    /// caller gets that very object (SEMANTICS.md §3).
+    func takePresenterError(of presenter: PresenterID) -> (any Error)?
+    /// The connection `transport` is gone: its version store calls fail; if it was the one in use, every waiting
+    /// call must fail, and the next call reconnects.
     func transportLost(_ error: FileCoordinationError, from transport: DaemonTransport)
 }

@@ -3,9 +3,9 @@ import FCVersionStore
 import Foundation
 
 // The daemon side of the version store seam (issue 15): each call is one `VersionStoreRequest` frame over the
-// process's daemon connection, answered by one `VersionStoreReply` (docs/PROTOCOL.md §8). Kept in this one file so
-// that it moves onto the rebuilt client transport (issue 12) as a whole: it needs only `send(_:)` of a frame, and
-// the reader thread's `VersionRequestTable.shared.complete(_:)` and `transportLost(_:)`.
+// client's daemon connection, answered by one `VersionStoreReply` (docs/PROTOCOL.md §8). The client's
+// `VersionRequestTable` (in its `ClaimTable`) matches replies to calls: the transport hands each reply to the client
+// as `InboundMessage.versionReply`, and the client fails a lost connection's calls.
 
 /// ``VersionStoreAccess`` through the daemon.
 ///
@@ -13,6 +13,8 @@ import Foundation
 ///   ``VersionRequestTable/timeout`` passes. Never call it on the connection's reader thread.
 struct DaemonVersionStoreAccess: VersionStoreAccess {
     let transport: DaemonTransport
+    /// The client's table of calls waiting for replies.
+    let table: VersionRequestTable
 
     private func call(
         _ operation: Filecoord_V1_VersionStoreOperation,
@@ -23,7 +25,7 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
         var request = Filecoord_V1_VersionStoreRequest()
         request.operation = operation
         fill(&request)
-        return try VersionRequestTable.shared.call(request, on: transport)
+        return try table.call(request, on: transport)
     }
 
     private func one(_ reply: Filecoord_V1_VersionStoreReply) -> StoredVersion? {
@@ -91,25 +93,27 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     }
 }
 
-/// The version store requests waiting for their replies, by request id, across the process's connections.
+/// One client's version store requests waiting for their replies, by request id, across its connections.
 ///
 /// - Important: Thread-safe (one lock); entries leave when answered, failed or timed out, so the table holds only
 ///   calls that are blocked right now.
-final class VersionRequestTable: @unchecked Sendable {
-    static let shared = VersionRequestTable()
+final class VersionRequestTable: Sendable {
     /// How long a call waits for the daemon before it fails (the daemon answers store calls off its event loop).
     static let timeout: TimeInterval = 120
 
-    private final class Waiter {
+    /// One blocked call. `outcome` is written under the table's lock, before `done` is signalled.
+    private final class Waiter: @unchecked Sendable {
         let transport: ObjectIdentifier
         let done = DispatchSemaphore(value: 0)
         var outcome: Result<Filecoord_V1_VersionStoreReply, VersionStoreError>?
         init(transport: ObjectIdentifier) { self.transport = transport }
     }
 
-    private let lock = NSLock()
-    private var nextID: UInt64 = 0
-    private var waiting: [UInt64: Waiter] = [:]
+    private struct State {
+        var nextID: UInt64 = 0
+        var waiting: [UInt64: Waiter] = [:]
+    }
+    private let state = Locked(State())
 
     /// Sends `request` (its id set here) on `transport` and waits for the reply; a reply that carries an error is
     /// thrown as ``VersionStoreError``.
@@ -119,26 +123,26 @@ final class VersionRequestTable: @unchecked Sendable {
     ) throws -> Filecoord_V1_VersionStoreReply {
         var request = request
         let waiter = Waiter(transport: ObjectIdentifier(transport))
-        lock.withLock {
-            nextID += 1
-            request.requestID = nextID
-            waiting[nextID] = waiter
+        state.withLock { state in
+            state.nextID += 1
+            request.requestID = state.nextID
+            state.waiting[state.nextID] = waiter
         }
         let id = request.requestID
         do {
             try transport.sendVersionRequest(Filecoord_V1_Frame(.versionStoreRequest(request)))
         } catch {
-            lock.withLock { waiting[id] = nil }
+            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
             throw VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
         }
         if waiter.done.wait(timeout: .now() + Self.timeout) == .timedOut {
-            lock.withLock { waiting[id] = nil }
+            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
             throw VersionStoreError(
                 .storeUnavailable,
                 "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
             )
         }
-        let reply = try lock.withLock { waiter.outcome! }.get()
+        let reply = try state.withLock { _ in waiter.outcome! }.get()
         guard reply.errorCode == 0 else {
             let code: VersionStoreError.Code =
                 switch reply.errorCode {
@@ -154,17 +158,21 @@ final class VersionRequestTable: @unchecked Sendable {
 
     /// A reply arrived (on the reader thread).
     func complete(_ reply: Filecoord_V1_VersionStoreReply) {
-        guard let waiter = lock.withLock({ waiting.removeValue(forKey: reply.requestID) }) else { return }
-        lock.withLock { waiter.outcome = .success(reply) }
+        let waiter = state.withLock { state in
+            let waiter = state.waiting.removeValue(forKey: reply.requestID)
+            waiter?.outcome = .success(reply)
+            return waiter
+        }
+        guard let waiter else { return }
         waiter.done.signal()
     }
 
     /// `transport` is gone: its calls fail (whether the daemon made the change is unknown to them).
     func transportLost(_ transport: DaemonTransport) {
         let id = ObjectIdentifier(transport)
-        let lost = lock.withLock { () -> [Waiter] in
-            let lost = waiting.filter { $0.value.transport == id }
-            for key in lost.keys { waiting[key] = nil }
+        let lost = state.withLock { state -> [Waiter] in
+            let lost = state.waiting.filter { $0.value.transport == id }
+            for key in lost.keys { state.waiting[key] = nil }
             for waiter in lost.values {
                 waiter.outcome = .failure(
                     VersionStoreError(

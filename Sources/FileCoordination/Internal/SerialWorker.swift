@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// A thread of its own that runs jobs one at a time, in the order they were added.
@@ -7,9 +8,10 @@ import Foundation
 /// calls it would release wait for it.
 ///
 /// - Important: Thread-safe. Jobs run on the worker's thread, never concurrently.
-final class SerialWorker: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+final class SerialWorker: Sendable {
+    private let jobs = Locked<[@Sendable () -> Void]>([])
+    /// Signalled once per job added; the thread sleeps here while there is none.
+    private let added = DispatchSemaphore(value: 0)
 
     init(name: String) {
         let thread = Thread { [self] in run() }
@@ -19,19 +21,18 @@ final class SerialWorker: @unchecked Sendable {
 
     /// Adds a job; it runs after every job added before it.
     func async(_ job: @escaping @Sendable () -> Void) {
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
+        jobs.withLock { $0.append(job) }
+        added.signal()
     }
 
     private func run() {
         while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            let batch = jobs
-            jobs = []
-            condition.unlock()
+            added.wait()
+            // Takes every job added so far; the signals of the jobs taken early find an empty batch.
+            let batch = jobs.withLock { jobs in
+                defer { jobs = [] }
+                return jobs
+            }
             for job in batch { job() }
         }
     }

@@ -11,6 +11,8 @@ enum ThreadContext {
 
     /// One accessor running on this thread.
     struct Access {
+        /// The client the coordinator's calls go through (a version change made here is told to its arbiter).
+        var client: CoordinationClient
         var coordinator: ObjectIdentifier
         var claim: ClaimID
         /// `true` inside a single-item read or write accessor, where a nested write is refused (SEMANTICS.md §5).

@@ -29,14 +29,13 @@ protocol VersionStoreAccess: Sendable {
 /// - Important: Thread-safe: the store is opened once (the first call that succeeds), under a lock.
 final class LocalVersionStoreAccess: VersionStoreAccess, @unchecked Sendable {
     private let directory: String
-    private let lock = NSLock()
-    private var opened: VersionStore?
+    private let opened = Locked<VersionStore?>(nil)
 
     init(directory: String) { self.directory = directory }
 
     /// The store, opened (and repaired) at the first use; a failure to open is thrown, and tried again next call.
     private func store() throws -> VersionStore {
-        try lock.withLock {
+        try opened.withLock { opened in
             if let opened { return opened }
             let store = try VersionStore(directory: directory, logger: FileCoordinationLogging.logger)
             // Versions of items deleted long ago go when the store is first used (a daemon also purges on a timer).
@@ -61,7 +60,7 @@ final class LocalVersionStoreAccess: VersionStoreAccess, @unchecked Sendable {
     func itemMoved(from: String, to: String) throws {
         // A process that never used versions makes no store for a move.
         let exists =
-            lock.withLock { opened != nil } || FileManager.default.fileExists(atPath: directory + "/index.sqlite")
+            opened.withLock { $0 != nil } || FileManager.default.fileExists(atPath: directory + "/index.sqlite")
         guard exists else { return }
         _ = try store().itemMoved(from: from, to: to)
     }
@@ -79,10 +78,11 @@ enum VersionStoreAccessPoint {
         return LocalVersionStoreAccess(directory: directory)
     }()
 
-    /// The access to use now; throws when no arbiter can be had (the call then fails, as a claim would).
-    static func access() throws -> any VersionStoreAccess {
-        switch CoordinationClient.shared.versionStoreTransport() {
-        case .success(let daemon?): DaemonVersionStoreAccess(transport: daemon)
+    /// The access to use now for `client`'s calls; throws when no arbiter can be had (the call then fails, as a
+    /// claim would).
+    static func access(client: CoordinationClient = .shared) throws -> any VersionStoreAccess {
+        switch client.versionStoreAccess() {
+        case .success(let daemon?): daemon
         case .success(nil): local
         case .failure(let error): throw error
         }
@@ -97,16 +97,16 @@ enum VersionStoreAccessPoint {
 enum VersionNotifier {
     static func changed(_ itemPath: String, _ change: VersionChange) {
         guard let access = ThreadContext.accesses.last, let path = try? ItemPath(absolute: itemPath) else { return }
-        CoordinationClient.shared.submit(.versionChanged(access.claim, path, change))
+        access.client.submit(.versionChanged(access.claim, path, change))
     }
 }
 
 /// Makes versions follow their items through coordinated moves (``NSFileCoordinator/item(at:didMoveTo:)``); the
 /// daemon's watcher calls the store's `itemMoved(from:to:)` for moves it sees (issue 13).
 enum VersionStoreFollower {
-    static func itemMoved(from: ItemPath, to: ItemPath) {
+    static func itemMoved(from: ItemPath, to: ItemPath, client: CoordinationClient) {
         do {
-            try VersionStoreAccessPoint.access().itemMoved(from: from.description, to: to.description)
+            try VersionStoreAccessPoint.access(client: client).itemMoved(from: from.description, to: to.description)
         } catch {
             FileCoordinationLogging.logger.error(
                 "versions did not follow a moved item: \(error)",

@@ -1,0 +1,58 @@
+import FCCore
+import FCProtocol
+import Foundation
+
+/// The one place where the reason a claim failed becomes the error its caller gets, for the daemon's `ClaimFailed`
+/// frames and the in-process arbiter's failures alike (SEMANTICS.md §3 and §7).
+///
+/// - Important: Thread-safe (it keeps no state); `originalError` is called at most once per failure.
+enum ClaimFailureMapping {
+    /// The caller's error for `reason`. `originalError` gives the very error object a presenter of this process
+    /// failed with, when it still has it (a presenter of another process is known only by its domain, code and
+    /// message).
+    static func error(
+        for reason: ClaimFailedReason,
+        originalError: (PresenterID) -> (any Error)?
+    ) -> any Error {
+        switch reason {
+        case .cancelled:
+            return CocoaError(.userCancelled)
+        case .presenterError(let error, let presenter):
+            if let presenter, let original = originalError(presenter) { return original }
+            return NSError(domain: error.domain, code: error.code, userInfo: [NSLocalizedDescriptionKey: error.message])
+        case .deadlock(let report):
+            return FileCoordinationError(.deadlock, report)
+        case .timedOut(let report):
+            return FileCoordinationError(.timedOut, report)
+        case .invalidRequest(let reason):
+            return FileCoordinationError(.invalidRequest, "The arbiter refused the request: \(reason).")
+        case .shuttingDown(let message):
+            return FileCoordinationError(.connectionLost, message)
+        case .limitExceeded(let message):
+            return FileCoordinationError(.invalidRequest, message)
+        }
+    }
+
+    /// The caller's error for a `ClaimFailed` frame whose kind this client does not know.
+    static func error(forUnreadable failed: Filecoord_V1_ClaimFailed) -> any Error {
+        FileCoordinationError(.invalidRequest, failed.message)
+    }
+
+    /// The client's message for an arbiter effect addressed to it (the in-process arbiter); `nil` for effects that
+    /// are not for clients (timers, logs, watches).
+    static func inbound(
+        _ effect: ArbiterEffect,
+        originalError: (PresenterID) -> (any Error)?
+    ) -> InboundMessage? {
+        switch effect {
+        case .grant(let claim, _, let paths):
+            .granted(claim, paths: paths)
+        case .fail(let claim, _, let failure):
+            .failed(claim, error(for: ClaimFailedReason(failure), originalError: originalError))
+        case .message(let message):
+            .presenter(message)
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
+            nil
+        }
+    }
+}
