@@ -195,6 +195,39 @@ final class Host: @unchecked Sendable {
         }
     }
 
+    /// `operation` (`move` or `rename`): a coordinated move of `from` (`.forMoving`) to `to` (`.forReplacing`) whose
+    /// accessor moves the item with `mover` (an error message, or `nil`) and reports the move to the coordinator.
+    private func coordinatedMove(
+        _ operation: String,
+        _ from: String,
+        _ to: String,
+        on background: (@escaping @Sendable () -> Void) -> Void,
+        mover: @escaping @Sendable (URL, URL) -> String?
+    ) {
+        let from = URL(fileURLWithPath: from)
+        let to = URL(fileURLWithPath: to)
+        background {
+            var error: NSError?
+            let coordinator = NSFileCoordinator()
+            coordinator.coordinate(
+                writingItemAt: from,
+                options: .forMoving,
+                writingItemAt: to,
+                options: .forReplacing,
+                error: &error
+            ) { source, destination in
+                say("granted \(operation) \(from.path)")
+                if let failure = mover(source, destination) {
+                    say("failed \(operation) \(from.path) \(failure)")
+                } else {
+                    coordinator.item(at: source, didMoveTo: destination)
+                }
+                say("done \(operation) \(from.path) \(to.path)")
+            }
+            self.report(operation, from.path, error)
+        }
+    }
+
     /// Runs one command. Calls go to a thread of their own, or with `onMain` to the main thread.
     func run(_ words: [String], onMain: Bool = false) {
         guard let command = words.first else { return }
@@ -276,51 +309,19 @@ final class Host: @unchecked Sendable {
                 self.report("write", path, error)
             }
         case "move" where arguments.count == 2:
-            let from = URL(fileURLWithPath: arguments[0])
-            let to = URL(fileURLWithPath: arguments[1])
-            background {
-                var error: NSError?
-                let coordinator = NSFileCoordinator()
-                coordinator.coordinate(
-                    writingItemAt: from,
-                    options: .forMoving,
-                    writingItemAt: to,
-                    options: .forReplacing,
-                    error: &error
-                ) { source, destination in
-                    say("granted move \(from.path)")
-                    do {
-                        try FileManager.default.moveItem(at: source, to: destination)
-                        coordinator.item(at: source, didMoveTo: destination)
-                    } catch {
-                        say("failed move \(from.path) \(error)")
-                    }
-                    say("done move \(from.path) \(to.path)")
+            // FileManager's move (a copy and a delete across file systems).
+            coordinatedMove("move", arguments[0], arguments[1], on: background) { source, destination in
+                do {
+                    try FileManager.default.moveItem(at: source, to: destination)
+                    return nil
+                } catch {
+                    return "\(error)"
                 }
-                self.report("move", from.path, error)
             }
         case "rename" where arguments.count == 2:
-            let from = URL(fileURLWithPath: arguments[0])
-            let to = URL(fileURLWithPath: arguments[1])
-            background {
-                var error: NSError?
-                let coordinator = NSFileCoordinator()
-                coordinator.coordinate(
-                    writingItemAt: from,
-                    options: .forMoving,
-                    writingItemAt: to,
-                    options: .forReplacing,
-                    error: &error
-                ) { source, destination in
-                    say("granted rename \(from.path)")
-                    if Glibc.rename(source.path, destination.path) == 0 {
-                        coordinator.item(at: source, didMoveTo: destination)
-                    } else {
-                        say("failed rename \(from.path) \(String(cString: strerror(errno)))")
-                    }
-                    say("done rename \(from.path) \(to.path)")
-                }
-                self.report("rename", from.path, error)
+            // rename(2) itself, so that a case-only rename on a case-insensitive file system happens in place.
+            coordinatedMove("rename", arguments[0], arguments[1], on: background) { source, destination in
+                Glibc.rename(source.path, destination.path) == 0 ? nil : String(cString: strerror(errno))
             }
         case "write2" where arguments.count >= 2:
             let first = URL(fileURLWithPath: arguments[0])
