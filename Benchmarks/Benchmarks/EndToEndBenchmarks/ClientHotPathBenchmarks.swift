@@ -5,50 +5,11 @@ import Foundation
 
 // Issue 12: what the client costs on its own.
 //
-//   uncontendedWrite                 one coordinated write through the in-process daemon, nobody else interested,
-//                                    against bareSocketRoundTrip (target: within 2x), as uncontendedRead
 //   clientHotPath.uncontendedRead    the mallocs of one coordinated read in a process that is only a client: the
 //   clientHotPath.uncontendedWrite   daemon runs in a helper process (role `daemon`), so that the count is the
 //                                    client's alone and repeats from run to run (gated: Thresholds/6.3)
 //
 // Wall clock of the clientHotPath pair is reported, never gated; its threshold files hold `mallocCountTotal` only.
-
-/// One coordinated write, nobody else interested: request, grant, accessor, finish (the read's twin).
-func uncontendedWrite() {
-    let name = "EndToEnd.uncontendedWrite"
-    let record = WallClockRecord()
-    let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, url: URL)>()
-    Benchmark(
-        name,
-        closure: { benchmark in
-            let url = fixture.value!.url
-            record.start()
-            for _ in benchmark.scaledIterations {
-                var error: NSError?
-                NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
-                if let error { return benchmark.error("coordinated write failed: \(error)") }
-            }
-            record.stop(operations: benchmark.scaledIterations.count)
-        },
-        setup: {
-            let directory = try ScratchDirectory()
-            let daemon = try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket")
-            let url = URL(fileURLWithPath: try directory.file("written.txt"))
-            fixture.value = (directory, daemon, url)
-            var error: NSError?
-            NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
-            if let error { throw BenchmarkFailure("the first coordinated write failed: \(error)") }
-            try daemon.waitForClients(1, what: name)
-        },
-        teardown: {
-            if let value = fixture.value {
-                await value.daemon.stop()
-                value.directory.remove()
-            }
-            RunResults.record(name, record)
-        }
-    )
-}
 
 /// The client's hot path, `read` or `write`: `mallocCountTotal` per 1,000 uncontended coordinated calls in a
 /// process whose only other party is a daemon in a helper process.

@@ -9,7 +9,7 @@ import Foundation
 //   uncontendedRead                  against bareSocketRoundTrip (target: within 2x) and openFlockClose plus one
 //                                    bare round trip (target: faster)
 //   writeWithRelinquishingPresenter  against bareThreePartyRoundTrip (target: within 2x)
-//   uncontendedWrite                 against bareSocketRoundTrip (target: within 2x; ClientHotPathBenchmarks.swift)
+//   uncontendedWrite                 the read's twin, against bareSocketRoundTrip (target: within 2x)
 //   claimsPerSecond8Clients          8 client processes' coordinated reads per second, with the CPU time per claim
 //                                    of the clients and of the daemon, reported
 //   clientHotPath.*                  the client's mallocs per read and per write, the daemon in another process
@@ -43,8 +43,8 @@ let benchmarks: @Sendable () -> Void = {
 
     bareSocketRoundTrip()
     openFlockClose()
-    uncontendedRead()
-    uncontendedWrite()
+    uncontendedClaim(writing: false)
+    uncontendedClaim(writing: true)
     clientHotPath("read")
     clientHotPath("write")
     bareThreePartyRoundTrip()
@@ -163,31 +163,38 @@ private func bareThreePartyRoundTrip() {
 
 // MARK: - Through the daemon
 
-/// One coordinated read, nobody else interested: request, grant, accessor, finish.
-private func uncontendedRead() {
-    let name = "EndToEnd.uncontendedRead"
+/// One coordinated read or write (`writing`), nobody else interested: request, grant, accessor, finish.
+private func uncontendedClaim(writing: Bool) {
+    let name = writing ? "EndToEnd.uncontendedWrite" : "EndToEnd.uncontendedRead"
+    let what = writing ? "write" : "read"
     let record = WallClockRecord()
     let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, url: URL)>()
+    /// One coordinated call; the error it failed with, if any.
+    let claim = { @Sendable (url: URL) -> NSError? in
+        var error: NSError?
+        if writing {
+            NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
+        } else {
+            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
+        }
+        return error
+    }
     Benchmark(
         name,
         closure: { benchmark in
             let url = fixture.value!.url
             record.start()
             for _ in benchmark.scaledIterations {
-                var error: NSError?
-                NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-                if let error { return benchmark.error("coordinated read failed: \(error)") }
+                if let error = claim(url) { return benchmark.error("coordinated \(what) failed: \(error)") }
             }
             record.stop(operations: benchmark.scaledIterations.count)
         },
         setup: {
             let directory = try ScratchDirectory()
             let daemon = try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket")
-            let url = URL(fileURLWithPath: try directory.file("read.txt"))
+            let url = URL(fileURLWithPath: try directory.file(writing ? "written.txt" : "read.txt"))
             fixture.value = (directory, daemon, url)
-            var error: NSError?
-            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-            if let error { throw BenchmarkFailure("the first coordinated read failed: \(error)") }
+            if let error = claim(url) { throw BenchmarkFailure("the first coordinated \(what) failed: \(error)") }
             try daemon.waitForClients(1, what: name)
         },
         teardown: {
