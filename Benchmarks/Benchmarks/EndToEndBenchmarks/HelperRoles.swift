@@ -13,7 +13,8 @@ import Synchronization
 //              `count` with how many times it relinquished
 //   claimer    a client of the daemon: prints `ready` after one coordinated read of FC_E2E_PATH, then for each byte
 //              read makes FC_E2E_CLAIMS coordinated reads of it and writes `d` (or `e` if one failed) followed by
-//              the CPU time the process used meanwhile (nanoseconds, a little-endian UInt64)
+//              the CPU time the process used meanwhile (nanoseconds, a little-endian UInt64); with
+//              FC_E2E_CLAIM=write its claims are coordinated writes (the README's profile drives writes with it)
 //   daemon     runs FCDaemon on FC_E2E_SOCKET (ClientHotPathBenchmarks.swift): the client's benchmarks count the
 //              client's own allocations
 //   inotify    watches FC_E2E_PATH's folder with raw inotify (no daemon) and writes `c` for every IN_CLOSE_WRITE of
@@ -34,7 +35,11 @@ enum HelperRole {
         case "presenter":
             present(URL(fileURLWithPath: path))
         case "claimer":
-            claim(URL(fileURLWithPath: path), claims: Int(environment["FC_E2E_CLAIMS"] ?? "") ?? 1)
+            claim(
+                URL(fileURLWithPath: path),
+                claims: Int(environment["FC_E2E_CLAIMS"] ?? "") ?? 1,
+                writing: environment["FC_E2E_CLAIM"] == "write"
+            )
         case "inotify":
             watchWithInotify(path)
         case "watched":
@@ -67,10 +72,14 @@ enum HelperRole {
         NSFileCoordinator.removeFilePresenter(presenter)
     }
 
-    private static func claim(_ url: URL, claims: Int) {
+    private static func claim(_ url: URL, claims: Int, writing: Bool) {
         func read() -> NSError? {
             var error: NSError?
-            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
+            if writing {
+                NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
+            } else {
+                NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
+            }
             return error
         }
         if let error = read() { fail("coordinated read failed: \(error)") }
