@@ -80,7 +80,7 @@ final class ConnectionManager: @unchecked Sendable {
     /// and registered by the reconnecting thread).
     func transport(retrying: Bool = true) -> Result<any ArbiterTransport, FileCoordinationError> {
         if let transport = current { return .success(transport) }
-        return connecting.withLock { _ in
+        return connecting.withLock {
             if let transport = current { return .success(transport) }
             guard let owner else {
                 return .failure(FileCoordinationError(.connectionLost, "The file coordination client is gone."))
@@ -184,7 +184,7 @@ final class ConnectionManager: @unchecked Sendable {
 
     /// Leaves the in-process fallback for `daemon` if the in-process arbiter holds no claim.
     private func moveToDaemon(_ daemon: DaemonTransport, owner: any ConnectionOwner) -> Bool {
-        connecting.withLock { _ in
+        connecting.withLock {
             guard let local = state.withLock({ $0.fallbackReason != nil ? $0.local : nil }) else { return true }
             guard local.retireIfIdle(reroute: { [weak owner] in owner?.submit($0) }) else { return false }
             sawDaemon.record()

@@ -95,7 +95,7 @@ final class CoordinationClient: Sendable {
         let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
         // The presenter's properties are the app's code: read outside the locks.
         let entry = PresenterRegistry.Entry(presenter: presenter, path: path)
-        let added = registering.withLock { _ in
+        let added = registering.withLock {
             // A transport put in charge before this registers it here; one put in charge after lists it itself.
             presenters.add(entry).map { ($0, connection.current) }
         }
@@ -227,7 +227,7 @@ extension CoordinationClient: ConnectionOwner {
     /// Registers every presenter of this client with `transport`, just put in charge, and declares again the
     /// claims whose accessors still run: a new daemon (after a crash) knew nothing of them.
     func connected(to transport: any ArbiterTransport, install: () -> Void) {
-        let registrations = registering.withLock { _ in
+        let registrations = registering.withLock {
             install()
             return presenters.registrations
         }

@@ -209,7 +209,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     /// threads never interleave.
     private func sendFrame(_ frame: Filecoord_V1_Frame) throws {
         let bytes = try encoder.encode(frame)
-        try sendLock.withLock { _ throws(Errno) in try socket.send(bytes) }
+        try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
     }
 
     /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
