@@ -67,6 +67,7 @@ func say(_ line: String) {
 }
 
 /// A presenter that prints every callback and answers as the command asked.
+// @unchecked: an NSObject subclass; `url` is read and written only under `lock`, the rest is `let`.
 final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let name: String
     let refuseSave: Bool
@@ -185,6 +186,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     }
 }
 
+// @unchecked: `presenters` and `held` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
     let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
