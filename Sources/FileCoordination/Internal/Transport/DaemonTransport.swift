@@ -6,8 +6,8 @@ import Logging
 import Synchronization
 import SystemPackage
 
-/// The connection to `filecoordd`: events go out as frames, frames come back as ``InboundMessage``s (DESIGN.md
-/// decisions 2–4).
+/// The connection to `filecoordd`: events go out as frames, frames come back as ``InboundMessage``s
+/// (docs/ARCHITECTURE.md §8.1 and §9).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
 /// from then on `submit(_:)` writes frames from any thread, and whoever holds the *reader role* reads frames and hands
@@ -480,7 +480,7 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// Grants, failures (already the caller's error) and presenter messages, in order.
     func receive(_ message: InboundMessage)
     /// The error object this client's presenter `presenter` failed with, taken (once) so that a failed claim's
-    /// caller gets that very object (SEMANTICS.md §3).
+    /// caller gets that very object (docs/SEMANTICS.md §3).
     func takePresenterError(of presenter: PresenterID) -> (any Error)?
     /// The connection `transport` is gone: its version store calls fail; if it was the one in use, every waiting
     /// call must fail, and the next call reconnects.
