@@ -36,6 +36,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     private let lost = Locked(false)
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
+    /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
+    /// within the version goes only to a daemon whose revision is at least the message's.
+    let daemonRevision: UInt32
 
     /// Who may read, and who waits to.
     private struct ReadingState {
@@ -76,6 +79,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
+        daemonRevision: UInt32,
         delegate: any TransportDelegate
     ) {
         self.socket = socket
@@ -83,6 +87,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         (self.wakeSender, self.wakeReceiver) = wake
         self.client = client
         self.daemonPID = daemonPID
+        self.daemonRevision = daemonRevision
         self.delegate = delegate
     }
 
@@ -147,6 +152,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
                         wake: wake,
                         client: client,
                         daemonPID: reply.daemonPid,
+                        daemonRevision: reply.revision,
                         delegate: delegate
                     )
                     transport.startListening()
@@ -177,6 +183,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
             updateReading { $0.presenters.insert(registration.id) }
         case .presenterRemoved(let presenter):
             updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
         default:
             break
         }
