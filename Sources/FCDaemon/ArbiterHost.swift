@@ -1,11 +1,12 @@
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 import Logging
 import NIOCore
 
 /// The arbiter as the daemon runs it: the ``SessionRouter`` and its arbiter, the live connections, and the timers,
-/// all on one event loop (DESIGN.md decision 2: no locks on the hot path).
+/// all on one event loop (docs/ARCHITECTURE.md §9, "One loop": no locks on the hot path).
 ///
 /// - Important: Every method must be called on ``loop``.
 final class ArbiterHost {
@@ -173,7 +174,7 @@ final class ArbiterHost {
         send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
     }
 
-    /// A connection closed: its claims are released and its presenters removed at once (SEMANTICS.md §7).
+    /// A connection closed: its claims are released and its presenters removed at once (docs/SEMANTICS.md §7).
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
         guard connections.removeValue(forKey: client) != nil else { return }
@@ -290,7 +291,7 @@ final class ArbiterHost {
             case .cancelTimer(let timer):
                 deadlines.cancel(timer)
             case .log(let record):
-                log(record)
+                logger.log(record)
             case .watch(let directory):
                 watcher?.watch(directory)
             case .unwatch(let directory):
@@ -339,19 +340,6 @@ final class ArbiterHost {
 
     /// The number of arbiter timers scheduled (for tests).
     var scheduledTimerCount: Int { deadlines.count }
-
-    private func log(_ record: LogRecord) {
-        let level: Logger.Level =
-            switch record.level {
-            case .trace: .trace
-            case .debug: .debug
-            case .info: .info
-            case .notice: .notice
-            case .warning: .warning
-            case .error: .error
-            }
-        logger.log(level: level, "\(record.message)", metadata: record.metadata.mapValues { .string($0) })
-    }
 }
 
 extension Duration {

@@ -8,7 +8,8 @@
 //                                                                    register a presenter called NAME; with
 //                                                                    read-on-change it makes a coordinated read of its
 //                                                                    item inside presentedItemDidChange, on its own
-//                                                                    queue (the classic deadlock, SEMANTICS.md §6);
+//                                                                    queue (the classic deadlock,
+//                                                                    docs/SEMANTICS.md §6);
 //                                                                    with main-queue its queue is OperationQueue.main
 //                                                                    (run by the main thread) instead of its own
 //   unpresent NAME                                                   remove it
@@ -38,6 +39,12 @@
 //                                                                    with CONTENTS (default: PATH itself), a conflict
 //                                                                    version from COMPUTER with `conflict`; prints
 //                                                                    `done add-version PATH ID`
+//   add-versions PATH COUNT BYTES [coordinated] [parallel]          COUNT adds of BYTES fresh bytes each, one after
+//                                                                    another (all at once with `parallel`), outside
+//                                                                    a coordinated call (inside a write of PATH each
+//                                                                    with `coordinated`); prints
+//                                                                    `done add-version PATH ID` (or `failed ...`) per
+//                                                                    add, then `done add-versions PATH`
 //   resolve PATH                                                     inside a coordinated write, replace PATH with its
 //                                                                    newest unresolved conflict version, mark every
 //                                                                    conflict resolved, remove the other versions
@@ -77,6 +84,7 @@ func say(_ line: String) {
 }
 
 /// A presenter that prints every callback and answers as the command asked.
+// @unchecked: an NSObject subclass; `url` is read and written only under `lock`, the rest is `let`.
 final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let name: String
     let refuseSave: Bool
@@ -195,6 +203,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     }
 }
 
+// @unchecked: `presenters` and `held` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
     let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
@@ -391,7 +400,7 @@ final class Host: @unchecked Sendable {
             say(handler == nil ? "error no completion handler kept" : "completed prepare")
         case "listener-wakeups":
             runListenerWakeups(arguments)
-        case "add-version", "resolve", "versions", "upload":
+        case "add-version", "add-versions", "resolve", "versions", "upload":
             runVersionCommand(command, arguments, background: background)
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }

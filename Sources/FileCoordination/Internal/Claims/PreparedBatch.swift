@@ -4,7 +4,7 @@ import Foundation
 import Logging
 
 /// The claim of one `prepare(forReadingItemsAt:…byAccessor:)` call after its batch block ran: granted until the
-/// completion handler the block was given is called (docs/SEMANTICS.md, "prepare and its completion handler").
+/// completion handler the block was given is called (docs/SEMANTICS.md §10).
 ///
 /// - The handler ends the batch the first time it is called, from any thread; later calls do nothing.
 /// - The handler released without being called (the block dropped it, or whoever kept it went away) ends the

@@ -1,6 +1,7 @@
 import Dispatch
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 import Logging
 
@@ -28,7 +29,7 @@ final class CoordinationClient: Sendable {
     let presenters: PresenterRegistry
     let claims: ClaimTable
     let connection: ConnectionManager
-    /// Where the library logs (the app's logger, read at each use).
+    /// Where this client logs: every log line of its calls goes here (read at each use).
     let logger: @Sendable () -> Logger
     /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
     /// returned before a warning names it (``PreparedBatch``); tests shorten it.
@@ -120,7 +121,7 @@ final class CoordinationClient: Sendable {
     /// code (no callback). Code on the main thread or in a block of the main dispatch queue counts as running
     /// `OperationQueue.main` (with `dispatchMain()` on Linux, the main queue's blocks run on another thread). A
     /// coordinated call made here keeps that queue, and the presenters on it, from answering until it returns: the
-    /// deadlock detector must know, and its report names the callback (SEMANTICS.md §6).
+    /// deadlock detector must know, and its report names the callback (docs/SEMANTICS.md §6).
     func presenterQueueHeldHere() -> (presenter: PresenterID, callback: PresenterCallbacks?)? {
         if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
@@ -191,6 +192,7 @@ final class CoordinationClient: Sendable {
 
 /// A presenter carried to its own operation queue. Presenters are not `Sendable`; Apple's contract, which this
 /// library keeps, is that their callbacks run on `presentedItemOperationQueue`, which is where this goes.
+// @unchecked: the presenter is used only on its own operation queue, where this carries it (Apple's contract).
 struct UncheckedPresenter: @unchecked Sendable {
     let value: any NSFilePresenter
 }
@@ -211,7 +213,7 @@ extension CoordinationClient: ConnectionOwner {
     }
 
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
-    /// reconnects, starting the daemon if needed, and registers this process's presenters again (SEMANTICS.md §7).
+    /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
         claims.versionRequests.transportLost(lost)
         // A probe's connection that was never put in charge: nothing depended on it.

@@ -1,28 +1,11 @@
 import Dispatch
 import FCCore
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
 
-/// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the
-/// in-process arbiter (``LocalArbiterTransport``). A transport feeds events to an arbiter and hands what comes back
-/// for the client to its ``TransportDelegate`` as ``InboundMessage``s, in the order the arbiter emitted them.
-///
-/// - Important: `submit(_:)` may be called from any thread, including from inside
-///   ``TransportDelegate/receive(_:)``.
-protocol ArbiterTransport: AnyObject, Sendable {
-    func submit(_ event: ArbiterEvent)
-    /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
-}
-
-extension ArbiterTransport {
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        submit(.claimRequested(request))
-    }
-}
-
-/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (SEMANTICS.md §9).
+/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (docs/SEMANTICS.md §9).
 ///
 /// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
 /// two events handled on two threads deliver their effects in the order the arbiter produced them. On that queue
@@ -35,6 +18,7 @@ extension ArbiterTransport {
 ///
 /// - Important: Thread-safe. `state` guards the arbiter, the timers, the clients and the retirement; it is never
 ///   held while user code or a delegate runs.
+// @unchecked: `state` (an `Arbiter`, its timers' work items: not `Sendable`) is reached only under its lock.
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A client's delegate, not kept alive by the arbiter.
     private struct Attached {
@@ -62,18 +46,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
 
     /// An arbiter with the default configuration that logs its records through `logger` (read at each record).
     convenience init(logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }) {
-        self.init(configuration: ArbiterConfiguration()) { record in
-            let level: Logger.Level =
-                switch record.level {
-                case .trace: .trace
-                case .debug: .debug
-                case .info: .info
-                case .notice: .notice
-                case .warning: .warning
-                case .error: .error
-                }
-            logger().log(level: level, "\(record)")
-        }
+        self.init(configuration: ArbiterConfiguration()) { logger().log($0) }
     }
 
     /// Connects the client `client`, whose grants, failures and presenter messages go to `delegate` from now on.
@@ -152,12 +125,5 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A picture of the arbiter's state, for tests.
     func snapshot() -> ArbiterSnapshot {
         state.withLock { $0.arbiter.snapshot() }
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }
