@@ -160,6 +160,8 @@ let package = Package(
                 "FCSystem",
                 // Reads the zip archives of `.forUploading` snapshots (issue 15).
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                // Captures a client's warnings (PrepareTests).
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.

@@ -216,6 +216,9 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var blockedBy: [UInt64]
         /// For a preparing claim, the presenter requests it waits on.
         public var awaiting: [Awaiting]
+        /// For a granted preparation whose batch block returned before its completion handler was called: seconds
+        /// since the block returned (the batch waits for its handler); else `null`. Absent from older daemons.
+        public var waitingForHandlerSeconds: Double?
 
         /// Creates a claim entry.
         public init(
@@ -230,7 +233,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             ageSeconds: Double,
             items: [Item],
             blockedBy: [UInt64],
-            awaiting: [Awaiting]
+            awaiting: [Awaiting],
+            waitingForHandlerSeconds: Double? = nil
         ) {
             self.id = id
             self.client = client
@@ -244,14 +248,15 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.items = items
             self.blockedBy = blockedBy
             self.awaiting = awaiting
+            self.waitingForHandlerSeconds = waitingForHandlerSeconds
         }
 
         private enum CodingKeys: String, CodingKey {
             case id, client, phase, purpose, filePresenter, fromPresenterQueue, fromCallback, isPreparation
-            case ageSeconds, items, blockedBy, awaiting
+            case ageSeconds, items, blockedBy, awaiting, waitingForHandlerSeconds
         }
 
-        /// Decodes a claim; `fromCallback` may be missing (older daemons).
+        /// Decodes a claim; `fromCallback` and `waitingForHandlerSeconds` may be missing (older daemons).
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.init(
@@ -266,7 +271,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
                 ageSeconds: try container.decode(Double.self, forKey: .ageSeconds),
                 items: try container.decode([Item].self, forKey: .items),
                 blockedBy: try container.decode([UInt64].self, forKey: .blockedBy),
-                awaiting: try container.decode([Awaiting].self, forKey: .awaiting)
+                awaiting: try container.decode([Awaiting].self, forKey: .awaiting),
+                waitingForHandlerSeconds: try container.decodeIfPresent(Double.self, forKey: .waitingForHandlerSeconds)
             )
         }
 
@@ -285,6 +291,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             try container.encode(items, forKey: .items)
             try container.encode(blockedBy, forKey: .blockedBy)
             try container.encode(awaiting, forKey: .awaiting)
+            try container.encode(waitingForHandlerSeconds, forKey: .waitingForHandlerSeconds)
         }
     }
 

@@ -24,6 +24,17 @@
 //                                                                    two-URL method); prints `granted write2 FIRST`
 //                                                                    and `done write2 FIRST`
 //   release                                                          let the held accessor return
+//   prepare PATH [write] [main-complete] [drop]                      prepare(forReadingItemsAt:…) of PATH (writing
+//                                                                    with `write`): prints `batch prepare PATH` in
+//                                                                    the block and `returned prepare PATH` once the
+//                                                                    call returns. The block keeps its completion
+//                                                                    handler for `complete`; with main-complete it
+//                                                                    calls it from a block it queues on the main
+//                                                                    queue (`completed prepare PATH`); with drop it
+//                                                                    never calls it and keeps nothing
+//   complete                                                         call the oldest kept completion handler, on the
+//                                                                    thread that reads standard input; prints
+//                                                                    `completed prepare`
 //   add-version PATH [CONTENTS] [conflict COMPUTER]                  inside a coordinated write, add a version of PATH
 //                                                                    with CONTENTS (default: PATH itself), a conflict
 //                                                                    version from COMPUTER with `conflict`; prints
@@ -197,6 +208,8 @@ final class Host: @unchecked Sendable {
     let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
     var held: [DispatchSemaphore] = []
+    /// Completion handlers of `prepare` batches, kept for `complete`.
+    var handlers: [@Sendable () -> Void] = []
 
     func report(_ operation: String, _ path: String, _ error: NSError?) {
         if let error {
@@ -355,6 +368,36 @@ final class Host: @unchecked Sendable {
                 }
                 self.report("write2", first.path, error)
             }
+        case "prepare" where arguments.count >= 1:
+            let path = arguments[0]
+            let url = URL(fileURLWithPath: path)
+            let flags = Set(arguments.dropFirst())
+            background {
+                var error: NSError?
+                NSFileCoordinator().prepare(
+                    forReadingItemsAt: flags.contains("write") ? [] : [url],
+                    options: [],
+                    writingItemsAt: flags.contains("write") ? [url] : [],
+                    options: [],
+                    error: &error
+                ) { completionHandler in
+                    say("batch prepare \(path)")
+                    if flags.contains("main-complete") {
+                        DispatchQueue.main.async {
+                            completionHandler()
+                            say("completed prepare \(path)")
+                        }
+                    } else if !flags.contains("drop") {
+                        self.lock.withLock { self.handlers.append(completionHandler) }
+                    }
+                }
+                self.report("prepare", path, error)
+                say("returned prepare \(path)")
+            }
+        case "complete":
+            let handler = lock.withLock { handlers.isEmpty ? nil : handlers.removeFirst() }
+            handler?()
+            say(handler == nil ? "error no completion handler kept" : "completed prepare")
         case "listener-wakeups":
             runListenerWakeups(arguments)
         case "add-version", "add-versions", "resolve", "versions", "upload":

@@ -168,6 +168,9 @@ struct Renderer {
             "claim#\(claim.id) \(mine) by \(client(claim.client)), age \(Self.age(claim.ageSeconds)), "
             + "purpose \(claim.purpose)"
         if claim.isPreparation { text += ", preparation" }
+        if let waiting = claim.waitingForHandlerSeconds {
+            text += ", batch returned, waiting for its completion handler for \(Self.age(waiting))"
+        }
         if let presenter = claim.filePresenter { text += ", with presenter#\(presenter)" }
         if let presenter = claim.fromPresenterQueue {
             text +=

@@ -31,6 +31,9 @@ final class CoordinationClient: Sendable {
     let connection: ConnectionManager
     /// Where this client logs: every log line of its calls goes here (read at each use).
     let logger: @Sendable () -> Logger
+    /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
+    /// returned before a warning names it (``PreparedBatch``); tests shorten it.
+    let batchHandlerWarningDelay = Locked(Duration.seconds(30))
     /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())

@@ -40,6 +40,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     let logger: @Sendable () -> Logger
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
+    /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
+    /// within the version goes only to a daemon whose revision is at least the message's.
+    let daemonRevision: UInt32
 
     /// Who may read, and who waits to.
     struct ReadingState {
@@ -80,6 +83,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
+        daemonRevision: UInt32,
         delegate: any TransportDelegate,
         logger: @escaping @Sendable () -> Logger
     ) {
@@ -89,6 +93,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         (self.wakeSender, self.wakeReceiver) = wake
         self.client = client
         self.daemonPID = daemonPID
+        self.daemonRevision = daemonRevision
         self.delegate = delegate
     }
 
@@ -103,6 +108,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
             updateReading { $0.presenters.insert(registration.id) }
         case .removePresenter(let presenter):
             updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
         default:
             break
         }
