@@ -59,7 +59,6 @@ let package = Package(
                 "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The version store (NSFileVersion, SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the versions'

@@ -12,7 +12,7 @@
 #   FC_SKIP_INSTALL_DEPS=1   check only, install nothing (a missing package is then an error).
 
 # Debian packages the project needs. libinotifytools0-dev is Debian 12's name; newer releases call it
-# libinotifytools-dev (DESIGN.md, CInotifyTools), which is accepted as an alternative.
+# libinotifytools-dev (docs/ARCHITECTURE.md §1, CInotifyTools), which is accepted as an alternative.
 # libsqlite3-dev: the version store's index (GRDB, issue 15).
 FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).

@@ -106,7 +106,7 @@ extension Arbiter {
 
     // MARK: Conflicts
 
-    /// `true` when `a` and `b` never block each other (SEMANTICS.md §2 rule 4).
+    /// `true` when `a` and `b` never block each other (docs/SEMANTICS.md §2 rule 4).
     func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 
 /// The arbiter as the daemon runs it: the ``SessionRouter`` and its arbiter, the live connections, and the timers,
-/// all on one event loop (DESIGN.md decision 2: no locks on the hot path).
+/// all on one event loop (docs/ARCHITECTURE.md §9, "One loop": no locks on the hot path).
 ///
 /// - Important: Every method must be called on ``loop``.
 final class ArbiterHost {
@@ -173,7 +173,7 @@ final class ArbiterHost {
         send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
     }
 
-    /// A connection closed: its claims are released and its presenters removed at once (SEMANTICS.md §7).
+    /// A connection closed: its claims are released and its presenters removed at once (docs/SEMANTICS.md §7).
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
         guard connections.removeValue(forKey: client) != nil else { return }

@@ -21,7 +21,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
     public var claims: [Claim]
     /// The tree of items being presented or coordinated; only nodes with something on them or below them.
     public var tree: Node
-    /// The wait-for graph (SEMANTICS.md §6): who waits for whom now.
+    /// The wait-for graph (docs/SEMANTICS.md §6): who waits for whom now.
     public var waitFor: [Edge]
     /// The arbiter's counters since the daemon started.
     public var statistics: Statistics

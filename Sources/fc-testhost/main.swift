@@ -8,7 +8,8 @@
 //                                                                    register a presenter called NAME; with
 //                                                                    read-on-change it makes a coordinated read of its
 //                                                                    item inside presentedItemDidChange, on its own
-//                                                                    queue (the classic deadlock, SEMANTICS.md §6);
+//                                                                    queue (the classic deadlock,
+//                                                                    docs/SEMANTICS.md §6);
 //                                                                    with main-queue its queue is OperationQueue.main
 //                                                                    (run by the main thread) instead of its own
 //   unpresent NAME                                                   remove it

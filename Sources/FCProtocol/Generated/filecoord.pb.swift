@@ -883,7 +883,7 @@ public nonisolated struct Filecoord_V1_Granted: Sendable {
 
   public var claimID: UInt64 = 0
 
-  /// One path per requested item, in request order, with moves applied (SEMANTICS.md §2.7).
+  /// One path per requested item, in request order, with moves applied (docs/SEMANTICS.md §2.7).
   public var paths: [Data] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

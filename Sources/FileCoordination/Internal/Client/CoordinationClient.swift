@@ -116,7 +116,7 @@ final class CoordinationClient: Sendable {
     /// code (no callback). Code on the main thread or in a block of the main dispatch queue counts as running
     /// `OperationQueue.main` (with `dispatchMain()` on Linux, the main queue's blocks run on another thread). A
     /// coordinated call made here keeps that queue, and the presenters on it, from answering until it returns: the
-    /// deadlock detector must know, and its report names the callback (SEMANTICS.md §6).
+    /// deadlock detector must know, and its report names the callback (docs/SEMANTICS.md §6).
     func presenterQueueHeldHere() -> (presenter: PresenterID, callback: PresenterCallbacks?)? {
         if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
@@ -207,7 +207,7 @@ extension CoordinationClient: ConnectionOwner {
     }
 
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
-    /// reconnects, starting the daemon if needed, and registers this process's presenters again (SEMANTICS.md §7).
+    /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
         claims.versionRequests.transportLost(lost)
         // A probe's connection that was never put in charge: nothing depended on it.

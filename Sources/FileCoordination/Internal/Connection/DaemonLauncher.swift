@@ -8,8 +8,8 @@ import SystemPackage
 @preconcurrency import Musl
 #endif
 
-/// Starts `filecoordd` when no daemon answers (DESIGN.md decision 4): one starter at a time, guarded by a lock file
-/// in the socket's folder, then a bounded wait for the socket to accept.
+/// Starts `filecoordd` when no daemon answers (docs/ARCHITECTURE.md §9, "Clients"): one starter at a time, guarded by a
+/// lock file in the socket's folder, then a bounded wait for the socket to accept.
 ///
 /// - Important: Thread-safe: all state is in the file system; concurrent starters in this or other processes
 ///   serialise on the lock.
@@ -34,7 +34,7 @@ enum DaemonLauncher {
     /// Why no connection to a daemon could be had.
     enum LaunchFailure: Error {
         /// Nothing answers at the socket and there is no `filecoordd` to start: the one case in which a process may
-        /// coordinate in process (SEMANTICS.md §9).
+        /// coordinate in process (docs/SEMANTICS.md §9).
         case noDaemon(String)
         /// A daemon should be there, or was started, but did not accept: worth trying again.
         case failed(String)

@@ -4,25 +4,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the
-/// in-process arbiter (``LocalArbiterTransport``). A transport feeds events to an arbiter and hands what comes back
-/// for the client to its ``TransportDelegate`` as ``InboundMessage``s, in the order the arbiter emitted them.
-///
-/// - Important: `submit(_:)` may be called from any thread, including from inside
-///   ``TransportDelegate/receive(_:)``.
-protocol ArbiterTransport: AnyObject, Sendable {
-    func submit(_ event: ArbiterEvent)
-    /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
-}
-
-extension ArbiterTransport {
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        submit(.claimRequested(request))
-    }
-}
-
-/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (SEMANTICS.md §9).
+/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (docs/SEMANTICS.md §9).
 ///
 /// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
 /// two events handled on two threads deliver their effects in the order the arbiter produced them. On that queue
@@ -152,12 +134,5 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A picture of the arbiter's state, for tests.
     func snapshot() -> ArbiterSnapshot {
         state.withLock { $0.arbiter.snapshot() }
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -1,0 +1,91 @@
+import FCCore
+import FCProtocol
+import FCSystem
+import Foundation
+import Logging
+import Synchronization
+import SystemPackage
+
+// Reaching and greeting the daemon: the connection a ``DaemonTransport`` starts from.
+
+extension DaemonTransport {
+    /// Why ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)`` got no connection.
+    enum ConnectFailure: Error {
+        /// Nothing answers and there is no daemon to start (in-process coordination may be right).
+        case noDaemon(String)
+        /// Worth trying again: refused, reset or closed during the handshake, no answer in time (a daemon that is
+        /// starting, stopping, restarting or stopped).
+        case transient(String)
+        /// Trying again will not help: the daemon refused this protocol version.
+        case permanent(FileCoordinationError)
+    }
+
+    /// Connects (starting the daemon if needed and `mayStart` is set), says hello within `handshakeTimeout`, and
+    /// starts the listener thread.
+    static func connect(
+        socketPath: String,
+        client: ClientID,
+        delegate: any TransportDelegate,
+        mayStart: Bool = true,
+        handshakeTimeout: Duration = .seconds(2)
+    ) -> Result<DaemonTransport, ConnectFailure> {
+        let socket: UnixSocket
+        switch DaemonLauncher.connectOrStart(socketPath: socketPath, mayStart: mayStart) {
+        case .failure(.noDaemon(let message)): return .failure(.noDaemon(message))
+        case .failure(.failed(let message)): return .failure(.transient(message))
+        case .success(let connected): socket = connected
+        }
+        var hello = Filecoord_V1_Hello()
+        hello.protocolVersion = ProtocolVersion.current
+        hello.clientName = ProcessInfo.processInfo.processName
+        hello.pid = ProcessInfo.processInfo.processIdentifier
+        var decoder = FrameDecoder(accepting: .toClient)
+        do {
+            // A daemon that accepted but does not answer (stopped, or not a daemon at all) must not hold the call.
+            try socket.setTimeouts(handshakeTimeout)
+            try socket.send(try FrameEncoder().encode(Filecoord_V1_Frame(.hello(hello))))
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+            defer { buffer.deallocate() }
+            while true {
+                let count = try socket.receive(into: buffer)
+                guard count > 0 else {
+                    return .failure(
+                        .transient("filecoordd at \(socketPath) closed the connection during the handshake")
+                    )
+                }
+                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                guard let frame = try decoder.next() else { continue }
+                switch frame.payload {
+                case .helloReply(let reply)?:
+                    try socket.setTimeouts(nil)
+                    let wake = try UnixSocket.pair()
+                    try wake.0.setNonBlocking(true)
+                    let transport = DaemonTransport(
+                        socket: socket,
+                        decoder: decoder,
+                        wake: wake,
+                        client: client,
+                        daemonPID: reply.daemonPid,
+                        delegate: delegate
+                    )
+                    transport.startListening()
+                    return .success(transport)
+                case .refused(let refused)?:
+                    return .failure(.permanent(FileCoordinationError(.protocolVersionMismatch, refused.reason)))
+                default:
+                    return .failure(
+                        .transient("filecoordd at \(socketPath) answered the handshake with something else")
+                    )
+                }
+            }
+        } catch let failure as Errno where failure == .resourceTemporarilyUnavailable {
+            return .failure(
+                .transient(
+                    "filecoordd at \(socketPath) accepted but did not answer the handshake within \(handshakeTimeout)"
+                )
+            )
+        } catch {
+            return .failure(.transient("the handshake with filecoordd at \(socketPath) failed: \(error)"))
+        }
+    }
+}
