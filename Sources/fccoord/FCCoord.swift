@@ -25,6 +25,7 @@ struct FCCoord: ParsableCommand {
               125  any other failure of fccoord itself (for move and delete: the rename or removal failed)
               126  the command was found but cannot be executed
               127  the command was not found
+
             As with timeout(1), a command that exits with one of these statuses itself cannot be told apart from
             fccoord's own failure: the message on standard error tells.
             """,
