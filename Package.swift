@@ -49,6 +49,9 @@ let package = Package(
             name: "FCSystem",
             dependencies: ["CFCLinux", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        // The small toolkit the library and the daemon share: `Locked` (their one lock type) and the arbiter's log
+        // records to swift-log (one mapping of its levels, metadata kept).
+        .target(name: "FCToolkit", dependencies: ["FCCore", .product(name: "Logging", package: "swift-log")]),
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
@@ -56,7 +59,7 @@ let package = Package(
         .target(
             name: "FileCoordination",
             dependencies: [
-                "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
+                "FCCore", "FCProtocol", "FCSystem", "FCToolkit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -88,7 +91,7 @@ let package = Package(
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCVersionStore",
+                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCToolkit", "FCVersionStore",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

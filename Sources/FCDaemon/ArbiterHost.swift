@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 import Logging
 import NIOCore
@@ -290,7 +291,7 @@ final class ArbiterHost {
             case .cancelTimer(let timer):
                 deadlines.cancel(timer)
             case .log(let record):
-                log(record)
+                logger.log(record)
             case .watch(let directory):
                 watcher?.watch(directory)
             case .unwatch(let directory):
@@ -339,19 +340,6 @@ final class ArbiterHost {
 
     /// The number of arbiter timers scheduled (for tests).
     var scheduledTimerCount: Int { deadlines.count }
-
-    private func log(_ record: LogRecord) {
-        let level: Logger.Level =
-            switch record.level {
-            case .trace: .trace
-            case .debug: .debug
-            case .info: .info
-            case .notice: .notice
-            case .warning: .warning
-            case .error: .error
-            }
-        logger.log(level: level, "\(record.message)", metadata: record.metadata.mapValues { .string($0) })
-    }
 }
 
 extension Duration {

@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCToolkit
 public import Foundation
 
 #if !canImport(Darwin)
@@ -20,6 +21,7 @@ public typealias NSErrorPointer = UnsafeMutablePointer<NSError?>?
 ///   another thread than the one waiting. The synchronous methods block the calling thread until the accessor has
 ///   run; do not call them from a presenter's own queue for its own item unless the coordinator was created with
 ///   that presenter.
+// @unchecked: an open class (not checkable); its state is `let`s and `Locked` settings, the presenter only read.
 open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Options of a coordinated read (Apple's raw values).
     public struct ReadingOptions: OptionSet, Hashable, Sendable {
@@ -205,7 +207,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         byAccessor readerWriter: (URL, URL) -> Void
     ) {
         let items: [(URL, Access)] = [
-            (readingURL, .read(FCCore.ReadingOptions(readingOptions))), (writingURL, .write(FCCore.WritingOptions(writingOptions))),
+            (readingURL, .read(FCCore.ReadingOptions(readingOptions))),
+            (writingURL, .write(FCCore.WritingOptions(writingOptions))),
         ]
         let error = access(items, refusesNestedWrite: false) { urls in readerWriter(urls[0], urls[1]) }
         outError?.pointee = error.map { $0 as NSError }

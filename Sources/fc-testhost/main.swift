@@ -30,6 +30,12 @@
 //                                                                    with CONTENTS (default: PATH itself), a conflict
 //                                                                    version from COMPUTER with `conflict`; prints
 //                                                                    `done add-version PATH ID`
+//   add-versions PATH COUNT BYTES [coordinated] [parallel]          COUNT adds of BYTES fresh bytes each, one after
+//                                                                    another (all at once with `parallel`), outside
+//                                                                    a coordinated call (inside a write of PATH each
+//                                                                    with `coordinated`); prints
+//                                                                    `done add-version PATH ID` (or `failed ...`) per
+//                                                                    add, then `done add-versions PATH`
 //   resolve PATH                                                     inside a coordinated write, replace PATH with its
 //                                                                    newest unresolved conflict version, mark every
 //                                                                    conflict resolved, remove the other versions
@@ -69,6 +75,7 @@ func say(_ line: String) {
 }
 
 /// A presenter that prints every callback and answers as the command asked.
+// @unchecked: an NSObject subclass; `url` is read and written only under `lock`, the rest is `let`.
 final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let name: String
     let refuseSave: Bool
@@ -187,6 +194,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     }
 }
 
+// @unchecked: `presenters` and `held` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
     let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
@@ -367,7 +375,7 @@ final class Host: @unchecked Sendable {
             }
         case "listener-wakeups":
             runListenerWakeups(arguments)
-        case "add-version", "resolve", "versions", "upload":
+        case "add-version", "add-versions", "resolve", "versions", "upload":
             runVersionCommand(command, arguments, background: background)
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }

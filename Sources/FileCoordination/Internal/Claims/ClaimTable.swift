@@ -1,4 +1,5 @@
 import FCCore
+import FCToolkit
 
 /// A client's claims between request and finish: the callers waiting for an outcome, the requests sent and not
 /// answered yet, the claims granted and not finished, and the version store calls waiting for their replies.

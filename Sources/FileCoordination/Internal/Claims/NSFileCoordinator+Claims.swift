@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 
 // The claim machinery every coordinated call shares: the claim request made from URLs, its submission, the wait,

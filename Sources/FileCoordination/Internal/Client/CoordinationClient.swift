@@ -1,6 +1,7 @@
 import Dispatch
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 import Logging
 
@@ -28,7 +29,8 @@ final class CoordinationClient: Sendable {
     let presenters: PresenterRegistry
     let claims: ClaimTable
     let connection: ConnectionManager
-    private let logger: @Sendable () -> Logger
+    /// Where this client logs: every log line of its calls goes here (read at each use).
+    let logger: @Sendable () -> Logger
     /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())
@@ -187,6 +189,7 @@ final class CoordinationClient: Sendable {
 
 /// A presenter carried to its own operation queue. Presenters are not `Sendable`; Apple's contract, which this
 /// library keeps, is that their callbacks run on `presentedItemOperationQueue`, which is where this goes.
+// @unchecked: the presenter is used only on its own operation queue, where this carries it (Apple's contract).
 struct UncheckedPresenter: @unchecked Sendable {
     let value: any NSFilePresenter
 }

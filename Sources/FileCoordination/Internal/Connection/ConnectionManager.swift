@@ -1,4 +1,5 @@
 import FCCore
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
@@ -26,6 +27,7 @@ protocol ConnectionOwner: TransportDelegate {
 ///   others wait for it; it may be held for the policy's connect deadline); `state` guards the rest and is never
 ///   held while a transport or the owner is called. The probe and reconnect threads are the manager's own, at
 ///   most one of each, and end when their job is done.
+// @unchecked: `owner` is set once, before the manager is shared; the rest is `let`s and `Locked` state.
 final class ConnectionManager: @unchecked Sendable {
     /// How the daemon is reached.
     let policy: ConnectionPolicy
@@ -94,15 +96,16 @@ final class ConnectionManager: @unchecked Sendable {
             let chosen: any ArbiterTransport
             var policy = self.policy
             if !retrying { policy.connectDeadline = .zero }
-            switch ArbiterConnection.connect(
+            switch DaemonConnector.connect(
                 policy: policy,
                 client: clientID,
                 delegate: owner,
-                sawDaemon: sawDaemon
+                sawDaemon: sawDaemon,
+                logger: logger
             ) {
-            case .daemon(let daemon):
+            case .success(let daemon):
                 chosen = daemon
-            case .noDaemon(let reason):
+            case .failure(.noDaemon(let reason)):
                 logger().warning(
                     """
                     coordinating in this process only: \(reason) Accesses are coordinated with this process's own \
@@ -117,7 +120,8 @@ final class ConnectionManager: @unchecked Sendable {
                 }
                 chosen = local
                 startProbing()
-            case .unreachable(let error):
+            case .failure(let failure):
+                let error = failure.error
                 logger().error("no arbiter: \(error.message)")
                 if owner.needsConnection { startReconnecting() }
                 return .failure(error)
@@ -160,11 +164,11 @@ final class ConnectionManager: @unchecked Sendable {
                 delay = min(delay * 2, 5)
                 guard
                     case .success(let daemon) = DaemonTransport.connect(
-                        socketPath: policy.socketPath,
+                        policy: policy,
+                        mayStart: true,
                         client: clientID,
                         delegate: owner,
-                        mayStart: policy.mayStartDaemon,
-                        handshakeTimeout: policy.handshakeTimeout
+                        logger: logger
                     )
                 else { continue }
                 // Wait for the in-process arbiter to be idle, as long as the new connection lasts.

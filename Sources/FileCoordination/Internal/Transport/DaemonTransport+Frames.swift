@@ -34,10 +34,10 @@ extension DaemonTransport {
             delegate.receive(.versionReply(reply))
             versionRequestEnded()
         case .protocolError(let error)?:
-            FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
+            logger().error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:
             // Issue 13: changes made without coordination will not reach this presenter; coordination goes on.
-            FileCoordinationLogging.logger.warning(
+            logger().warning(
                 "changes made without coordination will not reach a presenter: its directory cannot be watched",
                 metadata: [
                     "presenter.id": "\(message.presenterID)",

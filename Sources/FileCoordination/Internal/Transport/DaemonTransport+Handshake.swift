@@ -9,30 +9,21 @@ import SystemPackage
 // Reaching and greeting the daemon: the connection a ``DaemonTransport`` starts from.
 
 extension DaemonTransport {
-    /// Why ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)`` got no connection.
-    enum ConnectFailure: Error {
-        /// Nothing answers and there is no daemon to start (in-process coordination may be right).
-        case noDaemon(String)
-        /// Worth trying again: refused, reset or closed during the handshake, no answer in time (a daemon that is
-        /// starting, stopping, restarting or stopped).
-        case transient(String)
-        /// Trying again will not help: the daemon refused this protocol version.
-        case permanent(FileCoordinationError)
-    }
-
-    /// Connects (starting the daemon if needed and `mayStart` is set), says hello within `handshakeTimeout`, and
-    /// starts the listener thread.
+    /// One attempt: connects to the daemon at the policy's socket (starting it first if nothing answers, `mayStart`
+    /// is set and the policy allows it), says hello within the policy's handshake timeout, and starts the listener
+    /// thread. The transport logs through `logger`.
     static func connect(
-        socketPath: String,
+        policy: ConnectionPolicy,
+        mayStart: Bool,
         client: ClientID,
         delegate: any TransportDelegate,
-        mayStart: Bool = true,
-        handshakeTimeout: Duration = .seconds(2)
+        logger: @escaping @Sendable () -> Logger
     ) -> Result<DaemonTransport, ConnectFailure> {
+        let socketPath = policy.socketPath
+        let handshakeTimeout = policy.handshakeTimeout
         let socket: UnixSocket
-        switch DaemonLauncher.connectOrStart(socketPath: socketPath, mayStart: mayStart) {
-        case .failure(.noDaemon(let message)): return .failure(.noDaemon(message))
-        case .failure(.failed(let message)): return .failure(.transient(message))
+        switch DaemonLauncher.connectOrStart(socketPath: socketPath, mayStart: mayStart && policy.mayStartDaemon) {
+        case .failure(let failure): return .failure(failure)
         case .success(let connected): socket = connected
         }
         var hello = Filecoord_V1_Hello()
@@ -66,12 +57,13 @@ extension DaemonTransport {
                         wake: wake,
                         client: client,
                         daemonPID: reply.daemonPid,
-                        delegate: delegate
+                        delegate: delegate,
+                        logger: logger
                     )
                     transport.startListening()
                     return .success(transport)
                 case .refused(let refused)?:
-                    return .failure(.permanent(FileCoordinationError(.protocolVersionMismatch, refused.reason)))
+                    return .failure(.unreachable(FileCoordinationError(.protocolVersionMismatch, refused.reason)))
                 default:
                     return .failure(
                         .transient("filecoordd at \(socketPath) answered the handshake with something else")

@@ -1,6 +1,7 @@
 import FCCore
 import FCProtocol
 import FCSystem
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization

@@ -1,6 +1,7 @@
 import FCCore
 import FCProtocol
 import FCSystem
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
@@ -26,6 +27,7 @@ import SystemPackage
 /// not used again.
 ///
 /// - Important: Thread-safe. `reading` guards the role; `decoder` and `buffer` belong to the role's holder.
+// @unchecked: `decoder` and `buffer` are touched only by the reader role's holder (one thread at a time, `reading`).
 final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable {
     let socket: UnixSocket
     /// Serialises sends, so that frames sent from several threads never interleave.
@@ -34,6 +36,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     let client: ClientID
     weak var delegate: (any TransportDelegate)?
     let lost = Locked(false)
+    /// Where this connection logs: its client's logger.
+    let logger: @Sendable () -> Logger
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
 
@@ -76,8 +80,10 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
-        delegate: any TransportDelegate
+        delegate: any TransportDelegate,
+        logger: @escaping @Sendable () -> Logger
     ) {
+        self.logger = logger
         self.socket = socket
         self.decoder = decoder
         (self.wakeSender, self.wakeReceiver) = wake

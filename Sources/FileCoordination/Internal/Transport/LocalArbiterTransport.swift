@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
@@ -17,6 +18,7 @@ import Synchronization
 ///
 /// - Important: Thread-safe. `state` guards the arbiter, the timers, the clients and the retirement; it is never
 ///   held while user code or a delegate runs.
+// @unchecked: `state` (an `Arbiter`, its timers' work items: not `Sendable`) is reached only under its lock.
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A client's delegate, not kept alive by the arbiter.
     private struct Attached {
@@ -44,18 +46,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
 
     /// An arbiter with the default configuration that logs its records through `logger` (read at each record).
     convenience init(logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }) {
-        self.init(configuration: ArbiterConfiguration()) { record in
-            let level: Logger.Level =
-                switch record.level {
-                case .trace: .trace
-                case .debug: .debug
-                case .info: .info
-                case .notice: .notice
-                case .warning: .warning
-                case .error: .error
-                }
-            logger().log(level: level, "\(record)")
-        }
+        self.init(configuration: ArbiterConfiguration()) { logger().log($0) }
     }
 
     /// Connects the client `client`, whose grants, failures and presenter messages go to `delegate` from now on.

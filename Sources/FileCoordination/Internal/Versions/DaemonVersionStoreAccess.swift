@@ -1,4 +1,5 @@
 import FCProtocol
+import FCToolkit
 import FCVersionStore
 import Foundation
 
@@ -102,6 +103,7 @@ final class VersionRequestTable: Sendable {
     static let timeout: TimeInterval = 120
 
     /// One blocked call. `outcome` is written under the table's lock, before `done` is signalled.
+    // @unchecked: `outcome` is written under the table's lock before `done` is signalled, and read after.
     private final class Waiter: @unchecked Sendable {
         let transport: ObjectIdentifier
         let done = DispatchSemaphore(value: 0)
