@@ -19,6 +19,8 @@ FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 FC_APT_PACKAGES+=("sqlite3")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
+# Issue 24: libfilecoord's install (patchelf sets its soname and runpath) and its C test (pkg-config, valgrind).
+FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }

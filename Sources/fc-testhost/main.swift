@@ -14,6 +14,8 @@
 //                                                                    (run by the main thread) instead of its own
 //   unpresent NAME                                                   remove it
 //   read PATH [without-changes]                                      coordinated read (prints the contents)
+//   read-loop PATH COUNT                                             COUNT coordinated reads; prints
+//                                                                    `done read-loop PATH NANOSECONDS-PER-READ`
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
 //                                                                    `release` inside the accessor
 //   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
@@ -278,6 +280,22 @@ final class Host: @unchecked Sendable {
                 NSFileCoordinator.removeFilePresenter(presenter)
             }
             say("unpresented \(arguments[0])")
+        case "read-loop" where arguments.count == 2:
+            let path = arguments[0]
+            let count = max(1, Int(arguments[1]) ?? 1)
+            background {
+                // COUNT coordinated reads, one new coordinator each, as apps make them (Benchmarks/other-languages.sh).
+                let start = ContinuousClock.now
+                for _ in 0..<count {
+                    var error: NSError?
+                    NSFileCoordinator().coordinate(readingItemAt: URL(fileURLWithPath: path), error: &error) { _ in }
+                    if error != nil { return self.report("read-loop", path, error) }
+                }
+                let elapsed = ContinuousClock.now - start
+                let nanoseconds =
+                    elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+                say("done read-loop \(path) \(nanoseconds / Int64(count))")
+            }
         case "read" where arguments.count >= 1:
             let path = arguments[0]
             let options: NSFileCoordinator.ReadingOptions = arguments.contains("without-changes") ? .withoutChanges : []
