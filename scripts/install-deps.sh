@@ -17,6 +17,9 @@
 FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
+# Issue 25: the preload library (contrib/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
+# under it (ed as the editor in batch mode, git).
+FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "pkg-config" "ed" "git")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }
