@@ -287,6 +287,9 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
      * hear did change, and no ItemMoved is sent (the core tells presenters of a move's destination nothing after
      * it). A rename to a free name moves the item: ItemMoved, and its presenters follow it. */
     int replaces = have_to && fcp_exists(to_dir, to, 0);
+    /* RENAME_NOREPLACE over an existing name fails with EEXIST and changes nothing (`mv` tries it first): asking
+     * presenters would only tell them of a change that never happened. */
+    if (replaces && (flags & RENAME_NOREPLACE)) have_from = have_to = 0;
     struct fcp_item items[2];
     size_t count = 0;
     if (have_from) items[count++] = (struct fcp_item){from_path, 1, FCP_FOR_MOVING};
