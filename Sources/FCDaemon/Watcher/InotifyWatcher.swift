@@ -1,5 +1,6 @@
 import CInotifyTools
 public import FCCore
+import FCFileSystemPolicy
 import FCSystem
 import Foundation
 public import Logging
