@@ -8,7 +8,7 @@
 # - distinctive: names Swift code does not give its own methods, checked unqualified and qualified (`Glibc.rename`);
 # - common: names Swift types also use for methods (`close`, `read`, `send`, ...), checked only when qualified with a
 #   libc module (`Glibc.close(`), since an unqualified `close(` is as likely a method of ours.
-# Any use of `errno` as a value counts too: only FCSystem reads it. Comments are not checked.
+# Reading the C library's `errno` counts too: only FCSystem does. Comments are not checked.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,8 +23,9 @@ common='open|openat|creat|close|read|write|readv|writev|stat|socket|bind|listen|
 common+='|select|dup|pipe|sleep|mmap|munmap|access'
 libc='(Glibc|Musl|Darwin|Bionic)'
 
-# errno as a value (`errno == EINTR`, `Errno(rawValue: errno)`, `errno = 0`), not the word in a message.
-errno_use='(^|[^.[:alnum:]_"])errno[[:space:]]*([=!]=?|[),;]|$)|[=(,][[:space:]]*errno([^[:alnum:]_]|$)'
+# The C library's errno compared or wrapped (`errno == EINTR`, `Errno(rawValue: errno)`; `strerror(errno)` is caught
+# by its name), not a property or label of that name (`self.errno = errno`, `errno: code`) nor the word in a message.
+errno_use='(^|[^.[:alnum:]_])errno[[:space:]]*(==|!=)|rawValue:[[:space:]]*errno([^[:alnum:]_]|$)'
 pattern="(^|[^.[:alnum:]_])($distinctive)[[:space:]]*\(|$libc\.($distinctive|$common)[[:space:]]*\(|$errno_use"
 
 set +e
