@@ -4,8 +4,8 @@ import PackageDescription
 
 // swift-file-coordination: NSFileCoordinator / NSFilePresenter for Linux.
 //
-// Module map (see docs/ARCHITECTURE.md). Modules of DESIGN.md that have no code yet are added by the issue that
-// gives them some; nothing here is a placeholder.
+// Module map: docs/ARCHITECTURE.md §1. A module is added by the issue that gives it code; nothing here is a
+// placeholder.
 let package = Package(
     name: "swift-file-coordination",
     products: [
@@ -44,7 +44,8 @@ let package = Package(
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
         .target(name: "CFCLinux"),
-        // The syscall layer (DESIGN.md): swift-system's types, EINTR retry in one place, owning descriptor types.
+        // The syscall layer (docs/ARCHITECTURE.md §8.2): swift-system's types, EINTR retry in one place, owning
+        // descriptor types.
         .target(
             name: "FCSystem",
             dependencies: ["CFCLinux", .product(name: "SystemPackage", package: "swift-system")]
@@ -52,6 +53,14 @@ let package = Package(
         // The small toolkit the library and the daemon share: `Locked` (their one lock type) and the arbiter's log
         // records to swift-log (one mapping of its levels, metadata kept).
         .target(name: "FCToolkit", dependencies: ["FCCore", .product(name: "Logging", package: "swift-log")]),
+        // Rules about file systems on top of the syscall layer, shared by the client's canonicalisation and the
+        // daemon's watcher: case folding, which directories compare names case-insensitively, FUSE device probing.
+        .target(name: "FCFileSystemPolicy", dependencies: ["FCSystem"]),
+        // FCSystem against the kernel: real sockets, locks, files, signals and errors.
+        .testTarget(
+            name: "FCSystemTests",
+            dependencies: ["FCSystem", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
@@ -59,13 +68,14 @@ let package = Package(
         .target(
             name: "FileCoordination",
             dependencies: [
-                "FCCore", "FCProtocol", "FCSystem", "FCToolkit", .product(name: "Logging", package: "swift-log"),
+                "FCCore", "FCProtocol", "FCSystem", "FCToolkit", "FCFileSystemPolicy",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
         ),
-        // The version store (NSFileVersion, SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the versions'
-        // contents, used by the daemon and by the library's in-process mode alike (docs/ARCHITECTURE.md).
+        // The version store (NSFileVersion, docs/SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the
+        // versions' contents, used by the daemon and by the library's in-process mode alike (docs/ARCHITECTURE.md).
         .target(
             name: "FCVersionStore",
             dependencies: [
@@ -91,7 +101,8 @@ let package = Package(
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCToolkit", "FCVersionStore",
+                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCToolkit", "FCFileSystemPolicy",
+                "FCVersionStore",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -111,7 +122,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
-        // The daemon's state as `fcdump` sees it: Codable types shared by filecoordd and fcdump (docs/FCDUMP-SCHEMA.md).
+        // The daemon's state as `fcdump` sees it: Codable types shared by filecoordd and fcdump
+        // (docs/FCDUMP-SCHEMA.md).
         .target(name: "FCDumpModel"),
         // Shows a running filecoordd's state (read-only; never starts a daemon).
         .executableTarget(
@@ -141,11 +153,19 @@ let package = Package(
         // libfilecoord's functions: `@_cdecl` exports over FCBridge (filecoord.h documents them).
         .target(name: "FileCoordinationC", dependencies: ["CFileCoord", "FCBridge", "FileCoordination"]),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
-        .target(name: "FCTestSupport", dependencies: ["FCCore"]),
+        .target(
+            name: "FCTestSupport",
+            dependencies: [
+                "FCCore", "FCProtocol", "FCSystem", .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         // A process that presents and coordinates on command: for multi-process tests and the README's demonstration.
         .executableTarget(
             name: "fc-testhost",
-            dependencies: ["FileCoordination", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "FileCoordination", "FCSystem", .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
         ),
         // The load, soak and fault suite: client processes coordinating through filecoordd while faults are injected
         // (README, "Load, faults and bad input").
@@ -170,8 +190,9 @@ let package = Package(
         .testTarget(
             name: "FCDaemonTests",
             dependencies: [
-                "FCDaemon", "FCCore", "FCProtocol", .product(name: "Logging", package: "swift-log"),
-                // The host's write batching, observed on embedded channels (issue 12).
+                "FCDaemon", "FCCore", "FCProtocol", "FCSystem", "FCTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                // The connection's handlers and the host's write batching, on embedded channels (issues 12, 22).
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
@@ -183,7 +204,7 @@ let package = Package(
                 // `Locked`, to set a client's batch-warning delay in PrepareTests (issue 30).
                 "FCToolkit",
                 // The case rule and the device parsers of canonical identity (issue 14), tested directly.
-                "FCSystem",
+                "FCSystem", "FCFileSystemPolicy",
                 // Reads the zip archives of `.forUploading` snapshots (issue 15).
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 // Captures a client's warnings (PrepareTests).

@@ -134,7 +134,7 @@ public enum Coordination {
             error: &error
         ) { from, to in
             do throws(Errno) {
-                try FileCloning.rename(FilePath(from.path), to: FilePath(to.path))
+                try FileSystemCalls.rename(FilePath(from.path), to: FilePath(to.path))
                 coordinator.item(at: from, didMoveTo: to)
                 outcome = .success(())
             } catch {

@@ -277,6 +277,20 @@ final class ArbiterHost {
         }
     }
 
+    /// Writes and flushes at once, outside the batching: for the handshake, dumps and version store replies, which
+    /// are not on the hot path. `pid` names the peer in the log if the frame cannot be encoded.
+    func writeNow(_ frame: Filecoord_V1_Frame, on channel: any Channel, pid: Int32) {
+        let buffer: ByteBuffer
+        do {
+            buffer = try encoder.encode(frame, allocator: channel.allocator)
+        } catch {
+            // Never silent: the peer would wait for an answer that does not come.
+            logger.error("could not encode a frame: \(error)", metadata: ["client.pid": "\(pid)"])
+            return
+        }
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+
     /// Flushes every connection written to since the last flush, once each.
     func flushPending() {
         loop.preconditionInEventLoop()

@@ -1,9 +1,11 @@
 import FCCore
+import FCSystem
 import Foundation
 public import Logging
 import NIOCore
 import NIOPosix
 public import ServiceLifecycle
+import SystemPackage
 
 /// The daemon as a service: takes the lock, prepares the private folder, listens on the socket, and on graceful
 /// shutdown (SIGTERM, SIGINT) fails waiting calls with a clear error, closes every connection and removes the
@@ -44,7 +46,7 @@ public final class DaemonService: Service, Sendable {
             )
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(host: host.value))
+                    try channel.pipeline.syncOperations.addConnectionHandlers(host: host.value)
                 }
             }
         let watcher = try await startWatcher(host: host, loop: loop)
@@ -62,10 +64,10 @@ public final class DaemonService: Service, Sendable {
             // Holding the lock, any socket file left is a dead daemon's: replace it.
             server = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
         }
-        if activated == nil { chmod(socketPath, 0o600) }
+        if activated == nil { makePrivate(socket: socketPath) }
         logger.info(
             "filecoordd listening",
-            metadata: ["socket": "\(socketPath)", "pid": "\(getpid())", "lock": "\(lock.path)"]
+            metadata: ["socket": "\(socketPath)", "pid": "\(ProcessIdentity.processID)", "lock": "\(lock.path)"]
         )
         ready()
         await withGracefulShutdownHandler {
@@ -77,16 +79,37 @@ public final class DaemonService: Service, Sendable {
             }
         }
         watcher?.stop()
-        if activated == nil { unlink(socketPath) }  // systemd owns an activated socket.
+        if activated == nil { remove(socket: socketPath) }  // systemd owns an activated socket.
         try? await group.shutdownGracefully()
         logger.info("filecoordd stopped", metadata: ["socket": "\(socketPath)"])
         withExtendedLifetime(lock) {}
     }
 
+    /// Makes the socket file private (0600). Its folder is private already (0700), so a failure is said, not fatal.
+    private func makePrivate(socket path: String) {
+        do {
+            try FileSystemCalls.setPermissions(path, to: 0o600)
+        } catch {
+            logger.warning("cannot make the socket private (its folder is): \(error)", metadata: ["socket": "\(path)"])
+        }
+    }
+
+    /// Removes the socket file at shutdown; one already gone is fine, another failure is said.
+    private func remove(socket path: String) {
+        do {
+            try FileSystemCalls.removeFile(path)
+        } catch {
+            guard error != .noSuchFileOrDirectory else { return }
+            logger.warning("cannot remove the socket: \(error)", metadata: ["socket": "\(path)"])
+        }
+    }
+
     /// The listening socket systemd passed (`LISTEN_FDS=1` for this pid: descriptor 3), if any.
     static func socketFromSystemd() -> CInt? {
         let environment = ProcessInfo.processInfo.environment
-        guard environment["LISTEN_PID"].flatMap(Int32.init) == getpid(), environment["LISTEN_FDS"] == "1" else {
+        guard environment["LISTEN_PID"].flatMap(Int32.init) == ProcessIdentity.processID,
+            environment["LISTEN_FDS"] == "1"
+        else {
             return nil
         }
         return 3

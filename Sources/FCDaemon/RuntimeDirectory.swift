@@ -1,10 +1,6 @@
+import FCSystem
 import Foundation
-
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#endif
+import SystemPackage
 
 /// The daemon's folder (the socket's directory): private to the user, holding the socket and the lock file.
 ///
@@ -22,43 +18,57 @@ public enum RuntimeDirectory {
     /// - Throws: ``Failure`` when the folder belongs to someone else or cannot be made private.
     public static func prepare(forSocket socketPath: String) throws(Failure) {
         let directory = (socketPath as NSString).deletingLastPathComponent
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+        do {
+            try FileSystemCalls.makeDirectory(directory, permissions: 0o700)
+        } catch {
             // Parents may be missing (a test's folder): create them, then the folder itself, private.
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory,
-                    withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700]
-                )
-            } catch {
-                throw Failure(description: "cannot create \(directory): \(error.localizedDescription)")
-            }
+            if error != .fileExists { try createWithParents(directory) }
         }
-        var info = stat()
-        guard lstat(directory, &info) == 0 else {
-            throw Failure(description: "cannot inspect \(directory): \(String(cString: strerror(errno)))")
+        let status: FileStatus
+        do {
+            status = try FileSystemCalls.status(directory, followingLinks: false)
+        } catch {
+            throw Failure(description: "cannot inspect \(directory): \(error)")
         }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+        guard status.kind == .directory else {
             throw Failure(description: "\(directory) is not a directory; remove it or choose another --socket")
         }
-        guard info.st_uid == getuid() else {
+        let user = ProcessIdentity.userID
+        guard status.owner == user else {
             throw Failure(
-                description: "\(directory) belongs to uid \(info.st_uid), not to this user (\(getuid())); "
+                description: "\(directory) belongs to uid \(status.owner), not to this user (\(user)); "
                     + "another user may be trying to intercept file coordination: remove it"
             )
         }
-        if info.st_mode & 0o077 != 0 && chmod(directory, 0o700) != 0 {
-            throw Failure(description: "cannot make \(directory) private: \(String(cString: strerror(errno)))")
+        if status.permissions & 0o077 != 0 {
+            do {
+                try FileSystemCalls.setPermissions(directory, to: 0o700)
+            } catch {
+                throw Failure(description: "cannot make \(directory) private: \(error)")
+            }
+        }
+    }
+
+    private static func createWithParents(_ directory: String) throws(Failure) {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+        } catch {
+            throw Failure(description: "cannot create \(directory): \(error.localizedDescription)")
         }
     }
 }
 
-/// The lock that makes one daemon the only one serving a socket: `flock` on a pid file next to the socket,
-/// held for the daemon's life and released by the kernel when it dies, so a crash never leaves a stale lock.
+/// The lock that makes one daemon the only one serving a socket: `flock` on a pid file next to the socket
+/// (FCSystem's ``FileLock``), held for the daemon's life and released by the kernel when it dies, so a crash never
+/// leaves a stale lock.
 ///
 /// - Important: Not thread-safe; acquired once at start-up.
 public final class DaemonLock: Sendable {
-    private let descriptor: Int32
+    private let lock: FileLock
     /// The lock file's path.
     public let path: String
 
@@ -66,28 +76,26 @@ public final class DaemonLock: Sendable {
     ///
     /// - Throws: ``RuntimeDirectory/Failure`` naming the running daemon's pid when another daemon holds it.
     public init(forSocket socketPath: String) throws(RuntimeDirectory.Failure) {
-        path = socketPath + ".lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw RuntimeDirectory.Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))")
+        let path = socketPath + ".lock"
+        self.path = path
+        let taken: FileLock?
+        do {
+            taken = try FileLock.tryAcquire(path)
+        } catch {
+            throw RuntimeDirectory.Failure(description: "cannot lock \(path): \(error)")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            var buffer = [UInt8](repeating: 0, count: 32)
-            let count = read(fd, &buffer, buffer.count)
-            close(fd)
-            let pid = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
+        guard let taken else {
+            let pid = String(decoding: (try? FileSystemCalls.contents(of: path, limit: 32)) ?? [], as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             throw RuntimeDirectory.Failure(
                 description: "another filecoordd (pid \(pid.isEmpty ? "unknown" : pid)) already serves \(socketPath)"
             )
         }
-        let text = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = pwrite(fd, text, text.count, 0)
-        descriptor = fd
-    }
-
-    deinit {
-        close(descriptor)
+        do {
+            try taken.replaceContents(with: Array("\(ProcessIdentity.processID)\n".utf8))
+        } catch {
+            throw RuntimeDirectory.Failure(description: "cannot write this daemon's pid into \(path): \(error)")
+        }
+        lock = taken
     }
 }

@@ -146,7 +146,7 @@ final class VersionStoreService: @unchecked Sendable {
     }
 }
 
-extension ConnectionHandler {
+extension SessionHandler {
     /// Most version store requests one connection may have unanswered; one more is a protocol error.
     static let maximumVersionRequestsInFlight = 64
 
@@ -163,13 +163,13 @@ extension ConnectionHandler {
         }
         versionRequestsInFlight += 1
         let loop = context.eventLoop
-        let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
+        let bound = NIOLoopBound((handler: self, channel: context.channel), eventLoop: loop)
         host.versionStore.answer(request) { reply in
             loop.execute {
-                let (handler, context) = bound.value
+                let (handler, channel) = bound.value
                 handler.versionRequestsInFlight -= 1
-                guard context.channel.isActive else { return }
-                handler.write(Filecoord_V1_Frame(.versionStoreReply(reply)), context: context)
+                guard channel.isActive else { return }
+                handler.host.writeNow(Filecoord_V1_Frame(.versionStoreReply(reply)), on: channel, pid: handler.pid)
             }
         }
     }

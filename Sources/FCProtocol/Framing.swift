@@ -144,38 +144,74 @@ public struct FrameDecoder: Sendable {
         let length =
             Int(storage[readIndex]) << 24 | Int(storage[readIndex + 1]) << 16 | Int(storage[readIndex + 2]) << 8
             | Int(storage[readIndex + 3])
+        do {
+            try Self.checkLength(length, maximumFrameSize: maximumFrameSize)
+            guard available - frameLengthPrefixSize >= length else { return nil }
+            let bodyStart = readIndex + frameLengthPrefixSize
+            // Decoded in place, from the buffer's own bytes (no copy of the body).
+            let frame = try Self.frame(
+                fromBody: storage.span.bytes.extracting(bodyStart..<(bodyStart + length)),
+                accepting: accepting
+            )
+            readIndex = bodyStart + length
+            if readIndex == storage.count {
+                storage.removeAll(keepingCapacity: storage.capacity <= 2 * maximumFrameSize)
+                readIndex = 0
+            }
+            return frame
+        } catch {
+            failure = error
+            storage = []
+            readIndex = 0
+            throw error
+        }
+    }
+
+    /// Checks a frame's length prefix: a frame is refused as soon as its prefix says it is empty or larger than
+    /// `maximumFrameSize`, before any of its body is buffered. Shared with the daemon's NIO decoder.
+    ///
+    /// - Throws: ``ProtocolError`` with `.emptyFrame` or `.frameTooLarge`.
+    public static func checkLength(_ length: Int, maximumFrameSize: Int) throws(ProtocolError) {
         if length == 0 {
-            throw fail(.emptyFrame, "a frame's length is 0; every frame carries one message")
+            throw ProtocolError(.emptyFrame, "a frame's length is 0; every frame carries one message")
         }
         if length > maximumFrameSize {
-            throw fail(.frameTooLarge, "a frame's length is \(length) bytes; the limit is \(maximumFrameSize)")
+            throw ProtocolError(
+                .frameTooLarge,
+                "a frame's length is \(length) bytes; the limit is \(maximumFrameSize)"
+            )
         }
-        guard available - frameLengthPrefixSize >= length else { return nil }
-        let bodyStart = readIndex + frameLengthPrefixSize
+    }
 
+    /// The `Frame` a complete body holds, decoded in place from `body` (no copy): the one body decoding of the
+    /// protocol, used by ``next()`` and by the daemon's NIO decoder on its `ByteBuffer`'s bytes.
+    ///
+    /// - Parameter accepting: the direction this end receives, or `nil` to accept both.
+    /// - Throws: ``ProtocolError`` with `.malformedFrame` (not a valid `Frame`, or nested too deep),
+    ///   `.unknownMessage` (no message this version knows) or `.unexpectedMessage` (travelling the other way).
+    public static func frame(
+        fromBody body: RawSpan,
+        accepting: FrameDirection?
+    ) throws(ProtocolError)
+        -> Filecoord_V1_Frame
+    {
         var options = BinaryDecodingOptions()
-        options.messageDepthLimit = Self.messageDepthLimit
+        options.messageDepthLimit = messageDepthLimit
         options.discardUnknownFields = true
-        // Decoded in place, from the buffer's own bytes (no copy of the body).
         var frame = Filecoord_V1_Frame()
         do {
-            try frame.merge(
-                serializedBytes: storage.span.bytes.extracting(bodyStart..<(bodyStart + length)),
-                options: options
-            )
+            try frame.merge(serializedBytes: body, options: options)
         } catch {
-            throw fail(.malformedFrame, "a \(length)-byte frame is not a valid Frame: \(error)")
-        }
-        readIndex = bodyStart + length
-        if readIndex == storage.count {
-            storage.removeAll(keepingCapacity: storage.capacity <= 2 * maximumFrameSize)
-            readIndex = 0
+            throw ProtocolError(.malformedFrame, "a \(body.byteCount)-byte frame is not a valid Frame: \(error)")
         }
         guard let payload = frame.payload else {
-            throw fail(.unknownMessage, "a \(length)-byte frame carries no message this protocol version knows")
+            throw ProtocolError(
+                .unknownMessage,
+                "a \(body.byteCount)-byte frame carries no message this protocol version knows"
+            )
         }
         if let accepting, payload.direction != accepting {
-            throw fail(
+            throw ProtocolError(
                 .unexpectedMessage,
                 "\(payload.messageName) travels \(payload.direction), but this end receives messages \(accepting)"
             )
@@ -201,14 +237,6 @@ public struct FrameDecoder: Sendable {
 
     /// The capacity of the internal buffer, for tests of what the decoder allocates.
     var storageCapacity: Int { storage.capacity }
-
-    private mutating func fail(_ code: ProtocolError.Code, _ reason: String) -> ProtocolError {
-        let error = ProtocolError(code, reason)
-        failure = error
-        storage = []
-        readIndex = 0
-        return error
-    }
 
     /// Drops consumed bytes when they are at least half the buffer, so that appending stays amortised O(n).
     private mutating func compactIfWorthIt() {

@@ -7,8 +7,9 @@ import Glibc
 import Musl
 #endif
 
-/// Copying files' contents durably: a reflink (`FICLONE`) where the file system can, a plain copy elsewhere, and
-/// `fsync` of files and directories (the version store's crash-safe ordering, `.forUploading` snapshots).
+/// Copying files' contents durably: a reflink (`FICLONE`) where the file system can, a plain copy elsewhere
+/// (the version store, `.forUploading` snapshots). `rename` and `fsync` are ``FileSystemCalls``'
+/// (FileSystemChanges.swift).
 ///
 /// - Important: Thread-safe (no state); every call blocks its thread on disk I/O.
 public enum FileCloning {
@@ -55,19 +56,9 @@ public enum FileCloning {
             return method
         } catch {
             try? output.close()
-            _ = unlink(destination.string)
+            try? FileSystemCalls.removeFile(destination.string)
             throw error
         }
-    }
-
-    /// Flushes the file or directory at `path` to disk (`fsync`): for a directory, the names created, renamed or
-    /// removed in it.
-    public static func sync(_ path: FilePath) throws(Errno) {
-        let descriptor = try typed {
-            try FileDescriptor.open(path, .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
-        }
-        defer { try? descriptor.close() }
-        _ = try retryOnInterrupt { fsync(descriptor.rawValue) }
     }
 
     /// Runs a swift-system call (which throws `Errno` untyped) with its error typed.
@@ -85,16 +76,3 @@ public enum FileCloning {
         }
     }
 }
-
-extension FileCloning {
-    /// Renames `source` to `destination`, atomically replacing a file (or an empty directory) there (`rename(2)`).
-    public static func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
-        _ = try retryOnInterrupt { systemRename(source.string, destination.string) }
-    }
-}
-
-#if canImport(Glibc)
-private let systemRename = Glibc.rename
-#elseif canImport(Musl)
-private let systemRename = Musl.rename
-#endif

@@ -39,10 +39,15 @@ public struct FileStatus: Hashable, Sendable {
     public var kind: Kind
     /// `st_rdev` when the file is a block device (the device it stands for), else `nil`.
     public var blockDevice: UInt64?
+    /// The permission bits (`st_mode & 0o7777`).
+    public var permissions: UInt32
+    /// The owner's user id (`st_uid`).
+    public var owner: UInt32
 }
 
-/// The syscalls of path canonicalisation (issue 14): `stat`/`lstat`/`fstatat`, `readlink`, `statfs`, the inode
-/// flags ioctl and reading a directory. Each retries on `EINTR` and throws the `Errno` it failed with.
+/// The syscalls on paths: those of path canonicalisation (issue 14: `stat`/`lstat`/`fstatat`, `readlink`, `statfs`,
+/// the inode flags ioctl, reading a directory and small files) here, those that change the file system in
+/// FileSystemChanges.swift. Each retries on `EINTR` and throws the `Errno` it failed with.
 ///
 /// - Important: Thread-safe; every call may block as long as the file system takes (a hung network mount blocks
 ///   its caller), so call these only on the thread that asked for the answer.
@@ -198,5 +203,7 @@ extension FileStatus {
         self.identity = FileIdentity(device: UInt64(buffer.st_dev), inode: UInt64(buffer.st_ino))
         self.kind = type == S_IFDIR ? .directory : type == S_IFLNK ? .symbolicLink : .other
         self.blockDevice = type == S_IFBLK ? UInt64(buffer.st_rdev) : nil
+        self.permissions = UInt32(buffer.st_mode) & 0o7777
+        self.owner = UInt32(buffer.st_uid)
     }
 }

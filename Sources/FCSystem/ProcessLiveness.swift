@@ -16,7 +16,7 @@ public enum ProcessLiveness {
     public static func isAlive(_ pid: Int32) -> Bool {
         guard pid > 0 else { return false }
         do {
-            _ = try valueOrErrno { kill(pid, 0) }
+            try Signals.send(0, to: pid)
         } catch {
             return error != .noSuchProcess
         }

@@ -27,7 +27,7 @@ public final class UnixSocket: Sendable {
     }
 
     deinit {
-        _ = Glibc.close(descriptor.rawValue)
+        _ = libcClose(descriptor.rawValue)
     }
 
     /// The raw descriptor number.
@@ -46,7 +46,7 @@ public final class UnixSocket: Sendable {
         _ = try valueOrErrno {
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.connect(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                    libcConnect(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
                 }
             }
         }
@@ -60,11 +60,11 @@ public final class UnixSocket: Sendable {
         _ = try valueOrErrno {
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                    libcBind(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
                 }
             }
         }
-        _ = try valueOrErrno { Glibc.listen(socket.rawValue, backlog) }
+        _ = try valueOrErrno { libcListen(socket.rawValue, backlog) }
         return socket
     }
 
@@ -89,7 +89,7 @@ public final class UnixSocket: Sendable {
 
     private static func open() throws(Errno) -> UnixSocket {
         let fd = try valueOrErrno {
-            Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            libcSocket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         }
         return UnixSocket(descriptor: FileDescriptor(rawValue: fd))
     }
@@ -125,7 +125,7 @@ public final class UnixSocket: Sendable {
         var offset = 0
         while offset < bytes.count {
             let sent = try retryOnInterrupt {
-                Glibc.send(rawValue, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                libcSend(rawValue, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
             }
             offset += sent
         }
@@ -134,7 +134,7 @@ public final class UnixSocket: Sendable {
     /// Sends what the socket's buffer takes of `bytes` (one `send`); returns how many bytes went. On a non-blocking
     /// socket whose buffer is full, throws `EAGAIN`.
     public func sendSome(_ bytes: UnsafeRawBufferPointer) throws(Errno) -> Int {
-        try retryOnInterrupt { Glibc.send(rawValue, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+        try retryOnInterrupt { libcSend(rawValue, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Sends all of `bytes`.
@@ -172,13 +172,13 @@ public final class UnixSocket: Sendable {
     /// Receives what is available into `buffer`, blocking until something is (on a blocking socket); returns the
     /// count, 0 at end of stream. A timeout (``setTimeouts(_:)``) or an empty non-blocking socket throws `EAGAIN`.
     public func receive(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
-        try retryOnInterrupt { Glibc.recv(rawValue, buffer.baseAddress, buffer.count, 0) }
+        try retryOnInterrupt { libcReceive(rawValue, buffer.baseAddress, buffer.count, 0) }
     }
 
     /// Receives what is available into `buffer` without blocking (`MSG_DONTWAIT`), whatever the socket's mode;
     /// returns the count, 0 at end of stream; throws `EAGAIN` when nothing is available.
     public func receiveAvailable(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
-        try retryOnInterrupt { Glibc.recv(rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) }
+        try retryOnInterrupt { libcReceive(rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT)) }
     }
 
     /// Fills `buffer` completely; `false` if the stream ended first.
@@ -186,7 +186,7 @@ public final class UnixSocket: Sendable {
         var offset = 0
         while offset < buffer.count {
             let count = try retryOnInterrupt {
-                Glibc.recv(rawValue, buffer.baseAddress! + offset, buffer.count - offset, 0)
+                libcReceive(rawValue, buffer.baseAddress! + offset, buffer.count - offset, 0)
             }
             if count == 0 { return false }
             offset += count
@@ -209,7 +209,7 @@ public final class UnixSocket: Sendable {
     private func wait(for events: Int16, timeout: Duration?) throws(Errno) -> Bool {
         var entry = pollfd(fd: rawValue, events: events, revents: 0)
         let milliseconds = Self.milliseconds(timeout)
-        return try retryOnInterrupt { Glibc.poll(&entry, 1, milliseconds) } > 0
+        return try retryOnInterrupt { libcPoll(&entry, 1, milliseconds) } > 0
     }
 
     /// What `poll` waits for, and reports.
@@ -236,7 +236,7 @@ public final class UnixSocket: Sendable {
         var entries = sockets.map { pollfd(fd: $0.0.rawValue, events: $0.1.rawValue, revents: 0) }
         let count = nfds_t(entries.count)
         let milliseconds = Self.milliseconds(timeout)
-        _ = try retryOnInterrupt { Glibc.poll(&entries, count, milliseconds) }
+        _ = try retryOnInterrupt { libcPoll(&entries, count, milliseconds) }
         return entries.map { PollEvents(rawValue: $0.revents) }
     }
 
@@ -275,7 +275,7 @@ public final class UnixSocket: Sendable {
     /// Shuts the connection down both ways: a blocked receive returns end of stream, a blocked accept fails. The
     /// descriptor stays open (and owned) until the object goes away. Errors are ignored (the peer may be gone).
     public func shutdown() {
-        _ = Glibc.shutdown(rawValue, Int32(SHUT_RDWR))
+        _ = libcShutdown(rawValue, Int32(SHUT_RDWR))
     }
 
     /// The peer as the kernel saw it when it connected (`SO_PEERCRED`).

@@ -1,13 +1,11 @@
+import FCSystem
 public import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 // An exFAT volume for the tests of canonical identity on a real case-insensitive file system (issue 14), shared by
 // FileCoordinationTests and EndToEndTests: an image made with `mkfs.exfat`, attached with `losetup` and mounted with
 // `mount.exfat-fuse` (Debian exfatprogs and exfat-fuse, scripts/install-deps.sh). It needs root, /dev/fuse and a
-// loop device; without them, tests report themselves skipped with the reason (printed), never passed.
+// loop device; without them, tests report themselves skipped with the reason (printed), never passed, except where
+// they are required (`isRequired`: CI), where they fail.
 
 /// A freshly made exFAT volume, mounted on a unique temporary directory. ``remove()`` unmounts, detaches and deletes
 /// in every case; a failure while making it undoes what was done.
@@ -28,7 +26,7 @@ public final class ExFATVolume: @unchecked Sendable {
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let image = base.appendingPathComponent("image").path
             guard FileManager.default.createFile(atPath: image, contents: nil),
-                truncate(image, 16 << 20) == 0
+                (try? FileSystemCalls.setLength(image, to: 16 << 20)) != nil
             else { throw Failure("cannot make the image file \(image)") }
             try Self.run("mkfs.exfat", [image])
             loopDevice = try Self.run("losetup", ["--find", "--show", image])
@@ -71,27 +69,17 @@ public final class ExFATVolume: @unchecked Sendable {
             throw Failure("cannot make \(log.path)")
         }
         defer { try? FileManager.default.removeItem(at: log) }
-        // posix_spawn and waitpid rather than Foundation's Process, whose wait never ended once the FUSE daemon
-        // forked off by mount.exfat-fuse outlived its parent.
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log.path, O_WRONLY | O_APPEND, 0)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure("cannot start \(tool): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let exitCode = (status >> 8) & 0xFF
+        let termination: ChildProcess.Termination
+        do {
+            termination = try ChildProcess.run(path, arguments: arguments, outputPath: log.path)
+        } catch {
+            throw Failure("cannot run \(tool): \(error)")
+        }
         let text = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").trimmingCharacters(
             in: .whitespacesAndNewlines
         )
-        guard status & 0x7F == 0, exitCode == 0 else {
-            throw Failure("\(tool) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        guard termination == .exited(0) else {
+            throw Failure("\(tool) \(arguments.joined(separator: " ")) failed (\(termination)): \(text)")
         }
         return text
     }
@@ -101,15 +89,15 @@ public final class ExFATVolume: @unchecked Sendable {
         let directories =
             (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
             + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-        return directories.map({ $0 + "/" + tool }).first(where: { access($0, X_OK) == 0 })
+        return directories.map({ $0 + "/" + tool }).first(where: FileSystemCalls.isExecutable)
     }
 
     /// `nil` when a volume can be made here, else why not. Tried once per process.
     public static let unavailableReason: String? = {
         var reason: String?
-        if getuid() != 0 {
+        if ProcessIdentity.userID != 0 {
             reason = "not root"
-        } else if access("/dev/fuse", R_OK | W_OK) != 0 {
+        } else if !FileSystemCalls.isReadableAndWritable("/dev/fuse") {
             reason = "no /dev/fuse"
         } else {
             do {
@@ -129,4 +117,15 @@ public final class ExFATVolume: @unchecked Sendable {
 
     /// Whether a volume can be made here.
     public static var isAvailable: Bool { unavailableReason == nil }
+
+    /// `true` where the tests that need a volume must run: in CI (`CI=true`, or `FC_REQUIRE_EXFAT=1`, which
+    /// `.ci/run` sets). There a volume that cannot be made fails those tests, naming why, instead of skipping them.
+    public static var isRequired: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return environment["FC_REQUIRE_EXFAT"] == "1" || environment["CI"] == "true"
+    }
+
+    /// Whether the tests that need a volume run: where one is required (they fail if it cannot be made) or can be
+    /// made. Elsewhere they are reported as skipped, with the reason printed.
+    public static var shouldRun: Bool { isRequired || isAvailable }
 }

@@ -94,13 +94,13 @@ extension VersionStore {
             if manager.fileExists(atPath: result, isDirectory: &isDirectory), isDirectory.boolValue {
                 // rename(2) replaces only empty directories: set the old tree aside first.
                 let aside = "\(parent)/.\((result as NSString).lastPathComponent).fcold-\(token)"
-                try FileCloning.rename(FilePath(result), to: FilePath(aside))
-                try FileCloning.rename(FilePath(prepared), to: FilePath(result))
+                try FileSystemCalls.rename(FilePath(result), to: FilePath(aside))
+                try FileSystemCalls.rename(FilePath(prepared), to: FilePath(result))
                 try? manager.removeItem(atPath: aside)
             } else {
-                try FileCloning.rename(FilePath(prepared), to: FilePath(result))
+                try FileSystemCalls.rename(FilePath(prepared), to: FilePath(result))
             }
-            try? FileCloning.sync(FilePath(parent))
+            try? FileSystemCalls.sync(FilePath(parent))
         } catch {
             try? manager.removeItem(atPath: prepared)
             throw VersionStoreError(.ioFailure, "The item \(itemPath) was not replaced with version \(id): \(error).")

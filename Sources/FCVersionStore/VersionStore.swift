@@ -159,8 +159,8 @@ public final class VersionStore: Sendable {
             } else {
                 try Self.copyTree(from: contentsPath, to: staged + "/" + name)
             }
-            try FileCloning.sync(FilePath(staged))
-            try FileCloning.sync(FilePath(directory + "/staging"))
+            try FileSystemCalls.sync(FilePath(staged))
+            try FileSystemCalls.sync(FilePath(directory + "/staging"))
         } catch {
             try? manager.removeItem(atPath: staged)
             throw VersionStoreError(.ioFailure, "No version was added: staging the contents failed (\(error)).")
@@ -183,7 +183,7 @@ public final class VersionStore: Sendable {
         do {
             try database.write { db in
                 try FileManager.default.moveItem(atPath: staged, toPath: final)
-                try FileCloning.sync(FilePath(directory + "/contents"))
+                try FileSystemCalls.sync(FilePath(directory + "/contents"))
                 TestFaults.pause(at: "renamed", in: directory)
                 try row.insert(db)
             }
@@ -386,7 +386,7 @@ public final class VersionStore: Sendable {
             for entry in try manager.contentsOfDirectory(atPath: source) {
                 try copyTree(from: source + "/" + entry, to: destination + "/" + entry)
             }
-            try FileCloning.sync(FilePath(destination))
+            try FileSystemCalls.sync(FilePath(destination))
         case .typeSymbolicLink?:
             try manager.createSymbolicLink(
                 atPath: destination,
@@ -404,9 +404,9 @@ public final class VersionStore: Sendable {
         switch type {
         case .typeDirectory?:
             for entry in try manager.contentsOfDirectory(atPath: path) { try syncTree(path + "/" + entry) }
-            try FileCloning.sync(FilePath(path))
+            try FileSystemCalls.sync(FilePath(path))
         case .typeRegular?:
-            try FileCloning.sync(FilePath(path))
+            try FileSystemCalls.sync(FilePath(path))
         default:
             break
         }

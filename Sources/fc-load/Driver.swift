@@ -103,7 +103,7 @@ final class Driver {
             if nextDaemonKill < kills.count, elapsed >= kills[nextDaemonKill] {
                 nextDaemonKill += 1
                 if let pid = lockedDaemonPID() {
-                    kill(pid, SIGKILL)
+                    try? Signals.send(SIGKILL, to: pid)
                     events.append(String(format: "%.1f s: kill -9 of the daemon (pid %d)", elapsed, pid))
                 }
             }
@@ -120,7 +120,7 @@ final class Driver {
                 }
             }
             // A new daemon after a kill: its memory at start is the baseline.
-            if let pid = lockedDaemonPID(), pid != daemonPID, kill(pid, 0) == 0 {
+            if let pid = lockedDaemonPID(), pid != daemonPID, (try? Signals.send(0, to: pid)) != nil {
                 daemonPID = pid
                 Thread.sleep(forTimeInterval: 0.5)
                 baseline = memory(of: pid)
@@ -135,7 +135,7 @@ final class Driver {
             while worker.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
             if worker.process.isRunning {
                 hung.append(worker.process.processIdentifier)
-                kill(worker.process.processIdentifier, SIGKILL)
+                try? Signals.send(SIGKILL, to: worker.process.processIdentifier)
             }
         }
         let elapsed = Date().timeIntervalSince(start)
@@ -181,7 +181,7 @@ final class Driver {
         let live = liveWorkers()
         guard !live.isEmpty, remaining > 1 else { return }
         let victim = live[Int(random.next() % UInt64(live.count))]
-        kill(victim.processIdentifier, SIGKILL)
+        try? Signals.send(SIGKILL, to: victim.processIdentifier)
         events.append(String(format: "%.1f s: kill -9 of client %d", elapsed, victim.processIdentifier))
         spawnWorker(duration: remaining)
     }
@@ -190,9 +190,9 @@ final class Driver {
         let live = liveWorkers()
         guard !live.isEmpty else { return }
         let victim = live[Int(random.next() % UInt64(live.count))].processIdentifier
-        kill(victim, SIGSTOP)
+        try? Signals.send(SIGSTOP, to: victim)
         events.append(String(format: "%.1f s: SIGSTOP of client %d for 1 s", elapsed, victim))
-        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { kill(victim, SIGCONT) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { try? Signals.send(SIGCONT, to: victim) }
     }
 
     // MARK: The daemon
@@ -205,7 +205,7 @@ final class Driver {
     private func waitForDaemon() -> Int32 {
         let deadline = Date(timeIntervalSinceNow: 30)
         while Date() < deadline {
-            if let pid = lockedDaemonPID(), kill(pid, 0) == 0 { return pid }
+            if let pid = lockedDaemonPID(), (try? Signals.send(0, to: pid)) != nil { return pid }
             Thread.sleep(forTimeInterval: 0.05)
         }
         return 0
@@ -365,8 +365,10 @@ final class Driver {
     }
 
     private func cleanUp() {
-        for worker in workers where worker.process.isRunning { kill(worker.process.processIdentifier, SIGKILL) }
-        if let pid = lockedDaemonPID() { kill(pid, SIGTERM) }
+        for worker in workers where worker.process.isRunning {
+            try? Signals.send(SIGKILL, to: worker.process.processIdentifier)
+        }
+        if let pid = lockedDaemonPID() { try? Signals.send(SIGTERM, to: pid) }
         try? FileManager.default.removeItem(at: folder)
     }
 }

@@ -1,3 +1,4 @@
+import FCSystem
 import FCTestSupport
 import FileCoordination
 import Foundation
@@ -144,7 +145,7 @@ final class Worker: @unchecked Sendable {
             if pid > 0 && Self.isAlive(pid) {
                 live.append(name)
             } else {
-                unlink(url.deletingLastPathComponent().appendingPathComponent(name).path)
+                try? FileSystemCalls.removeFile(url.deletingLastPathComponent().appendingPathComponent(name).path)
             }
         }
         return live
@@ -176,7 +177,7 @@ final class Worker: @unchecked Sendable {
         check(url, mine, when: "entered")
         body()
         check(url, mine, when: "left")
-        unlink(path)
+        try? FileSystemCalls.removeFile(path)
     }
 
     private func check(_ url: URL, _ mine: String, when: String) {
@@ -196,7 +197,7 @@ final class Worker: @unchecked Sendable {
         _ = try? Data(contentsOf: url)
         let after = liveMarkers(of: url, kind: "w", except: mine)
         if !after.isEmpty { violation("a reader left \(url.lastPathComponent) with writers \(after)") }
-        unlink(path)
+        try? FileSystemCalls.removeFile(path)
     }
 
     func presenterCallback(_ name: String) { count("presenter \(name)") }

@@ -77,9 +77,11 @@
 // `failed OP PATH DOMAIN CODE MESSAGE`. Calls run on their own threads, so `release` is read while a write holds.
 // Standard input is read on a thread of its own; the main thread runs the main queue, as an app's does.
 
+import FCSystem
 import FileCoordination
 import Foundation
 import Logging
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -389,7 +391,12 @@ final class Host: @unchecked Sendable {
         case "rename" where arguments.count == 2:
             // rename(2) itself, so that a case-only rename on a case-insensitive file system happens in place.
             coordinatedMove("rename", arguments[0], arguments[1], on: background) { source, destination in
-                Glibc.rename(source.path, destination.path) == 0 ? nil : String(cString: strerror(errno))
+                do {
+                    try FileSystemCalls.rename(FilePath(source.path), to: FilePath(destination.path))
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
             }
         case "write2" where arguments.count >= 2:
             let first = URL(fileURLWithPath: arguments[0])
@@ -456,8 +463,12 @@ final class Host: @unchecked Sendable {
             Thread.sleep(forTimeInterval: (Double(arguments[0]) ?? 0) / 1000)
         case "ignore" where arguments.count == 1:
             // Process-wide state that a daemon this process starts must not inherit (issue 10).
-            signal(Int32(arguments[0]) ?? SIGUSR1, SIG_IGN)
-            say("ignoring \(arguments[0])")
+            do {
+                try Signals.ignore(Int32(arguments[0]) ?? SIGUSR1)
+                say("ignoring \(arguments[0])")
+            } catch {
+                say("error ignore \(arguments[0]): \(error)")
+            }
         case "exit":
             exit(0)
         default:

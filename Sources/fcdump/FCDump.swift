@@ -5,6 +5,7 @@
 import ArgumentParser
 import FCDumpModel
 import FCProtocol
+import FCSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -67,19 +68,17 @@ struct FCDump: ParsableCommand {
 
     func run() throws {
         let socketPath =
-            socket ?? DaemonAddress.socketPath(environment: ProcessInfo.processInfo.environment, uid: getuid())
-        let colour = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+            socket
+            ?? DaemonAddress.socketPath(environment: ProcessInfo.processInfo.environment, uid: ProcessIdentity.userID)
+        let colour = Terminal.isTerminal(STDOUT_FILENO) && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         guard watch else {
             print(try render(socketPath: socketPath, colour: colour), terminator: "")
             return
         }
         // A parent may have left these blocked (a test runner, a service manager): unblocked, ^C, kill and a
         // closed terminal stop the watch as they would stop any command.
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, number) }
-        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
-        let pause = useconds_t(interval * 1_000_000)
+        try Signals.unblockInThisThread([SIGINT, SIGTERM, SIGHUP])
+        let pause = Duration.milliseconds(Int64(interval * 1000))
         while true {
             let text: String
             do {
@@ -89,7 +88,7 @@ struct FCDump: ParsableCommand {
             }
             let clear = colour ? "\u{1B}[H\u{1B}[2J" : ""
             FileHandle.standardOutput.write(Data((clear + text + "(every \(interval)s; ^C to stop)\n").utf8))
-            usleep(pause)
+            sleepThread(for: pause)
         }
     }
 

@@ -1,4 +1,5 @@
 import FCProtocol
+import FCTestSupport
 import Foundation
 import Testing
 
@@ -156,15 +157,7 @@ import Testing
             let raw = try RawClient(socket: env.socket)
             try await raw.handshake(name: "long-paths")
             func claim(_ id: UInt64, _ path: String) -> Filecoord_V1_Frame {
-                var item = Filecoord_V1_ClaimItem()
-                item.path = Data(path.utf8)
-                item.write = true
-                var request = Filecoord_V1_RequestClaim()
-                request.claimID = id
-                request.coordinatorID = id
-                request.purpose = "long-paths-\(id)"
-                request.items = [item]
-                return Filecoord_V1_Frame(.requestClaim(request))
+                WireFrames.writeClaim(id, path: path, purpose: "long-paths-\(id)")
             }
             try raw.send(claim(1, Self.longPath(under: env.directory, length: 5000)))
             let first = try #require(try await raw.nextFrame())

@@ -1,4 +1,5 @@
 import Dispatch
+import FCFileSystemPolicy
 import FCSystem
 import FCTestSupport
 import Foundation
@@ -13,13 +14,14 @@ import Glibc
 // Canonical item identity on a real case-insensitive file system (issue 14, docs/SEMANTICS.md §4): an exFAT image made
 // with `mkfs.exfat`, attached with `losetup` and mounted with `mount.exfat-fuse` (Debian exfatprogs and exfat-fuse,
 // scripts/install-deps.sh). This needs root, /dev/fuse and a loop device: without them every test here is reported
-// as skipped with the reason (and the reason is printed), never passed. The helper is `ExFATVolume` (FCTestSupport).
+// as skipped with the reason (and the reason is printed), never passed; in CI (`ExFATVolume.isRequired`) it fails
+// instead. The helper is `ExFATVolume` (FCTestSupport).
 //
 // Serialized: one test turns the device rule off (`DeviceFileSystem.isEnabled`) for the whole process while it runs.
 
 @Suite(
     .enabled(
-        if: ExFATVolume.isAvailable,
+        if: ExFATVolume.shouldRun,
         "DID NOT RUN: needs an exFAT image mounted through FUSE (root, /dev/fuse, a loop device, exfatprogs, exfat-fuse)"
     ),
     .serialized

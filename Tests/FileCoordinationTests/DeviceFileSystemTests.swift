@@ -1,8 +1,9 @@
+import FCSystem
 import FCTestSupport
 import Foundation
 import Testing
 
-@testable import FCSystem
+@testable import FCFileSystemPolicy
 
 // How the canonicaliser tells the file system behind a FUSE mount from the device (issue 14): the parsers of
 // /proc/self/mountinfo, boot sectors, udev records and blkid's cache. The whole rule, on a mounted volume, is tested
@@ -53,7 +54,7 @@ struct DeviceFileSystemTests {
 
     @Test(
         .enabled(
-            if: ExFATVolume.path(of: "mkfs.exfat") != nil,
+            if: ExFATVolume.isRequired || ExFATVolume.path(of: "mkfs.exfat") != nil,
             "DID NOT RUN: mkfs.exfat (Debian exfatprogs) is missing"
         )
     )

@@ -123,4 +123,14 @@ static inline int cfc_spawn_detached(const char *path, char *const argv[], char 
     return result;
 }
 
+/// Makes this process ignore `signal` (`sigaction` with `SIG_IGN`): 0, or the errno. (`SIG_IGN` and `SIG_ERR` are
+/// casts Swift cannot import.)
+static inline int cfc_ignore_signal(int signal) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_IGN;
+    sigemptyset(&action.sa_mask);
+    return sigaction(signal, &action, NULL) == 0 ? 0 : errno;
+}
+
 #endif

@@ -1,5 +1,6 @@
 import CInotifyTools
 public import FCCore
+import FCFileSystemPolicy
 import FCSystem
 import FCToolkit
 import Foundation

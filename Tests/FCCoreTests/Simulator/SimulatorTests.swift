@@ -5,25 +5,34 @@ import Testing
 /// Runs the seeded simulator (Simulation.swift).
 ///
 /// - `FC_SIM_SCHEDULES`: how many schedules in all (default 10,000, what CI runs), split over four shards that
-///   Swift Testing runs in parallel.
+///   Swift Testing runs in parallel. It must be a positive number: 0 or a bad value fails, so that a run that checked
+///   nothing never passes.
 /// - `FC_SIM_STEPS`: random steps per schedule before the drain (default 80).
 /// - `FC_SIM_BASE_SEED`: the first seed (default fixed, so CI is deterministic).
-/// - `FC_SIM_SEED`: replay one seed alone and print its full trace.
+/// - `FC_SIM_SEED`: replay one seed alone and print its full trace; the random schedules are then skipped (reported
+///   as skipped). Unset, ``replayOneSeed()`` replays the first seed of the random schedules.
 ///
 /// Replay a failure: `FC_SIM_SEED=<seed> swift test --filter SimulatorTests`.
 @Suite struct SimulatorTests {
     static let shards = 4
     static let environment = ProcessInfo.processInfo.environment
     static let steps = environment["FC_SIM_STEPS"].flatMap(Int.init) ?? 80
+    static let baseSeed = environment["FC_SIM_BASE_SEED"].flatMap(UInt64.init) ?? 0x5EED_0000
 
-    @Test(arguments: 0..<shards)
-    func randomSchedulesKeepEveryInvariant(shard: Int) {
-        guard Self.environment["FC_SIM_SEED"] == nil else { return }
-        let schedules = Self.environment["FC_SIM_SCHEDULES"].flatMap(Int.init) ?? 10_000
-        let base = Self.environment["FC_SIM_BASE_SEED"].flatMap(UInt64.init) ?? 0x5EED_0000
+    @Test(
+        .enabled(if: environment["FC_SIM_SEED"] == nil, "FC_SIM_SEED is set: only that seed is replayed"),
+        arguments: 0..<shards
+    )
+    func randomSchedulesKeepEveryInvariant(shard: Int) throws {
+        let setting = Self.environment["FC_SIM_SCHEDULES"]
+        let schedules = try #require(
+            setting.map { Int($0) } ?? 10_000,
+            "FC_SIM_SCHEDULES=\(setting ?? "") is not a number of schedules"
+        )
+        try #require(schedules > 0, "FC_SIM_SCHEDULES=\(schedules): a run of no schedules checks nothing")
         var ran = 0
         for index in stride(from: shard, to: schedules, by: Self.shards) {
-            var simulation = Simulation(seed: base + UInt64(index), steps: Self.steps)
+            var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             do {
                 try simulation.run()
             } catch {
@@ -37,17 +46,24 @@ import Testing
         print("simulator shard \(shard): \(ran) schedules of \(Self.steps) steps kept every invariant")
     }
 
-    @Test func replayOneSeed() {
-        guard let seed = Self.environment["FC_SIM_SEED"].flatMap(UInt64.init) else { return }
+    /// Replays `FC_SIM_SEED` with its full trace printed; unset, the first seed of the random schedules (its trace
+    /// printed only if it fails), so that this test always checks a schedule.
+    @Test func replayOneSeed() throws {
+        let setting = Self.environment["FC_SIM_SEED"]
+        let seed = try #require(
+            setting.map { UInt64($0) } ?? Self.baseSeed,
+            "FC_SIM_SEED=\(setting ?? "") is not a seed"
+        )
         var simulation = Simulation(seed: seed, steps: Self.steps, recordTrace: true)
         do {
             try simulation.run()
-            print(simulation.trace.joined(separator: "\n"))
+            if setting != nil { print(simulation.trace.joined(separator: "\n")) }
             print("simulator: seed \(seed) passed")
         } catch {
             print(error.trace.joined(separator: "\n"))
             Issue.record("simulator: \(error)")
         }
+        #expect(simulation.trace.count > 10, "seed \(seed) ran no schedule")
     }
 
     /// The same seed gives the same schedule: what makes a printed seed worth replaying.

@@ -1,3 +1,4 @@
+import FCFileSystemPolicy
 import FCSystem
 import FCToolkit
 import Synchronization

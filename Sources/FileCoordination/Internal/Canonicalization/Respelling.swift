@@ -1,4 +1,5 @@
 import FCCore
+import FCFileSystemPolicy
 import FCSystem
 import FCToolkit
 import Synchronization

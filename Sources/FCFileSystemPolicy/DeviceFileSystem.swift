@@ -1,3 +1,4 @@
+import FCSystem
 import Synchronization
 
 /// The file system behind a FUSE mount, told from the device rather than from a directory's contents, so that two

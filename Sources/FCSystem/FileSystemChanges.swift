@@ -1,0 +1,54 @@
+public import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension FileSystemCalls {
+    /// Renames `source` to `destination`, atomically replacing a file (or an empty directory) there (`rename(2)`).
+    public static func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
+        _ = try retryOnInterrupt { libcRename(source.string, destination.string) }
+    }
+
+    /// Flushes the file or directory at `path` to disk (`fsync`): for a directory, the names created, renamed or
+    /// removed in it.
+    public static func sync(_ path: FilePath) throws(Errno) {
+        let descriptor = try retryOnInterrupt { libcOpen(path.string, O_RDONLY | O_CLOEXEC) }
+        defer { _ = libcClose(descriptor) }
+        _ = try retryOnInterrupt { fsync(descriptor) }
+    }
+
+    /// Creates the directory `path` with `permissions` (less the umask) (`mkdir`).
+    ///
+    /// - Throws: the `Errno` of `mkdir`, `.fileExists` when something is there already.
+    public static func makeDirectory(_ path: String, permissions: UInt32) throws(Errno) {
+        _ = try retryOnInterrupt { mkdir(path, mode_t(permissions)) }
+    }
+
+    /// Sets the permission bits of `path` (`chmod`, following a final link).
+    public static func setPermissions(_ path: String, to permissions: UInt32) throws(Errno) {
+        _ = try retryOnInterrupt { chmod(path, mode_t(permissions)) }
+    }
+
+    /// Removes the name `path` (`unlink`): a file, a socket or a link, never a directory.
+    public static func removeFile(_ path: String) throws(Errno) {
+        _ = try retryOnInterrupt { unlink(path) }
+    }
+
+    /// Sets the length of the file at `path` (`truncate`): cut, or extended with zeros.
+    public static func setLength(_ path: String, to length: Int64) throws(Errno) {
+        _ = try retryOnInterrupt { truncate(path, off_t(length)) }
+    }
+
+    /// Whether this process may execute the file at `path` (`access(X_OK)`, with the real ids).
+    public static func isExecutable(_ path: String) -> Bool {
+        access(path, X_OK) == 0
+    }
+
+    /// Whether this process may read and write the file at `path` (`access(R_OK | W_OK)`, with the real ids).
+    public static func isReadableAndWritable(_ path: String) -> Bool {
+        access(path, R_OK | W_OK) == 0
+    }
+}

@@ -1,0 +1,233 @@
+import FCSystem
+import Foundation
+import SystemPackage
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A private folder for one test, removed at the end.
+private func withFolder(_ body: (String) throws -> Void) throws {
+    let folder = NSTemporaryDirectory() + "fc-system-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    try body(folder)
+}
+
+/// The `Errno` `body` throws, or `nil`.
+private func failure(of body: () throws -> Void) -> Errno? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error as? Errno
+    }
+}
+
+/// A system call stand-in that fails with `code` its first `failures` calls (-1 and `errno`), then returns 7.
+private final class FlakyCall {
+    let failures: Int
+    let code: Int32
+    private(set) var calls = 0
+
+    init(failing failures: Int, with code: Int32) {
+        self.failures = failures
+        self.code = code
+    }
+
+    func callAsFunction() -> Int32 {
+        calls += 1
+        guard calls > failures else {
+            errno = code
+            return -1
+        }
+        return 7
+    }
+}
+
+/// FCSystem's error handling: the one place `errno` is read.
+@Suite struct RetryTests {
+    @Test func retryOnInterruptRepeatsOnlyWhileTheCallFailsWithEINTR() throws {
+        let interrupted = FlakyCall(failing: 2, with: EINTR)
+        #expect(try retryOnInterrupt { interrupted() } == 7)
+        #expect(interrupted.calls == 3)
+        // Another error is thrown at once, as the Errno it is.
+        let denied = FlakyCall(failing: 1, with: EACCES)
+        #expect(failure { _ = try retryOnInterrupt { denied() } } == .permissionDenied)
+        #expect(denied.calls == 1)
+    }
+
+    @Test func valueOrErrnoNeverRetries() {
+        let interrupted = FlakyCall(failing: 1, with: EINTR)
+        #expect(failure { _ = try valueOrErrno { interrupted() } } == .interrupted)
+        #expect(interrupted.calls == 1)
+    }
+}
+
+/// Unix sockets against the kernel.
+@Suite struct UnixSocketTests {
+    @Test func aPairCarriesBytesBothWaysAndTheEndIsSeen() throws {
+        let (a, b) = try UnixSocket.pair()
+        try a.send(Array("ping".utf8))
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let count = try b.receive(into: &buffer)
+        #expect(Array(buffer[..<count]) == Array("ping".utf8))
+        a.shutdown()
+        #expect(try b.waitUntilReadable(timeout: .seconds(5)))
+        #expect(try b.receive(into: &buffer) == 0)
+    }
+
+    @Test func aListenerAcceptsAConnectionWhosePeerIsThisProcess() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let path = folder + "/socket"
+            let listener = try UnixSocket.listen(at: path)
+            let client = try UnixSocket.connect(to: path)
+            let server = try listener.accept()
+            let credentials = try server.peerCredentials()
+            #expect(credentials.pid == ProcessIdentity.processID)
+            #expect(credentials.uid == ProcessIdentity.userID)
+            try client.send([1, 2, 3])
+            var buffer = [UInt8](repeating: 0, count: 3)
+            #expect(try buffer.withUnsafeMutableBytes { try server.receiveExactly(into: $0) })
+            #expect(buffer == [1, 2, 3])
+        }
+    }
+
+    @Test func connectingToNothingFailsWithTheKernelsError() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            #expect(failure { _ = try UnixSocket.connect(to: folder + "/absent") } == .noSuchFileOrDirectory)
+        }
+    }
+
+    @Test func anEmptySocketIsNotReadableWithinItsTimeout() throws {
+        let (a, b) = try UnixSocket.pair()
+        #expect(try !a.waitUntilReadable(timeout: .milliseconds(20)))
+        #expect(try a.waitUntilWritable(timeout: .milliseconds(20)))
+        withExtendedLifetime(b) {}  // Its end closed would make `a` readable (end of stream).
+    }
+}
+
+/// `flock` locks: the daemon's pid lock and the library's start lock.
+@Suite struct FileLockTests {
+    @Test func aHeldLockIsNotTakenAgainUntilReleasedAndKeepsItsContents() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let path = folder + "/lock"
+            var holder = try FileLock.tryAcquire(path)
+            #expect(holder != nil)
+            try holder?.replaceContents(with: Array("123456\n".utf8))
+            try holder?.replaceContents(with: Array("42\n".utf8))  // Shorter: the rest is cut.
+            #expect(try FileSystemCalls.contents(of: path, limit: 64) == Array("42\n".utf8))
+            // flock belongs to the open file: another open in this very process is refused while it is held.
+            #expect(try FileLock.tryAcquire(path) == nil)
+            holder = nil
+            #expect(try FileLock.tryAcquire(path) != nil)
+            _ = try FileLock.acquire(path)
+        }
+    }
+
+    @Test func aLockInAMissingFolderFailsWithTheKernelsError() {
+        #expect(
+            failure { _ = try FileLock.tryAcquire("/nonexistent-\(UUID().uuidString)/lock") } == .noSuchFileOrDirectory
+        )
+    }
+}
+
+/// Calls that change the file system, and `stat`.
+@Suite struct FileSystemChangesTests {
+    @Test func directoriesPermissionsRenamesAndRemovals() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let directory = folder + "/d"
+            try FileSystemCalls.makeDirectory(directory, permissions: 0o755)
+            #expect(failure { try FileSystemCalls.makeDirectory(directory, permissions: 0o700) } == .fileExists)
+            try FileSystemCalls.setPermissions(directory, to: 0o700)
+            let status = try FileSystemCalls.status(directory, followingLinks: false)
+            #expect(status.kind == .directory)
+            #expect(status.permissions == 0o700)
+            #expect(status.owner == ProcessIdentity.userID)
+
+            let file = directory + "/f"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data("abc".utf8)))
+            try FileSystemCalls.setLength(file, to: 10)
+            #expect(
+                try FileSystemCalls.contents(of: file, limit: 64) == Array("abc".utf8) + [UInt8](repeating: 0, count: 7)
+            )
+            try FileSystemCalls.sync(FilePath(file))
+            try FileSystemCalls.sync(FilePath(directory))
+            try FileSystemCalls.rename(FilePath(file), to: FilePath(directory + "/g"))
+            #expect(failure { _ = try FileSystemCalls.status(file, followingLinks: false) } == .noSuchFileOrDirectory)
+            try FileSystemCalls.removeFile(directory + "/g")
+            #expect(failure { try FileSystemCalls.removeFile(directory + "/g") } == .noSuchFileOrDirectory)
+            #expect(failure { try FileSystemCalls.removeFile(directory) } == .isDirectory)
+            #expect(FileSystemCalls.isExecutable("/bin/sh"))
+            #expect(!FileSystemCalls.isExecutable(directory + "/absent"))
+        }
+    }
+}
+
+/// Signals and child processes.
+@Suite struct ProcessTests {
+    @Test func signallingAProcessThatIsGoneFailsWithNoSuchProcess() throws {
+        try Signals.send(0, to: ProcessIdentity.processID)
+        #expect(ProcessLiveness.isAlive(ProcessIdentity.processID))
+        // A child that ended and was reaped is gone.
+        try withFolder { (folder: String) throws(any Error) in
+            let output = folder + "/out"
+            #expect(FileManager.default.createFile(atPath: output, contents: nil))
+            #expect(try ChildProcess.run("/bin/sh", arguments: ["-c", "echo $$"], outputPath: output) == .exited(0))
+            let text = String(decoding: try FileSystemCalls.contents(of: output, limit: 64), as: UTF8.self)
+            let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(failure { try Signals.send(0, to: pid) } == .noSuchProcess)
+            #expect(!ProcessLiveness.isAlive(pid))
+        }
+    }
+
+    @Test func aChildsExitStatusSignalAndOutputAreReported() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let output = folder + "/out"
+            #expect(FileManager.default.createFile(atPath: output, contents: nil))
+            #expect(
+                try ChildProcess.run(
+                    "/bin/sh",
+                    arguments: ["-c", "echo out; echo err >&2; exit 3"],
+                    outputPath: output
+                ) == .exited(3)
+            )
+            #expect(try FileSystemCalls.contents(of: output, limit: 64) == Array("out\nerr\n".utf8))
+            #expect(
+                try ChildProcess.run("/bin/sh", arguments: ["-c", "kill -KILL $$"], outputPath: output)
+                    == .signalled(SIGKILL)
+            )
+            #expect(
+                failure { _ = try ChildProcess.run(folder + "/absent", arguments: [], outputPath: output) }
+                    == .noSuchFileOrDirectory
+            )
+        }
+    }
+
+    @Test func anIgnoredSignalDoesNotEndTheProcessAndAnUnblockedOneIsNotPending() throws {
+        try Signals.ignore(SIGUSR2)
+        #expect(raise(SIGUSR2) == 0)  // Still here.
+        try Signals.unblockInThisThread([SIGUSR2])
+        var mask = sigset_t()
+        #expect(pthread_sigmask(SIG_BLOCK, nil, &mask) == 0)
+        #expect(sigismember(&mask, SIGUSR2) == 0)
+    }
+
+    @Test func sleepThreadSleepsAtLeastItsDuration() {
+        let start = ContinuousClock.now
+        sleepThread(for: .milliseconds(30))
+        #expect(ContinuousClock.now - start >= .milliseconds(30))
+    }
+
+    @Test func aFileIsNoTerminal() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let path = folder + "/f"
+            #expect(FileManager.default.createFile(atPath: path, contents: nil))
+            let handle = try #require(FileHandle(forReadingAtPath: path))
+            #expect(!Terminal.isTerminal(handle.fileDescriptor))
+        }
+    }
+}
