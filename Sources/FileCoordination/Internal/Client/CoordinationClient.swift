@@ -4,6 +4,7 @@ import FCProtocol
 import FCToolkit
 import Foundation
 import Logging
+import Synchronization
 
 /// A client of file coordination: the side of it that lives in this process. It composes three parts, each of its
 /// own file and lock, and is the delegate of the transports they choose:
@@ -240,5 +241,23 @@ extension CoordinationClient: ConnectionOwner {
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
         for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
+    }
+}
+
+/// The numbers one client gives its coordinators, claims and presenters: one sequence, so that no two of them
+/// share a number within the client (the arbiter knows each kind by its number and the client's id).
+///
+/// - Important: Thread-safe (an atomic counter).
+final class IDSource: Sendable {
+    private let last: Atomic<UInt64>
+
+    /// A source whose first number is `start + 1`.
+    init(after start: UInt64 = 0) {
+        last = Atomic(start)
+    }
+
+    /// A number never returned before by this source.
+    func next() -> UInt64 {
+        last.add(1, ordering: .relaxed).newValue
     }
 }

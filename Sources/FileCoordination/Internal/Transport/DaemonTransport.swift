@@ -96,67 +96,6 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         buffer.deallocate()
     }
 
-    func send(_ message: ClientMessage) {
-        switch message {
-        case .addPresenter(let registration):
-            // Before the frame goes: the presenter's first message may come at once.
-            updateReading { $0.presenters.insert(registration.id) }
-        case .removePresenter(let presenter):
-            updateReading { $0.presenters.remove(presenter) }
-        default:
-            break
-        }
-        send(message.event)
-    }
-
-    /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
-    /// the listener reads until the claim ends.
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        if waiter.blocksThread {
-            waiter.readsReplies(from: self)
-        } else {
-            updateReading { $0.unattendedClaims.insert(request.id) }
-        }
-        send(.claimRequested(request))
-        // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
-        if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
-    }
-
-    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
-    private func send(_ event: ArbiterEvent) {
-        guard let frame = Filecoord_V1_Frame(event) else { return }
-        do {
-            try sendFrame(frame)
-        } catch {
-            connectionLost("writing to filecoordd failed: \(error)")
-        }
-    }
-
-    /// The one way a frame leaves: encoded, then written whole under `sendLock`, so that frames sent from several
-    /// threads never interleave.
-    func sendFrame(_ frame: Filecoord_V1_Frame) throws {
-        let bytes = try encoder.encode(frame)
-        try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
-    }
-
-    /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
-    /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
-    /// Throws if the connection is gone.
-    func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
-        updateReading { $0.versionRequests += 1 }
-        do {
-            try sendFrame(frame)
-        } catch {
-            versionRequestEnded()
-            throw error
-        }
-    }
-
-    /// A version store request was answered (or could not be sent): the listener need not read for it any more.
-    func versionRequestEnded() {
-        updateReading { $0.versionRequests = max(0, $0.versionRequests - 1) }
-    }
-
     /// Closes the connection; the listener ends and the delegate hears it.
     func close() {
         socket.shutdown()
