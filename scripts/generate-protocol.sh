@@ -3,7 +3,7 @@
 #
 #   scripts/generate-protocol.sh
 #
-# The generated Swift is committed (DESIGN.md decision 3), so neither the build nor CI runs this: run it after
+# The generated Swift is committed (docs/PROTOCOL.md), so neither the build nor CI runs this: run it after
 # editing the .proto, and commit both files together. Steps:
 #   1. protoc: installs Debian's protobuf-compiler through apt-get if `protoc` is not on PATH (root or sudo).
 #   2. protoc-gen-swift: built in release mode from the swift-protobuf checkout this package resolves (the version

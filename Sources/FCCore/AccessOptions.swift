@@ -33,7 +33,7 @@ public struct WritingOptions: OptionSet, Hashable, Sendable {
     /// Only metadata independent of the contents is written.
     public static let contentIndependentMetadataOnly = WritingOptions(rawValue: 1 << 4)
 
-    /// The options that make a write on a directory cover everything inside it (SEMANTICS.md §2 rule 3).
+    /// The options that make a write on a directory cover everything inside it (docs/SEMANTICS.md §2 rule 3).
     public static let subtreeOptions: WritingOptions = [.forDeleting, .forMoving, .forReplacing]
 }
 
@@ -49,7 +49,7 @@ public enum Access: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `true` for a write that deletes or replaces its item (`.forDeleting`, `.forReplacing`): presenters of the
-    /// enclosing directories are asked to accommodate the deletion of a subitem first (SEMANTICS.md §3).
+    /// enclosing directories are asked to accommodate the deletion of a subitem first (docs/SEMANTICS.md §3).
     public var deletesItem: Bool {
         if case .write(let options) = self { return !options.isDisjoint(with: [.forDeleting, .forReplacing]) }
         return false

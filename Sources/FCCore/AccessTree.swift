@@ -76,7 +76,7 @@ struct AccessTree {
     }
 
     /// The node that stands for `path` in conflict checks: the outermost package at or above it, else the item's
-    /// own node (SEMANTICS.md §2 rule 2). Created if missing.
+    /// own node (docs/SEMANTICS.md §2 rule 2). Created if missing.
     func effectiveNode(_ path: ItemPath) -> AccessNode {
         var node = root
         for component in path.components {

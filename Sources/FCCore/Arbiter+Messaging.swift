@@ -1,5 +1,5 @@
 extension Arbiter {
-    // MARK: Before the access (SEMANTICS.md §3, "presenter of the item", "presenters inside", packages)
+    // MARK: Before the access (docs/SEMANTICS.md §3, "presenter of the item", "presenters inside", packages)
 
     /// Plans and sends the messages a claim owes presenters before its accessor may run.
     func startPreparing(_ claim: ClaimRecord) {
@@ -45,8 +45,8 @@ extension Arbiter {
             for presenter in itemNode.presenters {
                 add(presenter) { $0.addForItem(entry.access) }
             }
-            // Everything inside the item hears too: for deleting, moving and replacing writes (SEMANTICS.md §3), and
-            // for a preparation, whose top-level items stand for their contents (`prepare(forReadingItemsAt:…)`).
+            // Everything inside the item hears too: for deleting, moving and replacing writes (docs/SEMANTICS.md §3),
+            // and for a preparation, whose top-level items stand for their contents (`prepare(forReadingItemsAt:…)`).
             if entry.access.coversSubtree || claim.request.isPreparation {
                 tree.forEachDescendantWithPresenters(of: itemNode) { inside in
                     for presenter in inside.presenters {
@@ -215,7 +215,7 @@ extension Arbiter {
                         } else {
                             // A new item is a change under the directory, as macOS reports any write there (ported
                             // code refreshes its listings in subitem did change), and an appearance, as Apple's
-                            // documentation promises (SEMANTICS.md §3).
+                            // documentation promises (docs/SEMANTICS.md §3).
                             notify(presenterID, .presentedSubitemDidChange(at: path))
                             if appeared { notify(presenterID, .presentedSubitemDidAppear(at: path)) }
                         }
@@ -247,7 +247,7 @@ extension Arbiter {
     }
 
     /// Sends a notification on behalf of a claim unless the presenter does not implement it or already had the
-    /// same one for this claim (exactly once, SEMANTICS.md §3).
+    /// same one for this claim (exactly once, docs/SEMANTICS.md §3).
     func notifyOnce(
         _ claim: ClaimRecord,
         _ presenter: PresenterRecord,

@@ -1,5 +1,5 @@
 extension Arbiter {
-    // MARK: item(at:didMoveTo:) (SEMANTICS.md §2 rule 7 and §3)
+    // MARK: item(at:didMoveTo:) (docs/SEMANTICS.md §2 rule 7 and §3)
 
     func itemMoved(_ claimID: ClaimID, from: ItemPath, to: ItemPath, fromName: [UInt8]? = nil) {
         guard let claim = claims[claimID], claim.phase == .granted,
@@ -102,7 +102,7 @@ extension Arbiter {
         }
     }
 
-    // MARK: Versions (SEMANTICS.md §3, "version added, removed, resolved")
+    // MARK: Versions (docs/SEMANTICS.md §3, "version added, removed, resolved")
 
     func versionChanged(_ claimID: ClaimID, _ path: ItemPath, _ change: VersionChange) {
         guard let claim = claims[claimID], claim.phase == .granted else {

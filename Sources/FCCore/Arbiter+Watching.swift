@@ -128,7 +128,7 @@ extension Arbiter {
 
     private func itemDeleted(_ path: ItemPath) {
         watching.fresh[path] = nil
-        // SEMANTICS.md §3: the item's presenter hears that it changed (it no longer exists).
+        // docs/SEMANTICS.md §3: the item's presenter hears that it changed (it no longer exists).
         notifyPresenters(at: path, .presentedItemDidChange)
         notifyEnclosingDirectories(of: path, appeared: false)
     }

@@ -6,7 +6,7 @@
 /// arrives as ``ArbiterEvent/timerFired(_:)`` and as the host's timestamp of each event (``handle(_:at:)``, used
 /// for nothing but the wait times in reports); the arbiter never reads a clock.
 ///
-/// The rules are SEMANTICS.md §2 (who waits for whom) and §3 (which presenter hears what); `docs/ARCHITECTURE.md`
+/// The rules are docs/SEMANTICS.md §2 (who waits for whom) and §3 (which presenter hears what); `docs/ARCHITECTURE.md`
 /// maps each rule to the code that implements it.
 ///
 /// - Important: Not thread-safe. One arbiter is owned by one thread or event loop, which calls every method.
@@ -79,6 +79,8 @@ public final class Arbiter {
             requestClaim(request)
         case .claimFinished(let id, let created):
             finishClaim(id, created: created)
+        case .preparationReturned(let id):
+            preparationReturned(id)
         case .coordinatorCancelled(let client, let coordinator):
             cancelCoordinator(client, coordinator)
         case .claimCancelled(let id):

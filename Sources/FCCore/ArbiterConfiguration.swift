@@ -2,10 +2,10 @@
 public struct ArbiterConfiguration: Hashable, Sendable {
     /// Directory extensions treated as packages (directories that are one document), compared byte for byte.
     public var packageExtensions: Set<[UInt8]>
-    /// How long a presenter may take to answer a request before it counts as having said yes (SEMANTICS.md §6).
+    /// How long a presenter may take to answer a request before it counts as having said yes (docs/SEMANTICS.md §6).
     /// `nil` waits forever, as Apple's daemon does.
     public var presenterTimeout: Duration?
-    /// How long a claim may wait before the deadlock detector looks at it (SEMANTICS.md §6). `nil` never looks.
+    /// How long a claim may wait before the deadlock detector looks at it (docs/SEMANTICS.md §6). `nil` never looks.
     public var deadlockDetectionDelay: Duration?
     /// `true` when the host watches the file system (the daemon): presenters then make the arbiter ask for watches
     /// (``ArbiterEffect/watch(_:)``). `false` (the default) asks for none.

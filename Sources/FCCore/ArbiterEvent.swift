@@ -79,7 +79,7 @@ public struct ClaimRequest: Hashable, Sendable {
     /// nothing itself (the coordinated calls made inside it do), so its end sends no did-change.
     public var isPreparation: Bool
     /// The caller's deadline, counted from the claim's arrival: if it is not granted by then it fails with
-    /// ``ClaimFailure/timedOut(_:)``, saying what it still waits for (SEMANTICS.md §6). `nil` waits as long as it
+    /// ``ClaimFailure/timedOut(_:)``, saying what it still waits for (docs/SEMANTICS.md §6). `nil` waits as long as it
     /// takes (for the presenter timeout and the deadlock detector, or for `cancel()`).
     public var timeout: Duration?
     /// `true` for a claim that is granted already: its accessor runs in its client, which declares it again to an
@@ -120,9 +120,9 @@ public struct ClaimRequest: Hashable, Sendable {
 
 /// A timer the arbiter asked its host to run.
 public enum TimerID: Hashable, Sendable {
-    /// The presenter timeout of one request (SEMANTICS.md §6).
+    /// The presenter timeout of one request (docs/SEMANTICS.md §6).
     case presenterReply(RequestID)
-    /// A claim has waited for the deadlock detection delay (SEMANTICS.md §6).
+    /// A claim has waited for the deadlock detection delay (docs/SEMANTICS.md §6).
     case deadlockCheck(ClaimID)
     /// A claim's own deadline (``ClaimRequest/timeout``) has passed.
     case claimDeadline(ClaimID)
@@ -144,6 +144,11 @@ public enum ArbiterEvent: Hashable, Sendable {
     case presenterURLChanged(PresenterID, to: ItemPath?)
     /// A claim was requested.
     case claimRequested(ClaimRequest)
+    /// The batch block of a granted preparation (``ClaimRequest/isPreparation``) returned while its completion
+    /// handler is still to be called: the claim stays granted until its ``claimFinished(_:created:)`` (the handler),
+    /// and dumps show it as waiting for its handler from now on. It changes nothing in who waits for whom; for
+    /// anything but a granted preparation it is logged and ignored.
+    case preparationReturned(ClaimID)
     /// The accessor of a granted claim returned. `created` names items the accessor created
     /// (reported as `presentedSubitemDidAppear` to enclosing directories).
     case claimFinished(ClaimID, created: [ItemPath])

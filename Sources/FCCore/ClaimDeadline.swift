@@ -1,4 +1,4 @@
-/// A caller's own deadline (``ClaimRequest/timeout``, SEMANTICS.md §6: a waiting caller can always get out).
+/// A caller's own deadline (``ClaimRequest/timeout``, docs/SEMANTICS.md §6: a waiting caller can always get out).
 ///
 /// The timer `.claimDeadline(id)` starts when the claim arrives (`requestClaim(_:)`) and is cancelled when it is
 /// granted or removed; if it fires first, the claim fails with ``ClaimFailure/timedOut(_:)`` and a report of what it

@@ -1,4 +1,4 @@
-/// The deadlock detector (SEMANTICS.md §6): a wait-for graph over claims, presenter replies and presenter queues,
+/// The deadlock detector (docs/SEMANTICS.md §6): a wait-for graph over claims, presenter replies and presenter queues,
 /// searched when a claim has waited for the detection delay.
 ///
 /// Edges:

@@ -2,7 +2,7 @@
 ///
 /// The watcher watches the directories the arbiter asks for (``ArbiterEffect/watch(_:)``) and feeds what it reads
 /// as ``ArbiterEvent/fileSystemChanged(_:)``, one batch per read, in the kernel's order. The arbiter turns the
-/// batch into presenter notifications (SEMANTICS.md §3, changes made without coordination).
+/// batch into presenter notifications (docs/SEMANTICS.md §3, changes made without coordination).
 public enum FileSystemEvent: Hashable, Sendable {
     /// A file opened for writing was closed (`IN_CLOSE_WRITE`): one finished write.
     case closedAfterWriting(ItemPath)
@@ -11,8 +11,8 @@ public enum FileSystemEvent: Hashable, Sendable {
     case created(ItemPath, isDirectory: Bool)
     /// An item was removed from a watched directory (`IN_DELETE`).
     case deleted(ItemPath)
-    /// The first half of a rename (`IN_MOVED_FROM`); paired with ``movedTo(_:cookie:isDirectory:)`` by the cookie within one
-    /// batch. Unpaired, it is a move out of everything watched: a deletion as far as presenters can tell.
+    /// The first half of a rename (`IN_MOVED_FROM`); paired with ``movedTo(_:cookie:isDirectory:)`` by the cookie
+    /// within one batch. Unpaired, it is a move out of everything watched: a deletion as far as presenters can tell.
     case movedFrom(ItemPath, cookie: UInt32)
     /// The second half of a rename (`IN_MOVED_TO`). Unpaired, it is a move in from somewhere unwatched: a creation.
     case movedTo(ItemPath, cookie: UInt32, isDirectory: Bool)

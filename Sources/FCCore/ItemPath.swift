@@ -4,11 +4,11 @@
 /// files, so components are compared byte for byte. `ItemPath` does lexical normalisation only: `.` components,
 /// repeated slashes and trailing slashes are dropped and `..` removes the previous component (at the root it stays
 /// at the root, as `/..` is `/` on POSIX). Resolving symbolic links and case-insensitive directories needs the file
-/// system and happens outside `FCCore` (SEMANTICS.md §4).
+/// system and happens outside `FCCore` (docs/SEMANTICS.md §4).
 ///
 /// Ordering is lexicographic by components, then by length, for deterministic listings. Multi-item claims need no
-/// lock order: the arbiter grants all of a claim's items in one step or none (SEMANTICS.md §2 rule 6), which is what
-/// keeps two processes taking the same pair in opposite order from deadlocking.
+/// lock order: the arbiter grants all of a claim's items in one step or none (docs/SEMANTICS.md §2 rule 6), which is
+/// what keeps two processes taking the same pair in opposite order from deadlocking.
 public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The path's components, root first. The root itself has none.
     public private(set) var components: [[UInt8]]
@@ -154,7 +154,7 @@ public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible 
 public enum ItemPathError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The path was empty.
     case empty
-    /// The path did not start with `/`; only absolute paths are coordinated (SEMANTICS.md §4).
+    /// The path did not start with `/`; only absolute paths are coordinated (docs/SEMANTICS.md §4).
     case relative
     /// The path contained a NUL byte, which no Linux file name can hold.
     case containsNUL

@@ -1,7 +1,7 @@
 /// The `NSFilePresenter` callbacks a presenter implements.
 ///
 /// A presenter declares them when it registers (default: all). The arbiter sends no message a presenter does not
-/// implement, and treats an unimplemented relinquish, save or accommodate as an immediate yes (SEMANTICS.md §3).
+/// implement, and treats an unimplemented relinquish, save or accommodate as an immediate yes (docs/SEMANTICS.md §3).
 public struct PresenterCallbacks: OptionSet, Hashable, Sendable {
     /// The callback bits.
     public var rawValue: UInt32
@@ -45,7 +45,7 @@ public struct PresenterCallbacks: OptionSet, Hashable, Sendable {
     public static let all = PresenterCallbacks(rawValue: (1 << 16) - 1)
 
     /// The `presentedSubitem…` notifications. A package presenter that implements none of them is sent
-    /// `presentedItemDidChange` instead (SEMANTICS.md §3).
+    /// `presentedItemDidChange` instead (docs/SEMANTICS.md §3).
     public static let subitemNotifications: PresenterCallbacks = [
         .presentedSubitemDidChange, .presentedSubitemDidAppear, .presentedSubitemDidMove,
         .presentedSubitemDidGainVersion, .presentedSubitemDidLoseVersion, .presentedSubitemDidResolveConflictVersion,

@@ -1,4 +1,4 @@
-/// A read-only view of the deadlock detector's wait-for graph (SEMANTICS.md §6), for `fcdump --graph`.
+/// A read-only view of the deadlock detector's wait-for graph (docs/SEMANTICS.md §6), for `fcdump --graph`.
 extension Arbiter {
     /// Every edge of the wait-for graph now: from each live claim that is not granted, then from each presenter whose
     /// queue is held by a coordinated call made on it. Nodes are named `claim#N` and `presenter#N`; the label is the

@@ -1,5 +1,5 @@
-/// Where clients find the daemon: the per-user socket (DESIGN.md decision 2), shared by `filecoordd` and the
-/// client library so that the two never disagree.
+/// Where clients find the daemon: the per-user socket (docs/ARCHITECTURE.md §9, "Lifecycle"), shared by `filecoordd`
+/// and the client library so that the two never disagree.
 ///
 /// Stateless: usable from any thread.
 public enum DaemonAddress {

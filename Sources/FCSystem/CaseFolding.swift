@@ -1,4 +1,4 @@
-/// Names as case-insensitive file systems compare them (SEMANTICS.md §4): the client's canonical keys and the
+/// Names as case-insensitive file systems compare them (docs/SEMANTICS.md §4): the client's canonical keys and the
 /// daemon's watcher fold names alike.
 ///
 /// - Important: Pure functions of their arguments; thread-safe.

@@ -163,7 +163,7 @@ enum BlkidCache {
     }
 }
 
-/// Whether names in a directory compare case-insensitively, decided from the file system (SEMANTICS.md §4): the
+/// Whether names in a directory compare case-insensitively, decided from the file system (docs/SEMANTICS.md §4): the
 /// rule that the client's canonicaliser (`CaseSensitivity`, which caches it) and the daemon's watcher (which folds
 /// event names in such directories) share.
 ///

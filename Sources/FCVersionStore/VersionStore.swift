@@ -4,9 +4,9 @@ import GRDB
 public import Logging
 import SystemPackage
 
-/// The store of `NSFileVersion`'s versions (SEMANTICS.md §8): an index in SQLite (through GRDB, WAL, one transaction
-/// per change) and the versions' contents, under one directory (`$XDG_DATA_HOME/filecoordd/versions` for the daemon
-/// and for the library's in-process mode alike).
+/// The store of `NSFileVersion`'s versions (docs/SEMANTICS.md §8): an index in SQLite (through GRDB, WAL, one
+/// transaction per change) and the versions' contents, under one directory (`$XDG_DATA_HOME/filecoordd/versions` for
+/// the daemon and for the library's in-process mode alike).
 ///
 /// Layout: `index.sqlite` (with its WAL), `contents/<id>/<name>` (a version's contents under the item's name when it
 /// was added), `staging/<pid>-<id>/<name>` (contents being added), `tmp/<pid>-<uuid>/` (directories handed out by

@@ -4,7 +4,7 @@ public import Foundation
 /// cancellation, which is `CocoaError(.userCancelled)` as on Apple platforms).
 ///
 /// Bridged to `NSError` in ``FileCoordinationError/errorDomain`` with the code's raw value; each code has a message
-/// that says what happened and what to do (SEMANTICS.md §5).
+/// that says what happened and what to do (docs/SEMANTICS.md §5).
 public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The error domain of `NSError`s made from this error.
     public static let errorDomain = "FileCoordinationErrorDomain"

@@ -14,7 +14,7 @@ public typealias NSErrorPointer = UnsafeMutablePointer<NSError?>?
 ///
 /// Each `coordinate…` call asks the arbiter for a claim on its items, waits until no conflicting claim holds them
 /// and every affected presenter has relinquished, saved or accommodated as needed, runs the accessor, then lets
-/// presenters hear what changed (SEMANTICS.md §2 and §3). Non-file and relative URLs fail with
+/// presenters hear what changed (docs/SEMANTICS.md §2 and §3). Non-file and relative URLs fail with
 /// ``FileCoordinationError/Code/unsupportedURL`` instead of being silently skipped.
 ///
 /// - Important: A coordinator may be used from any thread; ``cancel()`` in particular is meant to be called from
@@ -72,7 +72,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     let client: CoordinationClient
 
     /// Creates a coordinator on behalf of `filePresenter`, which then hears nothing of this coordinator's accesses
-    /// (version messages aside) and whose writes made while answering a request go first (SEMANTICS.md §2 rule 5).
+    /// (version messages aside) and whose writes made while answering a request go first (docs/SEMANTICS.md §2 rule 5).
     public init(filePresenter: (any NSFilePresenter)?) {
         self.client = .shared
         self.presenter = filePresenter
@@ -106,7 +106,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Registers a presenter process-wide. Balance it with ``removeFilePresenter(_:)``.
     ///
     /// To be sure to hear of a write that races with the registration, register inside a coordinated read of the
-    /// item (SEMANTICS.md §7).
+    /// item (docs/SEMANTICS.md §7).
     open class func addFilePresenter(_ filePresenter: any NSFilePresenter) {
         CoordinationClient.shared.addPresenter(filePresenter)
     }
@@ -145,7 +145,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// How long each later call of this coordinator may wait for its claim; `nil` (the default) waits as long as
     /// it takes, as Apple's does. Not in Apple's API: a call still waiting when the time is up returns without
     /// running its accessor, with ``FileCoordinationError/Code/timedOut`` and a message that says what it waited
-    /// for (SEMANTICS.md §6). The `async` methods take a timeout per call instead.
+    /// for (docs/SEMANTICS.md §6). The `async` methods take a timeout per call instead.
     ///
     /// Creating one coordinator per call, as is usual, makes this a per-call deadline for the synchronous methods.
     /// Once the accessor runs, it runs to the end.
@@ -232,8 +232,13 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     }
 
     /// Asks the presenters of many items to relinquish and save, then runs `batchAccessor`, which makes its own
-    /// coordinated calls with this coordinator and must call the completion handler it is given, from any thread.
-    /// Returns when the handler has been called.
+    /// coordinated calls with this coordinator and must call the completion handler it is given once they are done.
+    ///
+    /// As Apple documents it: returns when `batchAccessor` returns (on the calling thread). The items stay claimed,
+    /// and their presenters relinquished, until the handler is called, from any thread and at any time (from a queue
+    /// the block dispatched to, the main queue included); a second call does nothing. Calls this coordinator makes
+    /// meanwhile, from any thread, are part of the batch and do not wait for it. A handler released without ever
+    /// being called ends the batch then, with a warning (docs/SEMANTICS.md §10).
     ///
     /// `@preconcurrency`, as Apple's is: a capture that is not `Sendable` is a warning in the Swift 6 language mode,
     /// not an error.
@@ -253,11 +258,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             batchAccessor {}
             return
         }
-        let done = DispatchSemaphore(value: 0)
-        let error = access(items, refusesNestedWrite: false, isPreparation: true) { _ in
-            batchAccessor { done.signal() }
-            done.wait()
-        }
+        let error = prepareBatch(items, batchAccessor)
         outError?.pointee = error.map { $0 as NSError }
     }
 
@@ -312,7 +313,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     open func item(at oldURL: URL, willMoveTo newURL: URL) {}
 
     /// Tells presenters that the item at `oldURL` now is at `newURL`: it, and everything inside it, hear did move;
-    /// enclosing directories hear subitem did move; claims waiting for it follow it (SEMANTICS.md §2 rule 7).
+    /// enclosing directories hear subitem did move; claims waiting for it follow it (docs/SEMANTICS.md §2 rule 7).
     /// Call it inside the accessor of a coordinated write of the item; elsewhere it is ignored.
     open func item(at oldURL: URL, didMoveTo newURL: URL) {
         // A moved symbolic link moved itself, not its target: the last component is not followed.

@@ -6,7 +6,7 @@ public import Foundation
 /// Swift on Linux has no optional protocol requirements, so every callback of ``NSFilePresenter`` has a default
 /// implementation and the arbiter cannot see which ones a presenter overrides. A presenter that implements only some
 /// of them says so with ``NSFilePresenter/presentedItemCallbacks``; the arbiter then sends it nothing else, and
-/// treats an undeclared relinquish, save or accommodate as an immediate yes (SEMANTICS.md §3).
+/// treats an undeclared relinquish, save or accommodate as an immediate yes (docs/SEMANTICS.md §3).
 public struct FilePresenterCallbacks: OptionSet, Hashable, Sendable {
     /// The bits (the same as the daemon's).
     public let rawValue: UInt32
@@ -98,7 +98,7 @@ public protocol NSFilePresenter: NSObjectProtocol {
     /// The callbacks this presenter implements (default: all of them).
     var presentedItemCallbacks: FilePresenterCallbacks { get }
     /// `true` when the presented directory is a package: one document, whose contents count as the whole
-    /// (SEMANTICS.md §2 rule 2). Directories with a known package extension are packages anyway. Default `false`.
+    /// (docs/SEMANTICS.md §2 rule 2). Directories with a known package extension are packages anyway. Default `false`.
     var presentedItemIsPackage: Bool { get }
 
     /// Another object or process wants to read the item: do what is needed, then call `reader`, optionally with a

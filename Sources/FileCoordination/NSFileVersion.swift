@@ -4,7 +4,7 @@ import FCVersionStore
 public import Foundation
 import Logging
 
-/// A version of a file (SEMANTICS.md §8), with Apple's API and Swift signatures: the current version (the file
+/// A version of a file (docs/SEMANTICS.md §8), with Apple's API and Swift signatures: the current version (the file
 /// itself), other versions kept in the version store, and conflict versions that a sync tool added
 /// (``addConflictVersionOfItem(at:withContentsOf:savingComputer:originator:)``).
 ///

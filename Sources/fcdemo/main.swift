@@ -2,7 +2,7 @@
 //
 // Three programs share a folder: an editor presenting a document, a sync tool and a backup tool. The arbiter is the
 // same `FCCore` state machine that `filecoordd` will run; here the demo plays the three programs and answers for the
-// editor's presenter, so each step of SEMANTICS.md §2 and §3 shows up as a line.
+// editor's presenter, so each step of docs/SEMANTICS.md §2 and §3 shows up as a line.
 
 import FCCore
 import FCTestSupport

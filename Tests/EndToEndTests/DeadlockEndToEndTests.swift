@@ -1,5 +1,5 @@
-// The deadlock detector across real processes (SEMANTICS.md §6): the classic serial-queue deadlock of two presenters
-// that read inside presentedItemDidChange, and a long wait that is no deadlock.
+// The deadlock detector across real processes (docs/SEMANTICS.md §6): the classic serial-queue deadlock of two
+// presenters that read inside presentedItemDidChange, and a long wait that is no deadlock.
 
 import Foundation
 import Testing

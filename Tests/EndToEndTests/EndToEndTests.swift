@@ -1,5 +1,5 @@
-// Several real processes around one private filecoordd: presenter messaging across processes (SEMANTICS.md §2, §3),
-// crashes and stuck presenters (§6, §7), malformed clients, shutdown and the single-daemon lock.
+// Several real processes around one private filecoordd: presenter messaging across processes (docs/SEMANTICS.md §2,
+// §3), crashes and stuck presenters (§6, §7), malformed clients, shutdown and the single-daemon lock.
 //
 // Each test has its own folder, socket and daemon (Harness.swift), so the tests run in parallel.
 
@@ -97,7 +97,7 @@ func seededBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 
 @Suite(.timeLimit(.minutes(1)))
 struct EndToEndTests {
-    // MARK: Presenter messaging across processes (SEMANTICS.md §3)
+    // MARK: Presenter messaging across processes (docs/SEMANTICS.md §3)
 
     @Test("A write in B: A hears relinquishToWriter, didChange, reacquire; B is granted after A relinquished")
     func writeMessagesAPresenterInAnotherProcess() async throws {
@@ -160,7 +160,8 @@ struct EndToEndTests {
             try b.send("read \(doc)")
             let failed = try await b.waitFor("failed read \(doc)")
             #expect(failed.text == "failed read \(doc) FCTestHostDomain 42 The document could not be saved.")
-            // fc-testhost prints `granted` inside the accessor, which runs before the call returns: none means it never ran.
+            // fc-testhost prints `granted` inside the accessor, which runs before the call returns: none means it never
+            // ran.
             #expect(!b.lines.contains { $0.text.hasPrefix("granted read") })
             #expect(try await a.settledPresenterEvents("A", count: 3) == ["relinquishToReader", "save", "reacquire"])
         }
@@ -240,7 +241,7 @@ struct EndToEndTests {
         }
     }
 
-    // MARK: Who waits for whom, across processes (SEMANTICS.md §2)
+    // MARK: Who waits for whom, across processes (docs/SEMANTICS.md §2)
 
     @Test("Readers share across processes; a writer waits for readers and readers wait for a writer")
     func readersShareAndAWriterExcludes() async throws {
@@ -280,7 +281,7 @@ struct EndToEndTests {
         }
     }
 
-    // MARK: Processes come and go (SEMANTICS.md §7)
+    // MARK: Processes come and go (docs/SEMANTICS.md §7)
 
     @Test("kill -9 of a claim holder releases its claim at once; the daemon logs it and keeps serving")
     func killedClaimHolderReleasesItsClaim() async throws {
@@ -333,7 +334,7 @@ struct EndToEndTests {
         }
     }
 
-    // MARK: Stuck presenters (SEMANTICS.md §6)
+    // MARK: Stuck presenters (docs/SEMANTICS.md §6)
 
     @Test("A presenter that never answers counts as having relinquished after --presenter-timeout")
     func presenterTimeout() async throws {
@@ -355,7 +356,7 @@ struct EndToEndTests {
         }
     }
 
-    // MARK: The daemon goes away (SEMANTICS.md §7)
+    // MARK: The daemon goes away (docs/SEMANTICS.md §7)
 
     @Test("kill -9 of the daemon fails a waiting call with connectionLost; the next call restarts the daemon")
     func killedDaemonFailsWaitersAndIsRestarted() async throws {

@@ -1,6 +1,6 @@
-// The main-queue deadlock (SEMANTICS.md §6): an app whose presenter runs on OperationQueue.main makes a coordinated
-// write of the presented file on the main thread. The presenter cannot relinquish until the main thread returns,
-// which waits for the presenter: Apple's daemon hangs here; ours fails the write with the cycle.
+// The main-queue deadlock (docs/SEMANTICS.md §6): an app whose presenter runs on OperationQueue.main makes a
+// coordinated write of the presented file on the main thread. The presenter cannot relinquish until the main thread
+// returns, which waits for the presenter: Apple's daemon hangs here; ours fails the write with the cycle.
 
 import Foundation
 import Testing

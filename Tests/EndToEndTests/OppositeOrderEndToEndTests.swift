@@ -1,5 +1,6 @@
 // Two processes taking the same two items in opposite order through the two-URL methods: the arbiter grants a
-// multi-item claim all at once or not at all, so the classic lock-ordering deadlock cannot happen (SEMANTICS.md §2).
+// multi-item claim all at once or not at all, so the classic lock-ordering deadlock cannot happen (docs/SEMANTICS.md
+// §2).
 
 import Foundation
 import Testing

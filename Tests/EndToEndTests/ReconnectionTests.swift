@@ -8,7 +8,7 @@ import Testing
 @preconcurrency import Musl
 #endif
 
-// How a process reaches the arbiter when the daemon is starting, stopping, stopped or absent (SEMANTICS.md §7, §9;
+// How a process reaches the arbiter when the daemon is starting, stopping, stopped or absent (docs/SEMANTICS.md §7, §9;
 // issue 11): a failure that may pass is tried again and never turns into coordinating in process, which would grant
 // what another process holds through the daemon; only a process with no daemon to start coordinates in process, says
 // so, and moves to a daemon once one answers.

@@ -2,7 +2,7 @@ import FCCore
 import FCTestSupport
 import Testing
 
-/// A caller's own deadline (`ClaimRequest.timeout`, SEMANTICS.md §6: a waiting caller can always get out).
+/// A caller's own deadline (`ClaimRequest.timeout`, docs/SEMANTICS.md §6: a waiting caller can always get out).
 @Suite struct DeadlineTests {
     private func request(
         _ h: ArbiterHarness,

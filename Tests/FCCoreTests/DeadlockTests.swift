@@ -7,7 +7,7 @@ private func detectorHarness() -> ArbiterHarness {
     ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1)))
 }
 
-/// The deadlock detector (SEMANTICS.md §6), on hydrixos/DeadlockExample's scenario: two presenters of one file on
+/// The deadlock detector (docs/SEMANTICS.md §6), on hydrixos/DeadlockExample's scenario: two presenters of one file on
 /// serial queues, each making a coordinated read inside `presentedItemDidChange`.
 @Suite struct DeadlockTests {
 

@@ -3,7 +3,7 @@ import FCTestSupport
 import Testing
 
 /// A move whose old and new canonical paths are equal: a case-only rename in a case-insensitive directory, which the
-/// client reports as `itemMoved(from: p, to: p)` (issue 14, SEMANTICS.md §4).
+/// client reports as `itemMoved(from: p, to: p)` (issue 14, docs/SEMANTICS.md §4).
 @Suite struct InPlaceRenameTests {
     @Test func presentersOfTheItemItsContentsAndItsFolderHearTheRenameAndNothingMoves() throws {
         let h = ArbiterHarness()

@@ -6,7 +6,7 @@ private func names(_ path: ItemPath) -> [String] {
     path.components.map { String(decoding: $0, as: UTF8.self) }
 }
 
-@Suite("ItemPath: canonical absolute paths (SEMANTICS §4)")
+@Suite("ItemPath: canonical absolute paths (docs/SEMANTICS.md §4)")
 struct ItemPathTests {
     // MARK: Lexical normalisation
 

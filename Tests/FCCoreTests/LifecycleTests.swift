@@ -18,7 +18,7 @@ private func logs(_ h: ArbiterHarness) -> [LogRecord] {
     }
 }
 
-/// Claims come and go: cancel (SEMANTICS §5), disconnect (§7), presenter timeout (§6), and bad input.
+/// Claims come and go: cancel (docs/SEMANTICS.md §5), disconnect (§7), presenter timeout (§6), and bad input.
 @Suite("Lifecycle: cancel, disconnect, presenter timeout, bad input")
 struct LifecycleTests {
     // MARK: Cancel (§5)

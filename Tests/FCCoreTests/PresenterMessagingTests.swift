@@ -17,10 +17,10 @@ private func reacquire(_ h: ArbiterHarness, _ presenter: PresenterID) throws -> 
 /// Every callback except the `presentedSubitem…` notifications.
 private let withoutSubitemCallbacks = PresenterCallbacks.all.subtracting(.subitemNotifications)
 
-/// SEMANTICS.md §3, "Which presenter hears what, and when": one test per row of the table, then one or more per
+/// docs/SEMANTICS.md §3, "Which presenter hears what, and when": one test per row of the table, then one or more per
 /// bullet under it. Presenters belong to the client `app`; claims come from the client `tool` unless a test says
 /// otherwise. Every expectation on messages is the presenter's exact sequence.
-@Suite("SEMANTICS §3: which presenter hears what, and when")
+@Suite("docs/SEMANTICS.md §3: which presenter hears what, and when")
 struct PresenterMessagingTests {
     // MARK: Table, row "read"
 

@@ -7,11 +7,11 @@ private func blockers(_ h: ArbiterHarness, _ claim: ClaimID) -> Set<ClaimID> {
     Set(h.arbiter.blockers(of: claim))
 }
 
-/// SEMANTICS.md §2, "Who waits for whom": one or more tests per numbered rule, each named after its rule.
+/// docs/SEMANTICS.md §2, "Who waits for whom": one or more tests per numbered rule, each named after its rule.
 ///
 /// Unless a test says otherwise, every claim comes from a coordinator of its own with a purpose of its own (the
 /// harness's default), so only rules 1-3 and 5-7 decide who waits.
-@Suite("SEMANTICS §2: who waits for whom")
+@Suite("docs/SEMANTICS.md §2: who waits for whom")
 struct WaitingRulesTests {
     // MARK: Rule 1. Readers share; a writer excludes readers and writers of the same item.
 

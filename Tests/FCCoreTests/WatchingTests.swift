@@ -41,9 +41,9 @@ extension ArbiterHarness {
     }
 }
 
-/// Issue 13, SEMANTICS.md §3 "Changes made without coordination": the rules of watch interest and of the
+/// Issue 13, docs/SEMANTICS.md §3 "Changes made without coordination": the rules of watch interest and of the
 /// translation of file-system events into presenter messages, one test per rule.
-@Suite("Issue 13: watching the file system (SEMANTICS §3, uncoordinated changes)")
+@Suite("Issue 13: watching the file system (docs/SEMANTICS.md §3, uncoordinated changes)")
 struct WatchingTests {
     // MARK: Watch interest
 

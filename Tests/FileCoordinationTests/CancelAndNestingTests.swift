@@ -3,7 +3,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-// Cancel, nesting and unsupported URLs (SEMANTICS.md §4, §5; reference §2.7).
+// Cancel, nesting and unsupported URLs (docs/SEMANTICS.md §4, §5).
 
 /// `true` for `CocoaError(.userCancelled)` as an `NSError`.
 func isUserCancelled(_ error: NSError?) -> Bool {

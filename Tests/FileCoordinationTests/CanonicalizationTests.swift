@@ -3,7 +3,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-// Canonical item identity on a case-sensitive file system (issue 14, SEMANTICS.md §4): symbolic links in every
+// Canonical item identity on a case-sensitive file system (issue 14, docs/SEMANTICS.md §4): symbolic links in every
 // component, `..` after a link, link cycles and chains, trailing slashes, Unicode normalisation, and
 // `.resolvesSymbolicLink`. The case-insensitive half is CaseInsensitiveFileSystemTests.
 

@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-// Canonical item identity on a real case-insensitive file system (issue 14, SEMANTICS.md §4): an exFAT image made
+// Canonical item identity on a real case-insensitive file system (issue 14, docs/SEMANTICS.md §4): an exFAT image made
 // with `mkfs.exfat`, attached with `losetup` and mounted with `mount.exfat-fuse` (Debian exfatprogs and exfat-fuse,
 // scripts/install-deps.sh). This needs root, /dev/fuse and a loop device: without them every test here is reported
 // as skipped with the reason (and the reason is printed), never passed. The helper is `ExFATVolume` (FCTestSupport).

@@ -4,7 +4,7 @@ import Testing
 
 /// hydrixos/DeadlockExample in one process: two presenters of one file on serial queues, each making a coordinated
 /// read inside `presentedItemDidChange`. Apple's daemon hangs forever; here one read fails with the deadlock error,
-/// the other completes, and both queues run on (SEMANTICS.md §6).
+/// the other completes, and both queues run on (docs/SEMANTICS.md §6).
 @Suite struct DeadlockInOneProcessTests {
     final class ReadingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         let url: URL
@@ -87,7 +87,7 @@ import Testing
 }
 
 /// Coordinated calls made on a presenter's serial queue outside its callbacks (an operation the app put there, or the
-/// main queue's work): the call holds the queue, and every presenter on it, until it returns (SEMANTICS.md §6).
+/// main queue's work): the call holds the queue, and every presenter on it, until it returns (docs/SEMANTICS.md §6).
 @Suite struct QueueHeldByOtherWorkTests {
     final class QueuePresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         let presentedItemURL: URL?

@@ -3,8 +3,8 @@ import FileCoordination
 import Foundation
 import Testing
 
-// Moves announced with `item(at:didMoveTo:)` inside a coordinated write (SEMANTICS.md §2 rule 7, §3 "exactly once";
-// reference §2.2 `itemAtURL:didMoveToURL:` row, §2.8).
+// Moves announced with `item(at:didMoveTo:)` inside a coordinated write (docs/SEMANTICS.md §2 rule 7,
+// §3 "exactly once").
 
 @Suite struct MoveTests {
     /// The usual move: `.forMoving` on the source, `.forReplacing` on the destination, the file system move, then

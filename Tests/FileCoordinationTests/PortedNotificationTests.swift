@@ -3,7 +3,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-// Notifications that code ported from macOS relies on (SEMANTICS.md §3, as updated for issue 10): each test here
+// Notifications that code ported from macOS relies on (docs/SEMANTICS.md §3, as updated for issue 10): each test here
 // failed before the rule it names was implemented.
 
 @Suite struct PortedNotificationTests {

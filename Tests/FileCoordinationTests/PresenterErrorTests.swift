@@ -3,7 +3,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-// A presenter's save or accommodate error fails the access (SEMANTICS.md §3; reference §2.6): the accessor does not
+// A presenter's save or accommodate error fails the access (docs/SEMANTICS.md §3): the accessor does not
 // run, the caller gets the presenter's very error, and presenters that relinquished get their reacquirers.
 
 @Suite struct PresenterErrorTests {

@@ -2,7 +2,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-// Which presenter hears what, and when (SEMANTICS.md §3; reference §2.2, §2.3, §2.4), for single-item accesses.
+// Which presenter hears what, and when (docs/SEMANTICS.md §3), for single-item accesses.
 // Each test records the accessor into the presenters' logs, so the expected sequences also pin down what happens
 // before the accessor runs and what after.
 

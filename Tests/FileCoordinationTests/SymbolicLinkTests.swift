@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 // Two URLs name the same item when their canonical forms are equal: symbolic links in every existing component are
-// resolved (SEMANTICS.md §4), also when the last component does not exist (yet, or any more after a move).
+// resolved (docs/SEMANTICS.md §4), also when the last component does not exist (yet, or any more after a move).
 
 @Suite struct SymbolicLinkTests {
     /// A temporary directory with `real/` and `link -> real`.

@@ -3,7 +3,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-/// A caller's own deadline (`NSFileCoordinator.timeout`; SEMANTICS.md §6): a call still waiting when it is up
+/// A caller's own deadline (`NSFileCoordinator.timeout`; docs/SEMANTICS.md §6): a call still waiting when it is up
 /// returns without running its accessor, with `timedOut` and what it waited for.
 @Suite struct TimeoutTests {
     /// Holds a coordinated write of `file` on another thread until `release` is signalled.

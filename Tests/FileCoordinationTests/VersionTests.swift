@@ -2,7 +2,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-/// `NSFileVersion` (issue 15, SEMANTICS.md §8): Apple's API rules on real files and the real store, the
+/// `NSFileVersion` (issue 15, docs/SEMANTICS.md §8): Apple's API rules on real files and the real store, the
 /// notifications of version changes made inside coordinated writes, and versions following their item through a
 /// coordinated move.
 @Suite struct VersionTests {

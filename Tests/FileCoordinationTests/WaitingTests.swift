@@ -3,7 +3,7 @@ import FileCoordination
 import Foundation
 import Testing
 
-// Who waits for whom (SEMANTICS.md §2; reference §2.1). Blocking is shown with semaphores: an access that must wait
+// Who waits for whom (docs/SEMANTICS.md §2). Blocking is shown with semaphores: an access that must wait
 // is checked not to have run while the one it waits for is still inside its accessor (a short bounded wait that only
 // a bug could end early), then to run once that one returns (a long bounded wait that is only a timeout).
 
@@ -335,7 +335,7 @@ import Testing
         let box = Locked<RecordingPresenter?>(nil)
         let saveError = Locked<NSError?>(nil)
         // Saving writes the file with a coordinator made with the presenter, from the presenter's queue, while the
-        // read that asked waits for the answer: the write must not wait for that read (SEMANTICS.md §2 rule 5).
+        // read that asked waits for the answer: the write must not wait for that read (docs/SEMANTICS.md §2 rule 5).
         let presenter = RecordingPresenter(
             url: file,
             beforeSave: {

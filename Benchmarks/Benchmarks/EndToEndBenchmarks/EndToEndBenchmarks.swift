@@ -3,8 +3,8 @@ import FileCoordination
 import Foundation
 @preconcurrency import Glibc
 
-// Coordination through a real daemon, each number next to a bare baseline measured in the same run (DESIGN.md,
-// "Performance targets"):
+// Coordination through a real daemon, each number next to a bare baseline measured in the same run
+// (docs/ARCHITECTURE.md §7, "Performance targets"):
 //
 //   uncontendedRead                  against bareSocketRoundTrip (target: within 2x) and openFlockClose plus one
 //                                    bare round trip (target: faster)

@@ -477,7 +477,7 @@ enum RunResults {
         return results
     }
 
-    /// The ratios, against the DESIGN.md targets.
+    /// The ratios, against the targets of docs/ARCHITECTURE.md §7.
     static func summary(_ results: [String: Double]) -> String {
         let read = results["EndToEnd.uncontendedRead"]!
         let bare = results["EndToEnd.bareSocketRoundTrip"]!

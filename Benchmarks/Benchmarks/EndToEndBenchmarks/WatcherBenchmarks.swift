@@ -145,7 +145,8 @@ private func waitForWatches(_ count: Int, what: String) throws {
 }
 
 /// Registers N presenters of files in one folder, then N presenters of files in N folders (in this process, through
-/// the daemon), and reports the watches each costs (DESIGN.md: watches equal the distinct watched directories).
+/// the daemon), and reports the watches each costs (docs/ARCHITECTURE.md §7: watches equal the distinct watched
+/// directories).
 private func reportWatchesForPresenters(directory: ScratchDirectory) throws {
     let count = 100
     let before = inotifyWatches()

@@ -4,7 +4,7 @@ import Logging
 import NIOCore
 
 extension ArbiterHost {
-    /// A batch from the watcher, on the loop: the arbiter turns it into notifications (SEMANTICS.md §3).
+    /// A batch from the watcher, on the loop: the arbiter turns it into notifications (docs/SEMANTICS.md §3).
     func fileSystemChanged(_ report: WatcherReport) {
         loop.preconditionInEventLoop()
         watcherStatus = report.status

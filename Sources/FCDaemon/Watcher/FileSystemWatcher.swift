@@ -1,6 +1,6 @@
 public import FCCore
 
-/// A source of file-system events for the arbiter (DESIGN.md decision 6): the directories the arbiter asks for are
+/// A source of file-system events for the arbiter (docs/ARCHITECTURE.md §10): the directories the arbiter asks for are
 /// watched, and what happens in them is reported as ``FileSystemEvent``s in batches.
 ///
 /// The daemon uses ``InotifyWatcher``; tests may script events through their own conformance, and other backends

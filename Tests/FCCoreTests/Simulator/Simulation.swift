@@ -544,7 +544,7 @@ struct Simulation {
         }
     }
 
-    /// Whether `other` keeps `claim` from starting, by SEMANTICS.md §2 stated without the arbiter's index:
+    /// Whether `other` keeps `claim` from starting, by docs/SEMANTICS.md §2 stated without the arbiter's index:
     /// a conflicting, non-exempt claim that is active or arrived earlier (rule 6), except that
     /// - a claim made with a presenter that owed a reply then and still does passes every waiting claim and the
     ///   preparing claims that presenter is answering (rule 5);

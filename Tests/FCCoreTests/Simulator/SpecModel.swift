@@ -1,7 +1,7 @@
 import FCCore
 
-/// The waiting rules of SEMANTICS.md §2 written a second time, plainly and without the access-node tree, so that the
-/// simulator checks the arbiter's indexed implementation against an independent statement of the same rules.
+/// The waiting rules of docs/SEMANTICS.md §2 written a second time, plainly and without the access-node tree, so that
+/// the simulator checks the arbiter's indexed implementation against an independent statement of the same rules.
 enum SpecModel {
     /// The path that stands for `path`: its outermost ancestor-or-self whose name has a package extension.
     /// (The simulator never declares packages by presenter, so the extension is the whole rule here.)

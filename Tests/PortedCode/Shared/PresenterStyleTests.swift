@@ -43,7 +43,7 @@ struct PresenterStyleTests {
         #expect(log.wait(for: "\(prefix).relinquishToReader"))
         #expect(log.wait(for: "\(prefix).save"))
         #expect(log.wait(for: "\(prefix).reacquireAfterRead"))
-        // Relinquish comes before save, as SEMANTICS.md §3 orders them for a read.
+        // Relinquish comes before save, as docs/SEMANTICS.md §3 orders them for a read.
         let heard = log.all
         let relinquish = try #require(heard.firstIndex(of: "\(prefix).relinquishToReader"))
         let save = try #require(heard.firstIndex(of: "\(prefix).save"))

@@ -2,7 +2,7 @@ import FCSystem
 import FCToolkit
 import Synchronization
 
-/// Decides, per directory, whether names in it compare case-insensitively (SEMANTICS.md §4), and remembers the
+/// Decides, per directory, whether names in it compare case-insensitively (docs/SEMANTICS.md §4), and remembers the
 /// answer by the directory's `(st_dev, st_ino)`. The rule itself is FCSystem's `FileSystemCaseRule` (the file
 /// system type, the casefold flag, the file system on a FUSE device, else the probe), which the daemon's watcher
 /// shares.

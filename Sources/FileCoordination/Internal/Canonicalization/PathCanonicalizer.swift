@@ -2,7 +2,7 @@ import FCSystem
 import FCToolkit
 import Synchronization
 
-/// A path made canonical (SEMANTICS.md §4).
+/// A path made canonical (docs/SEMANTICS.md §4).
 struct CanonicalPath: Hashable, Sendable {
     /// What the arbiter compares: symbolic links resolved, `.`, `..` and repeated slashes gone, names in
     /// case-insensitive directories case-folded.

@@ -4,7 +4,7 @@ import FCToolkit
 import Synchronization
 
 /// Turns canonical paths (whose names in case-insensitive directories are case-folded) back into spellings a
-/// client used (SEMANTICS.md §4: "spelled as the receiving client spelled them").
+/// client used (docs/SEMANTICS.md §4: "spelled as the receiving client spelled them").
 ///
 /// Where a path comes from, in order: the receiving presenter's own URL for the part of the path it covers; the
 /// spelling this process last gave for exactly that path (``SpellingBook``); the directory's listing on disk, for

@@ -1,7 +1,7 @@
 import FCCore
 import Foundation
 
-/// Between the URLs apps use and the canonical paths the arbiter compares (SEMANTICS.md §4).
+/// Between the URLs apps use and the canonical paths the arbiter compares (docs/SEMANTICS.md §4).
 ///
 /// The canonical form is made by ``PathCanonicalizer`` (Internal/Canonicalization), in the caller's thread, with
 /// FCSystem's syscalls and no Foundation URL objects; URLs handed back are respelled by ``Respelling``.

@@ -2,7 +2,7 @@ import FCCore
 import Foundation
 
 /// The one place where the reason a claim failed becomes the error its caller gets, for the daemon's `ClaimFailed`
-/// frames and the in-process arbiter's failures alike (SEMANTICS.md §3 and §7).
+/// frames and the in-process arbiter's failures alike (docs/SEMANTICS.md §3 and §7).
 ///
 /// - Important: Thread-safe (it keeps no state); `originalError` is called at most once per failure.
 enum ClaimFailureMapping {

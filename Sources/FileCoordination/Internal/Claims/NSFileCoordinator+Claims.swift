@@ -79,7 +79,7 @@ extension NSFileCoordinator {
                 {
                     foldedItems.append(ClaimItem(path: path, access: access))
                 }
-                // `.resolvesSymbolicLink` hands the accessor the link's target (SEMANTICS.md §4).
+                // `.resolvesSymbolicLink` hands the accessor the link's target (docs/SEMANTICS.md §4).
                 if resolved.canonical.followedFinalLink, case .read(let options) = access,
                     options.contains(.resolvesSymbolicLink)
                 {

@@ -3,9 +3,9 @@ import Foundation
 import SystemPackage
 import ZIPFoundation
 
-/// `.forUploading` (SEMANTICS.md §8, issue 15): the accessor of a coordinated read with that option gets a snapshot
-/// of the item, made under the read claim, which is then released so that writers need not wait for the upload;
-/// the snapshot is removed when the accessor returns.
+/// `.forUploading` (docs/SEMANTICS.md §8, issue 15): the accessor of a coordinated read with that option gets a
+/// snapshot of the item, made under the read claim, which is then released so that writers need not wait for the
+/// upload; the snapshot is removed when the accessor returns.
 ///
 /// A file's snapshot is a copy (a reflink where the file system can) under the file's own name; a directory's or a
 /// package's is a zip archive of it (ZIPFoundation), named `<name>.zip`, holding the directory itself. Symbolic links

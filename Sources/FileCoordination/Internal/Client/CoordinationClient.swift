@@ -32,6 +32,13 @@ final class CoordinationClient: Sendable {
     let connection: ConnectionManager
     /// Where this client logs: every log line of its calls goes here (read at each use).
     let logger: @Sendable () -> Logger
+    /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
+    /// returned before a warning names it (``PreparedBatch``); tests shorten it.
+    var batchHandlerWarningDelay: Duration {
+        get { batchHandlerWarningDelayStorage.withLock { $0 } }
+        set { batchHandlerWarningDelayStorage.withLock { $0 = newValue } }
+    }
+    private let batchHandlerWarningDelayStorage = Locked(Duration.seconds(30))
     /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())
@@ -114,7 +121,7 @@ final class CoordinationClient: Sendable {
     /// code (no callback). Code on the main thread or in a block of the main dispatch queue counts as running
     /// `OperationQueue.main` (with `dispatchMain()` on Linux, the main queue's blocks run on another thread). A
     /// coordinated call made here keeps that queue, and the presenters on it, from answering until it returns: the
-    /// deadlock detector must know, and its report names the callback (SEMANTICS.md §6).
+    /// deadlock detector must know, and its report names the callback (docs/SEMANTICS.md §6).
     func presenterQueueHeldHere() -> (presenter: PresenterID, callback: PresenterCallbacks?)? {
         if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
@@ -206,7 +213,7 @@ extension CoordinationClient: ConnectionOwner {
     }
 
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
-    /// reconnects, starting the daemon if needed, and registers this process's presenters again (SEMANTICS.md §7).
+    /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
         claims.versionRequests.transportLost(lost)
         // A probe's connection that was never put in charge: nothing depended on it.

@@ -15,7 +15,7 @@ enum ThreadContext {
         var client: CoordinationClient
         var coordinator: ObjectIdentifier
         var claim: ClaimID
-        /// `true` inside a single-item read or write accessor, where a nested write is refused (SEMANTICS.md §5).
+        /// `true` inside a single-item read or write accessor, where a nested write is refused (docs/SEMANTICS.md §5).
         var refusesNestedWrite: Bool
     }
 

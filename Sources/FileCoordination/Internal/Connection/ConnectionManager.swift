@@ -21,7 +21,7 @@ protocol ConnectionOwner: TransportDelegate {
 
 /// Chooses, makes and keeps a client's transport: the daemon's connection (started, retried, reconnected after a
 /// loss), the in-process arbiter by choice, or the in-process fallback while no daemon can be had, left for a daemon
-/// as soon as one answers (SEMANTICS.md §7 and §9; ``ConnectionPolicy``).
+/// as soon as one answers (docs/SEMANTICS.md §7 and §9; ``ConnectionPolicy``).
 ///
 /// - Important: Thread-safe. `connecting` serialises connecting (one thread connects or starts the daemon while the
 ///   others wait for it; it may be held for the policy's connect deadline); `state` guards the rest and is never

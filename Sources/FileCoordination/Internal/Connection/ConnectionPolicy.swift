@@ -3,7 +3,7 @@ import FCProtocol
 import Foundation
 import Synchronization
 
-/// How this process reaches an arbiter, and what it does when it cannot (SEMANTICS.md §7 and §9).
+/// How this process reaches an arbiter, and what it does when it cannot (docs/SEMANTICS.md §7 and §9).
 ///
 /// - With `FILECOORD_ARBITER=in-process` the process coordinates in process, by choice.
 /// - Otherwise through `filecoordd`. A failure that may pass (nothing accepts while a daemon starts, a reset or a

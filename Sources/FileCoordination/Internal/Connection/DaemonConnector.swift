@@ -6,7 +6,7 @@ import Logging
 /// (``DaemonLauncher``) through the handshake (``DaemonTransport/connect(policy:mayStart:client:delegate:logger:)``)
 /// to a call's retries (``DaemonConnector``), where ``ConnectionManager`` decides what it means for the client.
 enum ConnectFailure: Error {
-    /// Nothing answers and there is no daemon to start: coordinating in process may be right (SEMANTICS.md §9).
+    /// Nothing answers and there is no daemon to start: coordinating in process may be right (docs/SEMANTICS.md §9).
     case noDaemon(String)
     /// Worth trying again: refused, reset or closed during the handshake, no answer in time (a daemon that is
     /// starting, stopping, restarting or stopped). ``DaemonConnector`` never returns it: it tries again.

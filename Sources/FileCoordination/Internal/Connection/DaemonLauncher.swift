@@ -8,8 +8,8 @@ import SystemPackage
 @preconcurrency import Musl
 #endif
 
-/// Starts `filecoordd` when no daemon answers (DESIGN.md decision 4): one starter at a time, guarded by a lock file
-/// in the socket's folder, then a bounded wait for the socket to accept.
+/// Starts `filecoordd` when no daemon answers (docs/ARCHITECTURE.md §9, "Clients"): one starter at a time, guarded by a
+/// lock file in the socket's folder, then a bounded wait for the socket to accept.
 ///
 /// - Important: Thread-safe: all state is in the file system; concurrent starters in this or other processes
 ///   serialise on the lock.

@@ -58,7 +58,7 @@ enum PresenterDelivery {
         }
     }
 
-    /// The URL of `path` for `presenter`: spelled as its own URL where that covers the path (SEMANTICS.md §4).
+    /// The URL of `path` for `presenter`: spelled as its own URL where that covers the path (docs/SEMANTICS.md §4).
     private static func url(
         _ path: ItemPath,
         _ presenter: any NSFilePresenter,

@@ -18,7 +18,7 @@ final class PresenterRegistry: Sendable {
         /// `ObjectIdentifier` names no other queue while the presenter is registered.
         let queue: OperationQueue
         /// The queue's id for the arbiter when it is serial (`OperationQueue.main`, or one operation at a time):
-        /// a coordinated call made on it holds it (SEMANTICS.md §6). `nil` for a concurrent queue.
+        /// a coordinated call made on it holds it (docs/SEMANTICS.md §6). `nil` for a concurrent queue.
         var serialQueue: UInt64?
 
         init(presenter: any NSFilePresenter, path: ItemPath?) {
@@ -48,7 +48,7 @@ final class PresenterRegistry: Sendable {
         /// Registered presenters by the id of the serial queue they run on, lowest id first.
         var byQueue: [UInt64: [PresenterID]] = [:]
         var nextQueueID: UInt64 = 0
-        /// The error objects presenters failed with, so that the caller gets the very object (SEMANTICS.md §3).
+        /// The error objects presenters failed with, so that the caller gets the very object (docs/SEMANTICS.md §3).
         var errors: [PresenterID: any Error] = [:]
         var reacquirers: [RequestID: @Sendable () -> Void] = [:]
     }

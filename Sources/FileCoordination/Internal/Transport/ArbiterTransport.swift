@@ -22,7 +22,7 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// Grants, failures (already the caller's error) and presenter messages, in order.
     func receive(_ message: InboundMessage)
     /// The error object this client's presenter `presenter` failed with, taken (once) so that a failed claim's
-    /// caller gets that very object (SEMANTICS.md §3).
+    /// caller gets that very object (docs/SEMANTICS.md §3).
     func takePresenterError(of presenter: PresenterID) -> (any Error)?
     /// The connection `transport` is gone: its version store calls fail; if it was the one in use, every waiting
     /// call must fail, and the next call reconnects.

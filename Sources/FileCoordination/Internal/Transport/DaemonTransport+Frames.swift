@@ -18,6 +18,9 @@ extension DaemonTransport {
             updateReading { $0.presenters.insert(registration.id) }
         case .removePresenter(let presenter):
             updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
         default:
             break
         }

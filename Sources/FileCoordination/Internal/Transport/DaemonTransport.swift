@@ -7,8 +7,8 @@ import Logging
 import Synchronization
 import SystemPackage
 
-/// The connection to `filecoordd`: events go out as frames, frames come back as ``InboundMessage``s (DESIGN.md
-/// decisions 2–4).
+/// The connection to `filecoordd`: events go out as frames, frames come back as ``InboundMessage``s
+/// (docs/ARCHITECTURE.md §8.1 and §9).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
 /// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader role* reads frames and hands
@@ -40,6 +40,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     let logger: @Sendable () -> Logger
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
+    /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
+    /// within the version goes only to a daemon whose revision is at least the message's.
+    let daemonRevision: UInt32
 
     /// Who may read, and who waits to.
     struct ReadingState {
@@ -80,6 +83,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
+        daemonRevision: UInt32,
         delegate: any TransportDelegate,
         logger: @escaping @Sendable () -> Logger
     ) {
@@ -89,6 +93,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         (self.wakeSender, self.wakeReceiver) = wake
         self.client = client
         self.daemonPID = daemonPID
+        self.daemonRevision = daemonRevision
         self.delegate = delegate
     }
 

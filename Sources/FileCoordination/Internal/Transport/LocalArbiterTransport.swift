@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (SEMANTICS.md §9).
+/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (docs/SEMANTICS.md §9).
 ///
 /// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
 /// two events handled on two threads deliver their effects in the order the arbiter produced them. On that queue

@@ -96,7 +96,7 @@ enum VersionStoreAccessPoint {
 }
 
 /// Tells the arbiter of a version change made inside the accessor of a coordinated call on this thread, so that
-/// the item's presenters (the writer's own too) and those of enclosing directories hear it (SEMANTICS.md §3).
+/// the item's presenters (the writer's own too) and those of enclosing directories hear it (docs/SEMANTICS.md §3).
 /// Outside an accessor nobody is told, as on Apple platforms.
 ///
 /// - Important: Call it on the thread that made the change (the accessor's).
