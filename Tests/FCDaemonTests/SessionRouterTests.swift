@@ -59,12 +59,18 @@ import Testing
         #expect(router.arbiter.snapshot().claims.map(\.phase) == [.granted, .waiting])
     }
 
-    @Test func onlyThePresentersOwnClientMayAnswerItsRequest() throws {
+    /// A router with two clients, `a` presenting `/x` as its presenter 1, and `b`.
+    private func routerWithAPresenterOfA() throws -> (SessionRouter, a: ClientID, b: ClientID) {
         let router = router()
         let a = router.connect(pid: 10, name: "a")
         let b = router.connect(pid: 11, name: "b")
         let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/x"))
         _ = try router.handle(.presenterAdded(registration), from: a)
+        return (router, a, b)
+    }
+
+    @Test func onlyThePresentersOwnClientMayAnswerItsRequest() throws {
+        let (router, a, b) = try routerWithAPresenterOfA()
         let asked = try router.handle(write(1, "/x", by: b), from: b)
         guard case .message(let message)? = effects(asked, for: a).first, let request = message.request else {
             Issue.record("a's presenter was not asked: \(asked.perClient)")
@@ -162,11 +168,7 @@ import Testing
     }
 
     @Test func aPresenterErrorOfAnotherClientReachesTheClaimantWithoutAPresenterID() throws {
-        let router = router()
-        let a = router.connect(pid: 10, name: "a")
-        let b = router.connect(pid: 11, name: "b")
-        let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/x"))
-        _ = try router.handle(.presenterAdded(registration), from: a)
+        let (router, a, b) = try routerWithAPresenterOfA()
         let error = PresenterError(domain: "D", code: 1, message: "refused")
         let deletion = ClaimRequest(
             id: ClaimID(1),
