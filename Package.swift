@@ -201,8 +201,6 @@ let package = Package(
             name: "FileCoordinationTests",
             dependencies: [
                 "FileCoordination", "FCTestSupport",
-                // `Locked`, to set a client's batch-warning delay in PrepareTests (issue 30).
-                "FCToolkit",
                 // The case rule and the device parsers of canonical identity (issue 14), tested directly.
                 "FCSystem", "FCFileSystemPolicy",
                 // Reads the zip archives of `.forUploading` snapshots (issue 15).

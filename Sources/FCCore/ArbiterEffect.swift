@@ -2,8 +2,10 @@
 public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     /// `cancel()` was called, or the claim was abandoned (`CocoaError(.userCancelled)`).
     case cancelled
-    /// A presenter's save or accommodate failed; the error is passed through intact.
-    case presenterError(PresenterError, presenter: PresenterID)
+    /// A presenter's save or accommodate failed; the error is passed through intact. The arbiter always names the
+    /// presenter; the daemon's router leaves it out (`nil`) for a client that does not own it, to which its number
+    /// means nothing (docs/PROTOCOL.md, `ClaimFailed.presenter_id`).
+    case presenterError(PresenterError, presenter: PresenterID?)
     /// The request was malformed (no items, duplicate id, …).
     case invalidRequest(String)
     /// The claim was failed to break a deadlock; the report closes the cycle, one line per edge.
@@ -16,7 +18,8 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .cancelled: "cancelled"
-        case .presenterError(let error, let presenter): "\(presenter) failed: \(error)"
+        case .presenterError(let error, let presenter?): "\(presenter) failed: \(error)"
+        case .presenterError(let error, nil): "a presenter of another client failed: \(error)"
         case .invalidRequest(let reason): "invalid request: \(reason)"
         case .deadlock(let report): "deadlock: \(report)"
         case .timedOut(let report): "timed out: \(report)"

@@ -227,9 +227,11 @@ public final class SessionRouter {
                 sessions[client]?.claims[local] = nil
                 var localFailure = failure
                 if case .presenterError(let error, let presenter) = failure {
-                    // Another client's presenter id means nothing to this client.
-                    let own = presenterOwner[presenter].flatMap { $0.0 == client ? PresenterID($0.1) : nil }
-                    localFailure = .presenterError(error, presenter: own ?? PresenterID(0))
+                    // Another client's presenter id means nothing to this client: it is left out.
+                    let own = presenter.flatMap { presenterOwner[$0] }.flatMap {
+                        $0.0 == client ? PresenterID($0.1) : nil
+                    }
+                    localFailure = .presenterError(error, presenter: own)
                 }
                 append(.fail(ClaimID(local), client: client, localFailure), to: client)
             case .message(var message):

@@ -1,5 +1,6 @@
 import FCCore
 import FCDaemon
+import FCProtocol
 import Testing
 
 /// The daemon's id mapping: clients number their own presenters and claims, and cannot reach each other's.
@@ -58,12 +59,18 @@ import Testing
         #expect(router.arbiter.snapshot().claims.map(\.phase) == [.granted, .waiting])
     }
 
-    @Test func onlyThePresentersOwnClientMayAnswerItsRequest() throws {
+    /// A router with two clients, `a` presenting `/x` as its presenter 1, and `b`.
+    private func routerWithAPresenterOfA() throws -> (SessionRouter, a: ClientID, b: ClientID) {
         let router = router()
         let a = router.connect(pid: 10, name: "a")
         let b = router.connect(pid: 11, name: "b")
         let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: Self.path("/x"))
         _ = try router.handle(.presenterAdded(registration), from: a)
+        return (router, a, b)
+    }
+
+    @Test func onlyThePresentersOwnClientMayAnswerItsRequest() throws {
+        let (router, a, b) = try routerWithAPresenterOfA()
         let asked = try router.handle(write(1, "/x", by: b), from: b)
         guard case .message(let message)? = effects(asked, for: a).first, let request = message.request else {
             Issue.record("a's presenter was not asked: \(asked.perClient)")
@@ -158,5 +165,43 @@ import Testing
         #expect(router.openRequestCount == 1)
         _ = router.disconnect(app)
         #expect(router.openRequestCount == 0)
+    }
+
+    @Test func aPresenterErrorOfAnotherClientReachesTheClaimantWithoutAPresenterID() throws {
+        let (router, a, b) = try routerWithAPresenterOfA()
+        let error = PresenterError(domain: "D", code: 1, message: "refused")
+        let deletion = ClaimRequest(
+            id: ClaimID(1),
+            client: ClientID(0),
+            coordinator: CoordinatorID(1),
+            purpose: PurposeID("client\(b.rawValue)-delete"),
+            items: [ClaimItem(path: Self.path("/x"), access: .write(.forDeleting))]
+        )
+        var routed = try router.handle(.claimRequested(deletion), from: b)
+        // a's presenter relinquishes, then fails what else it is asked (to accommodate the deletion): b's claim fails.
+        for _ in 0..<5 {
+            guard case .message(let message)? = effects(routed, for: a).first, let request = message.request else {
+                break
+            }
+            let reply: PresenterReply =
+                switch message.kind {
+                case .relinquishToReader, .relinquishToWriter: .relinquished(reacquirer: false)
+                default: .failed(error)
+                }
+            routed = try router.handle(.presenterReplied(request, reply), from: a)
+        }
+        guard case .fail(let claim, _, let failure)? = effects(routed, for: b).first else {
+            Issue.record("b's write did not fail: \(routed.perClient)")
+            return
+        }
+        #expect(claim == ClaimID(1))
+        // a's presenter number means nothing to b: the failure names no presenter (docs/PROTOCOL.md, ClaimFailed).
+        #expect(failure == .presenterError(error, presenter: nil))
+        let frame = Filecoord_V1_Frame(ArbiterEffect.fail(claim, client: b, failure))
+        guard case .claimFailed(let failed)? = frame?.payload else {
+            Issue.record("no ClaimFailed frame: \(String(describing: frame))")
+            return
+        }
+        #expect(!failed.hasPresenterID)
     }
 }

@@ -1,5 +1,4 @@
 import FCCore
-import FCProtocol
 import Foundation
 
 /// The one place where the reason a claim failed becomes the error its caller gets, for the daemon's `ClaimFailed`
@@ -31,11 +30,6 @@ enum ClaimFailureMapping {
         case .limitExceeded(let message):
             return FileCoordinationError(.invalidRequest, message)
         }
-    }
-
-    /// The caller's error for a `ClaimFailed` frame whose kind this client does not know.
-    static func error(forUnreadable failed: Filecoord_V1_ClaimFailed) -> any Error {
-        FileCoordinationError(.invalidRequest, failed.message)
     }
 
     /// The client's message for an arbiter effect addressed to it (the in-process arbiter); `nil` for effects that

@@ -53,7 +53,7 @@ final class PreparedBatch: Sendable {
         guard waits else { return }
         let client = coordinator.client
         client.send(.preparationReturned(request.id))
-        let delay = client.batchHandlerWarningDelay.withLock { $0 }
+        let delay = client.batchHandlerWarningDelay
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [weak self] in
             guard let self, self.phase.withLock({ $0 == .returned }) else { return }
             client.logger().warning(

@@ -4,6 +4,7 @@ import FCProtocol
 import FCToolkit
 import Foundation
 import Logging
+import Synchronization
 
 /// A client of file coordination: the side of it that lives in this process. It composes three parts, each of its
 /// own file and lock, and is the delegate of the transports they choose:
@@ -33,7 +34,11 @@ final class CoordinationClient: Sendable {
     let logger: @Sendable () -> Logger
     /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
     /// returned before a warning names it (``PreparedBatch``); tests shorten it.
-    let batchHandlerWarningDelay = Locked(Duration.seconds(30))
+    var batchHandlerWarningDelay: Duration {
+        get { batchHandlerWarningDelayStorage.withLock { $0 } }
+        set { batchHandlerWarningDelayStorage.withLock { $0 = newValue } }
+    }
+    private let batchHandlerWarningDelayStorage = Locked(Duration.seconds(30))
     /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())
@@ -243,5 +248,23 @@ extension CoordinationClient: ConnectionOwner {
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
         for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
+    }
+}
+
+/// The numbers one client gives its coordinators, claims and presenters: one sequence, so that no two of them
+/// share a number within the client (the arbiter knows each kind by its number and the client's id).
+///
+/// - Important: Thread-safe (an atomic counter).
+final class IDSource: Sendable {
+    private let last: Atomic<UInt64>
+
+    /// A source whose first number is `start + 1`.
+    init(after start: UInt64 = 0) {
+        last = Atomic(start)
+    }
+
+    /// A number never returned before by this source.
+    func next() -> UInt64 {
+        last.add(1, ordering: .relaxed).newValue
     }
 }

@@ -13,6 +13,9 @@ enum ClientMessage: Sendable {
     case cancelClaim(ClaimID)
     /// `cancel()` on a coordinator of the client `client`.
     case cancelCoordinator(CoordinatorID, of: ClientID)
+    /// The batch block of a granted preparation returned: the claim now waits for its completion handler (fcdump
+    /// shows it; docs/SEMANTICS.md).
+    case preparationReturned(ClaimID)
     /// A claim whose accessor still runs, declared again to a new arbiter (after a daemon crash): no reply is awaited.
     case declareHeldClaim(ClaimRequest)
     /// A presenter registered.
@@ -36,6 +39,7 @@ enum ClientMessage: Sendable {
         case .finishClaim(let claim, let created): .claimFinished(claim, created: created)
         case .cancelClaim(let claim): .claimCancelled(claim)
         case .cancelCoordinator(let coordinator, let client): .coordinatorCancelled(client, coordinator)
+        case .preparationReturned(let claim): .preparationReturned(claim)
         case .declareHeldClaim(let request): .claimRequested(request)
         case .addPresenter(let registration): .presenterAdded(registration)
         case .removePresenter(let presenter): .presenterRemoved(presenter)

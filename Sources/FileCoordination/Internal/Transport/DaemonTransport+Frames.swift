@@ -1,14 +1,80 @@
 import FCCore
 import FCProtocol
 import FCSystem
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
 import SystemPackage
 
-// Frames from the daemon become the client's ``InboundMessage``s.
+// The connection's frames: what the client sends (``ClientMessage``s and claims, each one frame written whole) and
+// what the daemon sends back, made into the client's ``InboundMessage``s.
 
 extension DaemonTransport {
+    func send(_ message: ClientMessage) {
+        switch message {
+        case .addPresenter(let registration):
+            // Before the frame goes: the presenter's first message may come at once.
+            updateReading { $0.presenters.insert(registration.id) }
+        case .removePresenter(let presenter):
+            updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
+        default:
+            break
+        }
+        send(message.event)
+    }
+
+    /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
+    /// the listener reads until the claim ends.
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        if waiter.blocksThread {
+            waiter.readsReplies(from: self)
+        } else {
+            updateReading { $0.unattendedClaims.insert(request.id) }
+        }
+        send(.claimRequested(request))
+        // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
+        if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
+    }
+
+    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
+    fileprivate func send(_ event: ArbiterEvent) {
+        guard let frame = Filecoord_V1_Frame(event) else { return }
+        do {
+            try sendFrame(frame)
+        } catch {
+            connectionLost("writing to filecoordd failed: \(error)")
+        }
+    }
+
+    /// The one way a frame leaves: encoded, then written whole under `sendLock`, so that frames sent from several
+    /// threads never interleave.
+    func sendFrame(_ frame: Filecoord_V1_Frame) throws {
+        let bytes = try encoder.encode(frame)
+        try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
+    }
+
+    /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
+    /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
+    /// Throws if the connection is gone.
+    func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
+        updateReading { $0.versionRequests += 1 }
+        do {
+            try sendFrame(frame)
+        } catch {
+            versionRequestEnded()
+            throw error
+        }
+    }
+
+    /// A version store request was answered (or could not be sent): the listener need not read for it any more.
+    func versionRequestEnded() {
+        updateReading { $0.versionRequests = max(0, $0.versionRequests - 1) }
+    }
+
     func handle(_ frame: Filecoord_V1_Frame) {
         guard let delegate else { return }
         switch frame.payload {
@@ -24,7 +90,8 @@ extension DaemonTransport {
                 if let reason = try? ClaimFailedReason(wire: failed) {
                     ClaimFailureMapping.error(for: reason) { delegate.takePresenterError(of: $0) }
                 } else {
-                    ClaimFailureMapping.error(forUnreadable: failed)
+                    // A kind this client does not know: the daemon's words are all there is.
+                    FileCoordinationError(.invalidRequest, failed.message)
                 }
             delegate.receive(.failed(claim, error))
         case .presenterMessage(let wire)?:
