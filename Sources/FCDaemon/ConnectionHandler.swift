@@ -201,6 +201,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 var reply = Filecoord_V1_HelloReply()
                 reply.protocolVersion = version
                 reply.daemonPid = getpid()
+                reply.answersPing = true
                 write(Filecoord_V1_Frame(.helloReply(reply)), context: context)
             }
         case .ready(let client):
@@ -209,6 +210,14 @@ final class ConnectionHandler: ChannelInboundHandler {
             }
             if case .dumpRequest? = frame.payload {
                 try answerDump(context: context)
+                return
+            }
+            if case .ping(let ping)? = frame.payload {
+                // A keepalive (issue 28): answered here on the loop, whatever the arbiter waits for, so that a
+                // client tells a daemon that is busy for it from one that stopped answering.
+                var pong = Filecoord_V1_Pong()
+                pong.nonce = ping.nonce
+                write(Filecoord_V1_Frame(.pong(pong)), context: context)
                 return
             }
             if case .versionStoreRequest(let request)? = frame.payload {

@@ -164,7 +164,8 @@ final class ConnectionManager: @unchecked Sendable {
                         client: clientID,
                         delegate: owner,
                         mayStart: policy.mayStartDaemon,
-                        handshakeTimeout: policy.handshakeTimeout
+                        handshakeTimeout: policy.handshakeTimeout,
+                        keepalive: policy.keepalive
                     )
                 else { continue }
                 // Wait for the in-process arbiter to be idle, as long as the new connection lasts.

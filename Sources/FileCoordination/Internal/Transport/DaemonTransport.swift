@@ -36,6 +36,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     private let lost = Locked(false)
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
+    /// Tells a daemon that is busy for a waiting call from one that stopped answering (issue 28).
+    let keepalive: KeepaliveClock
 
     /// Who may read, and who waits to.
     private struct ReadingState {
@@ -51,6 +53,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         var unattendedClaims: Set<ClaimID> = []
         /// Version store requests sent and not answered yet: the listener reads their replies.
         var versionRequests = 0
+        /// Since when ``unattendedClaims`` is not empty: the listener then watches the daemon's silence for them.
+        var unattendedSince: ContinuousClock.Instant?
         /// The connection is gone.
         var closed = false
         /// Why, once the delegate heard it.
@@ -76,8 +80,10 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
+        keepalive: KeepaliveClock,
         delegate: any TransportDelegate
     ) {
+        self.keepalive = keepalive
         self.socket = socket
         self.decoder = decoder
         (self.wakeSender, self.wakeReceiver) = wake
@@ -102,13 +108,15 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     }
 
     /// Connects (starting the daemon if needed and `mayStart` is set), says hello within `handshakeTimeout`, and
-    /// starts the listener thread.
+    /// starts the listener thread. Calls that wait on the connection send a keepalive after a while, and fail when
+    /// the daemon leaves it unanswered, as `keepalive` says.
     static func connect(
         socketPath: String,
         client: ClientID,
         delegate: any TransportDelegate,
         mayStart: Bool = true,
-        handshakeTimeout: Duration = .seconds(2)
+        handshakeTimeout: Duration = .seconds(2),
+        keepalive: KeepalivePolicy = .standard
     ) -> Result<DaemonTransport, ConnectFailure> {
         let socket: UnixSocket
         switch DaemonLauncher.connectOrStart(socketPath: socketPath, mayStart: mayStart) {
@@ -139,6 +147,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
                 switch frame.payload {
                 case .helloReply(let reply)?:
                     try socket.setTimeouts(nil)
+                    let clock = KeepaliveClock(policy: keepalive, enabled: reply.answersPing)
+                    // A blocked reader wakes this often to look at the daemon's silence (sends never time out).
+                    if clock.enabled { try socket.setReceiveTimeout(keepalive.checkEvery) }
                     let wake = try UnixSocket.pair()
                     try wake.0.setNonBlocking(true)
                     let transport = DaemonTransport(
@@ -147,6 +158,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
                         wake: wake,
                         client: client,
                         daemonPID: reply.daemonPid,
+                        keepalive: clock,
                         delegate: delegate
                     )
                     transport.startListening()
@@ -242,8 +254,17 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     private func updateReading(_ change: (inout ReadingState) -> Void) {
         let (changed, next) = reading.withLock { state -> (Bool, Wake) in
             let before = state.listenerReads
+            let watched = state.unattendedSince != nil
             change(&state)
-            guard state.listenerReads != before else { return (false, .nobody) }
+            if state.unattendedClaims.isEmpty {
+                state.unattendedSince = nil
+            } else if state.unattendedSince == nil {
+                state.unattendedSince = keepalive.now
+            }
+            guard state.listenerReads != before else {
+                // The listener polls with a timeout while unattended claims wait (the daemon's silence is watched).
+                return (watched != (state.unattendedSince != nil), .nobody)
+            }
             return (true, Self.nextReader(&state))
         }
         guard changed else { return }
@@ -291,6 +312,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     }
 
     func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome {
+        let since = keepalive.now
         while true {
             if let outcome = waiter.outcome { return outcome }
             let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
@@ -308,18 +330,25 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
                 continue
             }
             if reads {
-                readFrames(blocking: true) { waiter.outcome != nil }
+                readFrames(blocking: true, waitingSince: since) { waiter.outcome != nil }
                 releaseRole()
             } else {
-                waiter.park()
+                let woken = waiter.park(timeout: keepalive.enabled ? keepalive.policy.checkEvery : nil)
                 reading.withLock { $0.parked.removeAll { $0 === waiter } }
+                if !woken { checkKeepalive(waitingSince: since) }
             }
         }
     }
 
     /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
     /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
-    private func readFrames(blocking: Bool, until done: () -> Bool) {
+    /// A blocking read wakes every ``KeepalivePolicy/checkEvery`` (the socket's receive timeout) to look at the
+    /// daemon's silence for a call waiting since `waitingSince`.
+    private func readFrames(
+        blocking: Bool,
+        waitingSince: ContinuousClock.Instant? = nil,
+        until done: () -> Bool
+    ) {
         while true {
             do {
                 while let frame = try decoder.next() { handle(frame) }
@@ -332,7 +361,13 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
             do {
                 count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
             } catch {
-                if !blocking && error == .resourceTemporarilyUnavailable { return }
+                if error == .resourceTemporarilyUnavailable {
+                    guard blocking else { return }
+                    if let waitingSince {
+                        checkKeepalive(waitingSince: waitingSince)
+                        continue
+                    }
+                }
                 connectionLost("the connection to filecoordd failed: \(error)")
                 return
             }
@@ -340,6 +375,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
                 connectionLost("filecoordd closed the connection")
                 return
             }
+            keepalive.heard()
             decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
     }
@@ -356,20 +392,26 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { drain.deallocate() }
         while true {
-            let (readsData, closed) = reading.withLock { ($0.listenerReads, $0.closed) }
+            let (readsData, closed, unattendedSince) = reading.withLock {
+                ($0.listenerReads, $0.closed, $0.unattendedSince)
+            }
             if closed { return }
+            let watching = keepalive.enabled ? unattendedSince : nil
             let events: [UnixSocket.PollEvents]
             do {
                 events = try UnixSocket.poll(
                     [(socket, readsData ? .readable : []), (wakeReceiver, .readable)],
-                    timeout: nil
+                    timeout: watching.map { _ in keepalive.policy.checkEvery }
                 )
             } catch {
                 connectionLost("waiting for filecoordd failed: \(error)")
                 return
             }
             if !events[1].isEmpty { _ = try? wakeReceiver.receiveAvailable(into: drain) }
-            if events[0].isEmpty { continue }
+            if events[0].isEmpty {
+                if let watching { checkKeepalive(waitingSince: watching) }
+                continue
+            }
             let reads = reading.withLock { state -> Bool in
                 if !state.readerBusy {
                     state.readerBusy = true
@@ -411,6 +453,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         case .versionStoreReply(let reply)?:
             delegate.receive(.versionReply(reply))
             versionRequestEnded()
+        case .pong?:
+            // The keepalive's answer: counted as heard when it was received.
+            break
         case .protocolError(let error)?:
             FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:
@@ -426,6 +471,48 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         default:
             break
         }
+    }
+
+    // MARK: Keepalive (issue 28)
+
+    /// For a thread waiting since `waitingSince`: sends a `Ping` when the daemon has been silent for a while, or,
+    /// when a `Ping` stayed unanswered for the keepalive's timeout, tells the delegate that the daemon stopped
+    /// answering (it fails the waiting calls, abandoning their claims). The connection stays: claims held on it
+    /// stay declared, so the daemon, if it ever answers again, grants nothing that conflicts with them.
+    func checkKeepalive(waitingSince: ContinuousClock.Instant) {
+        switch keepalive.check(waitingSince: waitingSince) {
+        case .wait:
+            return
+        case .ping(let nonce):
+            var ping = Filecoord_V1_Ping()
+            ping.nonce = nonce
+            do {
+                try sendFrame(Filecoord_V1_Frame(.ping(ping)))
+            } catch {
+                connectionLost("writing to filecoordd failed: \(error)")
+            }
+        case .silent(let silence):
+            let seconds = Int(silence.components.seconds)
+            delegate?.daemonStoppedAnswering(
+                FileCoordinationError(
+                    .arbiterUnreachable,
+                    "filecoordd (pid \(daemonPID)) stopped answering: nothing came from it for \(seconds) s, not even "
+                        + "the answer to a keepalive (FILECOORD_KEEPALIVE_TIMEOUT, \(keepalive.policy.timeout)). Is it "
+                        + "stopped (SIGSTOP, a debugger, a frozen cgroup) or hung? The call failed instead of "
+                        + "waiting and its claim was given up; later calls work again once the daemon answers."
+                ),
+                on: self
+            )
+        }
+    }
+
+    /// Gives up a claim whose caller no longer waits (the daemon stopped answering): the daemon, when it reads the
+    /// `FinishClaim`, cancels it if not yet granted, or ends it if it granted it meanwhile.
+    func abandon(_ claim: ClaimID) {
+        if reading.withLock({ $0.unattendedClaims.contains(claim) }) {
+            updateReading { $0.unattendedClaims.remove(claim) }
+        }
+        send(.claimFinished(claim, created: []))
     }
 
     /// A claim was granted or failed: if no caller waited for it, the listener may stop reading for it.
@@ -485,4 +572,7 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// The connection `transport` is gone: its version store calls fail; if it was the one in use, every waiting
     /// call must fail, and the next call reconnects.
     func transportLost(_ error: FileCoordinationError, from transport: DaemonTransport)
+    /// The daemon of `transport` left a keepalive unanswered for its timeout (issue 28): every call waiting on it
+    /// fails with `error` (claims abandoned through ``DaemonTransport/abandon(_:)``); the connection stays.
+    func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport)
 }
