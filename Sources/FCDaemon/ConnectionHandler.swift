@@ -201,7 +201,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 var reply = Filecoord_V1_HelloReply()
                 reply.protocolVersion = version
                 reply.daemonPid = getpid()
-                reply.answersPing = true
+                reply.revision = ProtocolVersion.revision
                 write(Filecoord_V1_Frame(.helloReply(reply)), context: context)
             }
         case .ready(let client):

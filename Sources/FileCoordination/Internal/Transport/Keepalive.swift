@@ -1,3 +1,4 @@
+import FCToolkit
 import Foundation
 import Synchronization
 
@@ -34,7 +35,7 @@ struct KeepalivePolicy: Sendable, Equatable {
 /// - Important: Thread-safe.
 final class KeepaliveClock: Sendable {
     let policy: KeepalivePolicy
-    /// Whether the daemon answers `Ping` (its `HelloReply.answers_ping`); an older daemon is never asked.
+    /// Whether the daemon answers `Ping` (its `HelloReply.revision` is 2 or more); an older daemon is never asked.
     let enabled: Bool
     private let clock = ContinuousClock()
     private let received = Atomic<UInt64>(0)
