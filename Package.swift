@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
         // The syscall layer: the benchmarks' bare sockets use the package's one socket type.
         .library(name: "FCSystem", targets: ["FCSystem"]),
+        // The version store: the fuzzing package (Fuzz/) reaches its repair through it.
+        .library(name: "FCVersionStore", targets: ["FCVersionStore"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
         .executable(name: "filecoordd", targets: ["filecoordd"]),
         .executable(name: "fcdump", targets: ["fcdump"]),
