@@ -85,3 +85,8 @@ FILECOORD_ARBITER=in-process test_phase swift test "${build_flags[@]}" --filter 
     --skip AsyncAPITests
 FILECOORD_ARBITER=in-process test_phase swift test "${build_flags[@]}" \
     --filter 'AsyncAPITests|SourceCompatibilityTests'
+
+# Other languages (issue 24): libfilecoord installed as a newcomer would, its C test under valgrind, the Python
+# bindings with pytest across processes and languages (scripts/test-languages.sh).
+step "Running the C and Python tests of libfilecoord (scripts/test-languages.sh)"
+bash scripts/test-languages.sh

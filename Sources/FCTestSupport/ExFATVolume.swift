@@ -9,6 +9,7 @@ public import Foundation
 
 /// A freshly made exFAT volume, mounted on a unique temporary directory. ``remove()`` unmounts, detaches and deletes
 /// in every case; a failure while making it undoes what was done.
+// @unchecked: `loopDevice` and `mounted` change only in `init` and `remove()`, which a test calls once, at its end.
 public final class ExFATVolume: @unchecked Sendable {
     /// The mount point: the volume's root directory.
     public let root: URL
@@ -70,7 +71,7 @@ public final class ExFATVolume: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: log) }
         let termination: ChildProcess.Termination
         do {
-            termination = try ChildProcess.run(path, arguments: arguments, outputPath: log.path)
+            termination = try ChildProcess.run([path] + arguments, outputPath: log.path)
         } catch {
             throw Failure("cannot run \(tool): \(error)")
         }

@@ -172,6 +172,7 @@ final class HandshakeHandler: ChannelInboundHandler {
             var reply = Filecoord_V1_HelloReply()
             reply.protocolVersion = version
             reply.daemonPid = ProcessIdentity.processID
+            reply.revision = ProtocolVersion.revision
             host.writeNow(Filecoord_V1_Frame(.helloReply(reply)), on: context.channel, pid: peerPID)
         }
     }

@@ -1,5 +1,6 @@
 import FCFileSystemPolicy
 import FCSystem
+import FCToolkit
 import Synchronization
 
 /// Decides, per directory, whether names in it compare case-insensitively (docs/SEMANTICS.md §4), and remembers the

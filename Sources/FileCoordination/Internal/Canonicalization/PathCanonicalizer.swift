@@ -1,5 +1,6 @@
 import FCFileSystemPolicy
 import FCSystem
+import FCToolkit
 import Synchronization
 
 /// A path made canonical (docs/SEMANTICS.md §4).

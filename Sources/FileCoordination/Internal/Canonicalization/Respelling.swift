@@ -1,6 +1,7 @@
 import FCCore
 import FCFileSystemPolicy
 import FCSystem
+import FCToolkit
 import Synchronization
 
 /// Turns canonical paths (whose names in case-insensitive directories are case-folded) back into spellings a

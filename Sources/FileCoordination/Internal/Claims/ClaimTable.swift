@@ -1,0 +1,78 @@
+import FCCore
+import FCToolkit
+
+/// A client's claims between request and finish: the callers waiting for an outcome, the requests sent and not
+/// answered yet, the claims granted and not finished, and the version store calls waiting for their replies.
+///
+/// A held claim's request is kept so that, when the daemon crashes while its accessor runs, the claim is declared
+/// again to the next daemon (`isHeld`), which then grants nothing that conflicts until it finishes (issue 11).
+///
+/// - Important: Thread-safe. `state` is never held while a waiter is resumed: the methods hand waiters back, and
+///   the caller resumes them.
+final class ClaimTable: Sendable {
+    private struct State {
+        var waiters: [ClaimID: ClaimWaiter] = [:]
+        /// The requests of claims sent and not yet granted or failed.
+        var requested: [ClaimID: ClaimRequest] = [:]
+        /// The claims granted and not finished: their accessors run.
+        var held: [ClaimID: ClaimRequest] = [:]
+    }
+    private let state = Locked(State())
+    /// This client's version store calls waiting for the daemon's replies (issue 15).
+    let versionRequests = VersionRequestTable()
+
+    /// Registers the waiter of a claim about to be sent, and its request.
+    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) {
+        state.withLock {
+            $0.waiters[request.id] = waiter
+            $0.requested[request.id] = request
+        }
+    }
+
+    /// `claim` was granted: it is held from now on; returns its waiter, to be resumed.
+    func granted(_ claim: ClaimID) -> ClaimWaiter? {
+        state.withLock {
+            if let request = $0.requested.removeValue(forKey: claim) { $0.held[claim] = request }
+            return $0.waiters.removeValue(forKey: claim)
+        }
+    }
+
+    /// `claim` failed: returns its waiter, to be resumed.
+    func failed(_ claim: ClaimID) -> ClaimWaiter? {
+        state.withLock {
+            $0.requested[claim] = nil
+            return $0.waiters.removeValue(forKey: claim)
+        }
+    }
+
+    /// `claim` ended (its accessor returned).
+    func finished(_ claim: ClaimID) {
+        state.withLock { _ = $0.held.removeValue(forKey: claim) }
+    }
+
+    /// The claims held now, in the order they were made.
+    var heldRequests: [ClaimRequest] {
+        state.withLock { $0.held.values.sorted { $0.id < $1.id } }
+    }
+
+    /// Those of `requests` no longer held.
+    func finished(among requests: [ClaimRequest]) -> [ClaimRequest] {
+        state.withLock { state in requests.filter { state.held[$0.id] == nil } }
+    }
+
+    /// Whether an accessor runs now.
+    var holdsAny: Bool {
+        state.withLock { !$0.held.isEmpty }
+    }
+
+    /// Forgets every waiting claim (its connection is gone) and returns the waiters, to be failed.
+    func removeAllWaiting() -> [ClaimWaiter] {
+        state.withLock { state in
+            defer {
+                state.waiters = [:]
+                state.requested = [:]
+            }
+            return Array(state.waiters.values)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Dispatch
+import FCCore
+import FCToolkit
+import Synchronization
+
+/// What a waiting claim became.
+enum ClaimOutcome: Sendable {
+    case granted([ItemPath])
+    case failed(any Error)
+}
+
+/// A connection on which a blocked caller reads its own reply (``DaemonTransport``): the caller's thread takes the
+/// connection's reader role instead of waiting to be woken by a reader thread.
+protocol ReplyReader: AnyObject, Sendable {
+    /// Blocks until `waiter` has its outcome, reading the connection on the calling thread when no one else does.
+    func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome
+}
+
+/// One waiting claim: resumed once (by whoever reads the reply: the caller itself, the connection's listener, or the
+/// in-process arbiter's delivery queue), waited for by a blocked thread, an async task or a callback.
+///
+/// - Important: Thread-safe. `state` is never held while a continuation, a callback or a reader runs.
+final class ClaimWaiter: Sendable {
+    /// Whether a thread blocks on this claim (a synchronous call), rather than a task or a callback: only such a
+    /// caller can read its own reply.
+    let blocksThread: Bool
+
+    private struct State {
+        var outcome: ClaimOutcome?
+        var continuation: CheckedContinuation<ClaimOutcome, Never>?
+        var callback: (@Sendable (ClaimOutcome) -> Void)?
+        /// The connection the claim was sent on, when the caller may read its reply there.
+        var reader: (any ReplyReader)?
+    }
+
+    private let state = Locked(State())
+    /// Where a blocked caller sleeps: signalled by ``resume(_:)`` and by ``nudge()``.
+    private let wakeUp = DispatchSemaphore(value: 0)
+
+    init(blocksThread: Bool) {
+        self.blocksThread = blocksThread
+    }
+
+    /// The outcome, once there is one.
+    var outcome: ClaimOutcome? { state.withLock { $0.outcome } }
+
+    func resume(_ result: ClaimOutcome) {
+        let resumed = state.withLock {
+            state -> (CheckedContinuation<ClaimOutcome, Never>?, (@Sendable (ClaimOutcome) -> Void)?)? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = result
+            defer {
+                state.continuation = nil
+                state.callback = nil
+                state.reader = nil
+            }
+            return (state.continuation, state.callback)
+        }
+        guard let (continuation, callback) = resumed else { return }
+        if blocksThread { wakeUp.signal() }
+        continuation?.resume(returning: result)
+        callback?(result)
+    }
+
+    /// The claim was sent on `reader`: a blocked caller reads its reply there.
+    func readsReplies(from reader: any ReplyReader) {
+        state.withLock { if $0.outcome == nil { $0.reader = reader } }
+    }
+
+    /// Blocks the calling thread until the claim is granted or fails: reading the connection itself when it can.
+    func wait() -> ClaimOutcome {
+        if let reader = state.withLock({ $0.reader }) { return reader.awaitOutcome(of: self) }
+        while true {
+            if let outcome { return outcome }
+            wakeUp.wait()
+        }
+    }
+
+    /// Sleeps until ``resume(_:)`` or ``nudge()`` (which may have come first). For ``ReplyReader``s.
+    func park() {
+        wakeUp.wait()
+    }
+
+    /// Wakes the caller parked in ``park()``: the reader role is free for it. For ``ReplyReader``s.
+    func nudge() {
+        wakeUp.signal()
+    }
+
+    /// Suspends the task until the claim is granted or fails.
+    func value() async -> ClaimOutcome {
+        await withCheckedContinuation { continuation in
+            let known = state.withLock { state -> ClaimOutcome? in
+                if let outcome = state.outcome { return outcome }
+                state.continuation = continuation
+                return nil
+            }
+            if let known { continuation.resume(returning: known) }
+        }
+    }
+
+    /// Calls `body` once with the outcome: on the thread that resumes the waiter, or at once if it is known.
+    /// No task and no Dispatch queue is involved, so a starved thread pool cannot delay it.
+    func onOutcome(_ body: @escaping @Sendable (ClaimOutcome) -> Void) {
+        let known = state.withLock { state -> ClaimOutcome? in
+            if let outcome = state.outcome { return outcome }
+            state.callback = body
+            return nil
+        }
+        if let known { body(known) }
+    }
+}

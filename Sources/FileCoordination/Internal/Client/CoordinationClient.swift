@@ -1,0 +1,247 @@
+import Dispatch
+import FCCore
+import FCProtocol
+import FCToolkit
+import Foundation
+import Logging
+
+/// A client of file coordination: the side of it that lives in this process. It composes three parts, each of its
+/// own file and lock, and is the delegate of the transports they choose:
+///
+/// - ``ConnectionManager``: which arbiter (the daemon, or in process), connecting, reconnecting, probing.
+/// - ``PresenterRegistry``: the presenters, their ids and serial queues, their errors and reacquirers.
+/// - ``ClaimTable``: the claims between request and finish, and the version store calls waiting for replies.
+///
+/// ``shared`` is the process's client, configured from the environment; tests make clients of their own bound to a
+/// daemon's socket or to an in-process arbiter of their own (``init(policy:logger:)``; docs/ARCHITECTURE.md §8).
+///
+/// - Important: Thread-safe. No lock is held while user code (presenter callbacks, accessors) runs or while a
+///   transport is called; ``receive(_:)`` runs on the transport's reading thread and never blocks.
+final class CoordinationClient: Sendable {
+    /// The process's client.
+    static let shared = CoordinationClient(policy: .fromEnvironment(ProcessInfo.processInfo.environment))
+
+    /// This client's id for the in-process arbiter (the daemon numbers its connections itself).
+    let clientID: ClientID
+    /// Where the client's coordinator, claim and presenter ids come from: a range of its own per client id, so that
+    /// clients sharing an in-process arbiter never use the same id.
+    let ids: IDSource
+    let presenters: PresenterRegistry
+    let claims: ClaimTable
+    let connection: ConnectionManager
+    /// Where this client logs: every log line of its calls goes here (read at each use).
+    let logger: @Sendable () -> Logger
+    /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
+    /// returned before a warning names it (``PreparedBatch``); tests shorten it.
+    let batchHandlerWarningDelay = Locked(Duration.seconds(30))
+    /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
+    /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
+    private let registering = Locked(())
+
+    /// A client that reaches its arbiter as `policy` says, and logs through `logger` (read at each use). `id` must
+    /// differ between clients that share an in-process arbiter.
+    init(
+        policy: ConnectionPolicy,
+        id: UInt64 = 1,
+        logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }
+    ) {
+        self.clientID = ClientID(id)
+        self.ids = IDSource(after: (max(id, 1) - 1) << 40)
+        self.logger = logger
+        self.presenters = PresenterRegistry(client: clientID, ids: ids)
+        self.claims = ClaimTable()
+        self.connection = ConnectionManager(policy: policy, clientID: clientID, logger: logger)
+        connection.owner = self
+    }
+
+    func newID() -> UInt64 { ids.next() }
+
+    /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: connecting first if needed
+    /// (starting the daemon); the claim fails with the reason if no arbiter can be had.
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        switch connection.transport() {
+        case .success(let transport): transport.submitClaim(request, waiter: waiter)
+        case .failure(let error): fail(request.id, with: error)
+        }
+    }
+
+    /// Sends a message to the arbiter, through a live transport only: without one it belongs to a connection that
+    /// is gone (its claims and presenters went with it), and the next connection registers every presenter again.
+    func send(_ message: ClientMessage) {
+        // A claim that ends is no longer held.
+        if case .finishClaim(let claim, _) = message { claims.finished(claim) }
+        connection.current?.send(message)
+    }
+
+    /// Where version store calls go (issue 15): the daemon (connecting first, as a claim does), `nil` when this
+    /// client coordinates in process, or the error that leaves no arbiter to ask.
+    func versionStoreAccess() -> Result<DaemonVersionStoreAccess?, FileCoordinationError> {
+        connection.transport().map { transport in
+            (transport as? DaemonTransport).map {
+                DaemonVersionStoreAccess(transport: $0, table: claims.versionRequests)
+            }
+        }
+    }
+
+    /// The in-process arbiter's state, for tests (`nil` when a daemon arbitrates).
+    func snapshot() -> ArbiterSnapshot? { connection.snapshot() }
+
+    // MARK: Presenters
+
+    func addPresenter(_ presenter: any NSFilePresenter) {
+        // Connect first: a new connection registers the presenters already known, and this one must not be among
+        // them as well as sent below. Without an arbiter it is kept, and registered when one is reached.
+        if case .failure = connection.transport(retrying: false) { connection.startReconnecting() }
+        let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+        // The presenter's properties are the app's code: read outside the locks.
+        let entry = PresenterRegistry.Entry(presenter: presenter, path: path)
+        let added = registering.withLock {
+            // A transport put in charge before this registers it here; one put in charge after lists it itself.
+            presenters.add(entry).map { ($0, connection.current) }
+        }
+        guard let (registration, transport) = added else { return }
+        transport?.send(.addPresenter(registration))
+    }
+
+    func removePresenter(_ presenter: any NSFilePresenter) {
+        if let id = presenters.remove(presenter) { send(.removePresenter(id)) }
+    }
+
+    var allPresenters: [any NSFilePresenter] { presenters.all }
+
+    func presenterID(of presenter: any NSFilePresenter) -> PresenterID? { presenters.id(of: presenter) }
+
+    /// The presenter whose serial queue the calling thread holds, if any, and the callback of it that runs here:
+    /// the presenter whose callback runs here, else a registered presenter whose queue is the one running this
+    /// code (no callback). Code on the main thread or in a block of the main dispatch queue counts as running
+    /// `OperationQueue.main` (with `dispatchMain()` on Linux, the main queue's blocks run on another thread). A
+    /// coordinated call made here keeps that queue, and the presenters on it, from answering until it returns: the
+    /// deadlock detector must know, and its report names the callback (docs/SEMANTICS.md §6).
+    func presenterQueueHeldHere() -> (presenter: PresenterID, callback: PresenterCallbacks?)? {
+        if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
+        let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
+        guard let queue else { return nil }
+        return presenters.presenter(runningOn: queue).map { ($0, nil) }
+    }
+
+    /// Marks the main dispatch queue, so that its blocks can be recognised on whichever thread runs them.
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    private static var isOnMainQueue: Bool {
+        Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) == true
+    }
+
+    /// Reads a presenter's URL again and tells the arbiter if it changed (after a move it was told of, or when a
+    /// nil URL became real at the end of a coordinated write made on its behalf).
+    func refreshURL(of id: PresenterID) {
+        // The presenter's URL is read outside the lock: it is the app's code.
+        guard let presenter = presenters.entry(id)?.presenter else { return }
+        let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+        if presenters.update(id, path: path) { send(.presenterURLChanged(id, to: path)) }
+    }
+
+    func storeReacquirer(_ reacquirer: @escaping @Sendable () -> Void, for request: RequestID) {
+        presenters.storeReacquirer(reacquirer, for: request)
+    }
+
+    func takeReacquirer(_ request: RequestID) -> (@Sendable () -> Void)? {
+        presenters.takeReacquirer(request)
+    }
+
+    func recordPresenterError(_ error: any Error, presenter: PresenterID) {
+        presenters.recordError(error, presenter: presenter)
+    }
+
+    // MARK: Claims
+
+    /// Registers the waiter of a claim about to be sent, and its request (kept until the claim ends, so that a claim
+    /// still held when the daemon crashes can be declared again to the next one).
+    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) {
+        claims.register(waiter, for: request)
+    }
+
+    func fail(_ claim: ClaimID, with error: any Error) {
+        claims.failed(claim)?.resume(.failed(error))
+    }
+
+    /// Runs one message on the presenter's queue; a request is answered through the transport, exactly once.
+    private func deliver(_ message: PresenterMessage) {
+        guard let entry = presenters.entry(message.presenter) else {
+            // The presenter was removed after the arbiter sent this: answer for it.
+            if let request = message.request { send(.presenterReplied(request, .succeeded)) }
+            return
+        }
+        let presenter = UncheckedPresenter(value: entry.presenter)
+        let id = message.presenter
+        entry.queue.addOperation { [self] in
+            ThreadContext.withCallback(message.kind.callback, of: id) {
+                PresenterDelivery.run(message, on: presenter.value, client: self)
+            }
+        }
+    }
+}
+
+/// A presenter carried to its own operation queue. Presenters are not `Sendable`; Apple's contract, which this
+/// library keeps, is that their callbacks run on `presentedItemOperationQueue`, which is where this goes.
+// @unchecked: the presenter is used only on its own operation queue, where this carries it (Apple's contract).
+struct UncheckedPresenter: @unchecked Sendable {
+    let value: any NSFilePresenter
+}
+
+extension CoordinationClient: ConnectionOwner {
+    /// On the transport's reading thread, in the arbiter's order.
+    func receive(_ message: InboundMessage) {
+        switch message {
+        case .granted(let claim, let paths): claims.granted(claim)?.resume(.granted(paths))
+        case .failed(let claim, let error): fail(claim, with: error)
+        case .presenter(let message): deliver(message)
+        case .versionReply(let reply): claims.versionRequests.complete(reply)
+        }
+    }
+
+    func takePresenterError(of presenter: PresenterID) -> (any Error)? {
+        presenters.takeError(of: presenter)
+    }
+
+    /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
+    /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
+    func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
+        claims.versionRequests.transportLost(lost)
+        // A probe's connection that was never put in charge: nothing depended on it.
+        guard connection.lose(lost) else { return }
+        // The transport is cleared first: a claim registered after the waiters are taken below finds no transport
+        // and reconnects, and one that found the lost transport fails there (DaemonTransport.submitClaim).
+        presenters.dropReacquirers()
+        let waiting = claims.removeAllWaiting()
+        logger().warning("\(error.message)")
+        for waiter in waiting { waiter.resume(.failed(error)) }
+        // Presenters must not miss what other processes do meanwhile: reconnect now rather than at the next call.
+        if needsConnection { connection.startReconnecting() }
+    }
+
+    var needsConnection: Bool { !presenters.isEmpty || claims.holdsAny }
+
+    /// Registers every presenter of this client with `transport`, just put in charge, and declares again the
+    /// claims whose accessors still run: a new daemon (after a crash) knew nothing of them.
+    func connected(to transport: any ArbiterTransport, install: () -> Void) {
+        let registrations = registering.withLock {
+            install()
+            return presenters.registrations
+        }
+        for registration in registrations { transport.send(.addPresenter(registration)) }
+        let holding = claims.heldRequests
+        for request in holding {
+            var declared = request
+            declared.isHeld = true
+            declared.timeout = nil
+            transport.send(.declareHeldClaim(declared))
+        }
+        // A claim that finished while it was being declared may have sent its finish first: send it again (a second
+        // finish of a claim the daemon no longer has is ignored).
+        for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
+    }
+}

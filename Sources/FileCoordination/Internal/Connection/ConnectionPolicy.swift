@@ -1,0 +1,82 @@
+import FCCore
+import FCProtocol
+import Foundation
+import Synchronization
+
+/// How this process reaches an arbiter, and what it does when it cannot (docs/SEMANTICS.md §7 and §9).
+///
+/// - With `FILECOORD_ARBITER=in-process` the process coordinates in process, by choice.
+/// - Otherwise through `filecoordd`. A failure that may pass (nothing accepts while a daemon starts, a reset or a
+///   close during the handshake while one stops or restarts, no answer to the handshake from a stopped one) is
+///   tried again, starting the daemon where needed, with a backoff from 10 ms to 500 ms, until the connect deadline
+///   (``connectDeadline``); then the call fails with ``FileCoordinationError/Code/arbiterUnreachable``. It never
+///   turns into coordinating in process: that would grant what another process holds through the daemon.
+/// - Only when nothing answers and there is no `filecoordd` to start does the process coordinate in process, and
+///   then loudly (a warning through the client's logger) and not for good: it keeps probing for a
+///   daemon and moves its presenters and new claims there once one answers (``CoordinationClient``).
+struct ConnectionPolicy: Sendable {
+    /// The socket of the daemon.
+    var socketPath: String
+    /// The process coordinates in process by choice (`FILECOORD_ARBITER=in-process`).
+    var inProcessByChoice: Bool
+    /// How long one call may spend reaching and greeting a daemon: `FILECOORD_CONNECT_TIMEOUT` seconds, default 10.
+    var connectDeadline: Duration
+    /// How long one handshake may wait for the daemon's answer.
+    var handshakeTimeout: Duration
+    /// Whether a daemon may be started when none answers (`FILECOORDD_PATH` or `filecoordd` on the `PATH`). A test
+    /// that starts its own daemon sets it to `false`.
+    var mayStartDaemon = true
+
+    /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
+    /// in process (a test's own client; docs/ARCHITECTURE.md §8).
+    static func daemon(at socketPath: String, connectDeadline: Duration = .seconds(10)) -> ConnectionPolicy {
+        var policy = ConnectionPolicy(
+            socketPath: socketPath,
+            inProcessByChoice: false,
+            connectDeadline: connectDeadline,
+            handshakeTimeout: .seconds(2)
+        )
+        policy.mayStartDaemon = false
+        return policy
+    }
+
+    /// With ``inProcessByChoice``: the in-process arbiter to use, shared with other clients; `nil` for one of the
+    /// client's own. Only tests share one (several clients of one process, each with its own id).
+    var sharedInProcessArbiter: LocalArbiterTransport?
+
+    /// The policy of a client that coordinates in process, by choice: with `arbiter` (shared), or one of its own.
+    static func inProcess(sharing arbiter: LocalArbiterTransport? = nil) -> ConnectionPolicy {
+        var policy = ConnectionPolicy(
+            socketPath: "",
+            inProcessByChoice: true,
+            connectDeadline: .zero,
+            handshakeTimeout: .zero
+        )
+        policy.sharedInProcessArbiter = arbiter
+        return policy
+    }
+
+    /// The policy the environment asks for.
+    static func fromEnvironment(_ environment: [String: String]) -> ConnectionPolicy {
+        let requested = environment["FILECOORD_CONNECT_TIMEOUT"].flatMap(Double.init) ?? 10
+        let seconds = requested > 0 ? requested : 10
+        return ConnectionPolicy(
+            socketPath: DaemonAddress.socketPath(environment: environment, uid: UInt32(getuid())),
+            inProcessByChoice: environment["FILECOORD_ARBITER"] == "in-process",
+            connectDeadline: .milliseconds(Int64(seconds * 1000)),
+            handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
+        )
+    }
+}
+
+/// Whether a client has seen a daemon at its socket: once it has, it never coordinates in process for want of one
+/// (a missing socket then means the daemon is restarting).
+///
+/// - Important: Thread-safe (an atomic flag).
+final class DaemonSighting: Sendable {
+    private let seen = Atomic<Bool>(false)
+
+    var hasSeen: Bool { seen.load(ordering: .relaxed) }
+
+    func record() { seen.store(true, ordering: .relaxed) }
+}

@@ -1,0 +1,101 @@
+import FCSystem
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+/// Starts `filecoordd` when no daemon answers (docs/ARCHITECTURE.md §9, "Clients"): one starter at a time, guarded by a
+/// lock file in the socket's folder, then a bounded wait for the socket to accept.
+///
+/// - Important: Thread-safe: all state is in the file system; concurrent starters in this or other processes
+///   serialise on the lock.
+enum DaemonLauncher {
+    /// Where the daemon executable is: `FILECOORDD_PATH`, else next to this process's executable, else on `PATH`.
+    static func executable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        let fileManager = FileManager.default
+        if let explicit = environment["FILECOORDD_PATH"], !explicit.isEmpty {
+            return fileManager.isExecutableFile(atPath: explicit) ? explicit : nil
+        }
+        if let own = try? fileManager.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let beside = ((own as NSString).deletingLastPathComponent as NSString).appendingPathComponent("filecoordd")
+            if fileManager.isExecutableFile(atPath: beside) { return beside }
+        }
+        for directory in (environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = (String(directory) as NSString).appendingPathComponent("filecoordd")
+            if fileManager.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// Connects to the daemon at `socketPath`, starting it first if nothing answers and `mayStart` is set. Fails with
+    /// ``ConnectFailure/noDaemon(_:)`` when nothing answers and there is no `filecoordd` to start, else with
+    /// ``ConnectFailure/transient(_:)`` (a daemon should be there, or was started, but did not accept).
+    static func connectOrStart(socketPath: String, mayStart: Bool = true) -> Result<UnixSocket, ConnectFailure> {
+        let firstError: Errno
+        do {
+            return .success(try UnixSocket.connect(to: socketPath))
+        } catch {
+            firstError = error
+        }
+        guard mayStart else {
+            return .failure(.transient("No filecoordd answers at \(socketPath) (connect: \(firstError))."))
+        }
+        guard let executable = executable() else {
+            return .failure(
+                .noDaemon(
+                    "No filecoordd answers at \(socketPath) (connect: \(firstError)) and none was found to start (set "
+                        + "FILECOORDD_PATH, or put filecoordd next to the program or on PATH)."
+                )
+            )
+        }
+        let directory = (socketPath as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(
+            atPath: directory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        // One starter at a time: the others wait here, then find the daemon the first one started.
+        let lockPath = socketPath + ".start-lock"
+        // Without the lock (a read-only folder), starters may race; the daemon's own pid-file lock keeps one.
+        let lock = try? FileLock.acquire(lockPath)
+        defer { withExtendedLifetime(lock) {} }
+        if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
+        if let failure = spawn(executable, socketPath: socketPath) { return .failure(.transient(failure.message)) }
+        // Bounded backoff: 10 ms doubling to 400 ms, about 5 s in all.
+        var delay: Duration = .milliseconds(10)
+        var waited: Duration = .zero
+        while waited < .seconds(5) {
+            sleepThread(for: delay)
+            waited += delay
+            if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
+            delay = min(delay * 2, .milliseconds(400))
+        }
+        return .failure(
+            .transient(
+                "Started \(executable) but it did not accept connections at \(socketPath) within 5 s; see "
+                    + "\(socketPath).log."
+            )
+        )
+    }
+
+    /// Starts the daemon detached from this process (FCSystem's `DetachedProcess`: not its child, none of its
+    /// descriptors, a session of its own, default signal state), with its output in a log file beside the socket.
+    private static func spawn(_ executable: String, socketPath: String) -> FileCoordinationError? {
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        do {
+            _ = try DetachedProcess.spawn(
+                executable: executable,
+                arguments: [executable, "--socket", socketPath],
+                environment: environment,
+                logPath: socketPath + ".log"
+            )
+            return nil
+        } catch {
+            return FileCoordinationError(.arbiterUnreachable, "Could not start \(executable): \(error).")
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import FCCore
+import FCProtocol
+import FCSystem
+import FCToolkit
+import Foundation
+import Logging
+import Synchronization
+import SystemPackage
+
+/// The connection to `filecoordd`: events go out as frames, frames come back as ``InboundMessage``s
+/// (docs/ARCHITECTURE.md §8.1 and §9).
+///
+/// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
+/// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader role* reads frames and hands
+/// grants, failures, presenter messages and version replies to the delegate in the order the daemon sent them
+/// (docs/ARCHITECTURE.md, "The client"):
+///
+/// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:)``): the
+///   grant wakes the caller and nobody else, two wake-ups per round trip as for a bare socket. Callers take turns;
+///   one whose reply another reader handled is woken by it.
+/// - The *listener* thread reads when something must be read without a caller waiting for it: while presenters are
+///   registered (their messages come unasked) or a claim of an `async` or intents call waits. Otherwise it only
+///   watches for the connection's end (`poll` for a hang-up, which data arriving does not wake), so that a daemon
+///   that dies while claims are held is noticed at once (issue 11).
+///
+/// When the connection drops, the delegate hears ``TransportDelegate/transportLost(_:from:)`` once; the transport is
+/// not used again.
+///
+/// - Important: Thread-safe. `reading` guards the role; `decoder` and `buffer` belong to the role's holder.
+// @unchecked: `decoder` and `buffer` are touched only by the reader role's holder (one thread at a time, `reading`).
+final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable {
+    let socket: UnixSocket
+    /// Serialises sends, so that frames sent from several threads never interleave.
+    let sendLock = Locked(())
+    let encoder = FrameEncoder()
+    let client: ClientID
+    weak var delegate: (any TransportDelegate)?
+    let lost = Locked(false)
+    /// Where this connection logs: its client's logger.
+    let logger: @Sendable () -> Logger
+    /// The daemon's pid, from its `HelloReply`.
+    let daemonPID: Int32
+    /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
+    /// within the version goes only to a daemon whose revision is at least the message's.
+    let daemonRevision: UInt32
+
+    /// Who may read, and who waits to.
+    struct ReadingState {
+        /// A thread holds the reader role (it reads, or is about to).
+        var readerBusy = false
+        /// The listener waits for the role (it found it busy).
+        var listenerParked = false
+        /// Blocked callers that wait for their outcome or for the role, in arrival order.
+        var parked: [ClaimWaiter] = []
+        /// Presenters registered on this connection: their messages come unasked.
+        var presenters: Set<PresenterID> = []
+        /// Claims of calls that do not block a thread (`async`, intents): no caller reads their replies.
+        var unattendedClaims: Set<ClaimID> = []
+        /// Version store requests sent and not answered yet: the listener reads their replies.
+        var versionRequests = 0
+        /// The connection is gone.
+        var closed = false
+        /// Why, once the delegate heard it.
+        var lostError: FileCoordinationError?
+
+        /// Whether the listener must read data, rather than only watch for the connection's end.
+        var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0 }
+    }
+    let reading = Locked(ReadingState())
+    /// Frames received and not yet handled. Only the reader role's holder touches it.
+    var decoder: FrameDecoder
+    /// The receive buffer, one for the connection's life. Only the reader role's holder touches it.
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    /// Where the listener sleeps while the role is busy.
+    let listenerWakeUp = DispatchSemaphore(value: 0)
+    /// A byte sent here wakes the listener from `poll`, to read or stop reading data.
+    let wakeSender: UnixSocket
+    let wakeReceiver: UnixSocket
+
+    init(
+        socket: UnixSocket,
+        decoder: FrameDecoder,
+        wake: (UnixSocket, UnixSocket),
+        client: ClientID,
+        daemonPID: Int32,
+        daemonRevision: UInt32,
+        delegate: any TransportDelegate,
+        logger: @escaping @Sendable () -> Logger
+    ) {
+        self.logger = logger
+        self.socket = socket
+        self.decoder = decoder
+        (self.wakeSender, self.wakeReceiver) = wake
+        self.client = client
+        self.daemonPID = daemonPID
+        self.daemonRevision = daemonRevision
+        self.delegate = delegate
+    }
+
+    deinit {
+        buffer.deallocate()
+    }
+
+    func send(_ message: ClientMessage) {
+        switch message {
+        case .addPresenter(let registration):
+            // Before the frame goes: the presenter's first message may come at once.
+            updateReading { $0.presenters.insert(registration.id) }
+        case .removePresenter(let presenter):
+            updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
+        default:
+            break
+        }
+        send(message.event)
+    }
+
+    /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
+    /// the listener reads until the claim ends.
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        if waiter.blocksThread {
+            waiter.readsReplies(from: self)
+        } else {
+            updateReading { $0.unattendedClaims.insert(request.id) }
+        }
+        send(.claimRequested(request))
+        // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
+        if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
+    }
+
+    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
+    private func send(_ event: ArbiterEvent) {
+        guard let frame = Filecoord_V1_Frame(event) else { return }
+        do {
+            try sendFrame(frame)
+        } catch {
+            connectionLost("writing to filecoordd failed: \(error)")
+        }
+    }
+
+    /// The one way a frame leaves: encoded, then written whole under `sendLock`, so that frames sent from several
+    /// threads never interleave.
+    func sendFrame(_ frame: Filecoord_V1_Frame) throws {
+        let bytes = try encoder.encode(frame)
+        try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
+    }
+
+    /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
+    /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
+    /// Throws if the connection is gone.
+    func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
+        updateReading { $0.versionRequests += 1 }
+        do {
+            try sendFrame(frame)
+        } catch {
+            versionRequestEnded()
+            throw error
+        }
+    }
+
+    /// A version store request was answered (or could not be sent): the listener need not read for it any more.
+    func versionRequestEnded() {
+        updateReading { $0.versionRequests = max(0, $0.versionRequests - 1) }
+    }
+
+    /// Closes the connection; the listener ends and the delegate hears it.
+    func close() {
+        socket.shutdown()
+    }
+
+    /// `true` once the connection is gone.
+    var isLost: Bool { lost.withLock { $0 } }
+}

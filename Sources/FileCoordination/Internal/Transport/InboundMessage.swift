@@ -1,0 +1,17 @@
+import FCCore
+
+/// What a transport hands the client: the client's own vocabulary, the same whether the daemon or the in-process
+/// arbiter sent it. Failures arrive already mapped to the caller's error (``ClaimFailureMapping``), so the client
+/// never sees the arbiter's internal effects or the wire's failure kinds.
+///
+/// A value type: `Sendable`, handed from a transport's reading thread (or delivery queue) to the client.
+enum InboundMessage: Sendable {
+    /// The claim was granted; `paths` are its items' canonical paths as the arbiter knows them now.
+    case granted(ClaimID, paths: [ItemPath])
+    /// The claim failed; the error is the one the caller gets.
+    case failed(ClaimID, any Error)
+    /// A message for one of this client's presenters.
+    case presenter(PresenterMessage)
+    /// The daemon's answer to a version store request (issue 15).
+    case versionReply(VersionStoreReply)
+}

@@ -1,0 +1,163 @@
+import FCProtocol
+import FCToolkit
+import FCVersionStore
+import Foundation
+
+// The daemon side of the version store seam (issue 15): each call is one `VersionStoreRequest` frame over the
+// client's daemon connection, answered by one `VersionStoreReply` (docs/PROTOCOL.md §8). The client's
+// `VersionRequestTable` (in its `ClaimTable`) matches replies to calls: the transport hands each reply to the client
+// as `InboundMessage.versionReply`, and the client fails a lost connection's calls.
+
+/// ``VersionStoreAccess`` through the daemon.
+///
+/// - Important: Thread-safe; each call blocks its thread until the daemon answers, the connection is lost, or
+///   ``VersionRequestTable/timeout`` passes. Never call it on the connection's reader thread.
+struct DaemonVersionStoreAccess: VersionStoreAccess {
+    let transport: DaemonTransport
+    /// The client's table of calls waiting for replies.
+    let table: VersionRequestTable
+
+    private func call(
+        _ operation: Filecoord_V1_VersionStoreOperation,
+        _ fill: (inout Filecoord_V1_VersionStoreRequest) -> Void = { _ in }
+    )
+        throws -> VersionStoreReply.Answer
+    {
+        var request = Filecoord_V1_VersionStoreRequest()
+        request.operation = operation
+        fill(&request)
+        return try table.call(request, on: transport)
+    }
+
+    private func one(_ reply: VersionStoreReply.Answer) -> StoredVersion? {
+        reply.versions.first
+    }
+
+    func versions(of itemPath: String) throws -> [StoredVersion] {
+        try call(.list) { $0.itemPath = Data(itemPath.utf8) }.versions
+    }
+    func version(id: String) throws -> StoredVersion? { one(try call(.find) { $0.versionID = id }) }
+    func add(item: String, contentsOf: String, byMoving: Bool, conflict: ConflictOrigin?) throws -> StoredVersion {
+        let reply = try call(.add) { request in
+            request.itemPath = Data(item.utf8)
+            request.contentsPath = Data(contentsOf.utf8)
+            request.byMoving = byMoving
+            if let conflict {
+                request.savingComputer = conflict.computer
+                if let originator = conflict.originator { request.originator = originator }
+            }
+        }
+        guard let added = one(reply) else {
+            throw VersionStoreError(.storeUnavailable, "filecoordd answered an add with no version.")
+        }
+        return added
+    }
+    func remove(id: String) throws -> StoredVersion? { one(try call(.remove) { $0.versionID = id }) }
+    func removeAll(of itemPath: String) throws -> [StoredVersion] {
+        try call(.removeAll) { $0.itemPath = Data(itemPath.utf8) }.versions
+    }
+    func markResolved(id: String) throws -> StoredVersion? { one(try call(.resolve) { $0.versionID = id }) }
+    func markDiscardable(id: String) throws -> Bool { try call(.discardable) { $0.versionID = id }.found }
+    func replaceItem(at itemPath: String, with id: String, byMoving: Bool) throws -> String {
+        let reply = try call(.replace) { request in
+            request.itemPath = Data(itemPath.utf8)
+            request.versionID = id
+            request.byMoving = byMoving
+        }
+        return reply.path
+    }
+    func itemMoved(from: String, to: String) throws {
+        _ = try call(.moved) { request in
+            request.itemPath = Data(from.utf8)
+            request.toPath = Data(to.utf8)
+        }
+    }
+    func makeTemporaryDirectory() throws -> String {
+        try call(.temporaryDirectory).path
+    }
+}
+
+/// One client's version store requests waiting for their replies, by request id, across its connections.
+///
+/// - Important: Thread-safe (one lock); entries leave when answered, failed or timed out, so the table holds only
+///   calls that are blocked right now.
+final class VersionRequestTable: Sendable {
+    /// How long a call waits for the daemon before it fails (the daemon answers store calls off its event loop).
+    static let timeout: TimeInterval = 120
+
+    /// One blocked call. `outcome` is written under the table's lock, before `done` is signalled.
+    // @unchecked: `outcome` is written under the table's lock before `done` is signalled, and read after.
+    private final class Waiter: @unchecked Sendable {
+        let transport: ObjectIdentifier
+        let done = DispatchSemaphore(value: 0)
+        var outcome: Result<VersionStoreReply.Answer, VersionStoreError>?
+        init(transport: ObjectIdentifier) { self.transport = transport }
+    }
+
+    private struct State {
+        var nextID: UInt64 = 0
+        var waiting: [UInt64: Waiter] = [:]
+    }
+    private let state = Locked(State())
+
+    /// Sends `request` (its id set here) on `transport` and waits for the reply; a reply that carries an error is
+    /// thrown as ``VersionStoreError``.
+    func call(
+        _ request: Filecoord_V1_VersionStoreRequest,
+        on transport: DaemonTransport
+    ) throws -> VersionStoreReply.Answer {
+        var request = request
+        let waiter = Waiter(transport: ObjectIdentifier(transport))
+        state.withLock { state in
+            state.nextID += 1
+            request.requestID = state.nextID
+            state.waiting[state.nextID] = waiter
+        }
+        let id = request.requestID
+        do {
+            try transport.sendVersionRequest(Filecoord_V1_Frame(.versionStoreRequest(request)))
+        } catch {
+            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
+            throw VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
+        }
+        if waiter.done.wait(timeout: .now() + Self.timeout) == .timedOut {
+            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
+            throw VersionStoreError(
+                .storeUnavailable,
+                "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
+            )
+        }
+        return try state.withLock { _ in waiter.outcome! }.get()
+    }
+
+    /// A reply arrived (on the reader thread).
+    func complete(_ reply: VersionStoreReply) {
+        let waiter = state.withLock { state in
+            let waiter = state.waiting.removeValue(forKey: reply.requestID)
+            waiter?.outcome = reply.result
+            return waiter
+        }
+        guard let waiter else { return }
+        waiter.done.signal()
+    }
+
+    /// `transport` is gone: its calls fail (whether the daemon made the change is unknown to them).
+    func transportLost(_ transport: DaemonTransport) {
+        let id = ObjectIdentifier(transport)
+        let lost = state.withLock { state -> [Waiter] in
+            let lost = state.waiting.filter { $0.value.transport == id }
+            for key in lost.keys { state.waiting[key] = nil }
+            for waiter in lost.values {
+                waiter.outcome = .failure(
+                    VersionStoreError(
+                        .storeUnavailable,
+                        "The connection to filecoordd was lost during a version store call; check the versions "
+                            + "before trying again."
+                    )
+                )
+            }
+            return Array(lost.values)
+        }
+        for waiter in lost { waiter.done.signal() }
+    }
+}
