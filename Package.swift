@@ -52,9 +52,6 @@ let package = Package(
             name: "FCSystem",
             dependencies: ["CFCLinux", .product(name: "SystemPackage", package: "swift-system")]
         ),
-        // The small toolkit the library and the daemon share: `Locked` (their one lock type) and the arbiter's log
-        // records to swift-log (one mapping of its levels, metadata kept).
-        .target(name: "FCToolkit", dependencies: ["FCCore", .product(name: "Logging", package: "swift-log")]),
         // Rules about file systems on top of the syscall layer, shared by the client's canonicalisation and the
         // daemon's watcher: case folding, which directories compare names case-insensitively, FUSE device probing.
         .target(name: "FCFileSystemPolicy", dependencies: ["FCSystem"]),
@@ -63,6 +60,9 @@ let package = Package(
             name: "FCSystemTests",
             dependencies: ["FCSystem", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        // The small toolkit the library and the daemon share: `Locked` (their one lock type) and the arbiter's log
+        // records to swift-log (one mapping of its levels, metadata kept).
+        .target(name: "FCToolkit", dependencies: ["FCCore", .product(name: "Logging", package: "swift-log")]),
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
@@ -70,7 +70,7 @@ let package = Package(
         .target(
             name: "FileCoordination",
             dependencies: [
-                "FCCore", "FCProtocol", "FCSystem", "FCToolkit", "FCFileSystemPolicy",
+                "FCCore", "FCProtocol", "FCSystem", "FCFileSystemPolicy", "FCToolkit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCToolkit", "FCFileSystemPolicy",
+                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCFileSystemPolicy", "FCToolkit",
                 "FCVersionStore",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),

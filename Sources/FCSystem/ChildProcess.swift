@@ -7,10 +7,7 @@ import Musl
 #endif
 
 /// Running a command as a child of the calling process and waiting for it, as a shell does: `fccoord` runs the
-/// command it was given while it holds its claims, and the presenter hooks of `fccoord present`; test harnesses run
-/// system tools (`mkfs.exfat`, `losetup`, `mount`) with their output appended to a file. Foundation's `Process` does
-/// not do for those: its wait never ends when the tool leaves a daemon behind that holds its output pipe
-/// (`mount.exfat-fuse`).
+/// command it was given while it holds its claims, and the presenter hooks of `fccoord present`.
 ///
 /// The child is started with `posix_spawnp` (the command is looked up on `PATH` when it has no `/`), inherits the
 /// caller's standard input, output and error and environment, and starts with default dispositions for the signals
@@ -63,8 +60,9 @@ public enum ChildProcess {
     ///   executed.
     ///
     /// With `outputToError`, the child's standard output is the caller's standard error (hooks of a tool whose
-    /// standard output is machine-readable). With `outputPath` (a file that must exist), standard input is
-    /// `/dev/null` and standard output and error are appended to that file.
+    /// standard output is machine-readable). With `outputPath`, its standard input is `/dev/null` and its standard
+    /// output and error are appended to that file (which must exist): for a tool that leaves a daemon behind holding
+    /// its output (`mount.exfat-fuse`), whose end a pipe would never reach (the exFAT test volume).
     public static func start(
         _ arguments: [String],
         environment: [String]? = nil,
@@ -75,12 +73,11 @@ public enum ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if outputToError { posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO) }
         if let outputPath {
             posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, outputPath, O_WRONLY | O_APPEND, 0)
             posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO)
-        } else if outputToError {
-            posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -113,17 +110,9 @@ public enum ChildProcess {
     public static func run(
         _ arguments: [String],
         environment: [String]? = nil,
-        outputToError: Bool = false
+        outputToError: Bool = false,
+        outputPath: String? = nil
     ) throws(Errno) -> Termination {
-        try start(arguments, environment: environment, outputToError: outputToError).wait()
-    }
-
-    /// Runs the program at `path` with `arguments` (not counting `argv[0]`, which is `path`) and this process's
-    /// environment, standard input from `/dev/null`, standard output and error appended to `outputPath` (which must
-    /// exist), and waits for it to end.
-    ///
-    /// - Throws: the error of `posix_spawnp` or `waitpid`.
-    public static func run(_ path: String, arguments: [String], outputPath: String) throws(Errno) -> Termination {
-        try start([path] + arguments, outputPath: outputPath).wait()
+        try start(arguments, environment: environment, outputToError: outputToError, outputPath: outputPath).wait()
     }
 }

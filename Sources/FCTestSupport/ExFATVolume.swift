@@ -71,7 +71,7 @@ public final class ExFATVolume: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: log) }
         let termination: ChildProcess.Termination
         do {
-            termination = try ChildProcess.run(path, arguments: arguments, outputPath: log.path)
+            termination = try ChildProcess.run([path] + arguments, outputPath: log.path)
         } catch {
             throw Failure("cannot run \(tool): \(error)")
         }

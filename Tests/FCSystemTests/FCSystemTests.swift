@@ -176,7 +176,7 @@ private final class FlakyCall {
         try withFolder { (folder: String) throws(any Error) in
             let output = folder + "/out"
             #expect(FileManager.default.createFile(atPath: output, contents: nil))
-            #expect(try ChildProcess.run("/bin/sh", arguments: ["-c", "echo $$"], outputPath: output) == .exited(0))
+            #expect(try ChildProcess.run(["/bin/sh", "-c", "echo $$"], outputPath: output) == .exited(0))
             let text = String(decoding: try FileSystemCalls.contents(of: output, limit: 64), as: UTF8.self)
             let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(failure { try Signals.send(0, to: pid) } == .noSuchProcess)
@@ -190,18 +190,17 @@ private final class FlakyCall {
             #expect(FileManager.default.createFile(atPath: output, contents: nil))
             #expect(
                 try ChildProcess.run(
-                    "/bin/sh",
-                    arguments: ["-c", "echo out; echo err >&2; exit 3"],
+                    ["/bin/sh", "-c", "echo out; echo err >&2; exit 3"],
                     outputPath: output
                 ) == .exited(3)
             )
             #expect(try FileSystemCalls.contents(of: output, limit: 64) == Array("out\nerr\n".utf8))
             #expect(
-                try ChildProcess.run("/bin/sh", arguments: ["-c", "kill -KILL $$"], outputPath: output)
+                try ChildProcess.run(["/bin/sh", "-c", "kill -KILL $$"], outputPath: output)
                     == .signalled(SIGKILL)
             )
             #expect(
-                failure { _ = try ChildProcess.run(folder + "/absent", arguments: [], outputPath: output) }
+                failure { _ = try ChildProcess.run([folder + "/absent"], outputPath: output) }
                     == .noSuchFileOrDirectory
             )
         }
