@@ -82,5 +82,5 @@ print("  Python (filecoord.reading, in process)  %9.1f us   %.2fx Swift" % (pyth
 print("  fccoord read PATH -- true (a process)   %9.1f us   %.2fx flock(1), %.1fx Swift in process"
       % (fccoord / 1e3, fccoord / flock, fccoord / swift))
 print("  flock PATH true (a process)             %9.1f us" % (flock / 1e3))
-print("  true alone (the shell's fork and exec)  %9.1f us" % (true / 1e3))
+print("  /bin/true alone (fork and exec)          %9.1f us" % (true / 1e3))
 PY
