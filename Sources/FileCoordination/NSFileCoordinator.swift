@@ -232,8 +232,13 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     }
 
     /// Asks the presenters of many items to relinquish and save, then runs `batchAccessor`, which makes its own
-    /// coordinated calls with this coordinator and must call the completion handler it is given, from any thread.
-    /// Returns when the handler has been called.
+    /// coordinated calls with this coordinator and must call the completion handler it is given once they are done.
+    ///
+    /// As Apple documents it: returns when `batchAccessor` returns (on the calling thread). The items stay claimed,
+    /// and their presenters relinquished, until the handler is called, from any thread and at any time (from a queue
+    /// the block dispatched to, the main queue included); a second call does nothing. Calls this coordinator makes
+    /// meanwhile, from any thread, are part of the batch and do not wait for it. A handler released without ever
+    /// being called ends the batch then, with a warning (docs/SEMANTICS.md §10).
     ///
     /// `@preconcurrency`, as Apple's is: a capture that is not `Sendable` is a warning in the Swift 6 language mode,
     /// not an error.
@@ -253,11 +258,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             batchAccessor {}
             return
         }
-        let done = DispatchSemaphore(value: 0)
-        let error = access(items, refusesNestedWrite: false, isPreparation: true) { _ in
-            batchAccessor { done.signal() }
-            done.wait()
-        }
+        let error = prepareBatch(items, batchAccessor)
         outError?.pointee = error.map { $0 as NSError }
     }
 
@@ -305,7 +306,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 }
             }
         }
-        client.submit(.claimRequested(request.claimRequest))
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
     }
 
     /// Announces a move (App Sandbox on macOS). Does nothing here; call ``item(at:didMoveTo:)`` after the move.
@@ -330,7 +331,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             // Presenters in other processes never saw this spelling: it goes with the move (issue 14).
             fromName = Array(oldURL.lastPathComponent.utf8)
         }
-        client.submit(.itemMoved(claim, from: from, to: to, fromName: fromName))
+        client.send(.itemMoved(claim, from: from, to: to, fromName: fromName))
         VersionStoreFollower.itemMoved(from: from, to: to, client: client)
     }
 
@@ -342,6 +343,6 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
         settings.withLock { $0.cancelled = true }
-        client.submit(.coordinatorCancelled(client.clientID, coordinatorID))
+        client.send(.cancelCoordinator(coordinatorID, of: client.clientID))
     }
 }

@@ -57,6 +57,7 @@ extension DaemonTransport {
                         wake: wake,
                         client: client,
                         daemonPID: reply.daemonPid,
+                        daemonRevision: reply.revision,
                         delegate: delegate,
                         logger: logger
                     )

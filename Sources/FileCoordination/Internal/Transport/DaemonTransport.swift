@@ -11,7 +11,7 @@ import SystemPackage
 /// (docs/ARCHITECTURE.md §8.1 and §9).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
-/// from then on `submit(_:)` writes frames from any thread, and whoever holds the *reader role* reads frames and hands
+/// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader role* reads frames and hands
 /// grants, failures, presenter messages and version replies to the delegate in the order the daemon sent them
 /// (docs/ARCHITECTURE.md, "The client"):
 ///
@@ -40,6 +40,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     let logger: @Sendable () -> Logger
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
+    /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
+    /// within the version goes only to a daemon whose revision is at least the message's.
+    let daemonRevision: UInt32
 
     /// Who may read, and who waits to.
     struct ReadingState {
@@ -80,6 +83,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
+        daemonRevision: UInt32,
         delegate: any TransportDelegate,
         logger: @escaping @Sendable () -> Logger
     ) {
@@ -89,6 +93,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         (self.wakeSender, self.wakeReceiver) = wake
         self.client = client
         self.daemonPID = daemonPID
+        self.daemonRevision = daemonRevision
         self.delegate = delegate
     }
 
@@ -96,17 +101,20 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         buffer.deallocate()
     }
 
-    func submit(_ event: ArbiterEvent) {
-        switch event {
-        case .presenterAdded(let registration):
+    func send(_ message: ClientMessage) {
+        switch message {
+        case .addPresenter(let registration):
             // Before the frame goes: the presenter's first message may come at once.
             updateReading { $0.presenters.insert(registration.id) }
-        case .presenterRemoved(let presenter):
+        case .removePresenter(let presenter):
             updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
         default:
             break
         }
-        send(event)
+        send(message.event)
     }
 
     /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
@@ -122,7 +130,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
     }
 
-    func send(_ event: ArbiterEvent) {
+    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
+    private func send(_ event: ArbiterEvent) {
         guard let frame = Filecoord_V1_Frame(event) else { return }
         do {
             try sendFrame(frame)
