@@ -28,8 +28,24 @@ item="$work/item.txt"
 echo data > "$item"
 
 # Swift: fc-testhost makes the reads in process (a new NSFileCoordinator each); one warm-up round first.
-swift_ns="$(printf 'read-loop %s 200\nread-loop %s %s\nexit\n' "$item" "$item" "$reads" | "$bin/fc-testhost" \
-    | sed -n 's/^done read-loop [^ ]* //p' | tail -n 1)"
+swift_ns="$(python3 - "$bin/fc-testhost" "$item" "$reads" <<'PY'
+import subprocess, sys
+host, path, count = sys.argv[1], sys.argv[2], sys.argv[3]
+process = subprocess.Popen([host], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+result = None
+for command in ("read-loop %s 200" % path, "read-loop %s %s" % (path, count)):
+    process.stdin.write(command + "\n")
+    process.stdin.flush()
+    for line in process.stdout:
+        if line.startswith("done read-loop") or line.startswith("failed"):
+            result = line.split()[-1]
+            break
+process.stdin.write("exit\n")
+process.stdin.close()
+process.wait(30)
+print(result)
+PY
+)"
 
 python_ns="$(python3 - "$item" "$reads" <<'PY'
 import sys, time, filecoord
@@ -55,7 +71,7 @@ per_run() {  # nanoseconds per run of "$@", $starts times
 "$bin/fccoord" read "$item" -- true  # warm-up (the daemon is running already)
 fccoord_ns="$(per_run "$bin/fccoord" read "$item" -- true)"
 flock_ns="$(per_run flock "$item" true)"
-true_ns="$(per_run true)"
+true_ns="$(per_run /bin/true)"
 
 python3 - "$swift_ns" "$python_ns" "$fccoord_ns" "$flock_ns" "$true_ns" "$reads" "$starts" <<'PY'
 import sys
@@ -66,5 +82,5 @@ print("  Python (filecoord.reading, in process)  %9.1f us   %.2fx Swift" % (pyth
 print("  fccoord read PATH -- true (a process)   %9.1f us   %.2fx flock(1), %.1fx Swift in process"
       % (fccoord / 1e3, fccoord / flock, fccoord / swift))
 print("  flock PATH true (a process)             %9.1f us" % (flock / 1e3))
-print("  true alone (the shell's fork and exec)  %9.1f us" % (true / 1e3))
+print("  /bin/true alone (fork and exec)          %9.1f us" % (true / 1e3))
 PY

@@ -26,6 +26,8 @@ work="$(mktemp -d /tmp/fc-langs-XXXXXX)"
 prefix="$work/prefix"
 export FILECOORDD_SOCKET="$work/run/socket"
 export FILECOORDD_PATH="$bin/filecoordd"
+# The daemon's version store (the sync example adds conflict versions) in the work folder, not the user's.
+export FILECOORD_VERSIONS_DIR="$work/versions"
 unset FILECOORD_ARBITER
 stop() {
     if [[ -f "$FILECOORDD_SOCKET.lock" ]]; then

@@ -1,5 +1,6 @@
 """Presenters: Apple's NSFilePresenter methods in snake case, registered and removed with ``with``."""
 
+import atexit
 import os
 import threading
 from collections import deque
@@ -22,6 +23,18 @@ _METHODS = {
     "presented_item_did_lose_version": ("presented_item_did_lose_version", "void(void *)"),
     "presented_item_did_resolve_conflict_version": ("presented_item_did_resolve_conflict_version", "void(void *)"),
 }
+
+
+# Registered presenters are kept alive until removed (their callbacks belong to them), as addFilePresenter keeps
+# them; those still registered when the interpreter exits are removed first, so that no callback reaches a Python
+# that is shutting down.
+_registered = set()
+
+
+@atexit.register
+def _remove_all():
+    for presenter in list(_registered):
+        presenter.remove()
 
 
 class Presenter:
@@ -88,12 +101,16 @@ class Presenter:
             try:
                 result = bound(*decoded)
             except Exception as error:  # noqa: BLE001 (a refusal, or a bug: either way the access is told)
+                result = None
                 code = getattr(error, "code", 1)
-                return (code if isinstance(code, int) and code != 0 else 1) if answers else None
+                refusal = code if isinstance(code, int) and code != 0 else 1
+            else:
+                refusal = 0
             if member.startswith("relinquish_to"):
+                # One reacquire event follows each relinquish, in order.
                 with self._lock:
                     self._reacquirers.append(result if callable(result) else None)
-            return 0 if answers else None
+            return refusal if answers else None
 
         return call
 
@@ -117,12 +134,14 @@ class Presenter:
         if handle == ffi.NULL:
             _raise(error)
         self._handle = handle
+        _registered.add(self)
 
     def remove(self):
         """Unregisters the presenter; after it returns no method of it is called."""
         if self._handle == ffi.NULL:
             return
         handle, self._handle = self._handle, ffi.NULL
+        _registered.discard(self)
         lib.filecoord_presenter_remove(handle)
 
     def __enter__(self):
