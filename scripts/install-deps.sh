@@ -17,6 +17,8 @@
 FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
+# Issue 27: the `notes` example is driven through tmux by its end-to-end tests and by scripts/run.sh.
+FC_APT_PACKAGES+=("tmux")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }
