@@ -101,7 +101,7 @@ show_mirror() {
     mirror_shown="$total"
 }
 keys() { tmux -S "$tmux_socket" send-keys -t notes "$@"; }
-typed() { tmux -S "$tmux_socket" send-keys -t notes -l "$1"; }
+typed() { tmux -S "$tmux_socket" send-keys -t notes -l -- "$1"; }
 
 step "1. mirror, the sync agent, mirrors $this (this device) and $other (the laptop)"
 mkfifo "$demo/mirror.in"
@@ -127,6 +127,9 @@ show_mirror
 echo "   laptop/notes.txt: $(tr '\n' '|' < "$other/notes.txt")"
 
 step "3. On the laptop, someone adds a line with a plain shell append (no coordination at all)"
+# A moment first: the daemon does not report again, as a change made without coordination, what the file system
+# shows of the mirror's coordinated write just before (its echo); an append within that moment would be taken for it.
+sleep 0.5
 printf '\n- bread' >> "$other/notes.txt"
 wait_until "the mirror to bring it over" grep -qF "bread" "$this/notes.txt"
 wait_until "the editor to reload" screen_has "bread"
@@ -161,8 +164,8 @@ wait_until "the editor to show it" screen_has "oat milk"
 show_screen
 show_mirror
 
-step "6. The file is renamed on this device with plain mv; the editor and the mirror follow"
-mv "$this/notes.txt" "$this/groceries.txt"
+step "6. A file manager renames the file on this device (a coordinated move); the editor and the mirror follow"
+printf 'move %s %s\nsleep 500\nexit\n' "$this/notes.txt" "$this/groceries.txt" | "$bin/fc-testhost" >/dev/null
 wait_until "the editor to follow" screen_has "groceries.txt"
 wait_until "the mirror to follow" test -f "$other/groceries.txt"
 show_screen

@@ -60,6 +60,7 @@ final class Editor: @unchecked Sendable {
             conflictCount = count
             if count > 0 { message = "\(count) conflict version\(count == 1 ? "" : "s"): ^K to choose" }
         case .closed(let reason):
+            others = (0, 0)
             if reason == .deleted {
                 closedBecauseDeleted = true
                 message = "the file was deleted; the document is closed (^Q quits)"
@@ -233,8 +234,8 @@ final class Editor: @unchecked Sendable {
             list.append("  0) keep the text shown now")
             for (index, version) in versions.enumerated() {
                 let text = (try? String(contentsOf: version.url, encoding: .utf8)) ?? ""
-                let first = text.split(separator: "\n").first.map(String.init) ?? ""
-                list.append("  \(index + 1)) from \(version.localizedNameOfSavingComputer ?? "?"): \(first)")
+                let oneLine = text.split(separator: "\n").joined(separator: " / ")
+                list.append("  \(index + 1)) from \(version.localizedNameOfSavingComputer ?? "?"): \(oneLine)")
             }
             list += ["", "Press a number to keep that version, Esc to go back."]
             for index in 0..<bodyRows { line(index < list.count ? list[index] : "") }
