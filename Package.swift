@@ -26,6 +26,11 @@ let package = Package(
         .executable(name: "filecoordd", targets: ["filecoordd"]),
         .executable(name: "fcdump", targets: ["fcdump"]),
         .executable(name: "fc-load", targets: ["fc-load"]),
+        // Coordination for shell scripts (issue 24): `fccoord read|write PATH... -- COMMAND`, move, delete, present.
+        .executable(name: "fccoord", targets: ["fccoord"]),
+        // libfilecoord (issue 24): the C API (`filecoord.h`), as `libfilecoord.so`, for C, Python (bindings/python)
+        // and anything with a C FFI; installed with scripts/install-libfilecoord.sh.
+        .library(name: "filecoord", type: .dynamic, targets: ["FileCoordinationC"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
@@ -52,6 +57,9 @@ let package = Package(
             name: "FCSystem",
             dependencies: ["CFCLinux", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        // The small toolkit the library and the daemon share: `Locked` (their one lock type) and the arbiter's log
+        // records to swift-log (one mapping of its levels, metadata kept).
+        .target(name: "FCToolkit", dependencies: ["FCCore", .product(name: "Logging", package: "swift-log")]),
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
         .target(name: "FCCore"),
@@ -59,10 +67,9 @@ let package = Package(
         .target(
             name: "FileCoordination",
             dependencies: [
-                "FCCore", "FCProtocol", "FCSystem", .product(name: "Logging", package: "swift-log"),
+                "FCCore", "FCProtocol", "FCSystem", "FCToolkit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // CoordinatedDocument: a document class built only on FileCoordination's public API (issue 27).
@@ -94,7 +101,7 @@ let package = Package(
         .target(
             name: "FCDaemon",
             dependencies: [
-                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCVersionStore",
+                "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCToolkit", "FCVersionStore",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -124,6 +131,25 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // FileCoordination's public API by plain paths, for the tools and bindings of other languages (issue 24):
+        // coordinated calls, move and delete, a presenter made of one closure, errors classified once.
+        .target(
+            name: "FCBridge",
+            dependencies: ["FileCoordination", "FCSystem", .product(name: "SystemPackage", package: "swift-system")]
+        ),
+        // `fccoord`: coordination for shell scripts (README, "Other languages"; docs/man/fccoord.1).
+        .executableTarget(
+            name: "fccoord",
+            dependencies: [
+                "FCBridge", "FileCoordination", "FCSystem", .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The public header of libfilecoord (include/filecoord.h) and its ABI version; the functions are
+        // FileCoordinationC's.
+        .target(name: "CFileCoord"),
+        // libfilecoord's functions: `@_cdecl` exports over FCBridge (filecoord.h documents them).
+        .target(name: "FileCoordinationC", dependencies: ["CFileCoord", "FCBridge", "FileCoordination"]),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(name: "FCTestSupport", dependencies: ["FCCore"]),
         // A process that presents and coordinates on command: for multi-process tests and the README's demonstration.
@@ -175,10 +201,14 @@ let package = Package(
             name: "FileCoordinationTests",
             dependencies: [
                 "FileCoordination", "FCTestSupport",
+                // `Locked`, to set a client's batch-warning delay in PrepareTests (issue 30).
+                "FCToolkit",
                 // The case rule and the device parsers of canonical identity (issue 14), tested directly.
                 "FCSystem",
                 // Reads the zip archives of `.forUploading` snapshots (issue 15).
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                // Captures a client's warnings (PrepareTests).
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
@@ -200,7 +230,9 @@ let package = Package(
 // this package by version. Stricter flags that have no setting (`-require-explicit-sendable`, warnings as errors)
 // are passed by scripts/build-flags.sh to every build of ours, never by the manifest.
 for target in package.targets
-where [.executable, .test, .regular].contains(target.type) && !["CFCLinux", "CNotesTerminal"].contains(target.name) {
+where [.executable, .test, .regular].contains(target.type)
+    && !["CFCLinux", "CFileCoord", "CNotesTerminal"].contains(target.name)
+{
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

@@ -15,8 +15,15 @@
 # libinotifytools-dev (docs/ARCHITECTURE.md §1, CInotifyTools), which is accepted as an alternative.
 # libsqlite3-dev: the version store's index (GRDB, issue 15).
 FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
+# sqlite3: the version store's durability tests read the index as another process would (issue 28).
+FC_APT_PACKAGES+=("sqlite3")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
+# Issue 24: libfilecoord's install (patchelf sets its soname and runpath) and its C test (pkg-config, valgrind).
+FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
+# Issue 25: the preload library (contrib/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
+# under it (ed as the editor in batch mode, git).
+FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "ed" "git")
 # Issue 27: the `notes` example is driven through tmux by its end-to-end tests and by scripts/run.sh.
 FC_APT_PACKAGES+=("tmux")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"

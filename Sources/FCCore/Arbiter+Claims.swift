@@ -36,6 +36,9 @@ final class ClaimRecord {
     /// wait times in deadlock reports; `nil` when the host gives no time.
     var arrivedAt: Duration?
     var grantedAt: Duration?
+    /// For a granted preparation whose batch block returned: when it did (the host's time, `.zero` without one).
+    /// The claim then waits for its completion handler (``ArbiterEvent/preparationReturned(_:)``).
+    var batchReturnedAt: Duration?
     /// `true` while the timer of the claim's own deadline runs (``ClaimRequest/timeout``).
     var deadlineArmed = false
 
@@ -416,6 +419,16 @@ extension Arbiter {
             return
         }
         completeGranted(claim, created: created)
+    }
+
+    func preparationReturned(_ id: ClaimID) {
+        guard let claim = claims[id], claim.request.isPreparation, claim.phase == .granted,
+            claim.batchReturnedAt == nil
+        else {
+            log(.debug, "batch return of no granted preparation ignored", ["claim.id": "\(id.rawValue)"])
+            return
+        }
+        claim.batchReturnedAt = now ?? .zero
     }
 
     func cancelCoordinator(_ clientID: ClientID, _ coordinator: CoordinatorID) {

@@ -79,6 +79,8 @@ public final class Arbiter {
             requestClaim(request)
         case .claimFinished(let id, let created):
             finishClaim(id, created: created)
+        case .preparationReturned(let id):
+            preparationReturned(id)
         case .coordinatorCancelled(let client, let coordinator):
             cancelCoordinator(client, coordinator)
         case .claimCancelled(let id):

@@ -144,6 +144,11 @@ public enum ArbiterEvent: Hashable, Sendable {
     case presenterURLChanged(PresenterID, to: ItemPath?)
     /// A claim was requested.
     case claimRequested(ClaimRequest)
+    /// The batch block of a granted preparation (``ClaimRequest/isPreparation``) returned while its completion
+    /// handler is still to be called: the claim stays granted until its ``claimFinished(_:created:)`` (the handler),
+    /// and dumps show it as waiting for its handler from now on. It changes nothing in who waits for whom; for
+    /// anything but a granted preparation it is logged and ignored.
+    case preparationReturned(ClaimID)
     /// The accessor of a granted claim returned. `created` names items the accessor created
     /// (reported as `presentedSubitemDidAppear` to enclosing directories).
     case claimFinished(ClaimID, created: [ItemPath])

@@ -22,6 +22,9 @@ public struct ArbiterSnapshot: Hashable, Sendable {
         public var awaiting: [RequestID: PresenterID]
         /// `true` when the presenter the claim was made with owed a reply when it arrived (rule 5).
         public var madeWhileAnswering: Bool
+        /// For a granted preparation whose batch block returned: when it returned, on the host's clock (`.zero`
+        /// when the host gives no time). The claim waits for its completion handler (docs/SEMANTICS.md).
+        public var batchReturnedAt: Duration? = nil
     }
 
     /// The live claims, in arrival order.
@@ -58,7 +61,8 @@ extension Arbiter {
                     sequence: claim.sequence,
                     arrivedAt: claim.arrivedAt,
                     awaiting: claim.outstanding,
-                    madeWhileAnswering: claim.madeWhileAnswering
+                    madeWhileAnswering: claim.madeWhileAnswering,
+                    batchReturnedAt: claim.batchReturnedAt
                 )
             },
             presenters: presenters.mapValues(\.registration),

@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 import Logging
 import NIOCore
@@ -40,6 +41,9 @@ final class ArbiterHost {
     private var shuttingDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
+    /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
+    /// call through uncoordinated after each, contrib/preload/README.md).
+    var timedOutClaims: [ClientID: Int] = [:]
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?
@@ -179,6 +183,7 @@ final class ArbiterHost {
         guard connections.removeValue(forKey: client) != nil else { return }
         closing.remove(client)
         clientArguments[client] = nil
+        timedOutClaims[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }
 
@@ -233,6 +238,9 @@ final class ArbiterHost {
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
         guard let channel = connections[client], !closing.contains(client) else { return }
+        if case .claimFailed(let failed)? = frame.payload, failed.kind == .timedOut {
+            timedOutClaims[client, default: 0] += 1
+        }
         write(frame, on: channel, for: client)
         // More than maximumQueuedBytes wait for a client that does not read (11.3): it cannot be reached, so it is
         // treated like a presenter that does not answer, at once and for all its presenters: disconnected. Its
@@ -290,7 +298,7 @@ final class ArbiterHost {
             case .cancelTimer(let timer):
                 deadlines.cancel(timer)
             case .log(let record):
-                log(record)
+                logger.log(record)
             case .watch(let directory):
                 watcher?.watch(directory)
             case .unwatch(let directory):
@@ -339,19 +347,6 @@ final class ArbiterHost {
 
     /// The number of arbiter timers scheduled (for tests).
     var scheduledTimerCount: Int { deadlines.count }
-
-    private func log(_ record: LogRecord) {
-        let level: Logger.Level =
-            switch record.level {
-            case .trace: .trace
-            case .debug: .debug
-            case .info: .info
-            case .notice: .notice
-            case .warning: .warning
-            case .error: .error
-            }
-        logger.log(level: level, "\(record.message)", metadata: record.metadata.mapValues { .string($0) })
-    }
 }
 
 extension Duration {

@@ -201,6 +201,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 var reply = Filecoord_V1_HelloReply()
                 reply.protocolVersion = version
                 reply.daemonPid = getpid()
+                reply.revision = ProtocolVersion.revision
                 write(Filecoord_V1_Frame(.helloReply(reply)), context: context)
             }
         case .ready(let client):

@@ -21,21 +21,25 @@ extension ArbiterHost {
         let now = router.currentTime()
         var blockers: [ClaimID: [ClaimID]] = [:]
         var ages: [ClaimID: Double] = [:]
+        var handlerWaits: [ClaimID: Double] = [:]
         for claim in snapshot.claims {
             let id = claim.request.id
             if claim.phase == .waiting { blockers[id] = arbiter.blockers(of: id) }
             ages[id] = claim.arrivedAt.map { (now - $0).secondsValue } ?? 0
+            if let returned = claim.batchReturnedAt { handlerWaits[id] = (now - returned).secondsValue }
         }
         return DumpState(
             daemonPID: getpid(),
             snapshot: snapshot,
             blockers: blockers,
             ages: ages,
+            handlerWaits: handlerWaits,
             waitFor: arbiter.waitForEdges().map { DaemonDump.Edge(from: $0.from, to: $0.to, label: $0.label) },
             statistics: arbiter.statistics,
             deadlocks: arbiter.recentDeadlockReports,
             clients: router.clients,
             clientArguments: clientArguments,
+            timedOutClaims: timedOutClaims,
             watcher: dumpWatcher()
         )
     }
@@ -52,11 +56,14 @@ struct DumpState: Sendable {
     var blockers: [ClaimID: [ClaimID]]
     /// Seconds since each live claim reached the daemon.
     var ages: [ClaimID: Double]
+    /// Seconds since the batch block of each granted preparation waiting for its completion handler returned.
+    var handlerWaits: [ClaimID: Double] = [:]
     var waitFor: [DaemonDump.Edge]
     var statistics: ArbiterStatistics
     var deadlocks: [String]
     var clients: [ClientInfo]
     var clientArguments: [ClientID: [String]]
+    var timedOutClaims: [ClientID: Int]
     var watcher: DaemonDump.Watcher?
 
     /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
@@ -87,7 +94,8 @@ struct DumpState: Sendable {
                 blockedBy: (blockers[request.id] ?? []).map(\.rawValue),
                 awaiting: claim.awaiting.sorted { $0.key < $1.key }.map {
                     DaemonDump.Awaiting(request: $0.key.rawValue, presenter: $0.value.rawValue)
-                }
+                },
+                waitingForHandlerSeconds: handlerWaits[request.id].map { ($0 * 1000).rounded() / 1000 }
             )
         }
         let presentersByClient = Dictionary(grouping: presenters.map { ($0.client, $0.id.rawValue) }, by: \.0)
@@ -102,7 +110,8 @@ struct DumpState: Sendable {
                 name: info.name,
                 presenters: presentersByClient[info.id]?.map(\.1) ?? [],
                 claims: claimsByClient[info.id]?.map(\.1) ?? [],
-                arguments: clientArguments[info.id] ?? []
+                arguments: clientArguments[info.id] ?? [],
+                timedOutClaims: timedOutClaims[info.id] ?? 0
             )
         }
 

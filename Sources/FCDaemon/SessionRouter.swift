@@ -172,6 +172,9 @@ public final class SessionRouter {
         case .claimCancelled(let local):
             guard let id = session.claims[local.rawValue] else { return Routed() }
             global = .claimCancelled(id)
+        case .preparationReturned(let local):
+            guard let id = session.claims[local.rawValue] else { return Routed() }
+            global = .preparationReturned(id)
         case .presenterReplied(let request, let reply):
             guard requestOwner[request] == client else { return Routed() }  // Not this client's to answer.
             // Answered: a second reply is not this client's to send either (the arbiter ignores one anyway).

@@ -9,6 +9,7 @@ import NIOCore
 /// repaired) at the first request, and versions of items deleted longer than the retention are purged hourly.
 ///
 /// - Important: Thread-safe: everything runs on ``queue``.
+// @unchecked: `store` and `purging` are read and written only on `queue`.
 final class VersionStoreService: @unchecked Sendable {
     let queue = DispatchQueue(label: "filecoordd.versions")
     private let directory: String

@@ -94,6 +94,10 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         /// Its command line (`/proc/PID/cmdline` when it connected); empty when it could not be read. Added to
         /// schema version 1: a dump from an older daemon decodes with none.
         public var arguments: [String]
+        /// Its claims that failed because they were not granted within their timeout (`TIMED_OUT`) since it
+        /// connected. A preload client (`name` starting `preload:`) let its program's call through uncoordinated
+        /// after each. Added to schema version 1: a dump from an older daemon decodes with 0.
+        public var timedOutClaims: Int
 
         /// Creates a client entry.
         public init(
@@ -102,7 +106,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             name: String,
             presenters: [UInt64],
             claims: [UInt64],
-            arguments: [String] = []
+            arguments: [String] = [],
+            timedOutClaims: Int = 0
         ) {
             self.id = id
             self.pid = pid
@@ -110,9 +115,12 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.presenters = presenters
             self.claims = claims
             self.arguments = arguments
+            self.timedOutClaims = timedOutClaims
         }
 
-        private enum CodingKeys: String, CodingKey { case id, pid, name, presenters, claims, arguments }
+        private enum CodingKeys: String, CodingKey {
+            case id, pid, name, presenters, claims, arguments, timedOutClaims
+        }
 
         /// Decodes a client; `arguments` may be missing (older daemons).
         public init(from decoder: any Decoder) throws {
@@ -123,7 +131,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
                 name: try container.decode(String.self, forKey: .name),
                 presenters: try container.decode([UInt64].self, forKey: .presenters),
                 claims: try container.decode([UInt64].self, forKey: .claims),
-                arguments: try container.decodeIfPresent([String].self, forKey: .arguments) ?? []
+                arguments: try container.decodeIfPresent([String].self, forKey: .arguments) ?? [],
+                timedOutClaims: try container.decodeIfPresent(Int.self, forKey: .timedOutClaims) ?? 0
             )
         }
     }
@@ -216,6 +225,9 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var blockedBy: [UInt64]
         /// For a preparing claim, the presenter requests it waits on.
         public var awaiting: [Awaiting]
+        /// For a granted preparation whose batch block returned before its completion handler was called: seconds
+        /// since the block returned (the batch waits for its handler); else `null`. Absent from older daemons.
+        public var waitingForHandlerSeconds: Double?
 
         /// Creates a claim entry.
         public init(
@@ -230,7 +242,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             ageSeconds: Double,
             items: [Item],
             blockedBy: [UInt64],
-            awaiting: [Awaiting]
+            awaiting: [Awaiting],
+            waitingForHandlerSeconds: Double? = nil
         ) {
             self.id = id
             self.client = client
@@ -244,14 +257,15 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.items = items
             self.blockedBy = blockedBy
             self.awaiting = awaiting
+            self.waitingForHandlerSeconds = waitingForHandlerSeconds
         }
 
         private enum CodingKeys: String, CodingKey {
             case id, client, phase, purpose, filePresenter, fromPresenterQueue, fromCallback, isPreparation
-            case ageSeconds, items, blockedBy, awaiting
+            case ageSeconds, items, blockedBy, awaiting, waitingForHandlerSeconds
         }
 
-        /// Decodes a claim; `fromCallback` may be missing (older daemons).
+        /// Decodes a claim; `fromCallback` and `waitingForHandlerSeconds` may be missing (older daemons).
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             self.init(
@@ -266,7 +280,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
                 ageSeconds: try container.decode(Double.self, forKey: .ageSeconds),
                 items: try container.decode([Item].self, forKey: .items),
                 blockedBy: try container.decode([UInt64].self, forKey: .blockedBy),
-                awaiting: try container.decode([Awaiting].self, forKey: .awaiting)
+                awaiting: try container.decode([Awaiting].self, forKey: .awaiting),
+                waitingForHandlerSeconds: try container.decodeIfPresent(Double.self, forKey: .waitingForHandlerSeconds)
             )
         }
 
@@ -285,6 +300,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             try container.encode(items, forKey: .items)
             try container.encode(blockedBy, forKey: .blockedBy)
             try container.encode(awaiting, forKey: .awaiting)
+            try container.encode(waitingForHandlerSeconds, forKey: .waitingForHandlerSeconds)
         }
     }
 

@@ -754,6 +754,8 @@ extension ArbiterEvent {
             self = .coordinatorCancelled(client, CoordinatorID(message.coordinatorID))
         case .cancelClaim(let message):
             self = .claimCancelled(ClaimID(message.claimID))
+        case .preparationReturned(let message):
+            self = .preparationReturned(ClaimID(message.claimID))
         case .presenterReply(let message):
             self = .presenterReplied(RequestID(message.requestID), try PresenterReply(wire: message))
         case .itemMoved(let message):
@@ -803,6 +805,10 @@ extension Filecoord_V1_Frame {
             self.init(.cancelCoordinator(Filecoord_V1_CancelCoordinator(coordinator: coordinator)))
         case .claimCancelled(let claim):
             self.init(.cancelClaim(Filecoord_V1_CancelClaim(claim: claim)))
+        case .preparationReturned(let claim):
+            var message = Filecoord_V1_PreparationReturned()
+            message.claimID = claim.rawValue
+            self.init(.preparationReturned(message))
         case .presenterReplied(let request, let reply):
             self.init(.presenterReply(Filecoord_V1_PresenterReply(request: request, reply: reply)))
         case .itemMoved(let claim, let from, let to, let fromName):

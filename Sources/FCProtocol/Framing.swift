@@ -23,6 +23,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .hello, .registerPresenter, .unregisterPresenter, .presenterURLChanged, .requestClaim, .finishClaim,
             .cancelCoordinator, .cancelClaim, .presenterReply, .itemMoved, .versionChanged, .dumpRequest:
             .toDaemon
+        case .preparationReturned:
+            .toDaemon
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply:
             .toClient
         case .watchUnavailable:
@@ -47,6 +49,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .itemMoved: "ItemMoved"
         case .versionChanged: "VersionChanged"
         case .dumpRequest: "DumpRequest"
+        case .preparationReturned: "PreparationReturned"
         case .helloReply: "HelloReply"
         case .refused: "Refused"
         case .granted: "Granted"

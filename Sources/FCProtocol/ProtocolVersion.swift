@@ -9,6 +9,14 @@ public enum ProtocolVersion {
     /// The version this build speaks.
     public static let current: UInt32 = 1
 
+    /// The additions made within ``current`` that this build's daemon understands, announced in
+    /// `HelloReply.revision`: a client sends a client-to-daemon message added within the version only to a daemon
+    /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`.
+    public static let revision: UInt32 = 1
+
+    /// The revision that added `PreparationReturned`.
+    public static let preparationReturnedRevision: UInt32 = 1
+
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1
 
@@ -78,5 +86,6 @@ extension Filecoord_V1_HelloReply {
         self.protocolVersion = version
         self.daemonPid = daemonPID
         self.limits = Filecoord_V1_Limits(limits)
+        self.revision = ProtocolVersion.revision
     }
 }

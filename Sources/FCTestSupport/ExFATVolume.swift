@@ -11,6 +11,7 @@ import Glibc
 
 /// A freshly made exFAT volume, mounted on a unique temporary directory. ``remove()`` unmounts, detaches and deletes
 /// in every case; a failure while making it undoes what was done.
+// @unchecked: `loopDevice` and `mounted` change only in `init` and `remove()`, which a test calls once, at its end.
 public final class ExFATVolume: @unchecked Sendable {
     /// The mount point: the volume's root directory.
     public let root: URL

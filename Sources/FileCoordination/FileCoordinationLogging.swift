@@ -1,3 +1,4 @@
+import FCToolkit
 public import Logging
 
 /// Where the library logs: a swift-log `Logger` the app sets. The library never writes to the process's standard

@@ -1,3 +1,4 @@
+import FCToolkit
 public import Foundation
 
 /// What happened to a presented item, as ``FilePresenterEvents`` reports it.
@@ -41,6 +42,7 @@ public enum FilePresenterEvent: Hashable, Sendable {
 /// The sequence ends when ``finish()`` is called. Events are buffered without bound, so iterate it while registered.
 ///
 /// - Important: Thread-safe. Its callbacks run on its own serial queue; iterate from any task.
+// @unchecked: an NSObject subclass; its state is `let`s: a `Locked` URL, a queue, a stream and its continuation.
 public final class FilePresenterEvents: NSObject, NSFilePresenter, AsyncSequence, @unchecked Sendable {
     /// The events, in the order the callbacks ran.
     public typealias Element = FilePresenterEvent

@@ -1,3 +1,4 @@
+import FCToolkit
 public import Foundation
 
 /// One item to read or write in ``NSFileCoordinator/coordinate(with:queue:byAccessor:)``: Apple's
@@ -6,6 +7,7 @@ public import Foundation
 /// Use ``url`` inside the accessor: it is updated when the item was moved while the access waited.
 ///
 /// - Important: Thread-safe; ``url`` is updated by the coordinator before the accessor runs.
+// @unchecked: an NSObject subclass; its state is `let`s: a `Locked` URL and the access.
 public final class NSFileAccessIntent: NSObject, @unchecked Sendable {
     private let currentURL: Locked<URL>
     let access: IntentAccess

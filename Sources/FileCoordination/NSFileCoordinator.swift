@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCToolkit
 public import Foundation
 
 #if !canImport(Darwin)
@@ -20,6 +21,7 @@ public typealias NSErrorPointer = UnsafeMutablePointer<NSError?>?
 ///   another thread than the one waiting. The synchronous methods block the calling thread until the accessor has
 ///   run; do not call them from a presenter's own queue for its own item unless the coordinator was created with
 ///   that presenter.
+// @unchecked: an open class (not checkable); its state is `let`s and `Locked` settings, the presenter only read.
 open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Options of a coordinated read (Apple's raw values).
     public struct ReadingOptions: OptionSet, Hashable, Sendable {
@@ -57,15 +59,15 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     }
 
     let coordinatorID: CoordinatorID
-    private let presenter: (any NSFilePresenter)?
+    let presenter: (any NSFilePresenter)?
     /// What the app may change from any thread.
-    private struct Settings {
+    struct Settings {
         var purpose: String
         var purposeAssigned = false
         var cancelled = false
         var callTimeout: Duration?
     }
-    private let settings: Locked<Settings>
+    let settings: Locked<Settings>
     /// The client this coordinator's calls go through: the process's (``CoordinationClient/shared``), or a test's.
     let client: CoordinationClient
 
@@ -167,14 +169,14 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             let error = UploadSnapshot.coordinate(
                 url,
                 read: { body in
-                    access([(url, .read(ReadingOptions_(options)))], refusesNestedWrite: true) { body($0[0]) }
+                    access([(url, .read(FCCore.ReadingOptions(options)))], refusesNestedWrite: true) { body($0[0]) }
                 },
                 reader: reader
             )
             outError?.pointee = error.map { $0 as NSError }
             return
         }
-        let error = access([(url, .read(ReadingOptions_(options)))], refusesNestedWrite: true) { urls in
+        let error = access([(url, .read(FCCore.ReadingOptions(options)))], refusesNestedWrite: true) { urls in
             reader(urls[0])
         }
         outError?.pointee = error.map { $0 as NSError }
@@ -188,7 +190,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         error outError: NSErrorPointer,
         byAccessor writer: (URL) -> Void
     ) {
-        let error = access([(url, .write(WritingOptions_(options)))], refusesNestedWrite: true) { urls in
+        let error = access([(url, .write(FCCore.WritingOptions(options)))], refusesNestedWrite: true) { urls in
             writer(urls[0])
         }
         outError?.pointee = error.map { $0 as NSError }
@@ -205,7 +207,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         byAccessor readerWriter: (URL, URL) -> Void
     ) {
         let items: [(URL, Access)] = [
-            (readingURL, .read(ReadingOptions_(readingOptions))), (writingURL, .write(WritingOptions_(writingOptions))),
+            (readingURL, .read(FCCore.ReadingOptions(readingOptions))),
+            (writingURL, .write(FCCore.WritingOptions(writingOptions))),
         ]
         let error = access(items, refusesNestedWrite: false) { urls in readerWriter(urls[0], urls[1]) }
         outError?.pointee = error.map { $0 as NSError }
@@ -222,15 +225,20 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         byAccessor writer: (URL, URL) -> Void
     ) {
         let items: [(URL, Access)] = [
-            (url1, .write(WritingOptions_(options1))), (url2, .write(WritingOptions_(options2))),
+            (url1, .write(FCCore.WritingOptions(options1))), (url2, .write(FCCore.WritingOptions(options2))),
         ]
         let error = access(items, refusesNestedWrite: false) { urls in writer(urls[0], urls[1]) }
         outError?.pointee = error.map { $0 as NSError }
     }
 
     /// Asks the presenters of many items to relinquish and save, then runs `batchAccessor`, which makes its own
-    /// coordinated calls with this coordinator and must call the completion handler it is given, from any thread.
-    /// Returns when the handler has been called.
+    /// coordinated calls with this coordinator and must call the completion handler it is given once they are done.
+    ///
+    /// As Apple documents it: returns when `batchAccessor` returns (on the calling thread). The items stay claimed,
+    /// and their presenters relinquished, until the handler is called, from any thread and at any time (from a queue
+    /// the block dispatched to, the main queue included); a second call does nothing. Calls this coordinator makes
+    /// meanwhile, from any thread, are part of the batch and do not wait for it. A handler released without ever
+    /// being called ends the batch then, with a warning (docs/SEMANTICS.md §10).
     ///
     /// `@preconcurrency`, as Apple's is: a capture that is not `Sendable` is a warning in the Swift 6 language mode,
     /// not an error.
@@ -244,17 +252,13 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         byAccessor batchAccessor: (@escaping @Sendable () -> Void) -> Void
     ) {
         let items =
-            readingURLs.map { ($0, Access.read(ReadingOptions_(readingOptions))) }
-            + writingURLs.map { ($0, Access.write(WritingOptions_(writingOptions))) }
+            readingURLs.map { ($0, Access.read(FCCore.ReadingOptions(readingOptions))) }
+            + writingURLs.map { ($0, Access.write(FCCore.WritingOptions(writingOptions))) }
         guard !items.isEmpty else {
             batchAccessor {}
             return
         }
-        let done = DispatchSemaphore(value: 0)
-        let error = access(items, refusesNestedWrite: false, isPreparation: true) { _ in
-            batchAccessor { done.signal() }
-            done.wait()
-        }
+        let error = prepareBatch(items, batchAccessor)
         outError?.pointee = error.map { $0 as NSError }
     }
 
@@ -271,8 +275,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     ) {
         let items: [(URL, Access)] = intents.map { intent in
             switch intent.access {
-            case .reading(let options): (intent.url, .read(ReadingOptions_(options)))
-            case .writing(let options): (intent.url, .write(WritingOptions_(options)))
+            case .reading(let options): (intent.url, .read(FCCore.ReadingOptions(options)))
+            case .writing(let options): (intent.url, .write(FCCore.WritingOptions(options)))
             }
         }
         let request: PreparedClaim
@@ -302,7 +306,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 }
             }
         }
-        client.submit(.claimRequested(request.claimRequest))
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
     }
 
     /// Announces a move (App Sandbox on macOS). Does nothing here; call ``item(at:didMoveTo:)`` after the move.
@@ -327,7 +331,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             // Presenters in other processes never saw this spelling: it goes with the move (issue 14).
             fromName = Array(oldURL.lastPathComponent.utf8)
         }
-        client.submit(.itemMoved(claim, from: from, to: to, fromName: fromName))
+        client.send(.itemMoved(claim, from: from, to: to, fromName: fromName))
         VersionStoreFollower.itemMoved(from: from, to: to, client: client)
     }
 
@@ -339,218 +343,6 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
         settings.withLock { $0.cancelled = true }
-        client.submit(.coordinatorCancelled(client.clientID, coordinatorID))
+        client.send(.cancelCoordinator(coordinatorID, of: client.clientID))
     }
-
-    // MARK: The claim machinery shared by every method
-
-    /// A claim ready to be submitted, with what is needed to answer the caller.
-    struct PreparedClaim {
-        var id: ClaimID
-        var claimRequest: ClaimRequest
-        var waiter: ClaimWaiter
-        var originals: [URL]
-        var canonical: [ItemPath]
-        var existedBefore: [Bool?]
-
-        func urls(for paths: [ItemPath]) -> [URL] {
-            zip(zip(originals, canonical), paths).map { pair, path in
-                URLMapping.url(for: path, spelledAs: pair.0, canonical: pair.1)
-            }
-        }
-
-        /// Written items that did not exist before the accessor and do now.
-        func createdItems(paths: [ItemPath]) -> [ItemPath] {
-            zip(existedBefore, paths).compactMap { existed, path in
-                guard existed == false, FileManager.default.fileExists(atPath: path.description) else { return nil }
-                return path
-            }
-        }
-    }
-
-    /// The error for a claim over the protocol's limits (a path longer than `PATH_MAX`, too many items), or `nil`.
-    static func limitError(_ paths: [ItemPath], _ urls: [URL]) -> FileCoordinationError? {
-        let limits = ProtocolLimits.default
-        if paths.count > limits.maximumItemsPerClaim {
-            return FileCoordinationError(
-                .invalidRequest,
-                "The call names \(paths.count) items; at most \(limits.maximumItemsPerClaim) can be coordinated "
-                    + "at once. Coordinate them in smaller groups."
-            )
-        }
-        for (path, url) in zip(paths, urls) where path.bytes.count > limits.maximumPathLength {
-            return FileCoordinationError(
-                .invalidRequest,
-                "The path is \(path.bytes.count) bytes long once symbolic links are resolved; at most "
-                    + "\(limits.maximumPathLength) bytes (PATH_MAX) can be coordinated. The call was not coordinated "
-                    + "and its accessor did not run.",
-                url: url
-            )
-        }
-        return nil
-    }
-
-    /// Makes the claim request of a call. `blocksThread` says whether the call blocks the calling thread while it
-    /// waits (the synchronous methods): only then does it hold the presenter queue it runs on, which the deadlock
-    /// detector must know (`fromPresenterQueue`). An `async` call suspends and an intents call returns at once, so
-    /// neither holds anything: tagging them would make the detector see cycles that are not there.
-    func prepareClaim(
-        _ items: [(URL, Access)],
-        isPreparation: Bool,
-        blocksThread: Bool,
-        timeout: Duration? = nil
-    ) -> Result<PreparedClaim, any Error> {
-        let (isCancelled, ownTimeout) = settings.withLock { ($0.cancelled, $0.callTimeout) }
-        if isCancelled { return .failure(CocoaError(.userCancelled)) }
-        let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
-        var canonical: [ItemPath] = []
-        // The second keys of items in directories whose case rule is undecided (docs/ARCHITECTURE.md §8.3).
-        var foldedItems: [ClaimItem] = []
-        var originals = items.map(\.0)
-        for (index, (url, access)) in items.enumerated() {
-            do {
-                let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
-                canonical.append(resolved.path)
-                if let folded = resolved.canonical.foldedKey, let path = try? ItemPath(absolute: folded),
-                    path != resolved.path
-                {
-                    foldedItems.append(ClaimItem(path: path, access: access))
-                }
-                // `.resolvesSymbolicLink` hands the accessor the link's target (docs/SEMANTICS.md §4).
-                if resolved.canonical.followedFinalLink, case .read(let options) = access,
-                    options.contains(.resolvesSymbolicLink)
-                {
-                    originals[index] = URL(fileURLWithPath: resolved.canonical.spelling)
-                }
-            } catch {
-                return .failure(error)
-            }
-        }
-        // What the daemon would refuse fails this call alone, here, with the limit named (docs/PROTOCOL.md).
-        if let limitError = Self.limitError(canonical, items.map(\.0)) { return .failure(limitError) }
-        // A second key that some item already claims with the same access adds nothing.
-        var seen = Set(zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) })
-        foldedItems = foldedItems.filter { seen.insert($0).inserted }
-        if canonical.count + foldedItems.count > ProtocolLimits.default.maximumItemsPerClaim {
-            return .failure(
-                FileCoordinationError(
-                    .invalidRequest,
-                    "The call names \(canonical.count) items, \(foldedItems.count) of them in folders whose case "
-                        + "sensitivity cannot be told yet (empty folders of a FUSE file system), which count twice; "
-                        + "at most \(ProtocolLimits.default.maximumItemsPerClaim) can be coordinated at once. "
-                        + "Coordinate them in smaller groups."
-                )
-            )
-        }
-        let purpose = purposeIdentifier
-        if purpose.utf8.count > ProtocolLimits.maximumPurposeLength {
-            return .failure(
-                FileCoordinationError(
-                    .invalidRequest,
-                    "The coordinator's purposeIdentifier is \(purpose.utf8.count) bytes long; at most "
-                        + "\(ProtocolLimits.maximumPurposeLength) bytes can be coordinated."
-                )
-            )
-        }
-        let held = blocksThread ? client.presenterQueueHeldHere() : nil
-        let id = ClaimID(client.newID())
-        let waiter = ClaimWaiter(blocksThread: blocksThread)
-        let request = ClaimRequest(
-            id: id,
-            client: client.clientID,
-            coordinator: coordinatorID,
-            purpose: PurposeID(purpose),
-            filePresenter: presenter.flatMap { client.presenterID(of: $0) },
-            fromPresenterQueue: held?.presenter,
-            fromCallback: held?.callback,
-            // The folded keys come last: the grant's first paths stay the caller's items, in order.
-            items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) } + foldedItems,
-            isPreparation: isPreparation,
-            timeout: timeout
-        )
-        client.register(waiter, for: request)
-        let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
-            item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil
-        }
-        return .success(
-            PreparedClaim(
-                id: id,
-                claimRequest: request,
-                waiter: waiter,
-                originals: originals,
-                canonical: canonical,
-                existedBefore: existedBefore
-            )
-        )
-    }
-
-    /// Claims `items`, blocks until granted or failed, runs `body` with the URLs to use, and ends the claim.
-    /// Returns the error that kept `body` from running, if any.
-    func access(
-        _ items: [(URL, Access)],
-        refusesNestedWrite: Bool,
-        isPreparation: Bool = false,
-        _ body: ([URL]) -> Void
-    ) -> (any Error)? {
-        let mine = ObjectIdentifier(self)
-        if items.contains(where: { $0.1.isWrite }),
-            let outer = ThreadContext.accesses.last(where: { $0.coordinator == mine }), outer.refusesNestedWrite
-        {
-            return FileCoordinationError(
-                .nestedWrite,
-                "A coordinated write was nested inside the accessor of a coordinated read or write by the same "
-                    + "coordinator. Use coordinate(readingItemAt:options:writingItemAt:options:error:byAccessor:) "
-                    + "or coordinate(writingItemAt:options:writingItemAt:options:error:byAccessor:) to take both at "
-                    + "once.",
-                url: items.first { $0.1.isWrite }?.0
-            )
-        }
-        let request: PreparedClaim
-        switch prepareClaim(items, isPreparation: isPreparation, blocksThread: true) {
-        case .failure(let error): return error
-        case .success(let prepared): request = prepared
-        }
-        client.submit(.claimRequested(request.claimRequest))
-        switch request.waiter.wait() {
-        case .failed(let error):
-            return error
-        case .granted(let paths):
-            let access = ThreadContext.Access(
-                client: client,
-                coordinator: mine,
-                claim: request.id,
-                refusesNestedWrite: refusesNestedWrite
-            )
-            ThreadContext.withAccess(access) { body(request.urls(for: paths)) }
-            finish(request, created: request.createdItems(paths: paths))
-            return nil
-        }
-    }
-
-    func finish(_ request: PreparedClaim, created: [ItemPath]) {
-        client.submit(.claimFinished(request.id, created: created))
-        if let presenter, let id = client.presenterID(of: presenter) { client.refreshURL(of: id) }
-    }
-}
-
-// Conversions between the public option sets and the core's (same raw values). The public types are the library's
-// own, not the core's, so that apps see every member with `import FileCoordination` alone.
-private func ReadingOptions_(_ options: NSFileCoordinator.ReadingOptions) -> FCCore.ReadingOptions {
-    FCCore.ReadingOptions(rawValue: options.rawValue)
-}
-
-extension Access {
-    /// Whether a symbolic link named as the last component is the item (`false`) or its target is (issue 14): a
-    /// read follows it only with `.resolvesSymbolicLink` (so that the target's presenters are asked only then); a
-    /// write follows it (it writes the target's contents) unless it deletes or moves, which act on the link.
-    var followsFinalLink: Bool {
-        switch self {
-        case .read(let options): options.contains(.resolvesSymbolicLink)
-        case .write(let options): options.isDisjoint(with: [.forDeleting, .forMoving])
-        }
-    }
-}
-
-private func WritingOptions_(_ options: NSFileCoordinator.WritingOptions) -> FCCore.WritingOptions {
-    FCCore.WritingOptions(rawValue: options.rawValue)
 }

@@ -1,4 +1,5 @@
 import FCCore
+import FCToolkit
 import FCVersionStore
 public import Foundation
 import Logging
@@ -20,6 +21,7 @@ import Logging
 ///
 /// - Important: Instances may be passed between threads; ``isResolved`` and ``isDiscardable`` are set through the
 ///   store, which serialises changes.
+// @unchecked: an open class (not checkable); its state is `let`s and `Locked` flags.
 open class NSFileVersion: NSObject, @unchecked Sendable {
     /// Options of ``addOfItem(at:withContentsOf:options:)``.
     public struct AddingOptions: OptionSet, Sendable {
@@ -254,7 +256,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
         get { resolved.withLock { $0 } }
         set {
             guard newValue else {
-                FileCoordinationLogging.logger.warning(
+                CoordinationClient.shared.logger().warning(
                     "NSFileVersion.isResolved cannot be set back to false; ignored",
                     metadata: ["version.id": "\(identifier)"]
                 )
@@ -272,7 +274,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
                 }
             } catch {
                 // Apple's "unless setting fails": the version stays unresolved.
-                FileCoordinationLogging.logger.error(
+                CoordinationClient.shared.logger().error(
                     "NSFileVersion.isResolved could not be set: \(error)",
                     metadata: ["version.id": "\(identifier)"]
                 )
@@ -287,7 +289,7 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
         get { discardable.withLock { $0 } }
         set {
             guard newValue, !isCurrent else {
-                FileCoordinationLogging.logger.warning(
+                CoordinationClient.shared.logger().warning(
                     "NSFileVersion.isDiscardable can only be set to true, and not on the current version; ignored",
                     metadata: ["version.id": "\(identifier)"]
                 )

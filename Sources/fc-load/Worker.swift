@@ -12,6 +12,7 @@ import Foundation
 /// counted, printed, and the run fails. Markers of processes killed inside an accessor are ignored and removed.
 ///
 /// - Important: Runs its operations on `threads` threads of its own; the counters are under a lock.
+// @unchecked: `counts` and `waits` are read and written only under `lock`.
 final class Worker: @unchecked Sendable {
     struct Options {
         var folder: URL
@@ -202,6 +203,7 @@ final class Worker: @unchecked Sendable {
 }
 
 /// The worker's presenter: relinquishes (with a reacquirer), saves, refuses one save in fifty.
+// @unchecked: an NSObject subclass; `saves` is read and written only under `lock`, the rest is `let`.
 final class LoadPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let presentedItemURL: URL?
     let presentedItemOperationQueue: OperationQueue

@@ -45,6 +45,35 @@ extension Host {
                     say("done add-version \(path) \(Self.id(version))")
                 }
             }
+        case "add-versions":
+            // add-versions PATH COUNT BYTES [coordinated] [parallel]: COUNT adds, each of BYTES fresh bytes (written
+            // first to a scratch file of its own), one after another (each on a thread of its own, all at once, with
+            // `parallel`), outside any coordinated call unless `coordinated` (then each inside a coordinated write
+            // of PATH).
+            let count = arguments.count > 1 ? Int(arguments[1]) ?? 1 : 1
+            let bytes = arguments.count > 2 ? Int(arguments[2]) ?? 4096 : 4096
+            let coordinated = arguments.contains("coordinated")
+            let parallel = arguments.contains("parallel")
+            background {
+                let adds = DispatchGroup()
+                for index in 0..<count {
+                    let one: @Sendable () -> Void = {
+                        self.addOneVersion(of: url, index: index, bytes: bytes, coordinated: coordinated)
+                    }
+                    if parallel {
+                        adds.enter()
+                        Thread {
+                            one()
+                            adds.leave()
+                        }
+                        .start()
+                    } else {
+                        one()
+                    }
+                }
+                adds.wait()
+                say("done add-versions \(path)")
+            }
         case "resolve":
             background {
                 self.inWrite(url, "resolve") { writeURL in
@@ -73,6 +102,30 @@ extension Host {
             }
         default:
             say("error unknown command: \(command)")
+        }
+    }
+
+    /// Adds one version of `url` with `bytes` fresh bytes, printing `done add-version PATH ID` or the failure.
+    private func addOneVersion(of url: URL, index: Int, bytes: Int, coordinated: Bool) {
+        let pid = ProcessInfo.processInfo.processIdentifier
+        let scratch = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("fc-testhost-\(pid)-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let stamp = Array("\(pid)-\(index)-".utf8)
+        do {
+            try Data((0..<bytes).map { stamp[$0 % stamp.count] }).write(to: scratch)
+        } catch {
+            say("failed add-version \(url.path) scratch \(error)")
+            return
+        }
+        let add = { (target: URL) throws in
+            let version = try NSFileVersion.addOfItem(at: target, withContentsOf: scratch)
+            say("done add-version \(url.path) \(Self.id(version))")
+        }
+        if coordinated {
+            inWrite(url, "add-version") { try add($0) }
+        } else {
+            do { try add(url) } catch { report("add-version", url.path, error as NSError) }
         }
     }
 

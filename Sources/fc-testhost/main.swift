@@ -4,7 +4,12 @@
 // Commands, one per line on standard input; everything the process sees is printed to standard output, one event
 // per line, flushed at once:
 //
-//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change] [main-queue]
+//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change] [main-queue] [show-contents]
+//                                                                    with show-contents it prints
+//                                                                    `presenter NAME contents TEXT` (its item's text,
+//                                                                    or `-` when missing) after relinquishToWriter and
+//                                                                    before reacquire, so that a test sees what the
+//                                                                    file held when it was asked and when it came back;
 //                                                                    register a presenter called NAME; with
 //                                                                    read-on-change it makes a coordinated read of its
 //                                                                    item inside presentedItemDidChange, on its own
@@ -13,7 +18,11 @@
 //                                                                    with main-queue its queue is OperationQueue.main
 //                                                                    (run by the main thread) instead of its own
 //   unpresent NAME                                                   remove it
-//   read PATH [without-changes]                                      coordinated read (prints the contents)
+//   read PATH [without-changes] [hold]                               coordinated read (prints the contents); with
+//                                                                    hold, prints `holding read PATH` and waits for
+//                                                                    `release` inside the accessor
+//   read-loop PATH COUNT                                             COUNT coordinated reads; prints
+//                                                                    `done read-loop PATH NANOSECONDS-PER-READ`
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
 //                                                                    `release` inside the accessor
 //   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
@@ -24,10 +33,27 @@
 //                                                                    two-URL method); prints `granted write2 FIRST`
 //                                                                    and `done write2 FIRST`
 //   release                                                          let the held accessor return
+//   prepare PATH [write] [main-complete] [drop]                      prepare(forReadingItemsAt:…) of PATH (writing
+//                                                                    with `write`): prints `batch prepare PATH` in
+//                                                                    the block and `returned prepare PATH` once the
+//                                                                    call returns. The block keeps its completion
+//                                                                    handler for `complete`; with main-complete it
+//                                                                    calls it from a block it queues on the main
+//                                                                    queue (`completed prepare PATH`); with drop it
+//                                                                    never calls it and keeps nothing
+//   complete                                                         call the oldest kept completion handler, on the
+//                                                                    thread that reads standard input; prints
+//                                                                    `completed prepare`
 //   add-version PATH [CONTENTS] [conflict COMPUTER]                  inside a coordinated write, add a version of PATH
 //                                                                    with CONTENTS (default: PATH itself), a conflict
 //                                                                    version from COMPUTER with `conflict`; prints
 //                                                                    `done add-version PATH ID`
+//   add-versions PATH COUNT BYTES [coordinated] [parallel]          COUNT adds of BYTES fresh bytes each, one after
+//                                                                    another (all at once with `parallel`), outside
+//                                                                    a coordinated call (inside a write of PATH each
+//                                                                    with `coordinated`); prints
+//                                                                    `done add-version PATH ID` (or `failed ...`) per
+//                                                                    add, then `done add-versions PATH`
 //   resolve PATH                                                     inside a coordinated write, replace PATH with its
 //                                                                    newest unresolved conflict version, mark every
 //                                                                    conflict resolved, remove the other versions
@@ -73,12 +99,14 @@ func say(_ line: String) {
 }
 
 /// A presenter that prints every callback and answers as the command asked.
+// @unchecked: an NSObject subclass; `url` is read and written only under `lock`, the rest is `let`.
 final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let name: String
     let refuseSave: Bool
     let neverAnswer: Bool
     let reacquire: Bool
     let readOnChange: Bool
+    let showContents: Bool
     private let lock = NSLock()
     private var url: URL
     let presentedItemOperationQueue: OperationQueue
@@ -90,8 +118,10 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         neverAnswer: Bool,
         reacquire: Bool,
         readOnChange: Bool,
-        mainQueue: Bool
+        mainQueue: Bool,
+        showContents: Bool = false
     ) {
+        self.showContents = showContents
         if mainQueue {
             presentedItemOperationQueue = .main
         } else {
@@ -111,7 +141,17 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     private func reacquirer() -> (@Sendable () -> Void)? {
         guard reacquire else { return nil }
         let name = self.name
-        return { say("presenter \(name) reacquire") }
+        return { [self] in
+            sayContents()
+            say("presenter \(name) reacquire")
+        }
+    }
+
+    /// With show-contents: prints the item's text as it is now.
+    private func sayContents() {
+        guard showContents, let url = presentedItemURL else { return }
+        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? "-"
+        say("presenter \(name) contents \(text.trimmingCharacters(in: .newlines))")
     }
 
     func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
@@ -122,6 +162,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 
     func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         say("presenter \(name) relinquishToWriter")
+        sayContents()
         if neverAnswer { return }
         writer(reacquirer())
     }
@@ -191,10 +232,13 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     }
 }
 
+// @unchecked: `presenters` and `held` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
     let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
     var held: [DispatchSemaphore] = []
+    /// Completion handlers of `prepare` batches, kept for `complete`.
+    var handlers: [@Sendable () -> Void] = []
 
     func report(_ operation: String, _ path: String, _ error: NSError?) {
         if let error {
@@ -253,7 +297,8 @@ final class Host: @unchecked Sendable {
                 neverAnswer: arguments.contains("never-answer"),
                 reacquire: !arguments.contains("no-reacquire"),
                 readOnChange: arguments.contains("read-on-change"),
-                mainQueue: arguments.contains("main-queue")
+                mainQueue: arguments.contains("main-queue"),
+                showContents: arguments.contains("show-contents")
             )
             lock.withLock { presenters[arguments[0]] = presenter }
             NSFileCoordinator.addFilePresenter(presenter)
@@ -263,9 +308,26 @@ final class Host: @unchecked Sendable {
                 NSFileCoordinator.removeFilePresenter(presenter)
             }
             say("unpresented \(arguments[0])")
+        case "read-loop" where arguments.count == 2:
+            let path = arguments[0]
+            let count = max(1, Int(arguments[1]) ?? 1)
+            background {
+                // COUNT coordinated reads, one new coordinator each, as apps make them (Benchmarks/other-languages.sh).
+                let start = ContinuousClock.now
+                for _ in 0..<count {
+                    var error: NSError?
+                    NSFileCoordinator().coordinate(readingItemAt: URL(fileURLWithPath: path), error: &error) { _ in }
+                    if error != nil { return self.report("read-loop", path, error) }
+                }
+                let elapsed = ContinuousClock.now - start
+                let nanoseconds =
+                    elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+                say("done read-loop \(path) \(nanoseconds / Int64(count))")
+            }
         case "read" where arguments.count >= 1:
             let path = arguments[0]
             let options: NSFileCoordinator.ReadingOptions = arguments.contains("without-changes") ? .withoutChanges : []
+            let hold = arguments.contains("hold") ? DispatchSemaphore(value: 0) : nil
             background {
                 var error: NSError?
                 NSFileCoordinator().coordinate(
@@ -274,6 +336,11 @@ final class Host: @unchecked Sendable {
                     error: &error
                 ) { url in
                     say("granted read \(path)")
+                    if let hold {
+                        self.lock.withLock { self.held.append(hold) }
+                        say("holding read \(path)")
+                        hold.wait()
+                    }
                     let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
                     say("done read \(path) \(text)")
                 }
@@ -353,9 +420,39 @@ final class Host: @unchecked Sendable {
                 }
                 self.report("write2", first.path, error)
             }
+        case "prepare" where arguments.count >= 1:
+            let path = arguments[0]
+            let url = URL(fileURLWithPath: path)
+            let flags = Set(arguments.dropFirst())
+            background {
+                var error: NSError?
+                NSFileCoordinator().prepare(
+                    forReadingItemsAt: flags.contains("write") ? [] : [url],
+                    options: [],
+                    writingItemsAt: flags.contains("write") ? [url] : [],
+                    options: [],
+                    error: &error
+                ) { completionHandler in
+                    say("batch prepare \(path)")
+                    if flags.contains("main-complete") {
+                        DispatchQueue.main.async {
+                            completionHandler()
+                            say("completed prepare \(path)")
+                        }
+                    } else if !flags.contains("drop") {
+                        self.lock.withLock { self.handlers.append(completionHandler) }
+                    }
+                }
+                self.report("prepare", path, error)
+                say("returned prepare \(path)")
+            }
+        case "complete":
+            let handler = lock.withLock { handlers.isEmpty ? nil : handlers.removeFirst() }
+            handler?()
+            say(handler == nil ? "error no completion handler kept" : "completed prepare")
         case "listener-wakeups":
             runListenerWakeups(arguments)
-        case "add-version", "resolve", "versions", "upload":
+        case "add-version", "add-versions", "resolve", "versions", "upload":
             runVersionCommand(command, arguments, background: background)
         case "doc", "doc-edit", "doc-text", "doc-save", "doc-revert", "doc-close", "doc-conflicts", "doc-pick":
             runDocumentCommand(command, arguments)

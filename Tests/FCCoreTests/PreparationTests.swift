@@ -33,3 +33,36 @@ import Testing
     #expect(h.messages(to: document).map(\.callback) == [.relinquishToWriter, .savePresentedItemChanges, []])
     #expect(h.messages(to: folder).isEmpty)
 }
+
+/// The batch block of a granted preparation returned (issue 30): the claim stays granted and holds back conflicting
+/// claims until it finishes (its completion handler); the snapshot says since when it waits. Anything but a granted
+/// preparation ignores the event.
+@Test func aPreparationWhoseBatchReturnedStaysGrantedUntilItFinishes() {
+    let h = ArbiterHarness()
+    let finder = h.connect("finder")
+    let app = h.connect("app")
+    h.now = .seconds(5)
+    let plain = h.claim([ArbiterHarness.write("/d/other.txt")], client: app)
+    h.send(.preparationReturned(plain))
+    let preparation = ClaimRequest(
+        id: ClaimID(1000),
+        client: finder,
+        coordinator: h.coordinator(),
+        purpose: PurposeID("finder-batch"),
+        items: [ArbiterHarness.write("/d/doc.txt")],
+        isPreparation: true
+    )
+    h.send(.claimRequested(preparation))
+    #expect(h.isGranted(ClaimID(1000)))
+    h.now = .seconds(7)
+    h.send(.preparationReturned(ClaimID(1000)))
+    h.now = .seconds(9)
+    h.send(.preparationReturned(ClaimID(1000)))  // A second one keeps the first time.
+    let claims = h.arbiter.snapshot().claims
+    #expect(claims.first { $0.request.id == ClaimID(1000) }?.batchReturnedAt == .seconds(7))
+    #expect(claims.first { $0.request.id == plain }?.batchReturnedAt == nil)
+    let writer = h.claim([ArbiterHarness.write("/d/doc.txt")], client: app)
+    #expect(!h.isGranted(writer))
+    h.finish(ClaimID(1000))
+    #expect(h.isGranted(writer))
+}

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Testing
 
 @testable import FileCoordination
@@ -15,17 +16,25 @@ import Testing
         var testDescription: String { rawValue }
     }
 
-    /// Two clients bound to one arbiter of the kind asked for; `stop` ends what the test started.
-    static func clients(_ arbiter: Arbiter) throws -> (CoordinationClient, CoordinationClient, stop: () -> Void) {
+    /// Two clients bound to one arbiter of the kind asked for; `stop` ends what the test started. The first logs
+    /// through `logger` when one is given.
+    static func clients(
+        _ arbiter: Arbiter,
+        logger: (@Sendable () -> Logger)? = nil
+    ) throws -> (CoordinationClient, CoordinationClient, stop: () -> Void) {
+        let logger = logger ?? { FileCoordinationLogging.logger }
         switch arbiter {
         case .daemon:
             let daemon = try TestDaemon()
             let policy = ConnectionPolicy.daemon(at: daemon.socket)
-            return (CoordinationClient(policy: policy), CoordinationClient(policy: policy), daemon.stop)
+            return (CoordinationClient(policy: policy, logger: logger), CoordinationClient(policy: policy), daemon.stop)
         case .inProcess:
             let shared = LocalArbiterTransport()
             let policy = ConnectionPolicy.inProcess(sharing: shared)
-            return (CoordinationClient(policy: policy, id: 2), CoordinationClient(policy: policy, id: 3), {})
+            return (
+                CoordinationClient(policy: policy, id: 2, logger: logger), CoordinationClient(policy: policy, id: 3),
+                {}
+            )
         }
     }
 

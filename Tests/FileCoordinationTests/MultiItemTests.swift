@@ -162,7 +162,7 @@ import Testing
         queue.waitUntilAllOperationsAreFinished()
     }
 
-    @Test func prepareAsksPresentersFirstAndReturnsOnlyWhenTheBatchCallsItsCompletionHandler() throws {
+    @Test func prepareAsksPresentersFirstAndReturnsWhenTheBatchReturnsBeforeItsCompletionHandler() throws {
         let dir = try TempDirectory()
         defer { dir.remove() }
         let source = try dir.file("source.txt", "data")
@@ -170,6 +170,8 @@ import Testing
         let reading = RecordingPresenter(url: source)
         let writing = RecordingPresenter(url: target)
         let completed = Locked(false)
+        let returned = DispatchSemaphore(value: 0)
+        var handlerCalled: DispatchSemaphore?
         var error: NSError?
         var nestedErrors: [NSError?] = []
         withPresenters([reading, writing]) {
@@ -196,14 +198,16 @@ import Testing
                     try? data?.write(to: url)
                 }
                 nestedErrors.append(nested)
-                // The handler may be called later, from any thread.
-                spawn {
-                    Thread.sleep(forTimeInterval: 0.05)
+                // The handler may be called later, from any thread: here only once prepare has returned.
+                handlerCalled = spawn {
+                    _ = returned.wait(seconds: patience)
                     completed.set(true)
                     completionHandler()
                 }
             }
-            #expect(completed.current, "prepare returns only after the completion handler was called")
+            #expect(!completed.current, "prepare returns when its block returns, before the handler is called")
+            returned.signal()
+            #expect(handlerCalled?.wait(seconds: patience) == true)
             settle(reading, writing)
         }
         #expect(error == nil)

@@ -1,6 +1,7 @@
 import CInotifyTools
 public import FCCore
 import FCSystem
+import FCToolkit
 import Foundation
 public import Logging
 import SystemPackage
@@ -14,6 +15,7 @@ import SystemPackage
 /// number of presenters that need it (the arbiter counts them); `IN_ONLYDIR`, so a presented file costs nothing.
 ///
 /// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
+// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread.
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
         case watch(ItemPath)
@@ -26,13 +28,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private let cap: Int?
     private let wakePath: String
     private let logger: Logger
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var commands: [Command] = []
-    private var wakePending = false
-    private var stopping = false
-    private var wakeFile: FileDescriptor?
-    private var thread: Thread?
+    /// What other threads hand the watcher thread.
+    private struct Control {
+        var commands: [Command] = []
+        var wakePending = false
+        var stopping = false
+        var wakeFile: FileDescriptor?
+        var thread: Thread?
+    }
+    private let control = Locked(Control())
     private let stopped = DispatchSemaphore(value: 0)
     // Owned by the watcher thread.
     private var deliver: @Sendable (WatcherReport) -> Void = { _ in }
@@ -77,13 +81,13 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             permissions: [.ownerReadWrite]
         )
         _ = try file.writeAll(toAbsoluteOffset: 0, [0])
-        lock.withLock { wakeFile = file }
+        control.withLock { $0.wakeFile = file }
         let started = DispatchSemaphore(value: 0)
-        let failure = LockedError()
+        let failure = Locked<WatcherError?>(nil)
         let thread = Thread { [self] in
             self.deliver = deliver
             if let error = self.setUp() {
-                failure.set(error)
+                failure.withLock { $0 = error }
                 started.signal()
                 self.stopped.signal()
                 return
@@ -94,10 +98,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             self.stopped.signal()
         }
         thread.name = "filecoordd-watcher"
-        lock.withLock { self.thread = thread }
+        control.withLock { $0.thread = thread }
         thread.start()
         started.wait()
-        if let error = failure.get() {
+        if let error = failure.withLock({ $0 }) {
             stop()
             throw error
         }
@@ -108,12 +112,12 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     public func unwatch(_ directory: ItemPath) { enqueue(.unwatch(directory)) }
 
     public func stop() {
-        let (file, running) = lock.withLock { () -> (FileDescriptor?, Bool) in
-            let wasStopping = stopping
-            stopping = true
-            let file = wakeFile
-            wakeFile = nil
-            return (file, !wasStopping && thread != nil)
+        let (file, running) = control.withLock { control -> (FileDescriptor?, Bool) in
+            let wasStopping = control.stopping
+            control.stopping = true
+            let file = control.wakeFile
+            control.wakeFile = nil
+            return (file, !wasStopping && control.thread != nil)
         }
         if let file {
             if running {
@@ -126,12 +130,12 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     private func enqueue(_ command: Command) {
-        let file = lock.withLock { () -> FileDescriptor? in
-            guard !stopping else { return nil }
-            commands.append(command)
-            guard !wakePending else { return nil }
-            wakePending = true
-            return wakeFile
+        let file = control.withLock { control -> FileDescriptor? in
+            guard !control.stopping else { return nil }
+            control.commands.append(command)
+            guard !control.wakePending else { return nil }
+            control.wakePending = true
+            return control.wakeFile
         }
         _ = try? file?.writeAll(toAbsoluteOffset: 0, [1])
     }
@@ -217,11 +221,12 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     /// Carries out the queued commands; `false` when the watcher is stopping.
     private func runCommands(into batch: inout [FileSystemEvent]) -> Bool {
-        let (queued, stop) = lock.withLock { () -> ([Command], Bool) in
-            let queued = commands
-            commands = []
-            wakePending = false
-            return (queued, stopping)
+        let (queued, stop) = control.withLock { control -> ([Command], Bool) in
+            defer {
+                control.commands = []
+                control.wakePending = false
+            }
+            return (control.commands, control.stopping)
         }
         if stop { return false }
         for command in queued {
@@ -337,12 +342,4 @@ public struct WatcherError: Error, CustomStringConvertible {
     /// What went wrong.
     public var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// One error passed from the watcher thread to the thread that started it.
-private final class LockedError: @unchecked Sendable {
-    private let lock = NSLock()
-    private var error: WatcherError?
-    func set(_ error: WatcherError) { lock.withLock { self.error = error } }
-    func get() -> WatcherError? { lock.withLock { error } }
 }

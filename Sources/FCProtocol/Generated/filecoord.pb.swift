@@ -291,6 +291,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .dumpRequest(newValue)}
   }
 
+  /// Added within version 1 (revision 1): sent only to a daemon whose HelloReply.revision is at least 1.
+  public var preparationReturned: Filecoord_V1_PreparationReturned {
+    get {
+      if case .preparationReturned(let v)? = payload {return v}
+      return Filecoord_V1_PreparationReturned()
+    }
+    set {payload = .preparationReturned(newValue)}
+  }
+
   /// Daemon -> client (numbers 16-31).
   public var helloReply: Filecoord_V1_HelloReply {
     get {
@@ -390,6 +399,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case itemMoved(Filecoord_V1_ItemMoved)
     case versionChanged(Filecoord_V1_VersionChanged)
     case dumpRequest(Filecoord_V1_DumpRequest)
+    /// Added within version 1 (revision 1): sent only to a daemon whose HelloReply.revision is at least 1.
+    case preparationReturned(Filecoord_V1_PreparationReturned)
     /// Daemon -> client (numbers 16-31).
     case helloReply(Filecoord_V1_HelloReply)
     case refused(Filecoord_V1_Refused)
@@ -809,6 +820,21 @@ public nonisolated struct Filecoord_V1_DumpRequest: Sendable {
   public init() {}
 }
 
+/// The batch block of a granted preparation (RequestClaim.is_preparation) returned; its completion handler has not
+/// been called yet. The claim stays granted until its FinishClaim (the handler); fcdump shows it as waiting for its
+/// handler from now on. Ignored for anything but a granted preparation. No answer. Revision 1.
+public nonisolated struct Filecoord_V1_PreparationReturned: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var claimID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The handshake succeeded: the daemon speaks protocol_version from now on.
 public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -830,6 +856,11 @@ public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   public var hasLimits: Bool {self._limits != nil}
   /// Clears the value of `limits`. Subsequent reads from it will return its default value.
   public mutating func clearLimits() {self._limits = nil}
+
+  /// Which additions made within this protocol version the daemon understands (0 or absent: none). A client sends
+  /// a client -> daemon message added within the version only to a daemon whose revision is at least the message's
+  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned.
+  public var revision: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1367,7 +1398,7 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{4}\u{4}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1529,6 +1560,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.payload = .dumpRequest(v)
+        }
+      }()
+      case 13: try {
+        var v: Filecoord_V1_PreparationReturned?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .preparationReturned(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .preparationReturned(v)
         }
       }()
       case 16: try {
@@ -1719,6 +1763,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .dumpRequest?: try {
       guard case .dumpRequest(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+    }()
+    case .preparationReturned?: try {
+      guard case .preparationReturned(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
     }()
     case .helloReply?: try {
       guard case .helloReply(let v)? = self.payload else { preconditionFailure() }
@@ -2440,9 +2488,39 @@ nonisolated extension Filecoord_V1_DumpRequest: SwiftProtobuf.Message, SwiftProt
   }
 }
 
+nonisolated extension Filecoord_V1_PreparationReturned: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PreparationReturned"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.claimID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.claimID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.claimID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_PreparationReturned, rhs: Filecoord_V1_PreparationReturned) -> Bool {
+    if lhs.claimID != rhs.claimID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HelloReply"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}daemon_pid\0\u{1}limits\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}daemon_pid\0\u{1}limits\0\u{1}revision\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2453,6 +2531,7 @@ nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       case 2: try { try decoder.decodeSingularInt32Field(value: &self.daemonPid) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._limits) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.revision) }()
       default: break
       }
     }
@@ -2472,6 +2551,9 @@ nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._limits {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
+    if self.revision != 0 {
+      try visitor.visitSingularUInt32Field(value: self.revision, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2479,6 +2561,7 @@ nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProto
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.daemonPid != rhs.daemonPid {return false}
     if lhs._limits != rhs._limits {return false}
+    if lhs.revision != rhs.revision {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

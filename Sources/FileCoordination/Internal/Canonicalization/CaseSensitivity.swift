@@ -1,4 +1,5 @@
 import FCSystem
+import FCToolkit
 import Synchronization
 
 /// Decides, per directory, whether names in it compare case-insensitively (docs/SEMANTICS.md §4), and remembers the

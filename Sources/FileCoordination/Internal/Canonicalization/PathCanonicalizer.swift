@@ -1,4 +1,5 @@
 import FCSystem
+import FCToolkit
 import Synchronization
 
 /// A path made canonical (docs/SEMANTICS.md §4).

@@ -1,5 +1,6 @@
 import FCCore
 import FCSystem
+import FCToolkit
 import Synchronization
 
 /// Turns canonical paths (whose names in case-insensitive directories are case-folded) back into spellings a

@@ -1,4 +1,5 @@
 import FCCore
+import FCToolkit
 
 /// A client's claims between request and finish: the callers waiting for an outcome, the requests sent and not
 /// answered yet, the claims granted and not finished, and the version store calls waiting for their replies.
@@ -26,11 +27,6 @@ final class ClaimTable: Sendable {
             $0.waiters[request.id] = waiter
             $0.requested[request.id] = request
         }
-    }
-
-    /// The waiter of a claim about to be sent, if it is still registered.
-    func waiter(of claim: ClaimID) -> ClaimWaiter? {
-        state.withLock { $0.waiters[claim] }
     }
 
     /// `claim` was granted: it is held from now on; returns its waiter, to be resumed.

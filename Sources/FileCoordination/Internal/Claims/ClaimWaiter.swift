@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCToolkit
 import Synchronization
 
 /// What a waiting claim became.

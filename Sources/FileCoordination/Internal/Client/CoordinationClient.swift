@@ -1,6 +1,7 @@
 import Dispatch
 import FCCore
 import FCProtocol
+import FCToolkit
 import Foundation
 import Logging
 
@@ -28,7 +29,11 @@ final class CoordinationClient: Sendable {
     let presenters: PresenterRegistry
     let claims: ClaimTable
     let connection: ConnectionManager
-    private let logger: @Sendable () -> Logger
+    /// Where this client logs: every log line of its calls goes here (read at each use).
+    let logger: @Sendable () -> Logger
+    /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
+    /// returned before a warning names it (``PreparedBatch``); tests shorten it.
+    let batchHandlerWarningDelay = Locked(Duration.seconds(30))
     /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())
@@ -51,26 +56,21 @@ final class CoordinationClient: Sendable {
 
     func newID() -> UInt64 { ids.next() }
 
-    /// Sends an event to the arbiter. A claim connects first if needed (starting the daemon) and fails with the
-    /// reason if no arbiter can be had; other events go only to a live transport: without one they belong to a
-    /// connection that is gone (its claims and presenters went with it), and the next connection registers every
-    /// presenter again.
-    func submit(_ event: ArbiterEvent) {
-        if case .claimRequested(let request) = event {
-            switch connection.transport() {
-            case .success(let transport):
-                if let waiter = claims.waiter(of: request.id) {
-                    transport.submitClaim(request, waiter: waiter)
-                } else {
-                    transport.submit(event)
-                }
-            case .failure(let error): fail(request.id, with: error)
-            }
-            return
+    /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: connecting first if needed
+    /// (starting the daemon); the claim fails with the reason if no arbiter can be had.
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        switch connection.transport() {
+        case .success(let transport): transport.submitClaim(request, waiter: waiter)
+        case .failure(let error): fail(request.id, with: error)
         }
+    }
+
+    /// Sends a message to the arbiter, through a live transport only: without one it belongs to a connection that
+    /// is gone (its claims and presenters went with it), and the next connection registers every presenter again.
+    func send(_ message: ClientMessage) {
         // A claim that ends is no longer held.
-        if case .claimFinished(let claim, _) = event { claims.finished(claim) }
-        connection.current?.submit(event)
+        if case .finishClaim(let claim, _) = message { claims.finished(claim) }
+        connection.current?.send(message)
     }
 
     /// Where version store calls go (issue 15): the daemon (connecting first, as a claim does), `nil` when this
@@ -100,11 +100,11 @@ final class CoordinationClient: Sendable {
             presenters.add(entry).map { ($0, connection.current) }
         }
         guard let (registration, transport) = added else { return }
-        transport?.submit(.presenterAdded(registration))
+        transport?.send(.addPresenter(registration))
     }
 
     func removePresenter(_ presenter: any NSFilePresenter) {
-        if let id = presenters.remove(presenter) { submit(.presenterRemoved(id)) }
+        if let id = presenters.remove(presenter) { send(.removePresenter(id)) }
     }
 
     var allPresenters: [any NSFilePresenter] { presenters.all }
@@ -141,7 +141,7 @@ final class CoordinationClient: Sendable {
         // The presenter's URL is read outside the lock: it is the app's code.
         guard let presenter = presenters.entry(id)?.presenter else { return }
         let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
-        if presenters.update(id, path: path) { submit(.presenterURLChanged(id, to: path)) }
+        if presenters.update(id, path: path) { send(.presenterURLChanged(id, to: path)) }
     }
 
     func storeReacquirer(_ reacquirer: @escaping @Sendable () -> Void, for request: RequestID) {
@@ -172,7 +172,7 @@ final class CoordinationClient: Sendable {
     private func deliver(_ message: PresenterMessage) {
         guard let entry = presenters.entry(message.presenter) else {
             // The presenter was removed after the arbiter sent this: answer for it.
-            if let request = message.request { submit(.presenterReplied(request, .succeeded)) }
+            if let request = message.request { send(.presenterReplied(request, .succeeded)) }
             return
         }
         let presenter = UncheckedPresenter(value: entry.presenter)
@@ -187,6 +187,7 @@ final class CoordinationClient: Sendable {
 
 /// A presenter carried to its own operation queue. Presenters are not `Sendable`; Apple's contract, which this
 /// library keeps, is that their callbacks run on `presentedItemOperationQueue`, which is where this goes.
+// @unchecked: the presenter is used only on its own operation queue, where this carries it (Apple's contract).
 struct UncheckedPresenter: @unchecked Sendable {
     let value: any NSFilePresenter
 }
@@ -231,16 +232,16 @@ extension CoordinationClient: ConnectionOwner {
             install()
             return presenters.registrations
         }
-        for registration in registrations { transport.submit(.presenterAdded(registration)) }
+        for registration in registrations { transport.send(.addPresenter(registration)) }
         let holding = claims.heldRequests
         for request in holding {
             var declared = request
             declared.isHeld = true
             declared.timeout = nil
-            transport.submit(.claimRequested(declared))
+            transport.send(.declareHeldClaim(declared))
         }
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
-        for request in claims.finished(among: holding) { transport.submit(.claimFinished(request.id, created: [])) }
+        for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
     }
 }

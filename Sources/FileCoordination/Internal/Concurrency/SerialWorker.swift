@@ -1,4 +1,5 @@
 import Dispatch
+import FCToolkit
 import Foundation
 
 /// A thread of its own that runs jobs one at a time, in the order they were added.

@@ -1,4 +1,5 @@
 import FCCore
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
@@ -14,8 +15,8 @@ protocol ConnectionOwner: TransportDelegate {
     /// Whether the client needs a connection without a call asking for one: it has presenters (they must hear what
     /// other processes do) or claims held (a new daemon must know of them).
     var needsConnection: Bool { get }
-    /// Sends an event through whichever transport is in charge now (a retired in-process arbiter's claims).
-    func submit(_ event: ArbiterEvent)
+    /// Sends a claim through whichever transport is in charge now (a retired in-process arbiter's claims).
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
 }
 
 /// Chooses, makes and keeps a client's transport: the daemon's connection (started, retried, reconnected after a
@@ -26,6 +27,7 @@ protocol ConnectionOwner: TransportDelegate {
 ///   others wait for it; it may be held for the policy's connect deadline); `state` guards the rest and is never
 ///   held while a transport or the owner is called. The probe and reconnect threads are the manager's own, at
 ///   most one of each, and end when their job is done.
+// @unchecked: `owner` is set once, before the manager is shared; the rest is `let`s and `Locked` state.
 final class ConnectionManager: @unchecked Sendable {
     /// How the daemon is reached.
     let policy: ConnectionPolicy
@@ -94,15 +96,16 @@ final class ConnectionManager: @unchecked Sendable {
             let chosen: any ArbiterTransport
             var policy = self.policy
             if !retrying { policy.connectDeadline = .zero }
-            switch ArbiterConnection.connect(
+            switch DaemonConnector.connect(
                 policy: policy,
                 client: clientID,
                 delegate: owner,
-                sawDaemon: sawDaemon
+                sawDaemon: sawDaemon,
+                logger: logger
             ) {
-            case .daemon(let daemon):
+            case .success(let daemon):
                 chosen = daemon
-            case .noDaemon(let reason):
+            case .failure(.noDaemon(let reason)):
                 logger().warning(
                     """
                     coordinating in this process only: \(reason) Accesses are coordinated with this process's own \
@@ -117,7 +120,8 @@ final class ConnectionManager: @unchecked Sendable {
                 }
                 chosen = local
                 startProbing()
-            case .unreachable(let error):
+            case .failure(let failure):
+                let error = failure.error
                 logger().error("no arbiter: \(error.message)")
                 if owner.needsConnection { startReconnecting() }
                 return .failure(error)
@@ -160,11 +164,11 @@ final class ConnectionManager: @unchecked Sendable {
                 delay = min(delay * 2, 5)
                 guard
                     case .success(let daemon) = DaemonTransport.connect(
-                        socketPath: policy.socketPath,
+                        policy: policy,
+                        mayStart: true,
                         client: clientID,
                         delegate: owner,
-                        mayStart: policy.mayStartDaemon,
-                        handshakeTimeout: policy.handshakeTimeout
+                        logger: logger
                     )
                 else { continue }
                 // Wait for the in-process arbiter to be idle, as long as the new connection lasts.
@@ -186,7 +190,9 @@ final class ConnectionManager: @unchecked Sendable {
     private func moveToDaemon(_ daemon: DaemonTransport, owner: any ConnectionOwner) -> Bool {
         connecting.withLock {
             guard let local = state.withLock({ $0.fallbackReason != nil ? $0.local : nil }) else { return true }
-            guard local.retireIfIdle(reroute: { [weak owner] in owner?.submit($0) }) else { return false }
+            guard local.retireIfIdle(reroute: { [weak owner] in owner?.submitClaim($0, waiter: $1) }) else {
+                return false
+            }
             sawDaemon.record()
             state.withLock {
                 $0.local = nil

@@ -31,17 +31,10 @@ enum DaemonLauncher {
         return nil
     }
 
-    /// Why no connection to a daemon could be had.
-    enum LaunchFailure: Error {
-        /// Nothing answers at the socket and there is no `filecoordd` to start: the one case in which a process may
-        /// coordinate in process (docs/SEMANTICS.md §9).
-        case noDaemon(String)
-        /// A daemon should be there, or was started, but did not accept: worth trying again.
-        case failed(String)
-    }
-
-    /// Connects to the daemon at `socketPath`, starting it first if nothing answers and `mayStart` is set.
-    static func connectOrStart(socketPath: String, mayStart: Bool = true) -> Result<UnixSocket, LaunchFailure> {
+    /// Connects to the daemon at `socketPath`, starting it first if nothing answers and `mayStart` is set. Fails with
+    /// ``ConnectFailure/noDaemon(_:)`` when nothing answers and there is no `filecoordd` to start, else with
+    /// ``ConnectFailure/transient(_:)`` (a daemon should be there, or was started, but did not accept).
+    static func connectOrStart(socketPath: String, mayStart: Bool = true) -> Result<UnixSocket, ConnectFailure> {
         let firstError: Errno
         do {
             return .success(try UnixSocket.connect(to: socketPath))
@@ -49,7 +42,7 @@ enum DaemonLauncher {
             firstError = error
         }
         guard mayStart else {
-            return .failure(.failed("No filecoordd answers at \(socketPath) (connect: \(firstError))."))
+            return .failure(.transient("No filecoordd answers at \(socketPath) (connect: \(firstError))."))
         }
         guard let executable = executable() else {
             return .failure(
@@ -71,7 +64,7 @@ enum DaemonLauncher {
         let lock = try? FileLock.acquire(lockPath)
         defer { withExtendedLifetime(lock) {} }
         if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
-        if let failure = spawn(executable, socketPath: socketPath) { return .failure(.failed(failure.message)) }
+        if let failure = spawn(executable, socketPath: socketPath) { return .failure(.transient(failure.message)) }
         // Bounded backoff: 10 ms doubling to 400 ms, about 5 s in all.
         var delay: Duration = .milliseconds(10)
         var waited: Duration = .zero
@@ -82,7 +75,7 @@ enum DaemonLauncher {
             delay = min(delay * 2, .milliseconds(400))
         }
         return .failure(
-            .failed(
+            .transient(
                 "Started \(executable) but it did not accept connections at \(socketPath) within 5 s; see "
                     + "\(socketPath).log."
             )

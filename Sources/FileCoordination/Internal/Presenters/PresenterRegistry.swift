@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCToolkit
 import Foundation
 
 /// A client's presenters: their ids, the ids of the serial queues they run on, the errors they failed with and the
@@ -9,6 +10,7 @@ import Foundation
 ///   runs: callers read a presenter's properties first, then register what they read.
 final class PresenterRegistry: Sendable {
     /// One registered presenter. `path` and `serialQueue` change only under the registry's lock.
+    // @unchecked: `path` and `serialQueue` change only under the registry's lock; the presenter runs on `queue`.
     final class Entry: @unchecked Sendable {
         let presenter: any NSFilePresenter
         var path: ItemPath?

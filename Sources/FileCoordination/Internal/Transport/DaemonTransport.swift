@@ -1,6 +1,7 @@
 import FCCore
 import FCProtocol
 import FCSystem
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
@@ -10,7 +11,7 @@ import SystemPackage
 /// (docs/ARCHITECTURE.md §8.1 and §9).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
-/// from then on `submit(_:)` writes frames from any thread, and whoever holds the *reader role* reads frames and hands
+/// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader role* reads frames and hands
 /// grants, failures, presenter messages and version replies to the delegate in the order the daemon sent them
 /// (docs/ARCHITECTURE.md, "The client"):
 ///
@@ -26,19 +27,25 @@ import SystemPackage
 /// not used again.
 ///
 /// - Important: Thread-safe. `reading` guards the role; `decoder` and `buffer` belong to the role's holder.
+// @unchecked: `decoder` and `buffer` are touched only by the reader role's holder (one thread at a time, `reading`).
 final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable {
-    private let socket: UnixSocket
+    let socket: UnixSocket
     /// Serialises sends, so that frames sent from several threads never interleave.
-    private let sendLock = Locked(())
-    private let encoder = FrameEncoder()
-    private let client: ClientID
-    private weak var delegate: (any TransportDelegate)?
-    private let lost = Locked(false)
+    let sendLock = Locked(())
+    let encoder = FrameEncoder()
+    let client: ClientID
+    weak var delegate: (any TransportDelegate)?
+    let lost = Locked(false)
+    /// Where this connection logs: its client's logger.
+    let logger: @Sendable () -> Logger
     /// The daemon's pid, from its `HelloReply`.
     let daemonPID: Int32
+    /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
+    /// within the version goes only to a daemon whose revision is at least the message's.
+    let daemonRevision: UInt32
 
     /// Who may read, and who waits to.
-    private struct ReadingState {
+    struct ReadingState {
         /// A thread holds the reader role (it reads, or is about to).
         var readerBusy = false
         /// The listener waits for the role (it found it busy).
@@ -59,30 +66,34 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         /// Whether the listener must read data, rather than only watch for the connection's end.
         var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0 }
     }
-    private let reading = Locked(ReadingState())
+    let reading = Locked(ReadingState())
     /// Frames received and not yet handled. Only the reader role's holder touches it.
-    private var decoder: FrameDecoder
+    var decoder: FrameDecoder
     /// The receive buffer, one for the connection's life. Only the reader role's holder touches it.
-    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
     /// Where the listener sleeps while the role is busy.
-    private let listenerWakeUp = DispatchSemaphore(value: 0)
+    let listenerWakeUp = DispatchSemaphore(value: 0)
     /// A byte sent here wakes the listener from `poll`, to read or stop reading data.
-    private let wakeSender: UnixSocket
-    private let wakeReceiver: UnixSocket
+    let wakeSender: UnixSocket
+    let wakeReceiver: UnixSocket
 
-    private init(
+    init(
         socket: UnixSocket,
         decoder: FrameDecoder,
         wake: (UnixSocket, UnixSocket),
         client: ClientID,
         daemonPID: Int32,
-        delegate: any TransportDelegate
+        daemonRevision: UInt32,
+        delegate: any TransportDelegate,
+        logger: @escaping @Sendable () -> Logger
     ) {
+        self.logger = logger
         self.socket = socket
         self.decoder = decoder
         (self.wakeSender, self.wakeReceiver) = wake
         self.client = client
         self.daemonPID = daemonPID
+        self.daemonRevision = daemonRevision
         self.delegate = delegate
     }
 
@@ -90,97 +101,20 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         buffer.deallocate()
     }
 
-    /// Why ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)`` got no connection.
-    enum ConnectFailure: Error {
-        /// Nothing answers and there is no daemon to start (in-process coordination may be right).
-        case noDaemon(String)
-        /// Worth trying again: refused, reset or closed during the handshake, no answer in time (a daemon that is
-        /// starting, stopping, restarting or stopped).
-        case transient(String)
-        /// Trying again will not help: the daemon refused this protocol version.
-        case permanent(FileCoordinationError)
-    }
-
-    /// Connects (starting the daemon if needed and `mayStart` is set), says hello within `handshakeTimeout`, and
-    /// starts the listener thread.
-    static func connect(
-        socketPath: String,
-        client: ClientID,
-        delegate: any TransportDelegate,
-        mayStart: Bool = true,
-        handshakeTimeout: Duration = .seconds(2)
-    ) -> Result<DaemonTransport, ConnectFailure> {
-        let socket: UnixSocket
-        switch DaemonLauncher.connectOrStart(socketPath: socketPath, mayStart: mayStart) {
-        case .failure(.noDaemon(let message)): return .failure(.noDaemon(message))
-        case .failure(.failed(let message)): return .failure(.transient(message))
-        case .success(let connected): socket = connected
-        }
-        var hello = Filecoord_V1_Hello()
-        hello.protocolVersion = ProtocolVersion.current
-        hello.clientName = ProcessInfo.processInfo.processName
-        hello.pid = ProcessInfo.processInfo.processIdentifier
-        var decoder = FrameDecoder(accepting: .toClient)
-        do {
-            // A daemon that accepted but does not answer (stopped, or not a daemon at all) must not hold the call.
-            try socket.setTimeouts(handshakeTimeout)
-            try socket.send(try FrameEncoder().encode(Filecoord_V1_Frame(.hello(hello))))
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
-            defer { buffer.deallocate() }
-            while true {
-                let count = try socket.receive(into: buffer)
-                guard count > 0 else {
-                    return .failure(
-                        .transient("filecoordd at \(socketPath) closed the connection during the handshake")
-                    )
-                }
-                decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-                guard let frame = try decoder.next() else { continue }
-                switch frame.payload {
-                case .helloReply(let reply)?:
-                    try socket.setTimeouts(nil)
-                    let wake = try UnixSocket.pair()
-                    try wake.0.setNonBlocking(true)
-                    let transport = DaemonTransport(
-                        socket: socket,
-                        decoder: decoder,
-                        wake: wake,
-                        client: client,
-                        daemonPID: reply.daemonPid,
-                        delegate: delegate
-                    )
-                    transport.startListening()
-                    return .success(transport)
-                case .refused(let refused)?:
-                    return .failure(.permanent(FileCoordinationError(.protocolVersionMismatch, refused.reason)))
-                default:
-                    return .failure(
-                        .transient("filecoordd at \(socketPath) answered the handshake with something else")
-                    )
-                }
-            }
-        } catch let failure as Errno where failure == .resourceTemporarilyUnavailable {
-            return .failure(
-                .transient(
-                    "filecoordd at \(socketPath) accepted but did not answer the handshake within \(handshakeTimeout)"
-                )
-            )
-        } catch {
-            return .failure(.transient("the handshake with filecoordd at \(socketPath) failed: \(error)"))
-        }
-    }
-
-    func submit(_ event: ArbiterEvent) {
-        switch event {
-        case .presenterAdded(let registration):
+    func send(_ message: ClientMessage) {
+        switch message {
+        case .addPresenter(let registration):
             // Before the frame goes: the presenter's first message may come at once.
             updateReading { $0.presenters.insert(registration.id) }
-        case .presenterRemoved(let presenter):
+        case .removePresenter(let presenter):
             updateReading { $0.presenters.remove(presenter) }
+        case .preparationReturned:
+            // Informational (fcdump): an older daemon of this protocol version would not know the message.
+            guard daemonRevision >= ProtocolVersion.preparationReturnedRevision else { return }
         default:
             break
         }
-        send(event)
+        send(message.event)
     }
 
     /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
@@ -196,6 +130,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
     }
 
+    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
     private func send(_ event: ArbiterEvent) {
         guard let frame = Filecoord_V1_Frame(event) else { return }
         do {
@@ -207,7 +142,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
 
     /// The one way a frame leaves: encoded, then written whole under `sendLock`, so that frames sent from several
     /// threads never interleave.
-    private func sendFrame(_ frame: Filecoord_V1_Frame) throws {
+    func sendFrame(_ frame: Filecoord_V1_Frame) throws {
         let bytes = try encoder.encode(frame)
         try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
     }
@@ -235,254 +170,6 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         socket.shutdown()
     }
 
-    // MARK: The reader role
-
-    /// Changes what must be read; when that changes whether the listener reads data, wakes it (to poll again) and,
-    /// if the role is free, whoever should take it now.
-    private func updateReading(_ change: (inout ReadingState) -> Void) {
-        let (changed, next) = reading.withLock { state -> (Bool, Wake) in
-            let before = state.listenerReads
-            change(&state)
-            guard state.listenerReads != before else { return (false, .nobody) }
-            return (true, Self.nextReader(&state))
-        }
-        guard changed else { return }
-        _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
-        next.wake(listener: listenerWakeUp)
-    }
-
-    /// Who is woken when the role is free.
-    private enum Wake {
-        case nobody, listener
-        case waiter(ClaimWaiter)
-
-        func wake(listener: DispatchSemaphore) {
-            switch self {
-            case .nobody: break
-            case .listener: listener.signal()
-            case .waiter(let waiter): waiter.nudge()
-            }
-        }
-    }
-
-    /// With the role free (under `reading`): the listener when it must read data and waits for the role; else the
-    /// first parked caller still waiting; else the listener if it waits (to watch the connection again).
-    private static func nextReader(_ state: inout ReadingState) -> Wake {
-        guard !state.readerBusy else { return .nobody }
-        if !state.listenerReads {
-            while !state.parked.isEmpty {
-                let waiter = state.parked.removeFirst()
-                if waiter.outcome == nil { return .waiter(waiter) }
-            }
-        }
-        if state.listenerParked {
-            state.listenerParked = false
-            return .listener
-        }
-        return .nobody
-    }
-
-    private func releaseRole() {
-        let next = reading.withLock { state -> Wake in
-            state.readerBusy = false
-            return Self.nextReader(&state)
-        }
-        next.wake(listener: listenerWakeUp)
-    }
-
-    func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome {
-        while true {
-            if let outcome = waiter.outcome { return outcome }
-            let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
-                if let lostError = state.lostError { return (false, lostError) }
-                if !state.readerBusy && !state.listenerReads && !state.closed {
-                    state.readerBusy = true
-                    return (true, nil)
-                }
-                state.parked.append(waiter)
-                return (false, nil)
-            }
-            if let lostError {
-                // The connection is gone and its callers were failed; one that came late fails the same way.
-                waiter.resume(.failed(lostError))
-                continue
-            }
-            if reads {
-                readFrames(blocking: true) { waiter.outcome != nil }
-                releaseRole()
-            } else {
-                waiter.park()
-                reading.withLock { $0.parked.removeAll { $0 === waiter } }
-            }
-        }
-    }
-
-    /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
-    /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
-    private func readFrames(blocking: Bool, until done: () -> Bool) {
-        while true {
-            do {
-                while let frame = try decoder.next() { handle(frame) }
-            } catch {
-                connectionLost("filecoordd sent a malformed frame: \(error)")
-                return
-            }
-            if done() { return }
-            let count: Int
-            do {
-                count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
-            } catch {
-                if !blocking && error == .resourceTemporarilyUnavailable { return }
-                connectionLost("the connection to filecoordd failed: \(error)")
-                return
-            }
-            guard count > 0 else {
-                connectionLost("filecoordd closed the connection")
-                return
-            }
-            decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        }
-    }
-
-    private func startListening() {
-        let thread = Thread { [self] in listen() }
-        thread.name = "FileCoordination.listener"
-        thread.start()
-    }
-
-    /// The listener: reads while something must be read with no caller waiting, else watches for the connection's
-    /// end; ends when the connection does.
-    private func listen() {
-        let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
-        defer { drain.deallocate() }
-        while true {
-            let (readsData, closed) = reading.withLock { ($0.listenerReads, $0.closed) }
-            if closed { return }
-            let events: [UnixSocket.PollEvents]
-            do {
-                events = try UnixSocket.poll(
-                    [(socket, readsData ? .readable : []), (wakeReceiver, .readable)],
-                    timeout: nil
-                )
-            } catch {
-                connectionLost("waiting for filecoordd failed: \(error)")
-                return
-            }
-            if !events[1].isEmpty { _ = try? wakeReceiver.receiveAvailable(into: drain) }
-            if events[0].isEmpty { continue }
-            let reads = reading.withLock { state -> Bool in
-                if !state.readerBusy {
-                    state.readerBusy = true
-                    return true
-                }
-                state.listenerParked = true
-                return false
-            }
-            guard reads else {
-                listenerWakeUp.wait()
-                continue
-            }
-            readFrames(blocking: false) { false }
-            releaseRole()
-        }
-    }
-
-    private func handle(_ frame: Filecoord_V1_Frame) {
-        guard let delegate else { return }
-        switch frame.payload {
-        case .granted(let granted)?:
-            let claim = ClaimID(granted.claimID)
-            claimEnded(claim)
-            guard let paths = try? granted.itemPaths() else { return }
-            delegate.receive(.granted(claim, paths: paths))
-        case .claimFailed(let failed)?:
-            let claim = ClaimID(failed.claimID)
-            claimEnded(claim)
-            let error =
-                if let reason = try? ClaimFailedReason(wire: failed) {
-                    ClaimFailureMapping.error(for: reason) { delegate.takePresenterError(of: $0) }
-                } else {
-                    ClaimFailureMapping.error(forUnreadable: failed)
-                }
-            delegate.receive(.failed(claim, error))
-        case .presenterMessage(let wire)?:
-            guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
-            delegate.receive(.presenter(message))
-        case .versionStoreReply(let reply)?:
-            delegate.receive(.versionReply(reply))
-            versionRequestEnded()
-        case .protocolError(let error)?:
-            FileCoordinationLogging.logger.error("filecoordd closed the connection: \(error.reason)")
-        case .watchUnavailable(let message)?:
-            // Issue 13: changes made without coordination will not reach this presenter; coordination goes on.
-            FileCoordinationLogging.logger.warning(
-                "changes made without coordination will not reach a presenter: its directory cannot be watched",
-                metadata: [
-                    "presenter.id": "\(message.presenterID)",
-                    "item.path": "\(String(decoding: message.directory, as: UTF8.self))",
-                    "reason": "\(message.reason)",
-                ]
-            )
-        default:
-            break
-        }
-    }
-
-    /// A claim was granted or failed: if no caller waited for it, the listener may stop reading for it.
-    private func claimEnded(_ claim: ClaimID) {
-        guard reading.withLock({ $0.unattendedClaims.contains(claim) }) else { return }
-        updateReading { $0.unattendedClaims.remove(claim) }
-    }
-
     /// `true` once the connection is gone.
     var isLost: Bool { lost.withLock { $0 } }
-
-    private func connectionLost(_ reason: String) {
-        let first = lost.withLock { lost in
-            defer { lost = true }
-            return !lost
-        }
-        guard first else { return }
-        socket.shutdown()
-        // Every parked caller and the listener look again: the delegate fails the callers' claims.
-        let woken = reading.withLock { state -> ([ClaimWaiter], Bool) in
-            state.closed = true
-            defer {
-                state.parked = []
-                state.listenerParked = false
-            }
-            return (state.parked, state.listenerParked)
-        }
-        let error = FileCoordinationError(
-            .connectionLost,
-            "The connection to filecoordd was lost (\(reason)); the call failed instead of waiting. The next call reconnects."
-        )
-        delegate?.transportLost(error, from: self)
-        // The delegate failed every claim of the connection in use; a caller of another one fails here, never hangs.
-        let late = reading.withLock { state -> [ClaimWaiter] in
-            state.lostError = error
-            defer { state.parked = [] }
-            return state.parked
-        }
-        for waiter in woken.0 + late {
-            waiter.resume(.failed(error))
-            waiter.nudge()
-        }
-        if woken.1 { listenerWakeUp.signal() }
-    }
-}
-
-/// Who a transport reports to: the client (``CoordinationClient``).
-///
-/// - Important: `receive(_:)` is called on the transport's reading thread (a blocked caller's, the listener's, or
-///   the in-process arbiter's delivery queue), one message at a time, in the arbiter's order; it must not block.
-protocol TransportDelegate: AnyObject, Sendable {
-    /// Grants, failures (already the caller's error) and presenter messages, in order.
-    func receive(_ message: InboundMessage)
-    /// The error object this client's presenter `presenter` failed with, taken (once) so that a failed claim's
-    /// caller gets that very object (docs/SEMANTICS.md §3).
-    func takePresenterError(of presenter: PresenterID) -> (any Error)?
-    /// The connection `transport` is gone: its version store calls fail; if it was the one in use, every waiting
-    /// call must fail, and the next call reconnects.
-    func transportLost(_ error: FileCoordinationError, from transport: DaemonTransport)
 }

@@ -1,26 +1,9 @@
 import Dispatch
 import FCCore
+import FCToolkit
 import Foundation
 import Logging
 import Synchronization
-
-/// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the
-/// in-process arbiter (``LocalArbiterTransport``). A transport feeds events to an arbiter and hands what comes back
-/// for the client to its ``TransportDelegate`` as ``InboundMessage``s, in the order the arbiter emitted them.
-///
-/// - Important: `submit(_:)` may be called from any thread, including from inside
-///   ``TransportDelegate/receive(_:)``.
-protocol ArbiterTransport: AnyObject, Sendable {
-    func submit(_ event: ArbiterEvent)
-    /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
-}
-
-extension ArbiterTransport {
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        submit(.claimRequested(request))
-    }
-}
 
 /// The arbiter in this process: an `FCCore.Arbiter` behind a lock (docs/SEMANTICS.md §9).
 ///
@@ -35,6 +18,7 @@ extension ArbiterTransport {
 ///
 /// - Important: Thread-safe. `state` guards the arbiter, the timers, the clients and the retirement; it is never
 ///   held while user code or a delegate runs.
+// @unchecked: `state` (an `Arbiter`, its timers' work items: not `Sendable`) is reached only under its lock.
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A client's delegate, not kept alive by the arbiter.
     private struct Attached {
@@ -46,7 +30,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         var clients: [ClientID: Attached] = [:]
         /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
         /// sends it to the daemon now in charge.
-        var reroute: (@Sendable (ArbiterEvent) -> Void)?
+        var reroute: (@Sendable (ClaimRequest, ClaimWaiter) -> Void)?
     }
     private let state: Locked<State>
     /// The origin of the times given to the arbiter (for the wait times in deadlock reports).
@@ -62,18 +46,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
 
     /// An arbiter with the default configuration that logs its records through `logger` (read at each record).
     convenience init(logger: @escaping @Sendable () -> Logger = { FileCoordinationLogging.logger }) {
-        self.init(configuration: ArbiterConfiguration()) { record in
-            let level: Logger.Level =
-                switch record.level {
-                case .trace: .trace
-                case .debug: .debug
-                case .info: .info
-                case .notice: .notice
-                case .warning: .warning
-                case .error: .error
-                }
-            logger().log(level: level, "\(record)")
-        }
+        self.init(configuration: ArbiterConfiguration()) { logger().log($0) }
     }
 
     /// Connects the client `client`, whose grants, failures and presenter messages go to `delegate` from now on.
@@ -94,14 +67,23 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         return state.withLock { $0.clients[client]?.delegate }
     }
 
-    func submit(_ event: ArbiterEvent) {
-        let reroute = state.withLock { state -> (@Sendable (ArbiterEvent) -> Void)? in
-            if case .claimRequested = event, let reroute = state.reroute { return reroute }
-            handle(event, in: &state)
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        let reroute = state.withLock { state -> (@Sendable (ClaimRequest, ClaimWaiter) -> Void)? in
+            if let reroute = state.reroute { return reroute }
+            handle(.claimRequested(request), in: &state)
             return nil
         }
         // Retired: no new claim may be arbitrated here while other processes coordinate through the daemon.
-        reroute?(event)
+        reroute?(request, waiter)
+    }
+
+    func send(_ message: ClientMessage) {
+        submit(message.event)
+    }
+
+    /// Hands `event` to the arbiter.
+    private func submit(_ event: ArbiterEvent) {
+        state.withLock { handle(event, in: &$0) }
     }
 
     /// Under the lock: hands `event` to the arbiter, runs its timer effects and queues the client's in order.
@@ -141,7 +123,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// Stops arbitrating new claims if none is live here, handing each later claim to `reroute` instead; returns
     /// whether it did. Events of claims already here would still be handled, but there are none: the check and the
     /// switch are one step under the lock, so no claim can be granted here after a daemon took over.
-    func retireIfIdle(reroute: @escaping @Sendable (ArbiterEvent) -> Void) -> Bool {
+    func retireIfIdle(reroute: @escaping @Sendable (ClaimRequest, ClaimWaiter) -> Void) -> Bool {
         state.withLock { state in
             guard state.arbiter.snapshot().claims.isEmpty else { return false }
             state.reroute = reroute
@@ -152,12 +134,5 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A picture of the arbiter's state, for tests.
     func snapshot() -> ArbiterSnapshot {
         state.withLock { $0.arbiter.snapshot() }
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -1,4 +1,5 @@
 import FCCore
+import FCToolkit
 import FCVersionStore
 import Foundation
 import Logging
@@ -27,17 +28,22 @@ protocol VersionStoreAccess: Sendable {
 /// The store's code, in this process, at the store directory of the environment.
 ///
 /// - Important: Thread-safe: the store is opened once (the first call that succeeds), under a lock.
-final class LocalVersionStoreAccess: VersionStoreAccess, @unchecked Sendable {
+final class LocalVersionStoreAccess: VersionStoreAccess, Sendable {
     private let directory: String
     private let opened = Locked<VersionStore?>(nil)
+    /// Where the store logs (the process client's logger: the store is the process's).
+    private let logger: @Sendable () -> Logger
 
-    init(directory: String) { self.directory = directory }
+    init(directory: String, logger: @escaping @Sendable () -> Logger) {
+        self.directory = directory
+        self.logger = logger
+    }
 
     /// The store, opened (and repaired) at the first use; a failure to open is thrown, and tried again next call.
     private func store() throws -> VersionStore {
         try opened.withLock { opened in
             if let opened { return opened }
-            let store = try VersionStore(directory: directory, logger: FileCoordinationLogging.logger)
+            let store = try VersionStore(directory: directory, logger: logger())
             // Versions of items deleted long ago go when the store is first used (a daemon also purges on a timer).
             _ = try? store.purgeDeletedItems()
             opened = store
@@ -75,7 +81,7 @@ enum VersionStoreAccessPoint {
     static let local: LocalVersionStoreAccess = {
         let environment = ProcessInfo.processInfo.environment
         let directory = environment["FILECOORD_VERSIONS_DIR"] ?? VersionStore.defaultDirectory(environment: environment)
-        return LocalVersionStoreAccess(directory: directory)
+        return LocalVersionStoreAccess(directory: directory) { CoordinationClient.shared.logger() }
     }()
 
     /// The access to use now for `client`'s calls; throws when no arbiter can be had (the call then fails, as a
@@ -97,7 +103,7 @@ enum VersionStoreAccessPoint {
 enum VersionNotifier {
     static func changed(_ itemPath: String, _ change: VersionChange) {
         guard let access = ThreadContext.accesses.last, let path = try? ItemPath(absolute: itemPath) else { return }
-        access.client.submit(.versionChanged(access.claim, path, change))
+        access.client.send(.versionChanged(access.claim, path, change))
     }
 }
 
@@ -108,7 +114,7 @@ enum VersionStoreFollower {
         do {
             try VersionStoreAccessPoint.access(client: client).itemMoved(from: from.description, to: to.description)
         } catch {
-            FileCoordinationLogging.logger.error(
+            client.logger().error(
                 "versions did not follow a moved item: \(error)",
                 metadata: ["item.path": "\(from)", "item.new.path": "\(to)"]
             )

@@ -1,7 +1,6 @@
 import FCCore
 import FCProtocol
 import Foundation
-import Logging
 import Synchronization
 
 /// How this process reaches an arbiter, and what it does when it cannot (docs/SEMANTICS.md §7 and §9).
@@ -13,7 +12,7 @@ import Synchronization
 ///   (``connectDeadline``); then the call fails with ``FileCoordinationError/Code/arbiterUnreachable``. It never
 ///   turns into coordinating in process: that would grant what another process holds through the daemon.
 /// - Only when nothing answers and there is no `filecoordd` to start does the process coordinate in process, and
-///   then loudly (a warning through ``FileCoordinationLogging/logger``) and not for good: it keeps probing for a
+///   then loudly (a warning through the client's logger) and not for good: it keeps probing for a
 ///   daemon and moves its presenters and new claims there once one answers (``CoordinationClient``).
 struct ConnectionPolicy: Sendable {
     /// The socket of the daemon.
@@ -67,84 +66,6 @@ struct ConnectionPolicy: Sendable {
             connectDeadline: .milliseconds(Int64(seconds * 1000)),
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
-    }
-}
-
-/// Reaching the daemon under a ``ConnectionPolicy``.
-///
-/// - Important: Thread-safe (it keeps no state); it blocks the calling thread for up to the connect deadline.
-enum ArbiterConnection {
-
-    /// What a connection attempt came to.
-    enum Outcome {
-        /// Connected and greeted.
-        case daemon(DaemonTransport)
-        /// No daemon answers and none can be started: coordinating in process is right, for now.
-        case noDaemon(reason: String)
-        /// A daemon should answer but did not by the deadline, or refused this protocol: the call fails.
-        case unreachable(FileCoordinationError)
-    }
-
-    /// Connects to the daemon, trying again after failures that may pass, until the policy's deadline.
-    static func connect(
-        policy: ConnectionPolicy,
-        client: ClientID,
-        delegate: any TransportDelegate,
-        sawDaemon: DaemonSighting,
-        mayStart: Bool = true
-    ) -> Outcome {
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.connectDeadline
-        var delay: Duration = .milliseconds(10)
-        var attempts = 0
-        while true {
-            attempts += 1
-            let failure: String
-            switch DaemonTransport.connect(
-                socketPath: policy.socketPath,
-                client: client,
-                delegate: delegate,
-                mayStart: mayStart && policy.mayStartDaemon,
-                handshakeTimeout: policy.handshakeTimeout
-            ) {
-            case .success(let transport):
-                sawDaemon.record()
-                if attempts > 1 {
-                    FileCoordinationLogging.logger.info(
-                        "connected to filecoordd after \(attempts) attempts",
-                        metadata: ["daemon.pid": "\(transport.daemonPID)"]
-                    )
-                }
-                return .daemon(transport)
-            case .failure(.noDaemon(let reason)):
-                // Once this process has seen a daemon (it answered, or accepted and then reset, closed or did not
-                // answer), a missing socket means it is restarting, not that there is none: coordinating alone
-                // then could grant what another process holds through it.
-                guard sawDaemon.hasSeen else { return .noDaemon(reason: reason) }
-                failure = reason
-            case .failure(.permanent(let error)):
-                return .unreachable(error)
-            case .failure(.transient(let reason)):
-                failure = reason
-                sawDaemon.record()
-            }
-            if clock.now + delay > deadline {
-                return .unreachable(
-                    FileCoordinationError(
-                        .arbiterUnreachable,
-                        "filecoordd could not be reached in \(policy.connectDeadline) (\(attempts) attempts; last: "
-                            + "\(failure)). The call was not coordinated and its accessor did not run; try again, "
-                            + "or check the daemon (is it stopped?) and its log, \(policy.socketPath).log."
-                    )
-                )
-            }
-            FileCoordinationLogging.logger.debug(
-                "filecoordd not reached; trying again",
-                metadata: ["attempt": "\(attempts)", "reason": "\(failure)"]
-            )
-            Thread.sleep(forTimeInterval: delay.timeInterval)
-            delay = min(delay * 2, .milliseconds(500))
-        }
     }
 }
 

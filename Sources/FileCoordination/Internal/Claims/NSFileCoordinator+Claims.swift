@@ -1,0 +1,225 @@
+import FCCore
+import FCProtocol
+import FCToolkit
+import Foundation
+
+// The claim machinery every coordinated call shares: the claim request made from URLs, its submission, the wait,
+// the accessor under the claim, the finish. The public methods are in NSFileCoordinator.swift.
+
+extension NSFileCoordinator {
+    /// A claim ready to be submitted, with what is needed to answer the caller.
+    struct PreparedClaim {
+        var id: ClaimID
+        var claimRequest: ClaimRequest
+        var waiter: ClaimWaiter
+        var originals: [URL]
+        var canonical: [ItemPath]
+        var existedBefore: [Bool?]
+
+        func urls(for paths: [ItemPath]) -> [URL] {
+            zip(zip(originals, canonical), paths).map { pair, path in
+                URLMapping.url(for: path, spelledAs: pair.0, canonical: pair.1)
+            }
+        }
+
+        /// Written items that did not exist before the accessor and do now.
+        func createdItems(paths: [ItemPath]) -> [ItemPath] {
+            zip(existedBefore, paths).compactMap { existed, path in
+                guard existed == false, FileManager.default.fileExists(atPath: path.description) else { return nil }
+                return path
+            }
+        }
+    }
+
+    /// The error for a claim over the protocol's limits (a path longer than `PATH_MAX`, too many items), or `nil`.
+    static func limitError(_ paths: [ItemPath], _ urls: [URL]) -> FileCoordinationError? {
+        let limits = ProtocolLimits.default
+        if paths.count > limits.maximumItemsPerClaim {
+            return FileCoordinationError(
+                .invalidRequest,
+                "The call names \(paths.count) items; at most \(limits.maximumItemsPerClaim) can be coordinated "
+                    + "at once. Coordinate them in smaller groups."
+            )
+        }
+        for (path, url) in zip(paths, urls) where path.bytes.count > limits.maximumPathLength {
+            return FileCoordinationError(
+                .invalidRequest,
+                "The path is \(path.bytes.count) bytes long once symbolic links are resolved; at most "
+                    + "\(limits.maximumPathLength) bytes (PATH_MAX) can be coordinated. The call was not coordinated "
+                    + "and its accessor did not run.",
+                url: url
+            )
+        }
+        return nil
+    }
+
+    /// Makes the claim request of a call. `blocksThread` says whether the call blocks the calling thread while it
+    /// waits (the synchronous methods): only then does it hold the presenter queue it runs on, which the deadlock
+    /// detector must know (`fromPresenterQueue`). An `async` call suspends and an intents call returns at once, so
+    /// neither holds anything: tagging them would make the detector see cycles that are not there.
+    func prepareClaim(
+        _ items: [(URL, Access)],
+        isPreparation: Bool,
+        blocksThread: Bool,
+        timeout: Duration? = nil
+    ) -> Result<PreparedClaim, any Error> {
+        let (isCancelled, ownTimeout) = settings.withLock { ($0.cancelled, $0.callTimeout) }
+        if isCancelled { return .failure(CocoaError(.userCancelled)) }
+        let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
+        var canonical: [ItemPath] = []
+        // The second keys of items in directories whose case rule is undecided (docs/ARCHITECTURE.md §8.3).
+        var foldedItems: [ClaimItem] = []
+        var originals = items.map(\.0)
+        for (index, (url, access)) in items.enumerated() {
+            do {
+                let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
+                canonical.append(resolved.path)
+                if let folded = resolved.canonical.foldedKey, let path = try? ItemPath(absolute: folded),
+                    path != resolved.path
+                {
+                    foldedItems.append(ClaimItem(path: path, access: access))
+                }
+                // `.resolvesSymbolicLink` hands the accessor the link's target (docs/SEMANTICS.md §4).
+                if resolved.canonical.followedFinalLink, case .read(let options) = access,
+                    options.contains(.resolvesSymbolicLink)
+                {
+                    originals[index] = URL(fileURLWithPath: resolved.canonical.spelling)
+                }
+            } catch {
+                return .failure(error)
+            }
+        }
+        // What the daemon would refuse fails this call alone, here, with the limit named (docs/PROTOCOL.md).
+        if let limitError = Self.limitError(canonical, items.map(\.0)) { return .failure(limitError) }
+        // A second key that some item already claims with the same access adds nothing.
+        var seen = Set(zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) })
+        foldedItems = foldedItems.filter { seen.insert($0).inserted }
+        if canonical.count + foldedItems.count > ProtocolLimits.default.maximumItemsPerClaim {
+            return .failure(
+                FileCoordinationError(
+                    .invalidRequest,
+                    "The call names \(canonical.count) items, \(foldedItems.count) of them in folders whose case "
+                        + "sensitivity cannot be told yet (empty folders of a FUSE file system), which count twice; "
+                        + "at most \(ProtocolLimits.default.maximumItemsPerClaim) can be coordinated at once. "
+                        + "Coordinate them in smaller groups."
+                )
+            )
+        }
+        let purpose = purposeIdentifier
+        if purpose.utf8.count > ProtocolLimits.maximumPurposeLength {
+            return .failure(
+                FileCoordinationError(
+                    .invalidRequest,
+                    "The coordinator's purposeIdentifier is \(purpose.utf8.count) bytes long; at most "
+                        + "\(ProtocolLimits.maximumPurposeLength) bytes can be coordinated."
+                )
+            )
+        }
+        let held = blocksThread ? client.presenterQueueHeldHere() : nil
+        let id = ClaimID(client.newID())
+        let waiter = ClaimWaiter(blocksThread: blocksThread)
+        let request = ClaimRequest(
+            id: id,
+            client: client.clientID,
+            coordinator: coordinatorID,
+            purpose: PurposeID(purpose),
+            filePresenter: presenter.flatMap { client.presenterID(of: $0) },
+            fromPresenterQueue: held?.presenter,
+            fromCallback: held?.callback,
+            // The folded keys come last: the grant's first paths stay the caller's items, in order.
+            items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) } + foldedItems,
+            isPreparation: isPreparation,
+            timeout: timeout
+        )
+        client.register(waiter, for: request)
+        let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
+            item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil
+        }
+        return .success(
+            PreparedClaim(
+                id: id,
+                claimRequest: request,
+                waiter: waiter,
+                originals: originals,
+                canonical: canonical,
+                existedBefore: existedBefore
+            )
+        )
+    }
+
+    /// Claims `items`, blocks until granted or failed, runs `body` with the URLs to use, and ends the claim.
+    /// Returns the error that kept `body` from running, if any.
+    func access(
+        _ items: [(URL, Access)],
+        refusesNestedWrite: Bool,
+        isPreparation: Bool = false,
+        _ body: ([URL]) -> Void
+    ) -> (any Error)? {
+        let mine = ObjectIdentifier(self)
+        if items.contains(where: { $0.1.isWrite }),
+            let outer = ThreadContext.accesses.last(where: { $0.coordinator == mine }), outer.refusesNestedWrite
+        {
+            return FileCoordinationError(
+                .nestedWrite,
+                "A coordinated write was nested inside the accessor of a coordinated read or write by the same "
+                    + "coordinator. Use coordinate(readingItemAt:options:writingItemAt:options:error:byAccessor:) "
+                    + "or coordinate(writingItemAt:options:writingItemAt:options:error:byAccessor:) to take both at "
+                    + "once.",
+                url: items.first { $0.1.isWrite }?.0
+            )
+        }
+        let request: PreparedClaim
+        switch prepareClaim(items, isPreparation: isPreparation, blocksThread: true) {
+        case .failure(let error): return error
+        case .success(let prepared): request = prepared
+        }
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
+        switch request.waiter.wait() {
+        case .failed(let error):
+            return error
+        case .granted(let paths):
+            let access = ThreadContext.Access(
+                client: client,
+                coordinator: mine,
+                claim: request.id,
+                refusesNestedWrite: refusesNestedWrite
+            )
+            ThreadContext.withAccess(access) { body(request.urls(for: paths)) }
+            finish(request, created: request.createdItems(paths: paths))
+            return nil
+        }
+    }
+
+    func finish(_ request: PreparedClaim, created: [ItemPath]) {
+        client.send(.finishClaim(request.id, created: created))
+        if let presenter, let id = client.presenterID(of: presenter) { client.refreshURL(of: id) }
+    }
+}
+
+// Conversions between the public option sets and the core's (same raw values). The public types are the library's
+// own, not the core's, so that apps see every member with `import FileCoordination` alone.
+extension FCCore.ReadingOptions {
+    /// The core's options for the public ones.
+    init(_ options: NSFileCoordinator.ReadingOptions) {
+        self.init(rawValue: options.rawValue)
+    }
+}
+
+extension FCCore.WritingOptions {
+    /// The core's options for the public ones.
+    init(_ options: NSFileCoordinator.WritingOptions) {
+        self.init(rawValue: options.rawValue)
+    }
+}
+
+extension Access {
+    /// Whether a symbolic link named as the last component is the item (`false`) or its target is (issue 14): a
+    /// read follows it only with `.resolvesSymbolicLink` (so that the target's presenters are asked only then); a
+    /// write follows it (it writes the target's contents) unless it deletes or moves, which act on the link.
+    var followsFinalLink: Bool {
+        switch self {
+        case .read(let options): options.contains(.resolvesSymbolicLink)
+        case .write(let options): options.isDisjoint(with: [.forDeleting, .forMoving])
+        }
+    }
+}

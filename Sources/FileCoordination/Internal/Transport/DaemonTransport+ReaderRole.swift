@@ -1,0 +1,203 @@
+import FCCore
+import FCProtocol
+import FCSystem
+import FCToolkit
+import Foundation
+import Logging
+import Synchronization
+import SystemPackage
+
+// The reader role (docs/ARCHITECTURE.md, "The client"): who reads the connection, the listener thread, and the
+// connection's end.
+
+extension DaemonTransport {
+    /// Changes what must be read; when that changes whether the listener reads data, wakes it (to poll again) and,
+    /// if the role is free, whoever should take it now.
+    func updateReading(_ change: (inout ReadingState) -> Void) {
+        let (changed, next) = reading.withLock { state -> (Bool, Wake) in
+            let before = state.listenerReads
+            change(&state)
+            guard state.listenerReads != before else { return (false, .nobody) }
+            return (true, Self.nextReader(&state))
+        }
+        guard changed else { return }
+        _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
+        next.wake(listener: listenerWakeUp)
+    }
+
+    /// Who is woken when the role is free.
+    enum Wake {
+        case nobody, listener
+        case waiter(ClaimWaiter)
+
+        func wake(listener: DispatchSemaphore) {
+            switch self {
+            case .nobody: break
+            case .listener: listener.signal()
+            case .waiter(let waiter): waiter.nudge()
+            }
+        }
+    }
+
+    /// With the role free (under `reading`): the listener when it must read data and waits for the role; else the
+    /// first parked caller still waiting; else the listener if it waits (to watch the connection again).
+    static func nextReader(_ state: inout ReadingState) -> Wake {
+        guard !state.readerBusy else { return .nobody }
+        if !state.listenerReads {
+            while !state.parked.isEmpty {
+                let waiter = state.parked.removeFirst()
+                if waiter.outcome == nil { return .waiter(waiter) }
+            }
+        }
+        if state.listenerParked {
+            state.listenerParked = false
+            return .listener
+        }
+        return .nobody
+    }
+
+    func releaseRole() {
+        let next = reading.withLock { state -> Wake in
+            state.readerBusy = false
+            return Self.nextReader(&state)
+        }
+        next.wake(listener: listenerWakeUp)
+    }
+
+    func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome {
+        while true {
+            if let outcome = waiter.outcome { return outcome }
+            let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
+                if let lostError = state.lostError { return (false, lostError) }
+                if !state.readerBusy && !state.listenerReads && !state.closed {
+                    state.readerBusy = true
+                    return (true, nil)
+                }
+                state.parked.append(waiter)
+                return (false, nil)
+            }
+            if let lostError {
+                // The connection is gone and its callers were failed; one that came late fails the same way.
+                waiter.resume(.failed(lostError))
+                continue
+            }
+            if reads {
+                readFrames(blocking: true) { waiter.outcome != nil }
+                releaseRole()
+            } else {
+                waiter.park()
+                reading.withLock { $0.parked.removeAll { $0 === waiter } }
+            }
+        }
+    }
+
+    /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
+    /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
+    func readFrames(blocking: Bool, until done: () -> Bool) {
+        while true {
+            do {
+                while let frame = try decoder.next() { handle(frame) }
+            } catch {
+                connectionLost("filecoordd sent a malformed frame: \(error)")
+                return
+            }
+            if done() { return }
+            let count: Int
+            do {
+                count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
+            } catch {
+                if !blocking && error == .resourceTemporarilyUnavailable { return }
+                connectionLost("the connection to filecoordd failed: \(error)")
+                return
+            }
+            guard count > 0 else {
+                connectionLost("filecoordd closed the connection")
+                return
+            }
+            decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    func startListening() {
+        let thread = Thread { [self] in listen() }
+        thread.name = "FileCoordination.listener"
+        thread.start()
+    }
+
+    /// The listener: reads while something must be read with no caller waiting, else watches for the connection's
+    /// end; ends when the connection does.
+    func listen() {
+        let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { drain.deallocate() }
+        while true {
+            let (readsData, closed) = reading.withLock { ($0.listenerReads, $0.closed) }
+            if closed { return }
+            let events: [UnixSocket.PollEvents]
+            do {
+                events = try UnixSocket.poll(
+                    [(socket, readsData ? .readable : []), (wakeReceiver, .readable)],
+                    timeout: nil
+                )
+            } catch {
+                connectionLost("waiting for filecoordd failed: \(error)")
+                return
+            }
+            if !events[1].isEmpty { _ = try? wakeReceiver.receiveAvailable(into: drain) }
+            if events[0].isEmpty { continue }
+            let reads = reading.withLock { state -> Bool in
+                if !state.readerBusy {
+                    state.readerBusy = true
+                    return true
+                }
+                state.listenerParked = true
+                return false
+            }
+            guard reads else {
+                listenerWakeUp.wait()
+                continue
+            }
+            readFrames(blocking: false) { false }
+            releaseRole()
+        }
+    }
+
+    /// A claim was granted or failed: if no caller waited for it, the listener may stop reading for it.
+    func claimEnded(_ claim: ClaimID) {
+        guard reading.withLock({ $0.unattendedClaims.contains(claim) }) else { return }
+        updateReading { $0.unattendedClaims.remove(claim) }
+    }
+
+    func connectionLost(_ reason: String) {
+        let first = lost.withLock { lost in
+            defer { lost = true }
+            return !lost
+        }
+        guard first else { return }
+        socket.shutdown()
+        // Every parked caller and the listener look again: the delegate fails the callers' claims.
+        let woken = reading.withLock { state -> ([ClaimWaiter], Bool) in
+            state.closed = true
+            defer {
+                state.parked = []
+                state.listenerParked = false
+            }
+            return (state.parked, state.listenerParked)
+        }
+        let error = FileCoordinationError(
+            .connectionLost,
+            "The connection to filecoordd was lost (\(reason)); the call failed instead of waiting. The next call reconnects."
+        )
+        delegate?.transportLost(error, from: self)
+        // The delegate failed every claim of the connection in use; a caller of another one fails here, never hangs.
+        let late = reading.withLock { state -> [ClaimWaiter] in
+            state.lostError = error
+            defer { state.parked = [] }
+            return state.parked
+        }
+        for waiter in woken.0 + late {
+            waiter.resume(.failed(error))
+            waiter.nudge()
+        }
+        if woken.1 { listenerWakeUp.signal() }
+    }
+}
