@@ -130,6 +130,8 @@ import Testing
             let a = hosts[0]
             try a.send("doc A \(path)")
             try await a.waitFor("doc A opened text")
+            // The daemon adds its watch on its watcher's thread, after the registration: wait for it.
+            try await env.waitForWatches(env.directory)
             try Data("changed by another editor".utf8).write(to: URL(fileURLWithPath: path))
             try await a.waitFor("doc A reloaded changed by another editor")
 
