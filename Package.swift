@@ -19,7 +19,12 @@ let package = Package(
         .library(name: "FCSystem", targets: ["FCSystem"]),
         // The version store: the fuzzing package (Fuzz/) reaches its repair through it.
         .library(name: "FCVersionStore", targets: ["FCVersionStore"]),
+        // A document class for Linux apps (issue 27): coordinated open, save, autosave, reload, moves, conflicts.
+        .library(name: "CoordinatedDocument", targets: ["FileCoordinationDocument"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
+        // Examples (issue 27): a terminal notes editor on CoordinatedDocument, and a folder sync agent.
+        .executable(name: "notes", targets: ["notes"]),
+        .executable(name: "mirror", targets: ["mirror"]),
         .executable(name: "filecoordd", targets: ["filecoordd"]),
         .executable(name: "fcdump", targets: ["fcdump"]),
         .executable(name: "fc-load", targets: ["fc-load"]),
@@ -42,6 +47,9 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
         // The daemon's deadline heap (issue 12): swift-collections' Heap (already resolved through swift-nio).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // DocC catalogs of FileCoordination and FileCoordinationDocument (issue 27): `swift package
+        // generate-documentation`. A plugin only: nothing of it is linked into apps.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
@@ -76,6 +84,8 @@ let package = Package(
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
         ),
+        // CoordinatedDocument: a document class built only on FileCoordination's public API (issue 27).
+        .target(name: "FileCoordinationDocument", dependencies: ["FileCoordination"]),
         // The version store (NSFileVersion, docs/SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the
         // versions' contents, used by the daemon and by the library's in-process mode alike (docs/ARCHITECTURE.md).
         .target(
@@ -165,7 +175,8 @@ let package = Package(
         .executableTarget(
             name: "fc-testhost",
             dependencies: [
-                "FileCoordination", "FCSystem", .product(name: "Logging", package: "swift-log"),
+                "FileCoordination", "FileCoordinationDocument", "FCSystem",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
@@ -175,6 +186,15 @@ let package = Package(
             name: "fc-load",
             dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol", "FCTestSupport", "FCSystem"]
         ),
+        // Examples/ (issue 27), run by the README's run command: `notes`, a full-screen terminal editor built on
+        // CoordinatedDocument (raw mode through a small C shim), and `mirror`, a folder sync agent.
+        .target(name: "CNotesTerminal", path: "Examples/CNotesTerminal"),
+        .executableTarget(
+            name: "notes",
+            dependencies: ["FileCoordination", "FileCoordinationDocument", "CNotesTerminal"],
+            path: "Examples/notes"
+        ),
+        .executableTarget(name: "mirror", dependencies: ["FileCoordination"], path: "Examples/mirror"),
         // A demonstration of the in-process arbiter, run by the README's first command.
         .executableTarget(name: "fcdemo", dependencies: ["FCCore", "FCTestSupport"]),
         // Unit tests for every rule, and the seeded simulator.
@@ -230,7 +250,9 @@ let package = Package(
 // this package by version. Stricter flags that have no setting (`-require-explicit-sendable`, warnings as errors)
 // are passed by scripts/build-flags.sh to every build of ours, never by the manifest.
 for target in package.targets
-where [.executable, .test, .regular].contains(target.type) && !["CFCLinux", "CFileCoord"].contains(target.name) {
+where [.executable, .test, .regular].contains(target.type)
+    && !["CFCLinux", "CFileCoord", "CNotesTerminal"].contains(target.name)
+{
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

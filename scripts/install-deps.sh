@@ -24,6 +24,8 @@ FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
 # Issue 25: the preload library (contrib/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
 # under it (ed as the editor in batch mode, git).
 FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "ed" "git")
+# Issue 27: the `notes` example is driven through tmux by its end-to-end tests and by scripts/run.sh.
+FC_APT_PACKAGES+=("tmux")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }

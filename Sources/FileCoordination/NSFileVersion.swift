@@ -6,7 +6,7 @@ import Logging
 
 /// A version of a file (docs/SEMANTICS.md §8), with Apple's API and Swift signatures: the current version (the file
 /// itself), other versions kept in the version store, and conflict versions that a sync tool added
-/// (``addConflictVersionOfItem(at:withContentsOf:savingComputer:originator:)``).
+/// (``addConflictVersionOfItem(at:withContentsOf:savingComputer:originator:options:)``).
 ///
 /// As on Apple platforms, `NSFileVersion` does not coordinate by itself: add, remove, resolve and replace inside a
 /// coordinated write of the item, so that its presenters (the writer's own too) and those of enclosing directories

@@ -62,6 +62,12 @@
 //   upload PATH [hold]                                               coordinated read with .forUploading: prints
 //                                                                    `granted upload PATH SNAPSHOT`, holds for
 //                                                                    `release` with hold, then `done upload PATH TEXT`
+//   doc NAME PATH [autosave MS]                                      open a PlainTextDocument (CoordinatedDocument)
+//                                                                    called NAME on PATH; prints every event as
+//                                                                    `doc NAME EVENT` (DocumentCommands.swift)
+//   doc-edit NAME TEXT | doc-text NAME | doc-save NAME | doc-revert NAME | doc-close NAME | doc-conflicts NAME |
+//   doc-pick NAME INDEX|current                                      edit, show, save, revert, close the document,
+//                                                                    list its conflict versions, resolve them
 //   main COMMAND ...                                                 make the call of a read, write or move on the
 //                                                                    main thread (DispatchQueue.main), not its own
 //   listener-wakeups PATH OTHER COUNT                                how often the connection's listener thread
@@ -455,6 +461,8 @@ final class Host: @unchecked Sendable {
             runListenerWakeups(arguments)
         case "add-version", "add-versions", "resolve", "versions", "upload":
             runVersionCommand(command, arguments, background: background)
+        case "doc", "doc-edit", "doc-text", "doc-save", "doc-revert", "doc-close", "doc-conflicts", "doc-pick":
+            runDocumentCommand(command, arguments)
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }
             semaphore?.signal()

@@ -305,21 +305,25 @@ final class TestEnvironment: @unchecked Sendable {
     /// while it has presenters; with `mayStartDaemon: false` it never does (a test of the daemon's own exit).
     /// `arguments` are passed on and ignored by `fc-testhost` (they show in its command line).
     /// `environment` adds to (or, with `nil` values, removes from) the host's environment.
+    /// `executable` and `readyLine` run another line-driven program the same way (the `mirror` example, issue 27).
     func host(
         _ name: String,
         mayStartDaemon: Bool = true,
         arguments: [String] = [],
-        environment extra: [String: String?] = [:]
+        environment extra: [String: String?] = [:],
+        executable: String = "fc-testhost",
+        readyLine: String = "ready "
     ) async throws -> HostProcess {
         let host = try HostProcess(
             name: name,
             environment: self,
             mayStartDaemon: mayStartDaemon,
             arguments: arguments,
-            extraEnvironment: extra
+            extraEnvironment: extra,
+            executable: executable
         )
         lock.withLock { hosts.append(host) }
-        _ = try await host.waitFor("ready ")
+        _ = try await host.waitFor(readyLine)
         return host
     }
 
@@ -493,7 +497,8 @@ final class HostProcess: @unchecked Sendable {
         environment: TestEnvironment,
         mayStartDaemon: Bool,
         arguments: [String],
-        extraEnvironment: [String: String?]
+        extraEnvironment: [String: String?],
+        executable: String
     ) throws {
         self.name = name
         input = Pipe()
@@ -509,7 +514,7 @@ final class HostProcess: @unchecked Sendable {
         var childEnvironment = try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon)
         for (key, value) in extraEnvironment { childEnvironment[key] = value }
         process = try launch(
-            try Products.executable("fc-testhost"),
+            try Products.executable(executable),
             arguments,
             environment: childEnvironment,
             input: input,

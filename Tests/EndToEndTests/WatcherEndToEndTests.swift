@@ -36,7 +36,7 @@ private func poll(_ what: @autoclosure () -> String, _ condition: () async -> Bo
 
 extension TestEnvironment {
     /// `fcdump watcher`'s output.
-    fileprivate func watcherDump() async throws -> String {
+    func watcherDump() async throws -> String {
         let result = try await runTool("fcdump", ["watcher"])
         guard result.status == 0 else { throw HarnessError(description: "fcdump watcher failed: \(result.error)") }
         return result.output
@@ -44,7 +44,7 @@ extension TestEnvironment {
 
     /// Waits until the daemon watches every directory in `directories` (its watches are added on the watcher's
     /// thread, after the presenter's registration).
-    fileprivate func waitForWatches(_ directories: String...) async throws {
+    func waitForWatches(_ directories: String...) async throws {
         var last = ""
         try await poll("watches on \(directories) in:\n\(last)") {
             let result = try? await runTool("fcdump", ["watcher"])

@@ -1,0 +1,66 @@
+// notes: a full-screen terminal notes editor built on CoordinatedDocument (issue 27).
+//
+//   notes [--autosave SECONDS] FILE
+//
+// It edits FILE as a PlainTextDocument: coordinated open, save (^S) and autosave, revert (^R); the status line says
+// when another program reads or writes the file, and the text is read again when another program changes it (with
+// or without coordination); it follows a rename, closes when the file is deleted, and lists the conflict versions a
+// sync tool added (^K) to keep one. ^Q saves and quits. Run it in a terminal (or in tmux, as the tests do).
+
+import FileCoordination
+import FileCoordinationDocument
+import Foundation
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var autosave: Duration? = .seconds(1)
+if let index = arguments.firstIndex(of: "--autosave"), index + 1 < arguments.count {
+    autosave = Double(arguments[index + 1]).map { $0 > 0 ? .milliseconds(Int($0 * 1000)) : nil } ?? autosave
+    arguments.removeSubrange(index...(index + 1))
+}
+guard arguments.count == 1, !arguments[0].hasPrefix("-") else {
+    FileHandle.standardError.write(Data("usage: notes [--autosave SECONDS] FILE\n".utf8))
+    exit(2)
+}
+let url = URL(fileURLWithPath: arguments[0])
+if !FileManager.default.fileExists(atPath: url.path) {
+    _ = FileManager.default.createFile(atPath: url.path, contents: Data())
+}
+
+let document = PlainTextDocument(fileURL: url, autosaveDelay: autosave)
+let terminal = Terminal()
+let editor = Editor(document: document, terminal: terminal)
+
+do {
+    try terminal.enter()
+} catch {
+    FileHandle.standardError.write(Data("notes: \(error)\n".utf8))
+    exit(1)
+}
+
+Task {
+    do {
+        try await document.open()
+    } catch {
+        terminal.leave()
+        FileHandle.standardError.write(Data("notes: cannot open \(url.path): \(error)\n".utf8))
+        exit(1)
+    }
+    editor.queue.async { editor.opened() }
+    for await event in document.events {
+        editor.queue.async { editor.handle(event) }
+    }
+}
+
+// Keys are read on a thread of their own (a blocking read) and handled on the editor's queue.
+Thread {
+    var decoder = KeyDecoder()
+    while true {
+        let data = FileHandle.standardInput.availableData
+        if data.isEmpty { break }
+        let keys = decoder.decode(Array(data))
+        editor.queue.async { editor.handle(keys) }
+    }
+}
+.start()
+
+dispatchMain()
