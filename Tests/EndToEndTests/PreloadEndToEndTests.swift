@@ -364,6 +364,43 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
         }
     }
 
+    @Test("A claim lasts until the last descriptor of the open file closes; a forked child's close releases nothing")
+    func descriptorsAndForkHoldTheClaim() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            // Opens for writing, duplicates, closes the original; a forked child closes its copy and exits; then
+            // the parent holds the duplicate until SIGUSR1 (blocked first, so that it cannot come too early).
+            let script = [
+                "import os, signal, time",
+                "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})",
+                "fd = os.open('doc.txt', os.O_WRONLY | os.O_TRUNC)",
+                "kept = os.dup(fd)",
+                "os.close(fd)",
+                "child = os.fork()",
+                "if child == 0:",
+                "    os.close(kept)",
+                "    os._exit(0)",
+                "os.waitpid(child, 0)",
+                "print('held', flush=True)",
+                "signal.sigwait({signal.SIGUSR1})",
+                "os.close(kept)",
+                "print('closed', flush=True)",
+                "time.sleep(60)",
+            ].joined(separator: "\n")
+            let program = try env.startProgram(["python3", "-c", script])
+            try await eventually("the program to hold its claim") { program.output.contains("held") }
+            let writer = try await env.host("W")
+            try writer.send("write \(document) swift")
+            #expect(try await writer.staysWithout("granted write \(document)"))
+            kill(program.process.processIdentifier, SIGUSR1)
+            _ = try await writer.waitFor("done write \(document)")
+            #expect(program.output.contains("closed"))
+            #expect(program.process.isRunning)
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
+
     @Test("Without a daemon every program behaves exactly as without the library", arguments: WritingProgram.all)
     func withoutDaemonNothingChanges(program: WritingProgram) async throws {
         try await TestEnvironment.run { env in
