@@ -72,7 +72,7 @@ import Testing
         let log = LogCapture()
         let (client, other, stop) = try InjectedClientTests.clients(arbiter, logger: log.logger)
         defer { stop() }
-        client.batchHandlerWarningDelay.withLock { $0 = .milliseconds(50) }
+        client.batchHandlerWarningDelay = .milliseconds(50)
 
         // Kept and not called: a warning names the batch after the delay; the item stays claimed.
         let coordinator = NSFileCoordinator(filePresenter: nil, client: client)

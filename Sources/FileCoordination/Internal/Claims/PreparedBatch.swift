@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCToolkit
 import Foundation
 import Logging
 
@@ -52,7 +53,7 @@ final class PreparedBatch: Sendable {
         guard waits else { return }
         let client = coordinator.client
         client.submit(.preparationReturned(request.id))
-        let delay = client.batchHandlerWarningDelay.withLock { $0 }
+        let delay = client.batchHandlerWarningDelay
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [weak self] in
             guard let self, self.phase.withLock({ $0 == .returned }) else { return }
             client.logger().warning(

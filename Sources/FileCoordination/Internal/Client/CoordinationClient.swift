@@ -33,7 +33,11 @@ final class CoordinationClient: Sendable {
     let logger: @Sendable () -> Logger
     /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
     /// returned before a warning names it (``PreparedBatch``); tests shorten it.
-    let batchHandlerWarningDelay = Locked(Duration.seconds(30))
+    var batchHandlerWarningDelay: Duration {
+        get { batchWarningDelay.withLock { $0 } }
+        set { batchWarningDelay.withLock { $0 = newValue } }
+    }
+    private let batchWarningDelay = Locked(Duration.seconds(30))
     /// Makes a presenter's registration and a new transport's list of presenters one step each, so that every
     /// presenter is sent to a transport exactly once (the daemon refuses a presenter id twice).
     private let registering = Locked(())
