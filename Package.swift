@@ -21,6 +21,11 @@ let package = Package(
         .executable(name: "filecoordd", targets: ["filecoordd"]),
         .executable(name: "fcdump", targets: ["fcdump"]),
         .executable(name: "fc-load", targets: ["fc-load"]),
+        // Coordination for shell scripts (issue 24): `fccoord read|write PATH... -- COMMAND`, move, delete, present.
+        .executable(name: "fccoord", targets: ["fccoord"]),
+        // libfilecoord (issue 24): the C API (`filecoord.h`), as `libfilecoord.so`, for C, Python (bindings/python)
+        // and anything with a C FFI; installed with scripts/install-libfilecoord.sh.
+        .library(name: "filecoord", type: .dynamic, targets: ["FileCoordinationC"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
@@ -116,6 +121,25 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // FileCoordination's public API by plain paths, for the tools and bindings of other languages (issue 24):
+        // coordinated calls, move and delete, a presenter made of one closure, errors classified once.
+        .target(
+            name: "FCBridge",
+            dependencies: ["FileCoordination", "FCSystem", .product(name: "SystemPackage", package: "swift-system")]
+        ),
+        // `fccoord`: coordination for shell scripts (README, "Other languages"; docs/man/fccoord.1).
+        .executableTarget(
+            name: "fccoord",
+            dependencies: [
+                "FCBridge", "FileCoordination", "FCSystem", .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The public header of libfilecoord (include/filecoord.h) and its ABI version; the functions are
+        // FileCoordinationC's.
+        .target(name: "CFileCoord"),
+        // libfilecoord's functions: `@_cdecl` exports over FCBridge (filecoord.h documents them).
+        .target(name: "FileCoordinationC", dependencies: ["CFileCoord", "FCBridge", "FileCoordination"]),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(name: "FCTestSupport", dependencies: ["FCCore"]),
         // A process that presents and coordinates on command: for multi-process tests and the README's demonstration.
@@ -182,7 +206,8 @@ let package = Package(
 // Nothing here may be something SwiftPM refuses in a dependency fetched by URL (no unsafe flags): apps depend on
 // this package by version. Stricter flags that have no setting (`-require-explicit-sendable`, warnings as errors)
 // are passed by scripts/build-flags.sh to every build of ours, never by the manifest.
-for target in package.targets where [.executable, .test, .regular].contains(target.type) && target.name != "CFCLinux" {
+for target in package.targets
+where [.executable, .test, .regular].contains(target.type) && !["CFCLinux", "CFileCoord"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("MemberImportVisibility"))

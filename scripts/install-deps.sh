@@ -19,6 +19,11 @@ FC_APT_PACKAGES=("libinotifytools0-dev" "libsqlite3-dev")
 FC_APT_PACKAGES+=("sqlite3")
 # Issue 14: a real case-insensitive file system for the canonicalisation tests (an exFAT image, mounted through FUSE).
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
+# Issue 24: libfilecoord's install (patchelf sets its soname and runpath) and its C test (pkg-config, valgrind).
+FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
+# Issue 25: the preload library (contrib/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
+# under it (ed as the editor in batch mode, git).
+FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "ed" "git")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }

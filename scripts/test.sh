@@ -78,3 +78,8 @@ FILECOORD_ARBITER=in-process swift test "${ported[@]}" --skip-build
 step "Running the library's tests again with the in-process arbiter"
 FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter FileCoordinationTests --skip AsyncAPITests
 FILECOORD_ARBITER=in-process swift test "${build_flags[@]}" --filter 'AsyncAPITests|SourceCompatibilityTests'
+
+# Other languages (issue 24): libfilecoord installed as a newcomer would, its C test under valgrind, the Python
+# bindings with pytest across processes and languages (scripts/test-languages.sh).
+step "Running the C and Python tests of libfilecoord (scripts/test-languages.sh)"
+bash scripts/test-languages.sh

@@ -41,6 +41,9 @@ final class ArbiterHost {
     private var shuttingDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
+    /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
+    /// call through uncoordinated after each, contrib/preload/README.md).
+    var timedOutClaims: [ClientID: Int] = [:]
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?
@@ -180,6 +183,7 @@ final class ArbiterHost {
         guard connections.removeValue(forKey: client) != nil else { return }
         closing.remove(client)
         clientArguments[client] = nil
+        timedOutClaims[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }
 
@@ -234,6 +238,9 @@ final class ArbiterHost {
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
         guard let channel = connections[client], !closing.contains(client) else { return }
+        if case .claimFailed(let failed)? = frame.payload, failed.kind == .timedOut {
+            timedOutClaims[client, default: 0] += 1
+        }
         write(frame, on: channel, for: client)
         // More than maximumQueuedBytes wait for a client that does not read (11.3): it cannot be reached, so it is
         // treated like a presenter that does not answer, at once and for all its presenters: disconnected. Its

@@ -39,6 +39,7 @@ extension ArbiterHost {
             deadlocks: arbiter.recentDeadlockReports,
             clients: router.clients,
             clientArguments: clientArguments,
+            timedOutClaims: timedOutClaims,
             watcher: dumpWatcher()
         )
     }
@@ -62,6 +63,7 @@ struct DumpState: Sendable {
     var deadlocks: [String]
     var clients: [ClientInfo]
     var clientArguments: [ClientID: [String]]
+    var timedOutClaims: [ClientID: Int]
     var watcher: DaemonDump.Watcher?
 
     /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
@@ -108,7 +110,8 @@ struct DumpState: Sendable {
                 name: info.name,
                 presenters: presentersByClient[info.id]?.map(\.1) ?? [],
                 claims: claimsByClient[info.id]?.map(\.1) ?? [],
-                arguments: clientArguments[info.id] ?? []
+                arguments: clientArguments[info.id] ?? [],
+                timedOutClaims: timedOutClaims[info.id] ?? 0
             )
         }
 

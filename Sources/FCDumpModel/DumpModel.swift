@@ -94,6 +94,10 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         /// Its command line (`/proc/PID/cmdline` when it connected); empty when it could not be read. Added to
         /// schema version 1: a dump from an older daemon decodes with none.
         public var arguments: [String]
+        /// Its claims that failed because they were not granted within their timeout (`TIMED_OUT`) since it
+        /// connected. A preload client (`name` starting `preload:`) let its program's call through uncoordinated
+        /// after each. Added to schema version 1: a dump from an older daemon decodes with 0.
+        public var timedOutClaims: Int
 
         /// Creates a client entry.
         public init(
@@ -102,7 +106,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             name: String,
             presenters: [UInt64],
             claims: [UInt64],
-            arguments: [String] = []
+            arguments: [String] = [],
+            timedOutClaims: Int = 0
         ) {
             self.id = id
             self.pid = pid
@@ -110,9 +115,12 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.presenters = presenters
             self.claims = claims
             self.arguments = arguments
+            self.timedOutClaims = timedOutClaims
         }
 
-        private enum CodingKeys: String, CodingKey { case id, pid, name, presenters, claims, arguments }
+        private enum CodingKeys: String, CodingKey {
+            case id, pid, name, presenters, claims, arguments, timedOutClaims
+        }
 
         /// Decodes a client; `arguments` may be missing (older daemons).
         public init(from decoder: any Decoder) throws {
@@ -123,7 +131,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
                 name: try container.decode(String.self, forKey: .name),
                 presenters: try container.decode([UInt64].self, forKey: .presenters),
                 claims: try container.decode([UInt64].self, forKey: .claims),
-                arguments: try container.decodeIfPresent([String].self, forKey: .arguments) ?? []
+                arguments: try container.decodeIfPresent([String].self, forKey: .arguments) ?? [],
+                timedOutClaims: try container.decodeIfPresent(Int.self, forKey: .timedOutClaims) ?? 0
             )
         }
     }

@@ -76,11 +76,11 @@ extension NSFileCoordinator {
         let client = self.client
         // Requested before the cancellation handler is installed: a task cancelled already runs the handler at
         // once, and its cancel must reach the arbiter after the request, not before it.
-        client.submit(.claimRequested(prepared.claimRequest))
+        client.submitClaim(prepared.claimRequest, waiter: prepared.waiter)
         let outcome = await withTaskCancellationHandler {
             await prepared.waiter.value()
         } onCancel: {
-            client.submit(.claimCancelled(prepared.id))
+            client.send(.cancelClaim(prepared.id))
         }
         switch outcome {
         case .failed(let error):

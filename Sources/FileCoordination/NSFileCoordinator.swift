@@ -306,7 +306,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 }
             }
         }
-        client.submit(.claimRequested(request.claimRequest))
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
     }
 
     /// Announces a move (App Sandbox on macOS). Does nothing here; call ``item(at:didMoveTo:)`` after the move.
@@ -331,7 +331,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             // Presenters in other processes never saw this spelling: it goes with the move (issue 14).
             fromName = Array(oldURL.lastPathComponent.utf8)
         }
-        client.submit(.itemMoved(claim, from: from, to: to, fromName: fromName))
+        client.send(.itemMoved(claim, from: from, to: to, fromName: fromName))
         VersionStoreFollower.itemMoved(from: from, to: to, client: client)
     }
 
@@ -343,6 +343,6 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
         settings.withLock { $0.cancelled = true }
-        client.submit(.coordinatorCancelled(client.clientID, coordinatorID))
+        client.send(.cancelCoordinator(coordinatorID, of: client.clientID))
     }
 }

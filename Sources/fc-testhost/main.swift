@@ -4,7 +4,12 @@
 // Commands, one per line on standard input; everything the process sees is printed to standard output, one event
 // per line, flushed at once:
 //
-//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change] [main-queue]
+//   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change] [main-queue] [show-contents]
+//                                                                    with show-contents it prints
+//                                                                    `presenter NAME contents TEXT` (its item's text,
+//                                                                    or `-` when missing) after relinquishToWriter and
+//                                                                    before reacquire, so that a test sees what the
+//                                                                    file held when it was asked and when it came back;
 //                                                                    register a presenter called NAME; with
 //                                                                    read-on-change it makes a coordinated read of its
 //                                                                    item inside presentedItemDidChange, on its own
@@ -13,7 +18,11 @@
 //                                                                    with main-queue its queue is OperationQueue.main
 //                                                                    (run by the main thread) instead of its own
 //   unpresent NAME                                                   remove it
-//   read PATH [without-changes]                                      coordinated read (prints the contents)
+//   read PATH [without-changes] [hold]                               coordinated read (prints the contents); with
+//                                                                    hold, prints `holding read PATH` and waits for
+//                                                                    `release` inside the accessor
+//   read-loop PATH COUNT                                             COUNT coordinated reads; prints
+//                                                                    `done read-loop PATH NANOSECONDS-PER-READ`
 //   write PATH [TEXT] [deleting|moving|merging|replacing] [hold]     coordinated write of TEXT; with hold, waits for
 //                                                                    `release` inside the accessor
 //   move FROM TO                                                     coordinated move with item(at:didMoveTo:)
@@ -91,6 +100,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let neverAnswer: Bool
     let reacquire: Bool
     let readOnChange: Bool
+    let showContents: Bool
     private let lock = NSLock()
     private var url: URL
     let presentedItemOperationQueue: OperationQueue
@@ -102,8 +112,10 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         neverAnswer: Bool,
         reacquire: Bool,
         readOnChange: Bool,
-        mainQueue: Bool
+        mainQueue: Bool,
+        showContents: Bool = false
     ) {
+        self.showContents = showContents
         if mainQueue {
             presentedItemOperationQueue = .main
         } else {
@@ -123,7 +135,17 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     private func reacquirer() -> (@Sendable () -> Void)? {
         guard reacquire else { return nil }
         let name = self.name
-        return { say("presenter \(name) reacquire") }
+        return { [self] in
+            sayContents()
+            say("presenter \(name) reacquire")
+        }
+    }
+
+    /// With show-contents: prints the item's text as it is now.
+    private func sayContents() {
+        guard showContents, let url = presentedItemURL else { return }
+        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? "-"
+        say("presenter \(name) contents \(text.trimmingCharacters(in: .newlines))")
     }
 
     func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
@@ -134,6 +156,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
 
     func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         say("presenter \(name) relinquishToWriter")
+        sayContents()
         if neverAnswer { return }
         writer(reacquirer())
     }
@@ -268,7 +291,8 @@ final class Host: @unchecked Sendable {
                 neverAnswer: arguments.contains("never-answer"),
                 reacquire: !arguments.contains("no-reacquire"),
                 readOnChange: arguments.contains("read-on-change"),
-                mainQueue: arguments.contains("main-queue")
+                mainQueue: arguments.contains("main-queue"),
+                showContents: arguments.contains("show-contents")
             )
             lock.withLock { presenters[arguments[0]] = presenter }
             NSFileCoordinator.addFilePresenter(presenter)
@@ -278,9 +302,26 @@ final class Host: @unchecked Sendable {
                 NSFileCoordinator.removeFilePresenter(presenter)
             }
             say("unpresented \(arguments[0])")
+        case "read-loop" where arguments.count == 2:
+            let path = arguments[0]
+            let count = max(1, Int(arguments[1]) ?? 1)
+            background {
+                // COUNT coordinated reads, one new coordinator each, as apps make them (Benchmarks/other-languages.sh).
+                let start = ContinuousClock.now
+                for _ in 0..<count {
+                    var error: NSError?
+                    NSFileCoordinator().coordinate(readingItemAt: URL(fileURLWithPath: path), error: &error) { _ in }
+                    if error != nil { return self.report("read-loop", path, error) }
+                }
+                let elapsed = ContinuousClock.now - start
+                let nanoseconds =
+                    elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+                say("done read-loop \(path) \(nanoseconds / Int64(count))")
+            }
         case "read" where arguments.count >= 1:
             let path = arguments[0]
             let options: NSFileCoordinator.ReadingOptions = arguments.contains("without-changes") ? .withoutChanges : []
+            let hold = arguments.contains("hold") ? DispatchSemaphore(value: 0) : nil
             background {
                 var error: NSError?
                 NSFileCoordinator().coordinate(
@@ -289,6 +330,11 @@ final class Host: @unchecked Sendable {
                     error: &error
                 ) { url in
                     say("granted read \(path)")
+                    if let hold {
+                        self.lock.withLock { self.held.append(hold) }
+                        say("holding read \(path)")
+                        hold.wait()
+                    }
                     let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
                     say("done read \(path) \(text)")
                 }

@@ -205,7 +205,9 @@ struct Renderer {
         for client in dump.clients {
             out +=
                 paint("client#\(client.id)", "1") + " \(client.name) pid \(client.pid): "
-                + "\(client.presenters.count) presenters, \(client.claims.count) claims\n"
+                + "\(client.presenters.count) presenters, \(client.claims.count) claims"
+                + (client.timedOutClaims > 0 ? ", \(client.timedOutClaims) timed out" : "")
+                + (client.name.hasPrefix("preload:") ? " (through libfilecoord-preload)" : "") + "\n"
             if !client.arguments.isEmpty {
                 out += "    command: \(client.arguments.map(Self.shellQuoted).joined(separator: " "))\n"
             }

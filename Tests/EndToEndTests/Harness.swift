@@ -793,9 +793,10 @@ extension TestEnvironment {
     func runTool(
         _ name: String,
         _ arguments: [String],
+        environment extra: [String: String?] = [:],
         timeout: Duration = defaultTimeout
     ) async throws -> (status: Int32, output: String, error: String) {
-        let tool = try startTool(name, arguments)
+        let tool = try startTool(name, arguments, environment: extra)
         let process = tool.process
         do {
             try await eventually(timeout: timeout, "\(name) \(arguments) to exit") { !process.isRunning }
@@ -835,7 +836,12 @@ struct RunningTool {
 extension TestEnvironment {
     /// Starts the built executable `name` with `arguments` and the test's socket, its standard output and error going
     /// to files (not a terminal), and leaves it running; ``cleanup()`` kills it if the test does not.
-    func startTool(_ name: String, _ arguments: [String]) throws -> RunningTool {
+    /// `environment` adds to (or, with `nil` values, removes from) its environment.
+    func startTool(
+        _ name: String,
+        _ arguments: [String],
+        environment extra: [String: String?] = [:]
+    ) throws -> RunningTool {
         let number = lock.withLock {
             hostCount += 1
             return hostCount
@@ -852,7 +858,8 @@ extension TestEnvironment {
         let process = try launch(
             try Products.executable(name),
             arguments,
-            environment: try childEnvironment(socket: socket),
+            environment: try childEnvironment(socket: socket).merging(extra.compactMapValues { $0 }) { $1 }
+                .filter { extra[$0.key] != .some(nil) },
             input: FileHandle.nullDevice,
             output: output,
             error: error

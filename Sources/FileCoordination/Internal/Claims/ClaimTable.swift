@@ -29,11 +29,6 @@ final class ClaimTable: Sendable {
         }
     }
 
-    /// The waiter of a claim about to be sent, if it is still registered.
-    func waiter(of claim: ClaimID) -> ClaimWaiter? {
-        state.withLock { $0.waiters[claim] }
-    }
-
     /// `claim` was granted: it is held from now on; returns its waiter, to be resumed.
     func granted(_ claim: ClaimID) -> ClaimWaiter? {
         state.withLock {

@@ -173,7 +173,7 @@ extension NSFileCoordinator {
         case .failure(let error): return error
         case .success(let prepared): request = prepared
         }
-        client.submit(.claimRequested(request.claimRequest))
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
         switch request.waiter.wait() {
         case .failed(let error):
             return error
@@ -191,7 +191,7 @@ extension NSFileCoordinator {
     }
 
     func finish(_ request: PreparedClaim, created: [ItemPath]) {
-        client.submit(.claimFinished(request.id, created: created))
+        client.send(.finishClaim(request.id, created: created))
         if let presenter, let id = client.presenterID(of: presenter) { client.refreshURL(of: id) }
     }
 }

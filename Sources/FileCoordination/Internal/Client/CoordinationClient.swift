@@ -60,26 +60,21 @@ final class CoordinationClient: Sendable {
 
     func newID() -> UInt64 { ids.next() }
 
-    /// Sends an event to the arbiter. A claim connects first if needed (starting the daemon) and fails with the
-    /// reason if no arbiter can be had; other events go only to a live transport: without one they belong to a
-    /// connection that is gone (its claims and presenters went with it), and the next connection registers every
-    /// presenter again.
-    func submit(_ event: ArbiterEvent) {
-        if case .claimRequested(let request) = event {
-            switch connection.transport() {
-            case .success(let transport):
-                if let waiter = claims.waiter(of: request.id) {
-                    transport.submitClaim(request, waiter: waiter)
-                } else {
-                    transport.submit(event)
-                }
-            case .failure(let error): fail(request.id, with: error)
-            }
-            return
+    /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: connecting first if needed
+    /// (starting the daemon); the claim fails with the reason if no arbiter can be had.
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        switch connection.transport() {
+        case .success(let transport): transport.submitClaim(request, waiter: waiter)
+        case .failure(let error): fail(request.id, with: error)
         }
+    }
+
+    /// Sends a message to the arbiter, through a live transport only: without one it belongs to a connection that
+    /// is gone (its claims and presenters went with it), and the next connection registers every presenter again.
+    func send(_ message: ClientMessage) {
         // A claim that ends is no longer held.
-        if case .claimFinished(let claim, _) = event { claims.finished(claim) }
-        connection.current?.submit(event)
+        if case .finishClaim(let claim, _) = message { claims.finished(claim) }
+        connection.current?.send(message)
     }
 
     /// Where version store calls go (issue 15): the daemon (connecting first, as a claim does), `nil` when this
@@ -109,11 +104,11 @@ final class CoordinationClient: Sendable {
             presenters.add(entry).map { ($0, connection.current) }
         }
         guard let (registration, transport) = added else { return }
-        transport?.submit(.presenterAdded(registration))
+        transport?.send(.addPresenter(registration))
     }
 
     func removePresenter(_ presenter: any NSFilePresenter) {
-        if let id = presenters.remove(presenter) { submit(.presenterRemoved(id)) }
+        if let id = presenters.remove(presenter) { send(.removePresenter(id)) }
     }
 
     var allPresenters: [any NSFilePresenter] { presenters.all }
@@ -150,7 +145,7 @@ final class CoordinationClient: Sendable {
         // The presenter's URL is read outside the lock: it is the app's code.
         guard let presenter = presenters.entry(id)?.presenter else { return }
         let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
-        if presenters.update(id, path: path) { submit(.presenterURLChanged(id, to: path)) }
+        if presenters.update(id, path: path) { send(.presenterURLChanged(id, to: path)) }
     }
 
     func storeReacquirer(_ reacquirer: @escaping @Sendable () -> Void, for request: RequestID) {
@@ -181,7 +176,7 @@ final class CoordinationClient: Sendable {
     private func deliver(_ message: PresenterMessage) {
         guard let entry = presenters.entry(message.presenter) else {
             // The presenter was removed after the arbiter sent this: answer for it.
-            if let request = message.request { submit(.presenterReplied(request, .succeeded)) }
+            if let request = message.request { send(.presenterReplied(request, .succeeded)) }
             return
         }
         let presenter = UncheckedPresenter(value: entry.presenter)
@@ -241,16 +236,16 @@ extension CoordinationClient: ConnectionOwner {
             install()
             return presenters.registrations
         }
-        for registration in registrations { transport.submit(.presenterAdded(registration)) }
+        for registration in registrations { transport.send(.addPresenter(registration)) }
         let holding = claims.heldRequests
         for request in holding {
             var declared = request
             declared.isHeld = true
             declared.timeout = nil
-            transport.submit(.claimRequested(declared))
+            transport.send(.declareHeldClaim(declared))
         }
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
-        for request in claims.finished(among: holding) { transport.submit(.claimFinished(request.id, created: [])) }
+        for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
     }
 }

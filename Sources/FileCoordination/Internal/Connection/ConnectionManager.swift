@@ -15,8 +15,8 @@ protocol ConnectionOwner: TransportDelegate {
     /// Whether the client needs a connection without a call asking for one: it has presenters (they must hear what
     /// other processes do) or claims held (a new daemon must know of them).
     var needsConnection: Bool { get }
-    /// Sends an event through whichever transport is in charge now (a retired in-process arbiter's claims).
-    func submit(_ event: ArbiterEvent)
+    /// Sends a claim through whichever transport is in charge now (a retired in-process arbiter's claims).
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
 }
 
 /// Chooses, makes and keeps a client's transport: the daemon's connection (started, retried, reconnected after a
@@ -190,7 +190,9 @@ final class ConnectionManager: @unchecked Sendable {
     private func moveToDaemon(_ daemon: DaemonTransport, owner: any ConnectionOwner) -> Bool {
         connecting.withLock {
             guard let local = state.withLock({ $0.fallbackReason != nil ? $0.local : nil }) else { return true }
-            guard local.retireIfIdle(reroute: { [weak owner] in owner?.submit($0) }) else { return false }
+            guard local.retireIfIdle(reroute: { [weak owner] in owner?.submitClaim($0, waiter: $1) }) else {
+                return false
+            }
             sawDaemon.record()
             state.withLock {
                 $0.local = nil

@@ -106,7 +106,7 @@ enum PresenterDelivery {
         return { reacquirer in
             guard once.claim(), let request = message.request else { return }
             if let reacquirer { client.storeReacquirer(reacquirer, for: request) }
-            client.submit(.presenterReplied(request, .relinquished(reacquirer: reacquirer != nil)))
+            client.send(.presenterReplied(request, .relinquished(reacquirer: reacquirer != nil)))
         }
     }
 
@@ -118,7 +118,7 @@ enum PresenterDelivery {
         return { error in
             guard once.claim(), let request = message.request else { return }
             guard let error else {
-                client.submit(.presenterReplied(request, .succeeded))
+                client.send(.presenterReplied(request, .succeeded))
                 return
             }
             client.recordPresenterError(error, presenter: message.presenter)
@@ -128,7 +128,7 @@ enum PresenterDelivery {
                 code: nsError.code,
                 message: nsError.localizedDescription
             )
-            client.submit(.presenterReplied(request, .failed(reply)))
+            client.send(.presenterReplied(request, .failed(reply)))
         }
     }
 }

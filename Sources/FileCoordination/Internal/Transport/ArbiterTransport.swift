@@ -2,21 +2,16 @@ import FCCore
 import Foundation
 
 /// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the
-/// in-process arbiter (``LocalArbiterTransport``). A transport feeds events to an arbiter and hands what comes back
-/// for the client to its ``TransportDelegate`` as ``InboundMessage``s, in the order the arbiter emitted them.
+/// in-process arbiter (``LocalArbiterTransport``). A transport takes the client's claims (each with its waiter) and
+/// ``ClientMessage``s to an arbiter, and hands what comes back for the client to its ``TransportDelegate`` as
+/// ``InboundMessage``s, in the order the arbiter emitted them.
 ///
-/// - Important: `submit(_:)` may be called from any thread, including from inside
-///   ``TransportDelegate/receive(_:)``.
+/// - Important: Both methods may be called from any thread, including from inside ``TransportDelegate/receive(_:)``.
 protocol ArbiterTransport: AnyObject, Sendable {
-    func submit(_ event: ArbiterEvent)
     /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
     func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
-}
-
-extension ArbiterTransport {
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        submit(.claimRequested(request))
-    }
+    /// Sends a message that is not a claim.
+    func send(_ message: ClientMessage)
 }
 
 /// Who a transport reports to: the client (``CoordinationClient``).

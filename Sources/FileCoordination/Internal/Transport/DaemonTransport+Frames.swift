@@ -31,7 +31,7 @@ extension DaemonTransport {
             guard let message = try? PresenterMessage(wire: wire, client: client) else { return }
             delegate.receive(.presenter(message))
         case .versionStoreReply(let reply)?:
-            delegate.receive(.versionReply(reply))
+            delegate.receive(.versionReply(VersionStoreReply(wire: reply)))
             versionRequestEnded()
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")

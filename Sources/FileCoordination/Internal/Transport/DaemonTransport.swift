@@ -11,7 +11,7 @@ import SystemPackage
 /// (docs/ARCHITECTURE.md §8.1 and §9).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
-/// from then on `submit(_:)` writes frames from any thread, and whoever holds the *reader role* reads frames and hands
+/// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader role* reads frames and hands
 /// grants, failures, presenter messages and version replies to the delegate in the order the daemon sent them
 /// (docs/ARCHITECTURE.md, "The client"):
 ///
@@ -101,12 +101,12 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         buffer.deallocate()
     }
 
-    func submit(_ event: ArbiterEvent) {
-        switch event {
-        case .presenterAdded(let registration):
+    func send(_ message: ClientMessage) {
+        switch message {
+        case .addPresenter(let registration):
             // Before the frame goes: the presenter's first message may come at once.
             updateReading { $0.presenters.insert(registration.id) }
-        case .presenterRemoved(let presenter):
+        case .removePresenter(let presenter):
             updateReading { $0.presenters.remove(presenter) }
         case .preparationReturned:
             // Informational (fcdump): an older daemon of this protocol version would not know the message.
@@ -114,7 +114,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         default:
             break
         }
-        send(event)
+        send(message.event)
     }
 
     /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
@@ -130,7 +130,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
     }
 
-    func send(_ event: ArbiterEvent) {
+    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
+    private func send(_ event: ArbiterEvent) {
         guard let frame = Filecoord_V1_Frame(event) else { return }
         do {
             try sendFrame(frame)

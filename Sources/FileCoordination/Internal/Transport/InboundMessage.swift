@@ -1,5 +1,4 @@
 import FCCore
-import FCProtocol
 
 /// What a transport hands the client: the client's own vocabulary, the same whether the daemon or the in-process
 /// arbiter sent it. Failures arrive already mapped to the caller's error (``ClaimFailureMapping``), so the client
@@ -14,5 +13,5 @@ enum InboundMessage: Sendable {
     /// A message for one of this client's presenters.
     case presenter(PresenterMessage)
     /// The daemon's answer to a version store request (issue 15).
-    case versionReply(Filecoord_V1_VersionStoreReply)
+    case versionReply(VersionStoreReply)
 }

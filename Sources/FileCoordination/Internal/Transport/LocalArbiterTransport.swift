@@ -30,7 +30,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         var clients: [ClientID: Attached] = [:]
         /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
         /// sends it to the daemon now in charge.
-        var reroute: (@Sendable (ArbiterEvent) -> Void)?
+        var reroute: (@Sendable (ClaimRequest, ClaimWaiter) -> Void)?
     }
     private let state: Locked<State>
     /// The origin of the times given to the arbiter (for the wait times in deadlock reports).
@@ -67,14 +67,23 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         return state.withLock { $0.clients[client]?.delegate }
     }
 
-    func submit(_ event: ArbiterEvent) {
-        let reroute = state.withLock { state -> (@Sendable (ArbiterEvent) -> Void)? in
-            if case .claimRequested = event, let reroute = state.reroute { return reroute }
-            handle(event, in: &state)
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        let reroute = state.withLock { state -> (@Sendable (ClaimRequest, ClaimWaiter) -> Void)? in
+            if let reroute = state.reroute { return reroute }
+            handle(.claimRequested(request), in: &state)
             return nil
         }
         // Retired: no new claim may be arbitrated here while other processes coordinate through the daemon.
-        reroute?(event)
+        reroute?(request, waiter)
+    }
+
+    func send(_ message: ClientMessage) {
+        submit(message.event)
+    }
+
+    /// Hands `event` to the arbiter.
+    private func submit(_ event: ArbiterEvent) {
+        state.withLock { handle(event, in: &$0) }
     }
 
     /// Under the lock: hands `event` to the arbiter, runs its timer effects and queues the client's in order.
@@ -114,7 +123,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// Stops arbitrating new claims if none is live here, handing each later claim to `reroute` instead; returns
     /// whether it did. Events of claims already here would still be handled, but there are none: the check and the
     /// switch are one step under the lock, so no claim can be granted here after a daemon took over.
-    func retireIfIdle(reroute: @escaping @Sendable (ArbiterEvent) -> Void) -> Bool {
+    func retireIfIdle(reroute: @escaping @Sendable (ClaimRequest, ClaimWaiter) -> Void) -> Bool {
         state.withLock { state in
             guard state.arbiter.snapshot().claims.isEmpty else { return false }
             state.reroute = reroute

@@ -21,7 +21,7 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
         _ operation: Filecoord_V1_VersionStoreOperation,
         _ fill: (inout Filecoord_V1_VersionStoreRequest) -> Void = { _ in }
     )
-        throws -> Filecoord_V1_VersionStoreReply
+        throws -> VersionStoreReply.Answer
     {
         var request = Filecoord_V1_VersionStoreRequest()
         request.operation = operation
@@ -29,12 +29,12 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
         return try table.call(request, on: transport)
     }
 
-    private func one(_ reply: Filecoord_V1_VersionStoreReply) -> StoredVersion? {
-        reply.versions.first.map(Self.stored)
+    private func one(_ reply: VersionStoreReply.Answer) -> StoredVersion? {
+        reply.versions.first
     }
 
     func versions(of itemPath: String) throws -> [StoredVersion] {
-        try call(.list) { $0.itemPath = Data(itemPath.utf8) }.versions.map(Self.stored)
+        try call(.list) { $0.itemPath = Data(itemPath.utf8) }.versions
     }
     func version(id: String) throws -> StoredVersion? { one(try call(.find) { $0.versionID = id }) }
     func add(item: String, contentsOf: String, byMoving: Bool, conflict: ConflictOrigin?) throws -> StoredVersion {
@@ -54,7 +54,7 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     }
     func remove(id: String) throws -> StoredVersion? { one(try call(.remove) { $0.versionID = id }) }
     func removeAll(of itemPath: String) throws -> [StoredVersion] {
-        try call(.removeAll) { $0.itemPath = Data(itemPath.utf8) }.versions.map(Self.stored)
+        try call(.removeAll) { $0.itemPath = Data(itemPath.utf8) }.versions
     }
     func markResolved(id: String) throws -> StoredVersion? { one(try call(.resolve) { $0.versionID = id }) }
     func markDiscardable(id: String) throws -> Bool { try call(.discardable) { $0.versionID = id }.found }
@@ -64,7 +64,7 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
             request.versionID = id
             request.byMoving = byMoving
         }
-        return String(decoding: reply.path, as: UTF8.self)
+        return reply.path
     }
     func itemMoved(from: String, to: String) throws {
         _ = try call(.moved) { request in
@@ -73,24 +73,7 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
         }
     }
     func makeTemporaryDirectory() throws -> String {
-        String(decoding: try call(.temporaryDirectory).path, as: UTF8.self)
-    }
-
-    static func stored(_ record: Filecoord_V1_StoredVersionRecord) -> StoredVersion {
-        StoredVersion(
-            id: record.id,
-            itemPath: String(decoding: record.itemPath, as: UTF8.self),
-            name: record.name,
-            contentsPath: String(decoding: record.contentsPath, as: UTF8.self),
-            savingComputer: record.hasSavingComputer ? record.savingComputer : nil,
-            originator: record.hasOriginator ? record.originator : nil,
-            modificationDate: Date(timeIntervalSince1970: record.modificationDate),
-            addedDate: Date(timeIntervalSince1970: record.addedDate),
-            isConflict: record.isConflict,
-            isResolved: record.isResolved,
-            isDiscardable: record.isDiscardable,
-            itemGoneSince: nil
-        )
+        try call(.temporaryDirectory).path
     }
 }
 
@@ -107,7 +90,7 @@ final class VersionRequestTable: Sendable {
     private final class Waiter: @unchecked Sendable {
         let transport: ObjectIdentifier
         let done = DispatchSemaphore(value: 0)
-        var outcome: Result<Filecoord_V1_VersionStoreReply, VersionStoreError>?
+        var outcome: Result<VersionStoreReply.Answer, VersionStoreError>?
         init(transport: ObjectIdentifier) { self.transport = transport }
     }
 
@@ -122,7 +105,7 @@ final class VersionRequestTable: Sendable {
     func call(
         _ request: Filecoord_V1_VersionStoreRequest,
         on transport: DaemonTransport
-    ) throws -> Filecoord_V1_VersionStoreReply {
+    ) throws -> VersionStoreReply.Answer {
         var request = request
         let waiter = Waiter(transport: ObjectIdentifier(transport))
         state.withLock { state in
@@ -144,25 +127,14 @@ final class VersionRequestTable: Sendable {
                 "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
             )
         }
-        let reply = try state.withLock { _ in waiter.outcome! }.get()
-        guard reply.errorCode == 0 else {
-            let code: VersionStoreError.Code =
-                switch reply.errorCode {
-                case 1: .noSuchFile
-                case 2: .noSuchVersion
-                case 4: .ioFailure
-                default: .storeUnavailable
-                }
-            throw VersionStoreError(code, reply.errorMessage)
-        }
-        return reply
+        return try state.withLock { _ in waiter.outcome! }.get()
     }
 
     /// A reply arrived (on the reader thread).
-    func complete(_ reply: Filecoord_V1_VersionStoreReply) {
+    func complete(_ reply: VersionStoreReply) {
         let waiter = state.withLock { state in
             let waiter = state.waiting.removeValue(forKey: reply.requestID)
-            waiter?.outcome = .success(reply)
+            waiter?.outcome = reply.result
             return waiter
         }
         guard let waiter else { return }

@@ -103,7 +103,7 @@ enum VersionStoreAccessPoint {
 enum VersionNotifier {
     static func changed(_ itemPath: String, _ change: VersionChange) {
         guard let access = ThreadContext.accesses.last, let path = try? ItemPath(absolute: itemPath) else { return }
-        access.client.submit(.versionChanged(access.claim, path, change))
+        access.client.send(.versionChanged(access.claim, path, change))
     }
 }
 

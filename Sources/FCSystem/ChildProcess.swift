@@ -1,0 +1,109 @@
+public import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Running a command as a child of the calling process and waiting for it, as a shell does: `fccoord` runs the
+/// command it was given while it holds its claims, and the presenter hooks of `fccoord present`.
+///
+/// The child is started with `posix_spawnp` (the command is looked up on `PATH` when it has no `/`), inherits the
+/// caller's standard input, output and error and environment, and starts with default dispositions for the signals
+/// a command-line tool changes (`SIGINT`, `SIGQUIT`, `SIGTERM`, `SIGHUP`, `SIGPIPE`) and an empty signal mask.
+///
+/// - Important: Thread-safe. Only for processes that own their children (tools, not the library, which never
+///   starts a child it waits for).
+public enum ChildProcess {
+    /// How a child ended.
+    public enum Termination: Hashable, Sendable {
+        /// It exited with this status.
+        case exited(Int32)
+        /// A signal ended it.
+        case signalled(Int32)
+
+        /// The status a shell reports: the exit status, or 128 plus the signal's number.
+        public var shellStatus: Int32 {
+            switch self {
+            case .exited(let status): status
+            case .signalled(let number): 128 + number
+            }
+        }
+    }
+
+    /// A child that was started and not yet waited for.
+    public struct Running: Sendable {
+        /// Its pid.
+        public let pid: Int32
+
+        /// Sends it `signal`; a child that already exited (not yet waited for) ignores it.
+        public func send(_ signal: Int32) {
+            _ = kill(pid, signal)
+        }
+
+        /// Waits until it ends (`EINTR` retried) and reaps it.
+        public func wait() throws(Errno) -> Termination {
+            var status: Int32 = 0
+            _ = try retryOnInterrupt { waitpid(pid, &status, 0) }
+            // WIFEXITED / WEXITSTATUS / WTERMSIG are macros Swift cannot import.
+            let signal = status & 0x7f
+            if signal == 0 { return .exited((status >> 8) & 0xff) }
+            return .signalled(signal)
+        }
+    }
+
+    /// Starts `arguments[0]` (looked up on `PATH` unless it contains a `/`) with `arguments`, and `environment`
+    /// (`NAME=value`), or the caller's environment when `nil`.
+    ///
+    /// - Throws: The `Errno` of `posix_spawnp`: `ENOENT` when the command is not found, `EACCES` when it cannot be
+    ///   executed.
+    ///
+    /// With `outputToError`, the child's standard output is the caller's standard error (hooks of a tool whose
+    /// standard output is machine-readable).
+    public static func start(
+        _ arguments: [String],
+        environment: [String]? = nil,
+        outputToError: Bool = false
+    ) throws(Errno) -> Running {
+        precondition(!arguments.isEmpty, "ChildProcess.start needs a command")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if outputToError { posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result: Int32
+        if let environment {
+            var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+            defer { for pointer in envp { free(pointer) } }
+            result = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, &envp)
+        } else {
+            result = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        }
+        guard result == 0 else { throw Errno(rawValue: result) }
+        return Running(pid: pid)
+    }
+
+    /// Runs `arguments` and waits for it.
+    public static func run(
+        _ arguments: [String],
+        environment: [String]? = nil,
+        outputToError: Bool = false
+    ) throws(Errno) -> Termination {
+        try start(arguments, environment: environment, outputToError: outputToError).wait()
+    }
+}

@@ -1,0 +1,79 @@
+// fccoord: file coordination for shell scripts, as flock(1) is file locking for them. Runs a command while
+// coordinated claims are held, moves and deletes items in coordinated writes, and presents an item, printing every
+// presenter callback as one JSON line. One implementation with the library: everything goes through
+// FileCoordination's public API (FCBridge).
+
+import ArgumentParser
+import FCBridge
+
+@main
+struct FCCoord: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fccoord",
+        abstract: "Coordinate file access from the shell, with apps that use NSFileCoordinator and NSFilePresenter.",
+        discussion: """
+            fccoord talks to filecoordd (started on demand), like every program that coordinates.
+
+            EXIT STATUS
+              read, write: the command's own status (128+N when signal N ended it); otherwise:
+              64   bad usage
+              120  refused by a presenter (its save or its accommodation of the deletion failed)
+              121  daemon unreachable (none answered and none could be started), or the connection was lost
+              122  bad path (relative to nothing, unresolvable; for move and delete: no such item)
+              123  failed to break a deadlock
+              124  timed out (--timeout)
+              125  any other failure of fccoord itself (for move and delete: the rename or removal failed)
+              126  the command was found but cannot be executed
+              127  the command was not found
+
+            As with timeout(1), a command that exits with one of these statuses itself cannot be told apart from
+            fccoord's own failure: the message on standard error tells.
+            """,
+        subcommands: [ReadCommand.self, WriteCommand.self, MoveCommand.self, DeleteCommand.self, PresentCommand.self]
+    )
+
+    /// Parses the arguments before the first `--` (argument-parser allows one positional array, the paths), and
+    /// runs the subcommand; the words after `--` are ``CommandWords/words``.
+    static func main() {
+        do {
+            var command = try parseAsRoot(CommandWords.options)
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// The command line split at its first `--`: the options and paths before it, the command after it.
+enum CommandWords {
+    private static let split: (options: [String], words: [String]) = {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let separator = arguments.firstIndex(of: "--") else { return (arguments, []) }
+        return (Array(arguments[..<separator]), Array(arguments[(separator + 1)...]))
+    }()
+
+    /// What argument-parser parses.
+    static var options: [String] { split.options }
+    /// The command to run (`read`, `write`).
+    static var words: [String] { split.words }
+}
+
+/// Options every subcommand has.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "Seconds to wait for the claims (fractions allowed) before giving up with status 124.")
+    var timeout: Double?
+
+    @Option(help: "The coordinator's purpose identifier (coordinators with the same purpose never block each other).")
+    var purpose: String?
+
+    func validate() throws {
+        if let timeout, !(timeout > 0 && timeout <= 86_400 * 365) {
+            throw ValidationError("--timeout must be a positive number of seconds")
+        }
+        if let purpose, purpose.isEmpty { throw ValidationError("--purpose must not be empty") }
+    }
+
+    var settings: CallSettings {
+        CallSettings(timeout: timeout.map { .milliseconds(Int64(($0 * 1_000).rounded(.up))) }, purpose: purpose)
+    }
+}

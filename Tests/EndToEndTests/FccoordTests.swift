@@ -1,0 +1,186 @@
+// fccoord (issue 24) against a private filecoordd, with Swift clients (fc-testhost) on the other side: claims held
+// while the command runs, presenters answering first, move and delete, the JSON presenter with its hooks, and every
+// documented exit status.
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+@Suite(.timeLimit(.minutes(1)))
+struct FccoordTests {
+    /// A shell command writing `text` to the first path fccoord hands it.
+    private func writeCommand(_ text: String) -> [String] {
+        ["--", "/bin/sh", "-c", "printf '\(text)' > \"$FCCOORD_PATH_1\""]
+    }
+
+    @Test func writeRunsTheCommandAfterASwiftPresenterRelinquishedAndSaved() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("document.txt", "draft")
+            let host = try await environment.host("app")
+            try await host.present("P", item)
+
+            let result = try await environment.runTool(
+                "fccoord",
+                ["write", "--merging", item] + writeCommand("from fccoord")
+            )
+            #expect(result.status == 0, "\(result.error)")
+            #expect(try String(contentsOfFile: item, encoding: .utf8) == "from fccoord")
+            let events = try await host.settledPresenterEvents("P", count: 3)
+            // The presenter relinquished and saved before the command ran, and reacquired after it.
+            #expect(Array(events.prefix(2)).sorted() == ["relinquishToWriter", "save"], "\(events)")
+            #expect(events.contains("reacquire"), "\(events)")
+        }
+    }
+
+    @Test func theCommandWaitsForASwiftWriterAndItsStatusIsFccoordsStatus() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("held.txt", "x")
+            let host = try await environment.host("writer")
+            try host.send("write \(item) swift hold")
+            _ = try await host.waitFor("granted write \(item)")
+
+            let marker = environment.path("ran")
+            let tool = try environment.startTool(
+                "fccoord",
+                ["read", item, "--", "/bin/sh", "-c", "touch '\(marker)'; exit 7"]
+            )
+            try await Task.sleep(for: quietTime)
+            #expect(!FileManager.default.fileExists(atPath: marker), "the command ran while a Swift writer held")
+            try host.send("release")
+            try await eventually("fccoord to exit") { !tool.process.isRunning }
+            tool.process.waitUntilExit()
+            #expect(tool.process.terminationStatus == 7, "\(tool.error)")
+            #expect(FileManager.default.fileExists(atPath: marker))
+        }
+    }
+
+    @Test func exitStatusesTellTimeoutRefusalBadPathAndMissingCommands() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("item.txt", "x")
+            let refusing = try environment.file("refusing.txt", "y")
+            let host = try await environment.host("app")
+            try await host.present("R", refusing, "refuse-save")
+            try host.send("write \(item) swift hold")
+            _ = try await host.waitFor("granted write \(item)")
+
+            let timedOut = try await environment.runTool("fccoord", ["read", "--timeout", "0.3", item, "--", "true"])
+            #expect(timedOut.status == 124, "\(timedOut.error)")
+            #expect(timedOut.error.contains("fccoord: "))
+
+            let refused = try await environment.runTool("fccoord", ["write", "--merging", refusing, "--", "true"])
+            #expect(refused.status == 120, "\(refused.error)")
+            #expect(refused.error.contains("could not be saved"), "\(refused.error)")
+
+            let missing = environment.path("missing.txt")
+            let badMove = try await environment.runTool("fccoord", ["move", missing, environment.path("to.txt")])
+            #expect(badMove.status == 122, "\(badMove.error)")
+            let badDelete = try await environment.runTool("fccoord", ["delete", missing])
+            #expect(badDelete.status == 122, "\(badDelete.error)")
+
+            let free = try environment.file("free.txt", "z")
+            let notFound = try await environment.runTool("fccoord", ["read", free, "--", "/nonexistent/command"])
+            #expect(notFound.status == 127, "\(notFound.error)")
+            let usage = try await environment.runTool("fccoord", ["read", free])
+            #expect(usage.status == 64, "\(usage.error)")
+            try host.send("release")
+        }
+    }
+
+    @Test func anUnansweringDaemonIsStatus121() async throws {
+        try await TestEnvironment.run { environment in
+            try FileManager.default.createDirectory(
+                atPath: environment.path("run"),
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+            let listener = try SilentListener(path: environment.socket)
+            let item = try environment.file("item.txt", "x")
+            let result = try await environment.runTool(
+                "fccoord",
+                ["read", item, "--", "true"],
+                environment: ["FILECOORD_CONNECT_TIMEOUT": "1", "FILECOORDD_PATH": "/nonexistent/filecoordd"]
+            )
+            #expect(result.status == 121, "\(result.error)")
+            _ = listener
+        }
+    }
+
+    @Test func moveAndDeleteTellSwiftPresenters() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("a.txt", "a")
+            let destination = environment.path("b.txt")
+            let host = try await environment.host("app")
+            try await host.present("P", item)
+
+            let moved = try await environment.runTool("fccoord", ["move", item, destination])
+            #expect(moved.status == 0, "\(moved.error)")
+            _ = try await host.waitFor("presenter P didMove \(destination)")
+            #expect(FileManager.default.fileExists(atPath: destination))
+
+            let deleted = try await environment.runTool("fccoord", ["delete", destination])
+            #expect(deleted.status == 0, "\(deleted.error)")
+            _ = try await host.waitFor("presenter P accommodateDeletion")
+            #expect(!FileManager.default.fileExists(atPath: destination))
+        }
+    }
+
+    @Test func presentPrintsJSONLinesAndItsSaveHookAnswersBeforeTheSwiftWriter() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("shared.txt", "v1")
+            let saved = environment.path("saved-by-hook")
+            let presenter = try environment.startTool(
+                "fccoord",
+                ["present", item, "--on-save", "printf hook > '\(saved)'; echo not-json"]
+            )
+            try await presenter.waitForOutput("\"event\":\"ready\"")
+
+            let host = try await environment.host("writer")
+            try host.send("write \(item) v2 merging")
+            _ = try await host.waitFor("granted write \(item)")
+            // The hook ran before the presenter answered, so before the write was granted.
+            #expect(FileManager.default.fileExists(atPath: saved))
+            _ = try await host.waitFor("done write \(item)")
+            try await presenter.waitForOutput("\"event\":\"presentedItemDidChange\"")
+            let lines = presenter.output.split(separator: "\n")
+            for line in lines {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object?["event"] is String, "not a JSON event line: \(line)")
+            }
+            let events = lines.compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["event"] as? String
+            }
+            #expect(events.contains("relinquishPresentedItemToWriter"), "\(events)")
+            #expect(events.contains("savePresentedItemChanges"), "\(events)")
+            #expect(presenter.error.contains("not-json"), "the hook's output goes to standard error")
+
+            kill(presenter.process.processIdentifier, SIGTERM)
+            try await eventually("fccoord present to exit") { !presenter.process.isRunning }
+            presenter.process.waitUntilExit()
+            #expect(presenter.process.terminationStatus == 0)
+        }
+    }
+
+    @Test func aFailingSaveHookRefusesTheSwiftWrite() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("shared.txt", "v1")
+            let presenter = try environment.startTool("fccoord", ["present", item, "--on-save", "exit 3"])
+            try await presenter.waitForOutput("\"event\":\"ready\"")
+            let host = try await environment.host("writer")
+            try host.send("write \(item) v2 merging")
+            let failed = try await host.waitFor("failed write \(item)")
+            #expect(failed.text.contains("FileCoordinationBridgePresenter 3"), "\(failed.text)")
+            #expect(try String(contentsOfFile: item, encoding: .utf8) == "v1")
+        }
+    }
+}

@@ -1,0 +1,396 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+// Issue 25: unmodified programs run under libfilecoord-preload.so (contrib/preload) take part in coordination: a
+// presenter in another process (fc-testhost) is asked first, a coordinated reader makes their writes wait, a
+// program killed mid-write releases its claim, and without a daemon every program behaves as without the library.
+// The library is built by scripts/build-preload.sh when the suite first needs it; a build that fails fails the
+// tests (nothing is skipped).
+
+/// The preload library, built once per test process.
+enum PreloadLibrary {
+    static let built: Result<String, HarnessError> = build()
+
+    static func path() throws -> String { try built.get() }
+
+    /// The repository's root, from this file's path.
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    private static func build() -> Result<String, HarnessError> {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [repositoryRoot + "/scripts/build-preload.sh"]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            return .failure(HarnessError(description: "scripts/build-preload.sh could not start: \(error)"))
+        }
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let path = printed.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, FileManager.default.fileExists(atPath: path) else {
+            return .failure(
+                HarnessError(
+                    description: "scripts/build-preload.sh failed (status \(process.terminationStatus)): "
+                        + "\(complaints)\(printed)"
+                )
+            )
+        }
+        return .success(path)
+    }
+}
+
+/// A program started by a test, its standard output and error going to files.
+struct Program {
+    let process: Process
+    let outputPath: String
+    let errorPath: String
+
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    var error: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    /// Waits (bounded) for the program to exit; returns its status.
+    func waitForExit(timeout: Duration = defaultTimeout) async throws -> Int32 {
+        do {
+            try await eventually(timeout: timeout, "\(process.arguments ?? []) to exit") { !process.isRunning }
+        } catch {
+            kill(process.processIdentifier, SIGKILL)
+            throw HarnessError(description: "\(error); it printed: \(output) \(self.error)")
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+extension TestEnvironment {
+    /// Starts `command` (its first word looked up on PATH) in `directory` (default: the test's folder), with the
+    /// test's socket and, when `preloaded`, the preload library; `input` is its standard input.
+    func startProgram(
+        _ command: [String],
+        preloaded: Bool = true,
+        input: String = "",
+        in workingDirectory: String? = nil,
+        environment extra: [String: String] = [:]
+    ) throws -> Program {
+        var environment = try childEnvironment(socket: socket, mayStartDaemon: false)
+        environment["FILECOORDD_PATH"] = nil
+        if preloaded { environment["LD_PRELOAD"] = try PreloadLibrary.path() }
+        for (key, value) in extra { environment[key] = value }
+        let number = UUID().uuidString.prefix(8)
+        let outputPath = path("program-\(number).stdout")
+        let errorPath = path("program-\(number).stderr")
+        let inputPath = path("program-\(number).stdin")
+        try Data(input.utf8).write(to: URL(fileURLWithPath: inputPath))
+        for file in [outputPath, errorPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+        guard let output = FileHandle(forWritingAtPath: outputPath),
+            let error = FileHandle(forWritingAtPath: errorPath),
+            let standardInput = FileHandle(forReadingAtPath: inputPath)
+        else { throw HarnessError(description: "cannot open the files of \(command)") }
+        defer {
+            try? output.close()
+            try? error.close()
+            try? standardInput.close()
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory ?? directory)
+        process.standardInput = standardInput
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        return Program(process: process, outputPath: outputPath, errorPath: errorPath)
+    }
+
+    /// Runs `command` to completion (bounded); returns its status, output and error output.
+    func runProgram(
+        _ command: [String],
+        preloaded: Bool = true,
+        input: String = "",
+        in workingDirectory: String? = nil,
+        environment extra: [String: String] = [:]
+    ) async throws -> (status: Int32, output: String, error: String) {
+        let program = try startProgram(
+            command,
+            preloaded: preloaded,
+            input: input,
+            in: workingDirectory,
+            environment: extra
+        )
+        let status = try await program.waitForExit()
+        return (status, program.output, program.error)
+    }
+
+    /// The text of a file, `nil` when it does not exist.
+    func contents(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
+
+    /// Runs a command without the library (test setup), failing on a non-zero status.
+    func setUp(_ command: [String], in workingDirectory: String? = nil) async throws {
+        let result = try await runProgram(command, preloaded: false, in: workingDirectory)
+        guard result.status == 0 else {
+            throw HarnessError(description: "setup \(command) failed: \(result.error)\(result.output)")
+        }
+    }
+}
+
+/// One program writing `doc.txt` (which holds "old") so that it holds "new".
+struct WritingProgram: Sendable, CustomTestStringConvertible {
+    var name: String
+    /// Run without the library before the presenter registers, in the test's folder.
+    var setup: [[String]] = []
+    var command: [String]
+    var input: String = ""
+    /// The program deletes the file and creates a new one (git): the presenter is asked to accommodate the deletion,
+    /// and the new file may appear after it reacquired.
+    var deletesFirst = false
+
+    var testDescription: String { name }
+
+    static let all: [WritingProgram] = [
+        WritingProgram(
+            name: "cp",
+            setup: [["sh", "-c", "printf 'new\\n' > source.txt"]],
+            command: ["cp", "source.txt", "doc.txt"]
+        ),
+        WritingProgram(name: "tee", command: ["tee", "doc.txt"], input: "new\n"),
+        WritingProgram(name: "sed -i", command: ["sed", "-i", "s/old/new/", "doc.txt"]),
+        WritingProgram(
+            name: "python3",
+            command: ["python3", "-c", "open('doc.txt', 'w').write('new\\n')"]
+        ),
+        WritingProgram(name: "ed", command: ["ed", "-s", "doc.txt"], input: ",s/old/new/\nw\nq\n"),
+        WritingProgram(
+            name: "mv",
+            setup: [["sh", "-c", "printf 'new\\n' > source.txt"]],
+            command: ["mv", "source.txt", "doc.txt"]
+        ),
+        WritingProgram(
+            name: "git checkout",
+            setup: [
+                ["git", "init", "-q", "."],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "add", "doc.txt"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "old"],
+                ["sh", "-c", "printf 'new\\n' > doc.txt"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qam", "new"],
+                ["git", "checkout", "-q", "HEAD~1", "--", "doc.txt"],
+            ],
+            command: ["git", "checkout", "-q", "HEAD", "--", "doc.txt"],
+            deletesFirst: true
+        ),
+    ]
+}
+
+@Suite struct PreloadEndToEndTests {
+    @Test(
+        "A program's write asks the presenter in another process first: relinquish sees the old text, reacquire the new",
+        arguments: WritingProgram.all
+    )
+    func presenterIsAskedFirst(program: WritingProgram) async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            for step in program.setup { try await env.setUp(step) }
+            #expect(env.contents(document) == "old\n")
+            let host = try await env.host("P")
+            try await host.present("R", document, "show-contents")
+
+            let result = try await env.runProgram(program.command, input: program.input)
+            #expect(result.status == 0, "\(program.name) failed: \(result.error)")
+            #expect(env.contents(document) == "new\n")
+
+            _ = try await host.waitFor("presenter R reacquire")
+            let events = try await host.settledPresenterEvents("R", count: 1)
+            let relinquish = try #require(events.firstIndex(of: "relinquishToWriter"), "\(events)")
+            let reacquire = try #require(events.firstIndex(of: "reacquire"), "\(events)")
+            // What the file held when the presenter was asked, and when it came back.
+            #expect(events[relinquish + 1] == "contents old", "\(events)")
+            #expect(relinquish < reacquire, "\(events)")
+            if program.deletesFirst {
+                #expect(events.contains("accommodateDeletion"), "\(events)")
+            } else {
+                #expect(events[reacquire - 1] == "contents new", "\(events)")
+                // Told once, by the claim: the watcher does not report the program's write a second time.
+                #expect(events.filter { $0 == "didChange" }.count == 1, "\(events)")
+            }
+            #expect(result.error.isEmpty, "the library must write nothing: \(result.error)")
+        }
+    }
+
+    @Test("A merging write (appending) asks the presenter to save first; with FILECOORD_PRELOAD_READS=1 a read does")
+    func mergingWriteAndReadAskToSave() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let host = try await env.host("P")
+            try await host.present("R", document)
+            let appended = try await env.runProgram(["python3", "-c", "open('doc.txt', 'a').write('more\\n')"])
+            #expect(appended.status == 0, "\(appended.error)")
+            _ = try await host.waitFor("presenter R reacquire")
+            #expect(host.presenterEvents("R").prefix(2) == ["relinquishToWriter", "save"])
+
+            let read = try await env.runProgram(["cat", "doc.txt"], environment: ["FILECOORD_PRELOAD_READS": "1"])
+            #expect(read.output == "old\nmore\n")
+            _ = try await host.waitFor("presenter R reacquire", count: 2)
+            let events = try await host.settledPresenterEvents("R", count: 1)
+            let second = try #require(events.firstIndex(of: "relinquishToReader"), "\(events)")
+            #expect(events[second + 1] == "save", "\(events)")
+            // Without the variable, reads are not coordinated.
+            _ = try await env.runProgram(["cat", "doc.txt"])
+            #expect(try await host.staysWithout("presenter R relinquishToReader", count: 2))
+        }
+    }
+
+    @Test("rm asks the presenter to accommodate the deletion before the file goes")
+    func removeAsksForDeletion() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let host = try await env.host("P")
+            try await host.present("R", document)
+            let result = try await env.runProgram(["rm", "doc.txt"])
+            #expect(result.status == 0, "\(result.error)")
+            #expect(env.contents(document) == nil)
+            let events = try await host.settledPresenterEvents("R", count: 1)
+            #expect(events.prefix(2) == ["relinquishToWriter", "accommodateDeletion"], "\(events)")
+        }
+    }
+
+    @Test("mv of a presented file: the presenter follows it to its new name")
+    func movedPresenterFollows() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let host = try await env.host("P")
+            try await host.present("R", document)
+            let result = try await env.runProgram(["mv", "doc.txt", "renamed.txt"])
+            #expect(result.status == 0, "\(result.error)")
+            _ = try await host.waitFor("presenter R didMove \(env.path("renamed.txt"))")
+            let events = try await host.settledPresenterEvents("R", count: 1)
+            #expect(events.contains("relinquishToWriter"), "\(events)")
+            // The move was reported by the mover: the watcher does not report it a second time.
+            #expect(events.filter { $0.hasPrefix("didMove") }.count == 1, "\(events)")
+        }
+    }
+
+    @Test(
+        "A coordinated reader in a Swift process makes the program's write wait until the read ends; fcdump shows the program"
+    )
+    func readerMakesWriteWait() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let reader = try await env.host("R")
+            try reader.send("read \(document) hold")
+            _ = try await reader.waitFor("holding read \(document)")
+
+            let program = try env.startProgram(["tee", "doc.txt"], input: "new\n")
+            // It waits for its claim: fcdump lists it, through the library, with a waiting claim.
+            var listing = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline {
+                listing = try await env.runTool("fcdump", ["clients"]).output
+                if listing.contains("preload:tee pid \(program.process.processIdentifier): 0 presenters, 1 claims") {
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(listing.contains("preload:tee pid \(program.process.processIdentifier)"), "\(listing)")
+            #expect(listing.contains("(through libfilecoord-preload)"), "\(listing)")
+            #expect(program.process.isRunning)
+            #expect(env.contents(document) == "old\n")
+
+            try reader.send("release")
+            let done = try await reader.waitFor("done read \(document)")
+            #expect(done.text == "done read \(document) old")
+            #expect(try await program.waitForExit() == 0)
+            #expect(env.contents(document) == "new\n")
+        }
+    }
+
+    @Test("A claim that waits longer than FILECOORD_PRELOAD_TIMEOUT_MS lets the call through, and fcdump counts it")
+    func timeoutLetsTheCallThrough() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let reader = try await env.host("R")
+            try reader.send("read \(document) hold")
+            _ = try await reader.waitFor("holding read \(document)")
+            // The program stays alive after its write so that fcdump can see its count.
+            let script =
+                "f = open('doc.txt', 'w'); f.write('new\\n'); f.close(); print('written', flush=True); import time; time.sleep(60)"
+            let program = try env.startProgram(
+                ["python3", "-c", script],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "300"]
+            )
+            try await eventually("the write to go through after its timeout") { program.output.contains("written") }
+            #expect(env.contents(document) == "new\n")
+            let listing = try await env.runTool("fcdump", ["clients"]).output
+            #expect(listing.contains("preload:python3"), "\(listing)")
+            #expect(listing.contains("1 timed out"), "\(listing)")
+            kill(program.process.processIdentifier, SIGKILL)
+            try reader.send("release")
+            _ = try await reader.waitFor("done read \(document)")
+        }
+    }
+
+    @Test("A program killed with kill -9 while it holds a write claim releases it")
+    func killedWriterReleasesItsClaim() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let script =
+                "f = open('doc.txt', 'w'); f.write('partial'); f.flush(); print('opened', flush=True); import time; time.sleep(60)"
+            let program = try env.startProgram(["python3", "-c", script])
+            try await eventually("the program to hold its claim") { program.output.contains("opened") }
+            let writer = try await env.host("W")
+            try writer.send("write \(document) swift")
+            #expect(try await writer.staysWithout("granted write \(document)"))
+            kill(program.process.processIdentifier, SIGKILL)
+            _ = try await writer.waitFor("done write \(document)")
+            #expect(env.contents(document) == "swift")
+        }
+    }
+
+    @Test("Without a daemon every program behaves exactly as without the library", arguments: WritingProgram.all)
+    func withoutDaemonNothingChanges(program: WritingProgram) async throws {
+        try await TestEnvironment.run { env in
+            var outcomes: [String] = []
+            for preloaded in [false, true] {
+                let folder = env.path(preloaded ? "with" : "without")
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+                try Data("old\n".utf8).write(to: URL(fileURLWithPath: folder + "/doc.txt"))
+                for step in program.setup { try await env.setUp(step, in: folder) }
+                let result = try await env.runProgram(
+                    program.command,
+                    preloaded: preloaded,
+                    input: program.input,
+                    in: folder
+                )
+                outcomes.append(
+                    "status \(result.status) output \(result.output) error \(result.error) "
+                        + "file \(env.contents(folder + "/doc.txt") ?? "-")"
+                )
+            }
+            #expect(outcomes[0] == outcomes[1])
+            #expect(outcomes[1].hasSuffix("file new\n"), "\(outcomes[1])")
+            // A failing call fails the same way, with the same errno in its message.
+            let missing = try await env.runProgram(["cp", "absent.txt", "doc.txt"], preloaded: false)
+            let missingPreloaded = try await env.runProgram(["cp", "absent.txt", "doc.txt"])
+            #expect(missing.status == missingPreloaded.status && missing.error == missingPreloaded.error)
+            #expect(missingPreloaded.error.contains("No such file or directory"), "\(missingPreloaded.error)")
+        }
+    }
+}

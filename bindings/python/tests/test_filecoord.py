@@ -1,0 +1,184 @@
+"""The Python bindings across processes and languages: Python and Swift presenters and writers, a Python holder
+killed with kill -9, and a hundred threads keeping mutual exclusion."""
+
+import os
+import threading
+
+import pytest
+
+import filecoord
+
+
+def test_read_and_write_yield_the_path_to_use(tmp_path):
+    item = tmp_path / "notes.txt"
+    item.write_text("one")
+    with filecoord.writing(item) as path:
+        assert path == str(item)
+        with open(path, "w") as file:
+            file.write("two")
+    with filecoord.reading(item) as path:
+        assert open(path).read() == "two"
+
+
+def test_errors_are_exceptions_with_the_library_codes(tmp_path):
+    item = tmp_path / "held.txt"
+    item.write_text("x")
+    with filecoord.writing(item):
+        # Held by this process's other claim: a read with a timeout gives up.
+        outcome = []
+
+        def read():
+            try:
+                with filecoord.reading(item, timeout=0.3):
+                    outcome.append("granted")
+            except filecoord.TimedOut as error:
+                outcome.append(error)
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        thread.join(10)
+    assert isinstance(outcome[0], filecoord.TimedOut), outcome
+    assert outcome[0].code == 10 and outcome[0].message
+    with pytest.raises(filecoord.OperationFailed) as raised:
+        filecoord.delete(tmp_path / "missing")
+    assert raised.value.code == 22 and raised.value.errno == 2
+
+
+def test_move_and_delete_tell_presenters(tmp_path):
+    item = tmp_path / "a.txt"
+    item.write_text("a")
+    heard = []
+    done = threading.Event()
+
+    class Watcher(filecoord.Presenter):
+        def presented_item_did_move(self, new_path):
+            heard.append(("moved", new_path))
+            done.set()
+
+        def accommodate_presented_item_deletion(self):
+            heard.append(("deleting",))
+
+    with Watcher(item) as watcher:
+        filecoord.move(item, tmp_path / "b.txt")
+        assert done.wait(10)
+        assert watcher.presented_item_path == str(tmp_path / "b.txt")
+        filecoord.delete(tmp_path / "b.txt")
+        assert ("deleting",) in heard
+    assert not (tmp_path / "b.txt").exists()
+
+
+def test_python_presenter_relinquishes_and_saves_for_a_swift_writer(tmp_path, testhost):
+    item = tmp_path / "document.txt"
+    item.write_text("draft")
+    events = []
+    reacquired = threading.Event()
+
+    class Editor(filecoord.Presenter):
+        def relinquish_to_writer(self):
+            events.append("relinquish_to_writer")
+            return lambda: (events.append("reacquire"), reacquired.set())
+
+        def save_presented_item_changes(self):
+            events.append("save")
+            with open(self.presented_item_path, "w") as file:
+                file.write("saved by python")
+
+    host = testhost()
+    with Editor(item):
+        host.send("read %s" % item)
+        assert host.wait_for("done read").endswith("saved by python")
+        host.send("write %s swift-text merging" % item)
+        host.wait_for("granted write")
+        # Both answers came before the Swift writer was granted.
+        assert "relinquish_to_writer" in events and events.count("save") >= 1, events
+        host.wait_for("done write")
+        assert reacquired.wait(10), events
+    assert item.read_text() == "swift-text"
+
+
+def test_python_presenter_refusing_a_save_fails_the_swift_writer(tmp_path, testhost):
+    item = tmp_path / "document.txt"
+    item.write_text("draft")
+
+    class Stubborn(filecoord.Presenter):
+        def save_presented_item_changes(self):
+            raise RuntimeError("not now")
+
+    host = testhost()
+    with Stubborn(item):
+        host.send("write %s never merging" % item)
+        line = host.wait_for("failed write")
+        assert "FileCoordinationBridgePresenter" in line, line
+    assert item.read_text() == "draft"
+
+
+def test_swift_presenter_hears_a_python_writer(tmp_path, testhost):
+    item = tmp_path / "shared.txt"
+    item.write_text("v1")
+    host = testhost()
+    host.send("present P %s" % item)
+    host.wait_for("presenting P")
+    # The daemon has the presenter once a read of this host's is done (its frames are read in order).
+    host.send("read %s" % item)
+    host.wait_for("done read")
+    with filecoord.writing(item, merging=True) as path:
+        with open(path, "w") as file:
+            file.write("v2 from python")
+    host.wait_for("presenter P relinquishToWriter")
+    host.wait_for("presenter P save")
+    host.wait_for("presenter P didChange")
+    relinquished = host.lines.index("presenter P relinquishToWriter")
+    assert relinquished >= 0
+
+
+def test_a_python_holder_killed_with_kill_9_releases_its_claims(tmp_path, python_child, testhost):
+    item = tmp_path / "held.txt"
+    item.write_text("x")
+    holder = python_child(
+        "import filecoord, sys, time\n"
+        "with filecoord.writing(%r):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(120)\n" % str(item)
+    )
+    holder.wait_for("held", timeout=30)
+    host = testhost()
+    host.send("write %s after" % item)
+    assert host.stays_without("granted write"), host.lines
+    holder.process.kill()
+    holder.process.wait(10)
+    host.wait_for("done write")
+    assert item.read_text() == "after"
+
+
+def test_a_hundred_threads_keep_mutual_exclusion(tmp_path):
+    item = tmp_path / "counter.txt"
+    item.write_text("0")
+    marker = str(tmp_path / "inside")
+    violations = []
+    failures = []
+
+    def work():
+        try:
+            for _ in range(3):
+                with filecoord.writing(item) as path:
+                    try:
+                        descriptor = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                    except FileExistsError:
+                        violations.append(threading.get_ident())
+                        continue
+                    os.close(descriptor)
+                    value = int(open(path).read())
+                    with open(path, "w") as file:
+                        file.write(str(value + 1))
+                    os.unlink(marker)
+        except Exception as error:  # noqa: BLE001
+            failures.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(100)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not failures, failures[:3]
+    assert not violations
+    assert item.read_text() == "300"

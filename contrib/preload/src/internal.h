@@ -1,0 +1,122 @@
+/*
+ * libfilecoord-preload: the parts of the library and how they meet (contrib/preload/README.md).
+ *
+ *   interpose.c    the libc functions a program calls (open, close, rename, ...), each turned into a claim
+ *   descriptors.c  which descriptor holds which claim, so that the last close of an open file ends its claim
+ *   paths.c        absolute, canonical paths as the daemon compares them, and the paths never coordinated
+ *   client.c       the connection to filecoordd: trust checks, Hello, RequestClaim/Granted/FinishClaim, ItemMoved
+ *   real.c         the next definition of each wrapped function (dlsym(RTLD_NEXT))
+ *
+ * Threading: every piece of shared state is guarded by fcp_lock (client.c), taken only by the calls that need the
+ * daemon or the descriptor table; a thread already inside the library (a signal handler that interrupts it, or a
+ * libc call the library makes itself) passes straight through (fcp_enter). Nothing here writes to the program's
+ * standard streams, and every wrapper leaves errno as the wrapped call set it.
+ */
+#ifndef FCP_INTERNAL_H
+#define FCP_INTERNAL_H
+
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* The next definitions of the wrapped functions (real.c). */
+struct fcp_real {
+    int (*open)(const char *, int, ...);
+    int (*open64)(const char *, int, ...);
+    int (*openat)(int, const char *, int, ...);
+    int (*openat64)(int, const char *, int, ...);
+    int (*open_2)(const char *, int);
+    int (*open64_2)(const char *, int);
+    int (*openat_2)(int, const char *, int);
+    int (*openat64_2)(int, const char *, int);
+    int (*creat)(const char *, mode_t);
+    int (*creat64)(const char *, mode_t);
+    FILE *(*fopen)(const char *, const char *);
+    FILE *(*fopen64)(const char *, const char *);
+    int (*fclose)(FILE *);
+    int (*close)(int);
+    int (*dup)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*fcntl)(int, int, ...);
+    int (*fcntl64)(int, int, ...);
+    int (*rename)(const char *, const char *);
+    int (*renameat)(int, const char *, int, const char *);
+    int (*renameat2)(int, const char *, int, const char *, unsigned int);
+    int (*unlink)(const char *);
+    int (*unlinkat)(int, const char *, int);
+    int (*rmdir)(const char *);
+    int (*truncate)(const char *, off_t);
+    int (*truncate64)(const char *, off_t);
+    int (*connect)(int, const void *, unsigned int);
+    int (*bind)(int, const void *, unsigned int);
+};
+extern struct fcp_real fcp_real;
+void fcp_resolve_real(void);
+
+/* Settings, read once from the environment at load (client.c). */
+struct fcp_settings {
+    int disabled;              /* FILECOORD_PRELOAD_DISABLE=1, or the process is filecoordd */
+    int coordinate_reads;      /* FILECOORD_PRELOAD_READS=1 */
+    uint64_t timeout_ms;       /* FILECOORD_PRELOAD_TIMEOUT_MS, default 30000 (filecoordd's presenter timeout) */
+    char socket_path[4096];    /* resolved as FCProtocol's DaemonAddress does */
+    char runtime_dir[4096];    /* the socket's folder, canonical: never coordinated */
+    size_t runtime_dir_len;
+};
+extern struct fcp_settings fcp_settings;
+
+/* Per-thread re-entry guard: returns 0 when the caller must pass straight through. */
+int fcp_enter(void);
+void fcp_leave(void);
+
+/* A claim's item. */
+struct fcp_item {
+    const char *path; /* canonical, absolute */
+    int write;
+    uint64_t options; /* Apple's raw WritingOptions / ReadingOptions */
+};
+
+#define FCP_FOR_DELETING (1u << 0)
+#define FCP_FOR_MOVING (1u << 1)
+#define FCP_FOR_MERGING (1u << 2)
+#define FCP_FOR_REPLACING (1u << 3)
+
+/* Asks the daemon for a claim and waits for it. Returns the claim id (> 0) when granted, 0 when the call must go
+ * through uncoordinated (no daemon, not trusted, timed out, refused). Takes and releases fcp_lock. */
+uint64_t fcp_claim(const struct fcp_item *items, size_t count);
+/* Ends a granted claim (FinishClaim). Takes fcp_lock. */
+void fcp_finish(uint64_t claim);
+/* Reports a move inside a granted write claim (ItemMoved). Takes fcp_lock. */
+void fcp_moved(uint64_t claim, const char *from, const char *to);
+/* The process stops coordinating: it talks to the daemon itself (client.c). */
+void fcp_disable_process(void);
+/* Whether the connection's descriptor is fd (so that a program's close/dup2 of it is noticed). */
+void fcp_descriptor_replaced(int fd);
+/* Whether `addr` names the daemon's socket. */
+int fcp_is_daemon_address(const void *addr, unsigned int len);
+/* Whether this is the process that loaded the library, and not a vfork child sharing its memory. */
+int fcp_same_process(void);
+
+/* Canonical paths (paths.c). Each returns 0 when the path must not be coordinated (ignored, unresolvable, too
+ * long); `out` holds PATH_MAX bytes. */
+int fcp_canonical(int dirfd, const char *path, int follow_final_link, char *out);
+/* Whether a path names something that exists (following a final link when asked). */
+int fcp_exists(int dirfd, const char *path, int follow_final_link);
+/* Whether a path names an existing regular file (following links). */
+int fcp_is_regular(int dirfd, const char *path);
+
+/* The descriptor table (descriptors.c). Called with fcp_lock held unless said otherwise. */
+void fcp_fd_attach(int fd, uint64_t claim);       /* takes fcp_lock; finishes the claim if it cannot attach */
+void fcp_fd_release(int fd);                      /* takes fcp_lock; finishes the claim of the last descriptor */
+void fcp_fd_duplicate(int from, int to);          /* takes fcp_lock */
+int fcp_fd_has_claim(int fd);                     /* lock-free read, a hint */
+void fcp_fd_forget_all(void);                     /* in a forked child, with fcp_lock held */
+
+void fcp_lock(void);
+void fcp_unlock(void);
+/* Sends FinishClaim with fcp_lock held. */
+void fcp_finish_locked(uint64_t claim);
+
+#endif

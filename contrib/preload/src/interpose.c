@@ -1,0 +1,385 @@
+/* The libc functions a program calls, each turned into a coordinated operation (contrib/preload/README.md):
+ *
+ *   open, open64, openat, openat64, creat, creat64, fopen, fopen64, __open_2 and friends (_FORTIFY_SOURCE)
+ *       with write intent (write access or O_TRUNC; with O_CREAT only when the name exists; never O_CREAT|O_EXCL,
+ *       O_TMPFILE or O_PATH): a write claim held until the last descriptor of the open file is closed. With
+ *       FILECOORD_PRELOAD_READS=1, a read-only open of a regular file: a read claim, held the same way.
+ *   close, fclose, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC): the descriptors that hold a claim.
+ *   rename, renameat, renameat2: a write claim on both names (forMoving on the old name, a plain write on the
+ *       new one). To a free name, ItemMoved after the move, so that presenters of the old name follow it; over an
+ *       existing name (a save by rename), no ItemMoved, so that presenters of the new name hear did change.
+ *   unlink, unlinkat, rmdir: a deleting write claim (forDeleting), for the call.
+ *   truncate, truncate64: a write claim for the call.
+ *   connect, bind: a process that talks to the daemon itself (a FileCoordination client, fcdump) or serves its
+ *       socket stops coordinating through this library, so that it never waits for its own claims.
+ *
+ * Every wrapper passes straight through when the library is disabled or the thread is already inside it, and
+ * returns the wrapped call's result with its errno. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int active(void) { return !__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED); }
+
+// MARK: Opening
+
+enum { NONE = 0, WRITE, READ };
+
+static int open_intent(int dirfd, const char *path, int flags) {
+    if (flags & O_PATH) return NONE;
+    if ((flags & O_TMPFILE) == O_TMPFILE) return NONE;
+    int access = flags & O_ACCMODE;
+    if (access == O_WRONLY || access == O_RDWR || (flags & O_TRUNC)) {
+        if (flags & O_CREAT) {
+            if (flags & O_EXCL) return NONE;
+            if (!fcp_exists(dirfd, path, !(flags & O_NOFOLLOW))) return NONE;
+        }
+        return WRITE;
+    }
+    if (fcp_settings.coordinate_reads && !(flags & O_DIRECTORY) && fcp_is_regular(dirfd, path)) return READ;
+    return NONE;
+}
+
+/* The claim an open with `intent` needs, or 0. A write that keeps the file's contents (no O_TRUNC: appending, or
+ * editing in place) merges with them, so presenters are asked to save first (forMerging), as before a coordinated
+ * read; a write that truncates replaces them, and presenters are asked only to relinquish. */
+static uint64_t claim_for_open(int dirfd, const char *path, int flags, int intent, int follow) {
+    if (intent == NONE) return 0;
+    char canonical[PATH_MAX];
+    if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
+    struct fcp_item item = {canonical, intent == WRITE, intent == WRITE && !(flags & O_TRUNC) ? FCP_FOR_MERGING : 0};
+    return fcp_claim(&item, 1);
+}
+
+/* What an open call returned: its descriptor holds the claim, or the claim ends at once. */
+static void opened(int fd, uint64_t claim) {
+    if (claim == 0) return;
+    if (fd >= 0) {
+        fcp_fd_attach(fd, claim);
+    } else {
+        fcp_finish(claim);
+    }
+}
+
+enum open_kind { OPEN, OPEN64, OPENAT, OPENAT64, OPEN_2, OPEN64_2, OPENAT_2, OPENAT64_2 };
+
+static int call_open(enum open_kind kind, int dirfd, const char *path, int flags, mode_t mode) {
+    if (!fcp_real.open) fcp_resolve_real();
+    switch (kind) {
+    case OPEN: return fcp_real.open(path, flags, mode);
+    case OPEN64: return fcp_real.open64(path, flags, mode);
+    case OPENAT: return fcp_real.openat(dirfd, path, flags, mode);
+    case OPENAT64: return fcp_real.openat64(dirfd, path, flags, mode);
+    case OPEN_2: return fcp_real.open_2(path, flags);
+    case OPEN64_2: return fcp_real.open64_2(path, flags);
+    case OPENAT_2: return fcp_real.openat_2(dirfd, path, flags);
+    case OPENAT64_2: return fcp_real.openat64_2(dirfd, path, flags);
+    }
+    errno = ENOSYS;
+    return -1;
+}
+
+static int coordinated_open(enum open_kind kind, int dirfd, const char *path, int flags, mode_t mode) {
+    if (!active() || !fcp_enter()) return call_open(kind, dirfd, path, flags, mode);
+    int saved = errno;
+    uint64_t claim = claim_for_open(dirfd, path, flags, open_intent(dirfd, path, flags), !(flags & O_NOFOLLOW));
+    errno = saved;
+    int fd = call_open(kind, dirfd, path, flags, mode);
+    int result_errno = errno;
+    opened(fd, claim);
+    fcp_leave();
+    errno = result_errno;
+    return fd;
+}
+
+static mode_t mode_argument(int flags, va_list arguments) {
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(arguments, int) : 0;
+}
+
+#define OPEN_WRAPPER(name, kind)                                                                                       \
+    int name(const char *path, int flags, ...) {                                                                       \
+        va_list arguments;                                                                                             \
+        va_start(arguments, flags);                                                                                    \
+        mode_t mode = mode_argument(flags, arguments);                                                                 \
+        va_end(arguments);                                                                                             \
+        return coordinated_open(kind, AT_FDCWD, path, flags, mode);                                                    \
+    }
+
+#define OPENAT_WRAPPER(name, kind)                                                                                     \
+    int name(int dirfd, const char *path, int flags, ...) {                                                            \
+        va_list arguments;                                                                                             \
+        va_start(arguments, flags);                                                                                    \
+        mode_t mode = mode_argument(flags, arguments);                                                                 \
+        va_end(arguments);                                                                                             \
+        return coordinated_open(kind, dirfd, path, flags, mode);                                                       \
+    }
+
+OPEN_WRAPPER(open, OPEN)
+OPEN_WRAPPER(open64, OPEN64)
+OPENAT_WRAPPER(openat, OPENAT)
+OPENAT_WRAPPER(openat64, OPENAT64)
+
+int __open_2(const char *path, int flags) { return coordinated_open(OPEN_2, AT_FDCWD, path, flags, 0); }
+int __open64_2(const char *path, int flags) { return coordinated_open(OPEN64_2, AT_FDCWD, path, flags, 0); }
+int __openat_2(int dirfd, const char *path, int flags) { return coordinated_open(OPENAT_2, dirfd, path, flags, 0); }
+int __openat64_2(int dirfd, const char *path, int flags) {
+    return coordinated_open(OPENAT64_2, dirfd, path, flags, 0);
+}
+
+int creat(const char *path, mode_t mode) {
+    return coordinated_open(OPEN, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+int creat64(const char *path, mode_t mode) {
+    return coordinated_open(OPEN64, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+/* The open(2) flags a fopen mode stands for, as far as intent goes. */
+static int fopen_flags(const char *mode) {
+    if (!mode) return O_RDONLY;
+    int flags = O_RDONLY;
+    switch (mode[0]) {
+    case 'w': flags = O_WRONLY | O_CREAT | O_TRUNC; break;
+    case 'a': flags = O_WRONLY | O_CREAT | O_APPEND; break;
+    default: break;
+    }
+    for (const char *c = mode + 1; *c && *c != ','; c++) {
+        if (*c == '+') flags = (flags & ~O_ACCMODE) | O_RDWR;
+        if (*c == 'x') flags |= O_EXCL;
+    }
+    return flags;
+}
+
+static FILE *coordinated_fopen(int large, const char *path, const char *mode) {
+    if (!fcp_real.fopen) fcp_resolve_real();
+    FILE *(*call)(const char *, const char *) = large && fcp_real.fopen64 ? fcp_real.fopen64 : fcp_real.fopen;
+    if (!active() || !fcp_enter()) return call(path, mode);
+    int saved = errno;
+    int flags = fopen_flags(mode);
+    uint64_t claim = claim_for_open(AT_FDCWD, path, flags, open_intent(AT_FDCWD, path, flags), 1);
+    errno = saved;
+    FILE *file = call(path, mode);
+    int result_errno = errno;
+    opened(file ? fileno(file) : -1, claim);
+    fcp_leave();
+    errno = result_errno;
+    return file;
+}
+
+FILE *fopen(const char *path, const char *mode) { return coordinated_fopen(0, path, mode); }
+FILE *fopen64(const char *path, const char *mode) { return coordinated_fopen(1, path, mode); }
+
+// MARK: Descriptors
+
+int close(int fd) {
+    if (!fcp_real.close) fcp_resolve_real();
+    if (!fcp_enter()) return fcp_real.close(fd);
+    fcp_descriptor_replaced(fd);
+    int held = fcp_fd_has_claim(fd) && fcp_same_process();
+    int result = fcp_real.close(fd);
+    int result_errno = errno;
+    if (held) fcp_fd_release(fd);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+int fclose(FILE *file) {
+    if (!fcp_real.fclose) fcp_resolve_real();
+    if (!fcp_enter()) return fcp_real.fclose(file);
+    int fd = file ? fileno(file) : -1;
+    fcp_descriptor_replaced(fd);
+    int held = fcp_fd_has_claim(fd) && fcp_same_process();
+    int result = fcp_real.fclose(file);
+    int result_errno = errno;
+    if (held) fcp_fd_release(fd);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+/* After a call made `to` a copy of `from` (or closed `to` in passing). */
+static void duplicated(int from, int to) {
+    if ((fcp_fd_has_claim(from) || fcp_fd_has_claim(to)) && fcp_same_process()) fcp_fd_duplicate(from, to);
+}
+
+int dup(int fd) {
+    if (!fcp_real.dup) fcp_resolve_real();
+    if (!fcp_enter()) return fcp_real.dup(fd);
+    int result = fcp_real.dup(fd);
+    int result_errno = errno;
+    if (result >= 0) duplicated(fd, result);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+int dup2(int from, int to) {
+    if (!fcp_real.dup2) fcp_resolve_real();
+    if (!fcp_enter()) return fcp_real.dup2(from, to);
+    if (from != to) fcp_descriptor_replaced(to);
+    int result = fcp_real.dup2(from, to);
+    int result_errno = errno;
+    if (result >= 0 && from != to) duplicated(from, to);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+int dup3(int from, int to, int flags) {
+    if (!fcp_real.dup3) fcp_resolve_real();
+    if (!fcp_enter()) return fcp_real.dup3(from, to, flags);
+    if (from != to) fcp_descriptor_replaced(to);
+    int result = fcp_real.dup3(from, to, flags);
+    int result_errno = errno;
+    if (result >= 0) duplicated(from, to);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+static int coordinated_fcntl(int large, int fd, int command, void *argument) {
+    if (!fcp_real.fcntl) fcp_resolve_real();
+    int (*call)(int, int, ...) = large && fcp_real.fcntl64 ? fcp_real.fcntl64 : fcp_real.fcntl;
+    if ((command != F_DUPFD && command != F_DUPFD_CLOEXEC) || !fcp_enter()) return call(fd, command, argument);
+    int result = call(fd, command, argument);
+    int result_errno = errno;
+    if (result >= 0) duplicated(fd, result);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+int fcntl(int fd, int command, ...) {
+    va_list arguments;
+    va_start(arguments, command);
+    void *argument = va_arg(arguments, void *);
+    va_end(arguments);
+    return coordinated_fcntl(0, fd, command, argument);
+}
+
+int fcntl64(int fd, int command, ...) {
+    va_list arguments;
+    va_start(arguments, command);
+    void *argument = va_arg(arguments, void *);
+    va_end(arguments);
+    return coordinated_fcntl(1, fd, command, argument);
+}
+
+// MARK: Names
+
+static int coordinated_rename(int from_dir, const char *from, int to_dir, const char *to, unsigned int flags,
+                              int kind) {
+    if (!fcp_real.rename) fcp_resolve_real();
+    if (!active() || !fcp_enter()) goto pass;
+    int saved = errno;
+    char from_path[PATH_MAX], to_path[PATH_MAX];
+    int have_from = fcp_canonical(from_dir, from, 0, from_path);
+    int have_to = fcp_canonical(to_dir, to, 0, to_path);
+    int exchange = (flags & RENAME_EXCHANGE) != 0;
+    /* A rename over an existing name saves new contents under it (editors, `sed -i`, `mv new doc`): its presenters
+     * hear did change, and no ItemMoved is sent (the core tells presenters of a move's destination nothing after
+     * it). A rename to a free name moves the item: ItemMoved, and its presenters follow it. */
+    int replaces = have_to && fcp_exists(to_dir, to, 0);
+    /* RENAME_NOREPLACE over an existing name fails with EEXIST and changes nothing (`mv` tries it first): asking
+     * presenters would only tell them of a change that never happened. */
+    if (replaces && (flags & RENAME_NOREPLACE)) have_from = have_to = 0;
+    struct fcp_item items[2];
+    size_t count = 0;
+    if (have_from) items[count++] = (struct fcp_item){from_path, 1, FCP_FOR_MOVING};
+    if (have_to && !(have_from && strcmp(from_path, to_path) == 0)) {
+        /* The destination is written, not replaced: a rename over an existing file is how editors, `sed -i` and
+         * `mv` save, and its presenters should hear that its contents changed (did change), not that it went
+         * away (accommodate deletion, which forReplacing would ask). */
+        items[count++] = (struct fcp_item){to_path, 1, exchange ? FCP_FOR_MOVING : 0};
+    }
+    uint64_t claim = count > 0 ? fcp_claim(items, count) : 0;
+    errno = saved;
+    int result = kind == 0   ? fcp_real.rename(from, to)
+                 : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
+                             : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
+    int result_errno = errno;
+    if (claim) {
+        if (result == 0 && have_from && have_to && !exchange && !replaces && strcmp(from_path, to_path) != 0) {
+            fcp_moved(claim, from_path, to_path);
+        }
+        fcp_finish(claim);
+    }
+    fcp_leave();
+    errno = result_errno;
+    return result;
+pass:
+    return kind == 0   ? fcp_real.rename(from, to)
+           : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
+                       : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
+}
+
+int rename(const char *from, const char *to) { return coordinated_rename(AT_FDCWD, from, AT_FDCWD, to, 0, 0); }
+
+int renameat(int from_dir, const char *from, int to_dir, const char *to) {
+    return coordinated_rename(from_dir, from, to_dir, to, 0, 1);
+}
+
+int renameat2(int from_dir, const char *from, int to_dir, const char *to, unsigned int flags) {
+    return coordinated_rename(from_dir, from, to_dir, to, flags, 2);
+}
+
+/* One call on one name under one write claim (`follow`: the call follows a final symbolic link). */
+static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t options) {
+    char canonical[PATH_MAX];
+    if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
+    struct fcp_item item = {canonical, 1, options};
+    return fcp_claim(&item, 1);
+}
+
+#define NAME_CALL(setup, call)                                                                                         \
+    do {                                                                                                               \
+        if (!fcp_real.unlink) fcp_resolve_real();                                                                      \
+        if (!active() || !fcp_enter()) return call;                                                                    \
+        int saved = errno;                                                                                             \
+        uint64_t claim = setup;                                                                                        \
+        errno = saved;                                                                                                 \
+        int result = call;                                                                                             \
+        int result_errno = errno;                                                                                      \
+        fcp_finish(claim);                                                                                             \
+        fcp_leave();                                                                                                   \
+        errno = result_errno;                                                                                          \
+        return result;                                                                                                 \
+    } while (0)
+
+int unlink(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.unlink(path)); }
+
+int unlinkat(int dirfd, const char *path, int flags) {
+    NAME_CALL(claim_name(dirfd, path, 0, FCP_FOR_DELETING), fcp_real.unlinkat(dirfd, path, flags));
+}
+
+int rmdir(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.rmdir(path)); }
+
+int truncate(const char *path, off_t length) {
+    NAME_CALL(claim_name(AT_FDCWD, path, 1, 0), fcp_real.truncate(path, length));
+}
+
+int truncate64(const char *path, off_t length) {
+    NAME_CALL(claim_name(AT_FDCWD, path, 1, 0),
+              (fcp_real.truncate64 ? fcp_real.truncate64 : fcp_real.truncate)(path, length));
+}
+
+// MARK: The daemon's own socket
+
+int connect(int fd, const struct sockaddr *address, socklen_t length) {
+    if (!fcp_real.connect) fcp_resolve_real();
+    if (fcp_is_daemon_address(address, length)) fcp_disable_process();
+    return fcp_real.connect(fd, address, length);
+}
+
+int bind(int fd, const struct sockaddr *address, socklen_t length) {
+    if (!fcp_real.bind) fcp_resolve_real();
+    if (fcp_is_daemon_address(address, length)) fcp_disable_process();
+    return fcp_real.bind(fd, address, length);
+}
