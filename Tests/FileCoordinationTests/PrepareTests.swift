@@ -1,4 +1,5 @@
 import Dispatch
+import FCToolkit
 import Foundation
 import Logging
 import Testing

@@ -52,7 +52,7 @@ final class PreparedBatch: Sendable {
         }
         guard waits else { return }
         let client = coordinator.client
-        client.submit(.preparationReturned(request.id))
+        client.send(.preparationReturned(request.id))
         let delay = client.batchHandlerWarningDelay
         DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [weak self] in
             guard let self, self.phase.withLock({ $0 == .returned }) else { return }
@@ -108,7 +108,7 @@ extension NSFileCoordinator {
         case .failure(let error): return error
         case .success(let prepared): request = prepared
         }
-        client.submit(.claimRequested(request.claimRequest))
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
         switch request.waiter.wait() {
         case .failed(let error):
             return error

@@ -27,6 +27,8 @@ enum ClientMessage: Sendable {
     case itemMoved(ClaimID, from: ItemPath, to: ItemPath, fromName: [UInt8]?)
     /// A version of an item changed inside a claim's accessor (`NSFileVersion`).
     case versionChanged(ClaimID, ItemPath, VersionChange)
+    /// A `prepare` batch block returned; its claim now waits for the completion handler (shown by `fcdump`).
+    case preparationReturned(ClaimID)
 
     /// The arbiter's event for this message.
     var event: ArbiterEvent {
@@ -42,6 +44,7 @@ enum ClientMessage: Sendable {
         case .itemMoved(let claim, let from, let to, let fromName):
             .itemMoved(claim, from: from, to: to, fromName: fromName)
         case .versionChanged(let claim, let path, let change): .versionChanged(claim, path, change)
+        case .preparationReturned(let claim): .preparationReturned(claim)
         }
     }
 }
