@@ -37,6 +37,10 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
         /// The call was not granted within the timeout it was given (code 10); the message says what it waited
         /// for.
         public static let timedOut = Code(rawValue: 10)
+        /// The daemon's socket folder, its socket or the process listening on it is not this user's (code 11): the
+        /// message names the folder, its owner and what to do. Nothing was sent, no daemon was started there, and
+        /// the call was not coordinated in process (docs/SEMANTICS.md §12).
+        public static let untrustedDaemon = Code(rawValue: 11)
 
         /// The code's name.
         public var description: String {
@@ -51,6 +55,7 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
             case .invalidRequest: "invalidRequest"
             case .unresolvablePath: "unresolvablePath"
             case .timedOut: "timedOut"
+            case .untrustedDaemon: "untrustedDaemon"
             default: "code\(rawValue)"
             }
         }

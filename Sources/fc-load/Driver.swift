@@ -224,7 +224,8 @@ final class Driver {
     /// Connections that never say hello, and connections that send garbage: the daemon must shrug both off.
     private func openIdleAndGarbage() {
         for index in 0..<(idleConnections + garbageConnections + (slowConsumer ? 1 : 0)) {
-            guard let connection = try? UnixSocket.connect(to: self.socket) else { continue }
+            // Checked as every client checks its daemon (DaemonTrust): fc-load sends nothing to another user's.
+            guard let connection = try? DaemonTrust.connect(to: self.socket) else { continue }
             if index < idleConnections {
                 idle.append(connection)
             } else if index == idleConnections + garbageConnections {

@@ -24,17 +24,25 @@ let maximumDumpBytes = 1 << 30
 func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) -> [UInt8] {
     let socket: UnixSocket
     do {
-        socket = try UnixSocket.connect(to: socketPath)
-    } catch .fileNameTooLong {
-        throw DumpError(description: "the socket path is too long: \(socketPath)")
+        // Only a daemon of this user's, in a folder of this user's, is asked (docs/SEMANTICS.md §12): nothing is
+        // sent to anyone else.
+        socket = try DaemonTrust.connect(to: socketPath)
     } catch {
-        throw DumpError(
-            description: """
-                no filecoordd is running on \(socketPath) (connect: \(error)).
-                Start one with `filecoordd` (add `--socket \(socketPath)` for a socket other than the default), or \
-                run any program that uses FileCoordination, which starts it on demand. fcdump never starts a daemon.
-                """
-        )
+        switch error {
+        case .untrusted(let refusal):
+            throw DumpError(description: refusal.description)
+        case .unreachable(.fileNameTooLong):
+            throw DumpError(description: "the socket path is too long: \(socketPath)")
+        case .unreachable(let error):
+            throw DumpError(
+                description: """
+                    no filecoordd is running on \(socketPath) (connect: \(error)).
+                    Start one with `filecoordd` (add `--socket \(socketPath)` for a socket other than the default), \
+                    or run any program that uses FileCoordination, which starts it on demand. fcdump never starts a \
+                    daemon.
+                    """
+            )
+        }
     }
     try? socket.setTimeouts(.seconds(timeoutSeconds))
 
@@ -88,9 +96,14 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
                 }
                 if !reply.more { return json }
             case .refused(let refused)?:
-                throw DumpError(description: "filecoordd on \(socketPath) refused fcdump: \(refused.reason)")
+                throw DumpError(
+                    description: "filecoordd on \(socketPath) refused fcdump: \(refused.reason.escapedForTerminal)"
+                )
             case .protocolError(let error)?:
-                throw DumpError(description: "filecoordd on \(socketPath) reported a protocol error: \(error.reason)")
+                throw DumpError(
+                    description:
+                        "filecoordd on \(socketPath) reported a protocol error: \(error.reason.escapedForTerminal)"
+                )
             default:
                 continue  // HelloReply.
             }

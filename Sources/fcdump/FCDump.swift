@@ -112,8 +112,11 @@ struct FCDump: ParsableCommand {
             )
         }
         if let path { dump = dump.restricted(to: path) }
-        if json { return String(decoding: try dump.jsonBytes(pretty: true), as: UTF8.self) + "\n" }
-        let renderer = Renderer(dump: dump, colour: colour)
+        // Nothing the daemon sent reaches the terminal unescaped (TerminalEscaping.swift).
+        if json {
+            return String(decoding: try dump.jsonBytes(pretty: true), as: UTF8.self).escapingControlsInJSON + "\n"
+        }
+        let renderer = Renderer(dump: dump.escapedForTerminal(), colour: colour)
         if graph { return renderer.dot() }
         switch mode {
         case .tree: return renderer.tree()

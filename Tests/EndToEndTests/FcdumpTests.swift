@@ -251,6 +251,36 @@ struct FcdumpTests {
         }
     }
 
+    @Test("fcdump escapes the control characters a daemon sends (issue 29): no escape sequence reaches the terminal")
+    func controlCharactersAreEscaped() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            // A command line with a terminal title sequence (C0), a C1 CSI and a bidirectional override.
+            let a = try await env.host("A", arguments: ["\u{1B}]0;owned\u{07}", "\u{9B}31m", "\u{202E}txt"])
+            try await a.barrier()
+            let listed = try await env.runTool("fcdump", ["clients"])
+            #expect(listed.status == 0, "\(listed.error)")
+            for raw in ["\u{1B}]0", "\u{07}", "\u{9B}", "\u{202E}"] {
+                #expect(!listed.output.contains(raw), "a raw control character in:\n\(listed.output.debugDescription)")
+            }
+            #expect(listed.output.contains("\\u{1B}]0;owned\\u{7}"), "\(listed.output.debugDescription)")
+            #expect(listed.output.contains("\\u{9B}31m"), "\(listed.output.debugDescription)")
+            // The JSON keeps the values exact, escaped the JSON way.
+            let json = try await env.runTool("fcdump", ["--json"])
+            #expect(
+                !json.output.unicodeScalars.contains {
+                    $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value)
+                }
+            )
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            let clients = try #require(dump["clients"] as? [[String: Any]])
+            let host = try #require(clients.first { $0["pid"] as? Int == Int(a.pid) })
+            #expect(
+                (host["arguments"] as? [String])?.dropFirst() == ["\u{1B}]0;owned\u{07}", "\u{9B}31m", "\u{202E}txt"]
+            )
+        }
+    }
+
     @Test("fcdump gives up on a daemon that does not answer after --timeout, and says so")
     func timeoutOnASilentDaemon() async throws {
         try await TestEnvironment.run { env in

@@ -36,10 +36,10 @@ enum DaemonLauncher {
     /// ``ConnectFailure/transient(_:)`` (a daemon should be there, or was started, but did not accept).
     static func connectOrStart(socketPath: String, mayStart: Bool = true) -> Result<UnixSocket, ConnectFailure> {
         let firstError: Errno
-        do {
-            return .success(try UnixSocket.connect(to: socketPath))
-        } catch {
-            firstError = error
+        switch connectTrusted(socketPath) {
+        case .success(let socket): return .success(socket)
+        case .failure(.untrusted(let refusal)): return .failure(untrusted(refusal))
+        case .failure(.unreachable(let error)): firstError = error
         }
         guard mayStart else {
             return .failure(.transient("No filecoordd answers at \(socketPath) (connect: \(firstError))."))
@@ -52,18 +52,22 @@ enum DaemonLauncher {
                 )
             )
         }
-        let directory = (socketPath as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(
-            atPath: directory,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
+        // The folder is made private (mkdir 0700, never through a link) and checked before anything goes in it.
+        do {
+            try DaemonTrust.prepareFolder(ofSocket: socketPath)
+        } catch {
+            return .failure(untrusted(error))
+        }
         // One starter at a time: the others wait here, then find the daemon the first one started.
         let lockPath = socketPath + ".start-lock"
         // Without the lock (a read-only folder), starters may race; the daemon's own pid-file lock keeps one.
         let lock = try? FileLock.acquire(lockPath)
         defer { withExtendedLifetime(lock) {} }
-        if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
+        switch connectTrusted(socketPath) {
+        case .success(let socket): return .success(socket)
+        case .failure(.untrusted(let refusal)): return .failure(untrusted(refusal))
+        case .failure(.unreachable): break
+        }
         if let failure = spawn(executable, socketPath: socketPath) { return .failure(.transient(failure.message)) }
         // Bounded backoff: 10 ms doubling to 400 ms, about 5 s in all.
         var delay: Duration = .milliseconds(10)
@@ -71,7 +75,11 @@ enum DaemonLauncher {
         while waited < .seconds(5) {
             sleepThread(for: delay)
             waited += delay
-            if let socket = try? UnixSocket.connect(to: socketPath) { return .success(socket) }
+            switch connectTrusted(socketPath) {
+            case .success(let socket): return .success(socket)
+            case .failure(.untrusted(let refusal)): return .failure(untrusted(refusal))
+            case .failure(.unreachable): break
+            }
             delay = min(delay * 2, .milliseconds(400))
         }
         return .failure(
@@ -80,6 +88,18 @@ enum DaemonLauncher {
                     + "\(socketPath).log."
             )
         )
+    }
+
+    /// Connects to the socket only if its folder, the socket and the listening process are this user's
+    /// (``DaemonTrust``; docs/SEMANTICS.md §12). Nothing is sent on it yet.
+    private static func connectTrusted(_ socketPath: String) -> Result<UnixSocket, DaemonTrust.ConnectFailure> {
+        Result { () throws(DaemonTrust.ConnectFailure) in try DaemonTrust.connect(to: socketPath) }
+    }
+
+    /// A socket that is not this user's daemon's: the call fails with the reason, and is neither tried again nor
+    /// coordinated in process, and no daemon is started for it.
+    private static func untrusted(_ refusal: DaemonTrust.Refusal) -> ConnectFailure {
+        .unreachable(FileCoordinationError(.untrustedDaemon, refusal.description))
     }
 
     /// Starts the daemon detached from this process (FCSystem's `DetachedProcess`: not its child, none of its
