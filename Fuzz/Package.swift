@@ -12,11 +12,13 @@ let package = Package(
         .package(name: "swift-file-coordination", path: "..")
     ],
     targets: [
+        // libFuzzer's driver, shared by the targets' entry points.
+        .target(name: "FuzzDriver"),
         // FrameDecoder (both directions, bytes in any chunks) and the conversions of every decoded frame.
         .executableTarget(
             name: "fuzz-frame-decoder",
             dependencies: [
-                .product(name: "FCProtocol", package: "swift-file-coordination"),
+                "FuzzDriver", .product(name: "FCProtocol", package: "swift-file-coordination"),
                 .product(name: "FCCore", package: "swift-file-coordination"),
             ]
         ),
@@ -24,14 +26,14 @@ let package = Package(
         .executableTarget(
             name: "fuzz-handshake",
             dependencies: [
-                .product(name: "FCProtocol", package: "swift-file-coordination"),
+                "FuzzDriver", .product(name: "FCProtocol", package: "swift-file-coordination"),
                 .product(name: "FCCore", package: "swift-file-coordination"),
             ]
         ),
         // The version store's repair at open, after changes and damage the input chooses.
         .executableTarget(
             name: "fuzz-version-store-repair",
-            dependencies: [.product(name: "FCVersionStore", package: "swift-file-coordination")]
+            dependencies: ["FuzzDriver", .product(name: "FCVersionStore", package: "swift-file-coordination")]
         ),
     ]
 )

@@ -5,6 +5,7 @@
 
 import FCCore
 import FCProtocol
+import FuzzDriver
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -49,18 +50,8 @@ private func check(_ frame: Filecoord_V1_Frame, direction: FrameDirection, limit
     }
 }
 
-/// SwiftPM's debug builds link an executable's entry point as `<module>_main` (there is none with
-/// `-parse-as-library`): this one hands the command line to libFuzzer's driver.
+// The entry point SwiftPM's debug build links (FuzzDriver.runFuzzer says why).
 @_cdecl("fuzz_frame_decoder_main")
 public func fuzzerEntryPoint(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var count = argc
-    var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
-    return LLVMFuzzerRunDriver(&count, &arguments, fuzzFrameDecoder)
+    runFuzzer(argc, argv, fuzzFrameDecoder)
 }
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt

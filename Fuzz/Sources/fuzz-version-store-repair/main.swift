@@ -7,6 +7,7 @@
 
 import FCVersionStore
 import Foundation
+import FuzzDriver
 import Logging
 
 private let root: String = {
@@ -105,18 +106,8 @@ public func fuzzVersionStoreRepair(_ data: UnsafePointer<UInt8>, _ size: Int) ->
     return 0
 }
 
-/// SwiftPM's debug builds link an executable's entry point as `<module>_main` (there is none with
-/// `-parse-as-library`): this one hands the command line to libFuzzer's driver.
+// The entry point SwiftPM's debug build links (FuzzDriver.runFuzzer says why).
 @_cdecl("fuzz_version_store_repair_main")
 public func fuzzerEntryPoint(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
-    var count = argc
-    var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
-    return LLVMFuzzerRunDriver(&count, &arguments, fuzzVersionStoreRepair)
+    runFuzzer(argc, argv, fuzzVersionStoreRepair)
 }
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt

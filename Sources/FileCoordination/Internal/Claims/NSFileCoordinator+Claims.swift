@@ -168,16 +168,10 @@ extension NSFileCoordinator {
                 url: items.first { $0.1.isWrite }?.0
             )
         }
-        let request: PreparedClaim
-        switch prepareClaim(items, isPreparation: isPreparation, blocksThread: true) {
-        case .failure(let error): return error
-        case .success(let prepared): request = prepared
-        }
-        client.submitClaim(request.claimRequest, waiter: request.waiter)
-        switch request.waiter.wait() {
-        case .failed(let error):
+        switch claimBlocking(items, isPreparation: isPreparation) {
+        case .failure(let error):
             return error
-        case .granted(let paths):
+        case .success((let request, let paths)):
             let access = ThreadContext.Access(
                 client: client,
                 coordinator: mine,
@@ -187,6 +181,24 @@ extension NSFileCoordinator {
             ThreadContext.withAccess(access) { body(request.urls(for: paths)) }
             finish(request, created: request.createdItems(paths: paths))
             return nil
+        }
+    }
+
+    /// Prepares `items` as one claim, sends it, and blocks the calling thread until it is granted (the claim and the
+    /// paths granted) or fails.
+    func claimBlocking(
+        _ items: [(URL, Access)],
+        isPreparation: Bool
+    ) -> Result<(PreparedClaim, [ItemPath]), any Error> {
+        let request: PreparedClaim
+        switch prepareClaim(items, isPreparation: isPreparation, blocksThread: true) {
+        case .failure(let error): return .failure(error)
+        case .success(let prepared): request = prepared
+        }
+        client.submitClaim(request.claimRequest, waiter: request.waiter)
+        switch request.waiter.wait() {
+        case .failed(let error): return .failure(error)
+        case .granted(let paths): return .success((request, paths))
         }
     }
 

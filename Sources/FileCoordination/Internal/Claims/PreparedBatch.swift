@@ -103,16 +103,10 @@ extension NSFileCoordinator {
         _ items: [(URL, Access)],
         _ batchAccessor: (@escaping @Sendable () -> Void) -> Void
     ) -> (any Error)? {
-        let request: PreparedClaim
-        switch prepareClaim(items, isPreparation: true, blocksThread: true) {
-        case .failure(let error): return error
-        case .success(let prepared): request = prepared
-        }
-        client.submitClaim(request.claimRequest, waiter: request.waiter)
-        switch request.waiter.wait() {
-        case .failed(let error):
+        switch claimBlocking(items, isPreparation: true) {
+        case .failure(let error):
             return error
-        case .granted:
+        case .success((let request, _)):
             let batch = PreparedBatch(coordinator: self, request: request)
             let access = ThreadContext.Access(
                 client: client,
