@@ -31,8 +31,6 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toClient
         case .versionStoreRequest: .toDaemon
         case .versionStoreReply: .toClient
-        case .ping: .toDaemon
-        case .pong: .toClient
         }
     }
 
@@ -62,8 +60,6 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .watchUnavailable: "WatchUnavailable"
         case .versionStoreRequest: "VersionStoreRequest"
         case .versionStoreReply: "VersionStoreReply"
-        case .ping: "Ping"
-        case .pong: "Pong"
         }
     }
 }

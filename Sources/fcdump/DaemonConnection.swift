@@ -72,8 +72,7 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
             throw DumpError(
                 description: "filecoordd on \(socketPath) did not answer within \(timeoutSeconds) s "
                     + "(\(json.isEmpty ? "no dump yet" : "\(json.count) bytes of the dump so far")); "
-                    + "is it stopped (SIGSTOP, a debugger, a frozen cgroup) or hung? A daemon merely this busy may "
-                    + "need a longer --timeout"
+                    + "a daemon this busy may need a longer --timeout"
             )
         } catch {
             throw DumpError(description: "reading from \(socketPath) failed: \(error)")
