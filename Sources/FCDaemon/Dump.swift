@@ -6,12 +6,6 @@ import FCDumpModel
 import Foundation
 import Logging
 
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#endif
-
 extension ArbiterHost {
     /// Copies what a dump needs, on the event loop: values only, no formatting and no encoding, so that other
     /// clients wait as little as possible (``DumpState/json(logger:)`` does the rest on another thread).

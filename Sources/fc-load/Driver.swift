@@ -4,12 +4,6 @@ import FCSystem
 import FCTestSupport
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Runs the load: starts the workers, injects the faults, and judges the outcome.
 ///
 /// - Important: Runs on the main thread only.

@@ -12,12 +12,6 @@
 import FCDumpModel
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The command line: `--name value` pairs and flags.
 struct Arguments {
     var values: [String: String] = [:]

@@ -89,12 +89,6 @@ import Foundation
 import Logging
 import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Writes one line to standard output at once (no buffering: a test reads it as it happens).
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))

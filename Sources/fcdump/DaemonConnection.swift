@@ -5,12 +5,6 @@ import FCSystem
 import Foundation
 import SystemPackage
 
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#endif
-
 /// Why the dump could not be had.
 struct DumpError: Error, CustomStringConvertible {
     var description: String

@@ -8,12 +8,6 @@ import FCProtocol
 import FCSystem
 import Foundation
 
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#endif
-
 @main
 struct FCDump: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,12 +2,6 @@ import FCSystem
 import Foundation
 import SystemPackage
 
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#endif
-
 /// Starts `filecoordd` when no daemon answers (docs/ARCHITECTURE.md §9, "Clients"): one starter at a time, guarded by a
 /// lock file in the socket's folder, then a bounded wait for the socket to accept.
 ///
