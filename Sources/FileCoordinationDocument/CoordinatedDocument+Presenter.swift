@@ -19,35 +19,30 @@ extension CoordinatedDocument {
 
     /// Another program reads the file: counted in ``othersAccessing`` until it is done.
     public func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
-        let event = withState { state in
-            state.readers += 1
-            return DocumentEvent.othersAccessing(readers: state.readers, writers: state.writers)
-        }
-        emit(event)
-        reader { [self] in
-            let event = withState { state in
-                state.readers -= 1
-                return DocumentEvent.othersAccessing(readers: state.readers, writers: state.writers)
-            }
-            emit(event)
-        }
+        countAccess(\.readers, until: reader)
     }
 
     /// Another program writes the file: counted in ``othersAccessing`` until it is done. The document's own saves
     /// wait for it (their coordinated writes are queued behind it); the change it makes is read afterwards, when the
     /// presenter hears that the file changed.
     public func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
-        let event = withState { state in
-            state.writers += 1
+        countAccess(\.writers, until: writer)
+    }
+
+    /// Counts another program's access in `counter` and tells ``othersAccessing``, then lets it proceed
+    /// (`proceed`) and counts it out when it is done.
+    private func countAccess(
+        _ counter: any WritableKeyPath<State, Int> & Sendable,
+        until proceed: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    ) {
+        emit(changeCount(counter, by: 1))
+        proceed { [self] in emit(changeCount(counter, by: -1)) }
+    }
+
+    private func changeCount(_ counter: WritableKeyPath<State, Int>, by delta: Int) -> DocumentEvent {
+        withState { state in
+            state[keyPath: counter] += delta
             return DocumentEvent.othersAccessing(readers: state.readers, writers: state.writers)
-        }
-        emit(event)
-        writer { [self] in
-            let event = withState { state in
-                state.writers -= 1
-                return DocumentEvent.othersAccessing(readers: state.readers, writers: state.writers)
-            }
-            emit(event)
         }
     }
 
