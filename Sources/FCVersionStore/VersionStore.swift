@@ -67,7 +67,7 @@ public final class VersionStore: Sendable {
                 try db.execute(sql: "PRAGMA synchronous = FULL")
             }
             database = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
-            try Self.migrator.migrate(database)
+            try Self.createSchema(in: database)
         } catch {
             throw VersionStoreError(
                 .storeUnavailable,
@@ -78,29 +78,42 @@ public final class VersionStore: Sendable {
         try repair()
     }
 
-    private static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE version (
-                      id TEXT PRIMARY KEY NOT NULL,
-                      itemPath TEXT NOT NULL,
-                      name TEXT NOT NULL,
-                      savingComputer TEXT,
-                      originator TEXT,
-                      modificationDate DOUBLE NOT NULL,
-                      addedDate DOUBLE NOT NULL,
-                      isConflict BOOLEAN NOT NULL,
-                      isResolved BOOLEAN NOT NULL,
-                      isDiscardable BOOLEAN NOT NULL,
-                      itemGoneSince DOUBLE
-                    );
-                    CREATE INDEX versionItem ON version(itemPath);
-                    """
-            )
+    /// The schema this code reads and writes, as `PRAGMA user_version` records it.
+    static let schemaVersion = 1
+
+    /// Creates the index's schema where it is missing. The check and the creation are one IMMEDIATE transaction:
+    /// a daemon and clients that store in process may open a fresh store at the same moment, and GRDB's
+    /// `DatabaseMigrator` decides which migrations to run before it takes the write lock, so two processes both ran
+    /// `CREATE TABLE` and one add failed with "table version already exists" (issue 28). A later schema change goes
+    /// here too, keyed by `user_version`, inside the same transaction. Stores made by earlier builds (which recorded
+    /// the migration "v1" in `grdb_migrations`) have this schema and are left as they are.
+    private static func createSchema(in database: DatabasePool) throws {
+        try database.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                guard version < schemaVersion else { return .commit }
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS version (
+                          id TEXT PRIMARY KEY NOT NULL,
+                          itemPath TEXT NOT NULL,
+                          name TEXT NOT NULL,
+                          savingComputer TEXT,
+                          originator TEXT,
+                          modificationDate DOUBLE NOT NULL,
+                          addedDate DOUBLE NOT NULL,
+                          isConflict BOOLEAN NOT NULL,
+                          isResolved BOOLEAN NOT NULL,
+                          isDiscardable BOOLEAN NOT NULL,
+                          itemGoneSince DOUBLE
+                        );
+                        CREATE INDEX IF NOT EXISTS versionItem ON version(itemPath);
+                        PRAGMA user_version = \(schemaVersion);
+                        """
+                )
+                return .commit
+            }
         }
-        return migrator
     }
 
     // MARK: Reading

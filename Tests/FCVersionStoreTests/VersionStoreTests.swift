@@ -1,5 +1,6 @@
 import FCVersionStore
 import Foundation
+import Synchronization
 import Testing
 
 /// The store's rules on real files in a temporary directory: add (copied and moved), list, find, resolve, remove,
@@ -22,6 +23,28 @@ import Testing
         }
         func text(_ path: String) throws -> String {
             String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+        }
+    }
+
+    /// Several processes (a daemon, clients storing in process) open a fresh store at once: each open creates the
+    /// schema or finds it, none fails (issue 28: "table version already exists" failed an add in another process).
+    /// Stores opened on threads of one process use connections of their own, as processes do.
+    @Test func storesOpenedAtOnceOnAFreshDirectoryAllOpen() throws {
+        for _ in 0..<20 {
+            let box = try Sandbox()
+            let failures = Mutex<[String]>([])
+            let directory = box.storePath
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                do {
+                    _ = try VersionStore(directory: directory)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 } == [])
+            let store = try VersionStore(directory: box.storePath)
+            let item = try box.file("doc.txt", "one")
+            #expect(try store.versions(of: store.add(item: item, contentsOf: item).itemPath).count == 1)
         }
     }
 
