@@ -63,6 +63,12 @@ extension Arbiter {
             statistics.claimsFailed += 1
             return
         }
+        if request.id.isLease {
+            log(.warning, "claim with a lease's id refused", ["claim.id": "\(request.id.rawValue)"])
+            effects.append(.fail(request.id, client: request.client, .invalidRequest("claim id out of range")))
+            statistics.claimsFailed += 1
+            return
+        }
         if request.items.isEmpty {
             log(.warning, "claim with no items refused", ["claim.id": "\(request.id.rawValue)"])
             effects.append(
@@ -111,6 +117,7 @@ extension Arbiter {
 
     /// `true` when `a` and `b` never block each other (docs/SEMANTICS.md §2 rule 4).
     func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
+        if a.id.isLease || b.id.isLease { return false }  // Nothing passes a lease (docs/SEMANTICS.md §13).
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }
         return a.purpose == b.purpose
@@ -319,6 +326,8 @@ extension Arbiter {
             }
             if claim.phase == .waiting {
                 if let blocker = firstStartBlocker(claim) {
+                    // A claim that came to wait for a lease some other way than by arriving (a move): recall it.
+                    if let lease = blocker.id.lease { requestRecall(lease) }
                     // Held back by a claim that is active: nothing but that claim's end (or a move, or a package
                     // declaration) can let it start, so it leaves the list looked at on every event (issue 11.2).
                     if blocker.phase != .waiting, !claim.madeWhileAnswering {

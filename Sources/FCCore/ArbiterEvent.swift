@@ -6,12 +6,16 @@ public struct ClientInfo: Hashable, Sendable {
     public var pid: Int32
     /// A short process name for reports.
     public var name: String
+    /// `true` when the client said it answers lease recalls (docs/PROTOCOL.md, `Hello.answers_recalls`): only such
+    /// a client is granted leases (docs/SEMANTICS.md §13).
+    public var answersRecalls: Bool
 
     /// Creates a client description.
-    public init(id: ClientID, pid: Int32, name: String) {
+    public init(id: ClientID, pid: Int32, name: String, answersRecalls: Bool = false) {
         self.id = id
         self.pid = pid
         self.name = name
+        self.answersRecalls = answersRecalls
     }
 }
 
@@ -128,6 +132,12 @@ public enum TimerID: Hashable, Sendable {
     case claimDeadline(ClaimID)
     /// The coalescing window of file-system notifications (``ArbiterConfiguration/coalescingWindow``) elapsed.
     case fileSystemWindow
+    /// A lease's minimum hold time (``LeasePolicy/minimumHold``) has passed.
+    case leaseMinimumHold(LeaseID)
+    /// A recalled lease's holder has had the presenter timeout to return it.
+    case leaseRecallReply(LeaseID)
+    /// A client's back-off after a recall (``LeasePolicy/initialBackoff``) has passed.
+    case leaseBackoff(ClientID)
 }
 
 /// Everything that can happen to the arbiter. The host feeds events one at a time, in order.
@@ -168,4 +178,8 @@ public enum ArbiterEvent: Hashable, Sendable {
     case timerFired(TimerID)
     /// The file-system watcher read these events, in the kernel's order (``FileSystemEvent``).
     case fileSystemChanged([FileSystemEvent])
+    /// The holder returned a lease, recalled or not, declaring the claims it granted inside it that still run
+    /// (``ClaimRequest/isHeld`` requests with ids of the host's choosing): they become the arbiter's granted claims
+    /// in the same step, before anything waiting for the lease is decided (docs/SEMANTICS.md §13).
+    case leaseReturned(LeaseID, client: ClientID, running: [ClaimRequest])
 }

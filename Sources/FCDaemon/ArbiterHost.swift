@@ -317,7 +317,7 @@ final class ArbiterHost {
                 watcher?.watch(directory)
             case .unwatch(let directory):
                 watcher?.unwatch(directory)
-            case .grant, .fail, .message, .watchUnavailable:
+            case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped:
                 break
             }
         }

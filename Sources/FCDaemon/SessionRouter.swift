@@ -130,7 +130,7 @@ public final class SessionRouter {
         let global: ArbiterEvent
         var finished: ClaimID?
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
+        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged, .leaseReturned:
             return Routed()  // Not a client's to send.
         case .presenterAdded(var registration):
             let local = registration.id.rawValue
@@ -247,6 +247,8 @@ public final class SessionRouter {
                 append(.message(message), to: owner)
             case .startTimer, .cancelTimer, .log, .watch, .unwatch:
                 routed.host.append(effect)
+            case .grantLease, .recallLease, .leaseDropped:
+                continue  // No client announces that it answers recalls yet.
             case .watchUnavailable(let presenter, let client, let directory, let reason):
                 guard let (owner, local) = presenterOwner[presenter], owner == client else { continue }
                 append(

@@ -730,7 +730,7 @@ extension Filecoord_V1_Frame {
     /// connection, and `timerFired`, which is the daemon's own).
     public init?(_ event: ArbiterEvent) {
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
+        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged, .leaseReturned:
             return nil
         case .presenterAdded(let registration):
             self.init(.registerPresenter(Filecoord_V1_RegisterPresenter(registration)))
@@ -764,7 +764,7 @@ extension Filecoord_V1_Frame {
     /// itself (`startTimer`, `cancelTimer`, `log`).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .grantLease, .recallLease, .leaseDropped:
             return nil
         case .watchUnavailable(let presenter, _, let directory, let reason):
             var message = Filecoord_V1_WatchUnavailable()

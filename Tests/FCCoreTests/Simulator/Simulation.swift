@@ -16,6 +16,11 @@ import FCTestSupport
 /// 6. Bounded tree: the leaves that hold nothing never outnumber the idle-node retention (issue 12; the seed picks a
 ///    small retention, so that the oldest idle nodes are pruned as well as reused).
 /// 5. Each claim is granted at most once and failed at most once, never both.
+/// 7. Leases (issue 23; docs/SEMANTICS.md §13): a lease goes only to a client that answers recalls and is alone in
+///    the subtree; a held lease has no claim or presenter overlapping it (else it was recalled); and no two processes
+///    ever believe they hold conflicting claims: every claim a holder grants in process, inside a lease it has not
+///    seen recalled, conflicts with no claim the arbiter granted and with no other process's claim granted in process.
+///    Faults: holders that die (disconnect), that never answer a recall (its timer fires), that answer late.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -53,6 +58,18 @@ struct Simulation {
     private var previousSnapshot: ArbiterSnapshot?
     private var nextID: UInt64 = 0
     private var step = 0
+    private let leasesOn: Bool
+    /// Clients that said they answer recalls.
+    private var answering: Set<ClientID> = []
+    /// Leases as their holders see them: granted and not returned; `recalled` once the recall reached the holder.
+    private var holderLeases: [LeaseID: (client: ClientID, subtree: ItemPath, recalled: Bool)] = [:]
+    /// Claims granted in process by a holder's own arbiter, inside one of its leases, still running.
+    private var inProcess: [ClaimID: (lease: LeaseID, request: ClaimRequest)] = [:]
+    /// In-process claims a mover's `itemMoved` overlapped (the mover's doing, as `excusedPairs`).
+    private var excusedInProcess: Set<Set<ClaimID>> = []
+    /// What the schedule did with leases, to show that it did something: grants, recalls, claims granted in process,
+    /// running claims declared on return.
+    private(set) var leaseCounts = (grants: 0, recalls: 0, inProcess: 0, declared: 0)
 
     static let universe: [ItemPath] = [
         "/r", "/r/a", "/r/a/x", "/r/a/y", "/r/b", "/r/b/z", "/r/p.rtfd", "/r/p.rtfd/c", "/r/p.rtfd/c/d", "/r/q",
@@ -69,6 +86,9 @@ struct Simulation {
         // each seed's schedule is unchanged).
         configuration.idleNodeRetention = [0, 1, 2, 3, 256][Int(seed % 5)]
         self.idleNodeRetention = configuration.idleNodeRetention
+        // Issue 23: leases in six seeds of seven, with a minimum hold and back-off that only the random timers end.
+        self.leasesOn = seed % 7 != 0
+        if leasesOn { configuration.leases = LeasePolicy() }
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
         self.recordTrace = recordTrace
@@ -92,16 +112,25 @@ struct Simulation {
     }
 
     private mutating func randomStep() {
-        let roll = Int.random(in: 0..<112, using: &rng)
+        let roll = Int.random(in: 0..<(leasesOn ? 130 : 112), using: &rng)
         switch roll {
         case 0..<6 where liveClients.count < 4, 0..<2:
             let id = ClientID(newID())
             liveClients.append(id)
             coordinators[id] = []
-            send(.clientConnected(ClientInfo(id: id, pid: Int32(id.rawValue), name: "sim\(id.rawValue)")))
+            let answers = rng.chance(70)
+            if answers { answering.insert(id) }
+            send(
+                .clientConnected(
+                    ClientInfo(id: id, pid: Int32(id.rawValue), name: "sim\(id.rawValue)", answersRecalls: answers)
+                )
+            )
         case 6..<8 where !liveClients.isEmpty:
             let client = liveClients.remove(at: Int.random(in: 0..<liveClients.count, using: &rng))
             abandonedClients.insert(client)
+            // The process is gone: so are the claims it granted itself, and the leases it held.
+            for (id, entry) in inProcess where holderLeases[entry.lease]?.client == client { inProcess[id] = nil }
+            for (id, lease) in holderLeases where lease.client == client { holderLeases[id] = nil }
             send(.clientDisconnected(client))
             for (id, info) in presenterInfo where info.client == client { presenterInfo[id] = nil }
         case 8..<20 where !liveClients.isEmpty:
@@ -166,6 +195,15 @@ struct Simulation {
             send(.fileSystemChanged(randomFileSystemEvents()))
         case 108..<112:
             send(.timerFired(.fileSystemWindow))
+        case 112..<120:
+            claimInProcess()
+        case 120..<124:
+            // An accessor granted in process returns: nothing reaches the arbiter.
+            if let id = inProcess.keys.sorted().randomElement(using: &rng) { inProcess[id] = nil }
+        case 124..<127:
+            returnLease(recalledOnly: !rng.chance(15))
+        case 127..<130:
+            fireLeaseTimer()
         default:
             break
         }
@@ -247,6 +285,151 @@ struct Simulation {
         send(.claimRequested(request))
     }
 
+    // MARK: Leases (issue 23)
+
+    /// A holder's own arbiter grants a claim inside a lease it holds and has not seen recalled: when the claim
+    /// conflicts with none of the claims it granted itself already (the in-process arbiter's rules, simplified to
+    /// "never two conflicting").
+    private mutating func claimInProcess() {
+        let usable = holderLeases.filter { !$0.value.recalled }.keys.sorted()
+        guard let leaseID = usable.randomElement(using: &rng), let lease = holderLeases[leaseID] else { return }
+        let inside = Self.universe.filter { $0 == lease.subtree || $0.isDescendant(of: lease.subtree) }
+        guard let path = inside.randomElement(using: &rng) else { return }
+        let access: Access =
+            rng.chance(50)
+            ? .read([])
+            : .write([[], [], .forDeleting, .forReplacing].randomElement(using: &rng)!)
+        let request = ClaimRequest(
+            id: ClaimID(newID()),
+            client: lease.client,
+            coordinator: CoordinatorID(newID()),
+            purpose: PurposeID("in-process \(nextID)"),
+            items: [ClaimItem(path: path, access: access)]
+        )
+        for (_, other) in inProcess where holderLeases[other.lease]?.client == lease.client {
+            if requestsConflict(request, other.request) { return }
+        }
+        if recordTrace { trace.append("step \(step): in process \(request.id) \(access) \(path) in \(leaseID)") }
+        inProcess[request.id] = (leaseID, request)
+        leaseCounts.inProcess += 1
+    }
+
+    /// The holder returns a lease (recalled, or of its own accord), declaring the claims still running in it.
+    private mutating func returnLease(recalledOnly: Bool) {
+        let candidates = holderLeases.filter { !recalledOnly || $0.value.recalled }.keys.sorted()
+        guard let leaseID = candidates.randomElement(using: &rng), let lease = holderLeases[leaseID] else {
+            if rng.chance(20) {
+                // Garbage: a lease nobody holds.
+                send(.leaseReturned(LeaseID(999_999), client: liveClients.first ?? ClientID(1), running: []))
+            }
+            return
+        }
+        var running: [ClaimRequest] = []
+        for (id, entry) in inProcess.sorted(by: { $0.key < $1.key }) where entry.lease == leaseID {
+            var request = entry.request
+            request.isHeld = true
+            running.append(request)
+            leaseCounts.declared += 1
+            inProcess[id] = nil
+            claimInfo[id] = request
+            granted.insert(id)
+        }
+        // A running claim that overlaps only what a mover moved onto without claiming it: the mover's doing.
+        for claim in arbiter.snapshot().claims where claim.phase == .granted && !claim.request.id.isLease {
+            let requested = claim.request.items.count
+            for request in running
+            where !SpecModel.exempt(request, claim.request)
+                && pathsConflict(request.items.map(\.path), request.items.map(\.access), claim.paths, claim.accesses)
+                && !pathsConflict(
+                    request.items.map(\.path),
+                    request.items.map(\.access),
+                    Array(claim.paths.prefix(requested)),
+                    Array(claim.accesses.prefix(requested))
+                )
+            {
+                excusedPairs.insert([request.id, claim.request.id])
+            }
+        }
+        holderLeases[leaseID] = nil
+        send(.leaseReturned(leaseID, client: lease.client, running: running))
+    }
+
+    /// A lease timer fires, due or not: a minimum hold, a recall nobody answered (a holder that stopped), a back-off.
+    private mutating func fireLeaseTimer() {
+        let known = arbiter.leaseSnapshots()
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0:
+            if let lease = known.randomElement(using: &rng) { send(.timerFired(.leaseMinimumHold(lease.id))) }
+        case 1:
+            if let lease = known.randomElement(using: &rng) { send(.timerFired(.leaseRecallReply(lease.id))) }
+        default:
+            if let client = liveClients.randomElement(using: &rng) { send(.timerFired(.leaseBackoff(client))) }
+        }
+    }
+
+    /// Rules 1 to 4 for two requests, on their items' effective paths.
+    private func requestsConflict(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
+        guard !SpecModel.exempt(a, b) else { return false }
+        return pathsConflict(a.items.map(\.path), a.items.map(\.access), b.items.map(\.path), b.items.map(\.access))
+    }
+
+    private func pathsConflict(
+        _ pathsA: [ItemPath],
+        _ accessA: [Access],
+        _ pathsB: [ItemPath],
+        _ accessB: [Access]
+    )
+        -> Bool
+    {
+        for (pathA, a) in zip(pathsA, accessA) {
+            let effA = SpecModel.effectivePath(pathA, packageExtensions: packageExtensions)
+            for (pathB, b) in zip(pathsB, accessB) {
+                let effB = SpecModel.effectivePath(pathB, packageExtensions: packageExtensions)
+                if SpecModel.conflict(effA, a, effB, b) { return true }
+            }
+        }
+        return false
+    }
+
+    /// Invariant 7 on one event's lease effects, against the state after it.
+    private mutating func checkLeaseEffect(_ effect: ArbiterEffect, after event: ArbiterEvent) {
+        switch effect {
+        case .grantLease(let id, let client, let subtree):
+            if !answering.contains(client) { violations.append("\(id) granted to \(client), which answers no recall") }
+            if !leasesOn { violations.append("\(id) granted with leases off") }
+            let snapshot = arbiter.snapshot()
+            for claim in snapshot.claims where claim.request.id != id.claim {
+                for (path, access) in zip(claim.effectivePaths, claim.accesses)
+                where path == subtree || path.isDescendant(of: subtree)
+                    || (subtree.isDescendant(of: path) && access.coversSubtree)
+                {
+                    violations.append("\(id) on \(subtree) granted while \(claim.request.id) holds \(path)")
+                }
+            }
+            for (presenter, registration) in snapshot.presenters {
+                guard let path = registration.path else { continue }
+                if path == subtree || path.isDescendant(of: subtree) || subtree.isDescendant(of: path) {
+                    violations.append("\(id) on \(subtree) granted while \(presenter) presents \(path)")
+                }
+            }
+            holderLeases[id] = (client, subtree, false)
+            leaseCounts.grants += 1
+        case .recallLease(let id, let client):
+            guard let lease = holderLeases[id] else {
+                violations.append("recall of \(id), which \(client) does not hold")
+                return
+            }
+            if lease.client != client { violations.append("recall of \(id) sent to the wrong client") }
+            if lease.recalled { violations.append("\(id) recalled twice") }
+            holderLeases[id]?.recalled = true
+            leaseCounts.recalls += 1
+        case .leaseDropped(let id, _):
+            if case .clientDisconnected = event {} else { violations.append("\(id) dropped by \(event)") }
+        default:
+            break
+        }
+    }
+
     private mutating func randomReply(for request: RequestID) -> PresenterReply {
         guard let (_, _, kind) = requestKinds[request] else { return .succeeded }
         switch kind {
@@ -314,9 +497,23 @@ struct Simulation {
         if case .timerFired(.presenterReply(let request)) = event, let index = openRequests.firstIndex(of: request) {
             openRequests.remove(at: index)
         }
+        if case .itemMoved(let mover, _, _, _) = event,
+            let moving = arbiter.snapshot().claims.first(where: { $0.request.id == mover })
+        {
+            for (id, entry) in inProcess
+            where pathsConflict(
+                moving.paths,
+                moving.accesses,
+                entry.request.items.map(\.path),
+                entry.request.items.map(\.access)
+            ) {
+                excusedInProcess.insert([mover, id])
+            }
+        }
         for effect in effects {
             if recordTrace, case .log = effect {} else if recordTrace { trace.append("    -> \(effect)") }
             record(effect)
+            checkLeaseEffect(effect, after: event)
         }
         // Requests owed by presenters that are gone count as answered.
         let stillOpen = arbiter.snapshot().outstandingRequests
@@ -412,7 +609,7 @@ struct Simulation {
             }
         case .watchUnavailable(let presenter, _, _, _):
             if presenterInfo[presenter] == nil { violations.append("watchUnavailable to unknown \(presenter)") }
-        case .startTimer, .cancelTimer, .log:
+        case .startTimer, .cancelTimer, .log, .grantLease, .recallLease, .leaseDropped:
             break
         }
     }
@@ -510,7 +707,9 @@ struct Simulation {
         // FIFO (rule 6): a claim that starts must not overtake an earlier conflicting claim that still waits, unless
         // a rule lets it pass (judged on this snapshot or the one before, as the start happened in between).
         for claim in snapshot.claims
-        where claim.phase != .waiting && (previousPhase[claim.request.id] ?? .waiting) == .waiting {
+        where claim.phase != .waiting && !claim.request.isHeld && !claim.request.id.isLease
+            && (previousPhase[claim.request.id] ?? .waiting) == .waiting
+        {
             for other in snapshot.claims
             where other.phase == .waiting && other.sequence < claim.sequence
                 && SpecModel.conflict(claim, other, packageExtensions: packageExtensions)
@@ -539,8 +738,59 @@ struct Simulation {
         for id in snapshot.presenters.keys where presenterInfo[id] == nil {
             violations.append("\(id) is still registered after it was removed")
         }
+        checkLeases(snapshot)
         if let first = violations.first {
             throw Failure(seed: seed, step: step, message: first, trace: trace)
+        }
+    }
+
+    /// Invariant 7 on the state: no two processes believe they hold conflicting claims, and a held lease has nothing
+    /// overlapping it that it was not recalled for.
+    private mutating func checkLeases(_ snapshot: ArbiterSnapshot) {
+        let live = Dictionary(uniqueKeysWithValues: arbiter.leaseSnapshots().map { ($0.id, $0) })
+        let entries = inProcess.sorted { $0.key < $1.key }
+        for (index, (id, entry)) in entries.enumerated() {
+            guard let lease = live[entry.lease], lease.client == entry.request.client else {
+                violations.append("\(id) runs in process under \(entry.lease), which the arbiter no longer grants")
+                continue
+            }
+            for claim in snapshot.claims
+            where claim.phase == .granted && !claim.request.id.isLease
+                && !excusedInProcess.contains([id, claim.request.id]) && !excusedPairs.contains([id, claim.request.id])
+                && !SpecModel.exempt(entry.request, claim.request)
+                && pathsConflict(
+                    entry.request.items.map(\.path),
+                    entry.request.items.map(\.access),
+                    // The locations a mover moved onto are its doing, not the arbiter's (as `excusedPairs`).
+                    Array(claim.paths.prefix(claim.request.items.count)),
+                    Array(claim.accesses.prefix(claim.request.items.count))
+                )
+            {
+                violations.append(
+                    "\(id) runs in process under \(entry.lease) while \(claim.request.id) \(claim.paths) is granted"
+                )
+            }
+            for (otherID, other) in entries[(index + 1)...]
+            where other.request.client != entry.request.client && requestsConflict(entry.request, other.request) {
+                violations.append("\(id) and \(otherID) run in process in two clients and conflict")
+            }
+        }
+        for lease in live.values where lease.state == .held {
+            for claim in snapshot.claims where claim.request.id != lease.id.claim && claim.phase != .granted {
+                for (path, access) in zip(claim.effectivePaths, claim.accesses)
+                where path == lease.subtree || path.isDescendant(of: lease.subtree)
+                    || (lease.subtree.isDescendant(of: path) && access.coversSubtree)
+                {
+                    violations.append("\(lease.id) is held while \(claim.request.id) waits on \(path)")
+                }
+            }
+            for (presenter, registration) in snapshot.presenters {
+                guard let path = registration.path else { continue }
+                if path == lease.subtree || path.isDescendant(of: lease.subtree) || lease.subtree.isDescendant(of: path)
+                {
+                    violations.append("\(lease.id) is held while \(presenter) presents \(path)")
+                }
+            }
         }
     }
 
@@ -611,8 +861,13 @@ struct Simulation {
             }
             if let request = openRequests.first {
                 send(.presenterReplied(request, randomReply(for: request)))
-            } else if let claim = snapshot.claims.first(where: { $0.phase == .granted }) {
+            } else if let id = inProcess.keys.min() {
+                inProcess[id] = nil
+            } else if let claim = snapshot.claims.first(where: { $0.phase == .granted && !$0.request.id.isLease }) {
                 send(.claimFinished(claim.request.id, created: []))
+            } else if let lease = arbiter.leaseSnapshots().first {
+                holderLeases[lease.id] = nil
+                send(.leaseReturned(lease.id, client: lease.client, running: []))
             } else {
                 throw Failure(
                     seed: seed,
