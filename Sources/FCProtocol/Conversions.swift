@@ -712,8 +712,23 @@ extension ArbiterEvent {
                 try decodePath(message.path, field: "VersionChanged.path", limits: limits),
                 try VersionChange(wireKind: message.kind, versionID: message.versionID)
             )
+        case .leaseReturned(let message):
+            guard message.running.count <= limits.maximumClaimsPerClient else {
+                throw ProtocolError(
+                    .limitExceeded,
+                    "LeaseReturned declares \(message.running.count) running claims; at most \(limits.maximumClaimsPerClient)"
+                )
+            }
+            var running: [ClaimRequest] = []
+            running.reserveCapacity(message.running.count)
+            for wire in message.running {
+                var request = try ClaimRequest(wire: wire, client: client, limits: limits)
+                request.isHeld = true
+                running.append(request)
+            }
+            self = .leaseReturned(LeaseID(message.leaseID), client: client, running: running)
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
-            .watchUnavailable:
+            .watchUnavailable, .leaseGranted, .leaseRecalled:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         case .versionStoreReply:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
@@ -730,8 +745,17 @@ extension Filecoord_V1_Frame {
     /// connection, and `timerFired`, which is the daemon's own).
     public init?(_ event: ArbiterEvent) {
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged, .leaseReturned:
+        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
             return nil
+        case .leaseReturned(let lease, _, let running):
+            var message = Filecoord_V1_LeaseReturned()
+            message.leaseID = lease.rawValue
+            message.running = running.map {
+                var request = $0
+                request.isHeld = true
+                return Filecoord_V1_RequestClaim(request)
+            }
+            self.init(.leaseReturned(message))
         case .presenterAdded(let registration):
             self.init(.registerPresenter(Filecoord_V1_RegisterPresenter(registration)))
         case .presenterRemoved(let presenter):
@@ -764,8 +788,17 @@ extension Filecoord_V1_Frame {
     /// itself (`startTimer`, `cancelTimer`, `log`).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .grantLease, .recallLease, .leaseDropped:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped:
             return nil
+        case .grantLease(let lease, _, let subtree):
+            var message = Filecoord_V1_LeaseGranted()
+            message.leaseID = lease.rawValue
+            message.subtree = encodePath(subtree)
+            self.init(.leaseGranted(message))
+        case .recallLease(let lease, _):
+            var message = Filecoord_V1_LeaseRecalled()
+            message.leaseID = lease.rawValue
+            self.init(.leaseRecalled(message))
         case .watchUnavailable(let presenter, _, let directory, let reason):
             var message = Filecoord_V1_WatchUnavailable()
             message.presenterID = presenter.rawValue

@@ -31,6 +31,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toClient
         case .versionStoreRequest: .toDaemon
         case .versionStoreReply: .toClient
+        case .leaseReturned: .toDaemon
+        case .leaseGranted, .leaseRecalled: .toClient
         }
     }
 
@@ -60,6 +62,9 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .watchUnavailable: "WatchUnavailable"
         case .versionStoreRequest: "VersionStoreRequest"
         case .versionStoreReply: "VersionStoreReply"
+        case .leaseReturned: "LeaseReturned"
+        case .leaseGranted: "LeaseGranted"
+        case .leaseRecalled: "LeaseRecalled"
         }
     }
 }

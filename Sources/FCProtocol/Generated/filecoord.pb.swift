@@ -383,6 +383,31 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .versionStoreReply(newValue)}
   }
 
+  /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+  public var leaseReturned: Filecoord_V1_LeaseReturned {
+    get {
+      if case .leaseReturned(let v)? = payload {return v}
+      return Filecoord_V1_LeaseReturned()
+    }
+    set {payload = .leaseReturned(newValue)}
+  }
+
+  public var leaseGranted: Filecoord_V1_LeaseGranted {
+    get {
+      if case .leaseGranted(let v)? = payload {return v}
+      return Filecoord_V1_LeaseGranted()
+    }
+    set {payload = .leaseGranted(newValue)}
+  }
+
+  public var leaseRecalled: Filecoord_V1_LeaseRecalled {
+    get {
+      if case .leaseRecalled(let v)? = payload {return v}
+      return Filecoord_V1_LeaseRecalled()
+    }
+    set {payload = .leaseRecalled(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -414,6 +439,10 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
     case versionStoreRequest(Filecoord_V1_VersionStoreRequest)
     case versionStoreReply(Filecoord_V1_VersionStoreReply)
+    /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+    case leaseReturned(Filecoord_V1_LeaseReturned)
+    case leaseGranted(Filecoord_V1_LeaseGranted)
+    case leaseRecalled(Filecoord_V1_LeaseRecalled)
 
   }
 
@@ -434,6 +463,10 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
 
   /// The client's pid as it sees it, for logs. The daemon trusts SO_PEERCRED, not this field.
   public var pid: Int32 = 0
+
+  /// true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
+  /// preload library, libfilecoord, older clients, a client with FILECOORD_LEASES=0): it is granted none.
+  public var answersRecalls: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -835,6 +868,24 @@ public nonisolated struct Filecoord_V1_PreparationReturned: Sendable {
   public init() {}
 }
 
+/// The holder gives a lease back: after LeaseRecalled, or of its own accord. It grants nothing inside the lease from
+/// the moment it sends this. `running` declares the claims it granted inside the lease that still run, as
+/// RequestClaim with `held` set and claim ids of the client's numbering (new ones, unique among its live claims):
+/// from then on they are the client's claims like any other, ended by FinishClaim. No answer. Revision 3.
+public nonisolated struct Filecoord_V1_LeaseReturned: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var leaseID: UInt64 = 0
+
+  public var running: [Filecoord_V1_RequestClaim] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The handshake succeeded: the daemon speaks protocol_version from now on.
 public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -859,7 +910,7 @@ public nonisolated struct Filecoord_V1_HelloReply: Sendable {
 
   /// Which additions made within this protocol version the daemon understands (0 or absent: none). A client sends
   /// a client -> daemon message added within the version only to a daemon whose revision is at least the message's
-  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned.
+  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned. 2: Ping (the keepalive). 3: LeaseReturned (leases).
   public var revision: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -867,6 +918,37 @@ public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   public init() {}
 
   fileprivate var _limits: Filecoord_V1_Limits? = nil
+}
+
+/// The client may decide the claims inside `subtree` (this item and everything inside it) itself, until a
+/// LeaseRecalled for the same lease (docs/SEMANTICS.md section 13). Sent only to a client whose Hello said
+/// answers_recalls. Revision 3.
+public nonisolated struct Filecoord_V1_LeaseGranted: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The daemon's id for the lease, the same for every client (no per-client numbering).
+  public var leaseID: UInt64 = 0
+
+  public var subtree: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The holder must stop granting claims inside the lease and answer LeaseReturned. Revision 3.
+public nonisolated struct Filecoord_V1_LeaseRecalled: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var leaseID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// The limits a daemon enforces (FCProtocol.ProtocolLimits).
@@ -1398,7 +1480,7 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1705,6 +1787,45 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .versionStoreReply(v)
         }
       }()
+      case 60: try {
+        var v: Filecoord_V1_LeaseReturned?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseReturned(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseReturned(v)
+        }
+      }()
+      case 70: try {
+        var v: Filecoord_V1_LeaseGranted?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseGranted(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseGranted(v)
+        }
+      }()
+      case 71: try {
+        var v: Filecoord_V1_LeaseRecalled?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseRecalled(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseRecalled(v)
+        }
+      }()
       default: break
       }
     }
@@ -1808,6 +1929,18 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
       guard case .versionStoreReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 51)
     }()
+    case .leaseReturned?: try {
+      guard case .leaseReturned(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .leaseGranted?: try {
+      guard case .leaseGranted(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
+    }()
+    case .leaseRecalled?: try {
+      guard case .leaseRecalled(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1822,7 +1955,7 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1833,6 +1966,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
       case 3: try { try decoder.decodeSingularInt32Field(value: &self.pid) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.answersRecalls) }()
       default: break
       }
     }
@@ -1848,6 +1982,9 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if self.pid != 0 {
       try visitor.visitSingularInt32Field(value: self.pid, fieldNumber: 3)
     }
+    if self.answersRecalls != false {
+      try visitor.visitSingularBoolField(value: self.answersRecalls, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1855,6 +1992,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.clientName != rhs.clientName {return false}
     if lhs.pid != rhs.pid {return false}
+    if lhs.answersRecalls != rhs.answersRecalls {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2518,6 +2656,41 @@ nonisolated extension Filecoord_V1_PreparationReturned: SwiftProtobuf.Message, S
   }
 }
 
+nonisolated extension Filecoord_V1_LeaseReturned: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseReturned"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0\u{1}running\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.running) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 1)
+    }
+    if !self.running.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.running, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseReturned, rhs: Filecoord_V1_LeaseReturned) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
+    if lhs.running != rhs.running {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HelloReply"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}daemon_pid\0\u{1}limits\0\u{1}revision\0")
@@ -2562,6 +2735,71 @@ nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProto
     if lhs.daemonPid != rhs.daemonPid {return false}
     if lhs._limits != rhs._limits {return false}
     if lhs.revision != rhs.revision {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_LeaseGranted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseGranted"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0\u{1}subtree\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.subtree) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 1)
+    }
+    if !self.subtree.isEmpty {
+      try visitor.visitSingularBytesField(value: self.subtree, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseGranted, rhs: Filecoord_V1_LeaseGranted) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
+    if lhs.subtree != rhs.subtree {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_LeaseRecalled: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseRecalled"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseRecalled, rhs: Filecoord_V1_LeaseRecalled) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -694,6 +694,96 @@ void   filecoord__v1__dump_request__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__dump_request__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__preparation_returned__init
+                     (Filecoord__V1__PreparationReturned         *message)
+{
+  static const Filecoord__V1__PreparationReturned init_value = FILECOORD__V1__PREPARATION_RETURNED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__preparation_returned__get_packed_size
+                     (const Filecoord__V1__PreparationReturned *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__preparation_returned__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__preparation_returned__pack
+                     (const Filecoord__V1__PreparationReturned *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__preparation_returned__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__preparation_returned__pack_to_buffer
+                     (const Filecoord__V1__PreparationReturned *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__preparation_returned__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__PreparationReturned *
+       filecoord__v1__preparation_returned__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__PreparationReturned *)
+     protobuf_c_message_unpack (&filecoord__v1__preparation_returned__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__preparation_returned__free_unpacked
+                     (Filecoord__V1__PreparationReturned *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__preparation_returned__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__lease_returned__init
+                     (Filecoord__V1__LeaseReturned         *message)
+{
+  static const Filecoord__V1__LeaseReturned init_value = FILECOORD__V1__LEASE_RETURNED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_returned__get_packed_size
+                     (const Filecoord__V1__LeaseReturned *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_returned__pack
+                     (const Filecoord__V1__LeaseReturned *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_returned__pack_to_buffer
+                     (const Filecoord__V1__LeaseReturned *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseReturned *
+       filecoord__v1__lease_returned__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseReturned *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_returned__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_returned__free_unpacked
+                     (Filecoord__V1__LeaseReturned *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__hello_reply__init
                      (Filecoord__V1__HelloReply         *message)
 {
@@ -737,6 +827,96 @@ void   filecoord__v1__hello_reply__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &filecoord__v1__hello_reply__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__lease_granted__init
+                     (Filecoord__V1__LeaseGranted         *message)
+{
+  static const Filecoord__V1__LeaseGranted init_value = FILECOORD__V1__LEASE_GRANTED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_granted__get_packed_size
+                     (const Filecoord__V1__LeaseGranted *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_granted__pack
+                     (const Filecoord__V1__LeaseGranted *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_granted__pack_to_buffer
+                     (const Filecoord__V1__LeaseGranted *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseGranted *
+       filecoord__v1__lease_granted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseGranted *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_granted__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_granted__free_unpacked
+                     (Filecoord__V1__LeaseGranted *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__lease_recalled__init
+                     (Filecoord__V1__LeaseRecalled         *message)
+{
+  static const Filecoord__V1__LeaseRecalled init_value = FILECOORD__V1__LEASE_RECALLED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_recalled__get_packed_size
+                     (const Filecoord__V1__LeaseRecalled *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_recalled__pack
+                     (const Filecoord__V1__LeaseRecalled *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_recalled__pack_to_buffer
+                     (const Filecoord__V1__LeaseRecalled *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseRecalled *
+       filecoord__v1__lease_recalled__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseRecalled *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_recalled__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_recalled__free_unpacked
+                     (Filecoord__V1__LeaseRecalled *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   filecoord__v1__limits__init
@@ -1234,7 +1414,7 @@ void   filecoord__v1__version_store_reply__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__version_store_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[22] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[26] =
 {
   {
     "hello",
@@ -1381,6 +1561,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[22
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "preparation_returned",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, preparation_returned),
+    &filecoord__v1__preparation_returned__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "hello_reply",
     16,
     PROTOBUF_C_LABEL_NONE,
@@ -1500,38 +1692,80 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[22
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "lease_returned",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_returned),
+    &filecoord__v1__lease_returned__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lease_granted",
+    70,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_granted),
+    &filecoord__v1__lease_granted__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lease_recalled",
+    71,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_recalled),
+    &filecoord__v1__lease_recalled__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
   6,   /* field[6] = cancel_coordinator */
-  15,   /* field[15] = claim_failed */
-  18,   /* field[18] = dump_reply */
+  16,   /* field[16] = claim_failed */
+  19,   /* field[19] = dump_reply */
   11,   /* field[11] = dump_request */
   5,   /* field[5] = finish_claim */
-  14,   /* field[14] = granted */
+  15,   /* field[15] = granted */
   0,   /* field[0] = hello */
-  12,   /* field[12] = hello_reply */
+  13,   /* field[13] = hello_reply */
   9,   /* field[9] = item_moved */
-  16,   /* field[16] = presenter_message */
+  24,   /* field[24] = lease_granted */
+  25,   /* field[25] = lease_recalled */
+  23,   /* field[23] = lease_returned */
+  12,   /* field[12] = preparation_returned */
+  17,   /* field[17] = presenter_message */
   8,   /* field[8] = presenter_reply */
   3,   /* field[3] = presenter_url_changed */
-  17,   /* field[17] = protocol_error */
-  13,   /* field[13] = refused */
+  18,   /* field[18] = protocol_error */
+  14,   /* field[14] = refused */
   1,   /* field[1] = register_presenter */
   4,   /* field[4] = request_claim */
   2,   /* field[2] = unregister_presenter */
   10,   /* field[10] = version_changed */
-  21,   /* field[21] = version_store_reply */
-  20,   /* field[20] = version_store_request */
-  19,   /* field[19] = watch_unavailable */
+  22,   /* field[22] = version_store_reply */
+  21,   /* field[21] = version_store_request */
+  20,   /* field[20] = watch_unavailable */
 };
-static const ProtobufCIntRange filecoord__v1__frame__number_ranges[4 + 1] =
+static const ProtobufCIntRange filecoord__v1__frame__number_ranges[6 + 1] =
 {
   { 1, 0 },
-  { 16, 12 },
-  { 40, 19 },
-  { 50, 20 },
-  { 0, 22 }
+  { 16, 13 },
+  { 40, 20 },
+  { 50, 21 },
+  { 60, 23 },
+  { 70, 24 },
+  { 0, 26 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -1541,14 +1775,14 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  22,
+  26,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
-  4,  filecoord__v1__frame__number_ranges,
+  6,  filecoord__v1__frame__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[3] =
+static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[4] =
 {
   {
     "protocol_version",
@@ -1586,16 +1820,30 @@ static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[3]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "answers_recalls",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Hello, answers_recalls),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__hello__field_indices_by_name[] = {
+  3,   /* field[3] = answers_recalls */
   1,   /* field[1] = client_name */
   2,   /* field[2] = pid */
   0,   /* field[0] = protocol_version */
 };
-static const ProtobufCIntRange filecoord__v1__hello__number_ranges[1 + 1] =
+static const ProtobufCIntRange filecoord__v1__hello__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 10, 3 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
 {
@@ -1605,10 +1853,10 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   "Filecoord__V1__Hello",
   "filecoord.v1",
   sizeof(Filecoord__V1__Hello),
-  3,
+  4,
   filecoord__v1__hello__field_descriptors,
   filecoord__v1__hello__field_indices_by_name,
-  1,  filecoord__v1__hello__number_ranges,
+  2,  filecoord__v1__hello__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2508,7 +2756,96 @@ const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor =
   (ProtobufCMessageInit) filecoord__v1__dump_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__hello_reply__field_descriptors[3] =
+static const ProtobufCFieldDescriptor filecoord__v1__preparation_returned__field_descriptors[1] =
+{
+  {
+    "claim_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__PreparationReturned, claim_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__preparation_returned__field_indices_by_name[] = {
+  0,   /* field[0] = claim_id */
+};
+static const ProtobufCIntRange filecoord__v1__preparation_returned__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__preparation_returned__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.PreparationReturned",
+  "PreparationReturned",
+  "Filecoord__V1__PreparationReturned",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__PreparationReturned),
+  1,
+  filecoord__v1__preparation_returned__field_descriptors,
+  filecoord__v1__preparation_returned__field_indices_by_name,
+  1,  filecoord__v1__preparation_returned__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__preparation_returned__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__lease_returned__field_descriptors[2] =
+{
+  {
+    "lease_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseReturned, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "running",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__LeaseReturned, n_running),
+    offsetof(Filecoord__V1__LeaseReturned, running),
+    &filecoord__v1__request_claim__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_returned__field_indices_by_name[] = {
+  0,   /* field[0] = lease_id */
+  1,   /* field[1] = running */
+};
+static const ProtobufCIntRange filecoord__v1__lease_returned__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseReturned",
+  "LeaseReturned",
+  "Filecoord__V1__LeaseReturned",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseReturned),
+  2,
+  filecoord__v1__lease_returned__field_descriptors,
+  filecoord__v1__lease_returned__field_indices_by_name,
+  1,  filecoord__v1__lease_returned__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_returned__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__hello_reply__field_descriptors[4] =
 {
   {
     "protocol_version",
@@ -2546,16 +2883,29 @@ static const ProtobufCFieldDescriptor filecoord__v1__hello_reply__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "revision",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__HelloReply, revision),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__hello_reply__field_indices_by_name[] = {
   1,   /* field[1] = daemon_pid */
   2,   /* field[2] = limits */
   0,   /* field[0] = protocol_version */
+  3,   /* field[3] = revision */
 };
 static const ProtobufCIntRange filecoord__v1__hello_reply__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor =
 {
@@ -2565,11 +2915,100 @@ const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor =
   "Filecoord__V1__HelloReply",
   "filecoord.v1",
   sizeof(Filecoord__V1__HelloReply),
-  3,
+  4,
   filecoord__v1__hello_reply__field_descriptors,
   filecoord__v1__hello_reply__field_indices_by_name,
   1,  filecoord__v1__hello_reply__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__hello_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__lease_granted__field_descriptors[2] =
+{
+  {
+    "lease_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subtree",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, subtree),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_granted__field_indices_by_name[] = {
+  0,   /* field[0] = lease_id */
+  1,   /* field[1] = subtree */
+};
+static const ProtobufCIntRange filecoord__v1__lease_granted__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseGranted",
+  "LeaseGranted",
+  "Filecoord__V1__LeaseGranted",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseGranted),
+  2,
+  filecoord__v1__lease_granted__field_descriptors,
+  filecoord__v1__lease_granted__field_indices_by_name,
+  1,  filecoord__v1__lease_granted__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_granted__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__lease_recalled__field_descriptors[1] =
+{
+  {
+    "lease_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseRecalled, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_recalled__field_indices_by_name[] = {
+  0,   /* field[0] = lease_id */
+};
+static const ProtobufCIntRange filecoord__v1__lease_recalled__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_recalled__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseRecalled",
+  "LeaseRecalled",
+  "Filecoord__V1__LeaseRecalled",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseRecalled),
+  1,
+  filecoord__v1__lease_recalled__field_descriptors,
+  filecoord__v1__lease_recalled__field_indices_by_name,
+  1,  filecoord__v1__lease_recalled__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_recalled__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__limits__field_descriptors[5] =
