@@ -82,9 +82,9 @@ final class ArbiterHost {
     }
 
     /// A client finished its handshake.
-    func accept(_ channel: any Channel, pid: Int32, name: String) -> ClientID {
+    func accept(_ channel: any Channel, pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
         loop.preconditionInEventLoop()
-        let client = router.connect(pid: pid, name: name)
+        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls)
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
         logger.info(
@@ -128,6 +128,8 @@ final class ArbiterHost {
         if recovering {
             if case .claimRequested(let request) = event, request.isHeld {
                 // Taken at once: it is what recovery waits for.
+            } else if case .leaseReturned = event {
+                // So is a lease of the previous daemon given back with the claims still running in it.
             } else {
                 heldBack.append((client, event))
                 return
