@@ -26,6 +26,10 @@ struct ConnectionPolicy: Sendable {
     /// Whether a daemon may be started when none answers (`FILECOORDD_PATH` or `filecoordd` on the `PATH`). A test
     /// that starts its own daemon sets it to `false`.
     var mayStartDaemon = true
+    /// Whether the client says at `Hello` that it answers lease recalls, so that the daemon may grant it leases and
+    /// its claims inside them are decided in process (issue 23; docs/SEMANTICS.md §13): `FILECOORD_LEASES=1`. Off by
+    /// default until the client's side is proven (docs/ARCHITECTURE.md §14).
+    var answersRecalls = false
 
     /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
     /// in process (a test's own client; docs/ARCHITECTURE.md §8).
@@ -60,12 +64,14 @@ struct ConnectionPolicy: Sendable {
     static func fromEnvironment(_ environment: [String: String]) -> ConnectionPolicy {
         let requested = environment["FILECOORD_CONNECT_TIMEOUT"].flatMap(Double.init) ?? 10
         let seconds = requested > 0 ? requested : 10
-        return ConnectionPolicy(
+        var policy = ConnectionPolicy(
             socketPath: DaemonAddress.socketPath(environment: environment, uid: UInt32(getuid())),
             inProcessByChoice: environment["FILECOORD_ARBITER"] == "in-process",
             connectDeadline: .milliseconds(Int64(seconds * 1000)),
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
+        policy.answersRecalls = environment["FILECOORD_LEASES"] == "1"
+        return policy
     }
 }
 

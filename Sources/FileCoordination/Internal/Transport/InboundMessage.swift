@@ -14,4 +14,8 @@ enum InboundMessage: Sendable {
     case presenter(PresenterMessage)
     /// The daemon's answer to a version store request (issue 15).
     case versionReply(VersionStoreReply)
+    /// The daemon granted this client a lease on `subtree` (issue 23; docs/SEMANTICS.md §13).
+    case leaseGranted(LeaseID, subtree: ItemPath)
+    /// The daemon wants the lease back.
+    case leaseRecalled(LeaseID)
 }
