@@ -57,7 +57,11 @@ extension Arbiter {
         record.leases.insert(lease.id)
         statistics.leasesGranted += 1
         effects.append(.grantLease(lease.id, client: clientID, subtree: subtree))
-        effects.append(.startTimer(.leaseMinimumHold(lease.id), after: policy.minimumHold))
+        if policy.minimumHold > .zero {
+            effects.append(.startTimer(.leaseMinimumHold(lease.id), after: policy.minimumHold))
+        } else {
+            lease.minimumHoldPassed = true
+        }
         log(.debug, "lease granted", ["lease.id": "\(lease.id.rawValue)", "client.id": "\(clientID.rawValue)"])
     }
 
@@ -81,12 +85,24 @@ extension Arbiter {
 
     // MARK: Recall
 
-    /// Recalls the leases a new claim conflicts with (its own client's included).
+    /// Recalls the leases a new claim conflicts with (its own client's included), except that a claim lying wholly
+    /// inside a lease its own client holds, unrecalled, is handed back to that client (``ArbiterEffect/claimInsideLease(_:client:lease:)``):
+    /// it was sent before the grant reached the client, which decides it itself. Nothing else can conflict with
+    /// it: anything that did would have recalled the lease.
     func recallLeases(conflictingWith id: ClaimID) {
         guard !leases.isEmpty, let claim = claims[id] else { return }
         var found: [LeaseID] = []
         forEachConflicting(claim) { (other: ClaimRecord) -> Void in
             if let lease = other.id.lease, !found.contains(lease) { found.append(lease) }
+        }
+        if found.count == 1, let lease = leases[found[0]], lease.client == claim.request.client, lease.state == .held,
+            !claim.request.isHeld, claim.request.filePresenter == nil, claim.request.fromPresenterQueue == nil,
+            claim.entries.allSatisfy({ $0.path == lease.subtree || $0.path.isDescendant(of: lease.subtree) })
+        {
+            statistics.claimsHandedToLeases += 1
+            effects.append(.claimInsideLease(id, client: claim.request.client, lease: lease.id))
+            remove(claim)
+            return
         }
         for lease in found { requestRecall(lease) }
     }
@@ -140,6 +156,7 @@ extension Arbiter {
         holder.recalls += 1
         let backoff = min(policy.maximumBackoff, holder.backoff.map { $0 * 2 } ?? policy.initialBackoff)
         holder.backoff = backoff
+        guard backoff > .zero else { return }  // A policy without back-off (benchmarks).
         if holder.inBackoff { effects.append(.cancelTimer(.leaseBackoff(lease.client))) }
         holder.inBackoff = true
         effects.append(.startTimer(.leaseBackoff(lease.client), after: backoff))

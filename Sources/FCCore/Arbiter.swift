@@ -294,6 +294,8 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var leaseRecalls = 0
     /// Recalls that the holder did not answer within the presenter timeout.
     public var leaseRecallTimeouts = 0
+    /// Claims of a lease's holder handed back to it, as lying inside the lease (sent before the grant reached it).
+    public var claimsHandedToLeases = 0
     /// Creates counters that are all zero.
     public init() {}
 }

@@ -89,4 +89,7 @@ public enum ArbiterEffect: Hashable, Sendable {
     case recallLease(LeaseID, client: ClientID)
     /// The lease is gone without a return (its holder disconnected); for the host's records.
     case leaseDropped(LeaseID, client: ClientID)
+    /// The claim lies inside a lease its own client holds (sent before the client could know of the lease): it is
+    /// not arbitrated here, and the client decides it itself, or sends it again if the lease is gone by then.
+    case claimInsideLease(ClaimID, client: ClientID, lease: LeaseID)
 }

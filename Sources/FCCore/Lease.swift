@@ -41,7 +41,8 @@ public struct LeasePolicy: Hashable, Sendable {
     /// The most leases one client holds at once (nothing grows without bound); beyond it the client gets no more.
     public var maximumLeasesPerClient = 256
 
-    /// Creates the default policy.
+    /// Creates the default policy. A zero ``minimumHold`` recalls at once, a zero ``initialBackoff`` never backs
+    /// off (for benchmarks that recall on purpose).
     public init() {}
 }
 

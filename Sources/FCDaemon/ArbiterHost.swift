@@ -319,7 +319,8 @@ final class ArbiterHost {
                 watcher?.watch(directory)
             case .unwatch(let directory):
                 watcher?.unwatch(directory)
-            case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped:
+            case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
+                .claimInsideLease:
                 break
             }
         }

@@ -279,6 +279,11 @@ public final class SessionRouter {
                 append(effect, to: client)
             case .leaseDropped:
                 continue  // Its holder is gone: nobody to tell.
+            case .claimInsideLease(let id, let client, let lease):
+                // The claim is over here: its client decides it in its lease, under its own id.
+                guard let (owner, local) = claimOwner.removeValue(forKey: id), owner == client else { continue }
+                sessions[client]?.claims[local] = nil
+                append(.claimInsideLease(ClaimID(local), client: client, lease: lease), to: client)
             case .watchUnavailable(let presenter, let client, let directory, let reason):
                 guard let (owner, local) = presenterOwner[presenter], owner == client else { continue }
                 append(

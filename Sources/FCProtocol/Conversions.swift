@@ -728,7 +728,7 @@ extension ArbiterEvent {
             }
             self = .leaseReturned(LeaseID(message.leaseID), client: client, running: running)
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
-            .watchUnavailable, .leaseGranted, .leaseRecalled:
+            .watchUnavailable, .leaseGranted, .leaseRecalled, .claimInsideLease:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         case .versionStoreReply:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
@@ -799,6 +799,11 @@ extension Filecoord_V1_Frame {
             var message = Filecoord_V1_LeaseRecalled()
             message.leaseID = lease.rawValue
             self.init(.leaseRecalled(message))
+        case .claimInsideLease(let claim, _, let lease):
+            var message = Filecoord_V1_ClaimInsideLease()
+            message.claimID = claim.rawValue
+            message.leaseID = lease.rawValue
+            self.init(.claimInsideLease(message))
         case .watchUnavailable(let presenter, _, let directory, let reason):
             var message = Filecoord_V1_WatchUnavailable()
             message.presenterID = presenter.rawValue

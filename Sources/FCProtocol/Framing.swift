@@ -32,7 +32,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .versionStoreRequest: .toDaemon
         case .versionStoreReply: .toClient
         case .leaseReturned: .toDaemon
-        case .leaseGranted, .leaseRecalled: .toClient
+        case .leaseGranted, .leaseRecalled, .claimInsideLease: .toClient
         }
     }
 
@@ -65,6 +65,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .leaseReturned: "LeaseReturned"
         case .leaseGranted: "LeaseGranted"
         case .leaseRecalled: "LeaseRecalled"
+        case .claimInsideLease: "ClaimInsideLease"
         }
     }
 }

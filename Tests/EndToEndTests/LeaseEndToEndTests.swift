@@ -66,13 +66,30 @@ struct LeaseEndToEndTests {
         }
     }
 
+    @Test("a process that reads in a tight loop from the start takes the lease on the way, without bouncing it")
+    func aTightLoopTakesTheLeaseOnTheWay() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            try FileManager.default.createDirectory(atPath: env.path("tree"), withIntermediateDirectories: true)
+            let file = try env.file("tree/f.txt", "v1")
+            let a = try await env.host("A", environment: Self.leasing)
+            try a.send("read-loop \(file) 500")
+            try await a.waitFor("done read-loop \(file)")
+            let state = try await dump(env)
+            let requested = try #require((state["statistics"] as? [String: Any])?["claimsRequested"] as? Int)
+            #expect(requested < 50, "the daemon saw \(requested) of 500 reads")
+            let leasing = try #require(state["leasing"] as? [String: Any])
+            #expect(leasing["recalls"] as? Int == 0, "the lease bounced: \(leasing)")
+        }
+    }
+
     @Test("without FILECOORD_LEASES, or with filecoordd --no-leases, no lease is granted")
     func leasesOffGrantNone() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon(arguments: ["--no-leases"])
             let file = try env.file("g.txt", "v1")
             let a = try await env.host("A", environment: Self.leasing)
-            let b = try await env.host("B")
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
             for host in [a, b] {
                 try host.send("read \(file)")
                 try await host.waitFor("done read \(file)")
@@ -92,7 +109,7 @@ struct LeaseEndToEndTests {
             try a.send("read \(file) hold")
             try await a.waitFor("holding read \(file)")
             #expect(try await claimsRequested(env) == before, "A's read went to the daemon: no lease was used")
-            let b = try await env.host("B")
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
             try b.send("write \(file) v2")
             #expect(try await b.staysWithout("granted write"), "B wrote while A's read ran under its lease")
             // The lease came back with A's read declared: the daemon now shows it as A's granted claim.
@@ -116,7 +133,7 @@ struct LeaseEndToEndTests {
             let (file, a) = try await leasedSetUp(env)
             try a.send("read \(file) hold")
             try await a.waitFor("holding read \(file)")
-            let b = try await env.host("B")
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
             try b.send("write \(file) v2")
             #expect(try await b.staysWithout("granted write"))
             kill(a.pid, SIGKILL)
@@ -131,7 +148,7 @@ struct LeaseEndToEndTests {
             let (file, a) = try await leasedSetUp(env, presenterTimeout: "0.5")
             kill(a.pid, SIGSTOP)
             defer { kill(a.pid, SIGCONT) }
-            let b = try await env.host("B")
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
             try b.send("write \(file) v2")
             var state = ""
             let deadline = ContinuousClock.now + defaultTimeout

@@ -177,3 +177,70 @@ import Testing
         #expect(h.failure(ClaimID(ClaimID.leaseBit | 77)) != nil)
     }
 }
+
+/// A policy without minimum hold or back-off (what the recall benchmark uses) recalls at once and grants again.
+@Suite struct ZeroLeasePolicyTests {
+    @Test func aZeroMinimumHoldRecallsAtOnceAndAZeroBackoffGrantsAgain() throws {
+        var configuration = ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil)
+        var policy = LeasePolicy()
+        policy.minimumHold = .zero
+        policy.initialBackoff = .zero
+        policy.maximumBackoff = .zero
+        configuration.leases = policy
+        let h = ArbiterHarness(configuration: configuration)
+        let app = h.connect("app", answersRecalls: true)
+        let other = h.connect("other")
+        h.finish(h.read("/d/f", client: app))
+        let lease = try #require(h.lastLeaseGrants.first).0
+        h.read("/d/g", client: other)
+        #expect(h.lastRecalls == [lease])
+        h.send(.leaseReturned(lease, client: app, running: []))
+        h.finish(try #require(h.arbiter.snapshot().claims.first).request.id)
+        h.finish(h.read("/e/f", client: app))
+        #expect(h.lastLeaseGrants.count == 1, "no back-off")
+    }
+}
+
+/// A holder's own claim sent before its lease's grant reached it is handed back, not a reason for a recall.
+@Suite struct HandedBackClaimTests {
+    @Test func aHoldersOwnClaimInsideItsHeldLeaseIsHandedBackAndOneReachingOutsideRecallsIt() throws {
+        let h = LeaseTests.harness()
+        let app = h.connect("app", answersRecalls: true)
+        let lease = try LeaseTests.lease(h, app)
+        let inside = h.read("/d/g", client: app)
+        #expect(h.lastEffects.contains(.claimInsideLease(inside, client: app, lease: lease)))
+        #expect(h.lastRecalls.isEmpty)
+        #expect(h.arbiter.phase(of: inside) == nil, "forgotten by the arbiter")
+        #expect(h.arbiter.statistics.claimsHandedToLeases == 1)
+        // A claim reaching outside the lease is the daemon's: the lease is recalled.
+        let across = h.claim([ArbiterHarness.read("/d/g"), ArbiterHarness.read("/e")], client: app)
+        #expect(h.lastRecalls == [lease])
+        #expect(!h.isGranted(across))
+    }
+}
+
+/// Found by the simulator: a running claim declared with a lease's return, made by a coordinator cancelled since, was
+/// refused as "cancelled", and a conflicting write got in while it ran.
+@Suite struct DeclaredClaimOfACancelledCoordinatorTests {
+    @Test func aRunningClaimOfACancelledCoordinatorStillHoldsBackConflictingClaims() throws {
+        let h = LeaseTests.harness()
+        let app = h.connect("app", answersRecalls: true)
+        let other = h.connect("other")
+        let lease = try LeaseTests.lease(h, app)
+        h.send(.coordinatorCancelled(app, CoordinatorID(700)))
+        let write = h.write("/d/f", client: other)
+        var running = ClaimRequest(
+            id: ClaimID(600),
+            client: app,
+            coordinator: CoordinatorID(700),
+            purpose: PurposeID("app"),
+            items: [ArbiterHarness.read("/d/f")]
+        )
+        running.isHeld = true
+        h.send(.leaseReturned(lease, client: app, running: [running]))
+        #expect(h.failure(ClaimID(600)) == nil)
+        #expect(!h.isGranted(write), "the write got in while the declared read ran")
+        h.finish(ClaimID(600))
+        #expect(h.isGranted(write))
+    }
+}

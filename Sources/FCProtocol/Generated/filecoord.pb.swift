@@ -408,6 +408,14 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .leaseRecalled(newValue)}
   }
 
+  public var claimInsideLease: Filecoord_V1_ClaimInsideLease {
+    get {
+      if case .claimInsideLease(let v)? = payload {return v}
+      return Filecoord_V1_ClaimInsideLease()
+    }
+    set {payload = .claimInsideLease(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -443,6 +451,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case leaseReturned(Filecoord_V1_LeaseReturned)
     case leaseGranted(Filecoord_V1_LeaseGranted)
     case leaseRecalled(Filecoord_V1_LeaseRecalled)
+    case claimInsideLease(Filecoord_V1_ClaimInsideLease)
 
   }
 
@@ -943,6 +952,24 @@ public nonisolated struct Filecoord_V1_LeaseRecalled: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
+
+  public var leaseID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The claim lies wholly inside a lease its client holds and the daemon has not recalled: the client sent it before
+/// the LeaseGranted reached it. The daemon has forgotten it (its id is free again) and the client decides it in the
+/// lease itself, or sends it again (as a new RequestClaim) if the lease is recalled by then. Instead of Granted or
+/// ClaimFailed. Revision 3.
+public nonisolated struct Filecoord_V1_ClaimInsideLease: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var claimID: UInt64 = 0
 
   public var leaseID: UInt64 = 0
 
@@ -1480,7 +1507,7 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1826,6 +1853,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .leaseRecalled(v)
         }
       }()
+      case 72: try {
+        var v: Filecoord_V1_ClaimInsideLease?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .claimInsideLease(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .claimInsideLease(v)
+        }
+      }()
       default: break
       }
     }
@@ -1940,6 +1980,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .leaseRecalled?: try {
       guard case .leaseRecalled(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
+    }()
+    case .claimInsideLease?: try {
+      guard case .claimInsideLease(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 72)
     }()
     case nil: break
     }
@@ -2799,6 +2843,41 @@ nonisolated extension Filecoord_V1_LeaseRecalled: SwiftProtobuf.Message, SwiftPr
   }
 
   public static func ==(lhs: Filecoord_V1_LeaseRecalled, rhs: Filecoord_V1_LeaseRecalled) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ClaimInsideLease: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ClaimInsideLease"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}lease_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.claimID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.claimID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.claimID, fieldNumber: 1)
+    }
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ClaimInsideLease, rhs: Filecoord_V1_ClaimInsideLease) -> Bool {
+    if lhs.claimID != rhs.claimID {return false}
     if lhs.leaseID != rhs.leaseID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true

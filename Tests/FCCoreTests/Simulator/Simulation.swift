@@ -425,6 +425,24 @@ struct Simulation {
             leaseCounts.recalls += 1
         case .leaseDropped(let id, _):
             if case .clientDisconnected = event {} else { violations.append("\(id) dropped by \(event)") }
+        case .claimInsideLease(let claim, let client, let id):
+            // The holder decides it in process, as the library does (a conflict there makes it skip the claim).
+            guard let lease = holderLeases[id], lease.client == client, !lease.recalled,
+                let request = claimInfo[claim], request.client == client
+            else {
+                violations.append("\(claim) handed to \(client) inside \(id), which it does not hold unrecalled")
+                return
+            }
+            if request.items.contains(where: { $0.path != lease.subtree && !$0.path.isDescendant(of: lease.subtree) }) {
+                violations.append("\(claim) handed to \(id) reaches outside \(lease.subtree)")
+            }
+            let conflicting = inProcess.values.contains {
+                holderLeases[$0.lease]?.client == client && requestsConflict(request, $0.request)
+            }
+            if !conflicting {
+                inProcess[claim] = (id, request)
+                leaseCounts.inProcess += 1
+            }
         default:
             break
         }
@@ -609,6 +627,9 @@ struct Simulation {
             }
         case .watchUnavailable(let presenter, _, _, _):
             if presenterInfo[presenter] == nil { violations.append("watchUnavailable to unknown \(presenter)") }
+        case .claimInsideLease(let id, _, _):
+            // Handed back to its client, to decide in its lease: neither granted nor failed here.
+            failed.insert(id)
         case .startTimer, .cancelTimer, .log, .grantLease, .recallLease, .leaseDropped:
             break
         }

@@ -919,6 +919,51 @@ void   filecoord__v1__lease_recalled__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__claim_inside_lease__init
+                     (Filecoord__V1__ClaimInsideLease         *message)
+{
+  static const Filecoord__V1__ClaimInsideLease init_value = FILECOORD__V1__CLAIM_INSIDE_LEASE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__claim_inside_lease__get_packed_size
+                     (const Filecoord__V1__ClaimInsideLease *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__claim_inside_lease__pack
+                     (const Filecoord__V1__ClaimInsideLease *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__claim_inside_lease__pack_to_buffer
+                     (const Filecoord__V1__ClaimInsideLease *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ClaimInsideLease *
+       filecoord__v1__claim_inside_lease__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ClaimInsideLease *)
+     protobuf_c_message_unpack (&filecoord__v1__claim_inside_lease__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__claim_inside_lease__free_unpacked
+                     (Filecoord__V1__ClaimInsideLease *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__limits__init
                      (Filecoord__V1__Limits         *message)
 {
@@ -1414,7 +1459,7 @@ void   filecoord__v1__version_store_reply__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__version_store_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[26] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[27] =
 {
   {
     "hello",
@@ -1728,11 +1773,24 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[26
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "claim_inside_lease",
+    72,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, claim_inside_lease),
+    &filecoord__v1__claim_inside_lease__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
   6,   /* field[6] = cancel_coordinator */
   16,   /* field[16] = claim_failed */
+  26,   /* field[26] = claim_inside_lease */
   19,   /* field[19] = dump_reply */
   11,   /* field[11] = dump_request */
   5,   /* field[5] = finish_claim */
@@ -1765,7 +1823,7 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[6 + 1] =
   { 50, 21 },
   { 60, 23 },
   { 70, 24 },
-  { 0, 26 }
+  { 0, 27 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -1775,7 +1833,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  26,
+  27,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   6,  filecoord__v1__frame__number_ranges,
@@ -3009,6 +3067,57 @@ const ProtobufCMessageDescriptor filecoord__v1__lease_recalled__descriptor =
   filecoord__v1__lease_recalled__field_indices_by_name,
   1,  filecoord__v1__lease_recalled__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__lease_recalled__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__claim_inside_lease__field_descriptors[2] =
+{
+  {
+    "claim_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimInsideLease, claim_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lease_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimInsideLease, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__claim_inside_lease__field_indices_by_name[] = {
+  0,   /* field[0] = claim_id */
+  1,   /* field[1] = lease_id */
+};
+static const ProtobufCIntRange filecoord__v1__claim_inside_lease__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__claim_inside_lease__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ClaimInsideLease",
+  "ClaimInsideLease",
+  "Filecoord__V1__ClaimInsideLease",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ClaimInsideLease),
+  2,
+  filecoord__v1__claim_inside_lease__field_descriptors,
+  filecoord__v1__claim_inside_lease__field_indices_by_name,
+  1,  filecoord__v1__claim_inside_lease__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__claim_inside_lease__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__limits__field_descriptors[5] =

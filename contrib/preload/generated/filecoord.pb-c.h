@@ -37,6 +37,7 @@ typedef struct Filecoord__V1__LeaseReturned Filecoord__V1__LeaseReturned;
 typedef struct Filecoord__V1__HelloReply Filecoord__V1__HelloReply;
 typedef struct Filecoord__V1__LeaseGranted Filecoord__V1__LeaseGranted;
 typedef struct Filecoord__V1__LeaseRecalled Filecoord__V1__LeaseRecalled;
+typedef struct Filecoord__V1__ClaimInsideLease Filecoord__V1__ClaimInsideLease;
 typedef struct Filecoord__V1__Limits Filecoord__V1__Limits;
 typedef struct Filecoord__V1__Refused Filecoord__V1__Refused;
 typedef struct Filecoord__V1__Granted Filecoord__V1__Granted;
@@ -230,7 +231,8 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REPLY = 51,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_RETURNED = 60,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED = 70,
-  FILECOORD__V1__FRAME__PAYLOAD_LEASE_RECALLED = 71
+  FILECOORD__V1__FRAME__PAYLOAD_LEASE_RECALLED = 71,
+  FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE = 72
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
 
@@ -286,6 +288,7 @@ struct  Filecoord__V1__Frame
     Filecoord__V1__LeaseReturned *lease_returned;
     Filecoord__V1__LeaseGranted *lease_granted;
     Filecoord__V1__LeaseRecalled *lease_recalled;
+    Filecoord__V1__ClaimInsideLease *claim_inside_lease;
   };
 };
 #define FILECOORD__V1__FRAME__INIT \
@@ -728,6 +731,23 @@ struct  Filecoord__V1__LeaseRecalled
 #define FILECOORD__V1__LEASE_RECALLED__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_recalled__descriptor) \
     , 0 }
+
+
+/*
+ * The claim lies wholly inside a lease its client holds and the daemon has not recalled: the client sent it before
+ * the LeaseGranted reached it. The daemon has forgotten it (its id is free again) and the client decides it in the
+ * lease itself, or sends it again (as a new RequestClaim) if the lease is recalled by then. Instead of Granted or
+ * ClaimFailed. Revision 3.
+ */
+struct  Filecoord__V1__ClaimInsideLease
+{
+  ProtobufCMessage base;
+  uint64_t claim_id;
+  uint64_t lease_id;
+};
+#define FILECOORD__V1__CLAIM_INSIDE_LEASE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__claim_inside_lease__descriptor) \
+    , 0, 0 }
 
 
 /*
@@ -1376,6 +1396,25 @@ Filecoord__V1__LeaseRecalled *
 void   filecoord__v1__lease_recalled__free_unpacked
                      (Filecoord__V1__LeaseRecalled *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__ClaimInsideLease methods */
+void   filecoord__v1__claim_inside_lease__init
+                     (Filecoord__V1__ClaimInsideLease         *message);
+size_t filecoord__v1__claim_inside_lease__get_packed_size
+                     (const Filecoord__V1__ClaimInsideLease   *message);
+size_t filecoord__v1__claim_inside_lease__pack
+                     (const Filecoord__V1__ClaimInsideLease   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__claim_inside_lease__pack_to_buffer
+                     (const Filecoord__V1__ClaimInsideLease   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ClaimInsideLease *
+       filecoord__v1__claim_inside_lease__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__claim_inside_lease__free_unpacked
+                     (Filecoord__V1__ClaimInsideLease *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__Limits methods */
 void   filecoord__v1__limits__init
                      (Filecoord__V1__Limits         *message);
@@ -1653,6 +1692,9 @@ typedef void (*Filecoord__V1__LeaseGranted_Closure)
 typedef void (*Filecoord__V1__LeaseRecalled_Closure)
                  (const Filecoord__V1__LeaseRecalled *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__ClaimInsideLease_Closure)
+                 (const Filecoord__V1__ClaimInsideLease *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__Limits_Closure)
                  (const Filecoord__V1__Limits *message,
                   void *closure_data);
@@ -1716,6 +1758,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descripto
 extern const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__lease_recalled__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__claim_inside_lease__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__limits__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__refused__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__granted__descriptor;

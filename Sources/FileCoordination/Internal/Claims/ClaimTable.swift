@@ -45,6 +45,11 @@ final class ClaimTable: Sendable {
         }
     }
 
+    /// The request of a claim sent and not granted or failed yet, if any.
+    func request(of claim: ClaimID) -> ClaimRequest? {
+        state.withLock { $0.requested[claim] }
+    }
+
     /// The waiter of a claim not granted or failed yet, if any.
     func waiter(of claim: ClaimID) -> ClaimWaiter? {
         state.withLock { $0.waiters[claim] }

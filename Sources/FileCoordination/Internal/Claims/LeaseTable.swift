@@ -199,7 +199,8 @@ final class LeaseTable: @unchecked Sendable {
                 state.leases[id]?.timers.removeValue(forKey: timer)?.cancel()
             case .log(let record):
                 logger().log(record)
-            case .message, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease, .leaseDropped:
+            case .message, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
+                .claimInsideLease:
                 // No presenter is registered with a lease's arbiter, and it watches and leases nothing.
                 break
             }

@@ -92,6 +92,19 @@ final class CoordinationClient: Sendable {
         connection.current?.send(message)
     }
 
+    /// A claim sent before its lease's grant arrived, handed back by the daemon: decided in the lease, or sent again
+    /// if the lease was recalled meanwhile.
+    private func decideInLease(_ claim: ClaimID) {
+        guard let request = claims.request(of: claim), let waiter = claims.waiter(of: claim) else { return }
+        if let outcomes = leases.submit(request) {
+            deliver(outcomes)
+        } else if let transport = connection.current as? DaemonTransport {
+            transport.submitClaimReadByListener(request, waiter: waiter)
+        } else {
+            submitClaim(request, waiter: waiter)
+        }
+    }
+
     /// Resumes the waiters of claims a lease decided.
     func deliver(_ outcomes: LeaseTable.Outcomes) {
         for (claim, outcome) in outcomes {
@@ -253,6 +266,7 @@ extension CoordinationClient: ConnectionOwner {
         case .versionReply(let reply): claims.versionRequests.complete(reply)
         case .leaseGranted(let lease, let subtree): leases.grant(lease, subtree: subtree)
         case .leaseRecalled(let lease): recall(lease)
+        case .claimInsideLease(let claim): decideInLease(claim)
         }
     }
 

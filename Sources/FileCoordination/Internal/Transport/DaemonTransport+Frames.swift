@@ -113,6 +113,10 @@ extension DaemonTransport {
             delegate.receive(.leaseGranted(LeaseID(message.leaseID), subtree: subtree))
         case .leaseRecalled(let message)?:
             delegate.receive(.leaseRecalled(LeaseID(message.leaseID)))
+        case .claimInsideLease(let message)?:
+            let claim = ClaimID(message.claimID)
+            claimEnded(claim)
+            delegate.receive(.claimInsideLease(claim))
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:

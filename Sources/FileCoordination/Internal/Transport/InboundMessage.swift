@@ -18,4 +18,6 @@ enum InboundMessage: Sendable {
     case leaseGranted(LeaseID, subtree: ItemPath)
     /// The daemon wants the lease back.
     case leaseRecalled(LeaseID)
+    /// The claim lies inside a lease of this client: decide it there (or send it again if the lease is gone).
+    case claimInsideLease(ClaimID)
 }
