@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
         // The syscall layer: the benchmarks' bare sockets use the package's one socket type.
         .library(name: "FCSystem", targets: ["FCSystem"]),
+        // The version store: the fuzzing package (Fuzz/) reaches its repair through it.
+        .library(name: "FCVersionStore", targets: ["FCVersionStore"]),
         // A document class for Linux apps (issue 27): coordinated open, save, autosave, reload, moves, conflicts.
         .library(name: "CoordinatedDocument", targets: ["FileCoordinationDocument"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),

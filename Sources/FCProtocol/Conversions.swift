@@ -715,8 +715,11 @@ extension ArbiterEvent {
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
             .watchUnavailable:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
-        case .versionStoreReply:
+        case .versionStoreReply, .pong:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
+        case .ping:
+            // Answered by the connection itself (a keepalive, issue 28), not by the arbiter.
+            throw ProtocolError(.unexpectedMessage, "Ping is no arbiter event")
         case .versionStoreRequest:
             // Answered by the daemon's version store (FCDaemon.VersionStoreService), not by the arbiter.
             throw ProtocolError(.unexpectedMessage, "VersionStoreRequest is no arbiter event")

@@ -31,6 +31,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toClient
         case .versionStoreRequest: .toDaemon
         case .versionStoreReply: .toClient
+        case .ping: .toDaemon
+        case .pong: .toClient
         }
     }
 
@@ -60,6 +62,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .watchUnavailable: "WatchUnavailable"
         case .versionStoreRequest: "VersionStoreRequest"
         case .versionStoreReply: "VersionStoreReply"
+        case .ping: "Ping"
+        case .pong: "Pong"
         }
     }
 }

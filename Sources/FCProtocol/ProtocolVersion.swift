@@ -11,11 +11,16 @@ public enum ProtocolVersion {
 
     /// The additions made within ``current`` that this build's daemon understands, announced in
     /// `HelloReply.revision`: a client sends a client-to-daemon message added within the version only to a daemon
-    /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`.
-    public static let revision: UInt32 = 1
+    /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`. 2: `Ping`
+    /// (issue 28).
+    public static let revision: UInt32 = 2
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
+
+    /// The revision that added `Ping` (answered by `Pong`): a client sends it only to a daemon of this revision or
+    /// later.
+    public static let keepaliveRevision: UInt32 = 2
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1

@@ -265,6 +265,21 @@ public final class UnixSocket: Sendable {
         }
     }
 
+    /// Makes a blocking receive return `EAGAIN` after `timeout` without data (`SO_RCVTIMEO`; sends are not
+    /// affected), or wait for ever with `nil`.
+    public func setReceiveTimeout(_ timeout: Duration?) throws(Errno) {
+        var value = timeval()
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            value.tv_sec = Int(seconds)
+            value.tv_usec = Int(attoseconds / 1_000_000_000_000)
+            if value.tv_sec == 0 && value.tv_usec == 0 { value.tv_usec = 1 }
+        }
+        _ = try valueOrErrno {
+            setsockopt(rawValue, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
+
     /// Makes sends and receives fail with `EAGAIN` instead of blocking (`O_NONBLOCK`), or block again.
     public func setNonBlocking(_ nonBlocking: Bool) throws(Errno) {
         let flags = try valueOrErrno { fcntl(rawValue, F_GETFL) }

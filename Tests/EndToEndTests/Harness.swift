@@ -371,6 +371,25 @@ final class TestEnvironment: @unchecked Sendable {
 }
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes.
+/// Sends SIGSTOP to `pid` and waits (bounded) until every thread of it is stopped (`T` in `/proc/PID/task/*/stat`).
+/// `kill` returns before the stop takes hold: a thread of the target that is running may still handle a frame it
+/// reads a moment later. A test that sends something right after stopping a process waits here first (a stopped
+/// daemon granted a read sent after its SIGSTOP, on the loaded machine).
+func stopProcess(_ pid: pid_t) async throws {
+    kill(pid, SIGSTOP)
+    try await eventually("process \(pid) to stop") {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return !tasks.isEmpty
+            && tasks.allSatisfy { task in
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { return true }  // The thread ended.
+                let state = stat[stat.index(after: close)...].dropFirst().first
+                return state == "T" || state == "t"
+            }
+    }
+}
+
 func eventually(
     timeout: Duration = defaultTimeout,
     _ what: @autoclosure () -> String,
@@ -464,6 +483,9 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Sends a signal.
     func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Stops the daemon with SIGSTOP and returns once every one of its threads has stopped (see ``stopProcess(_:)``).
+    func stop() async throws { try await stopProcess(pid) }
 
     /// Waits (bounded) for the daemon to exit; returns its exit status.
     func waitForExit(timeout: Duration = defaultTimeout) async throws -> Int32 {
@@ -743,7 +765,13 @@ final class RawClient {
 
     /// Says hello and waits for the daemon's reply.
     func handshake(name: String = "raw-client") async throws {
-        try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: name, pid: getpid()))))
+        do {
+            try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: name, pid: getpid()))))
+        } catch {
+            // The daemon closed the connection first: say why, if it said.
+            _ = try? await waitForClose(timeout: .seconds(1))
+            throw HarnessError(description: "Hello not sent (\(error)); the daemon sent: \(frames.map(\.payload))")
+        }
         let reply = try await nextFrame()
         guard case .helloReply? = reply?.payload else {
             throw HarnessError(description: "expected HelloReply, got \(String(describing: reply?.payload))")

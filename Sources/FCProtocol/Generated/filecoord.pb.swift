@@ -300,6 +300,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .preparationReturned(newValue)}
   }
 
+  /// Revision 2 (issue 28): sent only to a daemon whose HelloReply.revision is at least 2.
+  public var ping: Filecoord_V1_Ping {
+    get {
+      if case .ping(let v)? = payload {return v}
+      return Filecoord_V1_Ping()
+    }
+    set {payload = .ping(newValue)}
+  }
+
   /// Daemon -> client (numbers 16-31).
   public var helloReply: Filecoord_V1_HelloReply {
     get {
@@ -357,6 +366,14 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .dumpReply(newValue)}
   }
 
+  public var pong: Filecoord_V1_Pong {
+    get {
+      if case .pong(let v)? = payload {return v}
+      return Filecoord_V1_Pong()
+    }
+    set {payload = .pong(newValue)}
+  }
+
   /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
   public var watchUnavailable: Filecoord_V1_WatchUnavailable {
     get {
@@ -401,6 +418,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case dumpRequest(Filecoord_V1_DumpRequest)
     /// Added within version 1 (revision 1): sent only to a daemon whose HelloReply.revision is at least 1.
     case preparationReturned(Filecoord_V1_PreparationReturned)
+    /// Revision 2 (issue 28): sent only to a daemon whose HelloReply.revision is at least 2.
+    case ping(Filecoord_V1_Ping)
     /// Daemon -> client (numbers 16-31).
     case helloReply(Filecoord_V1_HelloReply)
     case refused(Filecoord_V1_Refused)
@@ -409,6 +428,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case presenterMessage(Filecoord_V1_PresenterMessage)
     case protocolError(Filecoord_V1_ProtocolError)
     case dumpReply(Filecoord_V1_DumpReply)
+    case pong(Filecoord_V1_Pong)
     /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
     case watchUnavailable(Filecoord_V1_WatchUnavailable)
     /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
@@ -820,6 +840,22 @@ public nonisolated struct Filecoord_V1_DumpRequest: Sendable {
   public init() {}
 }
 
+/// A keepalive (issue 28, revision 2): a client whose call has waited a while without hearing from the daemon asks
+/// whether the daemon still answers. The daemon answers Pong at once, on its event loop, whatever the arbiter is
+/// waiting for. Allowed after the handshake; sent only to a daemon whose HelloReply.revision is at least 2.
+public nonisolated struct Filecoord_V1_Ping: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Echoed in the Pong.
+  public var nonce: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The batch block of a granted preparation (RequestClaim.is_preparation) returned; its completion handler has not
 /// been called yet. The claim stays granted until its FinishClaim (the handler); fcdump shows it as waiting for its
 /// handler from now on. Ignored for anything but a granted preparation. No answer. Revision 1.
@@ -859,7 +895,7 @@ public nonisolated struct Filecoord_V1_HelloReply: Sendable {
 
   /// Which additions made within this protocol version the daemon understands (0 or absent: none). A client sends
   /// a client -> daemon message added within the version only to a daemon whose revision is at least the message's
-  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned.
+  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned. 2: Ping.
   public var revision: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1235,6 +1271,19 @@ public nonisolated struct Filecoord_V1_DumpReply: Sendable {
   public init() {}
 }
 
+/// The answer to Ping, with its nonce.
+public nonisolated struct Filecoord_V1_Pong: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var nonce: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Changes made without coordination will not reach this presenter (issue 13): the daemon could not watch a directory
 /// it needs (its item's parent, or its item), because the daemon's cap (--max-watches) or the kernel's
 /// fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter; no reply.
@@ -1398,7 +1447,7 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1575,6 +1624,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .preparationReturned(v)
         }
       }()
+      case 14: try {
+        var v: Filecoord_V1_Ping?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .ping(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .ping(v)
+        }
+      }()
       case 16: try {
         var v: Filecoord_V1_HelloReply?
         var hadOneofValue = false
@@ -1664,6 +1726,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.payload = .dumpReply(v)
+        }
+      }()
+      case 23: try {
+        var v: Filecoord_V1_Pong?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .pong(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .pong(v)
         }
       }()
       case 40: try {
@@ -1768,6 +1843,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
       guard case .preparationReturned(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
     }()
+    case .ping?: try {
+      guard case .ping(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
     case .helloReply?: try {
       guard case .helloReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
@@ -1795,6 +1874,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .dumpReply?: try {
       guard case .dumpReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .pong?: try {
+      guard case .pong(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
     }()
     case .watchUnavailable?: try {
       guard case .watchUnavailable(let v)? = self.payload else { preconditionFailure() }
@@ -2488,6 +2571,36 @@ nonisolated extension Filecoord_V1_DumpRequest: SwiftProtobuf.Message, SwiftProt
   }
 }
 
+nonisolated extension Filecoord_V1_Ping: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Ping"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nonce\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.nonce) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.nonce != 0 {
+      try visitor.visitSingularUInt64Field(value: self.nonce, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_Ping, rhs: Filecoord_V1_Ping) -> Bool {
+    if lhs.nonce != rhs.nonce {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Filecoord_V1_PreparationReturned: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".PreparationReturned"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0")
@@ -2888,6 +3001,36 @@ nonisolated extension Filecoord_V1_DumpReply: SwiftProtobuf.Message, SwiftProtob
   public static func ==(lhs: Filecoord_V1_DumpReply, rhs: Filecoord_V1_DumpReply) -> Bool {
     if lhs.json != rhs.json {return false}
     if lhs.more != rhs.more {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_Pong: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Pong"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nonce\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.nonce) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.nonce != 0 {
+      try visitor.visitSingularUInt64Field(value: self.nonce, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_Pong, rhs: Filecoord_V1_Pong) -> Bool {
+    if lhs.nonce != rhs.nonce {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -228,6 +228,21 @@ extension CoordinationClient: ConnectionOwner {
         if needsConnection { connection.startReconnecting() }
     }
 
+    /// The daemon stopped answering a keepalive (issue 28): the calls waiting on `transport` fail with `error`, each
+    /// claim given up (`FinishClaim`, which the daemon reads if it ever answers again); the connection, and with it
+    /// the presenters and the claims held, stays. Later calls use it again, and work once the daemon answers.
+    func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport) {
+        claims.versionRequests.fail(on: transport, because: error.message)
+        guard (connection.current as? DaemonTransport) === transport else { return }
+        let abandoned = claims.removeAllWaitingClaims()
+        guard !abandoned.isEmpty else { return }
+        logger().error("\(error.message)", metadata: ["calls.failed": "\(abandoned.count)"])
+        for (claim, waiter) in abandoned {
+            transport.abandon(claim)
+            waiter.resume(.failed(error))
+        }
+    }
+
     var needsConnection: Bool { !presenters.isEmpty || claims.holdsAny }
 
     /// Registers every presenter of this client with `transport`, just put in charge, and declares again the

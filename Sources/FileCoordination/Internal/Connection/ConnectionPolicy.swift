@@ -26,6 +26,9 @@ struct ConnectionPolicy: Sendable {
     /// Whether a daemon may be started when none answers (`FILECOORDD_PATH` or `filecoordd` on the `PATH`). A test
     /// that starts its own daemon sets it to `false`.
     var mayStartDaemon = true
+    /// When a call waiting on the connection asks whether the daemon still answers, and how long it waits for the
+    /// answer before failing (`FILECOORD_KEEPALIVE_TIMEOUT`; issue 28).
+    var keepalive = KeepalivePolicy.standard
 
     /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
     /// in process (a test's own client; docs/ARCHITECTURE.md §8).
@@ -60,12 +63,14 @@ struct ConnectionPolicy: Sendable {
     static func fromEnvironment(_ environment: [String: String]) -> ConnectionPolicy {
         let requested = environment["FILECOORD_CONNECT_TIMEOUT"].flatMap(Double.init) ?? 10
         let seconds = requested > 0 ? requested : 10
-        return ConnectionPolicy(
+        var policy = ConnectionPolicy(
             socketPath: DaemonAddress.socketPath(environment: environment, uid: UInt32(getuid())),
             inProcessByChoice: environment["FILECOORD_ARBITER"] == "in-process",
             connectDeadline: .milliseconds(Int64(seconds * 1000)),
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
+        policy.keepalive = KeepalivePolicy.fromEnvironment(environment)
+        return policy
     }
 }
 

@@ -120,12 +120,18 @@ final class VersionRequestTable: Sendable {
             state.withLock { _ = $0.waiting.removeValue(forKey: id) }
             throw VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
         }
-        if waiter.done.wait(timeout: .now() + Self.timeout) == .timedOut {
-            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
-            throw VersionStoreError(
-                .storeUnavailable,
-                "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
-            )
+        // Waits in slices, so that a daemon that stopped answering is noticed by the keepalive (issue 28).
+        let since = transport.keepalive.now
+        let slice = transport.keepalive.enabled ? transport.keepalive.policy.checkEvery.timeInterval : Self.timeout
+        while waiter.done.wait(timeout: .now() + slice) == .timedOut {
+            if transport.keepalive.now - since >= .milliseconds(Int64(Self.timeout * 1000)) {
+                state.withLock { _ = $0.waiting.removeValue(forKey: id) }
+                throw VersionStoreError(
+                    .storeUnavailable,
+                    "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
+                )
+            }
+            transport.checkKeepalive(waitingSince: since)
         }
         return try state.withLock { _ in waiter.outcome! }.get()
     }
@@ -143,18 +149,21 @@ final class VersionRequestTable: Sendable {
 
     /// `transport` is gone: its calls fail (whether the daemon made the change is unknown to them).
     func transportLost(_ transport: DaemonTransport) {
+        fail(
+            on: transport,
+            because: "The connection to filecoordd was lost during a version store call; check the versions before "
+                + "trying again."
+        )
+    }
+
+    /// The calls sent on `transport` fail with `message` (whether the daemon made the change is unknown to them).
+    func fail(on transport: DaemonTransport, because message: String) {
         let id = ObjectIdentifier(transport)
         let lost = state.withLock { state -> [Waiter] in
             let lost = state.waiting.filter { $0.value.transport == id }
             for key in lost.keys { state.waiting[key] = nil }
             for waiter in lost.values {
-                waiter.outcome = .failure(
-                    VersionStoreError(
-                        .storeUnavailable,
-                        "The connection to filecoordd was lost during a version store call; check the versions "
-                            + "before trying again."
-                    )
-                )
+                waiter.outcome = .failure(VersionStoreError(.storeUnavailable, message))
             }
             return Array(lost.values)
         }
