@@ -60,10 +60,10 @@ extension DaemonTransport {
     /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
     /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
     /// Throws if the connection is gone.
-    func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
+    func sendVersionRequest(_ request: VersionStoreRequest, id: UInt64) throws {
         updateReading { $0.versionRequests += 1 }
         do {
-            try sendFrame(frame)
+            try sendFrame(Filecoord_V1_Frame(.versionStoreRequest(request.wire(requestID: id))))
         } catch {
             versionRequestEnded()
             throw error
