@@ -231,6 +231,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The document class's folder storage on real files (issue 27).
+        .testTarget(name: "FileCoordinationDocumentTests", dependencies: ["FileCoordinationDocument"]),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.
