@@ -43,7 +43,10 @@ import Testing
         let box = try Sandbox()
         let package = box.url("doc.pkg")
         try DocumentFolder(files: ["a.txt": Data("a".utf8)]).write(to: package)
-        try FileManager.default.createDirectory(at: package.appendingPathComponent("Empty"), withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(
+            at: package.appendingPathComponent("Empty"),
+            withIntermediateDirectories: false
+        )
         try FileManager.default.createSymbolicLink(
             atPath: package.appendingPathComponent("link.txt").path,
             withDestinationPath: "a.txt"
