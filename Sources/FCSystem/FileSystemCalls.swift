@@ -43,6 +43,8 @@ public struct FileStatus: Hashable, Sendable {
     public var permissions: UInt32
     /// The owner's user id (`st_uid`).
     public var owner: UInt32
+    /// How many names the file has (`st_nlink`): above 1 for a hard-linked file (issue 26).
+    public var linkCount: UInt64
 }
 
 /// The syscalls on paths: those of path canonicalisation (issue 14: `stat`/`lstat`/`fstatat`, `readlink`, `statfs`,
@@ -205,5 +207,6 @@ extension FileStatus {
         self.blockDevice = type == S_IFBLK ? UInt64(buffer.st_rdev) : nil
         self.permissions = UInt32(buffer.st_mode) & 0o7777
         self.owner = UInt32(buffer.st_uid)
+        self.linkCount = UInt64(buffer.st_nlink)
     }
 }

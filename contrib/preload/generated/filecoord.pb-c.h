@@ -22,6 +22,7 @@ typedef struct Filecoord__V1__UnregisterPresenter Filecoord__V1__UnregisterPrese
 typedef struct Filecoord__V1__PresenterURLChanged Filecoord__V1__PresenterURLChanged;
 typedef struct Filecoord__V1__RequestClaim Filecoord__V1__RequestClaim;
 typedef struct Filecoord__V1__ClaimItem Filecoord__V1__ClaimItem;
+typedef struct Filecoord__V1__FileIdentity Filecoord__V1__FileIdentity;
 typedef struct Filecoord__V1__FinishClaim Filecoord__V1__FinishClaim;
 typedef struct Filecoord__V1__CancelCoordinator Filecoord__V1__CancelCoordinator;
 typedef struct Filecoord__V1__CancelClaim Filecoord__V1__CancelClaim;
@@ -32,6 +33,7 @@ typedef struct Filecoord__V1__PresenterFailure Filecoord__V1__PresenterFailure;
 typedef struct Filecoord__V1__ItemMoved Filecoord__V1__ItemMoved;
 typedef struct Filecoord__V1__VersionChanged Filecoord__V1__VersionChanged;
 typedef struct Filecoord__V1__DumpRequest Filecoord__V1__DumpRequest;
+typedef struct Filecoord__V1__PreparationReturned Filecoord__V1__PreparationReturned;
 typedef struct Filecoord__V1__HelloReply Filecoord__V1__HelloReply;
 typedef struct Filecoord__V1__Limits Filecoord__V1__Limits;
 typedef struct Filecoord__V1__Refused Filecoord__V1__Refused;
@@ -213,6 +215,7 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_ITEM_MOVED = 10,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_CHANGED = 11,
   FILECOORD__V1__FRAME__PAYLOAD_DUMP_REQUEST = 12,
+  FILECOORD__V1__FRAME__PAYLOAD_PREPARATION_RETURNED = 13,
   FILECOORD__V1__FRAME__PAYLOAD_HELLO_REPLY = 16,
   FILECOORD__V1__FRAME__PAYLOAD_REFUSED = 17,
   FILECOORD__V1__FRAME__PAYLOAD_GRANTED = 18,
@@ -249,6 +252,10 @@ struct  Filecoord__V1__Frame
     Filecoord__V1__ItemMoved *item_moved;
     Filecoord__V1__VersionChanged *version_changed;
     Filecoord__V1__DumpRequest *dump_request;
+    /*
+     * Added within version 1 (revision 1): sent only to a daemon whose HelloReply.revision is at least 1.
+     */
+    Filecoord__V1__PreparationReturned *preparation_returned;
     /*
      * Daemon -> client (numbers 16-31).
      */
@@ -328,10 +335,15 @@ struct  Filecoord__V1__RegisterPresenter
    * all of them, which the deadlock detector needs to know. Absent for a concurrent queue.
    */
   uint64_t serial_queue;
+  /*
+   * The file the path named when the client registered the presenter (issue 26): absent for a directory or an item
+   * that does not exist. Claims through the file's other names (hard links, bind mounts) reach the presenter too.
+   */
+  Filecoord__V1__FileIdentity *identity;
 };
 #define FILECOORD__V1__REGISTER_PRESENTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__register_presenter__descriptor) \
-    , 0, {0,NULL}, 0, 0, 0 }
+    , 0, {0,NULL}, 0, 0, 0, NULL }
 
 
 /*
@@ -437,10 +449,30 @@ struct  Filecoord__V1__ClaimItem
    * The option bits, with Apple's raw values. Unknown bits are ignored.
    */
   uint64_t options;
+  /*
+   * The file the path named when the client canonicalised it (issue 26): absent for a directory or an item that
+   * does not exist. The claim also meets the claims and presenters of the file's other names.
+   */
+  Filecoord__V1__FileIdentity *identity;
 };
 #define FILECOORD__V1__CLAIM_ITEM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__claim_item__descriptor) \
-    , {0,NULL}, 0, 0 }
+    , {0,NULL}, 0, 0, NULL }
+
+
+/*
+ * A file whatever path reaches it (issue 26): its st_dev and st_ino as the client's stat read them. Compared for
+ * equality only; a daemon that does not know the field coordinates by path, as before.
+ */
+struct  Filecoord__V1__FileIdentity
+{
+  ProtobufCMessage base;
+  uint64_t device;
+  uint64_t inode;
+};
+#define FILECOORD__V1__FILE_IDENTITY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__file_identity__descriptor) \
+    , 0, 0 }
 
 
 /*
@@ -615,6 +647,21 @@ struct  Filecoord__V1__DumpRequest
 
 
 /*
+ * The batch block of a granted preparation (RequestClaim.is_preparation) returned; its completion handler has not
+ * been called yet. The claim stays granted until its FinishClaim (the handler); fcdump shows it as waiting for its
+ * handler from now on. Ignored for anything but a granted preparation. No answer. Revision 1.
+ */
+struct  Filecoord__V1__PreparationReturned
+{
+  ProtobufCMessage base;
+  uint64_t claim_id;
+};
+#define FILECOORD__V1__PREPARATION_RETURNED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__preparation_returned__descriptor) \
+    , 0 }
+
+
+/*
  * The handshake succeeded: the daemon speaks protocol_version from now on.
  */
 struct  Filecoord__V1__HelloReply
@@ -630,10 +677,16 @@ struct  Filecoord__V1__HelloReply
    * refuse. Absent: the defaults of docs/PROTOCOL.md.
    */
   Filecoord__V1__Limits *limits;
+  /*
+   * Which additions made within this protocol version the daemon understands (0 or absent: none). A client sends
+   * a client -> daemon message added within the version only to a daemon whose revision is at least the message's
+   * (docs/PROTOCOL.md, section 2). 1: PreparationReturned.
+   */
+  uint32_t revision;
 };
 #define FILECOORD__V1__HELLO_REPLY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__hello_reply__descriptor) \
-    , 0, 0, NULL }
+    , 0, 0, NULL, 0 }
 
 
 /*
@@ -1029,6 +1082,25 @@ Filecoord__V1__ClaimItem *
 void   filecoord__v1__claim_item__free_unpacked
                      (Filecoord__V1__ClaimItem *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__FileIdentity methods */
+void   filecoord__v1__file_identity__init
+                     (Filecoord__V1__FileIdentity         *message);
+size_t filecoord__v1__file_identity__get_packed_size
+                     (const Filecoord__V1__FileIdentity   *message);
+size_t filecoord__v1__file_identity__pack
+                     (const Filecoord__V1__FileIdentity   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__file_identity__pack_to_buffer
+                     (const Filecoord__V1__FileIdentity   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__FileIdentity *
+       filecoord__v1__file_identity__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__file_identity__free_unpacked
+                     (Filecoord__V1__FileIdentity *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__FinishClaim methods */
 void   filecoord__v1__finish_claim__init
                      (Filecoord__V1__FinishClaim         *message);
@@ -1186,6 +1258,25 @@ Filecoord__V1__DumpRequest *
                       const uint8_t       *data);
 void   filecoord__v1__dump_request__free_unpacked
                      (Filecoord__V1__DumpRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__PreparationReturned methods */
+void   filecoord__v1__preparation_returned__init
+                     (Filecoord__V1__PreparationReturned         *message);
+size_t filecoord__v1__preparation_returned__get_packed_size
+                     (const Filecoord__V1__PreparationReturned   *message);
+size_t filecoord__v1__preparation_returned__pack
+                     (const Filecoord__V1__PreparationReturned   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__preparation_returned__pack_to_buffer
+                     (const Filecoord__V1__PreparationReturned   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__PreparationReturned *
+       filecoord__v1__preparation_returned__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__preparation_returned__free_unpacked
+                     (Filecoord__V1__PreparationReturned *message,
                       ProtobufCAllocator *allocator);
 /* Filecoord__V1__HelloReply methods */
 void   filecoord__v1__hello_reply__init
@@ -1438,6 +1529,9 @@ typedef void (*Filecoord__V1__RequestClaim_Closure)
 typedef void (*Filecoord__V1__ClaimItem_Closure)
                  (const Filecoord__V1__ClaimItem *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__FileIdentity_Closure)
+                 (const Filecoord__V1__FileIdentity *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__FinishClaim_Closure)
                  (const Filecoord__V1__FinishClaim *message,
                   void *closure_data);
@@ -1467,6 +1561,9 @@ typedef void (*Filecoord__V1__VersionChanged_Closure)
                   void *closure_data);
 typedef void (*Filecoord__V1__DumpRequest_Closure)
                  (const Filecoord__V1__DumpRequest *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__PreparationReturned_Closure)
+                 (const Filecoord__V1__PreparationReturned *message,
                   void *closure_data);
 typedef void (*Filecoord__V1__HelloReply_Closure)
                  (const Filecoord__V1__HelloReply *message,
@@ -1519,6 +1616,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__unregister_presenter__des
 extern const ProtobufCMessageDescriptor filecoord__v1__presenter_urlchanged__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__file_identity__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__finish_claim__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__cancel_coordinator__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__cancel_claim__descriptor;
@@ -1529,6 +1627,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__presenter_failure__descri
 extern const ProtobufCMessageDescriptor filecoord__v1__item_moved__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__version_changed__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__preparation_returned__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__limits__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__refused__descriptor;

@@ -17,6 +17,10 @@ struct CanonicalPath: Hashable, Sendable {
     /// system that the device does not name), ``key`` holds its names as given and this key holds them case-folded;
     /// a claim takes both, so that it meets a process that decided the directory either way. `nil` otherwise.
     var foldedKey: String? = nil
+    /// The file the path names, `(st_dev, st_ino)` from the walk's own `lstat` (or `stat` of a followed link), when
+    /// it exists and is not a directory; `nil` otherwise (issue 26: the file's other names meet it by this). No
+    /// syscall is added for it.
+    var identity: FileIdentity? = nil
 }
 
 /// Why a path could not be made canonical.
@@ -73,6 +77,8 @@ final class PathCanonicalizer: Sendable {
         var decided = false
         var links = 0
         var followedFinalLink = false
+        /// Whether the resolved prefix, when it exists, is a directory (the root is).
+        var isDirectory = true
 
         var exists: Bool { existing == spelled.count }
         var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
@@ -97,7 +103,13 @@ final class PathCanonicalizer: Sendable {
         }
 
         var canonical: CanonicalPath {
-            CanonicalPath(key: key, spelling: spelling, followedFinalLink: followedFinalLink, foldedKey: foldedKey)
+            CanonicalPath(
+                key: key,
+                spelling: spelling,
+                followedFinalLink: followedFinalLink,
+                foldedKey: foldedKey,
+                identity: exists && !isDirectory ? identity : nil
+            )
         }
     }
 
@@ -209,6 +221,7 @@ final class PathCanonicalizer: Sendable {
                     walk.existing = walk.spelled.count
                     // Its identity and case rule are the parent's: looked up again below when needed.
                     walk.identity = try? FileSystemCalls.status(walk.spelling, followingLinks: true).identity
+                    walk.isDirectory = true
                     walk.decided = false
                     walk.rule = false
                     walk.ruleDevice = nil
@@ -248,6 +261,7 @@ final class PathCanonicalizer: Sendable {
             walk.append(component, key: key, undecided: undecided)
             walk.existing = walk.spelled.count
             walk.identity = status.identity
+            walk.isDirectory = status.kind == .directory
             walk.decided = false
             if status.kind != .directory {
                 // A file: whatever follows does not exist; it keeps the enclosing directory's case rule.
