@@ -73,6 +73,42 @@ struct MountNamespaceEndToEndTests {
     }
 
     @Test(
+        "In one private namespace, a folder and a file not yet created meet under the folder's path and its mount",
+        .enabled(if: MountNamespaces.shouldRun, "DID NOT RUN: bind mounts in a private mount namespace need root")
+    )
+    func aNewFileAndItsFolderMeetUnderBothPaths() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (docs, view) = try Self.makeFolders(env)
+            let first = try await env.host("W", wrapper: MountNamespaces.bound(docs, at: view))
+            let second = try await env.host("R", wrapper: MountNamespaces.joining(first.pid))
+            try await second.present("Folder", docs)
+            // A file that does not exist yet has no identity: the two paths meet because the mount is mapped.
+            try first.send("write \(view)/new.txt first hold")
+            try await first.waitFor("holding write \(view)/new.txt")
+            try second.send("write \(docs)/new.txt second")
+            #expect(
+                try await second.staysWithout("granted write"),
+                "a writer of docs/new.txt ran while view/new.txt was written"
+            )
+            try first.send("release")
+            try await first.waitFor("done write \(view)/new.txt")
+            try await second.waitFor("done write \(docs)/new.txt")
+            #expect(try String(contentsOfFile: docs + "/new.txt", encoding: .utf8) == "second")
+            // The folder's presenter heard the creation through the mount (a written subitem that appeared, as for any
+            // writer that creates a file), then the second write, each spelled under its own path.
+            let events = try await second.settledPresenterEvents("Folder", count: 3)
+            let created = docs + "/new.txt"
+            #expect(
+                events == [
+                    "subitemDidChange \(created)", "subitemDidAppear \(created)", "subitemDidChange \(created)",
+                ],
+                "\(events)"
+            )
+        }
+    }
+
+    @Test(
         "A process in another mount namespace, seeing the folder at another path, coordinates with the host's",
         .enabled(if: MountNamespaces.shouldRun, "DID NOT RUN: a mount namespace of its own needs root")
     )

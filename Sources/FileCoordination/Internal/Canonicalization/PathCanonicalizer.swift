@@ -56,6 +56,11 @@ final class PathCanonicalizer: Sendable {
     static let shared = PathCanonicalizer()
 
     let caseSensitivity = CaseSensitivity()
+    let mountAliases: MountAliases
+
+    init(mountAliases: MountAliases = .shared) {
+        self.mountAliases = mountAliases
+    }
     private let directories = Locked<[String: Walk]>([:])
 
     /// The state of a walk: the resolved prefix so far.
@@ -79,13 +84,30 @@ final class PathCanonicalizer: Sendable {
         var followedFinalLink = false
         /// Whether the resolved prefix, when it exists, is a directory (the root is).
         var isDirectory = true
+        /// The mount the resolved prefix (or the last existing component) is on (`stx_mnt_id`), when known.
+        var mountID: UInt64?
+        /// The mount whose alias ``mountAlias`` holds (decided once per mount, ``decideMount``).
+        var decidedMount: UInt64?
+        /// When the resolved prefix is under a bind mount (issue 26): how many leading components name the mount
+        /// point, and the components of the mount's root under the mount that shows it from higher up.
+        var mountAlias: (depth: Int, target: [String])?
 
         var exists: Bool { existing == spelled.count }
         var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
-        var key: String { keys.isEmpty ? "/" : "/" + keys.joined(separator: "/") }
+        var key: String { Self.path(mapped(keys)) }
         var foldedKey: String? {
             guard let foldedKeys, foldedKeys != keys else { return nil }
-            return "/" + foldedKeys.joined(separator: "/")
+            return Self.path(mapped(foldedKeys))
+        }
+
+        /// `keys` with the mount point's components replaced by the mount's first path (``mountAlias``).
+        func mapped(_ keys: [String]) -> [String] {
+            guard let mountAlias, keys.count >= mountAlias.depth else { return keys }
+            return mountAlias.target + keys[mountAlias.depth...]
+        }
+
+        static func path(_ components: [String]) -> String {
+            components.isEmpty ? "/" : "/" + components.joined(separator: "/")
         }
 
         /// Appends a component and its key, `folded` being its key in an undecided directory.
@@ -120,7 +142,21 @@ final class PathCanonicalizer: Sendable {
         if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
         var walk = try rootWalk()
         try self.walk(&walk, path.split(separator: "/", omittingEmptySubsequences: false), followingFinalLink)
+        decideMount(&walk)
         return walk.canonical
+    }
+
+    /// Decides whether the mount of the resolved prefix is a bind mount with a first path elsewhere (issue 26,
+    /// ``MountAliases``), once per mount a walk reaches: a cached parent carries the decision, so a cached call on a
+    /// plain mount costs nothing more.
+    private func decideMount(_ walk: inout Walk) {
+        guard let id = walk.mountID, walk.decidedMount != id else { return }
+        walk.decidedMount = id
+        walk.mountAlias = nil
+        guard let alias = mountAliases.alias(ofMount: id) else { return }
+        let point = alias.mountPoint.split(separator: "/")
+        guard point.count <= walk.existing, walk.spelled.starts(with: point) else { return }
+        walk.mountAlias = (point.count, alias.target.split(separator: "/").map(String.init))
     }
 
     /// Forgets every cached directory (tests, and the benchmark's cold case).
@@ -156,7 +192,8 @@ final class PathCanonicalizer: Sendable {
         else { return nil }
         let parent: Walk
         if let known = directories.withLock({ $0[parentPath] }), let identity = known.identity,
-            (try? FileSystemCalls.status(parentPath, followingLinks: true).identity) == identity,
+            let status = try? FileSystemCalls.status(parentPath, followingLinks: true),
+            status.identity == identity, status.mountID == known.mountID,
             known.spelling == parentPath
                 || (try? FileSystemCalls.status(known.spelling, followingLinks: true).identity) == identity
         {
@@ -166,6 +203,7 @@ final class PathCanonicalizer: Sendable {
             try self.walk(&walk, parentPath.split(separator: "/", omittingEmptySubsequences: false), true)
             guard walk.exists, walk.identity != nil else { return nil }
             decideInsensitivity(&walk)
+            decideMount(&walk)
             walk.followedFinalLink = false
             // An undecided directory is not remembered: it may be decided at the next call.
             if walk.rule != nil, walk.foldedKeys == nil {
@@ -180,6 +218,7 @@ final class PathCanonicalizer: Sendable {
         var components: [Substring] = [name]
         if trailingSlash { components.append("") }
         try self.walk(&walk, components, followingFinalLink)
+        decideMount(&walk)
         return walk.canonical
     }
 
@@ -187,7 +226,9 @@ final class PathCanonicalizer: Sendable {
 
     private func rootWalk() throws(CanonicalizationError) -> Walk {
         var walk = Walk()
-        walk.identity = try? FileSystemCalls.status("/", followingLinks: true).identity
+        let status = try? FileSystemCalls.status("/", followingLinks: true)
+        walk.identity = status?.identity
+        walk.mountID = status?.mountID
         return walk
     }
 
@@ -220,7 +261,9 @@ final class PathCanonicalizer: Sendable {
                 if walk.existing > walk.spelled.count {
                     walk.existing = walk.spelled.count
                     // Its identity and case rule are the parent's: looked up again below when needed.
-                    walk.identity = try? FileSystemCalls.status(walk.spelling, followingLinks: true).identity
+                    let status = try? FileSystemCalls.status(walk.spelling, followingLinks: true)
+                    walk.identity = status?.identity
+                    walk.mountID = status?.mountID
                     walk.isDirectory = true
                     walk.decided = false
                     walk.rule = false
@@ -249,11 +292,10 @@ final class PathCanonicalizer: Sendable {
                 else { throw .tooManyLinks(links: walk.links) }
                 if isLast { walk.followedFinalLink = true }
                 if target.hasPrefix("/") {
-                    walk = Walk(
-                        identity: try? FileSystemCalls.status("/", followingLinks: true).identity,
-                        links: walk.links,
-                        followedFinalLink: walk.followedFinalLink
-                    )
+                    let (links, followedFinalLink) = (walk.links, walk.followedFinalLink)
+                    walk = try rootWalk()
+                    walk.links = links
+                    walk.followedFinalLink = followedFinalLink
                 }
                 pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: false).reversed())
                 continue
@@ -261,6 +303,7 @@ final class PathCanonicalizer: Sendable {
             walk.append(component, key: key, undecided: undecided)
             walk.existing = walk.spelled.count
             walk.identity = status.identity
+            walk.mountID = status.mountID
             walk.isDirectory = status.kind == .directory
             walk.decided = false
             if status.kind != .directory {
