@@ -60,8 +60,15 @@ public struct FileStatus: Hashable, Sendable {
 public enum FileSystemCalls {
     /// `stat` (following a final symbolic link) or `lstat` (not following it) of `path`: `statx` asking for the
     /// basic fields and the mount id (one syscall, as `stat`'s), `stat`/`lstat` where the kernel has no `statx`.
-    public static func status(_ path: String, followingLinks: Bool) throws(Errno) -> FileStatus {
-        if hasExtendedStatus.load(ordering: .relaxed) {
+    ///
+    /// - Parameter readingMount: `false` calls `stat`/`lstat` (no ``FileStatus/mountID``), as before issue 26: for
+    ///   the canonicalisation benchmark's comparison.
+    public static func status(
+        _ path: String,
+        followingLinks: Bool,
+        readingMount: Bool = true
+    ) throws(Errno) -> FileStatus {
+        if readingMount, hasExtendedStatus.load(ordering: .relaxed) {
             var extended = cfc_status()
             do {
                 _ = try retryOnInterrupt { cfc_statx(path, followingLinks ? 1 : 0, &extended) }

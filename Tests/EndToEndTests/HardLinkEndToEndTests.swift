@@ -108,3 +108,25 @@ struct HardLinkEndToEndTests {
         }
     }
 }
+
+extension HardLinkEndToEndTests {
+    @Test("fcdump shows a presented file's other names, as text and as JSON")
+    func fcdumpShowsAnItemsOtherNames() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (a, b) = try Self.makeLinkedPair(env)
+            let first = try await env.host("A")
+            let second = try await env.host("B")
+            try await first.present("File", a)
+            try await second.present("Link", b)
+            let text = try await env.runTool("fcdump", [])
+            #expect(text.output.contains("also named \(b)"), "\(text.output)")
+            #expect(text.output.contains("also named \(a)"), "\(text.output)")
+            let json = try await env.runTool("fcdump", ["--json"])
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            let presenters = try #require(dump["presenters"] as? [[String: Any]])
+            let named = presenters.compactMap { $0["otherNames"] as? [String] }
+            #expect(named.sorted { $0.first ?? "" < $1.first ?? "" } == [[a], [b]], "\(presenters)")
+        }
+    }
+}

@@ -56,9 +56,12 @@ final class PathCanonicalizer: Sendable {
     static let shared = PathCanonicalizer()
 
     let caseSensitivity = CaseSensitivity()
-    let mountAliases: MountAliases
+    /// The bind mounts of the namespace, or `nil` for paths alone (no mount ids read, no mapping: canonicalisation
+    /// as before issue 26, which the benchmark compares against in the same run).
+    let mountAliases: MountAliases?
+    private var readsMounts: Bool { mountAliases != nil }
 
-    init(mountAliases: MountAliases = .shared) {
+    init(mountAliases: MountAliases? = .shared) {
         self.mountAliases = mountAliases
     }
     private let directories = Locked<[String: Walk]>([:])
@@ -153,7 +156,7 @@ final class PathCanonicalizer: Sendable {
         guard let id = walk.mountID, walk.decidedMount != id else { return }
         walk.decidedMount = id
         walk.mountAlias = nil
-        guard let alias = mountAliases.alias(ofMount: id) else { return }
+        guard let alias = mountAliases?.alias(ofMount: id) else { return }
         let point = alias.mountPoint.split(separator: "/")
         guard point.count <= walk.existing, walk.spelled.starts(with: point) else { return }
         walk.mountAlias = (point.count, alias.target.split(separator: "/").map(String.init))
@@ -192,10 +195,11 @@ final class PathCanonicalizer: Sendable {
         else { return nil }
         let parent: Walk
         if let known = directories.withLock({ $0[parentPath] }), let identity = known.identity,
-            let status = try? FileSystemCalls.status(parentPath, followingLinks: true),
+            let status = try? FileSystemCalls.status(parentPath, followingLinks: true, readingMount: readsMounts),
             status.identity == identity, status.mountID == known.mountID,
             known.spelling == parentPath
-                || (try? FileSystemCalls.status(known.spelling, followingLinks: true).identity) == identity
+                || (try? FileSystemCalls.status(known.spelling, followingLinks: true, readingMount: readsMounts)
+                    .identity) == identity
         {
             parent = known
         } else {
@@ -226,7 +230,7 @@ final class PathCanonicalizer: Sendable {
 
     private func rootWalk() throws(CanonicalizationError) -> Walk {
         var walk = Walk()
-        let status = try? FileSystemCalls.status("/", followingLinks: true)
+        let status = try? FileSystemCalls.status("/", followingLinks: true, readingMount: readsMounts)
         walk.identity = status?.identity
         walk.mountID = status?.mountID
         return walk
@@ -261,7 +265,11 @@ final class PathCanonicalizer: Sendable {
                 if walk.existing > walk.spelled.count {
                     walk.existing = walk.spelled.count
                     // Its identity and case rule are the parent's: looked up again below when needed.
-                    let status = try? FileSystemCalls.status(walk.spelling, followingLinks: true)
+                    let status = try? FileSystemCalls.status(
+                        walk.spelling,
+                        followingLinks: true,
+                        readingMount: readsMounts
+                    )
                     walk.identity = status?.identity
                     walk.mountID = status?.mountID
                     walk.isDirectory = true
@@ -281,7 +289,8 @@ final class PathCanonicalizer: Sendable {
                 continue
             }
             let candidate = walk.spelled.isEmpty ? "/" + component : walk.spelling + "/" + component
-            guard let status = try? FileSystemCalls.status(candidate, followingLinks: false) else {
+            guard let status = try? FileSystemCalls.status(candidate, followingLinks: false, readingMount: readsMounts)
+            else {
                 walk.append(component, key: key, undecided: undecided)
                 continue
             }
