@@ -21,6 +21,29 @@ enum MountNamespaces {
         ]
     }
 
+    /// Runs a host in a new private mount namespace where `source` is bind-mounted at `target` and then `hidden`
+    /// (the mount that held `source`) is unmounted: the namespace sees `source`'s file system only at `target`, as a
+    /// container sees a folder bind-mounted into it.
+    static func bound(_ source: String, at target: String, hiding hidden: String) -> [String] {
+        [
+            "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+            "mount --bind \"$1\" \"$2\" && umount -l \"$3\" || exit 97; shift 3; exec \"$@\"", "sh", source,
+            target, hidden,
+        ]
+    }
+
+    /// Runs `tool` with `arguments` and waits for it; throws if it fails.
+    static func run(_ tool: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
+        }
+    }
+
     /// Runs a host in the mount namespace of the process `pid`.
     static func joining(_ pid: Int32) -> [String] {
         ["/usr/bin/nsenter", "--target", "\(pid)", "--mount", "--"]
@@ -105,6 +128,50 @@ struct MountNamespaceEndToEndTests {
                 ],
                 "\(events)"
             )
+        }
+    }
+
+    @Test(
+        "A process that sees a folder only through its bind mount coordinates on the folder and on new files",
+        .enabled(if: MountNamespaces.shouldRun, "DID NOT RUN: mounts and a mount namespace of its own need root")
+    )
+    func theDaemonMapsAClientsPathsThroughItsMountNamespace() async throws {
+        try await TestEnvironment.run { env in
+            // A file system of the test's own (a tmpfs on the test's folder, unmounted at the end), so that the
+            // contained process can be left seeing it at `view` alone: its own mount table then names no other path
+            // for it, and only the daemon, reading that table, can map its paths to the host's.
+            let fs = env.path("fs")
+            let view = env.path("view")
+            try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: false)
+            try FileManager.default.createDirectory(atPath: view, withIntermediateDirectories: false)
+            try MountNamespaces.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", fs])
+            defer { try? MountNamespaces.run("/usr/bin/umount", ["-l", fs]) }
+            let docs = fs + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: false)
+            _ = try await env.startDaemon()
+            let host = try await env.host("H")
+            let contained = try await env.host("C", wrapper: MountNamespaces.bound(docs, at: view, hiding: fs))
+            try await host.present("Folder", docs)
+            try await contained.present("Folder", view)
+
+            // A file neither has created yet: no identity, the paths alone must meet.
+            try contained.send("write \(view)/new.txt first hold")
+            try await contained.waitFor("holding write \(view)/new.txt")
+            try host.send("write \(docs)/new.txt second")
+            #expect(
+                try await host.staysWithout("granted write"),
+                "the host's writer of docs/new.txt ran while the contained process wrote view/new.txt"
+            )
+            try contained.send("release")
+            try await contained.waitFor("done write \(view)/new.txt")
+            try await host.waitFor("done write \(docs)/new.txt")
+            #expect(try String(contentsOfFile: docs + "/new.txt", encoding: .utf8) == "second")
+            // Each folder's presenter hears the file in its own process's spelling.
+            let hostEvents = try await host.settledPresenterEvents("Folder", count: 3)
+            #expect(hostEvents.contains("subitemDidAppear \(docs)/new.txt"), "\(hostEvents)")
+            let containedEvents = try await contained.settledPresenterEvents("Folder", count: 3)
+            #expect(containedEvents.contains("subitemDidChange \(view)/new.txt"), "\(containedEvents)")
+            #expect(!containedEvents.contains { $0.contains(fs) }, "\(containedEvents)")
         }
     }
 
