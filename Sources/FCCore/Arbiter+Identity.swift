@@ -6,7 +6,12 @@
 // orders it against every name at once and each presenter hears its own path. Nothing else in the core changes: the
 // extra entries are entries like the rest (rules 1 to 7 apply unchanged), and a grant names the requested items only.
 
-/// The live holders of each identity, owned by one ``Arbiter`` (not thread-safe, like the arbiter).
+/// The live holders of each identity, owned by one ``Arbiter`` (not thread-safe, like the arbiter), grouped by the
+/// path each stands at, so that a claim's other names cost what the file's distinct names are, not its holders (a
+/// thousand readers queued on one file through one name are one name).
+///
+/// Moves relocate presenters and waiting claims' items: after an event that can move something, the index is
+/// ``stale`` and regrouped by current paths at its next use (rare: O(holders) once per move).
 ///
 /// Bounded by the live claims' items and presenters: a holder leaves with its claim or presenter, and a presenter's
 /// identity is forgotten when its name is deleted (a link removed: the name no longer reaches the file).
@@ -23,16 +28,22 @@ struct IdentityIndex {
     /// workload; the claim fails with a clear error rather than meet only some of them.
     static let maximumOtherNames = 64
 
-    var holders: [ItemIdentity: Set<Holder>] = [:]
+    /// The holders of each identity, by the path they stood at when last grouped (`nil`: a presenter of no item).
+    var holders: [ItemIdentity: [ItemPath?: Set<Holder>]] = [:]
+    /// Whether something may have moved since the holders were grouped.
+    var stale = false
 
-    mutating func insert(_ holder: Holder, for identity: ItemIdentity) {
-        holders[identity, default: []].insert(holder)
+    mutating func insert(_ holder: Holder, for identity: ItemIdentity, at path: ItemPath?) {
+        holders[identity, default: [:]][path, default: []].insert(holder)
     }
 
     mutating func remove(_ holder: Holder, for identity: ItemIdentity) {
-        guard var set = holders[identity] else { return }
-        set.remove(holder)
-        holders[identity] = set.isEmpty ? nil : set
+        guard var byPath = holders[identity] else { return }
+        for (path, var group) in byPath where group.contains(holder) {
+            group.remove(holder)
+            byPath[path] = group.isEmpty ? nil : group
+        }
+        holders[identity] = byPath.isEmpty ? nil : byPath
     }
 }
 
@@ -88,31 +99,60 @@ extension Arbiter {
         guard claims[request.id] != nil else { return }
         for (index, item) in request.items.enumerated() {
             guard let identity = item.identity else { continue }
-            identities.insert(.claim(request.id, item: index), for: identity)
+            identities.insert(.claim(request.id, item: index), for: identity, at: item.path)
+        }
+    }
+
+    /// Marks the index for regrouping after an event that can move presenters or claims' items.
+    func noteMoves(_ event: ArbiterEvent) {
+        guard !identities.holders.isEmpty else { return }
+        switch event {
+        case .itemMoved, .presenterURLChanged:
+            identities.stale = true
+        case .fileSystemChanged(let events):
+            // Renames seen by the watcher relocate presenters; other changes move nothing.
+            for event in events {
+                switch event {
+                case .movedFrom, .movedTo: identities.stale = true
+                default: continue
+                }
+            }
+        default:
+            break
+        }
+    }
+
+    /// Groups every holder again by the path it stands at now.
+    private func regroupIdentities() {
+        identities.stale = false
+        for (identity, byPath) in identities.holders {
+            var regrouped: [ItemPath?: Set<IdentityIndex.Holder>] = [:]
+            for holder in byPath.values.joined() {
+                switch holder {
+                case .presenter(let id):
+                    guard let record = presenters[id] else { continue }
+                    regrouped[record.registration.path, default: []].insert(holder)
+                case .claim(let id, let index):
+                    guard let claim = claims[id], index < claim.entries.count else { continue }
+                    regrouped[claim.entries[index].path, default: []].insert(holder)
+                }
+            }
+            identities.holders[identity] = regrouped.isEmpty ? nil : regrouped
         }
     }
 
     /// The paths, other than `path`, through which live claims and presenters reached the file `identity`, sorted
     /// (so that a schedule replays alike).
     func otherNames(of identity: ItemIdentity, besides path: ItemPath) -> [ItemPath] {
-        guard let holders = identities.holders[identity] else { return [] }
-        var names: Set<ItemPath> = []
-        for holder in holders {
-            switch holder {
-            case .presenter(let id):
-                if let name = presenters[id]?.registration.path { names.insert(name) }
-            case .claim(let id, let index):
-                if let claim = claims[id], index < claim.entries.count { names.insert(claim.entries[index].path) }
-            }
-        }
-        names.remove(path)
-        return names.sorted()
+        if identities.stale { regroupIdentities() }
+        guard let byPath = identities.holders[identity] else { return [] }
+        return byPath.keys.compactMap { $0 }.filter { $0 != path }.sorted()
     }
 
     /// A presenter joins the index (``addPresenter``).
     func indexIdentity(of registration: PresenterRegistration) {
         guard let identity = registration.identity, registration.path != nil else { return }
-        identities.insert(.presenter(registration.id), for: identity)
+        identities.insert(.presenter(registration.id), for: identity, at: registration.path)
     }
 
     /// A presenter leaves the index (``removePresenter(_:reason:)``).

@@ -66,6 +66,7 @@ public final class Arbiter {
         self.now = now
         // The wait-for graph changes with every event but a deadlock check's own timer (issue 11.2).
         if case .timerFired(.deadlockCheck) = event {} else { graphGeneration &+= 1 }
+        noteMoves(event)
         switch event {
         case .clientConnected(let info):
             clientConnected(info)

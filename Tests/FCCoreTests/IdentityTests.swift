@@ -114,4 +114,21 @@ import Testing
         #expect(h.isGranted(later))
         #expect(h.arbiter.snapshot().claims.first?.paths == [path("/f/c.txt")])
     }
+
+    @Test func aNameThatMovedIsMetWhereItIsNow() throws {
+        let h = ArbiterHarness()
+        let tool = h.connect("tool")
+        let mover = h.write("/d", .forMoving, client: tool)
+        #expect(h.isGranted(mover))
+        // Waits behind the move, and follows it (rule 7): it holds /m/a.txt once granted.
+        let first = h.claim([Self.write("/d/a.txt")], client: h.connect("a"))
+        #expect(!h.isGranted(first))
+        h.send(.itemMoved(mover, from: path("/d"), to: path("/m")))
+        h.finish(mover)
+        #expect(h.isGranted(first))
+        let second = h.claim([Self.write("/e/b.txt")], client: h.connect("b"))
+        #expect(!h.isGranted(second), "a write through b.txt ran while a.txt, moved to /m, was written")
+        let paths = h.arbiter.snapshot().claims.first { $0.request.id == second }?.paths
+        #expect(paths == [path("/e/b.txt"), path("/m/a.txt")])
+    }
 }
