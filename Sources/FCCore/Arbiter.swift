@@ -44,6 +44,8 @@ public final class Arbiter {
     var now: Duration?
     /// What the file system watching rules keep (Arbiter+Watching.swift).
     var watching = WatchState()
+    /// The live holders of each file identity (Arbiter+Identity.swift, issue 26).
+    var identities = IdentityIndex()
 
     /// Creates an empty arbiter.
     public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
@@ -64,6 +66,7 @@ public final class Arbiter {
         self.now = now
         // The wait-for graph changes with every event but a deadlock check's own timer (issue 11.2).
         if case .timerFired(.deadlockCheck) = event {} else { graphGeneration &+= 1 }
+        noteMoves(event)
         switch event {
         case .clientConnected(let info):
             clientConnected(info)
@@ -76,7 +79,7 @@ public final class Arbiter {
         case .presenterURLChanged(let id, let path):
             changePresenterURL(id, to: path)
         case .claimRequested(let request):
-            requestClaim(request)
+            requestClaimMeetingOtherNames(request)
         case .claimFinished(let id, let created):
             finishClaim(id, created: created)
         case .preparationReturned(let id):
@@ -94,6 +97,7 @@ public final class Arbiter {
         case .timerFired(let timer):
             timerFired(timer)
         case .fileSystemChanged(let events):
+            forgetDeletedNames(in: events)
             fileSystemChanged(events)
         }
         reevaluatePending()
@@ -151,6 +155,7 @@ public final class Arbiter {
         let record = PresenterRecord(registration: registration)
         presenters[registration.id] = record
         client(registration.client).presenters.insert(registration.id)
+        indexIdentity(of: registration)
         if let path = registration.path {
             let node = tree.node(path)
             tree.addPresenter(registration.id, at: node, declaresPackage: registration.isPackage)
@@ -184,6 +189,7 @@ public final class Arbiter {
             return
         }
         clients[record.registration.client]?.presenters.remove(id)
+        forgetIdentity(of: record.registration)
         changeWatchInterest(record.registration.path, by: -1)
         if let node = record.node {
             tree.removePresenter(id, at: node, declaredPackage: record.registration.isPackage)

@@ -101,6 +101,7 @@ extension Filecoord_V1_RegisterPresenter {
         callbacks = registration.callbacks.rawValue
         isPackage = registration.isPackage
         if let queue = registration.serialQueue { serialQueue = queue }
+        if let identity = registration.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
     }
 }
 
@@ -120,7 +121,8 @@ extension PresenterRegistration {
             path: wire.hasPath ? try decodePath(wire.path, field: "RegisterPresenter.path", limits: limits) : nil,
             callbacks: PresenterCallbacks(rawValue: wire.callbacks),
             isPackage: wire.isPackage,
-            serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil
+            serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil,
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
         )
     }
 }
@@ -179,6 +181,7 @@ extension Filecoord_V1_ClaimItem {
         path = encodePath(item.path)
         write = item.access.isWrite
         options = item.access.wireOptions
+        if let identity = item.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
     }
 }
 
@@ -193,8 +196,25 @@ extension ClaimItem {
     init(wire: Filecoord_V1_ClaimItem, field: String, limits: ProtocolLimits) throws(ProtocolError) {
         self.init(
             path: try decodePath(wire.path, field: "\(field).path", limits: limits),
-            access: try Access(wireWrite: wire.write, options: wire.options)
+            access: try Access(wireWrite: wire.write, options: wire.options),
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
         )
+    }
+}
+
+extension Filecoord_V1_FileIdentity {
+    /// A file's identity as `ClaimItem.identity` and `RegisterPresenter.identity` carry it (issue 26).
+    public init(_ identity: ItemIdentity) {
+        self.init()
+        device = identity.device
+        inode = identity.inode
+    }
+}
+
+extension ItemIdentity {
+    /// The identity a frame carried. Any two numbers are valid: the arbiter only compares them.
+    public init(_ wire: Filecoord_V1_FileIdentity) {
+        self.init(device: wire.device, inode: wire.inode)
     }
 }
 

@@ -312,7 +312,8 @@ final class TestEnvironment: @unchecked Sendable {
         arguments: [String] = [],
         environment extra: [String: String?] = [:],
         executable: String = "fc-testhost",
-        readyLine: String = "ready "
+        readyLine: String = "ready ",
+        wrapper: [String] = []
     ) async throws -> HostProcess {
         let host = try HostProcess(
             name: name,
@@ -320,7 +321,8 @@ final class TestEnvironment: @unchecked Sendable {
             mayStartDaemon: mayStartDaemon,
             arguments: arguments,
             extraEnvironment: extra,
-            executable: executable
+            executable: executable,
+            wrapper: wrapper
         )
         lock.withLock { hosts.append(host) }
         _ = try await host.waitFor(readyLine)
@@ -520,7 +522,8 @@ final class HostProcess: @unchecked Sendable {
         mayStartDaemon: Bool,
         arguments: [String],
         extraEnvironment: [String: String?],
-        executable: String
+        executable: String,
+        wrapper: [String] = []
     ) throws {
         self.name = name
         input = Pipe()
@@ -535,9 +538,11 @@ final class HostProcess: @unchecked Sendable {
         pump = environment.pump
         var childEnvironment = try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon)
         for (key, value) in extraEnvironment { childEnvironment[key] = value }
+        // A wrapper (`unshare`, `nsenter`: issue 26) runs the product with its arguments after its own.
+        let product = try Products.executable(executable)
         process = try launch(
-            try Products.executable(executable),
-            arguments,
+            wrapper.first.map { URL(fileURLWithPath: $0) } ?? product,
+            wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [product.path] + arguments,
             environment: childEnvironment,
             input: input,
             output: output,

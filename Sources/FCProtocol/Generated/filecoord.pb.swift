@@ -498,12 +498,24 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   /// Clears the value of `serialQueue`. Subsequent reads from it will return its default value.
   public mutating func clearSerialQueue() {self._serialQueue = nil}
 
+  /// The file the path named when the client registered the presenter (issue 26): absent for a directory or an item
+  /// that does not exist. Claims through the file's other names (hard links, bind mounts) reach the presenter too.
+  public var identity: Filecoord_V1_FileIdentity {
+    get {_identity ?? Filecoord_V1_FileIdentity()}
+    set {_identity = newValue}
+  }
+  /// Returns true if `identity` has been explicitly set.
+  public var hasIdentity: Bool {self._identity != nil}
+  /// Clears the value of `identity`. Subsequent reads from it will return its default value.
+  public mutating func clearIdentity() {self._identity = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _path: Data? = nil
   fileprivate var _serialQueue: UInt64? = nil
+  fileprivate var _identity: Filecoord_V1_FileIdentity? = nil
 }
 
 /// NSFileCoordinator.removeFilePresenter(_:). No reply. Its pending requests count as answered.
@@ -636,6 +648,35 @@ public nonisolated struct Filecoord_V1_ClaimItem: Sendable {
 
   /// The option bits, with Apple's raw values. Unknown bits are ignored.
   public var options: UInt64 = 0
+
+  /// The file the path named when the client canonicalised it (issue 26): absent for a directory or an item that
+  /// does not exist. The claim also meets the claims and presenters of the file's other names.
+  public var identity: Filecoord_V1_FileIdentity {
+    get {_identity ?? Filecoord_V1_FileIdentity()}
+    set {_identity = newValue}
+  }
+  /// Returns true if `identity` has been explicitly set.
+  public var hasIdentity: Bool {self._identity != nil}
+  /// Clears the value of `identity`. Subsequent reads from it will return its default value.
+  public mutating func clearIdentity() {self._identity = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _identity: Filecoord_V1_FileIdentity? = nil
+}
+
+/// A file whatever path reaches it (issue 26): its st_dev and st_ino as the client's stat read them. Compared for
+/// equality only; a daemon that does not know the field coordinates by path, as before.
+public nonisolated struct Filecoord_V1_FileIdentity: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var device: UInt64 = 0
+
+  public var inode: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1945,7 +1986,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1958,6 +1999,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.callbacks) }()
       case 4: try { try decoder.decodeSingularBoolField(value: &self.isPackage) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self._serialQueue) }()
+      case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
       default: break
       }
     }
@@ -1983,6 +2025,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     try { if let v = self._serialQueue {
       try visitor.visitSingularUInt64Field(value: v, fieldNumber: 5)
     } }()
+    try { if let v = self._identity {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1992,6 +2037,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs.callbacks != rhs.callbacks {return false}
     if lhs.isPackage != rhs.isPackage {return false}
     if lhs._serialQueue != rhs._serialQueue {return false}
+    if lhs._identity != rhs._identity {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2147,7 +2193,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClaimItem"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0\u{2}%identity\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2158,12 +2204,17 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
       case 1: try { try decoder.decodeSingularBytesField(value: &self.path) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.write) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.options) }()
+      case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.path.isEmpty {
       try visitor.visitSingularBytesField(value: self.path, fieldNumber: 1)
     }
@@ -2173,6 +2224,9 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     if self.options != 0 {
       try visitor.visitSingularUInt64Field(value: self.options, fieldNumber: 3)
     }
+    try { if let v = self._identity {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2180,6 +2234,42 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     if lhs.path != rhs.path {return false}
     if lhs.write != rhs.write {return false}
     if lhs.options != rhs.options {return false}
+    if lhs._identity != rhs._identity {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_FileIdentity: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FileIdentity"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}device\0\u{1}inode\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.device) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.inode) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.device != 0 {
+      try visitor.visitSingularUInt64Field(value: self.device, fieldNumber: 1)
+    }
+    if self.inode != 0 {
+      try visitor.visitSingularUInt64Field(value: self.inode, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_FileIdentity, rhs: Filecoord_V1_FileIdentity) -> Bool {
+    if lhs.device != rhs.device {return false}
+    if lhs.inode != rhs.inode {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -97,9 +97,13 @@ final class CoordinationClient: Sendable {
         // Connect first: a new connection registers the presenters already known, and this one must not be among
         // them as well as sent below. Without an arbiter it is kept, and registered when one is reached.
         if case .failure = connection.transport(retrying: false) { connection.startReconnecting() }
-        let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+        let resolved = presenter.presentedItemURL.flatMap { try? URLMapping.canonical($0, followingFinalLink: true) }
         // The presenter's properties are the app's code: read outside the locks.
-        let entry = PresenterRegistry.Entry(presenter: presenter, path: path)
+        let entry = PresenterRegistry.Entry(
+            presenter: presenter,
+            path: resolved?.path,
+            identity: resolved?.canonical.identity.map(ItemIdentity.init)
+        )
         let added = registering.withLock {
             // A transport put in charge before this registers it here; one put in charge after lists it itself.
             presenters.add(entry).map { ($0, connection.current) }
