@@ -373,6 +373,18 @@ final class TestEnvironment: @unchecked Sendable {
 }
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes.
+/// Runs `tool` with `arguments` and waits for it (a short system command such as `mount`); throws if it fails.
+func runToCompletion(_ tool: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
+    }
+}
+
 /// Sends SIGSTOP to `pid` and waits (bounded) until every thread of it is stopped (`T` in `/proc/PID/task/*/stat`).
 /// `kill` returns before the stop takes hold: a thread of the target that is running may still handle a frame it
 /// reads a moment later. A test that sends something right after stopping a process waits here first (a stopped

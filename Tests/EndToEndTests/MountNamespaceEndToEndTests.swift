@@ -32,18 +32,6 @@ enum MountNamespaces {
         ]
     }
 
-    /// Runs `tool` with `arguments` and waits for it; throws if it fails.
-    static func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
-        }
-    }
-
     /// Runs a host in the mount namespace of the process `pid`.
     static func joining(_ pid: Int32) -> [String] {
         ["/usr/bin/nsenter", "--target", "\(pid)", "--mount", "--"]
@@ -144,8 +132,8 @@ struct MountNamespaceEndToEndTests {
             let view = env.path("view")
             try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: false)
             try FileManager.default.createDirectory(atPath: view, withIntermediateDirectories: false)
-            try MountNamespaces.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", fs])
-            defer { try? MountNamespaces.run("/usr/bin/umount", ["-l", fs]) }
+            try runToCompletion("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", fs])
+            defer { try? runToCompletion("/usr/bin/umount", ["-l", fs]) }
             let docs = fs + "/docs"
             try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: false)
             _ = try await env.startDaemon()
