@@ -73,7 +73,9 @@ extension Arbiter {
             statistics.claimsFailed += 1
             return
         }
-        if owner.cancelledCoordinators.contains(request.coordinator) {
+        // A claim declared as held runs already (declared again after a daemon's crash): a cancelled coordinator
+        // cannot stop it, and refusing it would let conflicting claims in while it runs.
+        if !request.isHeld && owner.cancelledCoordinators.contains(request.coordinator) {
             effects.append(.fail(request.id, client: request.client, .cancelled))
             statistics.claimsFailed += 1
             return
