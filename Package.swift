@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
         // The syscall layer: the benchmarks' bare sockets use the package's one socket type.
         .library(name: "FCSystem", targets: ["FCSystem"]),
+        // The version store: the fuzzing package (Fuzz/) reaches its repair through it.
+        .library(name: "FCVersionStore", targets: ["FCVersionStore"]),
         // A document class for Linux apps (issue 27): coordinated open, save, autosave, reload, moves, conflicts.
         .library(name: "CoordinatedDocument", targets: ["FileCoordinationDocument"]),
         .executable(name: "fcdemo", targets: ["fcdemo"]),
@@ -229,6 +231,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The document class's folder storage on real files (issue 27).
+        .testTarget(name: "FileCoordinationDocumentTests", dependencies: ["FileCoordinationDocument"]),
         // Code written exactly as for macOS, which must compile unchanged and behave the same.
         .testTarget(name: "SourceCompatibilityTests", dependencies: ["FileCoordination"]),
         // Several real processes (fc-testhost) around a private filecoordd: crashes, timeouts, malformed clients.

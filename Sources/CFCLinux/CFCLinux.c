@@ -4,7 +4,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 
 #include "CFCLinux.h"
@@ -27,4 +30,19 @@ int cfc_peer_credentials(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
 
 int cfc_accept_cloexec(int fd) {
     return accept4(fd, (struct sockaddr *)0, (socklen_t *)0, SOCK_CLOEXEC);
+}
+
+int cfc_statx(const char *path, int follow, struct cfc_status *out) {
+    struct statx buffer;
+    int result = statx(AT_FDCWD, path, follow ? 0 : AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_MNT_ID, &buffer);
+    if (result != 0) return result;
+    out->device = makedev(buffer.stx_dev_major, buffer.stx_dev_minor);
+    out->inode = buffer.stx_ino;
+    out->rdev = makedev(buffer.stx_rdev_major, buffer.stx_rdev_minor);
+    out->link_count = buffer.stx_nlink;
+    out->mount_id = buffer.stx_mnt_id;
+    out->mode = buffer.stx_mode;
+    out->uid = buffer.stx_uid;
+    out->has_mount_id = (buffer.stx_mask & STATX_MNT_ID) != 0;
+    return 0;
 }

@@ -83,6 +83,7 @@ public struct PresenterRefusal: Error, Sendable {
 ///   time, in the order the arbiter sent them. Its return value answers an event that expects one
 ///   (``PresenterEvent/expectsAnswer``); for the others it is ignored. After ``remove()`` returns, the handler is
 ///   never called again (unless `remove()` was called from the handler itself, which then finishes first).
+// @unchecked: an NSObject subclass; its state is `let`s and a `Mutex`, the handler is `@Sendable`.
 public final class BridgePresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     public typealias Handler = @Sendable (PresenterEvent) -> PresenterRefusal?
 

@@ -89,11 +89,15 @@ public struct ClaimItem: Hashable, Sendable, CustomStringConvertible {
     public var path: ItemPath
     /// How the item is accessed.
     public var access: Access
+    /// The file the path named when the client canonicalised it (issue 26), `nil` for a directory or an item that
+    /// does not exist: the claim also meets the claims and presenters of the file's other names.
+    public var identity: ItemIdentity?
 
     /// Creates a claim item for a canonical path.
-    public init(path: ItemPath, access: Access) {
+    public init(path: ItemPath, access: Access, identity: ItemIdentity? = nil) {
         self.path = path
         self.access = access
+        self.identity = identity
     }
 
     /// The access, then the path, for logs.

@@ -54,7 +54,9 @@ final class ClaimRecord {
 extension Arbiter {
     // MARK: Request
 
-    func requestClaim(_ request: ClaimRequest) {
+    /// Takes a claim in: `otherNames` are items after the request's own (the other names of the files it names,
+    /// Arbiter+Identity.swift), ordered like them and never named in its grant.
+    func requestClaim(_ request: ClaimRequest, otherNames: [ClaimItem] = []) {
         statistics.claimsRequested += 1
         let owner = client(request.client)
         if claims[request.id] != nil {
@@ -85,7 +87,7 @@ extension Arbiter {
             return
         }
         nextSequence += 1
-        let entries = request.items.map { item in
+        let entries = (request.items + otherNames).map { item in
             ClaimEntry(path: item.path, access: item.access, node: tree.effectiveNode(item.path))
         }
         let claim = ClaimRecord(request: request, sequence: nextSequence, entries: entries)
@@ -238,6 +240,10 @@ extension Arbiter {
 
     func startBlockers(_ claim: ClaimRecord, stopAtFirst: Bool = false) -> [ClaimRecord] {
         var result: [ClaimRecord] = []
+        if let lease = leaseHoldingBackIdentities(claim) {
+            result.append(lease)
+            if stopAtFirst { return result }
+        }
         var seen: Set<ClaimID> = []
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
@@ -268,6 +274,7 @@ extension Arbiter {
 
     /// The first claim found that keeps `claim` from starting, or `nil`.
     func firstStartBlocker(_ claim: ClaimRecord) -> ClaimRecord? {
+        if let lease = leaseHoldingBackIdentities(claim) { return lease }
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
         var blocker: ClaimRecord?
@@ -292,7 +299,7 @@ extension Arbiter {
 
     /// `true` when a granted claim conflicts with `claim` (checked again before granting, for rule 5).
     func hasGrantedConflict(_ claim: ClaimRecord) -> Bool {
-        var found = false
+        var found = leaseHoldingBackIdentities(claim) != nil
         forEachConflicting(
             claim,
             until: { (other: ClaimRecord) -> Bool in
@@ -414,7 +421,9 @@ extension Arbiter {
         claim.phase = .granted
         claim.grantedAt = now
         statistics.claimsGranted += 1
-        effects.append(.grant(claim.id, client: claim.request.client, paths: claim.entries.map(\.path)))
+        // The grant names the requested items; entries after them are other names of the same files (issue 26).
+        let paths = claim.entries.prefix(claim.request.items.count).map(\.path)
+        effects.append(.grant(claim.id, client: claim.request.client, paths: paths))
     }
 
     // MARK: Ending
@@ -486,6 +495,7 @@ extension Arbiter {
         if !claim.request.isPreparation {
             notifyAfterAccess(claim, created: created)
             recordEchoes(of: claim, created: created)
+            forgetDeletedNames(of: claim)
         }
         sendReacquirers(claim)
         remove(claim)
@@ -500,6 +510,7 @@ extension Arbiter {
         for (index, entry) in claim.entries.enumerated() {
             tree.removeEntry(EntryRef(claim: claim.id, index: index), at: entry.node)
         }
+        forgetIdentities(of: claim)
         claims[claim.id] = nil
         clients[claim.request.client]?.claims.remove(claim.id)
     }

@@ -30,7 +30,9 @@ extension Arbiter {
             !record.inBackoff, record.leases.count < policy.maximumLeasesPerClient
         else { return }
         let effective = tree.effectivePath(path)
-        guard let subtree = effective.parent, subtree.depth >= 1, isAlone(subtree) else { return }
+        guard let subtree = effective.parent, subtree.depth >= 1, isAlone(subtree),
+            !identitiesHeld
+        else { return }
         nextLease += 1
         let lease = LeaseRecord(id: LeaseID(nextLease), client: clientID, subtree: subtree)
         lease.grantedAt = now
@@ -81,6 +83,34 @@ extension Arbiter {
         }
         guard let target = node else { return true }
         return target.subtreeEntries == 0 && target.subtreePresenters == 0 && target.packageDeclarations == 0
+    }
+
+    /// Whether anything live carries a file identity (issue 26). A file inside a lease may have other names outside
+    /// it (hard links, bind mounts), and the holder's in-process claims never reach the identity index, so while a
+    /// lease is held nothing else may hold a file by identity, the holder's own daemon claims included: no lease is
+    /// granted while something does, one that arrives recalls every lease (``recallAllLeases()``) and waits for them
+    /// (``leaseHoldingBackIdentities(_:)``). Conservative: any identity anywhere, since the daemon cannot tell which
+    /// files are inside a subtree without the holder's claims. O(1).
+    var identitiesHeld: Bool { !identities.holders.isEmpty }
+
+    /// Recalls every lease: a claim or presenter carrying a file identity arrived (``identitiesHeld``).
+    func recallAllLeases() {
+        for lease in leases.values.sorted(by: { $0.id < $1.id }) { requestRecall(lease.id) }
+    }
+
+    /// The lease claim that `claim` waits for because it carries a file identity (issue 26), or `nil`: the files
+    /// inside a lease may have other names outside it, and the holder's in-process claims on them are unknown here,
+    /// so such a claim waits until every lease is returned (the holder's own included: its in-process arbiter does
+    /// not know its daemon claims); the running claims are then declared with their identities and met as usual. A
+    /// claim declared as held runs already; one handed back into its own lease never reaches here.
+    func leaseHoldingBackIdentities(_ claim: ClaimRecord) -> ClaimRecord? {
+        guard !leases.isEmpty, !claim.request.isHeld, claim.id.lease == nil,
+            claim.request.items.contains(where: { $0.identity != nil })
+        else { return nil }
+        for lease in leases.values.sorted(by: { $0.id < $1.id }) {
+            if let record = claims[lease.id.claim] { return record }
+        }
+        return nil
     }
 
     // MARK: Recall
@@ -218,7 +248,9 @@ extension Arbiter {
         {
             log(.warning, "claim declared with a lease reaches outside it", ["claim.id": "\(request.id.rawValue)"])
         }
-        requestClaim(request)
+        // As any claim: its files' other names in use are met too (issue 26), so a running claim through one name
+        // keeps holding back claims through another once the lease is returned.
+        requestClaimMeetingOtherNames(request)
     }
 
     /// Removes a lease whose holder disconnected.

@@ -44,6 +44,8 @@ public final class Arbiter {
     var now: Duration?
     /// What the file system watching rules keep (Arbiter+Watching.swift).
     var watching = WatchState()
+    /// The live holders of each file identity (Arbiter+Identity.swift, issue 26).
+    var identities = IdentityIndex()
     /// Live leases (Arbiter+Leases.swift), each standing in ``claims`` as its lease claim too.
     var leases: [LeaseID: LeaseRecord] = [:]
     var nextLease: UInt64 = 0
@@ -67,6 +69,7 @@ public final class Arbiter {
         self.now = now
         // The wait-for graph changes with every event but a deadlock check's own timer (issue 11.2).
         if case .timerFired(.deadlockCheck) = event {} else { graphGeneration &+= 1 }
+        noteMoves(event)
         switch event {
         case .clientConnected(let info):
             clientConnected(info)
@@ -74,13 +77,16 @@ public final class Arbiter {
             clientDisconnected(id)
         case .presenterAdded(let registration):
             addPresenter(registration)
+            if registration.identity != nil { recallAllLeases() }
         case .presenterRemoved(let id):
             removePresenter(id, reason: "removed")
         case .presenterURLChanged(let id, let path):
             changePresenterURL(id, to: path)
         case .claimRequested(let request):
-            requestClaim(request)
+            requestClaimMeetingOtherNames(request)
             recallLeases(conflictingWith: request.id)
+            // Not for a claim handed back into its own lease (gone from `claims`): see identitiesHeld.
+            if claims[request.id] != nil, request.items.contains(where: { $0.identity != nil }) { recallAllLeases() }
         case .claimFinished(let id, let created):
             guard !rejectLeaseClaim(id, "finish") else { break }
             let finished = claims[id].flatMap { $0.phase == .granted ? $0 : nil }
@@ -108,6 +114,7 @@ public final class Arbiter {
         case .timerFired(let timer):
             timerFired(timer)
         case .fileSystemChanged(let events):
+            forgetDeletedNames(in: events)
             fileSystemChanged(events)
         case .leaseReturned(let lease, let client, let running):
             leaseReturned(lease, by: client, running: running)
@@ -171,6 +178,7 @@ public final class Arbiter {
         let record = PresenterRecord(registration: registration)
         presenters[registration.id] = record
         client(registration.client).presenters.insert(registration.id)
+        indexIdentity(of: registration)
         if let path = registration.path {
             let node = tree.node(path)
             tree.addPresenter(registration.id, at: node, declaresPackage: registration.isPackage)
@@ -205,6 +213,7 @@ public final class Arbiter {
             return
         }
         clients[record.registration.client]?.presenters.remove(id)
+        forgetIdentity(of: record.registration)
         changeWatchInterest(record.registration.path, by: -1)
         if let node = record.node {
             tree.removePresenter(id, at: node, declaredPackage: record.registration.isPackage)

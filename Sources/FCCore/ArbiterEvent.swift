@@ -35,6 +35,9 @@ public struct PresenterRegistration: Hashable, Sendable {
     /// same id share one queue (`OperationQueue.main`, typically), so a call that holds it holds it for all of them.
     /// `nil` for a concurrent queue, which no call holds.
     public var serialQueue: UInt64?
+    /// The file the presented path named at registration (issue 26), `nil` for a directory or an item that does not
+    /// exist: claims through the file's other names reach this presenter too (Arbiter+Identity.swift).
+    public var identity: ItemIdentity?
 
     /// Creates a registration. By default the presenter implements every callback, is not a package and shares
     /// its queue with no other presenter.
@@ -44,7 +47,8 @@ public struct PresenterRegistration: Hashable, Sendable {
         path: ItemPath?,
         callbacks: PresenterCallbacks = .all,
         isPackage: Bool = false,
-        serialQueue: UInt64? = nil
+        serialQueue: UInt64? = nil,
+        identity: ItemIdentity? = nil
     ) {
         self.id = id
         self.client = client
@@ -52,6 +56,7 @@ public struct PresenterRegistration: Hashable, Sendable {
         self.callbacks = callbacks
         self.isPackage = isPackage
         self.serialQueue = serialQueue
+        self.identity = identity
     }
 }
 

@@ -41,6 +41,8 @@ final class ArbiterHost {
     private var shuttingDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
+    /// The path translation of each client in another mount namespace than the daemon's (issue 26).
+    var namespaces: [ClientID: MountNamespaceTranslation] = [:]
     /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
     /// call through uncoordinated after each, contrib/preload/README.md).
     var timedOutClaims: [ClientID: Int] = [:]
@@ -87,6 +89,7 @@ final class ArbiterHost {
         let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls)
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
+        namespaces[client] = MountNamespaceTranslation.of(pid: pid)
         logger.info(
             "client connected",
             metadata: ["client.id": "\(client.rawValue)", "client.pid": "\(pid)", "client.name": "\(name)"]
@@ -151,7 +154,8 @@ final class ArbiterHost {
             return
         }
         do {
-            apply(try router.handle(event, from: client))
+            // In the daemon's paths once, here: held-back events come through this function again.
+            apply(try router.handle(namespaces[client]?.inbound(event) ?? event, from: client))
         } catch {
             switch (error, event) {
             case (.tooManyClaims, .claimRequested(let request)):
@@ -185,6 +189,7 @@ final class ArbiterHost {
         guard connections.removeValue(forKey: client) != nil else { return }
         closing.remove(client)
         clientArguments[client] = nil
+        namespaces[client] = nil
         timedOutClaims[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }
@@ -325,8 +330,9 @@ final class ArbiterHost {
             }
         }
         for (client, effects) in routed.perClient {
+            let namespace = namespaces[client]
             for effect in effects {
-                if let frame = Filecoord_V1_Frame(effect) { send(frame, to: client) }
+                if let frame = Filecoord_V1_Frame(namespace?.outbound(effect) ?? effect) { send(frame, to: client) }
             }
         }
         if !firingTimers { armTimer() }

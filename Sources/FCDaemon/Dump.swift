@@ -131,6 +131,18 @@ struct DumpState: Sendable {
             )
         }
 
+        // Each file's names in use (issue 26): presenters' and claim items' paths, by the identity they carry.
+        var names: [ItemIdentity: Set<ItemPath>] = [:]
+        for presenter in presenters {
+            if let identity = presenter.identity, let path = presenter.path {
+                names[identity, default: []].insert(path)
+            }
+        }
+        for claim in snapshot.claims {
+            for (path, item) in zip(claim.paths, claim.request.items) {
+                if let identity = item.identity { names[identity, default: []].insert(path) }
+            }
+        }
         let root = TreeBuilder()
         for presenter in presenters {
             guard let path = presenter.path else { continue }
@@ -150,7 +162,10 @@ struct DumpState: Sendable {
                     path: registration.path.map(\.escapedDescription),
                     callbacks: registration.callbacks.names,
                     isPackage: registration.isPackage,
-                    serialQueue: registration.serialQueue
+                    serialQueue: registration.serialQueue,
+                    otherNames: registration.identity.map { names[$0, default: []] }.map { names in
+                        names.subtracting(registration.path.map { [$0] } ?? []).sorted().map(\.escapedDescription)
+                    } ?? []
                 )
             },
             claims: claims,

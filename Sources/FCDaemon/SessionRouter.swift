@@ -274,7 +274,7 @@ public final class SessionRouter {
             case .startTimer, .cancelTimer, .log, .watch, .unwatch:
                 routed.host.append(effect)
             case .grantLease(_, let client, _), .recallLease(_, let client):
-                // Lease ids are the daemon's, the same for every client (docs/PROTOCOL.md section 9).
+                // Lease ids are the daemon's, the same for every client (docs/PROTOCOL.md section 10).
                 guard sessions[client] != nil else { continue }
                 append(effect, to: client)
             case .leaseDropped:

@@ -258,6 +258,10 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         /// (`OperationQueue.main`, say); `null` for a concurrent queue. Added to schema version 1: a dump from an
         /// older daemon decodes with none.
         public var serialQueue: UInt64?
+        /// The presented file's other names in use by presenters and claims (hard links, bind mounts: issue 26),
+        /// which claims through either name meet. Added to schema version 1: a dump from an older daemon decodes
+        /// with none.
+        public var otherNames: [String]
 
         /// Creates a presenter entry.
         public init(
@@ -266,7 +270,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             path: String?,
             callbacks: [String],
             isPackage: Bool,
-            serialQueue: UInt64? = nil
+            serialQueue: UInt64? = nil,
+            otherNames: [String] = []
         ) {
             self.id = id
             self.client = client
@@ -274,9 +279,12 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.callbacks = callbacks
             self.isPackage = isPackage
             self.serialQueue = serialQueue
+            self.otherNames = otherNames
         }
 
-        private enum CodingKeys: String, CodingKey { case id, client, path, callbacks, isPackage, serialQueue }
+        private enum CodingKeys: String, CodingKey {
+            case id, client, path, callbacks, isPackage, serialQueue, otherNames
+        }
 
         /// Decodes a presenter; `serialQueue` may be missing (older daemons).
         public init(from decoder: any Decoder) throws {
@@ -287,7 +295,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
                 path: try container.decodeIfPresent(String.self, forKey: .path),
                 callbacks: try container.decode([String].self, forKey: .callbacks),
                 isPackage: try container.decode(Bool.self, forKey: .isPackage),
-                serialQueue: try container.decodeIfPresent(UInt64.self, forKey: .serialQueue)
+                serialQueue: try container.decodeIfPresent(UInt64.self, forKey: .serialQueue),
+                otherNames: try container.decodeIfPresent([String].self, forKey: .otherNames) ?? []
             )
         }
 
@@ -300,6 +309,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             try container.encode(callbacks, forKey: .callbacks)
             try container.encode(isPackage, forKey: .isPackage)
             try container.encode(serialQueue, forKey: .serialQueue)
+            try container.encode(otherNames, forKey: .otherNames)
         }
     }
 

@@ -101,6 +101,7 @@ extension Filecoord_V1_RegisterPresenter {
         callbacks = registration.callbacks.rawValue
         isPackage = registration.isPackage
         if let queue = registration.serialQueue { serialQueue = queue }
+        if let identity = registration.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
     }
 }
 
@@ -120,7 +121,8 @@ extension PresenterRegistration {
             path: wire.hasPath ? try decodePath(wire.path, field: "RegisterPresenter.path", limits: limits) : nil,
             callbacks: PresenterCallbacks(rawValue: wire.callbacks),
             isPackage: wire.isPackage,
-            serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil
+            serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil,
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
         )
     }
 }
@@ -179,6 +181,7 @@ extension Filecoord_V1_ClaimItem {
         path = encodePath(item.path)
         write = item.access.isWrite
         options = item.access.wireOptions
+        if let identity = item.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
     }
 }
 
@@ -193,8 +196,25 @@ extension ClaimItem {
     init(wire: Filecoord_V1_ClaimItem, field: String, limits: ProtocolLimits) throws(ProtocolError) {
         self.init(
             path: try decodePath(wire.path, field: "\(field).path", limits: limits),
-            access: try Access(wireWrite: wire.write, options: wire.options)
+            access: try Access(wireWrite: wire.write, options: wire.options),
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
         )
+    }
+}
+
+extension Filecoord_V1_FileIdentity {
+    /// A file's identity as `ClaimItem.identity` and `RegisterPresenter.identity` carry it (issue 26).
+    public init(_ identity: ItemIdentity) {
+        self.init()
+        device = identity.device
+        inode = identity.inode
+    }
+}
+
+extension ItemIdentity {
+    /// The identity a frame carried. Any two numbers are valid: the arbiter only compares them.
+    public init(_ wire: Filecoord_V1_FileIdentity) {
+        self.init(device: wire.device, inode: wire.inode)
     }
 }
 
@@ -730,8 +750,11 @@ extension ArbiterEvent {
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
             .watchUnavailable, .leaseGranted, .leaseRecalled, .claimInsideLease:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
-        case .versionStoreReply:
+        case .versionStoreReply, .pong:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
+        case .ping:
+            // Answered by the connection itself (a keepalive, issue 28), not by the arbiter.
+            throw ProtocolError(.unexpectedMessage, "Ping is no arbiter event")
         case .versionStoreRequest:
             // Answered by the daemon's version store (FCDaemon.VersionStoreService), not by the arbiter.
             throw ProtocolError(.unexpectedMessage, "VersionStoreRequest is no arbiter event")

@@ -31,6 +31,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toClient
         case .versionStoreRequest: .toDaemon
         case .versionStoreReply: .toClient
+        case .ping: .toDaemon
+        case .pong: .toClient
         case .leaseReturned: .toDaemon
         case .leaseGranted, .leaseRecalled, .claimInsideLease: .toClient
         }
@@ -62,6 +64,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .watchUnavailable: "WatchUnavailable"
         case .versionStoreRequest: "VersionStoreRequest"
         case .versionStoreReply: "VersionStoreReply"
+        case .ping: "Ping"
+        case .pong: "Pong"
         case .leaseReturned: "LeaseReturned"
         case .leaseGranted: "LeaseGranted"
         case .leaseRecalled: "LeaseRecalled"

@@ -12,12 +12,15 @@ public enum ProtocolVersion {
     /// The additions made within ``current`` that this build's daemon understands, announced in
     /// `HelloReply.revision`: a client sends a client-to-daemon message added within the version only to a daemon
     /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`. 2: `Ping`
-    /// (the keepalive, landed separately). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23).
+    /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23).
     public static let revision: UInt32 = 3
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
 
+    /// The revision that added `Ping` (answered by `Pong`): a client sends it only to a daemon of this revision or
+    /// later.
+    public static let keepaliveRevision: UInt32 = 2
     /// The revision that added leases: a client returns leases (`LeaseReturned`) only to a daemon of at least this
     /// revision, which is also the only kind that grants them.
     public static let leasesRevision: UInt32 = 3

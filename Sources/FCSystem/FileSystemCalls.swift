@@ -1,4 +1,5 @@
 internal import CFCLinux
+import Synchronization
 public import SystemPackage
 
 #if canImport(Glibc)
@@ -43,6 +44,11 @@ public struct FileStatus: Hashable, Sendable {
     public var permissions: UInt32
     /// The owner's user id (`st_uid`).
     public var owner: UInt32
+    /// How many names the file has (`st_nlink`): above 1 for a hard-linked file (issue 26).
+    public var linkCount: UInt64
+    /// The id of the mount the path reached the file through (`stx_mnt_id`, the first field of
+    /// `/proc/self/mountinfo`), when the kernel gives it (Linux 5.8 and later); `nil` otherwise (issue 26).
+    public var mountID: UInt64? = nil
 }
 
 /// The syscalls on paths: those of path canonicalisation (issue 14: `stat`/`lstat`/`fstatat`, `readlink`, `statfs`,
@@ -52,12 +58,34 @@ public struct FileStatus: Hashable, Sendable {
 /// - Important: Thread-safe; every call may block as long as the file system takes (a hung network mount blocks
 ///   its caller), so call these only on the thread that asked for the answer.
 public enum FileSystemCalls {
-    /// `stat` (following a final symbolic link) or `lstat` (not following it) of `path`.
-    public static func status(_ path: String, followingLinks: Bool) throws(Errno) -> FileStatus {
+    /// `stat` (following a final symbolic link) or `lstat` (not following it) of `path`: `statx` asking for the
+    /// basic fields and the mount id (one syscall, as `stat`'s), `stat`/`lstat` where the kernel has no `statx`.
+    ///
+    /// - Parameter readingMount: `false` calls `stat`/`lstat` (no ``FileStatus/mountID``), as before issue 26: for
+    ///   the canonicalisation benchmark's comparison.
+    public static func status(
+        _ path: String,
+        followingLinks: Bool,
+        readingMount: Bool = true
+    ) throws(Errno) -> FileStatus {
+        if readingMount, hasExtendedStatus.load(ordering: .relaxed) {
+            var extended = cfc_status()
+            do {
+                _ = try retryOnInterrupt { cfc_statx(path, followingLinks ? 1 : 0, &extended) }
+                return FileStatus(extended)
+            } catch {
+                guard error == .noFunction || error == .notPermitted else { throw error }
+                // No statx (an old kernel, or a seccomp filter that refuses it): stat from now on.
+                hasExtendedStatus.store(false, ordering: .relaxed)
+            }
+        }
         var buffer = stat()
         _ = try retryOnInterrupt { followingLinks ? stat(path, &buffer) : lstat(path, &buffer) }
         return FileStatus(buffer)
     }
+
+    /// Whether `statx` works here; cleared at its first `ENOSYS` or `EPERM`.
+    private static let hasExtendedStatus = Atomic<Bool>(true)
 
     /// `fstatat` of `name` in the directory at `directory`, not following a final link.
     public static func status(of name: String, inDirectory directory: String) throws(Errno) -> FileStatus {
@@ -205,5 +233,17 @@ extension FileStatus {
         self.blockDevice = type == S_IFBLK ? UInt64(buffer.st_rdev) : nil
         self.permissions = UInt32(buffer.st_mode) & 0o7777
         self.owner = UInt32(buffer.st_uid)
+        self.linkCount = UInt64(buffer.st_nlink)
+    }
+
+    init(_ buffer: cfc_status) {
+        let type = mode_t(buffer.mode) & S_IFMT
+        self.identity = FileIdentity(device: UInt64(buffer.device), inode: UInt64(buffer.inode))
+        self.kind = type == S_IFDIR ? .directory : type == S_IFLNK ? .symbolicLink : .other
+        self.blockDevice = type == S_IFBLK ? UInt64(buffer.rdev) : nil
+        self.permissions = UInt32(buffer.mode) & 0o7777
+        self.owner = UInt32(buffer.uid)
+        self.linkCount = UInt64(buffer.link_count)
+        self.mountID = buffer.has_mount_id != 0 ? UInt64(buffer.mount_id) : nil
     }
 }

@@ -251,6 +251,17 @@ public final class UnixSocket: Sendable {
     /// Bounds how long one send or receive may block (`SO_SNDTIMEO`, `SO_RCVTIMEO`); `nil` blocks as long as it
     /// takes. A call that times out throws `EAGAIN`.
     public func setTimeouts(_ timeout: Duration?) throws(Errno) {
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] { try setTimeout(option, timeout) }
+    }
+
+    /// Makes a blocking receive return `EAGAIN` after `timeout` without data (`SO_RCVTIMEO`; sends are not
+    /// affected), or wait for ever with `nil`.
+    public func setReceiveTimeout(_ timeout: Duration?) throws(Errno) {
+        try setTimeout(SO_RCVTIMEO, timeout)
+    }
+
+    /// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO` to `timeout` (at least 1 µs, since 0 means for ever), or to for ever.
+    private func setTimeout(_ option: Int32, _ timeout: Duration?) throws(Errno) {
         var value = timeval()
         if let timeout {
             let (seconds, attoseconds) = timeout.components
@@ -258,10 +269,8 @@ public final class UnixSocket: Sendable {
             value.tv_usec = Int(attoseconds / 1_000_000_000_000)
             if value.tv_sec == 0 && value.tv_usec == 0 { value.tv_usec = 1 }
         }
-        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
-            _ = try valueOrErrno {
-                setsockopt(rawValue, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
-            }
+        _ = try valueOrErrno {
+            setsockopt(rawValue, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
         }
     }
 

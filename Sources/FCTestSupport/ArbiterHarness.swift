@@ -86,7 +86,8 @@ public final class ArbiterHarness {
         client: ClientID,
         callbacks: PresenterCallbacks = .all,
         isPackage: Bool = false,
-        serialQueue: UInt64? = nil
+        serialQueue: UInt64? = nil,
+        identity: ItemIdentity? = nil
     ) -> PresenterID {
         nextPresenter += 1
         let id = PresenterID(nextPresenter)
@@ -98,7 +99,8 @@ public final class ArbiterHarness {
                     path: path.map(Self.path),
                     callbacks: callbacks,
                     isPackage: isPackage,
-                    serialQueue: serialQueue
+                    serialQueue: serialQueue,
+                    identity: identity
                 )
             )
         )

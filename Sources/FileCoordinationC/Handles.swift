@@ -62,6 +62,7 @@ final class PresenterBox: Sendable {
 }
 
 /// A C context pointer, which the caller promises may be used from the library's threads.
+// @unchecked: a raw pointer is not Sendable; the C caller promised it may cross threads (docs/man).
 struct CContext: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer?
 }

@@ -40,6 +40,8 @@ private func declared(_ callbacks: filecoord_presenter_callbacks) -> FilePresent
 }
 
 /// The C callbacks and their context, as one value the presenter's handler captures.
+// @unchecked: C function pointers and the caller's context, which the C API documents as called from the
+// library's threads; nothing here is mutated.
 private struct CCallbacks: @unchecked Sendable {
     let callbacks: filecoord_presenter_callbacks
     let context: UnsafeMutableRawPointer?

@@ -16,10 +16,25 @@ public struct DocumentFolder: Sendable, Equatable {
 
     /// Reads every regular file under `url`.
     ///
-    /// - Throws: The error of the file system when a file cannot be read.
+    /// - Throws: `CocoaError(.fileReadNoSuchFile)` when there is nothing at `url`, `CocoaError(.fileReadCorruptFile)`
+    ///   when it is not a folder, or the error of the file system when a file cannot be read.
     public init(contentsOf url: URL) throws {
         var files: [String: Data] = [:]
         let base = url.standardizedFileURL.path
+        var isFolder: ObjCBool = false
+        // swift-corelibs-foundation enumerates a missing path as an empty one: a missing document is not an empty one.
+        guard FileManager.default.fileExists(atPath: base, isDirectory: &isFolder) else {
+            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSURLErrorKey: url, NSFilePathErrorKey: base])
+        }
+        guard isFolder.boolValue else {
+            throw CocoaError(
+                .fileReadCorruptFile,
+                userInfo: [
+                    NSURLErrorKey: url,
+                    NSLocalizedDescriptionKey: "\(base) is a file, and this document is stored as a folder.",
+                ]
+            )
+        }
         guard let enumerator = FileManager.default.enumerator(atPath: base) else {
             throw CocoaError(.fileReadNoSuchFile, userInfo: [NSURLErrorKey: url])
         }

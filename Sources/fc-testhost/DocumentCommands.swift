@@ -6,6 +6,7 @@ import Foundation
 // event it reports printed as `doc NAME EVENT ...`; see the command list in main.swift.
 
 /// The documents of this host, by name.
+// @unchecked: `documents` is read and written only under `lock`.
 final class Documents: @unchecked Sendable {
     private let lock = NSLock()
     private var documents: [String: PlainTextDocument] = [:]

@@ -66,7 +66,8 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
             throw DumpError(
                 description: "filecoordd on \(socketPath) did not answer within \(timeoutSeconds) s "
                     + "(\(json.isEmpty ? "no dump yet" : "\(json.count) bytes of the dump so far")); "
-                    + "a daemon this busy may need a longer --timeout"
+                    + "is it stopped (SIGSTOP, a debugger, a frozen cgroup) or hung? A daemon merely this busy may "
+                    + "need a longer --timeout"
             )
         } catch {
             throw DumpError(description: "reading from \(socketPath) failed: \(error)")

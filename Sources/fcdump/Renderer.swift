@@ -63,6 +63,14 @@ struct Renderer {
 
     /// "; queue shared with presenter#3, presenter#9" when other presenters of its client run on its serial queue
     /// (a call that blocks that queue blocks them all), else "".
+    /// "    also named /e/b.txt, /view/a.txt" under a presenter whose file has other names in use (issue 26).
+    private func otherNames(_ presenter: DaemonDump.Presenter, indent: String) -> String {
+        guard !presenter.otherNames.isEmpty else { return "" }
+        let shown = presenter.otherNames.prefix(8).joined(separator: ", ")
+        let more = presenter.otherNames.count > 8 ? " and \(presenter.otherNames.count - 8) more" : ""
+        return indent + "    also named \(shown)\(more)\n"
+    }
+
     private func queueSharing(_ presenter: DaemonDump.Presenter) -> String {
         guard let queue = presenter.serialQueue else { return "" }
         let others = (presentersByQueue[QueueKey(client: presenter.client, queue: queue)] ?? []).filter {
@@ -167,6 +175,7 @@ struct Renderer {
             out +=
                 inner + paint("presenter", "36") + " presenter#\(id) of \(client(presenter.client))"
                 + (presenter.isPackage ? " package" : "") + "; \(callbacks)\(queueSharing(presenter))\n"
+                + otherNames(presenter, indent: inner)
         }
         let here = node.claims.compactMap { claims[$0] }
         for claim in here where claim.phase == "granted" {

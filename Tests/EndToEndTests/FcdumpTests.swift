@@ -50,6 +50,7 @@ struct FcdumpTests {
             _ = try require(presenter, "callbacks", [String].self, "presenter")
             _ = try require(presenter, "isPackage", Bool.self, "presenter")
             try optional(presenter, "serialQueue", Int.self, "presenter")
+            _ = try require(presenter, "otherNames", [String].self, "presenter")
         }
         for claim in try require(dump, "claims", [[String: Any]].self, "dump") {
             _ = try require(claim, "id", Int.self, "claim")

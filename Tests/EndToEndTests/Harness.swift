@@ -312,7 +312,8 @@ final class TestEnvironment: @unchecked Sendable {
         arguments: [String] = [],
         environment extra: [String: String?] = [:],
         executable: String = "fc-testhost",
-        readyLine: String = "ready "
+        readyLine: String = "ready ",
+        wrapper: [String] = []
     ) async throws -> HostProcess {
         let host = try HostProcess(
             name: name,
@@ -320,7 +321,8 @@ final class TestEnvironment: @unchecked Sendable {
             mayStartDaemon: mayStartDaemon,
             arguments: arguments,
             extraEnvironment: extra,
-            executable: executable
+            executable: executable,
+            wrapper: wrapper
         )
         lock.withLock { hosts.append(host) }
         _ = try await host.waitFor(readyLine)
@@ -371,6 +373,37 @@ final class TestEnvironment: @unchecked Sendable {
 }
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes.
+/// Runs `tool` with `arguments` and waits for it (a short system command such as `mount`); throws if it fails.
+func runToCompletion(_ tool: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
+    }
+}
+
+/// Sends SIGSTOP to `pid` and waits (bounded) until every thread of it is stopped (`T` in `/proc/PID/task/*/stat`).
+/// `kill` returns before the stop takes hold: a thread of the target that is running may still handle a frame it
+/// reads a moment later. A test that sends something right after stopping a process waits here first (a stopped
+/// daemon granted a read sent after its SIGSTOP, on the loaded machine).
+func stopProcess(_ pid: pid_t) async throws {
+    kill(pid, SIGSTOP)
+    try await eventually("process \(pid) to stop") {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return !tasks.isEmpty
+            && tasks.allSatisfy { task in
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { return true }  // The thread ended.
+                let state = stat[stat.index(after: close)...].dropFirst().first
+                return state == "T" || state == "t"
+            }
+    }
+}
+
 func eventually(
     timeout: Duration = defaultTimeout,
     _ what: @autoclosure () -> String,
@@ -465,6 +498,9 @@ final class DaemonProcess: @unchecked Sendable {
     /// Sends a signal.
     func signal(_ number: Int32) { kill(pid, number) }
 
+    /// Stops the daemon with SIGSTOP and returns once every one of its threads has stopped (see ``stopProcess(_:)``).
+    func stop() async throws { try await stopProcess(pid) }
+
     /// Waits (bounded) for the daemon to exit; returns its exit status.
     func waitForExit(timeout: Duration = defaultTimeout) async throws -> Int32 {
         try await eventually(timeout: timeout, "filecoordd \(pid) to exit") { !process.isRunning }
@@ -498,7 +534,8 @@ final class HostProcess: @unchecked Sendable {
         mayStartDaemon: Bool,
         arguments: [String],
         extraEnvironment: [String: String?],
-        executable: String
+        executable: String,
+        wrapper: [String] = []
     ) throws {
         self.name = name
         input = Pipe()
@@ -513,9 +550,11 @@ final class HostProcess: @unchecked Sendable {
         pump = environment.pump
         var childEnvironment = try childEnvironment(socket: environment.socket, mayStartDaemon: mayStartDaemon)
         for (key, value) in extraEnvironment { childEnvironment[key] = value }
+        // A wrapper (`unshare`, `nsenter`: issue 26) runs the product with its arguments after its own.
+        let product = try Products.executable(executable)
         process = try launch(
-            try Products.executable(executable),
-            arguments,
+            wrapper.first.map { URL(fileURLWithPath: $0) } ?? product,
+            wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [product.path] + arguments,
             environment: childEnvironment,
             input: input,
             output: output,
@@ -743,7 +782,13 @@ final class RawClient {
 
     /// Says hello and waits for the daemon's reply.
     func handshake(name: String = "raw-client") async throws {
-        try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: name, pid: getpid()))))
+        do {
+            try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: name, pid: getpid()))))
+        } catch {
+            // The daemon closed the connection first: say why, if it said.
+            _ = try? await waitForClose(timeout: .seconds(1))
+            throw HarnessError(description: "Hello not sent (\(error)); the daemon sent: \(frames.map(\.payload))")
+        }
         let reply = try await nextFrame()
         guard case .helloReply? = reply?.payload else {
             throw HarnessError(description: "expected HelloReply, got \(String(describing: reply?.payload))")

@@ -102,7 +102,7 @@ import Testing
         try await TestEnvironment.run { env in
             let file = try env.file("doc.txt", "text")
             let daemon = try await env.startDaemon()
-            daemon.signal(SIGSTOP)
+            try await daemon.stop()
             defer { daemon.signal(SIGCONT) }
             let a = try await env.host("A", environment: ["FILECOORD_CONNECT_TIMEOUT": "1"])
             try a.send("write \(file) mine")

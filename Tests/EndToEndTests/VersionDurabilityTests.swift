@@ -134,8 +134,8 @@ import Testing
         try await TestEnvironment.run { env in
             let store = env.path("versions")
             try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
-            try run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", store])
-            defer { try? run("/bin/umount", ["-l", store]) }
+            try runToCompletion("/bin/mount", ["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", store])
+            defer { try? runToCompletion("/bin/umount", ["-l", store]) }
             _ = try await env.startDaemon(arguments: ["--versions-directory", store])
             let doc = try env.file("doc.txt", "the document")
             let a = try await host(env, "A")
@@ -159,18 +159,6 @@ import Testing
             try a.send("add-versions \(doc) 1 1024")
             try await a.waitFor("done add-versions \(doc)", count: 3, timeout: .seconds(30))
             #expect(acknowledged(a, doc).count == 2, "a version that fits is added afterwards")
-        }
-    }
-
-    /// Runs `tool` with `arguments` and waits for it; throws if it fails.
-    private func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
         }
     }
 }

@@ -244,7 +244,7 @@ struct WatcherEndToEndTests {
             )
             let flood = try #require(limit) * 2
             // A real overflow: the daemon reads nothing while it is stopped; the kernel's queue fills and overflows.
-            daemon.signal(SIGSTOP)
+            try await daemon.stop()
             let names: [UnsafeMutablePointer<CChar>] = [strdup(folder + "/a")!, strdup(folder + "/b")!]
             defer { for name in names { free(name) } }
             for index in 0..<flood {

@@ -23,6 +23,31 @@ private func logs(_ h: ArbiterHarness) -> [LogRecord] {
 struct LifecycleTests {
     // MARK: Cancel (§5)
 
+    /// A claim declared as held (after a daemon's crash, the client declares the claims whose accessors still run)
+    /// runs already: a cancel of its coordinator that reached the arbiter first must not refuse it, or a conflicting
+    /// write gets in while it runs (found by the leases work's simulator, issue 23).
+    @Test func cancel_doesNotRefuseAClaimDeclaredAsHeld() {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        let other = h.connect("other")
+        let coordinator = h.coordinator()
+        h.send(.coordinatorCancelled(app, coordinator))
+        var running = ClaimRequest(
+            id: ClaimID(600),
+            client: app,
+            coordinator: coordinator,
+            purpose: PurposeID("app"),
+            items: [ArbiterHarness.read("/d/f")]
+        )
+        running.isHeld = true
+        h.send(.claimRequested(running))
+        #expect(h.failure(ClaimID(600)) == nil)
+        let write = h.write("/d/f", client: other)
+        #expect(!h.isGranted(write), "the write got in while the declared read ran")
+        h.finish(ClaimID(600))
+        #expect(h.isGranted(write))
+    }
+
     @Test func cancel_failsWaitingClaimsOfThatCoordinatorOnly() {
         let h = ArbiterHarness()
         let a = h.connect("a")

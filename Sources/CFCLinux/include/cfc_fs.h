@@ -19,6 +19,23 @@ static inline int cfc_statfs_type(const char *path, unsigned long *type) {
     return result;
 }
 
+/// What `statx` says about a path, as FCSystem's `FileStatus` needs it (issue 26: the mount id besides `stat`'s).
+struct cfc_status {
+    unsigned long long device;  // st_dev's encoding (gnu_dev_makedev)
+    unsigned long long inode;
+    unsigned long long rdev;
+    unsigned long long link_count;
+    unsigned long long mount_id;
+    unsigned int mode;
+    unsigned int uid;
+    int has_mount_id;
+};
+
+/// `statx(AT_FDCWD, path, follow ? 0 : AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_MNT_ID)` into `out`; 0, or -1
+/// with `errno` set (`ENOSYS` where the kernel has no `statx`). In CFCLinux.c (glibc declares `statx` only with
+/// `_GNU_SOURCE`).
+int cfc_statx(const char *path, int follow, struct cfc_status *out);
+
 #ifndef FS_CASEFOLD_FL
 #define FS_CASEFOLD_FL 0x40000000
 #endif

@@ -53,6 +53,12 @@ final class SessionHandler: ChannelInboundHandler {
             try answerDump(context: context)
         case .versionStoreRequest(let request)?:
             try answerVersionStore(request, context: context)
+        case .ping(let ping)?:
+            // A keepalive (issue 28): answered here on the loop, whatever the arbiter waits for, so that a client
+            // tells a daemon that is busy for it from one that stopped answering.
+            var pong = Filecoord_V1_Pong()
+            pong.nonce = ping.nonce
+            host.writeNow(Filecoord_V1_Frame(.pong(pong)), on: context.channel, pid: pid)
         default:
             let event: ArbiterEvent?
             do {

@@ -300,6 +300,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .preparationReturned(newValue)}
   }
 
+  /// Revision 2 (issue 28): sent only to a daemon whose HelloReply.revision is at least 2.
+  public var ping: Filecoord_V1_Ping {
+    get {
+      if case .ping(let v)? = payload {return v}
+      return Filecoord_V1_Ping()
+    }
+    set {payload = .ping(newValue)}
+  }
+
   /// Daemon -> client (numbers 16-31).
   public var helloReply: Filecoord_V1_HelloReply {
     get {
@@ -355,6 +364,14 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
       return Filecoord_V1_DumpReply()
     }
     set {payload = .dumpReply(newValue)}
+  }
+
+  public var pong: Filecoord_V1_Pong {
+    get {
+      if case .pong(let v)? = payload {return v}
+      return Filecoord_V1_Pong()
+    }
+    set {payload = .pong(newValue)}
   }
 
   /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
@@ -434,6 +451,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case dumpRequest(Filecoord_V1_DumpRequest)
     /// Added within version 1 (revision 1): sent only to a daemon whose HelloReply.revision is at least 1.
     case preparationReturned(Filecoord_V1_PreparationReturned)
+    /// Revision 2 (issue 28): sent only to a daemon whose HelloReply.revision is at least 2.
+    case ping(Filecoord_V1_Ping)
     /// Daemon -> client (numbers 16-31).
     case helloReply(Filecoord_V1_HelloReply)
     case refused(Filecoord_V1_Refused)
@@ -442,6 +461,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case presenterMessage(Filecoord_V1_PresenterMessage)
     case protocolError(Filecoord_V1_ProtocolError)
     case dumpReply(Filecoord_V1_DumpReply)
+    case pong(Filecoord_V1_Pong)
     /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
     case watchUnavailable(Filecoord_V1_WatchUnavailable)
     /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
@@ -520,12 +540,24 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   /// Clears the value of `serialQueue`. Subsequent reads from it will return its default value.
   public mutating func clearSerialQueue() {self._serialQueue = nil}
 
+  /// The file the path named when the client registered the presenter (issue 26): absent for a directory or an item
+  /// that does not exist. Claims through the file's other names (hard links, bind mounts) reach the presenter too.
+  public var identity: Filecoord_V1_FileIdentity {
+    get {_identity ?? Filecoord_V1_FileIdentity()}
+    set {_identity = newValue}
+  }
+  /// Returns true if `identity` has been explicitly set.
+  public var hasIdentity: Bool {self._identity != nil}
+  /// Clears the value of `identity`. Subsequent reads from it will return its default value.
+  public mutating func clearIdentity() {self._identity = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _path: Data? = nil
   fileprivate var _serialQueue: UInt64? = nil
+  fileprivate var _identity: Filecoord_V1_FileIdentity? = nil
 }
 
 /// NSFileCoordinator.removeFilePresenter(_:). No reply. Its pending requests count as answered.
@@ -658,6 +690,35 @@ public nonisolated struct Filecoord_V1_ClaimItem: Sendable {
 
   /// The option bits, with Apple's raw values. Unknown bits are ignored.
   public var options: UInt64 = 0
+
+  /// The file the path named when the client canonicalised it (issue 26): absent for a directory or an item that
+  /// does not exist. The claim also meets the claims and presenters of the file's other names.
+  public var identity: Filecoord_V1_FileIdentity {
+    get {_identity ?? Filecoord_V1_FileIdentity()}
+    set {_identity = newValue}
+  }
+  /// Returns true if `identity` has been explicitly set.
+  public var hasIdentity: Bool {self._identity != nil}
+  /// Clears the value of `identity`. Subsequent reads from it will return its default value.
+  public mutating func clearIdentity() {self._identity = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _identity: Filecoord_V1_FileIdentity? = nil
+}
+
+/// A file whatever path reaches it (issue 26): its st_dev and st_ino as the client's stat read them. Compared for
+/// equality only; a daemon that does not know the field coordinates by path, as before.
+public nonisolated struct Filecoord_V1_FileIdentity: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var device: UInt64 = 0
+
+  public var inode: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -856,6 +917,22 @@ public nonisolated struct Filecoord_V1_DumpRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A keepalive (issue 28, revision 2): a client whose call has waited a while without hearing from the daemon asks
+/// whether the daemon still answers. The daemon answers Pong at once, on its event loop, whatever the arbiter is
+/// waiting for. Allowed after the handshake; sent only to a daemon whose HelloReply.revision is at least 2.
+public nonisolated struct Filecoord_V1_Ping: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Echoed in the Pong.
+  public var nonce: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1344,6 +1421,19 @@ public nonisolated struct Filecoord_V1_DumpReply: Sendable {
   public init() {}
 }
 
+/// The answer to Ping, with its nonce.
+public nonisolated struct Filecoord_V1_Pong: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var nonce: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// Changes made without coordination will not reach this presenter (issue 13): the daemon could not watch a directory
 /// it needs (its item's parent, or its item), because the daemon's cap (--max-watches) or the kernel's
 /// fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter; no reply.
@@ -1507,7 +1597,7 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{4}\u{3}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{4}\u{12}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1684,6 +1774,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .preparationReturned(v)
         }
       }()
+      case 14: try {
+        var v: Filecoord_V1_Ping?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .ping(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .ping(v)
+        }
+      }()
       case 16: try {
         var v: Filecoord_V1_HelloReply?
         var hadOneofValue = false
@@ -1773,6 +1876,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.payload = .dumpReply(v)
+        }
+      }()
+      case 23: try {
+        var v: Filecoord_V1_Pong?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .pong(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .pong(v)
         }
       }()
       case 40: try {
@@ -1929,6 +2045,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
       guard case .preparationReturned(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
     }()
+    case .ping?: try {
+      guard case .ping(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+    }()
     case .helloReply?: try {
       guard case .helloReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
@@ -1956,6 +2076,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .dumpReply?: try {
       guard case .dumpReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 22)
+    }()
+    case .pong?: try {
+      guard case .pong(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 23)
     }()
     case .watchUnavailable?: try {
       guard case .watchUnavailable(let v)? = self.payload else { preconditionFailure() }
@@ -2044,7 +2168,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2057,6 +2181,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.callbacks) }()
       case 4: try { try decoder.decodeSingularBoolField(value: &self.isPackage) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self._serialQueue) }()
+      case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
       default: break
       }
     }
@@ -2082,6 +2207,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     try { if let v = self._serialQueue {
       try visitor.visitSingularUInt64Field(value: v, fieldNumber: 5)
     } }()
+    try { if let v = self._identity {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2091,6 +2219,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs.callbacks != rhs.callbacks {return false}
     if lhs.isPackage != rhs.isPackage {return false}
     if lhs._serialQueue != rhs._serialQueue {return false}
+    if lhs._identity != rhs._identity {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2246,7 +2375,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClaimItem"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0\u{2}%identity\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2257,12 +2386,17 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
       case 1: try { try decoder.decodeSingularBytesField(value: &self.path) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.write) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.options) }()
+      case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.path.isEmpty {
       try visitor.visitSingularBytesField(value: self.path, fieldNumber: 1)
     }
@@ -2272,6 +2406,9 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     if self.options != 0 {
       try visitor.visitSingularUInt64Field(value: self.options, fieldNumber: 3)
     }
+    try { if let v = self._identity {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2279,6 +2416,42 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     if lhs.path != rhs.path {return false}
     if lhs.write != rhs.write {return false}
     if lhs.options != rhs.options {return false}
+    if lhs._identity != rhs._identity {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_FileIdentity: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FileIdentity"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}device\0\u{1}inode\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.device) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.inode) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.device != 0 {
+      try visitor.visitSingularUInt64Field(value: self.device, fieldNumber: 1)
+    }
+    if self.inode != 0 {
+      try visitor.visitSingularUInt64Field(value: self.inode, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_FileIdentity, rhs: Filecoord_V1_FileIdentity) -> Bool {
+    if lhs.device != rhs.device {return false}
+    if lhs.inode != rhs.inode {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2665,6 +2838,36 @@ nonisolated extension Filecoord_V1_DumpRequest: SwiftProtobuf.Message, SwiftProt
   }
 
   public static func ==(lhs: Filecoord_V1_DumpRequest, rhs: Filecoord_V1_DumpRequest) -> Bool {
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_Ping: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Ping"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nonce\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.nonce) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.nonce != 0 {
+      try visitor.visitSingularUInt64Field(value: self.nonce, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_Ping, rhs: Filecoord_V1_Ping) -> Bool {
+    if lhs.nonce != rhs.nonce {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3205,6 +3408,36 @@ nonisolated extension Filecoord_V1_DumpReply: SwiftProtobuf.Message, SwiftProtob
   public static func ==(lhs: Filecoord_V1_DumpReply, rhs: Filecoord_V1_DumpReply) -> Bool {
     if lhs.json != rhs.json {return false}
     if lhs.more != rhs.more {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_Pong: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Pong"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nonce\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.nonce) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.nonce != 0 {
+      try visitor.visitSingularUInt64Field(value: self.nonce, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_Pong, rhs: Filecoord_V1_Pong) -> Bool {
+    if lhs.nonce != rhs.nonce {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

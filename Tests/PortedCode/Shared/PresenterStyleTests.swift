@@ -102,7 +102,10 @@ struct PresenterStyleTests {
     @Test func prepareCallerReadsEveryFile() throws {
         let urls = [try makeFile("a"), try makeFile("b")]
         let model = DocumentModel()
-        #expect(loadAll(urls, into: model) == nil)
+        // prepare returns when its block returns, as on macOS (issue 30): the handler runs later, on the queue.
+        let finished = DispatchSemaphore(value: 0)
+        #expect(loadAll(urls, into: model, finished: { finished.signal() }) == nil)
+        #expect(finished.wait(timeout: .now() + 10) == .success)
         #expect(model.loadedURLs.count == 2)
         #expect(model.text == "loaded 2")
     }

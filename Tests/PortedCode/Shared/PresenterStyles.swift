@@ -181,7 +181,7 @@ func loadWithIntents(_ url: URL, into model: DocumentModel, completion: @escapin
 
 /// Prepares for reading several files, then reads each inside the batch accessor, capturing a non-`Sendable` model,
 /// and calls the completion handler from another queue, as macOS code does.
-func loadAll(_ urls: [URL], into model: DocumentModel) -> Error? {
+func loadAll(_ urls: [URL], into model: DocumentModel, finished: @escaping @Sendable () -> Void = {}) -> Error? {
     let coordinator = NSFileCoordinator(filePresenter: nil)
     var error: NSError?
     coordinator.prepare(forReadingItemsAt: urls, options: [], writingItemsAt: [], options: [], error: &error) {
@@ -195,6 +195,7 @@ func loadAll(_ urls: [URL], into model: DocumentModel) -> Error? {
         queue.addOperation {
             model.text = "loaded \(model.loadedURLs.count)"
             completionHandler()
+            finished()
         }
     }
     return error

@@ -322,6 +322,51 @@ void   filecoord__v1__claim_item__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__claim_item__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__file_identity__init
+                     (Filecoord__V1__FileIdentity         *message)
+{
+  static const Filecoord__V1__FileIdentity init_value = FILECOORD__V1__FILE_IDENTITY__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__file_identity__get_packed_size
+                     (const Filecoord__V1__FileIdentity *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__file_identity__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__file_identity__pack
+                     (const Filecoord__V1__FileIdentity *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__file_identity__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__file_identity__pack_to_buffer
+                     (const Filecoord__V1__FileIdentity *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__file_identity__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__FileIdentity *
+       filecoord__v1__file_identity__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__FileIdentity *)
+     protobuf_c_message_unpack (&filecoord__v1__file_identity__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__file_identity__free_unpacked
+                     (Filecoord__V1__FileIdentity *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__file_identity__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__finish_claim__init
                      (Filecoord__V1__FinishClaim         *message)
 {
@@ -692,6 +737,51 @@ void   filecoord__v1__dump_request__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &filecoord__v1__dump_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__ping__init
+                     (Filecoord__V1__Ping         *message)
+{
+  static const Filecoord__V1__Ping init_value = FILECOORD__V1__PING__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__ping__get_packed_size
+                     (const Filecoord__V1__Ping *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__ping__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__ping__pack
+                     (const Filecoord__V1__Ping *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__ping__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__ping__pack_to_buffer
+                     (const Filecoord__V1__Ping *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__ping__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__Ping *
+       filecoord__v1__ping__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__Ping *)
+     protobuf_c_message_unpack (&filecoord__v1__ping__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__ping__free_unpacked
+                     (Filecoord__V1__Ping *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__ping__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   filecoord__v1__preparation_returned__init
@@ -1279,6 +1369,51 @@ void   filecoord__v1__dump_reply__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__dump_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__pong__init
+                     (Filecoord__V1__Pong         *message)
+{
+  static const Filecoord__V1__Pong init_value = FILECOORD__V1__PONG__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__pong__get_packed_size
+                     (const Filecoord__V1__Pong *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__pong__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__pong__pack
+                     (const Filecoord__V1__Pong *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__pong__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__pong__pack_to_buffer
+                     (const Filecoord__V1__Pong *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__pong__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__Pong *
+       filecoord__v1__pong__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__Pong *)
+     protobuf_c_message_unpack (&filecoord__v1__pong__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__pong__free_unpacked
+                     (Filecoord__V1__Pong *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__pong__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__watch_unavailable__init
                      (Filecoord__V1__WatchUnavailable         *message)
 {
@@ -1459,7 +1594,7 @@ void   filecoord__v1__version_store_reply__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__version_store_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[27] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[29] =
 {
   {
     "hello",
@@ -1618,6 +1753,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[27
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "ping",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, ping),
+    &filecoord__v1__ping__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "hello_reply",
     16,
     PROTOBUF_C_LABEL_NONE,
@@ -1697,6 +1844,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[27
     offsetof(Filecoord__V1__Frame, payload_case),
     offsetof(Filecoord__V1__Frame, dump_reply),
     &filecoord__v1__dump_reply__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pong",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, pong),
+    &filecoord__v1__pong__descriptor,
     NULL,
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -1789,41 +1948,43 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[27
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
   6,   /* field[6] = cancel_coordinator */
-  16,   /* field[16] = claim_failed */
-  26,   /* field[26] = claim_inside_lease */
-  19,   /* field[19] = dump_reply */
+  17,   /* field[17] = claim_failed */
+  28,   /* field[28] = claim_inside_lease */
+  20,   /* field[20] = dump_reply */
   11,   /* field[11] = dump_request */
   5,   /* field[5] = finish_claim */
-  15,   /* field[15] = granted */
+  16,   /* field[16] = granted */
   0,   /* field[0] = hello */
-  13,   /* field[13] = hello_reply */
+  14,   /* field[14] = hello_reply */
   9,   /* field[9] = item_moved */
-  24,   /* field[24] = lease_granted */
-  25,   /* field[25] = lease_recalled */
-  23,   /* field[23] = lease_returned */
+  26,   /* field[26] = lease_granted */
+  27,   /* field[27] = lease_recalled */
+  25,   /* field[25] = lease_returned */
+  13,   /* field[13] = ping */
+  21,   /* field[21] = pong */
   12,   /* field[12] = preparation_returned */
-  17,   /* field[17] = presenter_message */
+  18,   /* field[18] = presenter_message */
   8,   /* field[8] = presenter_reply */
   3,   /* field[3] = presenter_url_changed */
-  18,   /* field[18] = protocol_error */
-  14,   /* field[14] = refused */
+  19,   /* field[19] = protocol_error */
+  15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
   4,   /* field[4] = request_claim */
   2,   /* field[2] = unregister_presenter */
   10,   /* field[10] = version_changed */
-  22,   /* field[22] = version_store_reply */
-  21,   /* field[21] = version_store_request */
-  20,   /* field[20] = watch_unavailable */
+  24,   /* field[24] = version_store_reply */
+  23,   /* field[23] = version_store_request */
+  22,   /* field[22] = watch_unavailable */
 };
 static const ProtobufCIntRange filecoord__v1__frame__number_ranges[6 + 1] =
 {
   { 1, 0 },
-  { 16, 13 },
-  { 40, 20 },
-  { 50, 21 },
-  { 60, 23 },
-  { 70, 24 },
-  { 0, 27 }
+  { 16, 14 },
+  { 40, 22 },
+  { 50, 23 },
+  { 60, 25 },
+  { 70, 26 },
+  { 0, 29 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -1833,7 +1994,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  27,
+  29,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   6,  filecoord__v1__frame__number_ranges,
@@ -1918,7 +2079,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   (ProtobufCMessageInit) filecoord__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[5] =
+static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[6] =
 {
   {
     "presenter_id",
@@ -1980,18 +2141,32 @@ static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "identity",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RegisterPresenter, identity),
+    &filecoord__v1__file_identity__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__register_presenter__field_indices_by_name[] = {
   2,   /* field[2] = callbacks */
+  5,   /* field[5] = identity */
   3,   /* field[3] = is_package */
   1,   /* field[1] = path */
   0,   /* field[0] = presenter_id */
   4,   /* field[4] = serial_queue */
 };
-static const ProtobufCIntRange filecoord__v1__register_presenter__number_ranges[1 + 1] =
+static const ProtobufCIntRange filecoord__v1__register_presenter__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 40, 5 },
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
 {
@@ -2001,10 +2176,10 @@ const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
   "Filecoord__V1__RegisterPresenter",
   "filecoord.v1",
   sizeof(Filecoord__V1__RegisterPresenter),
-  5,
+  6,
   filecoord__v1__register_presenter__field_descriptors,
   filecoord__v1__register_presenter__field_indices_by_name,
-  1,  filecoord__v1__register_presenter__number_ranges,
+  2,  filecoord__v1__register_presenter__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__register_presenter__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -2253,7 +2428,7 @@ const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
   (ProtobufCMessageInit) filecoord__v1__request_claim__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descriptors[3] =
+static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descriptors[4] =
 {
   {
     "path",
@@ -2291,16 +2466,30 @@ static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "identity",
+    40,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimItem, identity),
+    &filecoord__v1__file_identity__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__claim_item__field_indices_by_name[] = {
+  3,   /* field[3] = identity */
   2,   /* field[2] = options */
   0,   /* field[0] = path */
   1,   /* field[1] = write */
 };
-static const ProtobufCIntRange filecoord__v1__claim_item__number_ranges[1 + 1] =
+static const ProtobufCIntRange filecoord__v1__claim_item__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 40, 3 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor =
 {
@@ -2310,11 +2499,62 @@ const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor =
   "Filecoord__V1__ClaimItem",
   "filecoord.v1",
   sizeof(Filecoord__V1__ClaimItem),
-  3,
+  4,
   filecoord__v1__claim_item__field_descriptors,
   filecoord__v1__claim_item__field_indices_by_name,
-  1,  filecoord__v1__claim_item__number_ranges,
+  2,  filecoord__v1__claim_item__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__claim_item__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__file_identity__field_descriptors[2] =
+{
+  {
+    "device",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__FileIdentity, device),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inode",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__FileIdentity, inode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__file_identity__field_indices_by_name[] = {
+  0,   /* field[0] = device */
+  1,   /* field[1] = inode */
+};
+static const ProtobufCIntRange filecoord__v1__file_identity__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__file_identity__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.FileIdentity",
+  "FileIdentity",
+  "Filecoord__V1__FileIdentity",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__FileIdentity),
+  2,
+  filecoord__v1__file_identity__field_descriptors,
+  filecoord__v1__file_identity__field_indices_by_name,
+  1,  filecoord__v1__file_identity__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__file_identity__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__finish_claim__field_descriptors[2] =
@@ -2812,6 +3052,44 @@ const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor =
   filecoord__v1__dump_request__field_indices_by_name,
   0,  filecoord__v1__dump_request__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__dump_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__ping__field_descriptors[1] =
+{
+  {
+    "nonce",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Ping, nonce),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__ping__field_indices_by_name[] = {
+  0,   /* field[0] = nonce */
+};
+static const ProtobufCIntRange filecoord__v1__ping__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__ping__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.Ping",
+  "Ping",
+  "Filecoord__V1__Ping",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__Ping),
+  1,
+  filecoord__v1__ping__field_descriptors,
+  filecoord__v1__ping__field_indices_by_name,
+  1,  filecoord__v1__ping__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__ping__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__preparation_returned__field_descriptors[1] =
@@ -3737,6 +4015,44 @@ const ProtobufCMessageDescriptor filecoord__v1__dump_reply__descriptor =
   filecoord__v1__dump_reply__field_indices_by_name,
   1,  filecoord__v1__dump_reply__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__dump_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__pong__field_descriptors[1] =
+{
+  {
+    "nonce",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Pong, nonce),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__pong__field_indices_by_name[] = {
+  0,   /* field[0] = nonce */
+};
+static const ProtobufCIntRange filecoord__v1__pong__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__pong__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.Pong",
+  "Pong",
+  "Filecoord__V1__Pong",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__Pong),
+  1,
+  filecoord__v1__pong__field_descriptors,
+  filecoord__v1__pong__field_indices_by_name,
+  1,  filecoord__v1__pong__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__pong__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__watch_unavailable__field_descriptors[3] =

@@ -22,6 +22,7 @@ typedef struct Filecoord__V1__UnregisterPresenter Filecoord__V1__UnregisterPrese
 typedef struct Filecoord__V1__PresenterURLChanged Filecoord__V1__PresenterURLChanged;
 typedef struct Filecoord__V1__RequestClaim Filecoord__V1__RequestClaim;
 typedef struct Filecoord__V1__ClaimItem Filecoord__V1__ClaimItem;
+typedef struct Filecoord__V1__FileIdentity Filecoord__V1__FileIdentity;
 typedef struct Filecoord__V1__FinishClaim Filecoord__V1__FinishClaim;
 typedef struct Filecoord__V1__CancelCoordinator Filecoord__V1__CancelCoordinator;
 typedef struct Filecoord__V1__CancelClaim Filecoord__V1__CancelClaim;
@@ -32,6 +33,7 @@ typedef struct Filecoord__V1__PresenterFailure Filecoord__V1__PresenterFailure;
 typedef struct Filecoord__V1__ItemMoved Filecoord__V1__ItemMoved;
 typedef struct Filecoord__V1__VersionChanged Filecoord__V1__VersionChanged;
 typedef struct Filecoord__V1__DumpRequest Filecoord__V1__DumpRequest;
+typedef struct Filecoord__V1__Ping Filecoord__V1__Ping;
 typedef struct Filecoord__V1__PreparationReturned Filecoord__V1__PreparationReturned;
 typedef struct Filecoord__V1__LeaseReturned Filecoord__V1__LeaseReturned;
 typedef struct Filecoord__V1__HelloReply Filecoord__V1__HelloReply;
@@ -45,6 +47,7 @@ typedef struct Filecoord__V1__ClaimFailed Filecoord__V1__ClaimFailed;
 typedef struct Filecoord__V1__PresenterMessage Filecoord__V1__PresenterMessage;
 typedef struct Filecoord__V1__ProtocolError Filecoord__V1__ProtocolError;
 typedef struct Filecoord__V1__DumpReply Filecoord__V1__DumpReply;
+typedef struct Filecoord__V1__Pong Filecoord__V1__Pong;
 typedef struct Filecoord__V1__WatchUnavailable Filecoord__V1__WatchUnavailable;
 typedef struct Filecoord__V1__VersionStoreRequest Filecoord__V1__VersionStoreRequest;
 typedef struct Filecoord__V1__StoredVersionRecord Filecoord__V1__StoredVersionRecord;
@@ -219,6 +222,7 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_CHANGED = 11,
   FILECOORD__V1__FRAME__PAYLOAD_DUMP_REQUEST = 12,
   FILECOORD__V1__FRAME__PAYLOAD_PREPARATION_RETURNED = 13,
+  FILECOORD__V1__FRAME__PAYLOAD_PING = 14,
   FILECOORD__V1__FRAME__PAYLOAD_HELLO_REPLY = 16,
   FILECOORD__V1__FRAME__PAYLOAD_REFUSED = 17,
   FILECOORD__V1__FRAME__PAYLOAD_GRANTED = 18,
@@ -226,6 +230,7 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_PRESENTER_MESSAGE = 20,
   FILECOORD__V1__FRAME__PAYLOAD_PROTOCOL_ERROR = 21,
   FILECOORD__V1__FRAME__PAYLOAD_DUMP_REPLY = 22,
+  FILECOORD__V1__FRAME__PAYLOAD_PONG = 23,
   FILECOORD__V1__FRAME__PAYLOAD_WATCH_UNAVAILABLE = 40,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REQUEST = 50,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REPLY = 51,
@@ -264,6 +269,10 @@ struct  Filecoord__V1__Frame
      */
     Filecoord__V1__PreparationReturned *preparation_returned;
     /*
+     * Revision 2 (issue 28): sent only to a daemon whose HelloReply.revision is at least 2.
+     */
+    Filecoord__V1__Ping *ping;
+    /*
      * Daemon -> client (numbers 16-31).
      */
     Filecoord__V1__HelloReply *hello_reply;
@@ -273,6 +282,7 @@ struct  Filecoord__V1__Frame
     Filecoord__V1__PresenterMessage *presenter_message;
     Filecoord__V1__ProtocolError *protocol_error;
     Filecoord__V1__DumpReply *dump_reply;
+    Filecoord__V1__Pong *pong;
     /*
      * Daemon -> client, the file watcher (issue 13; numbers 40-49).
      */
@@ -354,10 +364,15 @@ struct  Filecoord__V1__RegisterPresenter
    * all of them, which the deadlock detector needs to know. Absent for a concurrent queue.
    */
   uint64_t serial_queue;
+  /*
+   * The file the path named when the client registered the presenter (issue 26): absent for a directory or an item
+   * that does not exist. Claims through the file's other names (hard links, bind mounts) reach the presenter too.
+   */
+  Filecoord__V1__FileIdentity *identity;
 };
 #define FILECOORD__V1__REGISTER_PRESENTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__register_presenter__descriptor) \
-    , 0, {0,NULL}, 0, 0, 0 }
+    , 0, {0,NULL}, 0, 0, 0, NULL }
 
 
 /*
@@ -463,10 +478,30 @@ struct  Filecoord__V1__ClaimItem
    * The option bits, with Apple's raw values. Unknown bits are ignored.
    */
   uint64_t options;
+  /*
+   * The file the path named when the client canonicalised it (issue 26): absent for a directory or an item that
+   * does not exist. The claim also meets the claims and presenters of the file's other names.
+   */
+  Filecoord__V1__FileIdentity *identity;
 };
 #define FILECOORD__V1__CLAIM_ITEM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__claim_item__descriptor) \
-    , {0,NULL}, 0, 0 }
+    , {0,NULL}, 0, 0, NULL }
+
+
+/*
+ * A file whatever path reaches it (issue 26): its st_dev and st_ino as the client's stat read them. Compared for
+ * equality only; a daemon that does not know the field coordinates by path, as before.
+ */
+struct  Filecoord__V1__FileIdentity
+{
+  ProtobufCMessage base;
+  uint64_t device;
+  uint64_t inode;
+};
+#define FILECOORD__V1__FILE_IDENTITY__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__file_identity__descriptor) \
+    , 0, 0 }
 
 
 /*
@@ -638,6 +673,24 @@ struct  Filecoord__V1__DumpRequest
 #define FILECOORD__V1__DUMP_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__dump_request__descriptor) \
      }
+
+
+/*
+ * A keepalive (issue 28, revision 2): a client whose call has waited a while without hearing from the daemon asks
+ * whether the daemon still answers. The daemon answers Pong at once, on its event loop, whatever the arbiter is
+ * waiting for. Allowed after the handshake; sent only to a daemon whose HelloReply.revision is at least 2.
+ */
+struct  Filecoord__V1__Ping
+{
+  ProtobufCMessage base;
+  /*
+   * Echoed in the Pong.
+   */
+  uint64_t nonce;
+};
+#define FILECOORD__V1__PING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__ping__descriptor) \
+    , 0 }
 
 
 /*
@@ -902,6 +955,19 @@ struct  Filecoord__V1__DumpReply
 
 
 /*
+ * The answer to Ping, with its nonce.
+ */
+struct  Filecoord__V1__Pong
+{
+  ProtobufCMessage base;
+  uint64_t nonce;
+};
+#define FILECOORD__V1__PONG__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__pong__descriptor) \
+    , 0 }
+
+
+/*
  * Changes made without coordination will not reach this presenter (issue 13): the daemon could not watch a directory
  * it needs (its item's parent, or its item), because the daemon's cap (--max-watches) or the kernel's
  * fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter; no reply.
@@ -1143,6 +1209,25 @@ Filecoord__V1__ClaimItem *
 void   filecoord__v1__claim_item__free_unpacked
                      (Filecoord__V1__ClaimItem *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__FileIdentity methods */
+void   filecoord__v1__file_identity__init
+                     (Filecoord__V1__FileIdentity         *message);
+size_t filecoord__v1__file_identity__get_packed_size
+                     (const Filecoord__V1__FileIdentity   *message);
+size_t filecoord__v1__file_identity__pack
+                     (const Filecoord__V1__FileIdentity   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__file_identity__pack_to_buffer
+                     (const Filecoord__V1__FileIdentity   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__FileIdentity *
+       filecoord__v1__file_identity__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__file_identity__free_unpacked
+                     (Filecoord__V1__FileIdentity *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__FinishClaim methods */
 void   filecoord__v1__finish_claim__init
                      (Filecoord__V1__FinishClaim         *message);
@@ -1300,6 +1385,25 @@ Filecoord__V1__DumpRequest *
                       const uint8_t       *data);
 void   filecoord__v1__dump_request__free_unpacked
                      (Filecoord__V1__DumpRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__Ping methods */
+void   filecoord__v1__ping__init
+                     (Filecoord__V1__Ping         *message);
+size_t filecoord__v1__ping__get_packed_size
+                     (const Filecoord__V1__Ping   *message);
+size_t filecoord__v1__ping__pack
+                     (const Filecoord__V1__Ping   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__ping__pack_to_buffer
+                     (const Filecoord__V1__Ping   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__Ping *
+       filecoord__v1__ping__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__ping__free_unpacked
+                     (Filecoord__V1__Ping *message,
                       ProtobufCAllocator *allocator);
 /* Filecoord__V1__PreparationReturned methods */
 void   filecoord__v1__preparation_returned__init
@@ -1548,6 +1652,25 @@ Filecoord__V1__DumpReply *
 void   filecoord__v1__dump_reply__free_unpacked
                      (Filecoord__V1__DumpReply *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__Pong methods */
+void   filecoord__v1__pong__init
+                     (Filecoord__V1__Pong         *message);
+size_t filecoord__v1__pong__get_packed_size
+                     (const Filecoord__V1__Pong   *message);
+size_t filecoord__v1__pong__pack
+                     (const Filecoord__V1__Pong   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__pong__pack_to_buffer
+                     (const Filecoord__V1__Pong   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__Pong *
+       filecoord__v1__pong__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__pong__free_unpacked
+                     (Filecoord__V1__Pong *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__WatchUnavailable methods */
 void   filecoord__v1__watch_unavailable__init
                      (Filecoord__V1__WatchUnavailable         *message);
@@ -1647,6 +1770,9 @@ typedef void (*Filecoord__V1__RequestClaim_Closure)
 typedef void (*Filecoord__V1__ClaimItem_Closure)
                  (const Filecoord__V1__ClaimItem *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__FileIdentity_Closure)
+                 (const Filecoord__V1__FileIdentity *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__FinishClaim_Closure)
                  (const Filecoord__V1__FinishClaim *message,
                   void *closure_data);
@@ -1676,6 +1802,9 @@ typedef void (*Filecoord__V1__VersionChanged_Closure)
                   void *closure_data);
 typedef void (*Filecoord__V1__DumpRequest_Closure)
                  (const Filecoord__V1__DumpRequest *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__Ping_Closure)
+                 (const Filecoord__V1__Ping *message,
                   void *closure_data);
 typedef void (*Filecoord__V1__PreparationReturned_Closure)
                  (const Filecoord__V1__PreparationReturned *message,
@@ -1716,6 +1845,9 @@ typedef void (*Filecoord__V1__ProtocolError_Closure)
 typedef void (*Filecoord__V1__DumpReply_Closure)
                  (const Filecoord__V1__DumpReply *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__Pong_Closure)
+                 (const Filecoord__V1__Pong *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__WatchUnavailable_Closure)
                  (const Filecoord__V1__WatchUnavailable *message,
                   void *closure_data);
@@ -1743,6 +1875,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__unregister_presenter__des
 extern const ProtobufCMessageDescriptor filecoord__v1__presenter_urlchanged__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__file_identity__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__finish_claim__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__cancel_coordinator__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__cancel_claim__descriptor;
@@ -1753,6 +1886,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__presenter_failure__descri
 extern const ProtobufCMessageDescriptor filecoord__v1__item_moved__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__version_changed__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__ping__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__preparation_returned__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor;
@@ -1768,6 +1902,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__presenter_message__descri
 extern const ProtobufCEnumDescriptor    filecoord__v1__presenter_message__kind__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__protocol_error__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__dump_reply__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__pong__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__watch_unavailable__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__version_store_request__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__stored_version_record__descriptor;

@@ -11,5 +11,14 @@ public enum CanonicalizationBenchmarkSPI {
     /// Forgets the cached directories, so that the next call walks the path from the root.
     public static func removeAllCached() {
         PathCanonicalizer.shared.removeAllCached()
+        pathsOnly.removeAllCached()
+    }
+
+    /// A canonicaliser by paths alone, as before issue 26 (`stat`, no mount ids, no bind-mount mapping).
+    private static let pathsOnly = PathCanonicalizer(mountAliases: nil)
+
+    /// ``canonicalize(_:)`` as before issue 26, for the comparison in the same run.
+    public static func canonicalizeByPathsOnly(_ path: String) -> String? {
+        try? pathsOnly.canonicalize(path, followingFinalLink: true).key
     }
 }

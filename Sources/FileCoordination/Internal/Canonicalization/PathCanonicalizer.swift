@@ -17,6 +17,10 @@ struct CanonicalPath: Hashable, Sendable {
     /// system that the device does not name), ``key`` holds its names as given and this key holds them case-folded;
     /// a claim takes both, so that it meets a process that decided the directory either way. `nil` otherwise.
     var foldedKey: String? = nil
+    /// The file the path names, `(st_dev, st_ino)` from the walk's own `lstat` (or `stat` of a followed link), when
+    /// it exists and is not a directory; `nil` otherwise (issue 26: the file's other names meet it by this). No
+    /// syscall is added for it.
+    var identity: FileIdentity? = nil
 }
 
 /// Why a path could not be made canonical.
@@ -52,6 +56,14 @@ final class PathCanonicalizer: Sendable {
     static let shared = PathCanonicalizer()
 
     let caseSensitivity = CaseSensitivity()
+    /// The bind mounts of the namespace, or `nil` for paths alone (no mount ids read, no mapping: canonicalisation
+    /// as before issue 26, which the benchmark compares against in the same run).
+    let mountAliases: MountAliases?
+    private var readsMounts: Bool { mountAliases != nil }
+
+    init(mountAliases: MountAliases? = .shared) {
+        self.mountAliases = mountAliases
+    }
     private let directories = Locked<[String: Walk]>([:])
 
     /// The state of a walk: the resolved prefix so far.
@@ -73,13 +85,32 @@ final class PathCanonicalizer: Sendable {
         var decided = false
         var links = 0
         var followedFinalLink = false
+        /// Whether the resolved prefix, when it exists, is a directory (the root is).
+        var isDirectory = true
+        /// The mount the resolved prefix (or the last existing component) is on (`stx_mnt_id`), when known.
+        var mountID: UInt64?
+        /// The mount whose alias ``mountAlias`` holds (decided once per mount, ``decideMount``).
+        var decidedMount: UInt64?
+        /// When the resolved prefix is under a bind mount (issue 26): how many leading components name the mount
+        /// point, and the components of the mount's root under the mount that shows it from higher up.
+        var mountAlias: (depth: Int, target: [String])?
 
         var exists: Bool { existing == spelled.count }
         var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
-        var key: String { keys.isEmpty ? "/" : "/" + keys.joined(separator: "/") }
+        var key: String { Self.path(mapped(keys)) }
         var foldedKey: String? {
             guard let foldedKeys, foldedKeys != keys else { return nil }
-            return "/" + foldedKeys.joined(separator: "/")
+            return Self.path(mapped(foldedKeys))
+        }
+
+        /// `keys` with the mount point's components replaced by the mount's first path (``mountAlias``).
+        func mapped(_ keys: [String]) -> [String] {
+            guard let mountAlias, keys.count >= mountAlias.depth else { return keys }
+            return mountAlias.target + keys[mountAlias.depth...]
+        }
+
+        static func path(_ components: [String]) -> String {
+            components.isEmpty ? "/" : "/" + components.joined(separator: "/")
         }
 
         /// Appends a component and its key, `folded` being its key in an undecided directory.
@@ -97,7 +128,13 @@ final class PathCanonicalizer: Sendable {
         }
 
         var canonical: CanonicalPath {
-            CanonicalPath(key: key, spelling: spelling, followedFinalLink: followedFinalLink, foldedKey: foldedKey)
+            CanonicalPath(
+                key: key,
+                spelling: spelling,
+                followedFinalLink: followedFinalLink,
+                foldedKey: foldedKey,
+                identity: exists && !isDirectory ? identity : nil
+            )
         }
     }
 
@@ -108,7 +145,21 @@ final class PathCanonicalizer: Sendable {
         if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
         var walk = try rootWalk()
         try self.walk(&walk, path.split(separator: "/", omittingEmptySubsequences: false), followingFinalLink)
+        decideMount(&walk)
         return walk.canonical
+    }
+
+    /// Decides whether the mount of the resolved prefix is a bind mount with a first path elsewhere (issue 26,
+    /// ``MountAliases``), once per mount a walk reaches: a cached parent carries the decision, so a cached call on a
+    /// plain mount costs nothing more.
+    private func decideMount(_ walk: inout Walk) {
+        guard let id = walk.mountID, walk.decidedMount != id else { return }
+        walk.decidedMount = id
+        walk.mountAlias = nil
+        guard let alias = mountAliases?.alias(ofMount: id) else { return }
+        let point = alias.mountPoint.split(separator: "/")
+        guard point.count <= walk.existing, walk.spelled.starts(with: point) else { return }
+        walk.mountAlias = (point.count, alias.target.split(separator: "/").map(String.init))
     }
 
     /// Forgets every cached directory (tests, and the benchmark's cold case).
@@ -144,9 +195,11 @@ final class PathCanonicalizer: Sendable {
         else { return nil }
         let parent: Walk
         if let known = directories.withLock({ $0[parentPath] }), let identity = known.identity,
-            (try? FileSystemCalls.status(parentPath, followingLinks: true).identity) == identity,
+            let status = try? FileSystemCalls.status(parentPath, followingLinks: true, readingMount: readsMounts),
+            status.identity == identity, status.mountID == known.mountID,
             known.spelling == parentPath
-                || (try? FileSystemCalls.status(known.spelling, followingLinks: true).identity) == identity
+                || (try? FileSystemCalls.status(known.spelling, followingLinks: true, readingMount: readsMounts)
+                    .identity) == identity
         {
             parent = known
         } else {
@@ -154,6 +207,7 @@ final class PathCanonicalizer: Sendable {
             try self.walk(&walk, parentPath.split(separator: "/", omittingEmptySubsequences: false), true)
             guard walk.exists, walk.identity != nil else { return nil }
             decideInsensitivity(&walk)
+            decideMount(&walk)
             walk.followedFinalLink = false
             // An undecided directory is not remembered: it may be decided at the next call.
             if walk.rule != nil, walk.foldedKeys == nil {
@@ -168,6 +222,7 @@ final class PathCanonicalizer: Sendable {
         var components: [Substring] = [name]
         if trailingSlash { components.append("") }
         try self.walk(&walk, components, followingFinalLink)
+        decideMount(&walk)
         return walk.canonical
     }
 
@@ -175,7 +230,9 @@ final class PathCanonicalizer: Sendable {
 
     private func rootWalk() throws(CanonicalizationError) -> Walk {
         var walk = Walk()
-        walk.identity = try? FileSystemCalls.status("/", followingLinks: true).identity
+        let status = try? FileSystemCalls.status("/", followingLinks: true, readingMount: readsMounts)
+        walk.identity = status?.identity
+        walk.mountID = status?.mountID
         return walk
     }
 
@@ -208,7 +265,14 @@ final class PathCanonicalizer: Sendable {
                 if walk.existing > walk.spelled.count {
                     walk.existing = walk.spelled.count
                     // Its identity and case rule are the parent's: looked up again below when needed.
-                    walk.identity = try? FileSystemCalls.status(walk.spelling, followingLinks: true).identity
+                    let status = try? FileSystemCalls.status(
+                        walk.spelling,
+                        followingLinks: true,
+                        readingMount: readsMounts
+                    )
+                    walk.identity = status?.identity
+                    walk.mountID = status?.mountID
+                    walk.isDirectory = true
                     walk.decided = false
                     walk.rule = false
                     walk.ruleDevice = nil
@@ -225,7 +289,8 @@ final class PathCanonicalizer: Sendable {
                 continue
             }
             let candidate = walk.spelled.isEmpty ? "/" + component : walk.spelling + "/" + component
-            guard let status = try? FileSystemCalls.status(candidate, followingLinks: false) else {
+            guard let status = try? FileSystemCalls.status(candidate, followingLinks: false, readingMount: readsMounts)
+            else {
                 walk.append(component, key: key, undecided: undecided)
                 continue
             }
@@ -236,11 +301,10 @@ final class PathCanonicalizer: Sendable {
                 else { throw .tooManyLinks(links: walk.links) }
                 if isLast { walk.followedFinalLink = true }
                 if target.hasPrefix("/") {
-                    walk = Walk(
-                        identity: try? FileSystemCalls.status("/", followingLinks: true).identity,
-                        links: walk.links,
-                        followedFinalLink: walk.followedFinalLink
-                    )
+                    let (links, followedFinalLink) = (walk.links, walk.followedFinalLink)
+                    walk = try rootWalk()
+                    walk.links = links
+                    walk.followedFinalLink = followedFinalLink
                 }
                 pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: false).reversed())
                 continue
@@ -248,6 +312,8 @@ final class PathCanonicalizer: Sendable {
             walk.append(component, key: key, undecided: undecided)
             walk.existing = walk.spelled.count
             walk.identity = status.identity
+            walk.mountID = status.mountID
+            walk.isDirectory = status.kind == .directory
             walk.decided = false
             if status.kind != .directory {
                 // A file: whatever follows does not exist; it keeps the enclosing directory's case rule.

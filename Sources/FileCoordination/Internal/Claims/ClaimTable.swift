@@ -75,6 +75,18 @@ final class ClaimTable: Sendable {
         state.withLock { !$0.held.isEmpty }
     }
 
+    /// Forgets every waiting claim (its daemon stopped answering) and returns them with their waiters, to be given
+    /// up and failed.
+    func removeAllWaitingClaims() -> [(ClaimID, ClaimWaiter)] {
+        state.withLock { state in
+            defer {
+                state.waiters = [:]
+                state.requested = [:]
+            }
+            return state.waiters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        }
+    }
+
     /// Forgets every waiting claim (its connection is gone) and returns the waiters, to be failed.
     func removeAllWaiting() -> [ClaimWaiter] {
         state.withLock { state in

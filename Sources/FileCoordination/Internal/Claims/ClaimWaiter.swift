@@ -76,9 +76,16 @@ final class ClaimWaiter: Sendable {
         }
     }
 
-    /// Sleeps until ``resume(_:)`` or ``nudge()`` (which may have come first). For ``ReplyReader``s.
-    func park() {
-        wakeUp.wait()
+    /// Sleeps until ``resume(_:)`` or ``nudge()`` (which may have come first), or until `timeout` passes (`nil`:
+    /// no limit); returns `false` if it timed out. For ``ReplyReader``s.
+    func park(timeout: Duration? = nil) -> Bool {
+        guard let timeout else {
+            wakeUp.wait()
+            return true
+        }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        return wakeUp.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
     }
 
     /// Wakes the caller parked in ``park()``: the reader role is free for it. For ``ReplyReader``s.

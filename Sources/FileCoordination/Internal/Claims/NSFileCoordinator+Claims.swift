@@ -67,6 +67,8 @@ extension NSFileCoordinator {
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
+        // The file each item names, where it exists and is not a directory (issue 26, docs/SEMANTICS.md §4).
+        var identities: [ItemIdentity?] = []
         // The second keys of items in directories whose case rule is undecided (docs/ARCHITECTURE.md §8.3).
         var foldedItems: [ClaimItem] = []
         var originals = items.map(\.0)
@@ -74,6 +76,7 @@ extension NSFileCoordinator {
             do {
                 let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
                 canonical.append(resolved.path)
+                identities.append(resolved.canonical.identity.map(ItemIdentity.init))
                 if let folded = resolved.canonical.foldedKey, let path = try? ItemPath(absolute: folded),
                     path != resolved.path
                 {
@@ -127,7 +130,9 @@ extension NSFileCoordinator {
             fromPresenterQueue: held?.presenter,
             fromCallback: held?.callback,
             // The folded keys come last: the grant's first paths stay the caller's items, in order.
-            items: zip(canonical, items).map { ClaimItem(path: $0, access: $1.1) } + foldedItems,
+            items: zip(zip(canonical, items), identities).map {
+                ClaimItem(path: $0.0, access: $0.1.1, identity: $1)
+            } + foldedItems,
             isPreparation: isPreparation,
             timeout: timeout
         )

@@ -156,9 +156,13 @@ final class CoordinationClient: Sendable {
         // Connect first: a new connection registers the presenters already known, and this one must not be among
         // them as well as sent below. Without an arbiter it is kept, and registered when one is reached.
         if case .failure = connection.transport(retrying: false) { connection.startReconnecting() }
-        let path = presenter.presentedItemURL.flatMap { try? URLMapping.canonicalPath($0) }
+        let resolved = presenter.presentedItemURL.flatMap { try? URLMapping.canonical($0, followingFinalLink: true) }
         // The presenter's properties are the app's code: read outside the locks.
-        let entry = PresenterRegistry.Entry(presenter: presenter, path: path)
+        let entry = PresenterRegistry.Entry(
+            presenter: presenter,
+            path: resolved?.path,
+            identity: resolved?.canonical.identity.map(ItemIdentity.init)
+        )
         let added = registering.withLock {
             // A transport put in charge before this registers it here; one put in charge after lists it itself.
             presenters.add(entry).map { ($0, connection.current) }
@@ -291,6 +295,21 @@ extension CoordinationClient: ConnectionOwner {
         for waiter in waiting { waiter.resume(.failed(error)) }
         // Presenters must not miss what other processes do meanwhile: reconnect now rather than at the next call.
         if needsConnection { connection.startReconnecting() }
+    }
+
+    /// The daemon stopped answering a keepalive (issue 28): the calls waiting on `transport` fail with `error`, each
+    /// claim given up (`FinishClaim`, which the daemon reads if it ever answers again); the connection, and with it
+    /// the presenters and the claims held, stays. Later calls use it again, and work once the daemon answers.
+    func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport) {
+        claims.versionRequests.fail(on: transport, because: error.message)
+        guard (connection.current as? DaemonTransport) === transport else { return }
+        let abandoned = claims.removeAllWaitingClaims()
+        guard !abandoned.isEmpty else { return }
+        logger().error("\(error.message)", metadata: ["calls.failed": "\(abandoned.count)"])
+        for (claim, waiter) in abandoned {
+            transport.abandon(claim)
+            waiter.resume(.failed(error))
+        }
     }
 
     var needsConnection: Bool { !presenters.isEmpty || claims.holdsAny }

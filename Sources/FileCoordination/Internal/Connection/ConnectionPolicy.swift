@@ -26,6 +26,9 @@ struct ConnectionPolicy: Sendable {
     /// Whether a daemon may be started when none answers (`FILECOORDD_PATH` or `filecoordd` on the `PATH`). A test
     /// that starts its own daemon sets it to `false`.
     var mayStartDaemon = true
+    /// When a call waiting on the connection asks whether the daemon still answers, and how long it waits for the
+    /// answer before failing (`FILECOORD_KEEPALIVE_TIMEOUT`; issue 28).
+    var keepalive = KeepalivePolicy.standard
     /// Whether the client says at `Hello` that it answers lease recalls, so that the daemon may grant it leases and
     /// its claims inside them are decided in process (issue 23; docs/SEMANTICS.md §13): `FILECOORD_LEASES=1`. Off by
     /// default until the client's side is proven (docs/ARCHITECTURE.md §14).
@@ -70,6 +73,7 @@ struct ConnectionPolicy: Sendable {
             connectDeadline: .milliseconds(Int64(seconds * 1000)),
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
+        policy.keepalive = KeepalivePolicy.fromEnvironment(environment)
         policy.answersRecalls = environment["FILECOORD_LEASES"] == "1"
         return policy
     }

@@ -20,10 +20,14 @@ final class PresenterRegistry: Sendable {
         /// The queue's id for the arbiter when it is serial (`OperationQueue.main`, or one operation at a time):
         /// a coordinated call made on it holds it (docs/SEMANTICS.md §6). `nil` for a concurrent queue.
         var serialQueue: UInt64?
+        /// The file `path` named at registration (issue 26), sent with the registration so that claims through the
+        /// file's other names reach the presenter.
+        let identity: ItemIdentity?
 
-        init(presenter: any NSFilePresenter, path: ItemPath?) {
+        init(presenter: any NSFilePresenter, path: ItemPath?, identity: ItemIdentity? = nil) {
             self.presenter = presenter
             self.path = path
+            self.identity = identity
             self.queue = presenter.presentedItemOperationQueue
         }
 
@@ -34,7 +38,8 @@ final class PresenterRegistry: Sendable {
                 path: path,
                 callbacks: presenter.presentedItemCallbacks.core,
                 isPackage: presenter.presentedItemIsPackage,
-                serialQueue: serialQueue
+                serialQueue: serialQueue,
+                identity: identity
             )
         }
     }

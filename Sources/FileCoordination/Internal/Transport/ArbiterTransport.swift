@@ -27,6 +27,9 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// The connection `transport` is gone: its version store calls fail; if it was the one in use, every waiting
     /// call must fail, and the next call reconnects.
     func transportLost(_ error: FileCoordinationError, from transport: DaemonTransport)
+    /// The daemon of `transport` left a keepalive unanswered for its timeout (issue 28): every call waiting on it
+    /// fails with `error` (claims abandoned through ``DaemonTransport/abandon(_:)``); the connection stays.
+    func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport)
 }
 
 extension Duration {

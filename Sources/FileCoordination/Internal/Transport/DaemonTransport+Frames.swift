@@ -68,10 +68,10 @@ extension DaemonTransport {
     /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
     /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
     /// Throws if the connection is gone.
-    func sendVersionRequest(_ frame: Filecoord_V1_Frame) throws {
+    func sendVersionRequest(_ request: VersionStoreRequest, id: UInt64) throws {
         updateReading { $0.versionRequests += 1 }
         do {
-            try sendFrame(frame)
+            try sendFrame(Filecoord_V1_Frame(.versionStoreRequest(request.wire(requestID: id))))
         } catch {
             versionRequestEnded()
             throw error
@@ -108,6 +108,9 @@ extension DaemonTransport {
         case .versionStoreReply(let reply)?:
             delegate.receive(.versionReply(VersionStoreReply(wire: reply)))
             versionRequestEnded()
+        case .pong?:
+            // The keepalive's answer: counted as heard when it was received.
+            break
         case .leaseGranted(let message)?:
             guard let subtree = try? ItemPath(wire: message.subtree) else { return }
             delegate.receive(.leaseGranted(LeaseID(message.leaseID), subtree: subtree))
@@ -132,5 +135,49 @@ extension DaemonTransport {
         default:
             break
         }
+    }
+}
+
+// MARK: Keepalive (issue 28)
+
+extension DaemonTransport {
+    /// For a thread waiting since `waitingSince`: sends a `Ping` when the daemon has been silent for a while, or,
+    /// when a `Ping` stayed unanswered for the keepalive's timeout, tells the delegate that the daemon stopped
+    /// answering (it fails the waiting calls, abandoning their claims). The connection stays: claims held on it
+    /// stay declared, so the daemon, if it ever answers again, grants nothing that conflicts with them.
+    func checkKeepalive(waitingSince: ContinuousClock.Instant) {
+        switch keepalive.check(waitingSince: waitingSince) {
+        case .wait:
+            return
+        case .ping(let nonce):
+            var ping = Filecoord_V1_Ping()
+            ping.nonce = nonce
+            do {
+                try sendFrame(Filecoord_V1_Frame(.ping(ping)))
+            } catch {
+                connectionLost("writing to filecoordd failed: \(error)")
+            }
+        case .silent(let silence):
+            let seconds = Int(silence.components.seconds)
+            delegate?.daemonStoppedAnswering(
+                FileCoordinationError(
+                    .arbiterUnreachable,
+                    "filecoordd (pid \(daemonPID)) stopped answering: nothing came from it for \(seconds) s, not even "
+                        + "the answer to a keepalive (FILECOORD_KEEPALIVE_TIMEOUT, \(keepalive.policy.timeout)). Is it "
+                        + "stopped (SIGSTOP, a debugger, a frozen cgroup) or hung? The call failed instead of "
+                        + "waiting and its claim was given up; later calls work again once the daemon answers."
+                ),
+                on: self
+            )
+        }
+    }
+
+    /// Gives up a claim whose caller no longer waits (the daemon stopped answering): the daemon, when it reads the
+    /// `FinishClaim`, cancels it if not yet granted, or ends it if it granted it meanwhile.
+    func abandon(_ claim: ClaimID) {
+        if reading.withLock({ $0.unattendedClaims.contains(claim) }) {
+            updateReading { $0.unattendedClaims.remove(claim) }
+        }
+        send(.finishClaim(claim, created: []))
     }
 }

@@ -50,6 +50,12 @@ extension DaemonTransport {
                 switch frame.payload {
                 case .helloReply(let reply)?:
                     try socket.setTimeouts(nil)
+                    let clock = KeepaliveClock(
+                        policy: policy.keepalive,
+                        enabled: reply.revision >= ProtocolVersion.keepaliveRevision
+                    )
+                    // A blocked reader wakes this often to look at the daemon's silence (sends never time out).
+                    if clock.enabled { try socket.setReceiveTimeout(policy.keepalive.checkEvery) }
                     let wake = try UnixSocket.pair()
                     try wake.0.setNonBlocking(true)
                     let transport = DaemonTransport(
@@ -59,6 +65,7 @@ extension DaemonTransport {
                         client: client,
                         daemonPID: reply.daemonPid,
                         daemonRevision: reply.revision,
+                        keepalive: clock,
                         delegate: delegate,
                         logger: logger
                     )

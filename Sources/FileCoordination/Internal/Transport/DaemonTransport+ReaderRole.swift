@@ -16,8 +16,17 @@ extension DaemonTransport {
     func updateReading(_ change: (inout ReadingState) -> Void) {
         let (changed, next) = reading.withLock { state -> (Bool, Wake) in
             let before = state.listenerReads
+            let watched = state.unattendedSince != nil
             change(&state)
-            guard state.listenerReads != before else { return (false, .nobody) }
+            if state.unattendedClaims.isEmpty {
+                state.unattendedSince = nil
+            } else if state.unattendedSince == nil {
+                state.unattendedSince = keepalive.now
+            }
+            guard state.listenerReads != before else {
+                // The listener polls with a timeout while unattended claims wait (the daemon's silence is watched).
+                return (watched != (state.unattendedSince != nil), .nobody)
+            }
             return (true, Self.nextReader(&state))
         }
         guard changed else { return }
@@ -65,6 +74,7 @@ extension DaemonTransport {
     }
 
     func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome {
+        let since = keepalive.now
         while true {
             if let outcome = waiter.outcome { return outcome }
             let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
@@ -82,18 +92,25 @@ extension DaemonTransport {
                 continue
             }
             if reads {
-                readFrames(blocking: true) { waiter.outcome != nil }
+                readFrames(blocking: true, waitingSince: since) { waiter.outcome != nil }
                 releaseRole()
             } else {
-                waiter.park()
+                let woken = waiter.park(timeout: keepalive.enabled ? keepalive.policy.checkEvery : nil)
                 reading.withLock { $0.parked.removeAll { $0 === waiter } }
+                if !woken { checkKeepalive(waitingSince: since) }
             }
         }
     }
 
     /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
     /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
-    func readFrames(blocking: Bool, until done: () -> Bool) {
+    /// A blocking read wakes every ``KeepalivePolicy/checkEvery`` (the socket's receive timeout) to look at the
+    /// daemon's silence for a call waiting since `waitingSince`.
+    func readFrames(
+        blocking: Bool,
+        waitingSince: ContinuousClock.Instant? = nil,
+        until done: () -> Bool
+    ) {
         while true {
             do {
                 while let frame = try decoder.next() { handle(frame) }
@@ -106,7 +123,13 @@ extension DaemonTransport {
             do {
                 count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
             } catch {
-                if !blocking && error == .resourceTemporarilyUnavailable { return }
+                if error == .resourceTemporarilyUnavailable {
+                    guard blocking else { return }
+                    if let waitingSince {
+                        checkKeepalive(waitingSince: waitingSince)
+                        continue
+                    }
+                }
                 connectionLost("the connection to filecoordd failed: \(error)")
                 return
             }
@@ -114,6 +137,7 @@ extension DaemonTransport {
                 connectionLost("filecoordd closed the connection")
                 return
             }
+            keepalive.heard()
             decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
     }
@@ -130,20 +154,26 @@ extension DaemonTransport {
         let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { drain.deallocate() }
         while true {
-            let (readsData, closed) = reading.withLock { ($0.listenerReads, $0.closed) }
+            let (readsData, closed, unattendedSince) = reading.withLock {
+                ($0.listenerReads, $0.closed, $0.unattendedSince)
+            }
             if closed { return }
+            let watching = keepalive.enabled ? unattendedSince : nil
             let events: [UnixSocket.PollEvents]
             do {
                 events = try UnixSocket.poll(
                     [(socket, readsData ? .readable : []), (wakeReceiver, .readable)],
-                    timeout: nil
+                    timeout: watching.map { _ in keepalive.policy.checkEvery }
                 )
             } catch {
                 connectionLost("waiting for filecoordd failed: \(error)")
                 return
             }
             if !events[1].isEmpty { _ = try? wakeReceiver.receiveAvailable(into: drain) }
-            if events[0].isEmpty { continue }
+            if events[0].isEmpty {
+                if let watching { checkKeepalive(waitingSince: watching) }
+                continue
+            }
             let reads = reading.withLock { state -> Bool in
                 if !state.readerBusy {
                     state.readerBusy = true

@@ -43,6 +43,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     /// The additions within the protocol version the daemon understands (`HelloReply.revision`): a message added
     /// within the version goes only to a daemon whose revision is at least the message's.
     let daemonRevision: UInt32
+    /// Tells a daemon that is busy for a waiting call from one that stopped answering (issue 28).
+    let keepalive: KeepaliveClock
 
     /// Who may read, and who waits to.
     struct ReadingState {
@@ -58,6 +60,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         var unattendedClaims: Set<ClaimID> = []
         /// Version store requests sent and not answered yet: the listener reads their replies.
         var versionRequests = 0
+        /// Since when ``unattendedClaims`` is not empty: the listener then watches the daemon's silence for them.
+        var unattendedSince: ContinuousClock.Instant?
         /// The client may be granted leases (issue 23): their grants and recalls come unasked, and a recall must be
         /// answered while no call of this process waits.
         var answersRecalls = false
@@ -89,9 +93,11 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         client: ClientID,
         daemonPID: Int32,
         daemonRevision: UInt32,
+        keepalive: KeepaliveClock,
         delegate: any TransportDelegate,
         logger: @escaping @Sendable () -> Logger
     ) {
+        self.keepalive = keepalive
         self.logger = logger
         self.socket = socket
         self.decoder = decoder

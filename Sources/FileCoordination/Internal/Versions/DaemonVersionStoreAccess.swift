@@ -1,4 +1,3 @@
-import FCProtocol
 import FCToolkit
 import FCVersionStore
 import Foundation
@@ -17,64 +16,32 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     /// The client's table of calls waiting for replies.
     let table: VersionRequestTable
 
-    private func call(
-        _ operation: Filecoord_V1_VersionStoreOperation,
-        _ fill: (inout Filecoord_V1_VersionStoreRequest) -> Void = { _ in }
-    )
-        throws -> VersionStoreReply.Answer
-    {
-        var request = Filecoord_V1_VersionStoreRequest()
-        request.operation = operation
-        fill(&request)
-        return try table.call(request, on: transport)
+    private func call(_ request: VersionStoreRequest) throws -> VersionStoreReply.Answer {
+        try table.call(request, on: transport)
     }
 
     private func one(_ reply: VersionStoreReply.Answer) -> StoredVersion? {
         reply.versions.first
     }
 
-    func versions(of itemPath: String) throws -> [StoredVersion] {
-        try call(.list) { $0.itemPath = Data(itemPath.utf8) }.versions
-    }
-    func version(id: String) throws -> StoredVersion? { one(try call(.find) { $0.versionID = id }) }
+    func versions(of itemPath: String) throws -> [StoredVersion] { try call(.list(itemPath: itemPath)).versions }
+    func version(id: String) throws -> StoredVersion? { one(try call(.find(id: id))) }
     func add(item: String, contentsOf: String, byMoving: Bool, conflict: ConflictOrigin?) throws -> StoredVersion {
-        let reply = try call(.add) { request in
-            request.itemPath = Data(item.utf8)
-            request.contentsPath = Data(contentsOf.utf8)
-            request.byMoving = byMoving
-            if let conflict {
-                request.savingComputer = conflict.computer
-                if let originator = conflict.originator { request.originator = originator }
-            }
-        }
+        let reply = try call(.add(item: item, contentsPath: contentsOf, byMoving: byMoving, conflict: conflict))
         guard let added = one(reply) else {
             throw VersionStoreError(.storeUnavailable, "filecoordd answered an add with no version.")
         }
         return added
     }
-    func remove(id: String) throws -> StoredVersion? { one(try call(.remove) { $0.versionID = id }) }
-    func removeAll(of itemPath: String) throws -> [StoredVersion] {
-        try call(.removeAll) { $0.itemPath = Data(itemPath.utf8) }.versions
-    }
-    func markResolved(id: String) throws -> StoredVersion? { one(try call(.resolve) { $0.versionID = id }) }
-    func markDiscardable(id: String) throws -> Bool { try call(.discardable) { $0.versionID = id }.found }
+    func remove(id: String) throws -> StoredVersion? { one(try call(.remove(id: id))) }
+    func removeAll(of itemPath: String) throws -> [StoredVersion] { try call(.removeAll(itemPath: itemPath)).versions }
+    func markResolved(id: String) throws -> StoredVersion? { one(try call(.resolve(id: id))) }
+    func markDiscardable(id: String) throws -> Bool { try call(.discardable(id: id)).found }
     func replaceItem(at itemPath: String, with id: String, byMoving: Bool) throws -> String {
-        let reply = try call(.replace) { request in
-            request.itemPath = Data(itemPath.utf8)
-            request.versionID = id
-            request.byMoving = byMoving
-        }
-        return reply.path
+        try call(.replace(itemPath: itemPath, id: id, byMoving: byMoving)).path
     }
-    func itemMoved(from: String, to: String) throws {
-        _ = try call(.moved) { request in
-            request.itemPath = Data(from.utf8)
-            request.toPath = Data(to.utf8)
-        }
-    }
-    func makeTemporaryDirectory() throws -> String {
-        try call(.temporaryDirectory).path
-    }
+    func itemMoved(from: String, to: String) throws { _ = try call(.moved(from: from, to: to)) }
+    func makeTemporaryDirectory() throws -> String { try call(.temporaryDirectory).path }
 }
 
 /// One client's version store requests waiting for their replies, by request id, across its connections.
@@ -102,30 +69,31 @@ final class VersionRequestTable: Sendable {
 
     /// Sends `request` (its id set here) on `transport` and waits for the reply; a reply that carries an error is
     /// thrown as ``VersionStoreError``.
-    func call(
-        _ request: Filecoord_V1_VersionStoreRequest,
-        on transport: DaemonTransport
-    ) throws -> VersionStoreReply.Answer {
-        var request = request
+    func call(_ request: VersionStoreRequest, on transport: DaemonTransport) throws -> VersionStoreReply.Answer {
         let waiter = Waiter(transport: ObjectIdentifier(transport))
-        state.withLock { state in
+        let id = state.withLock { state in
             state.nextID += 1
-            request.requestID = state.nextID
             state.waiting[state.nextID] = waiter
+            return state.nextID
         }
-        let id = request.requestID
         do {
-            try transport.sendVersionRequest(Filecoord_V1_Frame(.versionStoreRequest(request)))
+            try transport.sendVersionRequest(request, id: id)
         } catch {
             state.withLock { _ = $0.waiting.removeValue(forKey: id) }
             throw VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
         }
-        if waiter.done.wait(timeout: .now() + Self.timeout) == .timedOut {
-            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
-            throw VersionStoreError(
-                .storeUnavailable,
-                "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
-            )
+        // Waits in slices, so that a daemon that stopped answering is noticed by the keepalive (issue 28).
+        let since = transport.keepalive.now
+        let slice = transport.keepalive.enabled ? transport.keepalive.policy.checkEvery.timeInterval : Self.timeout
+        while waiter.done.wait(timeout: .now() + slice) == .timedOut {
+            if transport.keepalive.now - since >= .milliseconds(Int64(Self.timeout * 1000)) {
+                state.withLock { _ = $0.waiting.removeValue(forKey: id) }
+                throw VersionStoreError(
+                    .storeUnavailable,
+                    "filecoordd did not answer a version store request in \(Int(Self.timeout)) s; check its log."
+                )
+            }
+            transport.checkKeepalive(waitingSince: since)
         }
         return try state.withLock { _ in waiter.outcome! }.get()
     }
@@ -143,18 +111,21 @@ final class VersionRequestTable: Sendable {
 
     /// `transport` is gone: its calls fail (whether the daemon made the change is unknown to them).
     func transportLost(_ transport: DaemonTransport) {
+        fail(
+            on: transport,
+            because: "The connection to filecoordd was lost during a version store call; check the versions before "
+                + "trying again."
+        )
+    }
+
+    /// The calls sent on `transport` fail with `message` (whether the daemon made the change is unknown to them).
+    func fail(on transport: DaemonTransport, because message: String) {
         let id = ObjectIdentifier(transport)
         let lost = state.withLock { state -> [Waiter] in
             let lost = state.waiting.filter { $0.value.transport == id }
             for key in lost.keys { state.waiting[key] = nil }
             for waiter in lost.values {
-                waiter.outcome = .failure(
-                    VersionStoreError(
-                        .storeUnavailable,
-                        "The connection to filecoordd was lost during a version store call; check the versions "
-                            + "before trying again."
-                    )
-                )
+                waiter.outcome = .failure(VersionStoreError(.storeUnavailable, message))
             }
             return Array(lost.values)
         }
