@@ -367,6 +367,12 @@ struct Simulation {
                 excusedPairs.insert([request.id, claim.request.id])
             }
         }
+        // The running claims of one return were decided together by the holder's own arbiter, against the names in
+        // use then (issue 26 meets only those); declared, they may gain other names the daemon knows of now. Between
+        // themselves that is the holder's decision, checked when it made them; against everything else they count.
+        for (index, a) in running.enumerated() {
+            for b in running[(index + 1)...] { excusedPairs.insert([a.id, b.id]) }
+        }
         holderLeases[leaseID] = nil
         send(.leaseReturned(leaseID, client: lease.client, running: running))
     }
