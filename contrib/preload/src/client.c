@@ -294,6 +294,20 @@ static int handle_frames_locked(void) {
     return ok;
 }
 
+/* The connection is gone (closed by us or by the program): its waiting claims fail, and since the daemon releases
+ * its claims, the descriptors that held them hold nothing now. Under the lock. */
+static void forget_connection_locked(void) {
+    connection = -1;
+    generation++;
+    received = 0;
+    for (int index = 0; index < FCP_MAX_PENDING; index++) {
+        if (pending[index].claim != 0 && pending[index].state == WAITING) pending[index].state = GONE;
+    }
+    fcp_fd_forget_all();
+    retry_after = after(now(), 1000);
+    pthread_cond_broadcast(&replied);
+}
+
 static void disconnect_locked(void) {
     if (connection >= 0) {
         if (reader_active) {
@@ -303,16 +317,7 @@ static void disconnect_locked(void) {
             fcp_real.close(connection);
         }
     }
-    connection = -1;
-    generation++;
-    received = 0;
-    for (int index = 0; index < FCP_MAX_PENDING; index++) {
-        if (pending[index].claim != 0 && pending[index].state == WAITING) pending[index].state = GONE;
-    }
-    /* The daemon releases this connection's claims; the descriptors that held them hold nothing now. */
-    fcp_fd_forget_all();
-    retry_after = after(now(), 1000);
-    pthread_cond_broadcast(&replied);
+    forget_connection_locked();
 }
 
 void fcp_descriptor_replaced(int fd) {
@@ -320,15 +325,7 @@ void fcp_descriptor_replaced(int fd) {
     fcp_lock();
     if (connection == fd) {
         /* The program closes or replaces the descriptor itself: forget it without closing it. */
-        connection = -1;
-        generation++;
-        received = 0;
-        for (int index = 0; index < FCP_MAX_PENDING; index++) {
-            if (pending[index].claim != 0 && pending[index].state == WAITING) pending[index].state = GONE;
-        }
-        fcp_fd_forget_all();
-        retry_after = after(now(), 1000);
-        pthread_cond_broadcast(&replied);
+        forget_connection_locked();
     }
     fcp_unlock();
 }
