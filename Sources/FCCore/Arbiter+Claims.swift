@@ -243,7 +243,7 @@ extension Arbiter {
 
     func startBlockers(_ claim: ClaimRecord, stopAtFirst: Bool = false) -> [ClaimRecord] {
         var result: [ClaimRecord] = []
-        if let lease = leaseHoldingBackIdentities(claim) {
+        if let lease = leaseHoldingBackOtherNames(claim) {
             result.append(lease)
             if stopAtFirst { return result }
         }
@@ -277,7 +277,7 @@ extension Arbiter {
 
     /// The first claim found that keeps `claim` from starting, or `nil`.
     func firstStartBlocker(_ claim: ClaimRecord) -> ClaimRecord? {
-        if let lease = leaseHoldingBackIdentities(claim) { return lease }
+        if let lease = leaseHoldingBackOtherNames(claim) { return lease }
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
         var blocker: ClaimRecord?
@@ -302,7 +302,7 @@ extension Arbiter {
 
     /// `true` when a granted claim conflicts with `claim` (checked again before granting, for rule 5).
     func hasGrantedConflict(_ claim: ClaimRecord) -> Bool {
-        var found = leaseHoldingBackIdentities(claim) != nil
+        var found = leaseHoldingBackOtherNames(claim) != nil
         forEachConflicting(
             claim,
             until: { (other: ClaimRecord) -> Bool in

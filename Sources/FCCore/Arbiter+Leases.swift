@@ -31,7 +31,7 @@ extension Arbiter {
         else { return }
         let effective = tree.effectivePath(path)
         guard let subtree = effective.parent, subtree.depth >= 1, isAlone(subtree),
-            !identitiesHeld
+            !filesWithOtherNamesHeld
         else { return }
         nextLease += 1
         let lease = LeaseRecord(id: LeaseID(nextLease), client: clientID, subtree: subtree)
@@ -85,27 +85,27 @@ extension Arbiter {
         return target.subtreeEntries == 0 && target.subtreePresenters == 0 && target.packageDeclarations == 0
     }
 
-    /// Whether anything live carries a file identity (issue 26). A file inside a lease may have other names outside
-    /// it (hard links, bind mounts), and the holder's in-process claims never reach the identity index, so while a
-    /// lease is held nothing else may hold a file by identity, the holder's own daemon claims included: no lease is
-    /// granted while something does, one that arrives recalls every lease (``recallAllLeases()``) and waits for them
-    /// (``leaseHoldingBackIdentities(_:)``). Conservative: any identity anywhere, since the daemon cannot tell which
-    /// files are inside a subtree without the holder's claims. O(1).
-    var identitiesHeld: Bool { !identities.holders.isEmpty }
+    /// Whether a live claim or presenter names a file that had other names (hard links; issue 26) when its client
+    /// read it. A lease decides in process only claims on files with one name (``ClaimRequest/mayBeDecided(inLeaseOn:)``),
+    /// but a file with one name then may gain a link later, outside the lease or inside another, and the holder's
+    /// in-process claims never reach the identity index. So while such a claim or presenter lives no lease is
+    /// granted, one that arrives recalls every lease (``recallAllLeases()``), and such a claim waits for every lease
+    /// (``leaseHoldingBackOtherNames(_:)``); the running claims come back declared with their identities and are met
+    /// as usual. A file with one name is met by its path, which a lease covers like any claim. O(1).
+    var filesWithOtherNamesHeld: Bool { !identities.withOtherNames.isEmpty }
 
-    /// Recalls every lease: a claim or presenter carrying a file identity arrived (``identitiesHeld``).
+    /// Recalls every lease: a claim or presenter naming a file with other names arrived (``filesWithOtherNamesHeld``).
     func recallAllLeases() {
         for lease in leases.values.sorted(by: { $0.id < $1.id }) { requestRecall(lease.id) }
     }
 
-    /// The lease claim that `claim` waits for because it carries a file identity (issue 26), or `nil`: the files
-    /// inside a lease may have other names outside it, and the holder's in-process claims on them are unknown here,
-    /// so such a claim waits until every lease is returned (the holder's own included: its in-process arbiter does
-    /// not know its daemon claims); the running claims are then declared with their identities and met as usual. A
-    /// claim declared as held runs already; one handed back into its own lease never reaches here.
-    func leaseHoldingBackIdentities(_ claim: ClaimRecord) -> ClaimRecord? {
+    /// The lease claim that `claim` waits for because it names a file with other names, or `nil`: such a file's
+    /// names may lie inside any lease, where its holder's in-process claims are unknown here, so the claim waits until
+    /// every lease is returned (its own client's included: a lease's arbiter does not know its client's daemon
+    /// claims). A claim declared as held runs already; one handed back into its own lease never reaches here.
+    func leaseHoldingBackOtherNames(_ claim: ClaimRecord) -> ClaimRecord? {
         guard !leases.isEmpty, !claim.request.isHeld, claim.id.lease == nil,
-            claim.request.items.contains(where: { $0.identity != nil })
+            claim.request.items.contains(where: \.hasOtherNames)
         else { return nil }
         for lease in leases.values.sorted(by: { $0.id < $1.id }) {
             if let record = claims[lease.id.claim] { return record }
@@ -116,8 +116,10 @@ extension Arbiter {
     // MARK: Recall
 
     /// Recalls the leases a new claim conflicts with (its own client's included), except that a claim lying wholly
-    /// inside a lease its own client holds, unrecalled, is handed back to that client (``ArbiterEffect/claimInsideLease(_:client:lease:)``):
-    /// it was sent before the grant reached the client, which decides it itself. Nothing else can conflict with
+    /// inside a lease its own client holds, unrecalled, and that a lease may decide
+    /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``) is handed back to that client
+    /// (``ArbiterEffect/claimInsideLease(_:client:lease:)``): it was sent before the grant reached the client, which
+    /// decides it itself. Nothing else can conflict with
     /// it: anything that did would have recalled the lease.
     func recallLeases(conflictingWith id: ClaimID) {
         guard !leases.isEmpty, let claim = claims[id] else { return }
@@ -126,7 +128,7 @@ extension Arbiter {
             if let lease = other.id.lease, !found.contains(lease) { found.append(lease) }
         }
         if found.count == 1, let lease = leases[found[0]], lease.client == claim.request.client, lease.state == .held,
-            !claim.request.isHeld, claim.request.filePresenter == nil, claim.request.fromPresenterQueue == nil,
+            !claim.request.isHeld, claim.request.mayBeDecided(inLeaseOn: lease.subtree),
             claim.entries.allSatisfy({ $0.path == lease.subtree || $0.path.isDescendant(of: lease.subtree) })
         {
             statistics.claimsHandedToLeases += 1

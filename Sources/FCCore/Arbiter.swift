@@ -77,7 +77,7 @@ public final class Arbiter {
             clientDisconnected(id)
         case .presenterAdded(let registration):
             addPresenter(registration)
-            if registration.identity != nil { recallAllLeases() }
+            if registration.identity != nil, registration.hasOtherNames { recallAllLeases() }
         case .presenterRemoved(let id):
             removePresenter(id, reason: "removed")
         case .presenterURLChanged(let id, let path):
@@ -85,8 +85,8 @@ public final class Arbiter {
         case .claimRequested(let request):
             requestClaimMeetingOtherNames(request)
             recallLeases(conflictingWith: request.id)
-            // Not for a claim handed back into its own lease (gone from `claims`): see identitiesHeld.
-            if claims[request.id] != nil, request.items.contains(where: { $0.identity != nil }) { recallAllLeases() }
+            // Not for a claim handed back into its own lease (gone from `claims`): see filesWithOtherNamesHeld.
+            if claims[request.id] != nil, request.items.contains(where: \.hasOtherNames) { recallAllLeases() }
         case .claimFinished(let id, let created):
             guard !rejectLeaseClaim(id, "finish") else { break }
             let finished = claims[id].flatMap { $0.phase == .granted ? $0 : nil }

@@ -38,6 +38,9 @@ public struct PresenterRegistration: Hashable, Sendable {
     /// The file the presented path named at registration (issue 26), `nil` for a directory or an item that does not
     /// exist: claims through the file's other names reach this presenter too (Arbiter+Identity.swift).
     public var identity: ItemIdentity?
+    /// The file had more than one name (`st_nlink` above 1) at registration: its other names may lie inside a lease,
+    /// so the presenter recalls every lease (docs/SEMANTICS.md §13) to hear what their holders write.
+    public var hasOtherNames: Bool
 
     /// Creates a registration. By default the presenter implements every callback, is not a package and shares
     /// its queue with no other presenter.
@@ -48,7 +51,8 @@ public struct PresenterRegistration: Hashable, Sendable {
         callbacks: PresenterCallbacks = .all,
         isPackage: Bool = false,
         serialQueue: UInt64? = nil,
-        identity: ItemIdentity? = nil
+        identity: ItemIdentity? = nil,
+        hasOtherNames: Bool = false
     ) {
         self.id = id
         self.client = client
@@ -57,6 +61,7 @@ public struct PresenterRegistration: Hashable, Sendable {
         self.isPackage = isPackage
         self.serialQueue = serialQueue
         self.identity = identity
+        self.hasOtherNames = hasOtherNames
     }
 }
 

@@ -27,6 +27,18 @@ extension ClaimID {
     public var lease: LeaseID? { isLease ? LeaseID(rawValue & ~Self.leaseBit) : nil }
 }
 
+extension ClaimRequest {
+    /// Whether a lease on `subtree` may decide this claim in its holder's process (docs/SEMANTICS.md §13): every item
+    /// lies at or under `subtree`, no item names a file with other names (``ClaimItem/hasOtherNames``: they may lie
+    /// outside the lease, or inside another client's), and the claim is neither made with a presenter nor from a
+    /// presenter's queue (the daemon knows the presenters and their queues). The holder's library and the arbiter's
+    /// hand-back (``ArbiterEffect/claimInsideLease(_:client:lease:)``) apply the same rule. O(items).
+    public func mayBeDecided(inLeaseOn subtree: ItemPath) -> Bool {
+        guard filePresenter == nil, fromPresenterQueue == nil else { return false }
+        return items.allSatisfy { !$0.hasOtherNames && ($0.path == subtree || $0.path.isDescendant(of: subtree)) }
+    }
+}
+
 /// When the arbiter grants leases and how it recalls them (docs/SEMANTICS.md §13). `nil` in
 /// ``ArbiterConfiguration/leases`` grants none.
 public struct LeasePolicy: Hashable, Sendable {

@@ -102,6 +102,7 @@ extension Filecoord_V1_RegisterPresenter {
         isPackage = registration.isPackage
         if let queue = registration.serialQueue { serialQueue = queue }
         if let identity = registration.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
+        hasOtherNames_p = registration.hasOtherNames
     }
 }
 
@@ -122,7 +123,8 @@ extension PresenterRegistration {
             callbacks: PresenterCallbacks(rawValue: wire.callbacks),
             isPackage: wire.isPackage,
             serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil,
-            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
+            hasOtherNames: wire.hasOtherNames_p
         )
     }
 }
@@ -182,6 +184,7 @@ extension Filecoord_V1_ClaimItem {
         write = item.access.isWrite
         options = item.access.wireOptions
         if let identity = item.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
+        hasOtherNames_p = item.hasOtherNames
     }
 }
 
@@ -197,7 +200,8 @@ extension ClaimItem {
         self.init(
             path: try decodePath(wire.path, field: "\(field).path", limits: limits),
             access: try Access(wireWrite: wire.write, options: wire.options),
-            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
+            hasOtherNames: wire.hasOtherNames_p
         )
     }
 }

@@ -127,6 +127,45 @@ struct LeaseEndToEndTests {
         }
     }
 
+    /// Waits until the daemon shows `count` leases.
+    private func waitForLeases(_ env: TestEnvironment, count: Int) async throws {
+        var held: [[String: Any]] = []
+        let deadline = ContinuousClock.now + defaultTimeout
+        while held.count != count && ContinuousClock.now < deadline {
+            held = try await leases(env)
+            if held.count != count { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(held.count == count, "leases: \(held)")
+    }
+
+    /// Issue 23 with 26: a file hard-linked from one leased folder into another. Each holder deciding its claim on
+    /// it in process would let A write it through one name while B reads it through the other. A file with other
+    /// names is never decided in a lease: both claims go to the daemon, which meets them on the file.
+    @Test("two holders of two folders never both hold one file through two of its names")
+    func twoHoldersMeetOnAHardLinkedFile() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env)
+            try FileManager.default.createDirectory(atPath: env.path("other"), withIntermediateDirectories: true)
+            let own = try env.file("other/own.txt", "b")
+            let b = try await env.host("B", environment: Self.leasing)
+            try b.send("read \(own)")
+            try await b.waitFor("done read \(own)")
+            try await waitForLeases(env, count: 2)
+            let link = env.path("other/g.txt")
+            try FileManager.default.linkItem(atPath: file, toPath: link)
+            try a.send("write \(file) v2 hold")
+            try await a.waitFor("holding write \(file)")
+            try b.send("read \(link)")
+            #expect(
+                try await b.staysWithout("granted read \(link)"),
+                "B read the file through its link while A wrote it"
+            )
+            try a.send("release")
+            try await a.waitFor("done write \(file)")
+            try await b.waitFor("done read \(link) v2")
+        }
+    }
+
     @Test("kill -9 of a holder frees its folder at once")
     func aKilledHolderFreesItsFolder() async throws {
         try await TestEnvironment.run { env in
@@ -146,8 +185,8 @@ struct LeaseEndToEndTests {
     func aStoppedHolderIsReportedAndStillHoldsBack() async throws {
         try await TestEnvironment.run { env in
             let (file, a) = try await leasedSetUp(env, presenterTimeout: "0.5")
-            kill(a.pid, SIGSTOP)
             defer { kill(a.pid, SIGCONT) }
+            try await stopProcess(a.pid)
             let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
             try b.send("write \(file) v2")
             var state = ""

@@ -217,6 +217,31 @@ import Testing
         #expect(h.lastRecalls == [lease])
         #expect(!h.isGranted(across))
     }
+
+    /// Issue 23 with 26: two holders each deciding in process a claim on one file through two of its names (a hard
+    /// link from one leased folder into the other) would both hold it. A file with other names is the daemon's.
+    @Test func aHoldersOwnClaimOnAFileWithOtherNamesIsNotHandedBackButRecallsItsLease() throws {
+        let h = LeaseTests.harness()
+        let app = h.connect("app", answersRecalls: true)
+        let lease = try LeaseTests.lease(h, app)
+        var linked = ArbiterHarness.write("/d/g")
+        linked.identity = ItemIdentity(device: 1, inode: 9)
+        linked.hasOtherNames = true
+        let request = ClaimRequest(
+            id: ClaimID(1),
+            client: app,
+            coordinator: CoordinatorID(1),
+            purpose: PurposeID("app"),
+            items: [linked]
+        )
+        #expect(!request.mayBeDecided(inLeaseOn: path("/d")))
+        let claim = h.claim([linked], client: app)
+        #expect(!h.lastEffects.contains { if case .claimInsideLease = $0 { true } else { false } })
+        #expect(h.lastRecalls == [lease])
+        #expect(!h.isGranted(claim), "granted before the lease came back")
+        h.send(.leaseReturned(lease, client: app, running: []))
+        #expect(h.isGranted(claim))
+    }
 }
 
 /// Found by the simulator: a running claim declared with a lease's return, made by a coordinator cancelled since, was

@@ -551,6 +551,10 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   /// Clears the value of `identity`. Subsequent reads from it will return its default value.
   public mutating func clearIdentity() {self._identity = nil}
 
+  /// The file had more than one name (st_nlink above 1) at registration: the presenter recalls every lease (its
+  /// file's other names may lie inside one), and no lease is granted while it is registered (revision 3).
+  public var hasOtherNames_p: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -701,6 +705,10 @@ public nonisolated struct Filecoord_V1_ClaimItem: Sendable {
   public var hasIdentity: Bool {self._identity != nil}
   /// Clears the value of `identity`. Subsequent reads from it will return its default value.
   public mutating func clearIdentity() {self._identity = nil}
+
+  /// The file had more than one name (st_nlink above 1) when the client canonicalised it: a lease never decides the
+  /// claim in process, so the daemon does not hand it back into its client's own lease (LeaseGranted; revision 3).
+  public var hasOtherNames_p: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2168,7 +2176,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0\u{3}has_other_names\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2182,6 +2190,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 4: try { try decoder.decodeSingularBoolField(value: &self.isPackage) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self._serialQueue) }()
       case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
+      case 41: try { try decoder.decodeSingularBoolField(value: &self.hasOtherNames_p) }()
       default: break
       }
     }
@@ -2210,6 +2219,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     try { if let v = self._identity {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
     } }()
+    if self.hasOtherNames_p != false {
+      try visitor.visitSingularBoolField(value: self.hasOtherNames_p, fieldNumber: 41)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2220,6 +2232,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs.isPackage != rhs.isPackage {return false}
     if lhs._serialQueue != rhs._serialQueue {return false}
     if lhs._identity != rhs._identity {return false}
+    if lhs.hasOtherNames_p != rhs.hasOtherNames_p {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2375,7 +2388,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClaimItem"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0\u{2}%identity\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0\u{2}%identity\0\u{3}has_other_names\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2387,6 +2400,7 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
       case 2: try { try decoder.decodeSingularBoolField(value: &self.write) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.options) }()
       case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
+      case 41: try { try decoder.decodeSingularBoolField(value: &self.hasOtherNames_p) }()
       default: break
       }
     }
@@ -2409,6 +2423,9 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     try { if let v = self._identity {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
     } }()
+    if self.hasOtherNames_p != false {
+      try visitor.visitSingularBoolField(value: self.hasOtherNames_p, fieldNumber: 41)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2417,6 +2434,7 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     if lhs.write != rhs.write {return false}
     if lhs.options != rhs.options {return false}
     if lhs._identity != rhs._identity {return false}
+    if lhs.hasOtherNames_p != rhs.hasOtherNames_p {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

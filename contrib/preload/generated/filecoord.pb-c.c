@@ -2079,7 +2079,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   (ProtobufCMessageInit) filecoord__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[6] =
+static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[7] =
 {
   {
     "presenter_id",
@@ -2153,9 +2153,22 @@ static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "has_other_names",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RegisterPresenter, has_other_names),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__register_presenter__field_indices_by_name[] = {
   2,   /* field[2] = callbacks */
+  6,   /* field[6] = has_other_names */
   5,   /* field[5] = identity */
   3,   /* field[3] = is_package */
   1,   /* field[1] = path */
@@ -2166,7 +2179,7 @@ static const ProtobufCIntRange filecoord__v1__register_presenter__number_ranges[
 {
   { 1, 0 },
   { 40, 5 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
 {
@@ -2176,7 +2189,7 @@ const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
   "Filecoord__V1__RegisterPresenter",
   "filecoord.v1",
   sizeof(Filecoord__V1__RegisterPresenter),
-  6,
+  7,
   filecoord__v1__register_presenter__field_descriptors,
   filecoord__v1__register_presenter__field_indices_by_name,
   2,  filecoord__v1__register_presenter__number_ranges,
@@ -2428,7 +2441,7 @@ const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
   (ProtobufCMessageInit) filecoord__v1__request_claim__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descriptors[4] =
+static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descriptors[5] =
 {
   {
     "path",
@@ -2478,8 +2491,21 @@ static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "has_other_names",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimItem, has_other_names),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__claim_item__field_indices_by_name[] = {
+  4,   /* field[4] = has_other_names */
   3,   /* field[3] = identity */
   2,   /* field[2] = options */
   0,   /* field[0] = path */
@@ -2489,7 +2515,7 @@ static const ProtobufCIntRange filecoord__v1__claim_item__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 40, 3 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor =
 {
@@ -2499,7 +2525,7 @@ const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor =
   "Filecoord__V1__ClaimItem",
   "filecoord.v1",
   sizeof(Filecoord__V1__ClaimItem),
-  4,
+  5,
   filecoord__v1__claim_item__field_descriptors,
   filecoord__v1__claim_item__field_indices_by_name,
   2,  filecoord__v1__claim_item__number_ranges,

@@ -369,10 +369,15 @@ struct  Filecoord__V1__RegisterPresenter
    * that does not exist. Claims through the file's other names (hard links, bind mounts) reach the presenter too.
    */
   Filecoord__V1__FileIdentity *identity;
+  /*
+   * The file had more than one name (st_nlink above 1) at registration: the presenter recalls every lease (its
+   * file's other names may lie inside one), and no lease is granted while it is registered (revision 3).
+   */
+  protobuf_c_boolean has_other_names;
 };
 #define FILECOORD__V1__REGISTER_PRESENTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__register_presenter__descriptor) \
-    , 0, {0,NULL}, 0, 0, 0, NULL }
+    , 0, {0,NULL}, 0, 0, 0, NULL, 0 }
 
 
 /*
@@ -483,10 +488,15 @@ struct  Filecoord__V1__ClaimItem
    * does not exist. The claim also meets the claims and presenters of the file's other names.
    */
   Filecoord__V1__FileIdentity *identity;
+  /*
+   * The file had more than one name (st_nlink above 1) when the client canonicalised it: a lease never decides the
+   * claim in process, so the daemon does not hand it back into its client's own lease (LeaseGranted; revision 3).
+   */
+  protobuf_c_boolean has_other_names;
 };
 #define FILECOORD__V1__CLAIM_ITEM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__claim_item__descriptor) \
-    , {0,NULL}, 0, 0, NULL }
+    , {0,NULL}, 0, 0, NULL, 0 }
 
 
 /*

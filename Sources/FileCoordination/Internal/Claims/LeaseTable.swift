@@ -10,7 +10,9 @@ import Logging
 /// A claim goes to a lease only while the lease is held and not recalled; from the moment a recall is taken
 /// (``recall(_:returning:)``) the lease decides nothing more: its claims still running are declared to the daemon
 /// in the same step, under the lock, before any of them can send its finish, and its waiting claims go to the daemon.
-/// Claims made with a presenter, or on a presenter's queue, never go to a lease: the daemon knows the presenters.
+/// Claims made with a presenter, or on a presenter's queue, never go to a lease (the daemon knows the presenters), nor
+/// claims on a file with other names (hard links, which may lie outside the lease): see
+/// `ClaimRequest.mayBeDecided(inLeaseOn:)`.
 ///
 /// Off unless the client announced that it answers recalls (`FILECOORD_LEASES=1`; ``ConnectionPolicy``): a daemon
 /// grants leases only to such clients.
@@ -119,15 +121,15 @@ final class LeaseTable: @unchecked Sendable {
 
     // MARK: From the client
 
-    /// Decides `request` in process if a lease held and not recalled covers all its items; `nil` when it does not
-    /// (the claim goes to the daemon).
+    /// Decides `request` in process if a lease held and not recalled may decide it
+    /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``); `nil` when none may (the claim goes to the daemon, which recalls
+    /// this client's own lease first when the claim lies inside it).
     func submit(_ request: ClaimRequest) -> Outcomes? {
         guard enabled, request.filePresenter == nil, request.fromPresenterQueue == nil else { return nil }
         return state.withLock { state -> Outcomes? in
             guard !state.leases.isEmpty else { return nil }
             let lease = state.leases.first { _, lease in
-                !lease.recalled
-                    && request.items.allSatisfy { $0.path == lease.subtree || $0.path.isDescendant(of: lease.subtree) }
+                !lease.recalled && request.mayBeDecided(inLeaseOn: lease.subtree)
             }
             guard let (id, _) = lease else { return nil }
             state.owner[request.id] = id

@@ -161,7 +161,8 @@ final class CoordinationClient: Sendable {
         let entry = PresenterRegistry.Entry(
             presenter: presenter,
             path: resolved?.path,
-            identity: resolved?.canonical.identity.map(ItemIdentity.init)
+            identity: resolved?.canonical.identity.map(ItemIdentity.init),
+            hasOtherNames: resolved?.canonical.hasOtherNames ?? false
         )
         let added = registering.withLock {
             // A transport put in charge before this registers it here; one put in charge after lists it itself.
