@@ -8,7 +8,7 @@ import SystemPackage
 /// transaction per change) and the versions' contents, under one directory (`$XDG_DATA_HOME/filecoordd/versions` for
 /// the daemon and for the library's in-process mode alike).
 ///
-/// Layout: `index.sqlite` (with its WAL), `contents/<id>/<name>` (a version's contents under the item's name when it
+/// Layout: `index.sqlite` (with its WAL; `open.lock` serialises opening it), `contents/<id>/<name>` (a version's contents under the item's name when it
 /// was added), `staging/<pid>-<id>/<name>` (contents being added), `tmp/<pid>-<uuid>/` (directories handed out by
 /// ``makeTemporaryDirectory()``).
 ///
@@ -66,8 +66,15 @@ public final class VersionStore: Sendable {
                 // Durable commits: a version the caller was told is added survives a power loss too.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
             }
+            // One process at a time opens the pool and creates the schema: GRDB switches a fresh database to WAL on
+            // opening, SQLite refuses that switch with "database is locked" while another process opens it too, and
+            // the busy timeout does not cover it (VersionStoreTests, 1 run in 2 with six stores opened at once). The
+            // lock is held for milliseconds, by a live process (flock ends with it); a file system without flock
+            // opens without it, as before.
+            let opening = try? FileLock.acquire(directory + "/open.lock")
             database = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
             try Self.createSchema(in: database)
+            withExtendedLifetime(opening) {}
         } catch {
             throw VersionStoreError(
                 .storeUnavailable,
