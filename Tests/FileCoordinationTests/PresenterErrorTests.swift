@@ -143,6 +143,12 @@ import Testing
         #expect(first?.code == 42)
         #expect(second == nil)
         #expect(ran)
-        #expect(failing.events == ["relinquishToReader", "save", "reacquire", "relinquishToReader", "reacquire"])
+        // The daemon is shared by the whole run: an inotify overflow caused by another test tells every presenter
+        // that its item may have changed (docs/SEMANTICS.md §3), which is no part of what this test checks (twice
+        // in three full runs, a "didChange" came between these events).
+        #expect(
+            failing.events.filter { $0 != "didChange" }
+                == ["relinquishToReader", "save", "reacquire", "relinquishToReader", "reacquire"]
+        )
     }
 }
