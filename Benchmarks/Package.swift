@@ -40,6 +40,7 @@ let package = Package(
             name: "EndToEndBenchmarks",
             dependencies: [
                 .product(name: "FileCoordination", package: "swift-file-coordination"),
+                .product(name: "FCCore", package: "swift-file-coordination"),
                 .product(name: "FCDaemon", package: "swift-file-coordination"),
                 .product(name: "FCSystem", package: "swift-file-coordination"),
                 .product(name: "Logging", package: "swift-log"),

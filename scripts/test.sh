@@ -64,6 +64,10 @@ fi
 step "Running tests (the library through filecoordd at $FILECOORDD_SOCKET)"
 test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests --skip SourceCompatibilityTests
 
+step "Running them again with leases (FILECOORD_LEASES=1, docs/SEMANTICS.md §13; the library's default is off)"
+FILECOORD_LEASES=1 test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests \
+    --skip SourceCompatibilityTests
+
 step "Running the async API and source-compatibility tests on their own"
 test_phase swift test "${build_flags[@]}" --filter 'AsyncAPITests|SourceCompatibilityTests'
 

@@ -92,12 +92,17 @@ public struct ClaimItem: Hashable, Sendable, CustomStringConvertible {
     /// The file the path named when the client canonicalised it (issue 26), `nil` for a directory or an item that
     /// does not exist: the claim also meets the claims and presenters of the file's other names.
     public var identity: ItemIdentity?
+    /// The file had more than one name (`st_nlink` above 1) when the client canonicalised it (issue 26): its other
+    /// names may lie outside any lease the client holds, or inside another client's, so a lease never decides the
+    /// claim in process (``ClaimRequest/mayBeDecided(inLeaseOn:)``) and the arbiter meets it against every name.
+    public var hasOtherNames: Bool
 
     /// Creates a claim item for a canonical path.
-    public init(path: ItemPath, access: Access, identity: ItemIdentity? = nil) {
+    public init(path: ItemPath, access: Access, identity: ItemIdentity? = nil, hasOtherNames: Bool = false) {
         self.path = path
         self.access = access
         self.identity = identity
+        self.hasOtherNames = hasOtherNames
     }
 
     /// The access, then the path, for logs.

@@ -65,6 +65,12 @@ extension Arbiter {
             statistics.claimsFailed += 1
             return
         }
+        if request.id.isLease {
+            log(.warning, "claim with a lease's id refused", ["claim.id": "\(request.id.rawValue)"])
+            effects.append(.fail(request.id, client: request.client, .invalidRequest("claim id out of range")))
+            statistics.claimsFailed += 1
+            return
+        }
         if request.items.isEmpty {
             log(.warning, "claim with no items refused", ["claim.id": "\(request.id.rawValue)"])
             effects.append(
@@ -73,8 +79,8 @@ extension Arbiter {
             statistics.claimsFailed += 1
             return
         }
-        // A claim declared as held runs already (declared again after a daemon's crash): a cancelled coordinator
-        // cannot stop it, and refusing it would let conflicting claims in while it runs.
+        // A claim declared as held runs already (after a daemon's crash, or with a lease's return): a cancelled
+        // coordinator cannot stop it, and refusing it would let conflicting claims in while it runs.
         if !request.isHeld && owner.cancelledCoordinators.contains(request.coordinator) {
             effects.append(.fail(request.id, client: request.client, .cancelled))
             statistics.claimsFailed += 1
@@ -118,6 +124,7 @@ extension Arbiter {
 
     /// `true` when `a` and `b` never block each other (docs/SEMANTICS.md §2 rule 4).
     func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
+        if a.id.isLease || b.id.isLease { return false }  // Nothing passes a lease (docs/SEMANTICS.md §13).
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }
         return a.purpose == b.purpose
@@ -236,6 +243,10 @@ extension Arbiter {
 
     func startBlockers(_ claim: ClaimRecord, stopAtFirst: Bool = false) -> [ClaimRecord] {
         var result: [ClaimRecord] = []
+        if let lease = leaseHoldingBackOtherNames(claim) {
+            result.append(lease)
+            if stopAtFirst { return result }
+        }
         var seen: Set<ClaimID> = []
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
@@ -266,6 +277,7 @@ extension Arbiter {
 
     /// The first claim found that keeps `claim` from starting, or `nil`.
     func firstStartBlocker(_ claim: ClaimRecord) -> ClaimRecord? {
+        if let lease = leaseHoldingBackOtherNames(claim) { return lease }
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
         var holders: Set<ClaimID>?
         var blocker: ClaimRecord?
@@ -290,7 +302,7 @@ extension Arbiter {
 
     /// `true` when a granted claim conflicts with `claim` (checked again before granting, for rule 5).
     func hasGrantedConflict(_ claim: ClaimRecord) -> Bool {
-        var found = false
+        var found = leaseHoldingBackOtherNames(claim) != nil
         forEachConflicting(
             claim,
             until: { (other: ClaimRecord) -> Bool in
@@ -326,6 +338,8 @@ extension Arbiter {
             }
             if claim.phase == .waiting {
                 if let blocker = firstStartBlocker(claim) {
+                    // A claim that came to wait for a lease some other way than by arriving (a move): recall it.
+                    if let lease = blocker.id.lease { requestRecall(lease) }
                     // Held back by a claim that is active: nothing but that claim's end (or a move, or a package
                     // declaration) can let it start, so it leaves the list looked at on every event (issue 11.2).
                     if blocker.phase != .waiting, !claim.madeWhileAnswering {

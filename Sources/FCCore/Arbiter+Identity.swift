@@ -32,12 +32,17 @@ struct IdentityIndex {
     var holders: [ItemIdentity: [ItemPath?: Set<Holder>]] = [:]
     /// Whether something may have moved since the holders were grouped.
     var stale = false
+    /// The holders whose file had other names (hard links) when their client read it: while any is live, no lease
+    /// is granted (issue 23; ``Arbiter/filesWithOtherNamesHeld``).
+    var withOtherNames: Set<Holder> = []
 
-    mutating func insert(_ holder: Holder, for identity: ItemIdentity, at path: ItemPath?) {
+    mutating func insert(_ holder: Holder, for identity: ItemIdentity, at path: ItemPath?, hasOtherNames: Bool) {
         holders[identity, default: [:]][path, default: []].insert(holder)
+        if hasOtherNames { withOtherNames.insert(holder) }
     }
 
     mutating func remove(_ holder: Holder, for identity: ItemIdentity) {
+        withOtherNames.remove(holder)
         guard var byPath = holders[identity] else { return }
         for (path, var group) in byPath where group.contains(holder) {
             group.remove(holder)
@@ -99,7 +104,12 @@ extension Arbiter {
         guard claims[request.id] != nil else { return }
         for (index, item) in request.items.enumerated() {
             guard let identity = item.identity else { continue }
-            identities.insert(.claim(request.id, item: index), for: identity, at: item.path)
+            identities.insert(
+                .claim(request.id, item: index),
+                for: identity,
+                at: item.path,
+                hasOtherNames: item.hasOtherNames
+            )
         }
     }
 
@@ -130,10 +140,16 @@ extension Arbiter {
             for holder in byPath.values.joined() {
                 switch holder {
                 case .presenter(let id):
-                    guard let record = presenters[id] else { continue }
+                    guard let record = presenters[id] else {
+                        identities.withOtherNames.remove(holder)
+                        continue
+                    }
                     regrouped[record.registration.path, default: []].insert(holder)
                 case .claim(let id, let index):
-                    guard let claim = claims[id], index < claim.entries.count else { continue }
+                    guard let claim = claims[id], index < claim.entries.count else {
+                        identities.withOtherNames.remove(holder)
+                        continue
+                    }
                     regrouped[claim.entries[index].path, default: []].insert(holder)
                 }
             }
@@ -152,7 +168,12 @@ extension Arbiter {
     /// A presenter joins the index (``addPresenter``).
     func indexIdentity(of registration: PresenterRegistration) {
         guard let identity = registration.identity, registration.path != nil else { return }
-        identities.insert(.presenter(registration.id), for: identity, at: registration.path)
+        identities.insert(
+            .presenter(registration.id),
+            for: identity,
+            at: registration.path,
+            hasOtherNames: registration.hasOtherNames
+        )
     }
 
     /// A presenter leaves the index (``removePresenter(_:reason:)``).

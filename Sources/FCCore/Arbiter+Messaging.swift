@@ -157,6 +157,12 @@ extension Arbiter {
             deadlinePassed(claimID)
         case .fileSystemWindow:
             watchWindowElapsed()
+        case .leaseMinimumHold(let lease):
+            leaseMinimumHoldPassed(lease)
+        case .leaseRecallReply(let lease):
+            leaseRecallUnanswered(lease)
+        case .leaseBackoff(let client):
+            clients[client]?.inBackoff = false
         case .presenterReply(let requestID):
             guard let request = requests[requestID] else { return }
             statistics.presenterTimeouts += 1

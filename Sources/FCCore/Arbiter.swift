@@ -46,6 +46,9 @@ public final class Arbiter {
     var watching = WatchState()
     /// The live holders of each file identity (Arbiter+Identity.swift, issue 26).
     var identities = IdentityIndex()
+    /// Live leases (Arbiter+Leases.swift), each standing in ``claims`` as its lease claim too.
+    var leases: [LeaseID: LeaseRecord] = [:]
+    var nextLease: UInt64 = 0
 
     /// Creates an empty arbiter.
     public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
@@ -74,31 +77,47 @@ public final class Arbiter {
             clientDisconnected(id)
         case .presenterAdded(let registration):
             addPresenter(registration)
+            if registration.identity != nil, registration.hasOtherNames { recallAllLeases() }
         case .presenterRemoved(let id):
             removePresenter(id, reason: "removed")
         case .presenterURLChanged(let id, let path):
             changePresenterURL(id, to: path)
         case .claimRequested(let request):
             requestClaimMeetingOtherNames(request)
+            recallLeases(conflictingWith: request.id)
+            // Not for a claim handed back into its own lease (gone from `claims`): see filesWithOtherNamesHeld.
+            if claims[request.id] != nil, request.items.contains(where: \.hasOtherNames) { recallAllLeases() }
         case .claimFinished(let id, let created):
+            guard !rejectLeaseClaim(id, "finish") else { break }
+            let finished = claims[id].flatMap { $0.phase == .granted ? $0 : nil }
             finishClaim(id, created: created)
+            if let finished, let path = finished.entries.first?.path {
+                considerLease(for: finished.request.client, item: path)
+            }
         case .preparationReturned(let id):
+            guard !rejectLeaseClaim(id, "batch return") else { break }
             preparationReturned(id)
         case .coordinatorCancelled(let client, let coordinator):
             cancelCoordinator(client, coordinator)
         case .claimCancelled(let id):
+            guard !rejectLeaseClaim(id, "cancel") else { break }
             cancelClaim(id)
         case .presenterReplied(let request, let reply):
             presenterReplied(request, reply)
         case .itemMoved(let claim, let from, let to, let fromName):
+            guard !rejectLeaseClaim(claim, "move") else { break }
             itemMoved(claim, from: from, to: to, fromName: fromName)
+            recallLeasesInConflict()  // Claims that followed the item may have come to wait for a lease.
         case .versionChanged(let claim, let path, let change):
+            guard !rejectLeaseClaim(claim, "version change") else { break }
             versionChanged(claim, path, change)
         case .timerFired(let timer):
             timerFired(timer)
         case .fileSystemChanged(let events):
             forgetDeletedNames(in: events)
             fileSystemChanged(events)
+        case .leaseReturned(let lease, let client, let running):
+            leaseReturned(lease, by: client, running: running)
         }
         reevaluatePending()
         armDeadlockChecks()
@@ -129,6 +148,10 @@ public final class Arbiter {
         guard let record = clients.removeValue(forKey: id) else {
             log(.debug, "disconnect of an unknown client ignored", ["client.id": "\(id.rawValue)"])
             return
+        }
+        // Its leases go at once: a process that is gone runs nothing inside them (docs/SEMANTICS.md §13).
+        for lease in record.leases.sorted() {
+            dropLease(lease)
         }
         for presenter in record.presenters.sorted() {
             removePresenter(presenter, reason: "client disconnected")
@@ -163,6 +186,7 @@ public final class Arbiter {
             if registration.isPackage && node.packageDeclarations == 1 { reindexClaims() }
         }
         changeWatchInterest(registration.path, by: 1)
+        recallLeases(around: registration.path)
     }
 
     /// Places every live claim's items again after a package declaration came or went, so that an item inside a
@@ -232,6 +256,7 @@ public final class Arbiter {
             record.node = node
         }
         if record.registration.isPackage { reindexClaims() }
+        recallLeases(around: path)
     }
 
     // MARK: Helpers
@@ -272,6 +297,14 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var conflictVisits = 0
     /// Wait-for graph nodes whose edges the deadlock detector computed.
     public var waitNodesExplored = 0
+    /// Leases granted (docs/SEMANTICS.md §13).
+    public var leasesGranted = 0
+    /// Recalls sent.
+    public var leaseRecalls = 0
+    /// Recalls that the holder did not answer within the presenter timeout.
+    public var leaseRecallTimeouts = 0
+    /// Claims of a lease's holder handed back to it, as lying inside the lease (sent before the grant reached it).
+    public var claimsHandedToLeases = 0
     /// Creates counters that are all zero.
     public init() {}
 }
@@ -300,6 +333,14 @@ final class ClientRecord {
     var presenters: Set<PresenterID> = []
     var claims: Set<ClaimID> = []
     var cancelledCoordinators: Set<CoordinatorID> = []
+    /// The leases this client holds.
+    var leases: Set<LeaseID> = []
+    /// Recalls this client has had.
+    var recalls = 0
+    /// The back-off the next recall doubles (``LeasePolicy``); `nil` after a quiet lease.
+    var backoff: Duration?
+    /// `true` while the back-off timer runs: the client gets no new lease.
+    var inBackoff = false
     init(info: ClientInfo) { self.info = info }
 }
 

@@ -19,6 +19,8 @@ public struct ArbiterConfiguration: Hashable, Sendable {
     /// How many access-tree leaves that hold nothing are kept for reuse (issue 12): a path claimed again finds its
     /// nodes instead of creating and pruning them per claim. Beyond it the oldest is pruned; 0 prunes at once.
     public var idleNodeRetention = ArbiterConfiguration.defaultIdleNodeRetention
+    /// When to grant leases (docs/SEMANTICS.md §13); `nil` (the default) grants none.
+    public var leases: LeasePolicy?
 
     /// The default ``idleNodeRetention``: a few hundred nodes (tens of kilobytes).
     public static let defaultIdleNodeRetention = 256

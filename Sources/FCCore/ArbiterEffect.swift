@@ -82,4 +82,14 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// A presenter's item or its parent cannot be watched (out of watches, say): changes made without coordination
     /// will not reach it. For the presenter's client.
     case watchUnavailable(PresenterID, client: ClientID, directory: ItemPath, reason: String)
+    /// The client may decide the claims inside `subtree` itself, until the lease is recalled (docs/SEMANTICS.md §13).
+    case grantLease(LeaseID, client: ClientID, subtree: ItemPath)
+    /// The holder must stop granting claims inside the lease, and return it with the claims still running
+    /// (``ArbiterEvent/leaseReturned(_:client:running:)``).
+    case recallLease(LeaseID, client: ClientID)
+    /// The lease is gone without a return (its holder disconnected); for the host's records.
+    case leaseDropped(LeaseID, client: ClientID)
+    /// The claim lies inside a lease its own client holds (sent before the client could know of the lease): it is
+    /// not arbitrated here, and the client decides it itself, or sends it again if the lease is gone by then.
+    case claimInsideLease(ClaimID, client: ClientID, lease: LeaseID)
 }

@@ -6,12 +6,16 @@ public struct ClientInfo: Hashable, Sendable {
     public var pid: Int32
     /// A short process name for reports.
     public var name: String
+    /// `true` when the client said it answers lease recalls (docs/PROTOCOL.md, `Hello.answers_recalls`): only such
+    /// a client is granted leases (docs/SEMANTICS.md §13).
+    public var answersRecalls: Bool
 
     /// Creates a client description.
-    public init(id: ClientID, pid: Int32, name: String) {
+    public init(id: ClientID, pid: Int32, name: String, answersRecalls: Bool = false) {
         self.id = id
         self.pid = pid
         self.name = name
+        self.answersRecalls = answersRecalls
     }
 }
 
@@ -34,6 +38,9 @@ public struct PresenterRegistration: Hashable, Sendable {
     /// The file the presented path named at registration (issue 26), `nil` for a directory or an item that does not
     /// exist: claims through the file's other names reach this presenter too (Arbiter+Identity.swift).
     public var identity: ItemIdentity?
+    /// The file had more than one name (`st_nlink` above 1) at registration: its other names may lie inside a lease,
+    /// so the presenter recalls every lease (docs/SEMANTICS.md §13) to hear what their holders write.
+    public var hasOtherNames: Bool
 
     /// Creates a registration. By default the presenter implements every callback, is not a package and shares
     /// its queue with no other presenter.
@@ -44,7 +51,8 @@ public struct PresenterRegistration: Hashable, Sendable {
         callbacks: PresenterCallbacks = .all,
         isPackage: Bool = false,
         serialQueue: UInt64? = nil,
-        identity: ItemIdentity? = nil
+        identity: ItemIdentity? = nil,
+        hasOtherNames: Bool = false
     ) {
         self.id = id
         self.client = client
@@ -53,6 +61,7 @@ public struct PresenterRegistration: Hashable, Sendable {
         self.isPackage = isPackage
         self.serialQueue = serialQueue
         self.identity = identity
+        self.hasOtherNames = hasOtherNames
     }
 }
 
@@ -133,6 +142,12 @@ public enum TimerID: Hashable, Sendable {
     case claimDeadline(ClaimID)
     /// The coalescing window of file-system notifications (``ArbiterConfiguration/coalescingWindow``) elapsed.
     case fileSystemWindow
+    /// A lease's minimum hold time (``LeasePolicy/minimumHold``) has passed.
+    case leaseMinimumHold(LeaseID)
+    /// A recalled lease's holder has had the presenter timeout to return it.
+    case leaseRecallReply(LeaseID)
+    /// A client's back-off after a recall (``LeasePolicy/initialBackoff``) has passed.
+    case leaseBackoff(ClientID)
 }
 
 /// Everything that can happen to the arbiter. The host feeds events one at a time, in order.
@@ -173,4 +188,8 @@ public enum ArbiterEvent: Hashable, Sendable {
     case timerFired(TimerID)
     /// The file-system watcher read these events, in the kernel's order (``FileSystemEvent``).
     case fileSystemChanged([FileSystemEvent])
+    /// The holder returned a lease, recalled or not, declaring the claims it granted inside it that still run
+    /// (``ClaimRequest/isHeld`` requests with ids of the host's choosing): they become the arbiter's granted claims
+    /// in the same step, before anything waiting for the lease is decided (docs/SEMANTICS.md §13).
+    case leaseReturned(LeaseID, client: ClientID, running: [ClaimRequest])
 }

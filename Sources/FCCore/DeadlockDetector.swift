@@ -190,6 +190,12 @@ extension Arbiter {
         return "has waited \(seconds(now - start))"
     }
 
+    /// " 3.100 s ago", or "" without a time.
+    func since(_ start: Duration?) -> String {
+        guard let now, let start else { return "" }
+        return " \(seconds(now - start)) ago"
+    }
+
     /// " (held for 3.100 s)" for a granted claim, or "".
     func held(_ claim: ClaimRecord) -> String {
         guard claim.phase == .granted, let now, let granted = claim.grantedAt else { return "" }
@@ -261,6 +267,16 @@ extension Arbiter {
 
     /// "claim#12 (write /d/f.txt) of TextEdit (pid 4211)".
     func describe(_ claim: ClaimRecord) -> String {
+        if let id = claim.id.lease, let lease = leases[id] {
+            // "lease#3 on /d of sync (pid 42), recalled 30.000 s ago, not answered".
+            let recall: String
+            switch lease.state {
+            case .held, .recallDue: recall = ""
+            case .recalled: recall = ", recalled\(since(lease.recalledAt))"
+            case .recallUnanswered: recall = ", recalled\(since(lease.recalledAt)), not answered"
+            }
+            return "\(id) on \(lease.subtree.escapedDescription) of \(describe(lease.client))\(recall)"
+        }
         let items = zip(claim.entries, claim.request.items).map { "\($1.access) \($0.path.escapedDescription)" }.joined(
             separator: ", "
         )

@@ -84,9 +84,9 @@ final class ArbiterHost {
     }
 
     /// A client finished its handshake.
-    func accept(_ channel: any Channel, pid: Int32, name: String) -> ClientID {
+    func accept(_ channel: any Channel, pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
         loop.preconditionInEventLoop()
-        let client = router.connect(pid: pid, name: name)
+        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls)
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
         namespaces[client] = MountNamespaceTranslation.of(pid: pid)
@@ -131,6 +131,8 @@ final class ArbiterHost {
         if recovering {
             if case .claimRequested(let request) = event, request.isHeld {
                 // Taken at once: it is what recovery waits for.
+            } else if case .leaseReturned = event {
+                // So is a lease of the previous daemon given back with the claims still running in it.
             } else {
                 heldBack.append((client, event))
                 return
@@ -322,7 +324,8 @@ final class ArbiterHost {
                 watcher?.watch(directory)
             case .unwatch(let directory):
                 watcher?.unwatch(directory)
-            case .grant, .fail, .message, .watchUnavailable:
+            case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
+                .claimInsideLease:
                 break
             }
         }

@@ -36,6 +36,11 @@ public struct DaemonConfiguration: Sendable {
     public var maximumWatches: Int?
     /// How long notifications of changes made without coordination are coalesced (``ArbiterConfiguration``).
     public var coalescingWindow: Duration = .milliseconds(50)
+    /// `true` to grant leases to clients that answer recalls (issue 23; docs/SEMANTICS.md §13); `filecoordd
+    /// --no-leases` sets it to `false`.
+    public var grantsLeases = true
+    /// When leases are granted and recalled (``LeasePolicy``), with ``grantsLeases``.
+    public var leasePolicy = LeasePolicy()
     /// The version store's directory (issue 15): `FILECOORD_VERSIONS_DIR`, else `$XDG_DATA_HOME/filecoordd/versions`.
     public var versionStoreDirectory: String = DaemonConfiguration.defaultVersionStoreDirectory()
     /// How long versions of a deleted item are kept before they are purged (issue 15).
@@ -83,6 +88,7 @@ public struct DaemonConfiguration: Sendable {
         configuration.watchesFileSystem = watchesFileSystem
         configuration.coalescingWindow = coalescingWindow
         configuration.echoRetention = max(configuration.echoRetention, coalescingWindow * 2)
+        configuration.leases = grantsLeases ? leasePolicy : nil
         return configuration
     }
 }

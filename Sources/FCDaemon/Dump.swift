@@ -34,7 +34,25 @@ extension ArbiterHost {
             clients: router.clients,
             clientArguments: clientArguments,
             timedOutClaims: timedOutClaims,
-            watcher: dumpWatcher()
+            watcher: dumpWatcher(),
+            leases: arbiter.leaseSnapshots().map { lease in
+                DaemonDump.Lease(
+                    id: lease.id.rawValue,
+                    claim: lease.id.claim.rawValue,
+                    client: lease.client.rawValue,
+                    subtree: lease.subtree.escapedDescription,
+                    state: "\(lease.state)",
+                    ageSeconds: ((lease.grantedAt.map { (now - $0).secondsValue } ?? 0) * 1000).rounded() / 1000,
+                    recalledSecondsAgo: lease.recalledAt.map { ((now - $0).secondsValue * 1000).rounded() / 1000 },
+                    recalls: lease.recalls
+                )
+            },
+            leasing: DaemonDump.Leasing(
+                enabled: arbiter.configuration.leases != nil,
+                granted: arbiter.statistics.leasesGranted,
+                recalls: arbiter.statistics.leaseRecalls,
+                recallTimeouts: arbiter.statistics.leaseRecallTimeouts
+            )
         )
     }
 }
@@ -59,12 +77,16 @@ struct DumpState: Sendable {
     var clientArguments: [ClientID: [String]]
     var timedOutClaims: [ClientID: Int]
     var watcher: DaemonDump.Watcher?
+    var leases: [DaemonDump.Lease] = []
+    var leasing: DaemonDump.Leasing?
 
     /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
     /// in a debug build, which is why it runs off the event loop.
     func json(logger: Logger) -> [UInt8] {
         let presenters = snapshot.presenters.values.sorted { $0.id < $1.id }
-        let claims = snapshot.claims.map { claim -> DaemonDump.Claim in
+        // A lease's claim is shown as the lease (`leases`), not as a claim of its holder.
+        let live = snapshot.claims.filter { !$0.request.id.isLease }
+        let claims = live.map { claim -> DaemonDump.Claim in
             let request = claim.request
             return DaemonDump.Claim(
                 id: request.id.rawValue,
@@ -94,7 +116,7 @@ struct DumpState: Sendable {
         }
         let presentersByClient = Dictionary(grouping: presenters.map { ($0.client, $0.id.rawValue) }, by: \.0)
         let claimsByClient = Dictionary(
-            grouping: snapshot.claims.map { ($0.request.client, $0.request.id.rawValue) },
+            grouping: live.map { ($0.request.client, $0.request.id.rawValue) },
             by: \.0
         )
         let clients = self.clients.map { info in
@@ -126,11 +148,11 @@ struct DumpState: Sendable {
             guard let path = presenter.path else { continue }
             root.node(at: path).presenters.append(presenter.id.rawValue)
         }
-        for claim in snapshot.claims {
+        for claim in live {
             for path in Set(claim.paths).sorted() { root.node(at: path).claims.append(claim.request.id.rawValue) }
         }
 
-        let dump = DaemonDump(
+        var dump = DaemonDump(
             daemonPID: daemonPID,
             clients: clients,
             presenters: presenters.map { registration in
@@ -162,6 +184,8 @@ struct DumpState: Sendable {
             nodeCount: snapshot.nodeCount,
             watcher: watcher
         )
+        dump.leases = leases
+        dump.leasing = leasing
         do {
             return try dump.jsonBytes()
         } catch {

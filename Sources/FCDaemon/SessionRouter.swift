@@ -88,9 +88,9 @@ public final class SessionRouter {
     }
 
     /// A new client: returns the id the arbiter knows it by.
-    public func connect(pid: Int32, name: String) -> ClientID {
+    public func connect(pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
         let id = ClientID(newGlobal())
-        let info = ClientInfo(id: id, pid: pid, name: name)
+        let info = ClientInfo(id: id, pid: pid, name: name, answersRecalls: answersRecalls)
         sessions[id] = Session(info: info)
         _ = arbiter.handle(.clientConnected(info), at: now())
         return id
@@ -132,6 +132,32 @@ public final class SessionRouter {
         switch event {
         case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
             return Routed()  // Not a client's to send.
+        case .leaseReturned(let lease, _, let running):
+            // The running claims become this client's claims, numbered by it, as a RequestClaim's would.
+            var mapped: [ClaimRequest] = []
+            var seen: Set<UInt64> = []
+            for request in running {
+                let local = request.id.rawValue
+                guard session.claims[local] == nil, seen.insert(local).inserted else {
+                    throw .duplicateID("claim id \(local)")
+                }
+                guard session.claims.count + seen.count <= maximumClaims else {
+                    throw .tooManyClaims(limit: maximumClaims)
+                }
+            }
+            for var request in running {
+                let local = request.id.rawValue
+                let id = ClaimID(newGlobal())
+                session.claims[local] = id
+                claimOwner[id] = (client, local)
+                request.id = id
+                request.client = client
+                request.isHeld = true
+                request.filePresenter = request.filePresenter.flatMap { session.presenters[$0.rawValue] }
+                request.fromPresenterQueue = request.fromPresenterQueue.flatMap { session.presenters[$0.rawValue] }
+                mapped.append(request)
+            }
+            global = .leaseReturned(lease, client: client, running: mapped)
         case .presenterAdded(var registration):
             let local = registration.id.rawValue
             guard session.presenters[local] == nil else { throw .duplicateID("presenter id \(local)") }
@@ -247,6 +273,17 @@ public final class SessionRouter {
                 append(.message(message), to: owner)
             case .startTimer, .cancelTimer, .log, .watch, .unwatch:
                 routed.host.append(effect)
+            case .grantLease(_, let client, _), .recallLease(_, let client):
+                // Lease ids are the daemon's, the same for every client (docs/PROTOCOL.md section 10).
+                guard sessions[client] != nil else { continue }
+                append(effect, to: client)
+            case .leaseDropped:
+                continue  // Its holder is gone: nobody to tell.
+            case .claimInsideLease(let id, let client, let lease):
+                // The claim is over here: its client decides it in its lease, under its own id.
+                guard let (owner, local) = claimOwner.removeValue(forKey: id), owner == client else { continue }
+                sessions[client]?.claims[local] = nil
+                append(.claimInsideLease(ClaimID(local), client: client, lease: lease), to: client)
             case .watchUnavailable(let presenter, let client, let directory, let reason):
                 guard let (owner, local) = presenterOwner[presenter], owner == client else { continue }
                 append(

@@ -102,6 +102,7 @@ extension Filecoord_V1_RegisterPresenter {
         isPackage = registration.isPackage
         if let queue = registration.serialQueue { serialQueue = queue }
         if let identity = registration.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
+        hasOtherNames_p = registration.hasOtherNames
     }
 }
 
@@ -122,7 +123,8 @@ extension PresenterRegistration {
             callbacks: PresenterCallbacks(rawValue: wire.callbacks),
             isPackage: wire.isPackage,
             serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil,
-            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
+            hasOtherNames: wire.hasOtherNames_p
         )
     }
 }
@@ -182,6 +184,7 @@ extension Filecoord_V1_ClaimItem {
         write = item.access.isWrite
         options = item.access.wireOptions
         if let identity = item.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
+        hasOtherNames_p = item.hasOtherNames
     }
 }
 
@@ -197,7 +200,8 @@ extension ClaimItem {
         self.init(
             path: try decodePath(wire.path, field: "\(field).path", limits: limits),
             access: try Access(wireWrite: wire.write, options: wire.options),
-            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil
+            identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
+            hasOtherNames: wire.hasOtherNames_p
         )
     }
 }
@@ -732,8 +736,23 @@ extension ArbiterEvent {
                 try decodePath(message.path, field: "VersionChanged.path", limits: limits),
                 try VersionChange(wireKind: message.kind, versionID: message.versionID)
             )
+        case .leaseReturned(let message):
+            guard message.running.count <= limits.maximumClaimsPerClient else {
+                throw ProtocolError(
+                    .limitExceeded,
+                    "LeaseReturned declares \(message.running.count) running claims; at most \(limits.maximumClaimsPerClient)"
+                )
+            }
+            var running: [ClaimRequest] = []
+            running.reserveCapacity(message.running.count)
+            for wire in message.running {
+                var request = try ClaimRequest(wire: wire, client: client, limits: limits)
+                request.isHeld = true
+                running.append(request)
+            }
+            self = .leaseReturned(LeaseID(message.leaseID), client: client, running: running)
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
-            .watchUnavailable:
+            .watchUnavailable, .leaseGranted, .leaseRecalled, .claimInsideLease:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         case .versionStoreReply, .pong:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
@@ -755,6 +774,15 @@ extension Filecoord_V1_Frame {
         switch event {
         case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
             return nil
+        case .leaseReturned(let lease, _, let running):
+            var message = Filecoord_V1_LeaseReturned()
+            message.leaseID = lease.rawValue
+            message.running = running.map {
+                var request = $0
+                request.isHeld = true
+                return Filecoord_V1_RequestClaim(request)
+            }
+            self.init(.leaseReturned(message))
         case .presenterAdded(let registration):
             self.init(.registerPresenter(Filecoord_V1_RegisterPresenter(registration)))
         case .presenterRemoved(let presenter):
@@ -787,8 +815,22 @@ extension Filecoord_V1_Frame {
     /// itself (`startTimer`, `cancelTimer`, `log`).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped:
             return nil
+        case .grantLease(let lease, _, let subtree):
+            var message = Filecoord_V1_LeaseGranted()
+            message.leaseID = lease.rawValue
+            message.subtree = encodePath(subtree)
+            self.init(.leaseGranted(message))
+        case .recallLease(let lease, _):
+            var message = Filecoord_V1_LeaseRecalled()
+            message.leaseID = lease.rawValue
+            self.init(.leaseRecalled(message))
+        case .claimInsideLease(let claim, _, let lease):
+            var message = Filecoord_V1_ClaimInsideLease()
+            message.claimID = claim.rawValue
+            message.leaseID = lease.rawValue
+            self.init(.claimInsideLease(message))
         case .watchUnavailable(let presenter, _, let directory, let reason):
             var message = Filecoord_V1_WatchUnavailable()
             message.presenterID = presenter.rawValue

@@ -33,6 +33,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .versionStoreReply: .toClient
         case .ping: .toDaemon
         case .pong: .toClient
+        case .leaseReturned: .toDaemon
+        case .leaseGranted, .leaseRecalled, .claimInsideLease: .toClient
         }
     }
 
@@ -64,6 +66,10 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .versionStoreReply: "VersionStoreReply"
         case .ping: "Ping"
         case .pong: "Pong"
+        case .leaseReturned: "LeaseReturned"
+        case .leaseGranted: "LeaseGranted"
+        case .leaseRecalled: "LeaseRecalled"
+        case .claimInsideLease: "ClaimInsideLease"
         }
     }
 }

@@ -12,8 +12,8 @@ public enum ProtocolVersion {
     /// The additions made within ``current`` that this build's daemon understands, announced in
     /// `HelloReply.revision`: a client sends a client-to-daemon message added within the version only to a daemon
     /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`. 2: `Ping`
-    /// (issue 28).
-    public static let revision: UInt32 = 2
+    /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23).
+    public static let revision: UInt32 = 3
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -21,6 +21,9 @@ public enum ProtocolVersion {
     /// The revision that added `Ping` (answered by `Pong`): a client sends it only to a daemon of this revision or
     /// later.
     public static let keepaliveRevision: UInt32 = 2
+    /// The revision that added leases: a client returns leases (`LeaseReturned`) only to a daemon of at least this
+    /// revision, which is also the only kind that grants them.
+    public static let leasesRevision: UInt32 = 3
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1
@@ -76,11 +79,13 @@ extension Filecoord_V1_Hello {
     /// - Parameters:
     ///   - clientName: a short process name, for logs and `fcdump`.
     ///   - pid: the client's process id as it sees it (the daemon trusts `SO_PEERCRED` instead).
-    public init(clientName: String, pid: Int32) {
+    ///   - answersRecalls: `true` when the client answers `LeaseRecalled`, so that the daemon may grant it leases.
+    public init(clientName: String, pid: Int32, answersRecalls: Bool = false) {
         self.init()
         self.protocolVersion = ProtocolVersion.current
         self.clientName = clientName
         self.pid = pid
+        self.answersRecalls = answersRecalls
     }
 }
 

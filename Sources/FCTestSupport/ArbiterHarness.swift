@@ -46,12 +46,37 @@ public final class ArbiterHarness {
 
     // MARK: Building state
 
-    /// Connects a new client.
-    public func connect(_ name: String = "client", pid: Int32 = 0) -> ClientID {
+    /// Connects a new client; `answersRecalls` makes it one that leases may be granted to (docs/SEMANTICS.md §13).
+    public func connect(_ name: String = "client", pid: Int32 = 0, answersRecalls: Bool = false) -> ClientID {
         nextClient += 1
         let id = ClientID(nextClient)
-        send(.clientConnected(ClientInfo(id: id, pid: pid == 0 ? Int32(1000 + nextClient) : pid, name: name)))
+        send(
+            .clientConnected(
+                ClientInfo(
+                    id: id,
+                    pid: pid == 0 ? Int32(1000 + nextClient) : pid,
+                    name: name,
+                    answersRecalls: answersRecalls
+                )
+            )
+        )
         return id
+    }
+
+    /// The leases granted by the last event, with their holder and subtree.
+    public var lastLeaseGrants: [(LeaseID, ClientID, ItemPath)] {
+        lastEffects.compactMap {
+            if case .grantLease(let id, let client, let subtree) = $0 { return (id, client, subtree) }
+            return nil
+        }
+    }
+
+    /// The leases recalled by the last event.
+    public var lastRecalls: [LeaseID] {
+        lastEffects.compactMap {
+            if case .recallLease(let id, _) = $0 { return id }
+            return nil
+        }
     }
 
     /// Registers a presenter of `path` (or of no item yet, with `nil`).

@@ -20,6 +20,7 @@ struct FCDump: ParsableCommand {
               deadlocks  the recent deadlock reports and the deadlock counters
               graph      the wait-for graph in Graphviz DOT (same as --graph)
               watcher    the inotify watches against their limits, the watched directories and the watcher's counters
+              leases     the leases held (holder, subtree, state, age, recalls) and the lease counters
             --json prints the whole state as JSON (schema: docs/FCDUMP-SCHEMA.md). Exit status 1 when no daemon \
             answers.
             """
@@ -27,10 +28,10 @@ struct FCDump: ParsableCommand {
 
     /// What to show.
     enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case tree, clients, deadlocks, graph, watcher
+        case tree, clients, deadlocks, graph, watcher, leases
     }
 
-    @Argument(help: "tree, clients, deadlocks, graph or watcher.")
+    @Argument(help: "tree, clients, deadlocks, graph, watcher or leases.")
     var mode: Mode = .tree
 
     @Option(help: "The daemon's socket (default: FILECOORDD_SOCKET, else the per-user socket).")
@@ -118,6 +119,7 @@ struct FCDump: ParsableCommand {
         case .deadlocks: return renderer.deadlocks()
         case .graph: return renderer.dot()
         case .watcher: return renderer.watcher()
+        case .leases: return renderer.leases()
         }
     }
 }

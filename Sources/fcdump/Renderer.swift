@@ -24,6 +24,8 @@ extension DaemonDump {
         copy.tree = prune(tree) ?? Node(name: "/", path: "/", presenters: [], claims: [], children: [])
         copy.claims = claims.filter { $0.items.contains { inside($0.path) } }
         copy.presenters = presenters.filter { $0.path.map(inside) ?? false }
+        // A lease above the prefix covers it too.
+        copy.leases = leases.filter { inside($0.subtree) || prefix.hasPrefix($0.subtree + "/") || $0.subtree == "/" }
         let names = Set(copy.claims.map { "claim#\($0.id)" } + copy.presenters.map { "presenter#\($0.id)" })
         copy.waitFor = waitFor.filter { names.contains($0.from) || names.contains($0.to) }
         return copy
@@ -105,7 +107,36 @@ struct Renderer {
         let s = dump.statistics
         return "statistics: \(s.claimsRequested) claims requested, \(s.claimsGranted) granted, \(s.claimsFailed) "
             + "failed; \(s.messagesSent) presenter messages, \(s.presenterTimeouts) presenter timeouts; "
-            + "\(s.deadlocksBroken) deadlocks broken, \(s.longWaits) long waits\n"
+            + "\(s.deadlocksBroken) deadlocks broken, \(s.longWaits) long waits\n" + leaseCounters()
+    }
+
+    private func leaseCounters() -> String {
+        guard let leasing = dump.leasing else { return "" }
+        guard leasing.enabled else { return "leases: off (filecoordd --no-leases)\n" }
+        return "leases: \(dump.leases.count) held, \(leasing.granted) granted, \(leasing.recalls) recalled, "
+            + "\(leasing.recallTimeouts) recalls not answered in time\n"
+    }
+
+    private func describe(_ lease: DaemonDump.Lease) -> String {
+        let recalled = lease.recalledSecondsAgo.map { ", recalled \(Self.age($0)) ago" } ?? ""
+        let state = lease.state == "recall unanswered" ? paint(lease.state, "31") : lease.state
+        return "lease#\(lease.id) \(lease.subtree) \(state), age \(Self.age(lease.ageSeconds))\(recalled), "
+            + "\(lease.recalls) recalls"
+    }
+
+    // MARK: leases
+
+    /// One line per lease: holder, subtree, state, age, recalls; then the counters.
+    func leases() -> String {
+        var out = summary() + "\n"
+        if dump.leases.isEmpty {
+            out += "no leases held\n"
+        } else {
+            for lease in dump.leases {
+                out += describe(lease) + " held by \(client(lease.client))\n"
+            }
+        }
+        return out + "\n" + leaseCounters()
     }
 
     // MARK: tree
@@ -228,6 +259,9 @@ struct Renderer {
                 guard let claim = claims[id] else { continue }
                 let items = claim.items.map { "\(access($0)) \($0.path)" }.joined(separator: ", ")
                 out += "    claim#\(id) \(claim.phase) \(items), age \(Self.age(claim.ageSeconds))\n"
+            }
+            for lease in dump.leases where lease.client == client.id {
+                out += "    \(describe(lease))\n"
             }
         }
         return out

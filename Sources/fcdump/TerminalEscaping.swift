@@ -82,6 +82,10 @@ extension DaemonDump {
             dump.waitFor[index].label = dump.waitFor[index].label.escapedForTerminal
         }
         dump.deadlocks = dump.deadlocks.map(\.escapedForTerminal)
+        for index in dump.leases.indices {
+            dump.leases[index].subtree = dump.leases[index].subtree.escapedForTerminal
+            dump.leases[index].state = dump.leases[index].state.escapedForTerminal
+        }
         if var watcher = dump.watcher {
             watcher.backend = watcher.backend?.escapedForTerminal
             watcher.directories = watcher.directories?.map { directory in

@@ -62,6 +62,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Flag(help: "Do not watch presented items with inotify (changes made without coordination go unseen).")
     var noWatching = false
 
+    @Flag(help: "Grant no leases: every claim of every process is decided by the daemon (docs/SEMANTICS.md §13).")
+    var noLeases = false
+
     static let maxWatchesHelp =
         "Most inotify watches the daemon may use (default: as many as fs.inotify.max_user_watches allows); "
         + "presenters past it are not watched and their clients are told."
@@ -115,6 +118,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.maximumWatches = maxWatches
         configuration.coalescingWindow = .microseconds(Int64(coalescingWindow * 1_000_000))
         configuration.watchesFileSystem = !noWatching
+        configuration.grantsLeases = !noLeases
         // One descriptor per client: the soft limit (often 1,024) goes up to the hard one (issue 11.4).
         do {
             let limit = try ResourceLimits.raiseOpenFilesToHardLimit()

@@ -24,7 +24,11 @@ import Testing
             let daemon = try await env.startDaemon()
             defer { daemon.signal(SIGCONT) }
             let doc = try env.file("doc.txt", "text")
-            let a = try await env.host("A", environment: Self.keepalive)
+            // Without leases (issue 23): a holder of a lease on the folder would read doc.txt in process, with no
+            // call waiting on the daemon, which is what this test is about.
+            var environment = Self.keepalive
+            environment["FILECOORD_LEASES"] = "0"
+            let a = try await env.host("A", environment: environment)
             let b = try await env.host("B")
             // Connected first: with a presenter its listener reads (the caller parks), without one the caller reads.
             if withPresenter {

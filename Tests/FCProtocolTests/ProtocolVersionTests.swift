@@ -1,4 +1,7 @@
+import FCCore
 import FCProtocol
+import Foundation
+import SwiftProtobuf
 import Testing
 
 /// The hello handshake's version rule.
@@ -54,5 +57,42 @@ import Testing
             hello.protocolVersion = version
             #expect(ProtocolVersion.check(hello, supported: 2...4, daemonVersion: 4) == .accept(version: version))
         }
+    }
+}
+
+/// Issue 23: leases are revision 3, and a client says in `Hello` whether it answers recalls.
+@Suite struct LeaseProtocolTests {
+    @Test func leasesAreRevisionThreeAndAHelloSaysWhetherTheClientAnswersRecalls() throws {
+        #expect(ProtocolVersion.leasesRevision == 3)
+        #expect(ProtocolVersion.revision >= ProtocolVersion.leasesRevision)
+        #expect(!Filecoord_V1_Hello(clientName: "c", pid: 1).answersRecalls)
+        let hello = Filecoord_V1_Hello(clientName: "c", pid: 1, answersRecalls: true)
+        let decoded = try Filecoord_V1_Hello(serializedBytes: try hello.serializedBytes() as Data)
+        #expect(decoded.answersRecalls)
+    }
+
+    @Test func aLeaseGrantAndRecallBecomeFramesAndTheDaemonsOwnEffectsDoNot() throws {
+        let grant = try #require(
+            Filecoord_V1_Frame(ArbiterEffect.grantLease(LeaseID(9), client: ClientID(1), subtree: path("/d")))
+        )
+        guard case .leaseGranted(let message)? = grant.payload else {
+            Issue.record("not a LeaseGranted: \(grant)")
+            return
+        }
+        #expect(message.leaseID == 9 && message.subtree == bytes("/d"))
+        let recall = try #require(Filecoord_V1_Frame(ArbiterEffect.recallLease(LeaseID(9), client: ClientID(1))))
+        #expect(recall.payload == .leaseRecalled(.with { $0.leaseID = 9 }))
+        #expect(Filecoord_V1_Frame(ArbiterEffect.leaseDropped(LeaseID(9), client: ClientID(1))) == nil)
+    }
+
+    @Test func aReturnDeclaringMoreClaimsThanTheLimitIsRefused() {
+        var message = Filecoord_V1_LeaseReturned()
+        message.leaseID = 1
+        message.running = Array(repeating: Filecoord_V1_RequestClaim(), count: 3)
+        let limits = ProtocolLimits(maximumClaimsPerClient: 2)
+        let error = #expect(throws: ProtocolError.self) {
+            try ArbiterEvent(wire: Filecoord_V1_Frame(.leaseReturned(message)), client: ClientID(1), limits: limits)
+        }
+        #expect(error?.code == .limitExceeded)
     }
 }

@@ -190,6 +190,32 @@ enum Samples {
                 }
             )
         ),
+        // Leases (issue 23).
+        Filecoord_V1_Frame(
+            .leaseReturned(
+                .with {
+                    $0.leaseID = 4
+                    $0.running = [
+                        .with {
+                            $0.claimID = 12
+                            $0.coordinatorID = 3
+                            $0.purpose = "scan"
+                            $0.items = [.with { $0.path = bytes("/home/u/d/a") }]
+                            $0.held = true
+                        }
+                    ]
+                }
+            )
+        ),
+        Filecoord_V1_Frame(
+            .leaseGranted(
+                .with {
+                    $0.leaseID = 4
+                    $0.subtree = bytes("/home/u/d")
+                }
+            )
+        ),
+        Filecoord_V1_Frame(.leaseRecalled(.with { $0.leaseID = 4 })),
     ]
 
     /// Every message name of filecoord.proto's `Frame.payload`.
@@ -197,7 +223,7 @@ enum Samples {
         "Hello", "RegisterPresenter", "UnregisterPresenter", "PresenterURLChanged", "RequestClaim", "FinishClaim",
         "CancelCoordinator", "CancelClaim", "PresenterReply", "ItemMoved", "VersionChanged", "DumpRequest",
         "HelloReply", "Refused", "Granted", "ClaimFailed", "PresenterMessage", "ProtocolError", "DumpReply",
-        "VersionStoreRequest", "VersionStoreReply",
+        "VersionStoreRequest", "VersionStoreReply", "LeaseReturned", "LeaseGranted", "LeaseRecalled",
     ]
 
     static let client = ClientID(3)
@@ -258,6 +284,24 @@ enum Samples {
         .versionChanged(ClaimID(5), path("/d/a"), .added(VersionID("v1"))),
         .versionChanged(ClaimID(5), path("/d/a"), .removed(VersionID("v2"))),
         .versionChanged(ClaimID(5), path("/d/a"), .resolved(VersionID("v3"))),
+        .leaseReturned(LeaseID(4), client: client, running: []),
+        .leaseReturned(
+            LeaseID(4),
+            client: client,
+            running: [
+                {
+                    var request = ClaimRequest(
+                        id: ClaimID(12),
+                        client: client,
+                        coordinator: CoordinatorID(3),
+                        purpose: PurposeID("scan"),
+                        items: [ClaimItem(path: path("/d/a"), access: .write([]))]
+                    )
+                    request.isHeld = true
+                    return request
+                }()
+            ]
+        ),
     ]
 
     /// Every presenter message kind, with its arguments.

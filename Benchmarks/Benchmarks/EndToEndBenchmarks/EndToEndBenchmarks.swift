@@ -52,6 +52,11 @@ let benchmarks: @Sendable () -> Void = {
     claimsPerSecond8Clients()
     rawInotifyDelivery()
     uncoordinatedChangeToPresenter()
+    leasedClaim(writing: false)
+    leasedClaim(writing: true)
+    leaseRecall()
+    syncScan(coordinated: true)
+    syncScan(coordinated: false)
 }
 
 // MARK: - Baselines

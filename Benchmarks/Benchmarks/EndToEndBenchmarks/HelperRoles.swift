@@ -21,6 +21,8 @@ import Synchronization
 //              FC_E2E_PATH: the bare delivery the watcher benchmark compares with (issue 13)
 //   watched    presents FC_E2E_PATH (presentedItemDidChange only) and writes `c` for every presentedItemDidChange,
 //              from the presenter's queue (issue 13)
+//   holder     a client with leases (FILECOORD_LEASES=1): takes a lease on each folder it is sent a file of
+//              (LeaseBenchmarks.swift, issue 23)
 enum HelperRole {
     /// Plays `role`, then exits.
     static func run(_ role: String) -> Never {
@@ -46,6 +48,8 @@ enum HelperRole {
             presentForChanges(URL(fileURLWithPath: path))
         case "daemon":
             serveDaemon(socketPath: environment["FC_E2E_SOCKET"] ?? "")
+        case "holder":
+            holdLeases()
         default:
             fail("unknown role \(role)")
         }

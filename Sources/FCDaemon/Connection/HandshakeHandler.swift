@@ -153,7 +153,12 @@ final class HandshakeHandler: ChannelInboundHandler {
         case .accept(let version):
             // The pid is the kernel's (SO_PEERCRED), not what the client says. The name is for people (dumps,
             // logs): kept to a bounded length (issue 11.6).
-            let client = host.accept(context.channel, pid: peerPID, name: Self.bounded(hello.clientName))
+            let client = host.accept(
+                context.channel,
+                pid: peerPID,
+                name: Self.bounded(hello.clientName),
+                answersRecalls: hello.answersRecalls
+            )
             state = .ready
             do {
                 try context.pipeline.syncOperations.addHandler(

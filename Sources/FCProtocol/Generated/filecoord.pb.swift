@@ -400,6 +400,39 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .versionStoreReply(newValue)}
   }
 
+  /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+  public var leaseReturned: Filecoord_V1_LeaseReturned {
+    get {
+      if case .leaseReturned(let v)? = payload {return v}
+      return Filecoord_V1_LeaseReturned()
+    }
+    set {payload = .leaseReturned(newValue)}
+  }
+
+  public var leaseGranted: Filecoord_V1_LeaseGranted {
+    get {
+      if case .leaseGranted(let v)? = payload {return v}
+      return Filecoord_V1_LeaseGranted()
+    }
+    set {payload = .leaseGranted(newValue)}
+  }
+
+  public var leaseRecalled: Filecoord_V1_LeaseRecalled {
+    get {
+      if case .leaseRecalled(let v)? = payload {return v}
+      return Filecoord_V1_LeaseRecalled()
+    }
+    set {payload = .leaseRecalled(newValue)}
+  }
+
+  public var claimInsideLease: Filecoord_V1_ClaimInsideLease {
+    get {
+      if case .claimInsideLease(let v)? = payload {return v}
+      return Filecoord_V1_ClaimInsideLease()
+    }
+    set {payload = .claimInsideLease(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -434,6 +467,11 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
     case versionStoreRequest(Filecoord_V1_VersionStoreRequest)
     case versionStoreReply(Filecoord_V1_VersionStoreReply)
+    /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+    case leaseReturned(Filecoord_V1_LeaseReturned)
+    case leaseGranted(Filecoord_V1_LeaseGranted)
+    case leaseRecalled(Filecoord_V1_LeaseRecalled)
+    case claimInsideLease(Filecoord_V1_ClaimInsideLease)
 
   }
 
@@ -454,6 +492,10 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
 
   /// The client's pid as it sees it, for logs. The daemon trusts SO_PEERCRED, not this field.
   public var pid: Int32 = 0
+
+  /// true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
+  /// preload library, libfilecoord, older clients, a Swift client without FILECOORD_LEASES=1): it is granted none.
+  public var answersRecalls: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -508,6 +550,10 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   public var hasIdentity: Bool {self._identity != nil}
   /// Clears the value of `identity`. Subsequent reads from it will return its default value.
   public mutating func clearIdentity() {self._identity = nil}
+
+  /// The file had more than one name (st_nlink above 1) at registration: the presenter recalls every lease (its
+  /// file's other names may lie inside one), and no lease is granted while it is registered (revision 3).
+  public var hasOtherNames_p: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -659,6 +705,10 @@ public nonisolated struct Filecoord_V1_ClaimItem: Sendable {
   public var hasIdentity: Bool {self._identity != nil}
   /// Clears the value of `identity`. Subsequent reads from it will return its default value.
   public mutating func clearIdentity() {self._identity = nil}
+
+  /// The file had more than one name (st_nlink above 1) when the client canonicalised it: a lease never decides the
+  /// claim in process, so the daemon does not hand it back into its client's own lease (LeaseGranted; revision 3).
+  public var hasOtherNames_p: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -912,6 +962,24 @@ public nonisolated struct Filecoord_V1_PreparationReturned: Sendable {
   public init() {}
 }
 
+/// The holder gives a lease back: after LeaseRecalled, or of its own accord. It grants nothing inside the lease from
+/// the moment it sends this. `running` declares the claims it granted inside the lease that still run, as
+/// RequestClaim with `held` set and claim ids of the client's numbering (new ones, unique among its live claims):
+/// from then on they are the client's claims like any other, ended by FinishClaim. No answer. Revision 3.
+public nonisolated struct Filecoord_V1_LeaseReturned: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var leaseID: UInt64 = 0
+
+  public var running: [Filecoord_V1_RequestClaim] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The handshake succeeded: the daemon speaks protocol_version from now on.
 public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -936,7 +1004,7 @@ public nonisolated struct Filecoord_V1_HelloReply: Sendable {
 
   /// Which additions made within this protocol version the daemon understands (0 or absent: none). A client sends
   /// a client -> daemon message added within the version only to a daemon whose revision is at least the message's
-  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned. 2: Ping.
+  /// (docs/PROTOCOL.md, section 2). 1: PreparationReturned. 2: Ping (the keepalive). 3: LeaseReturned (leases).
   public var revision: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -944,6 +1012,55 @@ public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   public init() {}
 
   fileprivate var _limits: Filecoord_V1_Limits? = nil
+}
+
+/// The client may decide the claims inside `subtree` (this item and everything inside it) itself, until a
+/// LeaseRecalled for the same lease (docs/SEMANTICS.md section 13). Sent only to a client whose Hello said
+/// answers_recalls. Revision 3.
+public nonisolated struct Filecoord_V1_LeaseGranted: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The daemon's id for the lease, the same for every client (no per-client numbering).
+  public var leaseID: UInt64 = 0
+
+  public var subtree: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The holder must stop granting claims inside the lease and answer LeaseReturned. Revision 3.
+public nonisolated struct Filecoord_V1_LeaseRecalled: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var leaseID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The claim lies wholly inside a lease its client holds and the daemon has not recalled: the client sent it before
+/// the LeaseGranted reached it. The daemon has forgotten it (its id is free again) and the client decides it in the
+/// lease itself, or sends it again (as a new RequestClaim) if the lease is recalled by then. Instead of Granted or
+/// ClaimFailed. Revision 3.
+public nonisolated struct Filecoord_V1_ClaimInsideLease: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var claimID: UInt64 = 0
+
+  public var leaseID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 /// The limits a daemon enforces (FCProtocol.ProtocolLimits).
@@ -1488,7 +1605,7 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1821,6 +1938,58 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .versionStoreReply(v)
         }
       }()
+      case 60: try {
+        var v: Filecoord_V1_LeaseReturned?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseReturned(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseReturned(v)
+        }
+      }()
+      case 70: try {
+        var v: Filecoord_V1_LeaseGranted?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseGranted(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseGranted(v)
+        }
+      }()
+      case 71: try {
+        var v: Filecoord_V1_LeaseRecalled?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseRecalled(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseRecalled(v)
+        }
+      }()
+      case 72: try {
+        var v: Filecoord_V1_ClaimInsideLease?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .claimInsideLease(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .claimInsideLease(v)
+        }
+      }()
       default: break
       }
     }
@@ -1932,6 +2101,22 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
       guard case .versionStoreReply(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 51)
     }()
+    case .leaseReturned?: try {
+      guard case .leaseReturned(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
+    }()
+    case .leaseGranted?: try {
+      guard case .leaseGranted(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
+    }()
+    case .leaseRecalled?: try {
+      guard case .leaseRecalled(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 71)
+    }()
+    case .claimInsideLease?: try {
+      guard case .claimInsideLease(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 72)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1946,7 +2131,7 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1957,6 +2142,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
       case 3: try { try decoder.decodeSingularInt32Field(value: &self.pid) }()
+      case 10: try { try decoder.decodeSingularBoolField(value: &self.answersRecalls) }()
       default: break
       }
     }
@@ -1972,6 +2158,9 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if self.pid != 0 {
       try visitor.visitSingularInt32Field(value: self.pid, fieldNumber: 3)
     }
+    if self.answersRecalls != false {
+      try visitor.visitSingularBoolField(value: self.answersRecalls, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1979,6 +2168,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.clientName != rhs.clientName {return false}
     if lhs.pid != rhs.pid {return false}
+    if lhs.answersRecalls != rhs.answersRecalls {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1986,7 +2176,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0\u{3}has_other_names\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2000,6 +2190,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 4: try { try decoder.decodeSingularBoolField(value: &self.isPackage) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self._serialQueue) }()
       case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
+      case 41: try { try decoder.decodeSingularBoolField(value: &self.hasOtherNames_p) }()
       default: break
       }
     }
@@ -2028,6 +2219,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     try { if let v = self._identity {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
     } }()
+    if self.hasOtherNames_p != false {
+      try visitor.visitSingularBoolField(value: self.hasOtherNames_p, fieldNumber: 41)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2038,6 +2232,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs.isPackage != rhs.isPackage {return false}
     if lhs._serialQueue != rhs._serialQueue {return false}
     if lhs._identity != rhs._identity {return false}
+    if lhs.hasOtherNames_p != rhs.hasOtherNames_p {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2193,7 +2388,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ClaimItem"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0\u{2}%identity\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}write\0\u{1}options\0\u{2}%identity\0\u{3}has_other_names\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2205,6 +2400,7 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
       case 2: try { try decoder.decodeSingularBoolField(value: &self.write) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.options) }()
       case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
+      case 41: try { try decoder.decodeSingularBoolField(value: &self.hasOtherNames_p) }()
       default: break
       }
     }
@@ -2227,6 +2423,9 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     try { if let v = self._identity {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
     } }()
+    if self.hasOtherNames_p != false {
+      try visitor.visitSingularBoolField(value: self.hasOtherNames_p, fieldNumber: 41)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2235,6 +2434,7 @@ nonisolated extension Filecoord_V1_ClaimItem: SwiftProtobuf.Message, SwiftProtob
     if lhs.write != rhs.write {return false}
     if lhs.options != rhs.options {return false}
     if lhs._identity != rhs._identity {return false}
+    if lhs.hasOtherNames_p != rhs.hasOtherNames_p {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2721,6 +2921,41 @@ nonisolated extension Filecoord_V1_PreparationReturned: SwiftProtobuf.Message, S
   }
 }
 
+nonisolated extension Filecoord_V1_LeaseReturned: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseReturned"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0\u{1}running\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.running) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 1)
+    }
+    if !self.running.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.running, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseReturned, rhs: Filecoord_V1_LeaseReturned) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
+    if lhs.running != rhs.running {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HelloReply"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}daemon_pid\0\u{1}limits\0\u{1}revision\0")
@@ -2765,6 +3000,106 @@ nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProto
     if lhs.daemonPid != rhs.daemonPid {return false}
     if lhs._limits != rhs._limits {return false}
     if lhs.revision != rhs.revision {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_LeaseGranted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseGranted"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0\u{1}subtree\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.subtree) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 1)
+    }
+    if !self.subtree.isEmpty {
+      try visitor.visitSingularBytesField(value: self.subtree, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseGranted, rhs: Filecoord_V1_LeaseGranted) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
+    if lhs.subtree != rhs.subtree {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_LeaseRecalled: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseRecalled"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseRecalled, rhs: Filecoord_V1_LeaseRecalled) -> Bool {
+    if lhs.leaseID != rhs.leaseID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ClaimInsideLease: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ClaimInsideLease"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}lease_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.claimID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.claimID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.claimID, fieldNumber: 1)
+    }
+    if self.leaseID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.leaseID, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ClaimInsideLease, rhs: Filecoord_V1_ClaimInsideLease) -> Bool {
+    if lhs.claimID != rhs.claimID {return false}
+    if lhs.leaseID != rhs.leaseID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -16,6 +16,11 @@ import FCTestSupport
 /// 6. Bounded tree: the leaves that hold nothing never outnumber the idle-node retention (issue 12; the seed picks a
 ///    small retention, so that the oldest idle nodes are pruned as well as reused).
 /// 5. Each claim is granted at most once and failed at most once, never both.
+/// 7. Leases (issue 23; docs/SEMANTICS.md §13): a lease goes only to a client that answers recalls and is alone in
+///    the subtree; a held lease has no claim or presenter overlapping it (else it was recalled); and no two processes
+///    ever believe they hold conflicting claims: every claim a holder grants in process, inside a lease it has not
+///    seen recalled, conflicts with no claim the arbiter granted and with no other process's claim granted in process.
+///    Faults: holders that die (disconnect), that never answer a recall (its timer fires), that answer late.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -53,6 +58,18 @@ struct Simulation {
     private var previousSnapshot: ArbiterSnapshot?
     private var nextID: UInt64 = 0
     private var step = 0
+    private let leasesOn: Bool
+    /// Clients that said they answer recalls.
+    private var answering: Set<ClientID> = []
+    /// Leases as their holders see them: granted and not returned; `recalled` once the recall reached the holder.
+    private var holderLeases: [LeaseID: (client: ClientID, subtree: ItemPath, recalled: Bool)] = [:]
+    /// Claims granted in process by a holder's own arbiter, inside one of its leases, still running.
+    private var inProcess: [ClaimID: (lease: LeaseID, request: ClaimRequest)] = [:]
+    /// In-process claims a mover's `itemMoved` overlapped (the mover's doing, as `excusedPairs`).
+    private var excusedInProcess: Set<Set<ClaimID>> = []
+    /// What the schedule did with leases, to show that it did something: grants, recalls, claims granted in process,
+    /// running claims declared on return.
+    private(set) var leaseCounts = (grants: 0, recalls: 0, inProcess: 0, declared: 0)
 
     static let universe: [ItemPath] = [
         "/r", "/r/a", "/r/a/x", "/r/a/y", "/r/b", "/r/b/z", "/r/p.rtfd", "/r/p.rtfd/c", "/r/p.rtfd/c/d", "/r/q",
@@ -61,17 +78,25 @@ struct Simulation {
 
     /// Issue 26: files with several names (hard links, a bind mount): each path here names the file given, so its claim
     /// items and presenters carry that identity (in two schedules of three, from the seed, so that the others keep
-    /// today's paths-only rules). `/r/q` is a file with one name.
+    /// today's paths-only rules). `/r/a/y` is a file with one name.
     static let identities: [ItemPath: ItemIdentity] = [
         "/r/a/x": ItemIdentity(device: 1, inode: 1), "/r/b/z": ItemIdentity(device: 1, inode: 1),
         "/s/t": ItemIdentity(device: 1, inode: 1), "/r/q": ItemIdentity(device: 1, inode: 2),
-        "/r/p.rtfd/c/d": ItemIdentity(device: 1, inode: 2),
+        "/r/p.rtfd/c/d": ItemIdentity(device: 1, inode: 2), "/r/a/y": ItemIdentity(device: 1, inode: 3),
     ].reduce(into: [:]) { $0[try! ItemPath(absolute: $1.key)] = $1.value }
 
     /// The identity `path` carries in this schedule, if any.
     private func identity(of path: ItemPath?) -> ItemIdentity? {
         guard seed % 3 != 0, let path else { return nil }
         return Self.identities[path]
+    }
+
+    /// A claim item as the library makes it: with the file's identity, and whether the file has other names (its
+    /// identity is shared; issue 23 with 26: a lease never decides such an item in process).
+    private func item(_ path: ItemPath, _ access: Access) -> ClaimItem {
+        let identity = identity(of: path)
+        let shared = identity.map { identity in Self.identities.values.filter { $0 == identity }.count > 1 } ?? false
+        return ClaimItem(path: path, access: access, identity: identity, hasOtherNames: shared)
     }
 
     init(seed: UInt64, steps: Int, recordTrace: Bool = false) {
@@ -84,6 +109,9 @@ struct Simulation {
         // each seed's schedule is unchanged).
         configuration.idleNodeRetention = [0, 1, 2, 3, 256][Int(seed % 5)]
         self.idleNodeRetention = configuration.idleNodeRetention
+        // Issue 23: leases in six seeds of seven, with a minimum hold and back-off that only the random timers end.
+        self.leasesOn = seed % 7 != 0
+        if leasesOn { configuration.leases = LeasePolicy() }
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
         self.recordTrace = recordTrace
@@ -107,16 +135,25 @@ struct Simulation {
     }
 
     private mutating func randomStep() {
-        let roll = Int.random(in: 0..<112, using: &rng)
+        let roll = Int.random(in: 0..<(leasesOn ? 130 : 112), using: &rng)
         switch roll {
         case 0..<6 where liveClients.count < 4, 0..<2:
             let id = ClientID(newID())
             liveClients.append(id)
             coordinators[id] = []
-            send(.clientConnected(ClientInfo(id: id, pid: Int32(id.rawValue), name: "sim\(id.rawValue)")))
+            let answers = rng.chance(70)
+            if answers { answering.insert(id) }
+            send(
+                .clientConnected(
+                    ClientInfo(id: id, pid: Int32(id.rawValue), name: "sim\(id.rawValue)", answersRecalls: answers)
+                )
+            )
         case 6..<8 where !liveClients.isEmpty:
             let client = liveClients.remove(at: Int.random(in: 0..<liveClients.count, using: &rng))
             abandonedClients.insert(client)
+            // The process is gone: so are the claims it granted itself, and the leases it held.
+            for (id, entry) in inProcess where holderLeases[entry.lease]?.client == client { inProcess[id] = nil }
+            for (id, lease) in holderLeases where lease.client == client { holderLeases[id] = nil }
             send(.clientDisconnected(client))
             for (id, info) in presenterInfo where info.client == client { presenterInfo[id] = nil }
         case 8..<20 where !liveClients.isEmpty:
@@ -181,6 +218,15 @@ struct Simulation {
             send(.fileSystemChanged(randomFileSystemEvents()))
         case 108..<112:
             send(.timerFired(.fileSystemWindow))
+        case 112..<120:
+            claimInProcess()
+        case 120..<124:
+            // An accessor granted in process returns: nothing reaches the arbiter.
+            if let id = inProcess.keys.sorted().randomElement(using: &rng) { inProcess[id] = nil }
+        case 124..<127:
+            returnLease(recalledOnly: !rng.chance(15))
+        case 127..<130:
+            fireLeaseTimer()
         default:
             break
         }
@@ -219,7 +265,8 @@ struct Simulation {
             path: path,
             callbacks: callbacks,
             serialQueue: rng.chance(30) ? UInt64.random(in: 1...2, using: &rng) : nil,
-            identity: identity(of: path)
+            identity: identity(of: path),
+            hasOtherNames: path.map { item($0, .read([])).hasOtherNames } ?? false
         )
         presenterInfo[registration.id] = registration
         send(.presenterAdded(registration))
@@ -243,11 +290,11 @@ struct Simulation {
             let path = Self.universe.randomElement(using: &rng)!
             if rng.chance(50) {
                 let options = ReadingOptions(rawValue: UInt.random(in: 0..<16, using: &rng))
-                items.append(ClaimItem(path: path, access: .read(options), identity: identity(of: path)))
+                items.append(item(path, .read(options)))
             } else {
                 let all: [WritingOptions] = [[], [], .forDeleting, .forMoving, .forMerging, .forReplacing]
                 let access = Access.write(all.randomElement(using: &rng)!)
-                items.append(ClaimItem(path: path, access: access, identity: identity(of: path)))
+                items.append(item(path, access))
             }
         }
         let request = ClaimRequest(
@@ -262,6 +309,202 @@ struct Simulation {
         )
         claimInfo[request.id] = request
         send(.claimRequested(request))
+    }
+
+    // MARK: Leases (issue 23)
+
+    /// A holder's own arbiter grants a claim inside a lease it holds and has not seen recalled: when the claim
+    /// conflicts with none of the claims it granted itself already (the in-process arbiter's rules, simplified to
+    /// "never two conflicting").
+    private mutating func claimInProcess() {
+        let usable = holderLeases.filter { !$0.value.recalled }.keys.sorted()
+        guard let leaseID = usable.randomElement(using: &rng), let lease = holderLeases[leaseID] else { return }
+        let inside = Self.universe.filter { $0 == lease.subtree || $0.isDescendant(of: lease.subtree) }
+        guard let path = inside.randomElement(using: &rng) else { return }
+        let access: Access =
+            rng.chance(50)
+            ? .read([])
+            : .write([[], [], .forDeleting, .forReplacing].randomElement(using: &rng)!)
+        let request = ClaimRequest(
+            id: ClaimID(newID()),
+            client: lease.client,
+            coordinator: CoordinatorID(newID()),
+            purpose: PurposeID("in-process \(nextID)"),
+            items: [item(path, access)]
+        )
+        // A file with other names goes to the arbiter instead (ClaimRequest.mayBeDecided(inLeaseOn:)).
+        guard request.mayBeDecided(inLeaseOn: lease.subtree) else { return }
+        for (_, other) in inProcess where holderLeases[other.lease]?.client == lease.client {
+            if requestsConflict(request, other.request) { return }
+        }
+        if recordTrace { trace.append("step \(step): in process \(request.id) \(access) \(path) in \(leaseID)") }
+        inProcess[request.id] = (leaseID, request)
+        leaseCounts.inProcess += 1
+    }
+
+    /// The holder returns a lease (recalled, or of its own accord), declaring the claims still running in it.
+    private mutating func returnLease(recalledOnly: Bool) {
+        let candidates = holderLeases.filter { !recalledOnly || $0.value.recalled }.keys.sorted()
+        guard let leaseID = candidates.randomElement(using: &rng), let lease = holderLeases[leaseID] else {
+            if rng.chance(20) {
+                // Garbage: a lease nobody holds.
+                send(.leaseReturned(LeaseID(999_999), client: liveClients.first ?? ClientID(1), running: []))
+            }
+            return
+        }
+        var running: [ClaimRequest] = []
+        for (id, entry) in inProcess.sorted(by: { $0.key < $1.key }) where entry.lease == leaseID {
+            var request = entry.request
+            request.isHeld = true
+            running.append(request)
+            leaseCounts.declared += 1
+            inProcess[id] = nil
+            claimInfo[id] = request
+            granted.insert(id)
+        }
+        // The running claims of one return were decided together by the holder's own arbiter, against the names in
+        // use then (issue 26 meets only those); declared, they may gain other names the daemon knows of now. Between
+        // themselves that is the holder's decision, checked when it made them; against everything else they count.
+        for (index, a) in running.enumerated() {
+            for b in running[(index + 1)...] { excusedPairs.insert([a.id, b.id]) }
+        }
+        holderLeases[leaseID] = nil
+        send(.leaseReturned(leaseID, client: lease.client, running: running))
+        excuseOverlapsNoArbiterDecided(declared: running)
+    }
+
+    /// The running claims of a lease's return that the arbiter finds overlapping a granted claim, judged only on what
+    /// each side asked for, no longer overlap it: the overlap is not the arbiter's doing. Two ways it arises:
+    /// - the granted claim moved something onto a location without claiming it (past the items it requested);
+    /// - declared, a running claim also stands at its file's other names (issue 26) known now, which the holder could
+    ///   not meet when it decided; without a lease the same claim would have met only the names known then, and a
+    ///   directory claim never meets a hard link inside it by identity (docs/SEMANTICS.md, what stays by path).
+    /// Every overlap of one file by identity stays checked by ``check()`` on the claims' items.
+    private mutating func excuseOverlapsNoArbiterDecided(declared running: [ClaimRequest]) {
+        let snapshot = arbiter.snapshot()
+        for declared in running {
+            guard let record = snapshot.claims.first(where: { $0.request.id == declared.id }) else { continue }
+            for claim in snapshot.claims
+            where claim.phase == .granted && !claim.request.id.isLease && claim.request.id != declared.id
+                && !running.contains(where: { $0.id == claim.request.id })
+                && !SpecModel.exempt(declared, claim.request)
+                && pathsConflict(record.paths, record.accesses, claim.paths, claim.accesses)
+            {
+                let requested = claim.request.items.count
+                if !pathsConflict(
+                    declared.items.map(\.path),
+                    declared.items.map(\.access),
+                    Array(claim.paths.prefix(requested)),
+                    Array(claim.accesses.prefix(requested))
+                ) {
+                    excusedPairs.insert([declared.id, claim.request.id])
+                }
+            }
+        }
+    }
+
+    /// A lease timer fires, due or not: a minimum hold, a recall nobody answered (a holder that stopped), a back-off.
+    private mutating func fireLeaseTimer() {
+        let known = arbiter.leaseSnapshots()
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0:
+            if let lease = known.randomElement(using: &rng) { send(.timerFired(.leaseMinimumHold(lease.id))) }
+        case 1:
+            if let lease = known.randomElement(using: &rng) { send(.timerFired(.leaseRecallReply(lease.id))) }
+        default:
+            if let client = liveClients.randomElement(using: &rng) { send(.timerFired(.leaseBackoff(client))) }
+        }
+    }
+
+    /// Rules 1 to 4 for two requests, on their items' effective paths.
+    private func requestsConflict(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
+        guard !SpecModel.exempt(a, b) else { return false }
+        if pathsConflict(a.items.map(\.path), a.items.map(\.access), b.items.map(\.path), b.items.map(\.access)) {
+            return true
+        }
+        // One file through two names (issue 26), as the holder's own arbiter meets them: one of the two writing.
+        for itemA in a.items {
+            guard let identity = itemA.identity, let accessA = itemA.access.contentAccess else { continue }
+            for itemB in b.items where itemB.identity == identity {
+                if let accessB = itemB.access.contentAccess, accessA.isWrite || accessB.isWrite { return true }
+            }
+        }
+        return false
+    }
+
+    private func pathsConflict(
+        _ pathsA: [ItemPath],
+        _ accessA: [Access],
+        _ pathsB: [ItemPath],
+        _ accessB: [Access]
+    )
+        -> Bool
+    {
+        for (pathA, a) in zip(pathsA, accessA) {
+            let effA = SpecModel.effectivePath(pathA, packageExtensions: packageExtensions)
+            for (pathB, b) in zip(pathsB, accessB) {
+                let effB = SpecModel.effectivePath(pathB, packageExtensions: packageExtensions)
+                if SpecModel.conflict(effA, a, effB, b) { return true }
+            }
+        }
+        return false
+    }
+
+    /// Invariant 7 on one event's lease effects, against the state after it.
+    private mutating func checkLeaseEffect(_ effect: ArbiterEffect, after event: ArbiterEvent) {
+        switch effect {
+        case .grantLease(let id, let client, let subtree):
+            if !answering.contains(client) { violations.append("\(id) granted to \(client), which answers no recall") }
+            if !leasesOn { violations.append("\(id) granted with leases off") }
+            let snapshot = arbiter.snapshot()
+            for claim in snapshot.claims where claim.request.id != id.claim {
+                for (path, access) in zip(claim.effectivePaths, claim.accesses)
+                where path == subtree || path.isDescendant(of: subtree)
+                    || (subtree.isDescendant(of: path) && access.coversSubtree)
+                {
+                    violations.append("\(id) on \(subtree) granted while \(claim.request.id) holds \(path)")
+                }
+            }
+            for (presenter, registration) in snapshot.presenters {
+                guard let path = registration.path else { continue }
+                if path == subtree || path.isDescendant(of: subtree) || subtree.isDescendant(of: path) {
+                    violations.append("\(id) on \(subtree) granted while \(presenter) presents \(path)")
+                }
+            }
+            holderLeases[id] = (client, subtree, false)
+            leaseCounts.grants += 1
+        case .recallLease(let id, let client):
+            guard let lease = holderLeases[id] else {
+                violations.append("recall of \(id), which \(client) does not hold")
+                return
+            }
+            if lease.client != client { violations.append("recall of \(id) sent to the wrong client") }
+            if lease.recalled { violations.append("\(id) recalled twice") }
+            holderLeases[id]?.recalled = true
+            leaseCounts.recalls += 1
+        case .leaseDropped(let id, _):
+            if case .clientDisconnected = event {} else { violations.append("\(id) dropped by \(event)") }
+        case .claimInsideLease(let claim, let client, let id):
+            // The holder decides it in process, as the library does (a conflict there makes it skip the claim).
+            guard let lease = holderLeases[id], lease.client == client, !lease.recalled,
+                let request = claimInfo[claim], request.client == client
+            else {
+                violations.append("\(claim) handed to \(client) inside \(id), which it does not hold unrecalled")
+                return
+            }
+            if !request.mayBeDecided(inLeaseOn: lease.subtree) {
+                violations.append("\(claim) handed to \(id), which may not decide it (outside \(lease.subtree)?)")
+            }
+            let conflicting = inProcess.values.contains {
+                holderLeases[$0.lease]?.client == client && requestsConflict(request, $0.request)
+            }
+            if !conflicting {
+                inProcess[claim] = (id, request)
+                leaseCounts.inProcess += 1
+            }
+        default:
+            break
+        }
     }
 
     private mutating func randomReply(for request: RequestID) -> PresenterReply {
@@ -336,9 +579,23 @@ struct Simulation {
         if case .timerFired(.presenterReply(let request)) = event, let index = openRequests.firstIndex(of: request) {
             openRequests.remove(at: index)
         }
+        if case .itemMoved(let mover, _, _, _) = event,
+            let moving = arbiter.snapshot().claims.first(where: { $0.request.id == mover })
+        {
+            for (id, entry) in inProcess
+            where pathsConflict(
+                moving.paths,
+                moving.accesses,
+                entry.request.items.map(\.path),
+                entry.request.items.map(\.access)
+            ) {
+                excusedInProcess.insert([mover, id])
+            }
+        }
         for effect in effects {
             if recordTrace, case .log = effect {} else if recordTrace { trace.append("    -> \(effect)") }
             record(effect)
+            checkLeaseEffect(effect, after: event)
         }
         // Requests owed by presenters that are gone count as answered.
         let stillOpen = arbiter.snapshot().outstandingRequests
@@ -436,7 +693,10 @@ struct Simulation {
             }
         case .watchUnavailable(let presenter, _, _, _):
             if presenterInfo[presenter] == nil { violations.append("watchUnavailable to unknown \(presenter)") }
-        case .startTimer, .cancelTimer, .log:
+        case .claimInsideLease(let id, _, _):
+            // Handed back to its client, to decide in its lease: neither granted nor failed here.
+            failed.insert(id)
+        case .startTimer, .cancelTimer, .log, .grantLease, .recallLease, .leaseDropped:
             break
         }
     }
@@ -554,7 +814,9 @@ struct Simulation {
         // FIFO (rule 6): a claim that starts must not overtake an earlier conflicting claim that still waits, unless
         // a rule lets it pass (judged on this snapshot or the one before, as the start happened in between).
         for claim in snapshot.claims
-        where claim.phase != .waiting && (previousPhase[claim.request.id] ?? .waiting) == .waiting {
+        where claim.phase != .waiting && !claim.request.isHeld && !claim.request.id.isLease
+            && (previousPhase[claim.request.id] ?? .waiting) == .waiting
+        {
             for other in snapshot.claims
             where other.phase == .waiting && other.sequence < claim.sequence
                 && SpecModel.conflict(claim, other, packageExtensions: packageExtensions)
@@ -583,8 +845,59 @@ struct Simulation {
         for id in snapshot.presenters.keys where presenterInfo[id] == nil {
             violations.append("\(id) is still registered after it was removed")
         }
+        checkLeases(snapshot)
         if let first = violations.first {
             throw Failure(seed: seed, step: step, message: first, trace: trace)
+        }
+    }
+
+    /// Invariant 7 on the state: no two processes believe they hold conflicting claims, and a held lease has nothing
+    /// overlapping it that it was not recalled for.
+    private mutating func checkLeases(_ snapshot: ArbiterSnapshot) {
+        let live = Dictionary(uniqueKeysWithValues: arbiter.leaseSnapshots().map { ($0.id, $0) })
+        let entries = inProcess.sorted { $0.key < $1.key }
+        for (index, (id, entry)) in entries.enumerated() {
+            guard let lease = live[entry.lease], lease.client == entry.request.client else {
+                violations.append("\(id) runs in process under \(entry.lease), which the arbiter no longer grants")
+                continue
+            }
+            for claim in snapshot.claims
+            where claim.phase == .granted && !claim.request.id.isLease
+                && !excusedInProcess.contains([id, claim.request.id]) && !excusedPairs.contains([id, claim.request.id])
+                && !SpecModel.exempt(entry.request, claim.request)
+                && pathsConflict(
+                    entry.request.items.map(\.path),
+                    entry.request.items.map(\.access),
+                    // The locations a mover moved onto are its doing, not the arbiter's (as `excusedPairs`).
+                    Array(claim.paths.prefix(claim.request.items.count)),
+                    Array(claim.accesses.prefix(claim.request.items.count))
+                )
+            {
+                violations.append(
+                    "\(id) runs in process under \(entry.lease) while \(claim.request.id) \(claim.paths) is granted"
+                )
+            }
+            for (otherID, other) in entries[(index + 1)...]
+            where other.request.client != entry.request.client && requestsConflict(entry.request, other.request) {
+                violations.append("\(id) and \(otherID) run in process in two clients and conflict")
+            }
+        }
+        for lease in live.values where lease.state == .held {
+            for claim in snapshot.claims where claim.request.id != lease.id.claim && claim.phase != .granted {
+                for (path, access) in zip(claim.effectivePaths, claim.accesses)
+                where path == lease.subtree || path.isDescendant(of: lease.subtree)
+                    || (lease.subtree.isDescendant(of: path) && access.coversSubtree)
+                {
+                    violations.append("\(lease.id) is held while \(claim.request.id) waits on \(path)")
+                }
+            }
+            for (presenter, registration) in snapshot.presenters {
+                guard let path = registration.path else { continue }
+                if path == lease.subtree || path.isDescendant(of: lease.subtree) || lease.subtree.isDescendant(of: path)
+                {
+                    violations.append("\(lease.id) is held while \(presenter) presents \(path)")
+                }
+            }
         }
     }
 
@@ -598,6 +911,13 @@ struct Simulation {
         back other: ArbiterSnapshot.Claim,
         in snapshot: ArbiterSnapshot
     ) -> Bool {
+        // Issue 23 with 26: a claim on a file with other names waits for every lease (those names may lie inside
+        // one, where only the holder knows its claims).
+        if other.request.id.lease != nil, !claim.request.isHeld,
+            claim.request.id.lease == nil, claim.request.items.contains(where: \.hasOtherNames)
+        {
+            return true
+        }
         guard SpecModel.conflict(claim, other, packageExtensions: packageExtensions) else { return false }
         let presenter = claim.request.filePresenter
         let answering =
@@ -655,8 +975,13 @@ struct Simulation {
             }
             if let request = openRequests.first {
                 send(.presenterReplied(request, randomReply(for: request)))
-            } else if let claim = snapshot.claims.first(where: { $0.phase == .granted }) {
+            } else if let id = inProcess.keys.min() {
+                inProcess[id] = nil
+            } else if let claim = snapshot.claims.first(where: { $0.phase == .granted && !$0.request.id.isLease }) {
                 send(.claimFinished(claim.request.id, created: []))
+            } else if let lease = arbiter.leaseSnapshots().first {
+                holderLeases[lease.id] = nil
+                send(.leaseReturned(lease.id, client: lease.client, running: []))
             } else {
                 throw Failure(
                     seed: seed,

@@ -31,8 +31,15 @@ import Testing
         )
         try #require(schedules > 0, "FC_SIM_SCHEDULES=\(schedules): a run of no schedules checks nothing")
         var ran = 0
+        var leases = (grants: 0, recalls: 0, inProcess: 0, declared: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
+            defer {
+                leases.grants += simulation.leaseCounts.grants
+                leases.recalls += simulation.leaseCounts.recalls
+                leases.inProcess += simulation.leaseCounts.inProcess
+                leases.declared += simulation.leaseCounts.declared
+            }
             do {
                 try simulation.run()
             } catch {
@@ -43,7 +50,15 @@ import Testing
             }
             ran += 1
         }
-        print("simulator shard \(shard): \(ran) schedules of \(Self.steps) steps kept every invariant")
+        print(
+            "simulator shard \(shard): \(ran) schedules of \(Self.steps) steps kept every invariant; leases: "
+                + "\(leases.grants) granted, \(leases.recalls) recalled, \(leases.inProcess) claims in process, "
+                + "\(leases.declared) declared on return"
+        )
+        // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
+        if schedules >= 400 {
+            #expect(leases.grants > 0 && leases.recalls > 0 && leases.declared > 0)
+        }
     }
 
     /// Replays `FC_SIM_SEED` with its full trace printed; unset, the first seed of the random schedules (its trace

@@ -23,6 +23,7 @@ enum SpecModel {
 
     /// Rule 4.
     static func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
+        if a.id.isLease || b.id.isLease { return false }  // Nothing passes a lease (§13).
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }
         return a.purpose == b.purpose

@@ -829,6 +829,51 @@ void   filecoord__v1__preparation_returned__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__preparation_returned__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__lease_returned__init
+                     (Filecoord__V1__LeaseReturned         *message)
+{
+  static const Filecoord__V1__LeaseReturned init_value = FILECOORD__V1__LEASE_RETURNED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_returned__get_packed_size
+                     (const Filecoord__V1__LeaseReturned *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_returned__pack
+                     (const Filecoord__V1__LeaseReturned *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_returned__pack_to_buffer
+                     (const Filecoord__V1__LeaseReturned *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseReturned *
+       filecoord__v1__lease_returned__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseReturned *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_returned__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_returned__free_unpacked
+                     (Filecoord__V1__LeaseReturned *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__hello_reply__init
                      (Filecoord__V1__HelloReply         *message)
 {
@@ -872,6 +917,141 @@ void   filecoord__v1__hello_reply__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &filecoord__v1__hello_reply__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__lease_granted__init
+                     (Filecoord__V1__LeaseGranted         *message)
+{
+  static const Filecoord__V1__LeaseGranted init_value = FILECOORD__V1__LEASE_GRANTED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_granted__get_packed_size
+                     (const Filecoord__V1__LeaseGranted *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_granted__pack
+                     (const Filecoord__V1__LeaseGranted *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_granted__pack_to_buffer
+                     (const Filecoord__V1__LeaseGranted *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseGranted *
+       filecoord__v1__lease_granted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseGranted *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_granted__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_granted__free_unpacked
+                     (Filecoord__V1__LeaseGranted *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_granted__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__lease_recalled__init
+                     (Filecoord__V1__LeaseRecalled         *message)
+{
+  static const Filecoord__V1__LeaseRecalled init_value = FILECOORD__V1__LEASE_RECALLED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_recalled__get_packed_size
+                     (const Filecoord__V1__LeaseRecalled *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_recalled__pack
+                     (const Filecoord__V1__LeaseRecalled *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_recalled__pack_to_buffer
+                     (const Filecoord__V1__LeaseRecalled *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseRecalled *
+       filecoord__v1__lease_recalled__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseRecalled *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_recalled__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_recalled__free_unpacked
+                     (Filecoord__V1__LeaseRecalled *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_recalled__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__claim_inside_lease__init
+                     (Filecoord__V1__ClaimInsideLease         *message)
+{
+  static const Filecoord__V1__ClaimInsideLease init_value = FILECOORD__V1__CLAIM_INSIDE_LEASE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__claim_inside_lease__get_packed_size
+                     (const Filecoord__V1__ClaimInsideLease *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__claim_inside_lease__pack
+                     (const Filecoord__V1__ClaimInsideLease *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__claim_inside_lease__pack_to_buffer
+                     (const Filecoord__V1__ClaimInsideLease *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ClaimInsideLease *
+       filecoord__v1__claim_inside_lease__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ClaimInsideLease *)
+     protobuf_c_message_unpack (&filecoord__v1__claim_inside_lease__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__claim_inside_lease__free_unpacked
+                     (Filecoord__V1__ClaimInsideLease *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__claim_inside_lease__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   filecoord__v1__limits__init
@@ -1414,7 +1594,7 @@ void   filecoord__v1__version_store_reply__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__version_store_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[25] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[29] =
 {
   {
     "hello",
@@ -1716,11 +1896,60 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[25
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "lease_returned",
+    60,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_returned),
+    &filecoord__v1__lease_returned__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lease_granted",
+    70,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_granted),
+    &filecoord__v1__lease_granted__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lease_recalled",
+    71,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_recalled),
+    &filecoord__v1__lease_recalled__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "claim_inside_lease",
+    72,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, claim_inside_lease),
+    &filecoord__v1__claim_inside_lease__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
   6,   /* field[6] = cancel_coordinator */
   17,   /* field[17] = claim_failed */
+  28,   /* field[28] = claim_inside_lease */
   20,   /* field[20] = dump_reply */
   11,   /* field[11] = dump_request */
   5,   /* field[5] = finish_claim */
@@ -1728,6 +1957,9 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   0,   /* field[0] = hello */
   14,   /* field[14] = hello_reply */
   9,   /* field[9] = item_moved */
+  26,   /* field[26] = lease_granted */
+  27,   /* field[27] = lease_recalled */
+  25,   /* field[25] = lease_returned */
   13,   /* field[13] = ping */
   21,   /* field[21] = pong */
   12,   /* field[12] = preparation_returned */
@@ -1744,13 +1976,15 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   23,   /* field[23] = version_store_request */
   22,   /* field[22] = watch_unavailable */
 };
-static const ProtobufCIntRange filecoord__v1__frame__number_ranges[4 + 1] =
+static const ProtobufCIntRange filecoord__v1__frame__number_ranges[6 + 1] =
 {
   { 1, 0 },
   { 16, 14 },
   { 40, 22 },
   { 50, 23 },
-  { 0, 25 }
+  { 60, 25 },
+  { 70, 26 },
+  { 0, 29 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -1760,14 +1994,14 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  25,
+  29,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
-  4,  filecoord__v1__frame__number_ranges,
+  6,  filecoord__v1__frame__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[3] =
+static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[4] =
 {
   {
     "protocol_version",
@@ -1805,16 +2039,30 @@ static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[3]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "answers_recalls",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Hello, answers_recalls),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__hello__field_indices_by_name[] = {
+  3,   /* field[3] = answers_recalls */
   1,   /* field[1] = client_name */
   2,   /* field[2] = pid */
   0,   /* field[0] = protocol_version */
 };
-static const ProtobufCIntRange filecoord__v1__hello__number_ranges[1 + 1] =
+static const ProtobufCIntRange filecoord__v1__hello__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 10, 3 },
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
 {
@@ -1824,14 +2072,14 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   "Filecoord__V1__Hello",
   "filecoord.v1",
   sizeof(Filecoord__V1__Hello),
-  3,
+  4,
   filecoord__v1__hello__field_descriptors,
   filecoord__v1__hello__field_indices_by_name,
-  1,  filecoord__v1__hello__number_ranges,
+  2,  filecoord__v1__hello__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[6] =
+static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[7] =
 {
   {
     "presenter_id",
@@ -1905,9 +2153,22 @@ static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "has_other_names",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RegisterPresenter, has_other_names),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__register_presenter__field_indices_by_name[] = {
   2,   /* field[2] = callbacks */
+  6,   /* field[6] = has_other_names */
   5,   /* field[5] = identity */
   3,   /* field[3] = is_package */
   1,   /* field[1] = path */
@@ -1918,7 +2179,7 @@ static const ProtobufCIntRange filecoord__v1__register_presenter__number_ranges[
 {
   { 1, 0 },
   { 40, 5 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
 {
@@ -1928,7 +2189,7 @@ const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
   "Filecoord__V1__RegisterPresenter",
   "filecoord.v1",
   sizeof(Filecoord__V1__RegisterPresenter),
-  6,
+  7,
   filecoord__v1__register_presenter__field_descriptors,
   filecoord__v1__register_presenter__field_indices_by_name,
   2,  filecoord__v1__register_presenter__number_ranges,
@@ -2180,7 +2441,7 @@ const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
   (ProtobufCMessageInit) filecoord__v1__request_claim__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descriptors[4] =
+static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descriptors[5] =
 {
   {
     "path",
@@ -2230,8 +2491,21 @@ static const ProtobufCFieldDescriptor filecoord__v1__claim_item__field_descripto
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "has_other_names",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimItem, has_other_names),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__claim_item__field_indices_by_name[] = {
+  4,   /* field[4] = has_other_names */
   3,   /* field[3] = identity */
   2,   /* field[2] = options */
   0,   /* field[0] = path */
@@ -2241,7 +2515,7 @@ static const ProtobufCIntRange filecoord__v1__claim_item__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 40, 3 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor =
 {
@@ -2251,7 +2525,7 @@ const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor =
   "Filecoord__V1__ClaimItem",
   "filecoord.v1",
   sizeof(Filecoord__V1__ClaimItem),
-  4,
+  5,
   filecoord__v1__claim_item__field_descriptors,
   filecoord__v1__claim_item__field_indices_by_name,
   2,  filecoord__v1__claim_item__number_ranges,
@@ -2882,6 +3156,57 @@ const ProtobufCMessageDescriptor filecoord__v1__preparation_returned__descriptor
   (ProtobufCMessageInit) filecoord__v1__preparation_returned__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor filecoord__v1__lease_returned__field_descriptors[2] =
+{
+  {
+    "lease_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseReturned, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "running",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__LeaseReturned, n_running),
+    offsetof(Filecoord__V1__LeaseReturned, running),
+    &filecoord__v1__request_claim__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_returned__field_indices_by_name[] = {
+  0,   /* field[0] = lease_id */
+  1,   /* field[1] = running */
+};
+static const ProtobufCIntRange filecoord__v1__lease_returned__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseReturned",
+  "LeaseReturned",
+  "Filecoord__V1__LeaseReturned",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseReturned),
+  2,
+  filecoord__v1__lease_returned__field_descriptors,
+  filecoord__v1__lease_returned__field_indices_by_name,
+  1,  filecoord__v1__lease_returned__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_returned__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor filecoord__v1__hello_reply__field_descriptors[4] =
 {
   {
@@ -2957,6 +3282,146 @@ const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor =
   filecoord__v1__hello_reply__field_indices_by_name,
   1,  filecoord__v1__hello_reply__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__hello_reply__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__lease_granted__field_descriptors[2] =
+{
+  {
+    "lease_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subtree",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, subtree),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_granted__field_indices_by_name[] = {
+  0,   /* field[0] = lease_id */
+  1,   /* field[1] = subtree */
+};
+static const ProtobufCIntRange filecoord__v1__lease_granted__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseGranted",
+  "LeaseGranted",
+  "Filecoord__V1__LeaseGranted",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseGranted),
+  2,
+  filecoord__v1__lease_granted__field_descriptors,
+  filecoord__v1__lease_granted__field_indices_by_name,
+  1,  filecoord__v1__lease_granted__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_granted__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__lease_recalled__field_descriptors[1] =
+{
+  {
+    "lease_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseRecalled, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_recalled__field_indices_by_name[] = {
+  0,   /* field[0] = lease_id */
+};
+static const ProtobufCIntRange filecoord__v1__lease_recalled__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_recalled__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseRecalled",
+  "LeaseRecalled",
+  "Filecoord__V1__LeaseRecalled",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseRecalled),
+  1,
+  filecoord__v1__lease_recalled__field_descriptors,
+  filecoord__v1__lease_recalled__field_indices_by_name,
+  1,  filecoord__v1__lease_recalled__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_recalled__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__claim_inside_lease__field_descriptors[2] =
+{
+  {
+    "claim_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimInsideLease, claim_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lease_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ClaimInsideLease, lease_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__claim_inside_lease__field_indices_by_name[] = {
+  0,   /* field[0] = claim_id */
+  1,   /* field[1] = lease_id */
+};
+static const ProtobufCIntRange filecoord__v1__claim_inside_lease__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__claim_inside_lease__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ClaimInsideLease",
+  "ClaimInsideLease",
+  "Filecoord__V1__ClaimInsideLease",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ClaimInsideLease),
+  2,
+  filecoord__v1__claim_inside_lease__field_descriptors,
+  filecoord__v1__claim_inside_lease__field_indices_by_name,
+  1,  filecoord__v1__claim_inside_lease__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__claim_inside_lease__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__limits__field_descriptors[5] =

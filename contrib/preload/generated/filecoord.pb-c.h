@@ -35,7 +35,11 @@ typedef struct Filecoord__V1__VersionChanged Filecoord__V1__VersionChanged;
 typedef struct Filecoord__V1__DumpRequest Filecoord__V1__DumpRequest;
 typedef struct Filecoord__V1__Ping Filecoord__V1__Ping;
 typedef struct Filecoord__V1__PreparationReturned Filecoord__V1__PreparationReturned;
+typedef struct Filecoord__V1__LeaseReturned Filecoord__V1__LeaseReturned;
 typedef struct Filecoord__V1__HelloReply Filecoord__V1__HelloReply;
+typedef struct Filecoord__V1__LeaseGranted Filecoord__V1__LeaseGranted;
+typedef struct Filecoord__V1__LeaseRecalled Filecoord__V1__LeaseRecalled;
+typedef struct Filecoord__V1__ClaimInsideLease Filecoord__V1__ClaimInsideLease;
 typedef struct Filecoord__V1__Limits Filecoord__V1__Limits;
 typedef struct Filecoord__V1__Refused Filecoord__V1__Refused;
 typedef struct Filecoord__V1__Granted Filecoord__V1__Granted;
@@ -229,7 +233,11 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_PONG = 23,
   FILECOORD__V1__FRAME__PAYLOAD_WATCH_UNAVAILABLE = 40,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REQUEST = 50,
-  FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REPLY = 51
+  FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REPLY = 51,
+  FILECOORD__V1__FRAME__PAYLOAD_LEASE_RETURNED = 60,
+  FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED = 70,
+  FILECOORD__V1__FRAME__PAYLOAD_LEASE_RECALLED = 71,
+  FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE = 72
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
 
@@ -284,6 +292,13 @@ struct  Filecoord__V1__Frame
      */
     Filecoord__V1__VersionStoreRequest *version_store_request;
     Filecoord__V1__VersionStoreReply *version_store_reply;
+    /*
+     * Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+     */
+    Filecoord__V1__LeaseReturned *lease_returned;
+    Filecoord__V1__LeaseGranted *lease_granted;
+    Filecoord__V1__LeaseRecalled *lease_recalled;
+    Filecoord__V1__ClaimInsideLease *claim_inside_lease;
   };
 };
 #define FILECOORD__V1__FRAME__INIT \
@@ -309,10 +324,15 @@ struct  Filecoord__V1__Hello
    * The client's pid as it sees it, for logs. The daemon trusts SO_PEERCRED, not this field.
    */
   int32_t pid;
+  /*
+   * true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
+   * preload library, libfilecoord, older clients, a Swift client without FILECOORD_LEASES=1): it is granted none.
+   */
+  protobuf_c_boolean answers_recalls;
 };
 #define FILECOORD__V1__HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__hello__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0 }
+    , 0, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /*
@@ -349,10 +369,15 @@ struct  Filecoord__V1__RegisterPresenter
    * that does not exist. Claims through the file's other names (hard links, bind mounts) reach the presenter too.
    */
   Filecoord__V1__FileIdentity *identity;
+  /*
+   * The file had more than one name (st_nlink above 1) at registration: the presenter recalls every lease (its
+   * file's other names may lie inside one), and no lease is granted while it is registered (revision 3).
+   */
+  protobuf_c_boolean has_other_names;
 };
 #define FILECOORD__V1__REGISTER_PRESENTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__register_presenter__descriptor) \
-    , 0, {0,NULL}, 0, 0, 0, NULL }
+    , 0, {0,NULL}, 0, 0, 0, NULL, 0 }
 
 
 /*
@@ -463,10 +488,15 @@ struct  Filecoord__V1__ClaimItem
    * does not exist. The claim also meets the claims and presenters of the file's other names.
    */
   Filecoord__V1__FileIdentity *identity;
+  /*
+   * The file had more than one name (st_nlink above 1) when the client canonicalised it: a lease never decides the
+   * claim in process, so the daemon does not hand it back into its client's own lease (LeaseGranted; revision 3).
+   */
+  protobuf_c_boolean has_other_names;
 };
 #define FILECOORD__V1__CLAIM_ITEM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__claim_item__descriptor) \
-    , {0,NULL}, 0, 0, NULL }
+    , {0,NULL}, 0, 0, NULL, 0 }
 
 
 /*
@@ -689,6 +719,24 @@ struct  Filecoord__V1__PreparationReturned
 
 
 /*
+ * The holder gives a lease back: after LeaseRecalled, or of its own accord. It grants nothing inside the lease from
+ * the moment it sends this. `running` declares the claims it granted inside the lease that still run, as
+ * RequestClaim with `held` set and claim ids of the client's numbering (new ones, unique among its live claims):
+ * from then on they are the client's claims like any other, ended by FinishClaim. No answer. Revision 3.
+ */
+struct  Filecoord__V1__LeaseReturned
+{
+  ProtobufCMessage base;
+  uint64_t lease_id;
+  size_t n_running;
+  Filecoord__V1__RequestClaim **running;
+};
+#define FILECOORD__V1__LEASE_RETURNED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_returned__descriptor) \
+    , 0, 0,NULL }
+
+
+/*
  * The handshake succeeded: the daemon speaks protocol_version from now on.
  */
 struct  Filecoord__V1__HelloReply
@@ -707,13 +755,62 @@ struct  Filecoord__V1__HelloReply
   /*
    * Which additions made within this protocol version the daemon understands (0 or absent: none). A client sends
    * a client -> daemon message added within the version only to a daemon whose revision is at least the message's
-   * (docs/PROTOCOL.md, section 2). 1: PreparationReturned. 2: Ping.
+   * (docs/PROTOCOL.md, section 2). 1: PreparationReturned. 2: Ping (the keepalive). 3: LeaseReturned (leases).
    */
   uint32_t revision;
 };
 #define FILECOORD__V1__HELLO_REPLY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__hello_reply__descriptor) \
     , 0, 0, NULL, 0 }
+
+
+/*
+ * The client may decide the claims inside `subtree` (this item and everything inside it) itself, until a
+ * LeaseRecalled for the same lease (docs/SEMANTICS.md section 13). Sent only to a client whose Hello said
+ * answers_recalls. Revision 3.
+ */
+struct  Filecoord__V1__LeaseGranted
+{
+  ProtobufCMessage base;
+  /*
+   * The daemon's id for the lease, the same for every client (no per-client numbering).
+   */
+  uint64_t lease_id;
+  ProtobufCBinaryData subtree;
+};
+#define FILECOORD__V1__LEASE_GRANTED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_granted__descriptor) \
+    , 0, {0,NULL} }
+
+
+/*
+ * The holder must stop granting claims inside the lease and answer LeaseReturned. Revision 3.
+ */
+struct  Filecoord__V1__LeaseRecalled
+{
+  ProtobufCMessage base;
+  uint64_t lease_id;
+};
+#define FILECOORD__V1__LEASE_RECALLED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_recalled__descriptor) \
+    , 0 }
+
+
+/*
+ * The claim lies wholly inside a lease its client holds and the daemon has not recalled: the client sent it before
+ * the LeaseGranted reached it. The daemon has forgotten it (its id is free again) and the client decides it in the
+ * lease itself, or sends it again (as a new RequestClaim) if the lease is recalled by then. Instead of Granted or
+ * ClaimFailed. Revision 3.
+ */
+struct  Filecoord__V1__ClaimInsideLease
+{
+  ProtobufCMessage base;
+  uint64_t claim_id;
+  uint64_t lease_id;
+};
+#define FILECOORD__V1__CLAIM_INSIDE_LEASE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__claim_inside_lease__descriptor) \
+    , 0, 0 }
 
 
 /*
@@ -1337,6 +1434,25 @@ Filecoord__V1__PreparationReturned *
 void   filecoord__v1__preparation_returned__free_unpacked
                      (Filecoord__V1__PreparationReturned *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__LeaseReturned methods */
+void   filecoord__v1__lease_returned__init
+                     (Filecoord__V1__LeaseReturned         *message);
+size_t filecoord__v1__lease_returned__get_packed_size
+                     (const Filecoord__V1__LeaseReturned   *message);
+size_t filecoord__v1__lease_returned__pack
+                     (const Filecoord__V1__LeaseReturned   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__lease_returned__pack_to_buffer
+                     (const Filecoord__V1__LeaseReturned   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__LeaseReturned *
+       filecoord__v1__lease_returned__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__lease_returned__free_unpacked
+                     (Filecoord__V1__LeaseReturned *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__HelloReply methods */
 void   filecoord__v1__hello_reply__init
                      (Filecoord__V1__HelloReply         *message);
@@ -1355,6 +1471,63 @@ Filecoord__V1__HelloReply *
                       const uint8_t       *data);
 void   filecoord__v1__hello_reply__free_unpacked
                      (Filecoord__V1__HelloReply *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__LeaseGranted methods */
+void   filecoord__v1__lease_granted__init
+                     (Filecoord__V1__LeaseGranted         *message);
+size_t filecoord__v1__lease_granted__get_packed_size
+                     (const Filecoord__V1__LeaseGranted   *message);
+size_t filecoord__v1__lease_granted__pack
+                     (const Filecoord__V1__LeaseGranted   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__lease_granted__pack_to_buffer
+                     (const Filecoord__V1__LeaseGranted   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__LeaseGranted *
+       filecoord__v1__lease_granted__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__lease_granted__free_unpacked
+                     (Filecoord__V1__LeaseGranted *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__LeaseRecalled methods */
+void   filecoord__v1__lease_recalled__init
+                     (Filecoord__V1__LeaseRecalled         *message);
+size_t filecoord__v1__lease_recalled__get_packed_size
+                     (const Filecoord__V1__LeaseRecalled   *message);
+size_t filecoord__v1__lease_recalled__pack
+                     (const Filecoord__V1__LeaseRecalled   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__lease_recalled__pack_to_buffer
+                     (const Filecoord__V1__LeaseRecalled   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__LeaseRecalled *
+       filecoord__v1__lease_recalled__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__lease_recalled__free_unpacked
+                     (Filecoord__V1__LeaseRecalled *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ClaimInsideLease methods */
+void   filecoord__v1__claim_inside_lease__init
+                     (Filecoord__V1__ClaimInsideLease         *message);
+size_t filecoord__v1__claim_inside_lease__get_packed_size
+                     (const Filecoord__V1__ClaimInsideLease   *message);
+size_t filecoord__v1__claim_inside_lease__pack
+                     (const Filecoord__V1__ClaimInsideLease   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__claim_inside_lease__pack_to_buffer
+                     (const Filecoord__V1__ClaimInsideLease   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ClaimInsideLease *
+       filecoord__v1__claim_inside_lease__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__claim_inside_lease__free_unpacked
+                     (Filecoord__V1__ClaimInsideLease *message,
                       ProtobufCAllocator *allocator);
 /* Filecoord__V1__Limits methods */
 void   filecoord__v1__limits__init
@@ -1646,8 +1819,20 @@ typedef void (*Filecoord__V1__Ping_Closure)
 typedef void (*Filecoord__V1__PreparationReturned_Closure)
                  (const Filecoord__V1__PreparationReturned *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__LeaseReturned_Closure)
+                 (const Filecoord__V1__LeaseReturned *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__HelloReply_Closure)
                  (const Filecoord__V1__HelloReply *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__LeaseGranted_Closure)
+                 (const Filecoord__V1__LeaseGranted *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__LeaseRecalled_Closure)
+                 (const Filecoord__V1__LeaseRecalled *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ClaimInsideLease_Closure)
+                 (const Filecoord__V1__ClaimInsideLease *message,
                   void *closure_data);
 typedef void (*Filecoord__V1__Limits_Closure)
                  (const Filecoord__V1__Limits *message,
@@ -1713,7 +1898,11 @@ extern const ProtobufCMessageDescriptor filecoord__v1__version_changed__descript
 extern const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__ping__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__preparation_returned__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__lease_recalled__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__claim_inside_lease__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__limits__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__refused__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__granted__descriptor;

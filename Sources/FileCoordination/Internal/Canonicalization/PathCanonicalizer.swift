@@ -21,6 +21,9 @@ struct CanonicalPath: Hashable, Sendable {
     /// it exists and is not a directory; `nil` otherwise (issue 26: the file's other names meet it by this). No
     /// syscall is added for it.
     var identity: FileIdentity? = nil
+    /// The file had more than one name (`st_nlink` above 1) in the same `lstat`: a lease never decides its claims in
+    /// process (issue 23 with 26). `false` for a directory or an item that does not exist.
+    var hasOtherNames = false
 }
 
 /// Why a path could not be made canonical.
@@ -74,6 +77,8 @@ final class PathCanonicalizer: Sendable {
         var existing = 0
         /// The identity of the resolved prefix when it exists (the root's at the start).
         var identity: FileIdentity?
+        /// The resolved prefix's `st_nlink` when it is the last component walked (1 otherwise).
+        var linkCount: UInt64 = 1
         /// Whether the resolved prefix, or the last existing directory above it, is case-insensitive; `nil` when
         /// that could not be decided.
         var rule: Bool? = false
@@ -133,7 +138,8 @@ final class PathCanonicalizer: Sendable {
                 spelling: spelling,
                 followedFinalLink: followedFinalLink,
                 foldedKey: foldedKey,
-                identity: exists && !isDirectory ? identity : nil
+                identity: exists && !isDirectory ? identity : nil,
+                hasOtherNames: exists && !isDirectory && linkCount > 1
             )
         }
     }
@@ -312,6 +318,7 @@ final class PathCanonicalizer: Sendable {
             walk.append(component, key: key, undecided: undecided)
             walk.existing = walk.spelled.count
             walk.identity = status.identity
+            walk.linkCount = status.linkCount
             walk.mountID = status.mountID
             walk.isDirectory = status.kind == .directory
             walk.decided = false

@@ -45,7 +45,8 @@ enum ClaimFailureMapping {
             .failed(claim, error(for: ClaimFailedReason(failure), originalError: originalError))
         case .message(let message):
             .presenter(message)
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease,
+            .leaseDropped, .claimInsideLease:
             nil
         }
     }

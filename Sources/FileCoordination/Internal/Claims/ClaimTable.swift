@@ -45,6 +45,16 @@ final class ClaimTable: Sendable {
         }
     }
 
+    /// The request of a claim sent and not granted or failed yet, if any.
+    func request(of claim: ClaimID) -> ClaimRequest? {
+        state.withLock { $0.requested[claim] }
+    }
+
+    /// The waiter of a claim not granted or failed yet, if any.
+    func waiter(of claim: ClaimID) -> ClaimWaiter? {
+        state.withLock { $0.waiters[claim] }
+    }
+
     /// `claim` ended (its accessor returned).
     func finished(_ claim: ClaimID) {
         state.withLock { _ = $0.held.removeValue(forKey: claim) }

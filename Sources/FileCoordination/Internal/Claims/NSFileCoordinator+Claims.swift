@@ -69,6 +69,8 @@ extension NSFileCoordinator {
         var canonical: [ItemPath] = []
         // The file each item names, where it exists and is not a directory (issue 26, docs/SEMANTICS.md §4).
         var identities: [ItemIdentity?] = []
+        // Whether that file had other names (hard links): a lease never decides such a claim in process (issue 23).
+        var otherNames: [Bool] = []
         // The second keys of items in directories whose case rule is undecided (docs/ARCHITECTURE.md §8.3).
         var foldedItems: [ClaimItem] = []
         var originals = items.map(\.0)
@@ -77,6 +79,7 @@ extension NSFileCoordinator {
                 let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
                 canonical.append(resolved.path)
                 identities.append(resolved.canonical.identity.map(ItemIdentity.init))
+                otherNames.append(resolved.canonical.hasOtherNames)
                 if let folded = resolved.canonical.foldedKey, let path = try? ItemPath(absolute: folded),
                     path != resolved.path
                 {
@@ -130,8 +133,13 @@ extension NSFileCoordinator {
             fromPresenterQueue: held?.presenter,
             fromCallback: held?.callback,
             // The folded keys come last: the grant's first paths stay the caller's items, in order.
-            items: zip(zip(canonical, items), identities).map {
-                ClaimItem(path: $0.0, access: $0.1.1, identity: $1)
+            items: canonical.indices.map {
+                ClaimItem(
+                    path: canonical[$0],
+                    access: items[$0].1,
+                    identity: identities[$0],
+                    hasOtherNames: otherNames[$0]
+                )
             } + foldedItems,
             isPreparation: isPreparation,
             timeout: timeout

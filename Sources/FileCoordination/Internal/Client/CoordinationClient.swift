@@ -30,6 +30,8 @@ final class CoordinationClient: Sendable {
     let presenters: PresenterRegistry
     let claims: ClaimTable
     let connection: ConnectionManager
+    /// The leases this client holds, which decide the claims inside them in process (issue 23).
+    let leases: LeaseTable
     /// Where this client logs: every log line of its calls goes here (read at each use).
     let logger: @Sendable () -> Logger
     /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
@@ -56,7 +58,9 @@ final class CoordinationClient: Sendable {
         self.presenters = PresenterRegistry(client: clientID, ids: ids)
         self.claims = ClaimTable()
         self.connection = ConnectionManager(policy: policy, clientID: clientID, logger: logger)
+        self.leases = LeaseTable(enabled: policy.answersRecalls, logger: logger)
         connection.owner = self
+        leases.owner = self
     }
 
     func newID() -> UInt64 { ids.next() }
@@ -64,6 +68,11 @@ final class CoordinationClient: Sendable {
     /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: connecting first if needed
     /// (starting the daemon); the claim fails with the reason if no arbiter can be had.
     func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        // Inside a lease held and not recalled: decided here, with no round trip (issue 23).
+        if let outcomes = leases.submit(request) {
+            deliver(outcomes)
+            return
+        }
         switch connection.transport() {
         case .success(let transport): transport.submitClaim(request, waiter: waiter)
         case .failure(let error): fail(request.id, with: error)
@@ -75,7 +84,57 @@ final class CoordinationClient: Sendable {
     func send(_ message: ClientMessage) {
         // A claim that ends is no longer held.
         if case .finishClaim(let claim, _) = message { claims.finished(claim) }
+        if let outcomes = leases.handle(message) {
+            deliver(outcomes)
+            // A coordinator's cancel reaches its claims at the daemon too.
+            guard case .cancelCoordinator = message else { return }
+        }
         connection.current?.send(message)
+    }
+
+    /// A claim sent before its lease's grant arrived, handed back by the daemon: decided in the lease, or sent again
+    /// if the lease was recalled meanwhile.
+    private func decideInLease(_ claim: ClaimID) {
+        guard let request = claims.request(of: claim), let waiter = claims.waiter(of: claim) else { return }
+        if let outcomes = leases.submit(request) {
+            deliver(outcomes)
+        } else if let transport = connection.current as? DaemonTransport {
+            transport.submitClaimReadByListener(request, waiter: waiter)
+        } else {
+            submitClaim(request, waiter: waiter)
+        }
+    }
+
+    /// Resumes the waiters of claims a lease decided.
+    func deliver(_ outcomes: LeaseTable.Outcomes) {
+        for (claim, outcome) in outcomes {
+            switch outcome {
+            case .granted(let paths): claims.granted(claim)?.resume(.granted(paths))
+            case .failed(let error): fail(claim, with: error)
+            }
+        }
+    }
+
+    /// The daemon recalled a lease: nothing more is decided in it; its running claims are declared with its return,
+    /// written before anything else of it can reach the daemon, and its waiting claims go to the daemon.
+    private func recall(_ lease: LeaseID) {
+        let transport = connection.current as? DaemonTransport
+        let waiting = leases.recall(lease) { running in
+            guard let frame = Filecoord_V1_Frame(ClientMessage.returnLease(lease, running: running).event) else {
+                return
+            }
+            // Written under the leases' lock: no finish of a running claim can overtake it. A failed write is the
+            // connection's loss, which the listener reports.
+            try? transport?.sendFrame(frame)
+        }
+        for request in waiting {
+            guard let waiter = claims.waiter(of: request.id) else { continue }
+            if let transport {
+                transport.submitClaimReadByListener(request, waiter: waiter)
+            } else {
+                submitClaim(request, waiter: waiter)
+            }
+        }
     }
 
     /// Where version store calls go (issue 15): the daemon (connecting first, as a claim does), `nil` when this
@@ -102,7 +161,8 @@ final class CoordinationClient: Sendable {
         let entry = PresenterRegistry.Entry(
             presenter: presenter,
             path: resolved?.path,
-            identity: resolved?.canonical.identity.map(ItemIdentity.init)
+            identity: resolved?.canonical.identity.map(ItemIdentity.init),
+            hasOtherNames: resolved?.canonical.hasOtherNames ?? false
         )
         let added = registering.withLock {
             // A transport put in charge before this registers it here; one put in charge after lists it itself.
@@ -209,6 +269,9 @@ extension CoordinationClient: ConnectionOwner {
         case .failed(let claim, let error): fail(claim, with: error)
         case .presenter(let message): deliver(message)
         case .versionReply(let reply): claims.versionRequests.complete(reply)
+        case .leaseGranted(let lease, let subtree): leases.grant(lease, subtree: subtree)
+        case .leaseRecalled(let lease): recall(lease)
+        case .claimInsideLease(let claim): decideInLease(claim)
         }
     }
 
@@ -222,6 +285,9 @@ extension CoordinationClient: ConnectionOwner {
         claims.versionRequests.transportLost(lost)
         // A probe's connection that was never put in charge: nothing depended on it.
         guard connection.lose(lost) else { return }
+        // Its leases went with it (the daemon dropped them): nothing more is decided in process; claims granted in
+        // them that still run are held, and declared to the next daemon below (connected(to:install:)).
+        leases.dropAll()
         // The transport is cleared first: a claim registered after the waiters are taken below finds no transport
         // and reconnects, and one that found the lost transport fails there (DaemonTransport.submitClaim).
         presenters.dropReacquirers()

@@ -29,6 +29,10 @@ struct ConnectionPolicy: Sendable {
     /// When a call waiting on the connection asks whether the daemon still answers, and how long it waits for the
     /// answer before failing (`FILECOORD_KEEPALIVE_TIMEOUT`; issue 28).
     var keepalive = KeepalivePolicy.standard
+    /// Whether the client says at `Hello` that it answers lease recalls, so that the daemon may grant it leases and
+    /// its claims inside them are decided in process (issue 23; docs/SEMANTICS.md §13): `FILECOORD_LEASES=1`. Off by
+    /// default until the client's side is proven (docs/ARCHITECTURE.md §14).
+    var answersRecalls = false
 
     /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
     /// in process (a test's own client; docs/ARCHITECTURE.md §8).
@@ -70,6 +74,7 @@ struct ConnectionPolicy: Sendable {
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
         policy.keepalive = KeepalivePolicy.fromEnvironment(environment)
+        policy.answersRecalls = environment["FILECOORD_LEASES"] == "1"
         return policy
     }
 }

@@ -23,11 +23,19 @@ final class PresenterRegistry: Sendable {
         /// The file `path` named at registration (issue 26), sent with the registration so that claims through the
         /// file's other names reach the presenter.
         let identity: ItemIdentity?
+        /// That file had other names (hard links) at registration: the daemon recalls every lease for it (issue 23).
+        let hasOtherNames: Bool
 
-        init(presenter: any NSFilePresenter, path: ItemPath?, identity: ItemIdentity? = nil) {
+        init(
+            presenter: any NSFilePresenter,
+            path: ItemPath?,
+            identity: ItemIdentity? = nil,
+            hasOtherNames: Bool = false
+        ) {
             self.presenter = presenter
             self.path = path
             self.identity = identity
+            self.hasOtherNames = hasOtherNames
             self.queue = presenter.presentedItemOperationQueue
         }
 
@@ -39,7 +47,8 @@ final class PresenterRegistry: Sendable {
                 callbacks: presenter.presentedItemCallbacks.core,
                 isPackage: presenter.presentedItemIsPackage,
                 serialQueue: serialQueue,
-                identity: identity
+                identity: identity,
+                hasOtherNames: hasOtherNames
             )
         }
     }

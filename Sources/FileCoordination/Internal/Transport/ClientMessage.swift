@@ -30,6 +30,8 @@ enum ClientMessage: Sendable {
     case itemMoved(ClaimID, from: ItemPath, to: ItemPath, fromName: [UInt8]?)
     /// A version of an item changed inside a claim's accessor (`NSFileVersion`).
     case versionChanged(ClaimID, ItemPath, VersionChange)
+    /// A lease given back to the daemon, with the claims granted inside it that still run (issue 23).
+    case returnLease(LeaseID, running: [ClaimRequest])
 
     /// The arbiter's event for this message.
     var event: ArbiterEvent {
@@ -46,6 +48,7 @@ enum ClientMessage: Sendable {
         case .itemMoved(let claim, let from, let to, let fromName):
             .itemMoved(claim, from: from, to: to, fromName: fromName)
         case .versionChanged(let claim, let path, let change): .versionChanged(claim, path, change)
+        case .returnLease(let lease, let running): .leaseReturned(lease, client: ClientID(0), running: running)
         }
     }
 }

@@ -57,6 +57,14 @@ extension DaemonTransport {
         try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
     }
 
+    /// Sends a claim whose reply the listener reads, whoever waits for it: a claim moved to the daemon from a
+    /// recalled lease (issue 23), whose caller may already be waiting without reading.
+    func submitClaimReadByListener(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        updateReading { $0.unattendedClaims.insert(request.id) }
+        send(.claimRequested(request))
+        if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
+    }
+
     /// Sends a version store request (issue 15), whose reply no caller reads itself: the listener reads until it
     /// arrives (``versionRequestEnded()``), and hands it to the delegate as ``InboundMessage/versionReply(_:)``.
     /// Throws if the connection is gone.
@@ -103,6 +111,15 @@ extension DaemonTransport {
         case .pong?:
             // The keepalive's answer: counted as heard when it was received.
             break
+        case .leaseGranted(let message)?:
+            guard let subtree = try? ItemPath(wire: message.subtree) else { return }
+            delegate.receive(.leaseGranted(LeaseID(message.leaseID), subtree: subtree))
+        case .leaseRecalled(let message)?:
+            delegate.receive(.leaseRecalled(LeaseID(message.leaseID)))
+        case .claimInsideLease(let message)?:
+            let claim = ClaimID(message.claimID)
+            claimEnded(claim)
+            delegate.receive(.claimInsideLease(claim))
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:

@@ -30,6 +30,7 @@ extension DaemonTransport {
         hello.protocolVersion = ProtocolVersion.current
         hello.clientName = ProcessInfo.processInfo.processName
         hello.pid = ProcessInfo.processInfo.processIdentifier
+        hello.answersRecalls = policy.answersRecalls
         var decoder = FrameDecoder(accepting: .toClient)
         do {
             // A daemon that accepted but does not answer (stopped, or not a daemon at all) must not hold the call.
@@ -68,6 +69,7 @@ extension DaemonTransport {
                         delegate: delegate,
                         logger: logger
                     )
+                    if policy.answersRecalls { transport.updateReading { $0.answersRecalls = true } }
                     transport.startListening()
                     return .success(transport)
                 case .refused(let refused)?:

@@ -62,13 +62,18 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         var versionRequests = 0
         /// Since when ``unattendedClaims`` is not empty: the listener then watches the daemon's silence for them.
         var unattendedSince: ContinuousClock.Instant?
+        /// The client may be granted leases (issue 23): their grants and recalls come unasked, and a recall must be
+        /// answered while no call of this process waits.
+        var answersRecalls = false
         /// The connection is gone.
         var closed = false
         /// Why, once the delegate heard it.
         var lostError: FileCoordinationError?
 
         /// Whether the listener must read data, rather than only watch for the connection's end.
-        var listenerReads: Bool { !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0 }
+        var listenerReads: Bool {
+            answersRecalls || !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0
+        }
     }
     let reading = Locked(ReadingState())
     /// Frames received and not yet handled. Only the reader role's holder touches it.

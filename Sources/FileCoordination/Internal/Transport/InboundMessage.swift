@@ -14,4 +14,10 @@ enum InboundMessage: Sendable {
     case presenter(PresenterMessage)
     /// The daemon's answer to a version store request (issue 15).
     case versionReply(VersionStoreReply)
+    /// The daemon granted this client a lease on `subtree` (issue 23; docs/SEMANTICS.md §13).
+    case leaseGranted(LeaseID, subtree: ItemPath)
+    /// The daemon wants the lease back.
+    case leaseRecalled(LeaseID)
+    /// The claim lies inside a lease of this client: decide it there (or send it again if the lease is gone).
+    case claimInsideLease(ClaimID)
 }

@@ -63,6 +63,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         case .grant(_, let to, _), .fail(_, let to, _): client = to
         case .message(let message): client = message.client
         case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable: return nil
+        case .grantLease, .recallLease, .leaseDropped, .claimInsideLease: return nil  // It grants no leases.
         }
         return state.withLock { $0.clients[client]?.delegate }
     }
@@ -105,6 +106,8 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
                 forClients.append(effect)
             case .watch, .unwatch, .watchUnavailable:
                 break  // Only the daemon watches (ArbiterConfiguration.watchesFileSystem).
+            case .grantLease, .recallLease, .leaseDropped, .claimInsideLease:
+                break  // Only the daemon grants leases (ArbiterConfiguration.leases).
             }
         }
         if case .timerFired(let id) = event { state.timers[id] = nil }

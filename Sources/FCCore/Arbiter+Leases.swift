@@ -1,0 +1,298 @@
+/// One live lease (docs/SEMANTICS.md §13).
+///
+/// A lease stands in the arbiter's conflict checks as a granted claim of its holder: a write with `.forDeleting`
+/// on the subtree (``LeaseID/claim``), from which no claim is exempt. So every claim that could conflict with any
+/// claim the holder decides in process waits for the lease by the ordinary rules (FIFO, deadlines, deadlock
+/// reports), and the lease's return replaces it with the claims the holder declares still running.
+final class LeaseRecord {
+    let id: LeaseID
+    let client: ClientID
+    let subtree: ItemPath
+    var state: LeaseSnapshot.State = .held
+    var grantedAt: Duration?
+    var recalledAt: Duration?
+    var minimumHoldPassed = false
+
+    init(id: LeaseID, client: ClientID, subtree: ItemPath) {
+        self.id = id
+        self.client = client
+        self.subtree = subtree
+    }
+}
+
+extension Arbiter {
+    // MARK: Grant
+
+    /// Grants `client` a lease on the directory of the item `finished` claimed, if the policy allows it and the
+    /// client is alone there (docs/SEMANTICS.md §13.1): called after the client's claim ended.
+    func considerLease(for clientID: ClientID, item path: ItemPath) {
+        guard let policy = configuration.leases, let record = clients[clientID], record.info.answersRecalls,
+            !record.inBackoff, record.leases.count < policy.maximumLeasesPerClient
+        else { return }
+        let effective = tree.effectivePath(path)
+        guard let subtree = effective.parent, subtree.depth >= 1, isAlone(subtree),
+            !filesWithOtherNamesHeld
+        else { return }
+        nextLease += 1
+        let lease = LeaseRecord(id: LeaseID(nextLease), client: clientID, subtree: subtree)
+        lease.grantedAt = now
+        let request = ClaimRequest(
+            id: lease.id.claim,
+            client: clientID,
+            coordinator: CoordinatorID(0),
+            purpose: PurposeID("\(lease.id)"),
+            items: [ClaimItem(path: subtree, access: .write(.forDeleting))]
+        )
+        nextSequence += 1
+        let node = tree.effectiveNode(subtree)
+        let claim = ClaimRecord(
+            request: request,
+            sequence: nextSequence,
+            entries: [ClaimEntry(path: subtree, access: .write(.forDeleting), node: node)]
+        )
+        claim.phase = .granted
+        claim.arrivedAt = now
+        claim.grantedAt = now
+        claims[claim.id] = claim
+        tree.addEntry(EntryRef(claim: claim.id, index: 0), at: node)
+        leases[lease.id] = lease
+        record.leases.insert(lease.id)
+        statistics.leasesGranted += 1
+        effects.append(.grantLease(lease.id, client: clientID, subtree: subtree))
+        if policy.minimumHold > .zero {
+            effects.append(.startTimer(.leaseMinimumHold(lease.id), after: policy.minimumHold))
+        } else {
+            lease.minimumHoldPassed = true
+        }
+        log(.debug, "lease granted", ["lease.id": "\(lease.id.rawValue)", "client.id": "\(clientID.rawValue)"])
+    }
+
+    /// `true` when nothing is at, under or above `subtree` that a lease on it could hide from: no claim of any client
+    /// (the holder's own included: its in-process arbiter would not know it) at or under it, no claim on an
+    /// ancestor, no presenter at, under or above it (they hear of writes inside it), and `subtree` inside no package.
+    /// Reads only existing nodes: a refusal leaves the tree as it was.
+    func isAlone(_ subtree: ItemPath) -> Bool {
+        guard tree.effectivePath(subtree) == subtree else { return false }
+        var node: AccessNode? = tree.root
+        for component in subtree.components {
+            guard let current = node else { return true }  // Nothing exists below: nothing at or under it.
+            if !current.presenters.isEmpty || !current.entries.isEmpty || current.packageDeclarations > 0 {
+                return false
+            }
+            node = current.children[component]
+        }
+        guard let target = node else { return true }
+        return target.subtreeEntries == 0 && target.subtreePresenters == 0 && target.packageDeclarations == 0
+    }
+
+    /// Whether a live claim or presenter names a file that had other names (hard links; issue 26) when its client
+    /// read it. A lease decides in process only claims on files with one name (``ClaimRequest/mayBeDecided(inLeaseOn:)``),
+    /// but a file with one name then may gain a link later, outside the lease or inside another, and the holder's
+    /// in-process claims never reach the identity index. So while such a claim or presenter lives no lease is
+    /// granted, one that arrives recalls every lease (``recallAllLeases()``), and such a claim waits for every lease
+    /// (``leaseHoldingBackOtherNames(_:)``); the running claims come back declared with their identities and are met
+    /// as usual. A file with one name is met by its path, which a lease covers like any claim. O(1).
+    var filesWithOtherNamesHeld: Bool { !identities.withOtherNames.isEmpty }
+
+    /// Recalls every lease: a claim or presenter naming a file with other names arrived (``filesWithOtherNamesHeld``).
+    func recallAllLeases() {
+        for lease in leases.values.sorted(by: { $0.id < $1.id }) { requestRecall(lease.id) }
+    }
+
+    /// The lease claim that `claim` waits for because it names a file with other names, or `nil`: such a file's
+    /// names may lie inside any lease, where its holder's in-process claims are unknown here, so the claim waits until
+    /// every lease is returned (its own client's included: a lease's arbiter does not know its client's daemon
+    /// claims). A claim declared as held runs already; one handed back into its own lease never reaches here.
+    func leaseHoldingBackOtherNames(_ claim: ClaimRecord) -> ClaimRecord? {
+        guard !leases.isEmpty, !claim.request.isHeld, claim.id.lease == nil,
+            claim.request.items.contains(where: \.hasOtherNames)
+        else { return nil }
+        for lease in leases.values.sorted(by: { $0.id < $1.id }) {
+            if let record = claims[lease.id.claim] { return record }
+        }
+        return nil
+    }
+
+    // MARK: Recall
+
+    /// Recalls the leases a new claim conflicts with (its own client's included), except that a claim lying wholly
+    /// inside a lease its own client holds, unrecalled, and that a lease may decide
+    /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``) is handed back to that client
+    /// (``ArbiterEffect/claimInsideLease(_:client:lease:)``): it was sent before the grant reached the client, which
+    /// decides it itself. Nothing else can conflict with
+    /// it: anything that did would have recalled the lease.
+    func recallLeases(conflictingWith id: ClaimID) {
+        guard !leases.isEmpty, let claim = claims[id] else { return }
+        var found: [LeaseID] = []
+        forEachConflicting(claim) { (other: ClaimRecord) -> Void in
+            if let lease = other.id.lease, !found.contains(lease) { found.append(lease) }
+        }
+        if found.count == 1, let lease = leases[found[0]], lease.client == claim.request.client, lease.state == .held,
+            !claim.request.isHeld, claim.request.mayBeDecided(inLeaseOn: lease.subtree),
+            claim.entries.allSatisfy({ $0.path == lease.subtree || $0.path.isDescendant(of: lease.subtree) })
+        {
+            statistics.claimsHandedToLeases += 1
+            effects.append(.claimInsideLease(id, client: claim.request.client, lease: lease.id))
+            remove(claim)
+            return
+        }
+        for lease in found { requestRecall(lease) }
+    }
+
+    /// Recalls every held lease that some claim conflicts with: after a move, when claims may have followed an item
+    /// into a leased subtree. O(leases × their depth); moves are rare.
+    func recallLeasesInConflict() {
+        for lease in leases.values.sorted(by: { $0.id < $1.id }) where lease.state == .held {
+            guard let claim = claims[lease.id.claim] else { continue }
+            var conflicting = false
+            forEachConflicting(
+                claim,
+                until: { (_: ClaimRecord) -> Bool in
+                    conflicting = true
+                    return false
+                }
+            )
+            if conflicting { requestRecall(lease.id) }
+        }
+    }
+
+    /// Recalls the leases at, under or above a presenter's new path.
+    func recallLeases(around path: ItemPath?) {
+        guard !leases.isEmpty, let path else { return }
+        for lease in leases.values.sorted(by: { $0.id < $1.id })
+        where lease.subtree == path || path.isDescendant(of: lease.subtree) || lease.subtree.isDescendant(of: path) {
+            requestRecall(lease.id)
+        }
+    }
+
+    /// Asks the holder for the lease back, now, or when its minimum hold time has passed.
+    func requestRecall(_ id: LeaseID) {
+        guard let lease = leases[id], lease.state == .held else { return }
+        if lease.minimumHoldPassed {
+            sendRecall(lease)
+        } else {
+            lease.state = .recallDue
+        }
+    }
+
+    private func sendRecall(_ lease: LeaseRecord) {
+        lease.state = .recalled
+        lease.recalledAt = now
+        statistics.leaseRecalls += 1
+        effects.append(.recallLease(lease.id, client: lease.client))
+        if let timeout = configuration.presenterTimeout {
+            effects.append(.startTimer(.leaseRecallReply(lease.id), after: timeout))
+        }
+        log(.debug, "lease recalled", ["lease.id": "\(lease.id.rawValue)", "client.id": "\(lease.client.rawValue)"])
+        guard let policy = configuration.leases, let holder = clients[lease.client] else { return }
+        holder.recalls += 1
+        let backoff = min(policy.maximumBackoff, holder.backoff.map { $0 * 2 } ?? policy.initialBackoff)
+        holder.backoff = backoff
+        guard backoff > .zero else { return }  // A policy without back-off (benchmarks).
+        if holder.inBackoff { effects.append(.cancelTimer(.leaseBackoff(lease.client))) }
+        holder.inBackoff = true
+        effects.append(.startTimer(.leaseBackoff(lease.client), after: backoff))
+    }
+
+    func leaseMinimumHoldPassed(_ id: LeaseID) {
+        guard let lease = leases[id] else { return }
+        lease.minimumHoldPassed = true
+        switch lease.state {
+        case .recallDue:
+            sendRecall(lease)
+        case .held:
+            clients[lease.client]?.backoff = nil  // A quiet lease: the next recall starts the back-off afresh.
+        case .recalled, .recallUnanswered:
+            break
+        }
+    }
+
+    /// The holder did not return a recalled lease within the presenter timeout. Unlike a presenter's silence this
+    /// cannot count as a yes: the holder may be running claims inside the lease (a process stopped in an accessor),
+    /// so the lease keeps holding back what conflicts with it, and says so in dumps and reports (§13.3).
+    func leaseRecallUnanswered(_ id: LeaseID) {
+        guard let lease = leases[id], lease.state == .recalled else { return }
+        lease.state = .recallUnanswered
+        statistics.leaseRecallTimeouts += 1
+        log(
+            .warning,
+            "lease holder did not answer its recall in time; its lease still holds back conflicting claims",
+            ["lease.id": "\(id.rawValue)", "client.id": "\(lease.client.rawValue)", "item.path": "\(lease.subtree)"]
+        )
+    }
+
+    // MARK: Return
+
+    func leaseReturned(_ id: LeaseID, by clientID: ClientID, running: [ClaimRequest]) {
+        guard let lease = leases[id], lease.client == clientID else {
+            log(.debug, "return of an unknown lease ignored", ["lease.id": "\(id.rawValue)"])
+            for request in running {
+                // Nothing of this lease is known (a restarted arbiter, a lease already dropped): the claims the
+                // client says it runs still hold back conflicting claims, as claims declared on reconnection do.
+                declareRunning(request, of: clientID, inside: nil)
+            }
+            return
+        }
+        // The running claims first, so that nothing waiting for the lease slips in between.
+        for request in running {
+            declareRunning(request, of: clientID, inside: lease.subtree)
+        }
+        removeLease(lease)
+        log(.debug, "lease returned", ["lease.id": "\(id.rawValue)", "running": "\(running.count)"])
+    }
+
+    private func declareRunning(_ request: ClaimRequest, of clientID: ClientID, inside subtree: ItemPath?) {
+        var request = request
+        request.client = clientID
+        request.isHeld = true
+        if let subtree,
+            request.items.contains(where: { $0.path != subtree && !$0.path.isDescendant(of: subtree) })
+        {
+            log(.warning, "claim declared with a lease reaches outside it", ["claim.id": "\(request.id.rawValue)"])
+        }
+        // As any claim: its files' other names in use are met too (issue 26), so a running claim through one name
+        // keeps holding back claims through another once the lease is returned.
+        requestClaimMeetingOtherNames(request)
+    }
+
+    /// Removes a lease whose holder disconnected.
+    func dropLease(_ id: LeaseID) {
+        guard let lease = leases[id] else { return }
+        effects.append(.leaseDropped(id, client: lease.client))
+        removeLease(lease)
+    }
+
+    private func removeLease(_ lease: LeaseRecord) {
+        if !lease.minimumHoldPassed { effects.append(.cancelTimer(.leaseMinimumHold(lease.id))) }
+        if lease.state == .recalled, configuration.presenterTimeout != nil {
+            effects.append(.cancelTimer(.leaseRecallReply(lease.id)))
+        }
+        leases[lease.id] = nil
+        clients[lease.client]?.leases.remove(lease.id)
+        if let claim = claims[lease.id.claim] { remove(claim) }
+    }
+
+    /// Refuses an event that names a lease's claim as if it were a client's claim: `true` when it did.
+    func rejectLeaseClaim(_ id: ClaimID, _ what: String) -> Bool {
+        guard id.isLease else { return false }
+        log(.warning, "\(what) of a lease's claim ignored", ["claim.id": "\(id.rawValue)"])
+        return true
+    }
+
+    // MARK: Reading
+
+    /// The live leases, by id.
+    public func leaseSnapshots() -> [LeaseSnapshot] {
+        leases.values.sorted { $0.id < $1.id }.map { lease in
+            LeaseSnapshot(
+                id: lease.id,
+                client: lease.client,
+                subtree: lease.subtree,
+                state: lease.state,
+                grantedAt: lease.grantedAt,
+                recalledAt: lease.recalledAt,
+                recalls: clients[lease.client]?.recalls ?? 0
+            )
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import Dispatch
+import FCCore
+import FCToolkit
+import Logging
+
+/// The leases this client holds from the daemon (issue 23; docs/SEMANTICS.md §13): for each, the subtree and an
+/// `FCCore` arbiter of its own that decides, in this process and without a round trip, the claims whose items all lie
+/// inside it.
+///
+/// A claim goes to a lease only while the lease is held and not recalled; from the moment a recall is taken
+/// (``recall(_:returning:)``) the lease decides nothing more: its claims still running are declared to the daemon
+/// in the same step, under the lock, before any of them can send its finish, and its waiting claims go to the daemon.
+/// Claims made with a presenter, or on a presenter's queue, never go to a lease (the daemon knows the presenters), nor
+/// claims on a file with other names (hard links, which may lie outside the lease): see
+/// `ClaimRequest.mayBeDecided(inLeaseOn:)`.
+///
+/// Off unless the client announced that it answers recalls (`FILECOORD_LEASES=1`; ``ConnectionPolicy``): a daemon
+/// grants leases only to such clients.
+///
+/// - Important: Thread-safe. `state` guards everything; it is held while a lease's arbiter runs and while a
+///   recall's answer is written (so that nothing of the lease reaches the daemon before it), never while a waiter is
+///   resumed or user code runs. Its outcomes are handed back to the caller, which resumes the waiters.
+// @unchecked: `state` (`Arbiter`s and timers' work items, not `Sendable`) is reached only under its lock.
+final class LeaseTable: @unchecked Sendable {
+    /// What a lease's arbiter decided for claims: grants and failures, to be resumed by the client.
+    typealias Outcomes = [(ClaimID, ClaimOutcome)]
+
+    private struct Lease {
+        let subtree: ItemPath
+        let arbiter: Arbiter
+        var recalled = false
+        var timers: [TimerID: DispatchWorkItem] = [:]
+    }
+    private struct State {
+        var leases: [LeaseID: Lease] = [:]
+        /// The lease deciding each live claim of this client that a lease decides.
+        var owner: [ClaimID: LeaseID] = [:]
+        var requests: [ClaimID: ClaimRequest] = [:]
+        /// Claims decided in process since the client started, for tests and benchmarks.
+        var decided = 0
+    }
+    private let state = Locked(State())
+    /// `true` when the client announced that it answers recalls: only then does a daemon grant leases.
+    let enabled: Bool
+    private let logger: @Sendable () -> Logger
+    /// Where outcomes decided on a timer (a claim's deadline, a deadlock check) go: the client.
+    weak var owner: CoordinationClient?
+
+    init(enabled: Bool, logger: @escaping @Sendable () -> Logger) {
+        self.enabled = enabled
+        self.logger = logger
+    }
+
+    /// Claims decided in process so far.
+    var decidedInProcess: Int { state.withLock { $0.decided } }
+
+    /// The subtrees of the leases held and not recalled, for tests.
+    var heldSubtrees: [ItemPath] {
+        state.withLock { $0.leases.values.filter { !$0.recalled }.map(\.subtree).sorted() }
+    }
+
+    // MARK: From the daemon
+
+    /// The daemon granted a lease.
+    func grant(_ id: LeaseID, subtree: ItemPath) {
+        guard enabled else { return }
+        var configuration = ArbiterConfiguration()
+        configuration.idleNodeRetention = 16
+        state.withLock {
+            $0.leases[id] = Lease(subtree: subtree, arbiter: Arbiter(configuration: configuration))
+        }
+        logger().debug("lease granted", metadata: ["lease.id": "\(id.rawValue)", "item.path": "\(subtree)"])
+    }
+
+    /// The daemon recalled a lease: it decides nothing more, and `returning` is called, under the lock, with the
+    /// claims it granted that still run (to declare them with the lease's return). Returns the claims it had not
+    /// granted yet, to be sent to the daemon.
+    func recall(_ id: LeaseID, returning: ([ClaimRequest]) -> Void) -> [ClaimRequest] {
+        state.withLock { state in
+            guard var lease = state.leases[id] else {
+                returning([])
+                return []
+            }
+            lease.recalled = true
+            for timer in lease.timers.values { timer.cancel() }
+            lease.timers = [:]
+            var running: [ClaimRequest] = []
+            var waiting: [ClaimRequest] = []
+            let snapshot = lease.arbiter.snapshot()
+            for claim in snapshot.claims {
+                guard let request = state.requests[claim.request.id] else { continue }
+                if claim.phase == .granted { running.append(request) } else { waiting.append(request) }
+            }
+            for request in running + waiting {
+                state.owner[request.id] = nil
+                state.requests[request.id] = nil
+            }
+            state.leases[id] = nil
+            returning(
+                running.map {
+                    var held = $0
+                    held.isHeld = true
+                    held.timeout = nil
+                    return held
+                }
+            )
+            return waiting
+        }
+    }
+
+    /// The connection that granted the leases is gone: they are gone with it. Claims still running stay held by the
+    /// client, which declares them to the next daemon; waiting ones fail with the connection.
+    func dropAll() {
+        state.withLock { state in
+            for lease in state.leases.values { for timer in lease.timers.values { timer.cancel() } }
+            state.leases = [:]
+            state.owner = [:]
+            state.requests = [:]
+        }
+    }
+
+    // MARK: From the client
+
+    /// Decides `request` in process if a lease held and not recalled may decide it
+    /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``); `nil` when none may (the claim goes to the daemon, which recalls
+    /// this client's own lease first when the claim lies inside it).
+    func submit(_ request: ClaimRequest) -> Outcomes? {
+        guard enabled, request.filePresenter == nil, request.fromPresenterQueue == nil else { return nil }
+        return state.withLock { state -> Outcomes? in
+            guard !state.leases.isEmpty else { return nil }
+            let lease = state.leases.first { _, lease in
+                !lease.recalled && request.mayBeDecided(inLeaseOn: lease.subtree)
+            }
+            guard let (id, _) = lease else { return nil }
+            state.owner[request.id] = id
+            state.requests[request.id] = request
+            state.decided += 1
+            return handle(.claimRequested(request), in: id, state: &state)
+        }
+    }
+
+    /// Hands a message about a claim a lease decides to that lease's arbiter; `nil` when no lease decides it (the
+    /// message goes to the daemon). A coordinator's cancel goes to every lease, and to the daemon too.
+    func handle(_ message: ClientMessage) -> Outcomes? {
+        guard enabled else { return nil }
+        return state.withLock { state -> Outcomes? in
+            guard !state.owner.isEmpty else { return nil }
+            let claim: ClaimID
+            switch message {
+            case .finishClaim(let id, _), .cancelClaim(let id), .preparationReturned(let id),
+                .itemMoved(let id, _, _, _), .versionChanged(let id, _, _):
+                claim = id
+            case .cancelCoordinator:
+                var outcomes: Outcomes = []
+                for id in state.leases.keys.sorted() { outcomes += handle(message.event, in: id, state: &state) }
+                return outcomes
+            case .declareHeldClaim, .addPresenter, .removePresenter, .presenterURLChanged, .presenterReplied,
+                .returnLease:
+                return nil
+            }
+            guard let lease = state.owner[claim] else { return nil }
+            let outcomes = handle(message.event, in: lease, state: &state)
+            if case .finishClaim = message {
+                state.owner[claim] = nil
+                state.requests[claim] = nil
+            }
+            return outcomes
+        }
+    }
+
+    // MARK: The leases' arbiters
+
+    private func timerFired(_ timer: TimerID, in lease: LeaseID) {
+        let outcomes = state.withLock { state -> Outcomes in
+            guard state.leases[lease]?.timers.removeValue(forKey: timer) != nil else { return [] }
+            return handle(.timerFired(timer), in: lease, state: &state)
+        }
+        owner?.deliver(outcomes)
+    }
+
+    /// Under the lock: one event in one lease's arbiter; its timers started or stopped, its grants and failures
+    /// returned.
+    private func handle(_ event: ArbiterEvent, in id: LeaseID, state: inout State) -> Outcomes {
+        guard let lease = state.leases[id] else { return [] }
+        var outcomes: Outcomes = []
+        for effect in lease.arbiter.handle(event) {
+            switch effect {
+            case .grant(let claim, _, let paths):
+                outcomes.append((claim, .granted(paths)))
+            case .fail(let claim, _, let failure):
+                state.owner[claim] = nil
+                state.requests[claim] = nil
+                let error = ClaimFailureMapping.error(for: ClaimFailedReason(failure)) { _ in nil }
+                outcomes.append((claim, .failed(error)))
+            case .startTimer(let timer, let after):
+                let item = DispatchWorkItem { [weak self] in self?.timerFired(timer, in: id) }
+                state.leases[id]?.timers[timer]?.cancel()
+                state.leases[id]?.timers[timer] = item
+                DispatchQueue.global().asyncAfter(deadline: .now() + after.timeInterval, execute: item)
+            case .cancelTimer(let timer):
+                state.leases[id]?.timers.removeValue(forKey: timer)?.cancel()
+            case .log(let record):
+                logger().log(record)
+            case .message, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
+                .claimInsideLease:
+                // No presenter is registered with a lease's arbiter, and it watches and leases nothing.
+                break
+            }
+        }
+        return outcomes
+    }
+}

@@ -1,0 +1,207 @@
+// Leases across real processes (issue 23; docs/SEMANTICS.md §13): a process alone in a folder decides its claims
+// there itself; another process's claim recalls the lease and waits for the holder's running claims; a killed
+// holder frees the folder at once; a stopped holder is reported and still holds back what conflicts with it.
+// Hosts take leases only with FILECOORD_LEASES=1 (off by default in the library).
+
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct LeaseEndToEndTests {
+    static let leasing: [String: String?] = ["FILECOORD_LEASES": "1"]
+
+    /// The daemon's state as `fcdump --json` gives it.
+    private func dump(_ env: TestEnvironment) async throws -> [String: Any] {
+        let json = try await env.runTool("fcdump", ["--json"])
+        #expect(json.status == 0, "fcdump --json failed: \(json.error)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+    }
+
+    private func leases(_ env: TestEnvironment) async throws -> [[String: Any]] {
+        try await dump(env)["leases"] as? [[String: Any]] ?? []
+    }
+
+    private func claimsRequested(_ env: TestEnvironment) async throws -> Int {
+        try #require((try await dump(env)["statistics"] as? [String: Any])?["claimsRequested"] as? Int)
+    }
+
+    /// A folder with one file, and host A alone in it with a lease on the folder (after one read).
+    private func leasedSetUp(
+        _ env: TestEnvironment,
+        presenterTimeout: String = "infinity"
+    ) async throws -> (file: String, a: HostProcess) {
+        _ = try await env.startDaemon(presenterTimeout: presenterTimeout)
+        let folder = env.path("tree")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let file = try env.file("tree/f.txt", "v1")
+        let a = try await env.host("A", environment: Self.leasing)
+        try a.send("read \(file)")
+        try await a.waitFor("done read \(file)")
+        var held: [[String: Any]] = []
+        let deadline = ContinuousClock.now + defaultTimeout
+        while held.isEmpty && ContinuousClock.now < deadline {
+            held = try await leases(env)
+            if held.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let lease = try #require(held.first, "no lease was granted to A")
+        #expect(lease["subtree"] as? String == folder)
+        #expect(lease["state"] as? String == "held")
+        #expect(
+            (try await dump(env)["clients"] as? [[String: Any]])?.contains { $0["pid"] as? Int == Int(a.pid) } == true
+        )
+        return (file, a)
+    }
+
+    @Test("a process alone in a folder gets a lease, and its reads there make no round trip")
+    func aProcessAloneReadsWithoutARoundTrip() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env)
+            let before = try await claimsRequested(env)
+            try a.send("read-loop \(file) 200")
+            try await a.waitFor("done read-loop \(file)")
+            let after = try await claimsRequested(env)
+            #expect(after == before, "the daemon saw \(after - before) claims for 200 reads under a lease")
+            let text = try await env.runTool("fcdump", ["leases"])
+            #expect(text.output.contains("lease#") && text.output.contains("held by"), "\(text.output)")
+        }
+    }
+
+    @Test("a process that reads in a tight loop from the start takes the lease on the way, without bouncing it")
+    func aTightLoopTakesTheLeaseOnTheWay() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            try FileManager.default.createDirectory(atPath: env.path("tree"), withIntermediateDirectories: true)
+            let file = try env.file("tree/f.txt", "v1")
+            let a = try await env.host("A", environment: Self.leasing)
+            try a.send("read-loop \(file) 500")
+            try await a.waitFor("done read-loop \(file)")
+            let state = try await dump(env)
+            let requested = try #require((state["statistics"] as? [String: Any])?["claimsRequested"] as? Int)
+            #expect(requested < 50, "the daemon saw \(requested) of 500 reads")
+            let leasing = try #require(state["leasing"] as? [String: Any])
+            #expect(leasing["recalls"] as? Int == 0, "the lease bounced: \(leasing)")
+        }
+    }
+
+    @Test("without FILECOORD_LEASES, or with filecoordd --no-leases, no lease is granted")
+    func leasesOffGrantNone() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--no-leases"])
+            let file = try env.file("g.txt", "v1")
+            let a = try await env.host("A", environment: Self.leasing)
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
+            for host in [a, b] {
+                try host.send("read \(file)")
+                try await host.waitFor("done read \(file)")
+            }
+            try await Task.sleep(for: quietTime)
+            let state = try await dump(env)
+            #expect((state["leases"] as? [Any])?.isEmpty == true)
+            #expect((state["leasing"] as? [String: Any])?["enabled"] as? Bool == false)
+        }
+    }
+
+    @Test("another process's write recalls the lease and waits for the holder's running read")
+    func aWriteRecallsTheLeaseAndWaitsForTheRunningRead() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env)
+            let before = try await claimsRequested(env)
+            try a.send("read \(file) hold")
+            try await a.waitFor("holding read \(file)")
+            #expect(try await claimsRequested(env) == before, "A's read went to the daemon: no lease was used")
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
+            try b.send("write \(file) v2")
+            #expect(try await b.staysWithout("granted write"), "B wrote while A's read ran under its lease")
+            // The lease came back with A's read declared: the daemon now shows it as A's granted claim.
+            let state = try await dump(env)
+            #expect((state["leases"] as? [Any])?.isEmpty == true, "\(state["leases"] ?? "")")
+            let claims = try #require(state["claims"] as? [[String: Any]])
+            #expect(claims.contains { $0["phase"] as? String == "granted" }, "\(claims)")
+            #expect(claims.contains { $0["phase"] as? String == "waiting" }, "\(claims)")
+            try a.send("release")
+            try await a.waitFor("done read \(file) v1")
+            try await b.waitFor("done write \(file)")
+            // Back to the daemon: A's next read waits its turn like anyone's, and sees B's write.
+            try a.send("read \(file)")
+            try await a.waitFor("done read \(file) v2")
+        }
+    }
+
+    /// Waits until the daemon shows `count` leases.
+    private func waitForLeases(_ env: TestEnvironment, count: Int) async throws {
+        var held: [[String: Any]] = []
+        let deadline = ContinuousClock.now + defaultTimeout
+        while held.count != count && ContinuousClock.now < deadline {
+            held = try await leases(env)
+            if held.count != count { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(held.count == count, "leases: \(held)")
+    }
+
+    /// Issue 23 with 26: a file hard-linked from one leased folder into another. Each holder deciding its claim on
+    /// it in process would let A write it through one name while B reads it through the other. A file with other
+    /// names is never decided in a lease: both claims go to the daemon, which meets them on the file.
+    @Test("two holders of two folders never both hold one file through two of its names")
+    func twoHoldersMeetOnAHardLinkedFile() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env)
+            try FileManager.default.createDirectory(atPath: env.path("other"), withIntermediateDirectories: true)
+            let own = try env.file("other/own.txt", "b")
+            let b = try await env.host("B", environment: Self.leasing)
+            try b.send("read \(own)")
+            try await b.waitFor("done read \(own)")
+            try await waitForLeases(env, count: 2)
+            let link = env.path("other/g.txt")
+            try FileManager.default.linkItem(atPath: file, toPath: link)
+            try a.send("write \(file) v2 hold")
+            try await a.waitFor("holding write \(file)")
+            try b.send("read \(link)")
+            #expect(
+                try await b.staysWithout("granted read \(link)"),
+                "B read the file through its link while A wrote it"
+            )
+            try a.send("release")
+            try await a.waitFor("done write \(file)")
+            try await b.waitFor("done read \(link) v2")
+        }
+    }
+
+    @Test("kill -9 of a holder frees its folder at once")
+    func aKilledHolderFreesItsFolder() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env)
+            try a.send("read \(file) hold")
+            try await a.waitFor("holding read \(file)")
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
+            try b.send("write \(file) v2")
+            #expect(try await b.staysWithout("granted write"))
+            kill(a.pid, SIGKILL)
+            try await b.waitFor("done write \(file)", timeout: .seconds(5))
+            #expect(try await leases(env).isEmpty)
+        }
+    }
+
+    @Test("a stopped holder is reported as not answering its recall, and still holds back the write")
+    func aStoppedHolderIsReportedAndStillHoldsBack() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env, presenterTimeout: "0.5")
+            defer { kill(a.pid, SIGCONT) }
+            try await stopProcess(a.pid)
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
+            try b.send("write \(file) v2")
+            var state = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while state != "recall unanswered" && ContinuousClock.now < deadline {
+                state = try await leases(env).first?["state"] as? String ?? ""
+                if state != "recall unanswered" { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(state == "recall unanswered")
+            #expect(b.lines.allSatisfy { !$0.text.hasPrefix("granted write") }, "B wrote past a stopped holder")
+            let text = try await env.runTool("fcdump", ["leases"])
+            #expect(text.output.contains("recall unanswered"), "\(text.output)")
+            // Resumed, the holder answers: the write goes on.
+            kill(a.pid, SIGCONT)
+            try await b.waitFor("done write \(file)")
+        }
+    }
+}
