@@ -45,14 +45,13 @@ struct HardLinkEndToEndTests {
             let (a, b) = try Self.makeLinkedPair(env)
             let writer = try await env.host("W")
             let reader = try await env.host("R")
-            try writer.send("write \(b) new hold")
-            try await writer.waitFor("holding write \(b)")
-            try reader.send("read \(a)")
-            #expect(try await reader.staysWithout("granted read"), "a read through a.txt ran while b.txt was written")
-            try writer.send("release")
-            try await writer.waitFor("done write \(b)")
-            let done = try await reader.waitFor("done read \(a)")
-            #expect(done.text.hasSuffix(" new"), "\(done.text)")
+            try await writer.expectHeldWriteHoldsBack(
+                b,
+                "new",
+                reader: reader,
+                reading: a,
+                "a read through a.txt ran while b.txt was written"
+            )
         }
     }
 

@@ -10,6 +10,7 @@ import FCProtocol
 import FCSystem
 import Foundation
 import SystemPackage
+import Testing
 
 #if canImport(Glibc)
 @preconcurrency import Glibc
@@ -659,6 +660,25 @@ final class HostProcess: @unchecked Sendable {
         try send((["present", presenter, path] + flags).joined(separator: " "))
         try await waitFor("presenting \(presenter) ")
         try await barrier()
+    }
+
+    /// This process writes `contents` to `written` and holds the write; `reader` then reads `read` (another name of
+    /// the same file: a hard link, a bind mount): the read must wait for the write (`failure` otherwise), and once the
+    /// write is released it sees `contents`.
+    func expectHeldWriteHoldsBack(
+        _ written: String,
+        _ contents: String,
+        reader: HostProcess,
+        reading read: String,
+        _ failure: Comment
+    ) async throws {
+        try send("write \(written) \(contents) hold")
+        try await waitFor("holding write \(written)")
+        try reader.send("read \(read)")
+        #expect(try await reader.staysWithout("granted read \(read)"), failure)
+        try send("release")
+        try await waitFor("done write \(written)")
+        try await reader.waitFor("done read \(read) \(contents)")
     }
 
     /// Waits until the daemon has handled everything this process sent before: a coordinated read of a file nobody

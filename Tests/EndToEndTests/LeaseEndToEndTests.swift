@@ -153,16 +153,13 @@ struct LeaseEndToEndTests {
             try await waitForLeases(env, count: 2)
             let link = env.path("other/g.txt")
             try FileManager.default.linkItem(atPath: file, toPath: link)
-            try a.send("write \(file) v2 hold")
-            try await a.waitFor("holding write \(file)")
-            try b.send("read \(link)")
-            #expect(
-                try await b.staysWithout("granted read \(link)"),
+            try await a.expectHeldWriteHoldsBack(
+                file,
+                "v2",
+                reader: b,
+                reading: link,
                 "B read the file through its link while A wrote it"
             )
-            try a.send("release")
-            try await a.waitFor("done write \(file)")
-            try await b.waitFor("done read \(link) v2")
         }
     }
 

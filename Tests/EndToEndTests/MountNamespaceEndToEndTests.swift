@@ -66,16 +66,13 @@ struct MountNamespaceEndToEndTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: view).isEmpty)
 
             try await reader.present("File", docs + "/doc.txt")
-            try writer.send("write \(view)/doc.txt v2 hold")
-            try await writer.waitFor("holding write \(view)/doc.txt")
-            try reader.send("read \(docs)/doc.txt")
-            #expect(
-                try await reader.staysWithout("granted read \(docs)"),
+            try await writer.expectHeldWriteHoldsBack(
+                "\(view)/doc.txt",
+                "v2",
+                reader: reader,
+                reading: "\(docs)/doc.txt",
                 "a read of docs/doc.txt ran while view/doc.txt was written"
             )
-            try writer.send("release")
-            try await writer.waitFor("done write \(view)/doc.txt")
-            try await reader.waitFor("done read \(docs)/doc.txt v2")
             // Asked by the writer through the mount, then (its own coordinator being another) by its own read.
             let events = try await reader.settledPresenterEvents("File", count: 6)
             let expected = ["relinquishToWriter", "didChange", "reacquire", "relinquishToReader", "save", "reacquire"]

@@ -21,6 +21,19 @@ import Testing
         return grant.0
     }
 
+    /// A read of `/d/f` the holder granted itself in its lease, declared as held with the lease's return.
+    static func runningRead(_ id: ClaimID, of client: ClientID, coordinator: CoordinatorID) -> ClaimRequest {
+        var running = ClaimRequest(
+            id: id,
+            client: client,
+            coordinator: coordinator,
+            purpose: PurposeID("app"),
+            items: [ArbiterHarness.read("/d/f")]
+        )
+        running.isHeld = true
+        return running
+    }
+
     @Test func aClientAloneThatAnswersRecallsGetsALeaseOnTheDirectory() throws {
         let h = Self.harness()
         let app = h.connect("app", answersRecalls: true)
@@ -78,14 +91,7 @@ import Testing
         #expect(h.lastRecalls == [lease])
         #expect(!h.isGranted(write))
         // The holder still runs a read of /d/f it granted itself: it declares it with the lease.
-        var running = ClaimRequest(
-            id: ClaimID(500),
-            client: app,
-            coordinator: CoordinatorID(500),
-            purpose: PurposeID("app"),
-            items: [ArbiterHarness.read("/d/f")]
-        )
-        running.isHeld = true
+        let running = Self.runningRead(ClaimID(500), of: app, coordinator: CoordinatorID(500))
         h.send(.leaseReturned(lease, client: app, running: [running]))
         #expect(!h.isGranted(write), "the write waits for the declared read")
         #expect(h.arbiter.leaseSnapshots().isEmpty)
@@ -254,14 +260,7 @@ import Testing
         let lease = try LeaseTests.lease(h, app)
         h.send(.coordinatorCancelled(app, CoordinatorID(700)))
         let write = h.write("/d/f", client: other)
-        var running = ClaimRequest(
-            id: ClaimID(600),
-            client: app,
-            coordinator: CoordinatorID(700),
-            purpose: PurposeID("app"),
-            items: [ArbiterHarness.read("/d/f")]
-        )
-        running.isHeld = true
+        let running = LeaseTests.runningRead(ClaimID(600), of: app, coordinator: CoordinatorID(700))
         h.send(.leaseReturned(lease, client: app, running: [running]))
         #expect(h.failure(ClaimID(600)) == nil)
         #expect(!h.isGranted(write), "the write got in while the declared read ran")

@@ -22,15 +22,7 @@ func clientHotPath(_ operation: String) {
     let name = "EndToEnd.clientHotPath.uncontended\(operation == "read" ? "Read" : "Write")"
     let record = WallClockRecord()
     let fixture = Slot<(directory: ScratchDirectory, daemon: HelperProcess, url: URL)>()
-    let coordinate: @Sendable (URL) -> NSError? = { url in
-        var error: NSError?
-        if operation == "read" {
-            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-        } else {
-            NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
-        }
-        return error
-    }
+    let coordinate: @Sendable (URL) -> NSError? = { coordinatedCall($0, writing: operation != "read") }
     Benchmark(
         name,
         configuration: .init(

@@ -174,16 +174,7 @@ private func uncontendedClaim(writing: Bool) {
     let what = writing ? "write" : "read"
     let record = WallClockRecord()
     let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, url: URL)>()
-    /// One coordinated call; the error it failed with, if any.
-    let claim = { @Sendable (url: URL) -> NSError? in
-        var error: NSError?
-        if writing {
-            NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
-        } else {
-            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-        }
-        return error
-    }
+    let claim = { @Sendable (url: URL) -> NSError? in coordinatedCall(url, writing: writing) }
     Benchmark(
         name,
         closure: { benchmark in

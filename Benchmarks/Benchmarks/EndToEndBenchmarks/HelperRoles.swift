@@ -77,15 +77,7 @@ enum HelperRole {
     }
 
     private static func claim(_ url: URL, claims: Int, writing: Bool) {
-        func read() -> NSError? {
-            var error: NSError?
-            if writing {
-                NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
-            } else {
-                NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-            }
-            return error
-        }
+        func read() -> NSError? { coordinatedCall(url, writing: writing) }
         if let error = read() { fail("coordinated read failed: \(error)") }
         say("ready")
         var command: UInt8 = 0

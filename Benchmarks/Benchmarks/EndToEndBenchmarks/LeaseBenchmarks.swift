@@ -85,17 +85,6 @@ private func startLeasingDaemon(_ directory: ScratchDirectory) async throws -> I
     }
 }
 
-/// One coordinated call of `url`; the error it failed with, if any.
-private func coordinated(_ url: URL, writing: Bool) -> NSError? {
-    var error: NSError?
-    if writing {
-        NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
-    } else {
-        NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-    }
-    return error
-}
-
 /// A coordinated read or write by a process alone in its folder, after the lease is granted.
 func leasedClaim(writing: Bool) {
     let name = writing ? "EndToEnd.leasedWrite" : "EndToEnd.leasedRead"
@@ -107,7 +96,9 @@ func leasedClaim(writing: Bool) {
             let url = fixture.value!.url
             record.start()
             for _ in benchmark.scaledIterations {
-                if let error = coordinated(url, writing: writing) { return benchmark.error("\(name) failed: \(error)") }
+                if let error = coordinatedCall(url, writing: writing) {
+                    return benchmark.error("\(name) failed: \(error)")
+                }
             }
             record.stop(operations: benchmark.scaledIterations.count)
         },
@@ -120,10 +111,10 @@ func leasedClaim(writing: Bool) {
             )
             let url = URL(fileURLWithPath: try directory.file("leased/item.txt"))
             fixture.value = (directory, daemon, url)
-            if let error = coordinated(url, writing: writing) { throw BenchmarkFailure("first claim: \(error)") }
+            if let error = coordinatedCall(url, writing: writing) { throw BenchmarkFailure("first claim: \(error)") }
             // The grant travels after the first claim's finish; the listener takes it. A few more claims let it land.
             usleep(100_000)
-            for _ in 0..<100 { _ = coordinated(url, writing: writing) }
+            for _ in 0..<100 { _ = coordinatedCall(url, writing: writing) }
         },
         teardown: {
             if let value = fixture.value {
@@ -171,7 +162,9 @@ func leaseRecall() {
                 }
                 let url = URL(fileURLWithPath: folder + "/item.txt")
                 record.start()
-                if let error = coordinated(url, writing: true) { return benchmark.error("\(name) failed: \(error)") }
+                if let error = coordinatedCall(url, writing: true) {
+                    return benchmark.error("\(name) failed: \(error)")
+                }
                 record.stop(operations: 1)
             }
         },
@@ -269,9 +262,7 @@ extension HelperRole {
         say("ready")
         while let line = readLine() {
             let url = URL(fileURLWithPath: line)
-            var error: NSError?
-            NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
-            if let error { fail("read of \(line) failed: \(error)") }
+            if let error = coordinatedCall(url, writing: false) { fail("read of \(line) failed: \(error)") }
             // The grant comes after the read's finish, read by the listener: let it land.
             usleep(20_000)
             say("leased")
