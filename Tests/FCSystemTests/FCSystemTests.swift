@@ -1,5 +1,6 @@
 import FCSystem
 import Foundation
+import Synchronization
 import SystemPackage
 import Testing
 
@@ -228,5 +229,33 @@ private final class FlakyCall {
             let handle = try #require(FileHandle(forReadingAtPath: path))
             #expect(!Terminal.isTerminal(handle.fileDescriptor))
         }
+    }
+}
+
+@Suite struct ThreadLocalTests {
+    /// Signals `gone` when released.
+    final class Box: Sendable {
+        let gone: DispatchSemaphore
+        init(gone: DispatchSemaphore) { self.gone = gone }
+        deinit { gone.signal() }
+    }
+
+    /// What the other thread saw.
+    final class Seen: Sendable {
+        let id = Mutex<ObjectIdentifier?>(nil)
+    }
+
+    @Test func eachThreadHasItsOwnObjectReleasedWhenTheThreadExits() {
+        let gone = DispatchSemaphore(value: 0)
+        let slot = ThreadLocal { Box(gone: gone) }
+        let here = slot.value
+        #expect(slot.value === here, "a second read on one thread made a new object")
+        let seen = Seen()
+        Thread { seen.id.withLock { $0 = ObjectIdentifier(slot.value) } }.start()
+        // The other thread's object is released by the key's destructor as that thread exits; this one's is not.
+        #expect(gone.wait(timeout: .now() + 10) == .success, "the exited thread's object was not released")
+        #expect(seen.id.withLock { $0 } != nil && seen.id.withLock { $0 } != ObjectIdentifier(here))
+        #expect(gone.wait(timeout: .now() + 0.05) == .timedOut, "this thread's object was released")
+        #expect(slot.value === here)
     }
 }

@@ -1,14 +1,11 @@
 import FCCore
-import Foundation
+import FCSystem
 
 /// What the current thread is doing for file coordination: running a presenter's callback (whose queue it then
 /// holds), or running the accessor of a coordinator's claim (so that a nested call can be told apart).
 ///
-/// - Important: Thread-local: each thread sees only its own context.
+/// - Important: Thread-local: each thread sees only its own context (``FCSystem/ThreadLocal``).
 enum ThreadContext {
-    private static let presenterKey = "FileCoordination.presenter"
-    private static let accessKey = "FileCoordination.access"
-
     /// One accessor running on this thread.
     struct Access {
         /// The client the coordinator's calls go through (a version change made here is told to its arbiter).
@@ -26,10 +23,16 @@ enum ThreadContext {
         var callback: PresenterCallbacks
     }
 
-    /// The presenter callback this thread is running, if any.
-    static var currentCallback: Callback? {
-        Thread.current.threadDictionary[presenterKey] as? Callback
+    /// One thread's context.
+    private final class State {
+        var callback: Callback?
+        var accesses: [Access] = []
     }
+
+    private static let state = ThreadLocal { State() }
+
+    /// The presenter callback this thread is running, if any.
+    static var currentCallback: Callback? { state.value.callback }
 
     /// Runs `body` tagged as `callback` of `presenter`.
     static func withCallback<T>(
@@ -37,29 +40,21 @@ enum ThreadContext {
         of presenter: PresenterID,
         _ body: () throws -> T
     ) rethrows -> T {
-        let dictionary = Thread.current.threadDictionary
-        let previous = dictionary[presenterKey]
-        dictionary[presenterKey] = Callback(presenter: presenter, callback: callback)
-        defer { dictionary[presenterKey] = previous }
+        let state = state.value
+        let previous = state.callback
+        state.callback = Callback(presenter: presenter, callback: callback)
+        defer { state.callback = previous }
         return try body()
     }
 
     /// The accessors running on this thread, innermost last.
-    static var accesses: [Access] {
-        (Thread.current.threadDictionary[accessKey] as? AccessStack)?.stack ?? []
-    }
+    static var accesses: [Access] { state.value.accesses }
 
     /// Runs `body` as the accessor of `access`.
     static func withAccess<T>(_ access: Access, _ body: () throws -> T) rethrows -> T {
-        let dictionary = Thread.current.threadDictionary
-        let stack = (dictionary[accessKey] as? AccessStack) ?? AccessStack()
-        dictionary[accessKey] = stack
-        stack.stack.append(access)
-        defer { stack.stack.removeLast() }
+        let state = state.value
+        state.accesses.append(access)
+        defer { state.accesses.removeLast() }
         return try body()
-    }
-
-    private final class AccessStack {
-        var stack: [Access] = []
     }
 }
