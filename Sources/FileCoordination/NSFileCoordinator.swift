@@ -2,6 +2,7 @@ import FCCore
 import FCProtocol
 import FCToolkit
 public import Foundation
+import Synchronization
 
 #if !canImport(Darwin)
 /// A pointer through which a method returns an error, as in Apple's `NSErrorPointer`: call with `error: &error`
@@ -92,8 +93,28 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     }
 
     private static func purpose(for filePresenter: (any NSFilePresenter)?) -> String {
-        guard let filePresenter else { return UUID().uuidString }
+        guard let filePresenter else { return uniquePurpose() }
         return "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
+    }
+
+    /// This process's random UUID, and how many purposes were made from it.
+    private static let purposeBase = UUID().uuid
+    private static let purposesMade = Atomic<UInt64>(0)
+
+    /// A purpose no other coordinator has, in any process, shaped as a UUID like Apple's: this process's random UUID
+    /// with a counter added into its last six bytes (version and variant untouched). A `UUID()` per coordinator read
+    /// the kernel's random source on every call (issue 23's profile of a leased read).
+    private static func uniquePurpose() -> String {
+        var bytes = purposeBase
+        var count = purposesMade.wrappingAdd(1, ordering: .relaxed).newValue
+        withUnsafeMutableBytes(of: &bytes) { bytes in
+            for index in (10..<16).reversed() {
+                let sum = UInt64(bytes[index]) + (count & 0xFF)
+                bytes[index] = UInt8(truncatingIfNeeded: sum)
+                count = (count >> 8) + (sum >> 8)
+            }
+        }
+        return UUID(uuid: bytes).uuidString
     }
 
     /// Creates a coordinator that acts for no presenter.

@@ -293,6 +293,14 @@ import Testing
         #expect(holder.wait(seconds: patience))
     }
 
+    /// Each coordinator made without a presenter gets a purpose no other has, shaped as a UUID like Apple's (made
+    /// from one random UUID per process and a counter since issue 23's profile).
+    @Test func everyCoordinatorGetsAUniqueUUIDShapedPurpose() {
+        let purposes = (0..<1000).map { _ in NSFileCoordinator().purposeIdentifier }
+        #expect(Set(purposes).count == purposes.count)
+        #expect(purposes.allSatisfy { UUID(uuidString: $0) != nil }, "\(purposes.prefix(3))")
+    }
+
     @Test func coordinatorsWithTheSamePresenterOrPurposeDoNotBlockEachOther() throws {
         let dir = try TempDirectory()
         defer { dir.remove() }
