@@ -66,6 +66,24 @@ struct LeaseEndToEndTests {
         }
     }
 
+    /// The holder grants a claim at once while its lease's arbiter holds nothing, without entering it there; a
+    /// second claim enters it first, so that the holder's own write waits for its own running read.
+    @Test("inside its lease, a holder's write waits for its own running read, both decided in process")
+    func aHoldersWriteWaitsForItsOwnRunningRead() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a) = try await leasedSetUp(env)
+            let before = try await claimsRequested(env)
+            try a.send("read \(file) hold")
+            try await a.waitFor("holding read \(file)")
+            try a.send("write \(file) v2")
+            #expect(try await a.staysWithout("granted write"), "the write ran while the same process's read did")
+            try a.send("release")
+            try await a.waitFor("done read \(file) v1")
+            try await a.waitFor("done write \(file)")
+            #expect(try await claimsRequested(env) == before, "a claim went to the daemon: no lease was used")
+        }
+    }
+
     @Test("a process that reads in a tight loop from the start takes the lease on the way, without bouncing it")
     func aTightLoopTakesTheLeaseOnTheWay() async throws {
         try await TestEnvironment.run { env in

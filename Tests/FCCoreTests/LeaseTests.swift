@@ -268,3 +268,46 @@ import Testing
         #expect(h.isGranted(write))
     }
 }
+
+/// The holder's fast path (issue 23's profile): `Arbiter.grantsAtOnce(_:)` says yes only when a claim would be
+/// granted at once by `handle` and nothing else would change.
+@Suite struct GrantsAtOnceTests {
+    static func request(_ id: UInt64, _ item: ClaimItem, client: ClientID, coordinator: UInt64 = 1) -> ClaimRequest {
+        ClaimRequest(
+            id: ClaimID(id),
+            client: client,
+            coordinator: CoordinatorID(coordinator),
+            purpose: PurposeID("p\(coordinator)"),
+            items: [item]
+        )
+    }
+
+    @Test func anIdleArbiterGrantsAtOnceWhatItWouldGrantAtOnce() {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        let first = Self.request(1, ArbiterHarness.write("/d/f"), client: app)
+        #expect(h.arbiter.grantsAtOnce(first))
+        h.send(.claimRequested(first))
+        #expect(h.lastEffects == [.grant(first.id, client: app, paths: [path("/d/f")])])
+        // A live claim: the arbiter must decide the next one (it may conflict).
+        #expect(!h.arbiter.grantsAtOnce(Self.request(2, ArbiterHarness.read("/e"), client: app, coordinator: 2)))
+        h.finish(first.id)
+        #expect(h.arbiter.grantsAtOnce(Self.request(3, ArbiterHarness.read("/d/f"), client: app, coordinator: 3)))
+    }
+
+    @Test func notWithAPresenterACancelledCoordinatorOrABadRequest() {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        h.send(.coordinatorCancelled(app, CoordinatorID(9)))
+        let cancelled = Self.request(1, ArbiterHarness.read("/d/f"), client: app, coordinator: 9)
+        #expect(!h.arbiter.grantsAtOnce(cancelled))
+        h.send(.claimRequested(cancelled))
+        #expect(h.failure(cancelled.id) != nil)
+        var empty = Self.request(2, ArbiterHarness.read("/d/f"), client: app)
+        empty.items = []
+        #expect(!h.arbiter.grantsAtOnce(empty))
+        let presenter = PresenterID(7)
+        h.send(.presenterAdded(PresenterRegistration(id: presenter, client: app, path: path("/x"))))
+        #expect(!h.arbiter.grantsAtOnce(Self.request(3, ArbiterHarness.read("/d/f"), client: app)))
+    }
+}

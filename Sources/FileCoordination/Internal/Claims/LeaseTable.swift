@@ -30,6 +30,10 @@ final class LeaseTable: @unchecked Sendable {
         let arbiter: Arbiter
         var recalled = false
         var timers: [TimerID: DispatchWorkItem] = [:]
+        /// Claims granted without the arbiter (``Arbiter/grantsAtOnce(_:)``: it held nothing when each came), not yet
+        /// entered in it. A claim that ends before anything else happens in the lease (a loop of reads) costs no
+        /// arbiter work; anything else enters them first, as held claims (``enterGrantedAtOnce(_:state:)``).
+        var grantedAtOnce: [ClaimID: ClaimRequest] = [:]
     }
     private struct State {
         var leases: [LeaseID: Lease] = [:]
@@ -84,7 +88,7 @@ final class LeaseTable: @unchecked Sendable {
             lease.recalled = true
             for timer in lease.timers.values { timer.cancel() }
             lease.timers = [:]
-            var running: [ClaimRequest] = []
+            var running = lease.grantedAtOnce.values.sorted { $0.id < $1.id }
             var waiting: [ClaimRequest] = []
             let snapshot = lease.arbiter.snapshot()
             for claim in snapshot.claims {
@@ -131,10 +135,14 @@ final class LeaseTable: @unchecked Sendable {
             let lease = state.leases.first { _, lease in
                 !lease.recalled && request.mayBeDecided(inLeaseOn: lease.subtree)
             }
-            guard let (id, _) = lease else { return nil }
+            guard let (id, lease) = lease else { return nil }
             state.owner[request.id] = id
             state.requests[request.id] = request
             state.decided += 1
+            if lease.grantedAtOnce.isEmpty, lease.arbiter.grantsAtOnce(request) {
+                state.leases[id]?.grantedAtOnce[request.id] = request
+                return [(request.id, .granted(request.items.map(\.path)))]
+            }
             return handle(.claimRequested(request), in: id, state: &state)
         }
     }
@@ -159,6 +167,11 @@ final class LeaseTable: @unchecked Sendable {
                 return nil
             }
             guard let lease = state.owner[claim] else { return nil }
+            if case .finishClaim = message, state.leases[lease]?.grantedAtOnce.removeValue(forKey: claim) != nil {
+                state.owner[claim] = nil
+                state.requests[claim] = nil
+                return []
+            }
             let outcomes = handle(message.event, in: lease, state: &state)
             if case .finishClaim = message {
                 state.owner[claim] = nil
@@ -170,6 +183,18 @@ final class LeaseTable: @unchecked Sendable {
 
     // MARK: The leases' arbiters
 
+    /// Under the lock: enters the claims the lease granted at once in its arbiter, as held claims (granted at once,
+    /// asking nobody; their only effect is a log line, dropped), so that it decides what comes next against them.
+    private func enterGrantedAtOnce(_ id: LeaseID, state: inout State) {
+        guard let lease = state.leases[id], !lease.grantedAtOnce.isEmpty else { return }
+        state.leases[id]?.grantedAtOnce = [:]
+        for request in lease.grantedAtOnce.values.sorted(by: { $0.id < $1.id }) {
+            var held = request
+            held.isHeld = true
+            _ = lease.arbiter.handle(.claimRequested(held))
+        }
+    }
+
     private func timerFired(_ timer: TimerID, in lease: LeaseID) {
         let outcomes = state.withLock { state -> Outcomes in
             guard state.leases[lease]?.timers.removeValue(forKey: timer) != nil else { return [] }
@@ -178,9 +203,10 @@ final class LeaseTable: @unchecked Sendable {
         owner?.deliver(outcomes)
     }
 
-    /// Under the lock: one event in one lease's arbiter; its timers started or stopped, its grants and failures
-    /// returned.
+    /// Under the lock: one event in one lease's arbiter, after the claims it granted at once; its timers started or
+    /// stopped, its grants and failures returned.
     private func handle(_ event: ArbiterEvent, in id: LeaseID, state: inout State) -> Outcomes {
+        enterGrantedAtOnce(id, state: &state)
         guard let lease = state.leases[id] else { return [] }
         var outcomes: Outcomes = []
         for effect in lease.arbiter.handle(event) {
