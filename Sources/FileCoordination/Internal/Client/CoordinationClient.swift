@@ -188,6 +188,9 @@ final class CoordinationClient: Sendable {
     /// deadlock detector must know, and its report names the callback (docs/SEMANTICS.md §6).
     func presenterQueueHeldHere() -> (presenter: PresenterID, callback: PresenterCallbacks?)? {
         if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
+        // No presenter registered, no queue held: finding the queue (`Thread.isMainThread` calls `getpid`,
+        // `OperationQueue.current` reads thread-specific data) was 5% of a leased read.
+        guard !presenters.isEmpty else { return nil }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
         guard let queue else { return nil }
         return presenters.presenter(runningOn: queue).map { ($0, nil) }
