@@ -305,6 +305,12 @@ final class Driver {
                 "daemon: deadlocks broken \(dump.statistics.deadlocksBroken), presenter timeouts "
                     + "\(dump.statistics.presenterTimeouts), claims requested \(dump.statistics.claimsRequested)"
             )
+            if let leasing = dump.leasing {
+                say(
+                    "daemon leases: granted \(leasing.granted), recalls \(leasing.recalls), recalls not answered in "
+                        + "time \(leasing.recallTimeouts)"
+                )
+            }
         }
         say(
             "daemon pid \(daemonPID): RSS \(baseline.rssKiB) KiB at start, \(end.rssKiB) KiB at the end; descriptors "

@@ -7,6 +7,10 @@ import Foundation
 /// presenter that relinquishes, saves and sometimes refuses, and the proof of mutual exclusion made inside each
 /// accessor. Prints one result line (`result` JSON) at the end.
 ///
+/// A quarter of the operations go to items in a folder of this process's own (`own-<pid>`), where no presenter is:
+/// with leases on (`FILECOORD_LEASES=1`) the daemon leases it to this process, and one operation in twenty goes to
+/// another process's own folder, which recalls that process's lease (issue 23).
+///
 /// Exclusion is proved with the file system, which every process sees: inside its accessor a writer creates
 /// `<item>.w.<pid>.<n>` and a reader `<item>.r.<pid>.<n>`; a writer that finds another live process's marker of
 /// either kind, or a reader that finds a live writer's, at the start or at the end of its accessor, is a violation:
@@ -43,8 +47,28 @@ final class Worker: @unchecked Sendable {
 
     func item(_ index: Int) -> URL { options.folder.appendingPathComponent("item\(index).txt") }
 
+    /// This process's own folder, and the items in it.
+    private var ownFolder: URL { options.folder.appendingPathComponent("own-\(getpid())", isDirectory: true) }
+    private static let ownItems = 3
+
+    /// An item in this process's own folder (`own` true) or in another's, when there is another.
+    private func ownItem(_ random: inout SplitMix64, own: Bool) -> URL? {
+        var folder = ownFolder
+        if !own {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: options.folder.path)) ?? []
+            let others = names.filter { $0.hasPrefix("own-") && $0 != folder.lastPathComponent }.sorted()
+            guard !others.isEmpty else { return nil }
+            folder = options.folder.appendingPathComponent(others[Int(random.next() % UInt64(others.count))])
+        }
+        return folder.appendingPathComponent("item\(random.next() % UInt64(Self.ownItems)).txt")
+    }
+
     /// Runs until the duration is over, then prints the result line.
     func run() {
+        try? FileManager.default.createDirectory(at: ownFolder, withIntermediateDirectories: true)
+        for index in 0..<Self.ownItems {
+            try? Data("own".utf8).write(to: ownFolder.appendingPathComponent("item\(index).txt"))
+        }
         let presenter = LoadPresenter(url: item(Int(options.seed % UInt64(options.items))), worker: self)
         NSFileCoordinator.addFilePresenter(presenter)
         let deadline = Date(timeIntervalSinceNow: options.duration)
@@ -70,7 +94,13 @@ final class Worker: @unchecked Sendable {
     }
 
     private func step(_ random: inout SplitMix64) {
-        let target = item(Int(random.next() % UInt64(options.items)))
+        let shared = item(Int(random.next() % UInt64(options.items)))
+        let target: URL
+        switch random.next() % 20 {
+        case 0..<5: target = ownItem(&random, own: true) ?? shared
+        case 5: target = ownItem(&random, own: false) ?? shared
+        default: target = shared
+        }
         let coordinator = NSFileCoordinator()
         coordinator.timeout = .seconds(30)
         var error: NSError?
