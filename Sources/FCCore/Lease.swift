@@ -39,22 +39,6 @@ extension ClaimRequest {
     }
 }
 
-extension Arbiter {
-    /// Whether `request` would be granted at once, asking nobody and changing nothing but recording the claim: the
-    /// arbiter holds no claim and no presenter, and the request is well formed and not from a cancelled coordinator.
-    ///
-    /// A lease's holder (the library's `LeaseTable`) grants such a claim without this arbiter and enters it, as a held
-    /// claim, before anything else reaches the arbiter: the decision is the one ``handle(_:at:)`` would make (a grant
-    /// of the requested items), without its bookkeeping for a claim nothing can meet (a quarter of a leased read in
-    /// issue 23's profile). O(1).
-    public func grantsAtOnce(_ request: ClaimRequest) -> Bool {
-        guard claims.isEmpty, presenters.isEmpty, !request.items.isEmpty, !request.id.isLease, !request.isHeld else {
-            return false
-        }
-        return clients[request.client]?.cancelledCoordinators.contains(request.coordinator) != true
-    }
-}
-
 /// When the arbiter grants leases and how it recalls them (docs/SEMANTICS.md §13). `nil` in
 /// ``ArbiterConfiguration/leases`` grants none.
 public struct LeasePolicy: Hashable, Sendable {

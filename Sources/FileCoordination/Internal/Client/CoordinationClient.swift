@@ -1,6 +1,5 @@
 import Dispatch
 import FCCore
-import FCProtocol
 import FCToolkit
 import Foundation
 import Logging
@@ -98,7 +97,15 @@ final class CoordinationClient: Sendable {
         guard let request = claims.request(of: claim), let waiter = claims.waiter(of: claim) else { return }
         if let outcomes = leases.submit(request) {
             deliver(outcomes)
-        } else if let transport = connection.current as? DaemonTransport {
+        } else {
+            submitReadByListener(request, waiter: waiter)
+        }
+    }
+
+    /// Sends to the daemon a claim a lease did not decide, whose caller may already wait without reading: the
+    /// listener reads its reply.
+    private func submitReadByListener(_ request: ClaimRequest, waiter: ClaimWaiter) {
+        if let transport = connection.current as? DaemonTransport {
             transport.submitClaimReadByListener(request, waiter: waiter)
         } else {
             submitClaim(request, waiter: waiter)
@@ -120,20 +127,12 @@ final class CoordinationClient: Sendable {
     private func recall(_ lease: LeaseID) {
         let transport = connection.current as? DaemonTransport
         let waiting = leases.recall(lease) { running in
-            guard let frame = Filecoord_V1_Frame(ClientMessage.returnLease(lease, running: running).event) else {
-                return
-            }
-            // Written under the leases' lock: no finish of a running claim can overtake it. A failed write is the
-            // connection's loss, which the listener reports.
-            try? transport?.sendFrame(frame)
+            // Written under the leases' lock: no finish of a running claim can overtake it.
+            transport?.returnLease(lease, running: running)
         }
         for request in waiting {
             guard let waiter = claims.waiter(of: request.id) else { continue }
-            if let transport {
-                transport.submitClaimReadByListener(request, waiter: waiter)
-            } else {
-                submitClaim(request, waiter: waiter)
-            }
+            submitReadByListener(request, waiter: waiter)
         }
     }
 

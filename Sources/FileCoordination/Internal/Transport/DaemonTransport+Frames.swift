@@ -57,6 +57,13 @@ extension DaemonTransport {
         try sendLock.withLock { () throws(Errno) in try socket.send(bytes) }
     }
 
+    /// Writes a lease's return with the claims still running in it (issue 23). A failed write is not reported here:
+    /// the caller holds the leases' lock, which the report of a lost connection takes; the listener reports the loss.
+    func returnLease(_ lease: LeaseID, running: [ClaimRequest]) {
+        guard let frame = Filecoord_V1_Frame(ClientMessage.returnLease(lease, running: running).event) else { return }
+        try? sendFrame(frame)
+    }
+
     /// Sends a claim whose reply the listener reads, whoever waits for it: a claim moved to the daemon from a
     /// recalled lease (issue 23), whose caller may already be waiting without reading.
     func submitClaimReadByListener(_ request: ClaimRequest, waiter: ClaimWaiter) {
