@@ -56,7 +56,17 @@ func decodePaths(_ list: [Data], field: String, limits: ProtocolLimits) throws(P
     return paths
 }
 
-func encodePath(_ path: ItemPath) -> Data { Data(path.bytes) }
+/// A path's bytes, written straight into the message's `Data` from its components (no intermediate array).
+func encodePath(_ path: ItemPath) -> Data {
+    let slash = UInt8(ascii: "/")
+    guard !path.isRoot else { return Data([slash]) }
+    var data = Data(capacity: path.components.reduce(0) { $0 + $1.count + 1 })
+    for component in path.components {
+        data.append(slash)
+        data.append(contentsOf: component)
+    }
+    return data
+}
 
 // MARK: - Limits
 

@@ -61,7 +61,9 @@ import Testing
             var error: NSError?
             NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { _ in
                 holding.signal()
-                _ = release.wait(timeout: .now() + 10)
+                // Held until the task's result is in, however late the task starts: a busy cooperative pool can
+                // start it after any short hold would have ended, and the read would then rightly be granted.
+                _ = release.wait(timeout: .now() + 300)
             }
         }
         holder.start()
@@ -70,6 +72,7 @@ import Testing
         let task = Task {
             try await NSFileCoordinator().read(at: file) { _ in ran.set() }
         }
+        // Cancelled while it waits or before it starts: either way its claim is cancelled, never granted.
         try await Task.sleep(for: .milliseconds(50))
         task.cancel()
         let result = await task.result

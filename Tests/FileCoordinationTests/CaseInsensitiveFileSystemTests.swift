@@ -1,4 +1,5 @@
 import Dispatch
+import FCCore
 import FCFileSystemPolicy
 import FCSystem
 import FCTestSupport
@@ -81,13 +82,13 @@ struct CaseInsensitiveFileSystemTests {
         PathCanonicalizer.shared.removeAllCachedAndAnswers()
         let first = volume.root.appendingPathComponent("New.txt").path
         let undecided = try PathCanonicalizer.shared.canonicalize(first, followingFinalLink: true)
-        #expect(undecided.key == first)
-        #expect(undecided.foldedKey == volume.root.path + "/new.txt")
+        #expect(undecided.key == (try ItemPath(absolute: first)))
+        #expect(undecided.foldedKey == (try ItemPath(absolute: volume.root.path + "/new.txt")))
         let timeline = Self.createThenWrite(in: volume)
         #expect(timeline == ["first in", "first out", "second"])
         // Once an entry exists, the probe decides: one key, folded.
         let decided = try PathCanonicalizer.shared.canonicalize(first, followingFinalLink: true)
-        #expect(decided.key == volume.root.path + "/new.txt")
+        #expect(decided.key == (try ItemPath(absolute: volume.root.path + "/new.txt")))
         #expect(decided.foldedKey == nil)
     }
 

@@ -1,11 +1,14 @@
+import FCCore
+
 /// The canonicaliser, for the benchmark suite only (Benchmarks/, CanonicalizationBenchmarks): not API.
 ///
 /// - Important: Thread-safe, as ``PathCanonicalizer``.
 @_spi(Benchmarking)
 public enum CanonicalizationBenchmarkSPI {
-    /// The canonical key of an absolute path (`nil` on failure), through the process's shared cache.
-    public static func canonicalize(_ path: String) -> String? {
-        try? PathCanonicalizer.shared.canonicalize(path, followingFinalLink: true).key
+    /// The canonical key of an absolute path as byte components (`nil` on failure), through the process's shared
+    /// cache.
+    public static func canonicalize(_ path: String) -> [[UInt8]]? {
+        try? PathCanonicalizer.shared.canonicalize(path, followingFinalLink: true).key.components
     }
 
     /// Forgets the cached directories, so that the next call walks the path from the root.
@@ -18,7 +21,7 @@ public enum CanonicalizationBenchmarkSPI {
     private static let pathsOnly = PathCanonicalizer(mountAliases: nil)
 
     /// ``canonicalize(_:)`` as before issue 26, for the comparison in the same run.
-    public static func canonicalizeByPathsOnly(_ path: String) -> String? {
-        try? pathsOnly.canonicalize(path, followingFinalLink: true).key
+    public static func canonicalizeByPathsOnly(_ path: String) -> [[UInt8]]? {
+        try? pathsOnly.canonicalize(path, followingFinalLink: true).key.components
     }
 }

@@ -1,3 +1,4 @@
+import FCCore
 import FCFileSystemPolicy
 import FCSystem
 import FCToolkit
@@ -6,8 +7,9 @@ import Synchronization
 /// A path made canonical (docs/SEMANTICS.md §4).
 struct CanonicalPath: Hashable, Sendable {
     /// What the arbiter compares: symbolic links resolved, `.`, `..` and repeated slashes gone, names in
-    /// case-insensitive directories case-folded.
-    var key: String
+    /// case-insensitive directories case-folded. Built from the walk's own byte components, with no string in
+    /// between: the one representation a claim's path keeps from here to the wire (issue 22).
+    var key: ItemPath
     /// The same path spelled with the names as given or as the links spelled them (not folded): a path that names
     /// the item on disk, for handing back (`.resolvesSymbolicLink`).
     var spelling: String
@@ -16,7 +18,7 @@ struct CanonicalPath: Hashable, Sendable {
     /// When a directory on the way could not be decided (``CaseSensitivity``: an empty directory on a FUSE file
     /// system that the device does not name), ``key`` holds its names as given and this key holds them case-folded;
     /// a claim takes both, so that it meets a process that decided the directory either way. `nil` otherwise.
-    var foldedKey: String? = nil
+    var foldedKey: ItemPath? = nil
     /// The file the path names, `(st_dev, st_ino)` from the walk's own `lstat` (or `stat` of a followed link), when
     /// it exists and is not a directory; `nil` otherwise (issue 26: the file's other names meet it by this). No
     /// syscall is added for it.
@@ -32,6 +34,8 @@ enum CanonicalizationError: Error, Equatable {
     case tooManyLinks(links: Int)
     /// The path is not absolute.
     case relative
+    /// The path holds a NUL byte, which no Linux file name can hold.
+    case containsNUL
 }
 
 /// Makes absolute paths canonical in the caller's thread, with the syscalls of FCSystem and no Foundation.
@@ -72,7 +76,8 @@ final class PathCanonicalizer: Sendable {
     /// The state of a walk: the resolved prefix so far.
     struct Walk: Sendable {
         var spelled: [Substring] = []
-        var keys: [String] = []
+        /// The canonical components (``CanonicalPath/key``), as bytes.
+        var keys: [[UInt8]] = []
         /// The number of leading components known to exist.
         var existing = 0
         /// The identity of the resolved prefix when it exists (the root's at the start).
@@ -85,7 +90,7 @@ final class PathCanonicalizer: Sendable {
         /// The device of the directory that gave ``rule``: a directory on the same device inherits an answer.
         var ruleDevice: UInt64?
         /// The keys with the names in undecided directories case-folded, once there is one (else `nil`).
-        var foldedKeys: [String]?
+        var foldedKeys: [[UInt8]]?
         /// Whether `rule` was decided for the resolved prefix itself.
         var decided = false
         var links = 0
@@ -98,30 +103,26 @@ final class PathCanonicalizer: Sendable {
         var decidedMount: UInt64?
         /// When the resolved prefix is under a bind mount (issue 26): how many leading components name the mount
         /// point, and the components of the mount's root under the mount that shows it from higher up.
-        var mountAlias: (depth: Int, target: [String])?
+        var mountAlias: (depth: Int, target: [[UInt8]])?
 
         var exists: Bool { existing == spelled.count }
         var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
-        var key: String { Self.path(mapped(keys)) }
-        var foldedKey: String? {
+        var key: ItemPath { ItemPath(components: mapped(keys)) }
+        var foldedKey: ItemPath? {
             guard let foldedKeys, foldedKeys != keys else { return nil }
-            return Self.path(mapped(foldedKeys))
+            return ItemPath(components: mapped(foldedKeys))
         }
 
         /// `keys` with the mount point's components replaced by the mount's first path (``mountAlias``).
-        func mapped(_ keys: [String]) -> [String] {
+        func mapped(_ keys: [[UInt8]]) -> [[UInt8]] {
             guard let mountAlias, keys.count >= mountAlias.depth else { return keys }
             return mountAlias.target + keys[mountAlias.depth...]
         }
 
-        static func path(_ components: [String]) -> String {
-            components.isEmpty ? "/" : "/" + components.joined(separator: "/")
-        }
-
         /// Appends a component and its key, `folded` being its key in an undecided directory.
-        mutating func append(_ component: Substring, key: String, undecided: Bool) {
+        mutating func append(_ component: Substring, key: [UInt8], undecided: Bool) {
             if undecided, foldedKeys == nil { foldedKeys = keys }
-            foldedKeys?.append(undecided ? CaseFolding.fold(component) : key)
+            foldedKeys?.append(undecided ? Array(CaseFolding.fold(component).utf8) : key)
             spelled.append(component)
             keys.append(key)
         }
@@ -148,9 +149,10 @@ final class PathCanonicalizer: Sendable {
     /// component is resolved (a link named with a trailing slash always is).
     func canonicalize(_ path: String, followingFinalLink: Bool) throws(CanonicalizationError) -> CanonicalPath {
         guard path.utf8.first == UInt8(ascii: "/") else { throw .relative }
+        guard !path.utf8.contains(0) else { throw .containsNUL }
         if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
         var walk = try rootWalk()
-        try self.walk(&walk, path.split(separator: "/", omittingEmptySubsequences: false), followingFinalLink)
+        try self.walk(&walk, Self.components(path), followingFinalLink)
         decideMount(&walk)
         return walk.canonical
     }
@@ -163,9 +165,9 @@ final class PathCanonicalizer: Sendable {
         walk.decidedMount = id
         walk.mountAlias = nil
         guard let alias = mountAliases?.alias(ofMount: id) else { return }
-        let point = alias.mountPoint.split(separator: "/")
+        let point = Self.components(alias.mountPoint).filter { !$0.isEmpty }
         guard point.count <= walk.existing, walk.spelled.starts(with: point) else { return }
-        walk.mountAlias = (point.count, alias.target.split(separator: "/").map(String.init))
+        walk.mountAlias = (point.count, alias.target.utf8.split(separator: Self.slash).map(Array.init))
     }
 
     /// Forgets every cached directory (tests, and the benchmark's cold case).
@@ -211,7 +213,7 @@ final class PathCanonicalizer: Sendable {
             parent = known
         } else {
             var walk = try rootWalk()
-            try self.walk(&walk, parentPath.split(separator: "/", omittingEmptySubsequences: false), true)
+            try self.walk(&walk, Self.components(parentPath), true)
             guard walk.exists, walk.identity != nil else { return nil }
             decideInsensitivity(&walk)
             decideMount(&walk)
@@ -235,13 +237,11 @@ final class PathCanonicalizer: Sendable {
 
     private static let slash = UInt8(ascii: "/")
 
-    /// Whether `path` (absolute, without trailing slashes) can take the cached way: no empty, `.` or `..` component,
-    /// and no component that starts with a byte above ASCII, which could be a combining mark that the walk, splitting
-    /// `Character`s, keeps with the slash before it. One pass over the bytes.
+    /// Whether `path` (absolute, without trailing slashes) can take the cached way: no empty, `.` or `..`
+    /// component. One pass over the bytes.
     static func isPlain(_ path: Substring.UTF8View) -> Bool {
         var length = 0
         var dots = 0
-        var afterSlash = false
         var first = true
         for byte in path {
             if byte == slash {
@@ -249,15 +249,18 @@ final class PathCanonicalizer: Sendable {
                 first = false
                 length = 0
                 dots = 0
-                afterSlash = true
                 continue
             }
-            if afterSlash && byte >= 0x80 { return false }
-            afterSlash = false
             length += 1
             if byte == UInt8(ascii: ".") { dots += 1 }
         }
         return !(length == dots && dots <= 2)
+    }
+
+    /// `path` split at its `/` bytes, empty components kept. Not at `Character`s: a name that starts with a
+    /// combining mark would join the slash before it into one `Character` and stay unsplit.
+    static func components(_ path: String) -> [Substring] {
+        path.utf8.split(separator: slash, omittingEmptySubsequences: false).map { Substring($0) }
     }
 
     // MARK: The walk
@@ -316,7 +319,7 @@ final class PathCanonicalizer: Sendable {
             let isLast = pending.allSatisfy { $0 == "." || $0.isEmpty }
             let follows = !isLast || followingFinalLink || pending.contains { $0.isEmpty }
             if walk.exists { decideInsensitivity(&walk) }
-            let key = walk.rule == true ? CaseFolding.fold(component) : String(component)
+            let key = walk.rule == true ? Array(CaseFolding.fold(component).utf8) : Array(component.utf8)
             let undecided = walk.rule == nil
             guard walk.exists else {
                 walk.append(component, key: key, undecided: undecided)
@@ -340,7 +343,7 @@ final class PathCanonicalizer: Sendable {
                     walk.links = links
                     walk.followedFinalLink = followedFinalLink
                 }
-                pending.append(contentsOf: target.split(separator: "/", omittingEmptySubsequences: false).reversed())
+                pending.append(contentsOf: Self.components(target).reversed())
                 continue
             }
             walk.append(component, key: key, undecided: undecided)

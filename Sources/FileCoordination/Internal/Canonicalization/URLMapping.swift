@@ -13,15 +13,15 @@ enum URLMapping {
     /// - Throws: ``FileCoordinationError`` with `.unsupportedURL` for another scheme or a path that stays relative,
     ///   `.unresolvablePath` for a symbolic link cycle or more than 40 links (`ELOOP`).
     static func canonicalPath(_ url: URL, followingFinalLink: Bool = true) throws(FileCoordinationError) -> ItemPath {
-        try canonical(url, followingFinalLink: followingFinalLink).path
+        try canonical(url, followingFinalLink: followingFinalLink).key
     }
 
-    /// The canonical path of a `file:` URL and the canonicaliser's full answer (its spelling on disk, whether a
-    /// final link was followed). See ``canonicalPath(_:followingFinalLink:)``.
+    /// The canonicaliser's full answer for a `file:` URL: its canonical path (``CanonicalPath/key``), its spelling
+    /// on disk, whether a final link was followed, its identity. See ``canonicalPath(_:followingFinalLink:)``.
     static func canonical(
         _ url: URL,
         followingFinalLink: Bool
-    ) throws(FileCoordinationError) -> (path: ItemPath, canonical: CanonicalPath) {
+    ) throws(FileCoordinationError) -> CanonicalPath {
         guard url.isFileURL else {
             throw FileCoordinationError(
                 .unsupportedURL,
@@ -61,22 +61,19 @@ enum URLMapping {
                     "The path \(given) is relative; coordinate an absolute file: URL.",
                     url: url
                 )
+            case .containsNUL:
+                throw FileCoordinationError(
+                    .unsupportedURL,
+                    "The path \(url.path) contains a NUL byte, which no file name can hold; coordinate an absolute "
+                        + "file: URL.",
+                    url: url
+                )
             }
         }
-        let path: ItemPath
-        do {
-            path = try ItemPath(absolute: canonical.key)
-        } catch {
-            throw FileCoordinationError(
-                .unsupportedURL,
-                "The path \(url.path) is \(error); coordinate an absolute file: URL.",
-                url: url
-            )
+        if canonicalizer.caseSensitivity.anyInsensitive, !canonical.key.bytes.elementsEqual(given.utf8) {
+            SpellingBook.shared.record(given, for: canonical.key)
         }
-        if canonicalizer.caseSensitivity.anyInsensitive, canonical.key != given {
-            SpellingBook.shared.record(given, for: path)
-        }
-        return (path, canonical)
+        return canonical
     }
 
     /// Remembers how this process spelled an item it renamed in place (a case-only rename) before the rename.

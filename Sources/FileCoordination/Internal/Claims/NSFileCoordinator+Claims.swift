@@ -77,19 +77,17 @@ extension NSFileCoordinator {
         for (index, (url, access)) in items.enumerated() {
             do {
                 let resolved = try URLMapping.canonical(url, followingFinalLink: access.followsFinalLink)
-                canonical.append(resolved.path)
-                identities.append(resolved.canonical.identity.map(ItemIdentity.init))
-                otherNames.append(resolved.canonical.hasOtherNames)
-                if let folded = resolved.canonical.foldedKey, let path = try? ItemPath(absolute: folded),
-                    path != resolved.path
-                {
-                    foldedItems.append(ClaimItem(path: path, access: access))
+                canonical.append(resolved.key)
+                identities.append(resolved.identity.map(ItemIdentity.init))
+                otherNames.append(resolved.hasOtherNames)
+                if let folded = resolved.foldedKey, folded != resolved.key {
+                    foldedItems.append(ClaimItem(path: folded, access: access))
                 }
                 // `.resolvesSymbolicLink` hands the accessor the link's target (docs/SEMANTICS.md §4).
-                if resolved.canonical.followedFinalLink, case .read(let options) = access,
+                if resolved.followedFinalLink, case .read(let options) = access,
                     options.contains(.resolvesSymbolicLink)
                 {
-                    originals[index] = URL(fileURLWithPath: resolved.canonical.spelling)
+                    originals[index] = URL(fileURLWithPath: resolved.spelling)
                 }
             } catch {
                 return .failure(error)

@@ -159,9 +159,9 @@ final class CoordinationClient: Sendable {
         // The presenter's properties are the app's code: read outside the locks.
         let entry = PresenterRegistry.Entry(
             presenter: presenter,
-            path: resolved?.path,
-            identity: resolved?.canonical.identity.map(ItemIdentity.init),
-            hasOtherNames: resolved?.canonical.hasOtherNames ?? false
+            path: resolved?.key,
+            identity: resolved?.identity.map(ItemIdentity.init),
+            hasOtherNames: resolved?.hasOtherNames ?? false
         )
         let added = registering.withLock {
             // A transport put in charge before this registers it here; one put in charge after lists it itself.
