@@ -332,7 +332,13 @@ final class ClientRecord {
     var info: ClientInfo
     var presenters: Set<PresenterID> = []
     var claims: Set<ClaimID> = []
-    var cancelledCoordinators: Set<CoordinatorID> = []
+    /// The coordinators this client cancelled, so that a claim of one that crossed the cancel on the way is failed
+    /// too. The client refuses a cancelled coordinator's later calls itself; only such a crossing claim needs this,
+    /// so the most recent ``maximumCancelledCoordinators`` are enough, and memory stays bounded however many
+    /// coordinators a long connection cancels.
+    var cancelledCoordinators = RecentSet<CoordinatorID>(capacity: ClientRecord.maximumCancelledCoordinators)
+    /// How many cancelled coordinators a client's record keeps.
+    static let maximumCancelledCoordinators = 1024
     /// The leases this client holds.
     var leases: Set<LeaseID> = []
     /// Recalls this client has had.

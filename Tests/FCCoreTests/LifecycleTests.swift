@@ -48,6 +48,25 @@ struct LifecycleTests {
         #expect(h.isGranted(write))
     }
 
+    /// A client's record keeps only its most recent cancelled coordinators (a long connection that cancels one per
+    /// operation must not grow the daemon without bound): the oldest is forgotten once more are cancelled, the most
+    /// recent still refuses a claim that crossed its cancel.
+    @Test func cancel_remembersOnlyTheMostRecentCancelledCoordinators() {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        let first = h.coordinator()
+        h.send(.coordinatorCancelled(app, first))
+        var last = first
+        for _ in 0..<1024 {
+            last = h.coordinator()
+            h.send(.coordinatorCancelled(app, last))
+        }
+        let crossing = h.read("/d/f", client: app, coordinator: last)
+        #expect(h.failure(crossing) == .cancelled)
+        let forgotten = h.read("/d/g", client: app, coordinator: first)
+        #expect(h.isGranted(forgotten), "the oldest of 1,025 cancelled coordinators is still remembered")
+    }
+
     @Test func cancel_failsWaitingClaimsOfThatCoordinatorOnly() {
         let h = ArbiterHarness()
         let a = h.connect("a")
