@@ -1,0 +1,32 @@
+import FCCore
+
+/// Document-portal paths (issue 26; ``DocumentPortalMapping``): each client's inbound paths, once in the daemon's
+/// mount namespace, are mapped to the host files the portal exports; what is sent back to the client about those
+/// files takes its portal spelling again (before its mount-namespace translation).
+extension ArbiterHost {
+    /// `event` (in the daemon's paths) with its document-portal paths mapped; remembers the client's spellings.
+    func mappingDocumentPortalPaths(_ event: ArbiterEvent, from client: ClientID) -> ArbiterEvent {
+        guard documentPortal.mountPoint != nil else { return event }
+        var spelled: [(host: ItemPath, portal: ItemPath)] = []
+        let mapped = event.mappingPaths { path, identity in
+            guard let host = documentPortal.hostPath(of: path, identity: identity),
+                let item = documentPortal.document(of: path)?.item
+            else { return path }
+            // The document's item and its host path (the host path's prefix as deep as the item).
+            spelled.append((host.prefix(host.depth - (path.depth - item.depth)), item))
+            return host
+        }
+        if !spelled.isEmpty {
+            var spellings = portalSpellings[client] ?? DocumentPortalSpellings()
+            for (host, portal) in spelled { spellings.remember(host: host, portal: portal) }
+            portalSpellings[client] = spellings
+        }
+        return mapped
+    }
+
+    /// `effect` for `client` with the host paths it spelled through the portal in its portal spelling.
+    func respellingDocumentPortalPaths(_ effect: ArbiterEffect, for client: ClientID) -> ArbiterEffect {
+        guard let spellings = portalSpellings[client] else { return effect }
+        return effect.mappingPaths(spellings.toClient)
+    }
+}
