@@ -71,8 +71,10 @@ final class DocumentPortalMapping {
     private var unreachableUntil: ContinuousClock.Instant?
     /// The daemon maps no portal path (``Portal/none``).
     private var disabled = false
-    /// Portal round trips made (for tests and the dump).
+    /// Portal round trips made (for tests).
     private(set) var lookups = 0
+    /// Documents cached now (for tests).
+    var cachedDocuments: Int { documents.count }
 
     init(portal: Portal, logger: Logger, now: @escaping () -> ContinuousClock.Instant = { .now }) {
         self.portal = portal

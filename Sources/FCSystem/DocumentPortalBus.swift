@@ -19,7 +19,7 @@ public enum DocumentPortalBus {
         public var message: String
         public var errno: Errno
 
-        public init(name: String, message: String, errno: Errno) {
+        public init(name: String, message: String, errno: Errno = .ioError) {
             self.name = name
             self.message = message
             self.errno = errno

@@ -256,4 +256,31 @@ struct DocumentPortalEndToEndTests {
             }
         }
     }
+
+    @Test(
+        "fcdump shows the portal path as another name of the host file",
+        .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
+    )
+    func fcdumpShowsThePortalPathAsAnotherName() async throws {
+        try await TestEnvironment.run { env in
+            try await DocumentPortalSession.run(env) { portal in
+                let (host, inPortal, _) = try Self.export(env, portal)
+                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
+                let sync = try await env.host("Sync")
+                let app = try await env.host("App")
+                try await sync.present("File", host)
+                try await app.present("File", inPortal)
+                let text = try await env.runTool("fcdump", [])
+                #expect(text.output.contains("also named \(inPortal)"), "\(text.output)")
+                let json = try await env.runTool("fcdump", ["--json"])
+                let dump = try #require(
+                    try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+                )
+                let presenters = try #require(dump["presenters"] as? [[String: Any]])
+                // Both presenters stand at the host path; each shows the portal path as its other name.
+                #expect(presenters.compactMap { $0["path"] as? String } == [host, host], "\(presenters)")
+                #expect(presenters.compactMap { $0["otherNames"] as? [String] } == [[inPortal], [inPortal]])
+            }
+        }
+    }
 }
