@@ -6,7 +6,10 @@ import FCCore
 extension ArbiterHost {
     /// `event` (in the daemon's paths) with its document-portal paths mapped; remembers the client's spellings.
     func mappingDocumentPortalPaths(_ event: ArbiterEvent, from client: ClientID) -> ArbiterEvent {
-        guard documentPortal.mountPoint != nil else { return event }
+        // Most events name no portal path: one prefix comparison each, nothing copied.
+        guard let mountPoint = documentPortal.mountPoint,
+            event.containsPath(where: { $0.isDescendant(of: mountPoint) })
+        else { return event }
         var spelled: [(host: ItemPath, portal: ItemPath)] = []
         let mapped = event.mappingPaths { path, identity in
             guard let host = documentPortal.hostPath(of: path, identity: identity),
@@ -16,10 +19,8 @@ extension ArbiterHost {
             spelled.append((host.prefix(host.depth - (path.depth - item.depth)), item))
             return host
         }
-        if !spelled.isEmpty {
-            var spellings = portalSpellings[client] ?? DocumentPortalSpellings()
-            for (host, portal) in spelled { spellings.remember(host: host, portal: portal) }
-            portalSpellings[client] = spellings
+        for (host, portal) in spelled {
+            portalSpellings[client, default: DocumentPortalSpellings()].remember(host: host, portal: portal)
         }
         return mapped
     }

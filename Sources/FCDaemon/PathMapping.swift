@@ -28,6 +28,20 @@ extension ArbiterEvent {
             return self
         }
     }
+
+    /// `true` when a path the client sent satisfies `predicate`: a check that copies nothing, made before
+    /// ``mappingPaths(_:)`` where most events have nothing to map.
+    func containsPath(where predicate: (ItemPath) -> Bool) -> Bool {
+        switch self {
+        case .presenterAdded(let registration): registration.path.map(predicate) ?? false
+        case .presenterURLChanged(_, let path): path.map(predicate) ?? false
+        case .claimRequested(let request): request.items.contains { predicate($0.path) }
+        case .claimFinished(_, let created): created.contains(where: predicate)
+        case .itemMoved(_, let from, let to, _): predicate(from) || predicate(to)
+        case .versionChanged(_, let path, _): predicate(path)
+        default: false
+        }
+    }
 }
 
 extension ArbiterEffect {
