@@ -90,11 +90,15 @@ final class DocumentPortalSession {
         await portal.stop()
     }
 
-    /// Stops the portal (its bus ends with it) and makes sure its mount is gone.
+    /// Stops the portal, its bus and what the bus started (the permission store), and makes sure its mount is gone.
+    /// SIGKILL, to the session's process group (Foundation starts each child in a group of its own; the bus and the
+    /// services it starts stay in it): children of the test process inherit its blocked signals, SIGTERM among them,
+    /// so neither a SIGTERM of ours nor dbus-run-session's own to its bus would end them.
     func stop() async {
-        if portalPID > 0 { kill(portalPID, SIGTERM) }
+        let group = session.processIdentifier
+        if getpgid(group) == group { kill(-group, SIGKILL) } else { kill(group, SIGKILL) }
+        if portalPID > 0 { kill(portalPID, SIGKILL) }
         try? await eventually("the portal's session to end") { !session.isRunning }
-        if session.isRunning { kill(session.processIdentifier, SIGKILL) }
         try? runToCompletion("/usr/bin/umount", ["-l", mountPoint])
     }
 
