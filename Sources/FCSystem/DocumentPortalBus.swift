@@ -16,15 +16,19 @@ public enum DocumentPortalBus {
         /// The D-Bus error name (`org.freedesktop.DBus.Error.ServiceUnknown`, `org.freedesktop.portal.Error.…`),
         /// empty when the failure is local.
         public var name: String
+        /// The error's message, as the bus or the portal wrote it (empty when the failure is local).
         public var message: String
+        /// The errno sd-bus returned (`ENOSYS` when libsystemd cannot be loaded).
         public var errno: Errno
 
+        /// A failure with its name, message and errno.
         public init(name: String, message: String, errno: Errno = .ioError) {
             self.name = name
             self.message = message
             self.errno = errno
         }
 
+        /// The failure for a log line.
         public var description: String {
             if errno == .noFunction { return "libsystemd.so.0 (sd-bus) cannot be loaded" }
             return name.isEmpty ? "\(errno)" : "\(name): \(message)"
