@@ -22,7 +22,15 @@ extension ArbiterHost {
         for (host, portal) in spelled {
             portalSpellings[client, default: DocumentPortalSpellings()].remember(host: host, portal: portal)
         }
-        return mapped
+        guard !spelled.isEmpty, case .claimRequested(let sent) = event, case .claimRequested(var request) = mapped
+        else { return mapped }
+        // A mapped item names a file with another name (its portal path): no lease decides it in process (the
+        // holder spells it otherwise: the daemon would hand it back to a lease that cannot take it, again and
+        // again), and the leases are recalled before it runs, as for a hard-linked file (docs/SEMANTICS.md §13).
+        for index in request.items.indices where request.items[index].path != sent.items[index].path {
+            request.items[index].hasOtherNames = true
+        }
+        return .claimRequested(request)
     }
 
     /// `effect` for `client` with the host paths it spelled through the portal in its portal spelling.

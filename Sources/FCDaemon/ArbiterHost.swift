@@ -99,7 +99,10 @@ final class ArbiterHost {
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
         namespaces[client] = MountNamespaceTranslation.of(pid: pid)
-        documentPortal.discoverMountPoint()
+        if let portal = documentPortal.discoverMountPoint() {
+            // The holder of a lease there would decide claims on portal paths that the daemon maps elsewhere.
+            apply(router.excludeLeases(around: portal))
+        }
         logger.info(
             "client connected",
             metadata: ["client.id": "\(client.rawValue)", "client.pid": "\(pid)", "client.name": "\(name)"]

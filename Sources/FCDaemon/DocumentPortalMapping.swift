@@ -84,28 +84,33 @@ final class DocumentPortalMapping {
 
     /// Asks the portal for its mount point unless it is known or was asked within ``mountPointRetry``: called when
     /// a client connects, so a portal started after the daemon is found by the next client to connect.
-    func discoverMountPoint() {
-        guard mountPoint == nil, !disabled else { return }
+    ///
+    /// - Returns: The mount point when this call found it (the caller then keeps leases away from it), else `nil`.
+    @discardableResult
+    func discoverMountPoint() -> ItemPath? {
+        guard mountPoint == nil, !disabled else { return nil }
         let instant = now()
-        if let next = nextMountPointAttempt, instant < next { return }
+        if let next = nextMountPointAttempt, instant < next { return nil }
         nextMountPointAttempt = instant + Self.mountPointRetry
         lookups += 1
         switch portal.mountPoint() {
         case .success(let bytes):
             guard let path = try? ItemPath(absolute: bytes), !path.isRoot else {
                 logger.warning("document portal: unusable mount point \(String(decoding: bytes, as: UTF8.self))")
-                return
+                return nil
             }
             mountPoint = path
             logger.info(
                 "document portal found: its paths are mapped to the host files they export",
                 metadata: ["portal.mountPoint": "\(path)"]
             )
+            return path
         case .failure(let failure) where failure.name == DocumentPortalBus.Failure.disabled.name:
             disabled = true
         case .failure(let failure):
             logger.debug("no document portal: \(failure)")
         }
+        return nil
     }
 
     /// Where a path names a document: the document's id and the path of its item in the portal (`…/<ID>/<name>`).

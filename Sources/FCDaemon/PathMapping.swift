@@ -24,6 +24,15 @@ extension ArbiterEvent {
             return .itemMoved(claim, from: map(from, nil), to: map(to, nil), fromName: fromName)
         case .versionChanged(let claim, let path, let change):
             return .versionChanged(claim, map(path, nil), change)
+        case .leaseReturned(let lease, let client, var running):
+            // The claims a lease's holder decided and still runs, declared as held: keyed as its other claims are.
+            for claim in running.indices {
+                for index in running[claim].items.indices {
+                    let item = running[claim].items[index]
+                    running[claim].items[index].path = map(item.path, item.identity)
+                }
+            }
+            return .leaseReturned(lease, client: client, running: running)
         default:
             return self
         }
@@ -39,6 +48,7 @@ extension ArbiterEvent {
         case .claimFinished(_, let created): created.contains(where: predicate)
         case .itemMoved(_, let from, let to, _): predicate(from) || predicate(to)
         case .versionChanged(_, let path, _): predicate(path)
+        case .leaseReturned(_, _, let running): running.contains { $0.items.contains { predicate($0.path) } }
         default: false
         }
     }

@@ -340,4 +340,74 @@ struct DocumentPortalEndToEndTests {
             }
         }
     }
+
+    /// The leases `fcdump --json` shows now.
+    static func leases(_ env: TestEnvironment) async throws -> [[String: Any]] {
+        let json = try await env.runTool("fcdump", ["--json"])
+        let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        return dump["leases"] as? [[String: Any]] ?? []
+    }
+
+    @Test(
+        "With leases on, an app's claims through the portal go on, earn no lease, and still wait for the host's",
+        .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
+    )
+    func withLeasesOnPortalClaimsNeitherLoopNorEscape() async throws {
+        try await TestEnvironment.run { env in
+            try await DocumentPortalSession.run(env) { portal in
+                let (host, inPortal, _) = try Self.export(env, portal)
+                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
+                let app = try await env.host("App", environment: LeaseEndToEndTests.leasing)
+                let sync = try await env.host("Sync")
+                // Each claim is keyed as the host file: the folder it is in would be leased to the app, which spells
+                // the file otherwise and so could not decide it there (the daemon would hand it back, forever).
+                for round in 1...3 {
+                    try app.send("write \(inPortal) r\(round)")
+                    try await app.waitFor("done write \(inPortal)", count: round)
+                }
+                try await app.barrier()
+                #expect(try await Self.leases(env).isEmpty, "a lease was granted for claims through the portal")
+                try await sync.expectHeldWriteHoldsBack(
+                    host,
+                    "v2",
+                    reader: app,
+                    reading: inPortal,
+                    "the app's read through the portal ran while the host wrote the file"
+                )
+            }
+        }
+    }
+
+    @Test(
+        "No lease on a document's folder in the portal: a write there by the app still waits for the host's reader",
+        .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
+    )
+    func noLeaseInsideThePortal() async throws {
+        try await TestEnvironment.run { env in
+            try await DocumentPortalSession.run(env) { portal in
+                let (host, inPortal, id) = try Self.export(env, portal)
+                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
+                let app = try await env.host("App", environment: LeaseEndToEndTests.leasing)
+                let sync = try await env.host("Sync")
+                // An editor's temporary file in the document's folder stays by path; a lease on that folder would
+                // let the app decide its writes of the document there, unseen by the host.
+                let temporary = "\(portal.mountPoint)/\(id)/.note.txt.tmp"
+                try app.send("write \(temporary) draft")
+                try await app.waitFor("done write \(temporary)")
+                try await app.barrier()
+                let leases = try await Self.leases(env)
+                #expect(
+                    !leases.contains { ($0["subtree"] as? String)?.hasPrefix(portal.mountPoint) == true },
+                    "\(leases)"
+                )
+                try await app.expectHeldWriteHoldsBack(
+                    inPortal,
+                    "v2",
+                    reader: sync,
+                    reading: host,
+                    "the host's read ran while the app wrote the document inside a lease"
+                )
+            }
+        }
+    }
 }
