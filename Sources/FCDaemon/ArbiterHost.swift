@@ -95,10 +95,14 @@ final class ArbiterHost {
     /// A client finished its handshake.
     func accept(_ channel: any Channel, pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
         loop.preconditionInEventLoop()
-        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls)
+        let namespace = MountNamespaceTranslation.of(pid: pid)
+        // A client in another mount namespace gets no lease: a lease is a subtree in the daemon's paths, which the
+        // client's library compares with its own, so it would decide in process claims on paths that the daemon
+        // maps elsewhere (docs/SEMANTICS.md §13), or hand back to the daemon, forever, claims the daemon maps in.
+        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls && namespace == nil)
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
-        namespaces[client] = MountNamespaceTranslation.of(pid: pid)
+        namespaces[client] = namespace
         if let portal = documentPortal.discoverMountPoint() {
             // The holder of a lease there would decide claims on portal paths that the daemon maps elsewhere.
             apply(router.excludeLeases(around: portal))
