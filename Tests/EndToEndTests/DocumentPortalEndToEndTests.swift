@@ -3,7 +3,8 @@
 // inode numbers are the portal's own; a host app sees it at its host path. The daemon asks the portal which host
 // file a document exports, so the two coordinate on one file. Each test starts a real `xdg-document-portal` on a
 // session bus of its own (`dbus-run-session`), with a runtime folder of its own. They need /dev/fuse (root in CI);
-// CI (CI=true) runs them whatever the machine has, so that a CI run without the portal fails instead of skipping.
+// CI (CI=true or FC_REQUIRE_PORTAL=1) runs them whatever the machine has, so that a CI run without the portal fails
+// instead of skipping.
 
 import FCTestSupport
 import Foundation
@@ -15,9 +16,10 @@ import Testing
 final class DocumentPortalSession {
     static let executable = "/usr/libexec/xdg-document-portal"
 
-    /// The portal can run here, or CI requires it to.
+    /// The portal can run here, or CI requires it to (`CI=true`, or `FC_REQUIRE_PORTAL=1` as .ci/run sets).
     static let shouldRun =
         ProcessInfo.processInfo.environment["CI"] == "true"
+        || ProcessInfo.processInfo.environment["FC_REQUIRE_PORTAL"] == "1"
         || (FileManager.default.isExecutableFile(atPath: executable)
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-run-session")
             && FileManager.default.isExecutableFile(atPath: "/usr/bin/gdbus")
