@@ -26,6 +26,9 @@ FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
 FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "ed" "git")
 # Issue 27: the `notes` example is driven through tmux by its end-to-end tests and by scripts/run.sh.
 FC_APT_PACKAGES+=("tmux")
+# Issue 26: the document portal's end-to-end tests start a real xdg-document-portal (a FUSE file system) on a session
+# bus of their own (dbus-run-session, from dbus-daemon) and export files through it with gdbus (libglib2.0-bin).
+FC_APT_PACKAGES+=("xdg-desktop-portal" "dbus-daemon" "libglib2.0-bin")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }

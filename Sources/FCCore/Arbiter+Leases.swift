@@ -45,7 +45,7 @@ extension Arbiter {
         else { return }
         let effective = tree.effectivePath(path)
         guard let subtree = effective.parent, subtree.depth >= 1, isAlone(subtree),
-            !filesWithOtherNamesHeld
+            !filesWithOtherNamesHeld, !isExcludedFromLeases(subtree)
         else { return }
         nextLease += 1
         let lease = LeaseRecord(id: LeaseID(nextLease), client: clientID, subtree: subtree)
@@ -168,6 +168,33 @@ extension Arbiter {
             )
             if conflicting { requestRecall(lease.id) }
         }
+    }
+
+    /// `true` when `subtree` is at, under or above a subtree no lease may touch (``excludeLeases(around:)``).
+    func isExcludedFromLeases(_ subtree: ItemPath) -> Bool {
+        leaseExclusions.contains { subtree.isEqualOrDescendant(of: $0) || $0.isDescendant(of: subtree) }
+    }
+
+    /// From now on no lease is granted at, under or above `path`, and those there now are recalled (issue 26): the
+    /// host's paths under `path` may be other names of files elsewhere that only the host maps (the daemon's
+    /// document-portal mount, whose paths the daemon keys as the host files they export), so a lease's holder could
+    /// not decide claims on them in its own process. At most ``maximumLeaseExclusions`` paths: one more excludes the
+    /// root instead, so that no lease is granted to anyone from then on (safe, and bounded).
+    ///
+    /// - Returns: What the host must do (the recalls), in order.
+    public func excludeLeases(around path: ItemPath) -> [ArbiterEffect] {
+        effects = []
+        if !leaseExclusions.contains(path) {
+            if leaseExclusions.count < Self.maximumLeaseExclusions {
+                leaseExclusions.append(path)
+            } else {
+                leaseExclusions = [.root]  // Every subtree is under the root: no lease any more.
+            }
+        }
+        recallLeases(around: leaseExclusions.last == .root ? .root : path)
+        let out = effects
+        effects = []
+        return out
     }
 
     /// Recalls the leases at, under or above a presenter's new path.

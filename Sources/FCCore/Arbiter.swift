@@ -40,6 +40,10 @@ public final class Arbiter {
     var deadlockReports: [String] = []
     /// Effects of the event being handled.
     var effects: [ArbiterEffect] = []
+    /// Subtrees no lease may be at, under or above (``excludeLeases(around:)``, issue 26).
+    public internal(set) var leaseExclusions: [ItemPath] = []
+    /// Most paths ``leaseExclusions`` holds.
+    public static let maximumLeaseExclusions = 16
     /// The host's time of the event being handled (``handle(_:at:)``), or `nil`.
     var now: Duration?
     /// What the file system watching rules keep (Arbiter+Watching.swift).
@@ -91,7 +95,10 @@ public final class Arbiter {
             guard !rejectLeaseClaim(id, "finish") else { break }
             let finished = claims[id].flatMap { $0.phase == .granted ? $0 : nil }
             finishClaim(id, created: created)
-            if let finished, let path = finished.entries.first?.path {
+            // A claim on a file with other names earns no lease: the next such claim would recall it at once.
+            if let finished, let path = finished.entries.first?.path,
+                !finished.request.items.contains(where: \.hasOtherNames)
+            {
                 considerLease(for: finished.request.client, item: path)
             }
         case .preparationReturned(let id):

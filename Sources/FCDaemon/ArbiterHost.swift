@@ -43,6 +43,10 @@ final class ArbiterHost {
     var clientArguments: [ClientID: [String]] = [:]
     /// The path translation of each client in another mount namespace than the daemon's (issue 26).
     var namespaces: [ClientID: MountNamespaceTranslation] = [:]
+    /// Document-portal paths to the host files they export, for every client (issue 26).
+    let documentPortal: DocumentPortalMapping
+    /// The portal paths each client spelled, for the way back (ArbiterHost+DocumentPortal.swift).
+    var portalSpellings: [ClientID: DocumentPortalSpellings] = [:]
     /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
     /// call through uncoordinated after each, contrib/preload/README.md).
     var timedOutClaims: [ClientID: Int] = [:]
@@ -57,6 +61,11 @@ final class ArbiterHost {
         self.configuration = configuration
         self.logger = logger
         self.encoder = FrameEncoder(maximumFrameSize: configuration.maximumFrameSize)
+        self.documentPortal = DocumentPortalMapping(
+            portal: configuration.mapsDocumentPortalPaths
+                ? configuration.documentPortal ?? .sessionBus(timeout: DocumentPortalMapping.timeout) : .none,
+            logger: logger
+        )
         self.versionStore = VersionStoreService(
             directory: configuration.versionStoreDirectory,
             retention: configuration.versionRetention,
@@ -86,10 +95,18 @@ final class ArbiterHost {
     /// A client finished its handshake.
     func accept(_ channel: any Channel, pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
         loop.preconditionInEventLoop()
-        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls)
+        let namespace = MountNamespaceTranslation.of(pid: pid)
+        // A client in another mount namespace gets no lease: a lease is a subtree in the daemon's paths, which the
+        // client's library compares with its own, so it would decide in process claims on paths that the daemon
+        // maps elsewhere (docs/SEMANTICS.md §13), or hand back to the daemon, forever, claims the daemon maps in.
+        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls && namespace == nil)
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
-        namespaces[client] = MountNamespaceTranslation.of(pid: pid)
+        namespaces[client] = namespace
+        if let portal = documentPortal.discoverMountPoint() {
+            // The holder of a lease there would decide claims on portal paths that the daemon maps elsewhere.
+            apply(router.excludeLeases(around: portal))
+        }
         logger.info(
             "client connected",
             metadata: ["client.id": "\(client.rawValue)", "client.pid": "\(pid)", "client.name": "\(name)"]
@@ -155,7 +172,8 @@ final class ArbiterHost {
         }
         do {
             // In the daemon's paths once, here: held-back events come through this function again.
-            apply(try router.handle(namespaces[client]?.inbound(event) ?? event, from: client))
+            let translated = mappingDocumentPortalPaths(namespaces[client]?.inbound(event) ?? event, from: client)
+            apply(try router.handle(translated, from: client))
         } catch {
             switch (error, event) {
             case (.tooManyClaims, .claimRequested(let request)):
@@ -190,6 +208,7 @@ final class ArbiterHost {
         closing.remove(client)
         clientArguments[client] = nil
         namespaces[client] = nil
+        portalSpellings[client] = nil
         timedOutClaims[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }
@@ -332,7 +351,10 @@ final class ArbiterHost {
         for (client, effects) in routed.perClient {
             let namespace = namespaces[client]
             for effect in effects {
-                if let frame = Filecoord_V1_Frame(namespace?.outbound(effect) ?? effect) { send(frame, to: client) }
+                let respelled = respellingDocumentPortalPaths(effect, for: client)
+                if let frame = Filecoord_V1_Frame(namespace?.outbound(respelled) ?? respelled) {
+                    send(frame, to: client)
+                }
             }
         }
         if !firingTimers { armTimer() }

@@ -45,6 +45,11 @@ public struct DaemonConfiguration: Sendable {
     public var versionStoreDirectory: String = DaemonConfiguration.defaultVersionStoreDirectory()
     /// How long versions of a deleted item are kept before they are purged (issue 15).
     public var versionRetention: Duration = .seconds(30 * 24 * 3600)
+    /// `true` to map document-portal paths to the host files they export (issue 26, ``DocumentPortalMapping``),
+    /// asking the document portal on the session bus of the daemon's environment.
+    public var mapsDocumentPortalPaths = true
+    /// The document portal the daemon asks (tests); `nil`: the session bus's.
+    var documentPortal: DocumentPortalMapping.Portal?
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(

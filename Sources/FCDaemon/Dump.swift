@@ -34,6 +34,9 @@ extension ArbiterHost {
             clients: router.clients,
             clientArguments: clientArguments,
             timedOutClaims: timedOutClaims,
+            portalNames: portalSpellings.values.reduce(into: [:]) { names, spellings in
+                for (host, portal) in spellings.names { names[host, default: []].insert(portal) }
+            },
             watcher: dumpWatcher(),
             leases: arbiter.leaseSnapshots().map { lease in
                 DaemonDump.Lease(
@@ -76,6 +79,8 @@ struct DumpState: Sendable {
     var clients: [ClientInfo]
     var clientArguments: [ClientID: [String]]
     var timedOutClaims: [ClientID: Int]
+    /// The document-portal paths clients spelled for host paths (issue 26): other names of those items.
+    var portalNames: [ItemPath: Set<ItemPath>] = [:]
     var watcher: DaemonDump.Watcher?
     var leases: [DaemonDump.Lease] = []
     var leasing: DaemonDump.Leasing?
@@ -163,8 +168,10 @@ struct DumpState: Sendable {
                     callbacks: registration.callbacks.names,
                     isPackage: registration.isPackage,
                     serialQueue: registration.serialQueue,
-                    otherNames: registration.identity.map { names[$0, default: []] }.map { names in
-                        names.subtracting(registration.path.map { [$0] } ?? []).sorted().map(\.escapedDescription)
+                    otherNames: registration.path.map { path in
+                        let byIdentity = registration.identity.map { names[$0, default: []] } ?? []
+                        return byIdentity.union(portalNames[path, default: []]).subtracting([path]).sorted()
+                            .map(\.escapedDescription)
                     } ?? []
                 )
             },

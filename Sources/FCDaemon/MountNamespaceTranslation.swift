@@ -79,52 +79,8 @@ struct MountNamespaceTranslation: Sendable {
     }
 
     /// An event from the client, in the daemon's paths.
-    func inbound(_ event: ArbiterEvent) -> ArbiterEvent {
-        switch event {
-        case .presenterAdded(var registration):
-            registration.path = registration.path.map(toDaemon)
-            return .presenterAdded(registration)
-        case .presenterURLChanged(let presenter, let path):
-            return .presenterURLChanged(presenter, to: path.map(toDaemon))
-        case .claimRequested(var request):
-            for index in request.items.indices { request.items[index].path = toDaemon(request.items[index].path) }
-            return .claimRequested(request)
-        case .claimFinished(let claim, let created):
-            return .claimFinished(claim, created: created.map(toDaemon))
-        case .itemMoved(let claim, let from, let to, let fromName):
-            return .itemMoved(claim, from: toDaemon(from), to: toDaemon(to), fromName: fromName)
-        case .versionChanged(let claim, let path, let change):
-            return .versionChanged(claim, toDaemon(path), change)
-        default:
-            return event
-        }
-    }
+    func inbound(_ event: ArbiterEvent) -> ArbiterEvent { event.mappingPaths { path, _ in toDaemon(path) } }
 
     /// An effect for the client, in its paths.
-    func outbound(_ effect: ArbiterEffect) -> ArbiterEffect {
-        switch effect {
-        case .grant(let claim, let client, let paths):
-            return .grant(claim, client: client, paths: paths.map(toClient))
-        case .message(var message):
-            message.kind = outbound(message.kind)
-            return .message(message)
-        case .watchUnavailable(let presenter, let client, let directory, let reason):
-            return .watchUnavailable(presenter, client: client, directory: toClient(directory), reason: reason)
-        default:
-            return effect
-        }
-    }
-
-    private func outbound(_ kind: PresenterMessageKind) -> PresenterMessageKind {
-        switch kind {
-        case .accommodatePresentedSubitemDeletion(let path): .accommodatePresentedSubitemDeletion(at: toClient(path))
-        case .presentedItemDidMove(let path): .presentedItemDidMove(to: toClient(path))
-        case .presentedSubitemDidChange(let path): .presentedSubitemDidChange(at: toClient(path))
-        case .presentedSubitemDidAppear(let path): .presentedSubitemDidAppear(at: toClient(path))
-        case .presentedSubitemDidMove(let from, let to):
-            .presentedSubitemDidMove(from: toClient(from), to: toClient(to))
-        case .presentedSubitemVersion(let path, let change): .presentedSubitemVersion(at: toClient(path), change)
-        default: kind
-        }
-    }
+    func outbound(_ effect: ArbiterEffect) -> ArbiterEffect { effect.mappingPaths(toClient) }
 }

@@ -234,6 +234,11 @@ public final class SessionRouter {
         route(arbiter.handle(.timerFired(timer), at: now()))
     }
 
+    /// No lease at, under or above `path` from now on, and those there recalled (``Arbiter/excludeLeases(around:)``).
+    public func excludeLeases(around path: ItemPath) -> Routed {
+        route(arbiter.excludeLeases(around: path))
+    }
+
     /// Translates effects to each client's ids, and forgets claims that failed.
     private func route(_ effects: [ArbiterEffect]) -> Routed {
         var routed = Routed()

@@ -14,7 +14,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         abstract: "The per-user file coordination daemon: arbitrates coordinated reads and writes between processes "
             + "and messages their file presenters.",
         discussion: "Clients start it on demand. Every setting has a default; the socket is "
-            + "$XDG_RUNTIME_DIR/filecoordd/socket, or /tmp/filecoordd-$UID/socket."
+            + "$XDG_RUNTIME_DIR/filecoordd/socket, or /tmp/filecoordd-$UID/socket. Paths under the document portal's "
+            + "mount are mapped to the host files they export, asking the portal on the session bus of the daemon's "
+            + "environment (DBUS_SESSION_BUS_ADDRESS)."
     )
 
     @Option(help: "The Unix socket to serve (default: per-user, see above; FILECOORDD_SOCKET also sets it).")

@@ -270,14 +270,17 @@ final class TestEnvironment: @unchecked Sendable {
         return path
     }
 
-    /// Starts `filecoordd --foreground` on the test's socket and waits until it listens.
+    /// Starts `filecoordd --foreground` on the test's socket and waits until it listens. `environment` adds to its
+    /// environment (a session bus's address, issue 26).
     func startDaemon(
         presenterTimeout: String = "infinity",
         deadlockDelay: String = "1",
-        arguments extra: [String] = []
+        arguments extra: [String] = [],
+        environment variables: [String: String] = [:]
     ) async throws -> DaemonProcess {
         let daemon = try DaemonProcess(
             environment: self,
+            variables: variables,
             arguments: [
                 "--foreground", "--socket", socket, "--presenter-timeout", presenterTimeout, "--deadlock-delay",
                 deadlockDelay,
@@ -462,7 +465,12 @@ final class DaemonProcess: @unchecked Sendable {
     let logPath: String
     let pid: Int32
 
-    fileprivate init(environment: TestEnvironment, arguments: [String], logPath: String) throws {
+    fileprivate init(
+        environment: TestEnvironment,
+        variables: [String: String] = [:],
+        arguments: [String],
+        logPath: String
+    ) throws {
         self.logPath = logPath
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         guard let log = FileHandle(forWritingAtPath: logPath) else {
@@ -472,7 +480,7 @@ final class DaemonProcess: @unchecked Sendable {
         process = try launch(
             try Products.executable("filecoordd"),
             arguments,
-            environment: try childEnvironment(socket: environment.socket),
+            environment: try childEnvironment(socket: environment.socket).merging(variables) { $1 },
             input: FileHandle.nullDevice,
             output: log,
             error: log

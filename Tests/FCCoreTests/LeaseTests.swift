@@ -10,13 +10,13 @@ import Testing
         return ArbiterHarness(configuration: configuration)
     }
 
-    /// Gets `client` a lease on `/d` (a read of `/d/f` that ends), with its minimum hold passed.
-    static func lease(_ h: ArbiterHarness, _ client: ClientID) throws -> LeaseID {
-        let read = h.read("/d/f", client: client)
+    /// Gets `client` a lease on `directory` (a read of `directory/f` that ends), with its minimum hold passed.
+    static func lease(_ h: ArbiterHarness, _ client: ClientID, in directory: String = "/d") throws -> LeaseID {
+        let read = h.read(directory + "/f", client: client)
         #expect(h.isGranted(read))
         h.finish(read)
         let grant = try #require(h.lastLeaseGrants.first)
-        #expect(grant.1 == client && grant.2 == path("/d"))
+        #expect(grant.1 == client && grant.2 == path(directory))
         h.send(.timerFired(.leaseMinimumHold(grant.0)))
         return grant.0
     }
