@@ -1,4 +1,5 @@
 import FCCore
+import NIOCore
 
 /// Document-portal paths (issue 26; ``DocumentPortalMapping``): each client's inbound paths, once in the daemon's
 /// mount namespace, are mapped to the host files the portal exports; what is sent back to the client about those
@@ -12,7 +13,7 @@ extension ArbiterHost {
         else { return event }
         var spelled: [(host: ItemPath, portal: ItemPath)] = []
         let mapped = event.mappingPaths { path, identity in
-            guard let host = documentPortal.hostPath(of: path, identity: identity),
+            guard let host = documentPortal.hostPath(of: path, identity: identity, asking: false),
                 let item = documentPortal.document(of: path)?.item
             else { return path }
             // The document's item and its host path (the host path's prefix as deep as the item).
@@ -31,6 +32,63 @@ extension ArbiterHost {
             request.items[index].hasOtherNames = true
         }
         return .claimRequested(request)
+    }
+
+    /// Whether `event` (from `client`, `inDaemonPaths` once translated) must wait for the portal: it names a document
+    /// the cache cannot answer. Then it waits, with the client's later events (``receive(_:from:)`` queues them),
+    /// while the portal is asked on ``portalLookups``' thread, and the client's connection stops reading; the loop
+    /// and every other client go on. When the answers are in (``askPortal(for:_:then:)``), the events are received
+    /// again, in order.
+    func waitsForPortal(_ event: ArbiterEvent, inDaemonPaths: ArbiterEvent, from client: ClientID) -> Bool {
+        let lookups = documentPortal.pendingLookups(for: inDaemonPaths)
+        guard !lookups.isEmpty else { return false }
+        portalWaits[client] = [event]
+        _ = connections[client]?.setOption(ChannelOptions.autoRead, value: false)
+        let portal = documentPortal.portal
+        askPortal(for: client) {
+            DocumentPortalMapping.lookUp(lookups, portal: portal)
+        } then: { host, answers in
+            host.documentPortal.record(answers)
+        }
+        return true
+    }
+
+    /// Looks for the portal's mount point when it is due (``DocumentPortalMapping/discoveryIsDue()``), off the loop:
+    /// the connecting `client`'s events wait for the answer (a claim of its through the portal must be mapped), the
+    /// other clients' do not. A portal found has leases kept away from its mount: their holder would decide claims
+    /// on portal paths that the daemon maps elsewhere.
+    func discoverDocumentPortal(for client: ClientID) {
+        guard documentPortal.discoveryIsDue() else { return }
+        portalWaits[client] = []
+        let portal = documentPortal.portal
+        askPortal(for: client) {
+            portal.mountPoint()
+        } then: { host, result in
+            if let mountPoint = host.documentPortal.recordMountPoint(result) {
+                host.apply(host.router.excludeLeases(around: mountPoint))
+            }
+        }
+    }
+
+    /// Runs `question` on ``portalLookups``' thread, then `record` with its answer on the loop, then receives
+    /// `client`'s waiting events again, in order (one may wait again; the rest then queue behind it).
+    private func askPortal<Answer: Sendable>(
+        for client: ClientID,
+        _ question: @escaping @Sendable () -> Answer,
+        then record: @escaping @Sendable (ArbiterHost, Answer) -> Void
+    ) {
+        let loop = self.loop
+        let host = NIOLoopBound(self, eventLoop: loop)
+        portalLookups {
+            let answer = question()
+            loop.execute {
+                let host = host.value
+                record(host, answer)
+                guard let events = host.portalWaits.removeValue(forKey: client) else { return }  // Client gone.
+                _ = host.connections[client]?.setOption(ChannelOptions.autoRead, value: true)
+                for event in events { host.receive(event, from: client) }
+            }
+        }
     }
 
     /// `effect` for `client` with the host paths it spelled through the portal in its portal spelling.

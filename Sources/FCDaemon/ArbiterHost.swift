@@ -16,7 +16,8 @@ final class ArbiterHost {
     let logger: Logger
     /// The version store (issue 15), served off the loop.
     let versionStore: VersionStoreService
-    private var connections: [ClientID: any Channel] = [:]
+    /// Each connected client's channel.
+    var connections: [ClientID: any Channel] = [:]
     /// Connections being closed by the daemon: nothing more is sent to them.
     private var closing: Set<ClientID> = []
     /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
@@ -47,6 +48,11 @@ final class ArbiterHost {
     let documentPortal: DocumentPortalMapping
     /// The portal paths each client spelled, for the way back (ArbiterHost+DocumentPortal.swift).
     var portalSpellings: [ClientID: DocumentPortalSpellings] = [:]
+    /// Each client's events that wait, in order, for the portal's answer about a document the first one names
+    /// (``waitsForPortal(_:inDaemonPaths:from:)``): the loop never waits for the portal.
+    var portalWaits: [ClientID: [ArbiterEvent]] = [:]
+    /// Where the portal is asked: a serial queue of the daemon's own (tests: a closure of theirs).
+    let portalLookups: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
     /// call through uncoordinated after each, contrib/preload/README.md).
     var timedOutClaims: [ClientID: Int] = [:]
@@ -66,6 +72,8 @@ final class ArbiterHost {
                 ? configuration.documentPortal ?? .sessionBus(timeout: DocumentPortalMapping.timeout) : .none,
             logger: logger
         )
+        self.portalLookups =
+            configuration.portalLookups ?? { work in DocumentPortalMapping.lookupQueue.async(execute: work) }
         self.versionStore = VersionStoreService(
             directory: configuration.versionStoreDirectory,
             retention: configuration.versionRetention,
@@ -103,10 +111,7 @@ final class ArbiterHost {
         connections[client] = channel
         clientArguments[client] = ProcessCommandLine.arguments(of: pid)
         namespaces[client] = namespace
-        if let portal = documentPortal.discoverMountPoint() {
-            // The holder of a lease there would decide claims on portal paths that the daemon maps elsewhere.
-            apply(router.excludeLeases(around: portal))
-        }
+        discoverDocumentPortal(for: client)
         logger.info(
             "client connected",
             metadata: ["client.id": "\(client.rawValue)", "client.pid": "\(pid)", "client.name": "\(name)"]
@@ -145,6 +150,11 @@ final class ArbiterHost {
     /// One event from a client, in its own ids.
     func receive(_ event: ArbiterEvent, from client: ClientID) {
         loop.preconditionInEventLoop()
+        // Behind an event that waits for the document portal: in order, after it.
+        if portalWaits[client] != nil {
+            portalWaits[client]?.append(event)
+            return
+        }
         if recovering {
             if case .claimRequested(let request) = event, request.isHeld {
                 // Taken at once: it is what recovery waits for.
@@ -172,7 +182,9 @@ final class ArbiterHost {
         }
         do {
             // In the daemon's paths once, here: held-back events come through this function again.
-            let translated = mappingDocumentPortalPaths(namespaces[client]?.inbound(event) ?? event, from: client)
+            let inDaemonPaths = namespaces[client]?.inbound(event) ?? event
+            if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }
+            let translated = mappingDocumentPortalPaths(inDaemonPaths, from: client)
             apply(try router.handle(translated, from: client))
         } catch {
             switch (error, event) {
@@ -209,6 +221,7 @@ final class ArbiterHost {
         clientArguments[client] = nil
         namespaces[client] = nil
         portalSpellings[client] = nil
+        portalWaits[client] = nil
         timedOutClaims[client] = nil
         apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
     }

@@ -50,6 +50,8 @@ public struct DaemonConfiguration: Sendable {
     public var mapsDocumentPortalPaths = true
     /// The document portal the daemon asks (tests); `nil`: the session bus's.
     var documentPortal: DocumentPortalMapping.Portal?
+    /// Where the document portal is asked (tests); `nil`: ``DocumentPortalMapping/lookupQueue``.
+    var portalLookups: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(

@@ -1,3 +1,4 @@
+import Dispatch
 import FCCore
 import FCSystem
 import Logging
@@ -24,14 +25,17 @@ extension DocumentPortalBus.Failure {
 /// meets by path and by the portal file's identity, as before) and a log line says why; the portal is not asked
 /// again for ``backoff``.
 ///
-/// - Important: Not thread-safe: the daemon's loop owns it (``ArbiterHost``). A lookup that misses the cache is a
-///   D-Bus round trip on the caller's thread, bounded by ``timeout``; a path outside the portal's mount costs one
-///   prefix comparison.
+/// - Important: Not thread-safe: the daemon's loop owns it (``ArbiterHost``). The loop never asks the portal: an
+///   event naming a document the cache cannot answer waits, with the client's later events, while
+///   ``lookUp(_:portal:)`` runs on another thread (a D-Bus round trip, at most ``timeout``); other clients go on.
+///   A path outside the portal's mount costs one prefix comparison.
 final class DocumentPortalMapping {
     /// Asks the portal where it mounts its file system; asks it which host path a document exports.
     struct Portal: Sendable {
         var mountPoint: @Sendable () -> Result<[UInt8], DocumentPortalBus.Failure>
         var hostPath: @Sendable (String) -> Result<[UInt8], DocumentPortalBus.Failure>
+        /// `false` for ``none``: nothing is ever asked, and no event waits.
+        var asks = true
 
         /// The session bus's document portal.
         static func sessionBus(timeout: Duration) -> Portal {
@@ -42,8 +46,15 @@ final class DocumentPortalMapping {
         }
 
         /// No portal: nothing is mapped (``DaemonConfiguration/mapsDocumentPortalPaths`` off).
-        static let none = Portal(mountPoint: { .failure(.disabled) }, hostPath: { _ in .failure(.disabled) })
+        static let none = Portal(
+            mountPoint: { .failure(.disabled) },
+            hostPath: { _ in .failure(.disabled) },
+            asks: false
+        )
     }
+
+    /// The daemon's one thread for questions to the portal, off the loop.
+    static let lookupQueue = DispatchQueue(label: "filecoordd.document-portal")
 
     static let maximumDocuments = 1024
     static let identitiesPerDocument = 8
@@ -61,7 +72,8 @@ final class DocumentPortalMapping {
         case unknown(until: ContinuousClock.Instant)
     }
 
-    private let portal: Portal
+    /// What the daemon asks; `Sendable`, so that ``lookUp(_:portal:)`` runs off the loop.
+    let portal: Portal
     private let logger: Logger
     private let now: () -> ContinuousClock.Instant
     /// Where the portal mounts its file system, once it said so.
@@ -80,20 +92,36 @@ final class DocumentPortalMapping {
         self.portal = portal
         self.logger = logger
         self.now = now
+        self.disabled = !portal.asks
     }
 
-    /// Asks the portal for its mount point unless it is known or was asked within ``mountPointRetry``: called when
-    /// a client connects, so a portal started after the daemon is found by the next client to connect.
+    /// Asks the portal for its mount point unless it is known or was asked within ``mountPointRetry``, on the
+    /// caller's thread (tests; the daemon asks ``discoveryIsDue()`` and asks off the loop).
     ///
     /// - Returns: The mount point when this call found it (the caller then keeps leases away from it), else `nil`.
     @discardableResult
     func discoverMountPoint() -> ItemPath? {
-        guard mountPoint == nil, !disabled else { return nil }
+        guard discoveryIsDue() else { return nil }
+        return recordMountPoint(portal.mountPoint())
+    }
+
+    /// Whether the portal's mount point is to be asked for now: not known yet, mapping not disabled, and not asked
+    /// within ``mountPointRetry`` (called when a client connects, so a portal started after the daemon is found by
+    /// the next client to connect). A `true` counts as the attempt.
+    func discoveryIsDue() -> Bool {
+        guard mountPoint == nil, !disabled else { return false }
         let instant = now()
-        if let next = nextMountPointAttempt, instant < next { return nil }
+        if let next = nextMountPointAttempt, instant < next { return false }
         nextMountPointAttempt = instant + Self.mountPointRetry
+        return true
+    }
+
+    /// Records the portal's answer to the mount point question.
+    ///
+    /// - Returns: The mount point when this answer gave it, else `nil`.
+    func recordMountPoint(_ result: Result<[UInt8], DocumentPortalBus.Failure>) -> ItemPath? {
         lookups += 1
-        switch portal.mountPoint() {
+        switch result {
         case .success(let bytes):
             guard let path = try? ItemPath(absolute: bytes), !path.isRoot else {
                 logger.warning("document portal: unusable mount point \(String(decoding: bytes, as: UTF8.self))")
@@ -135,50 +163,109 @@ final class DocumentPortalMapping {
 
     /// The host path of `path` when it is a document-portal path of a document the portal exports (see the type's
     /// comment), else `nil`. `identity` is what the client read for `path` (a claim item's, a presenter's).
-    func hostPath(of path: ItemPath, identity: ItemIdentity?) -> ItemPath? {
+    /// `asking`: whether a cache miss asks the portal on the caller's thread (else the path is left as it is).
+    func hostPath(of path: ItemPath, identity: ItemIdentity?, asking: Bool = true) -> ItemPath? {
         guard let document = document(of: path) else { return nil }
         let ownIdentity = path.depth == document.item.depth ? identity : nil
-        guard let exported = exportedPath(of: document.id, identity: ownIdentity),
+        guard let exported = exportedPath(of: document.id, identity: ownIdentity, asking: asking),
             exported.lastComponent == document.item.lastComponent
         else { return nil }
         return path.relocated(from: document.item, to: exported)
     }
 
-    private func exportedPath(of id: String, identity: ItemIdentity?) -> ItemPath? {
-        let instant = now()
-        switch documents[id] {
-        case .exported(let path, let identities)? where identity.map(identities.contains) ?? true:
+    /// A document the portal is to be asked about, and the identity the client read for its item (if it named it).
+    struct Lookup: Sendable, Hashable {
+        var id: String
+        var identity: ItemIdentity?
+    }
+
+    /// The portal's answer to one ``Lookup``.
+    typealias Answer = (lookup: Lookup, result: Result<[UInt8], DocumentPortalBus.Failure>)
+
+    /// The documents `event` (in the daemon's paths) names that the cache cannot answer: the portal is to be asked
+    /// (``lookUp(_:portal:)``, off the loop) and the answers recorded (``record(_:)``) before the event is mapped.
+    /// Empty for an event with no portal path, and while the portal is in its back-off.
+    func pendingLookups(for event: ArbiterEvent) -> [Lookup] {
+        guard let mountPoint, event.containsPath(where: { $0.isDescendant(of: mountPoint) }) else { return [] }
+        var lookups: [Lookup] = []
+        _ = event.mappingPaths { path, identity in
+            guard let document = document(of: path) else { return path }
+            let lookup = Lookup(id: document.id, identity: path.depth == document.item.depth ? identity : nil)
+            if case .miss = cached(lookup), !lookups.contains(lookup) { lookups.append(lookup) }
             return path
+        }
+        return lookups
+    }
+
+    /// Asks `portal` about each document: a D-Bus round trip each, up to ``timeout``. Any thread; never the loop's.
+    static func lookUp(_ lookups: [Lookup], portal: Portal) -> [Answer] {
+        lookups.map { ($0, portal.hostPath($0.id)) }
+    }
+
+    /// Records the portal's answers in the cache (or its back-off when it could not be reached).
+    func record(_ answers: [Answer]) {
+        let instant = now()
+        for (lookup, result) in answers {
+            lookups += 1
+            switch result {
+            case .success(let bytes):
+                guard let path = try? ItemPath(absolute: bytes) else {
+                    logger.warning("document portal: document \(lookup.id) exports an unusable path; left by path")
+                    store(lookup.id, .unknown(until: instant + Self.negativeLifetime))
+                    continue
+                }
+                var identities: [ItemIdentity] = []
+                if case .exported(let known, let seen)? = documents[lookup.id], known == path { identities = seen }
+                if let identity = lookup.identity, !identities.contains(identity) {
+                    if identities.count >= Self.identitiesPerDocument { identities.removeFirst() }
+                    identities.append(identity)
+                }
+                store(lookup.id, .exported(path, identities: identities))
+            case .failure(let failure) where failure.name == "org.freedesktop.portal.Error.InvalidArgument":
+                store(lookup.id, .unknown(until: instant + Self.negativeLifetime))
+            case .failure(let failure):
+                unreachableUntil = instant + Self.backoff
+                logger.warning(
+                    "document portal unreachable: its paths coordinate by path for \(Self.backoff): \(failure)",
+                    metadata: ["portal.document": "\(lookup.id)"]
+                )
+            }
+        }
+    }
+
+    /// What the cache says of a document: its host path, that it maps to nothing (unknown, or the portal in its
+    /// back-off), or that the portal must be asked.
+    private enum Cached {
+        case exported(ItemPath)
+        case nothing
+        case miss
+    }
+
+    private func cached(_ lookup: Lookup) -> Cached {
+        let instant = now()
+        switch documents[lookup.id] {
+        case .exported(let path, let identities)? where lookup.identity.map(identities.contains) ?? true:
+            return .exported(path)
         case .unknown(let until)? where instant < until:
-            return nil
+            return .nothing
         default:
             break
         }
-        if let until = unreachableUntil, instant < until { return nil }
-        lookups += 1
-        switch portal.hostPath(id) {
-        case .success(let bytes):
-            guard let path = try? ItemPath(absolute: bytes) else {
-                logger.warning("document portal: document \(id) exports an unusable path; left by path")
-                return nil
-            }
-            var identities: [ItemIdentity] = []
-            if case .exported(let known, let seen)? = documents[id], known == path { identities = seen }
-            if let identity {
-                if identities.count >= Self.identitiesPerDocument { identities.removeFirst() }
-                identities.append(identity)
-            }
-            store(id, .exported(path, identities: identities))
-            return path
-        case .failure(let failure) where failure.name == "org.freedesktop.portal.Error.InvalidArgument":
-            store(id, .unknown(until: instant + Self.negativeLifetime))
-            return nil
-        case .failure(let failure):
-            unreachableUntil = instant + Self.backoff
-            logger.warning(
-                "document portal unreachable: its paths coordinate by path for \(Self.backoff): \(failure)",
-                metadata: ["portal.document": "\(id)"]
-            )
+        if let until = unreachableUntil, instant < until { return .nothing }
+        return .miss
+    }
+
+    /// The exported path from the cache; on a miss, the portal is asked here, on the caller's thread, only when
+    /// `asking` (tests; the daemon's loop asks ``pendingLookups(for:)`` first and never waits here).
+    private func exportedPath(of id: String, identity: ItemIdentity?, asking: Bool) -> ItemPath? {
+        let lookup = Lookup(id: id, identity: identity)
+        switch cached(lookup) {
+        case .exported(let path): return path
+        case .nothing: return nil
+        case .miss:
+            guard asking else { return nil }
+            record(Self.lookUp([lookup], portal: portal))
+            if case .exported(let path) = cached(lookup) { return path }
             return nil
         }
     }

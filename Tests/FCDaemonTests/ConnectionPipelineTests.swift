@@ -29,6 +29,8 @@ struct EmbeddedConnection {
             deadlockDetectionDelay: .seconds(3600)
         )
         configuration.watchesFileSystem = false
+        // No session bus's portal: a test that wants one gives its own (DocumentPortalLookupTests).
+        configuration.mapsDocumentPortalPaths = false
         configuration.versionStoreDirectory = NSTemporaryDirectory() + "fc-pipeline-versions-\(UUID().uuidString)"
         adjust(&configuration)
         return configuration

@@ -51,6 +51,7 @@ import Testing
             deadlockDetectionDelay: .seconds(3600)
         )
         configuration.watchesFileSystem = false
+        configuration.mapsDocumentPortalPaths = false
         configuration.versionStoreDirectory = NSTemporaryDirectory() + "fc-batching-versions-\(UUID().uuidString)"
         let host = ArbiterHost(loop: loop, configuration: configuration, logger: Logger(label: "test"))
         let presenterCounter = FlushCounter()
