@@ -148,7 +148,12 @@ final class DocumentPortalSession {
     func path(of id: String, _ name: String) -> String { "\(mountPoint)/\(id)/\(name)" }
 }
 
-@Suite("A sandboxed app's document-portal path and the host path coordinate on one file (issue 26)")
+@Suite(
+    "A sandboxed app's document-portal path and the host path coordinate on one file (issue 26)",
+    // One portal at a time: each session's bus, portal and permission store take inotify instances (128 per user by
+    // default), which the suite's daemons and the watcher tests need too.
+    .serialized
+)
 struct DocumentPortalEndToEndTests {
     static let disabledReason: Comment =
         "DID NOT RUN: needs /usr/libexec/xdg-document-portal (xdg-desktop-portal), dbus-run-session, gdbus, /dev/fuse"
