@@ -21,10 +21,14 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
         case watch(ItemPath)
         case unwatch(ItemPath)
+        case fileWritten(FileIdentity)
     }
 
     /// The events watched in every directory.
     static let mask = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+    /// The events watched on a file of a watched directory that has other names (issue 26): a finished write through
+    /// any name, a change of its link count (`IN_ATTRIB`: a link made or removed anywhere), its end.
+    static let linkedFileMask = UInt32(IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_DONT_FOLLOW)
 
     private let cap: Int?
     private let wakePath: String
@@ -52,6 +56,16 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
     private var status = WatcherStatus(backend: "inotify")
+    /// The files of watched directories that have other names, each watched by its inode (issue 26).
+    private var linked = LinkedFileWatches()
+    /// Indices, in the batch being read, of the changes a linked file's watch reported: one that the directory's
+    /// own watch reported too (a write through that very name) is dropped before the batch is delivered.
+    private var linkedChanges: [Int] = []
+    /// The identity of each file in the watched directories (issue 26).
+    private var files = WatchedFileIdentities()
+    /// Directories past ``LinkedFileWatches/maximumPerDirectory`` or ``WatchedFileIdentities/maximumPerDirectory``,
+    /// logged once per watch.
+    private var cutDirectories: Set<ItemPath> = []
     /// Watches added and removed since the last report.
     private var added: [ItemPath] = []
     private var removed: [ItemPath] = []
@@ -112,6 +126,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     public func unwatch(_ directory: ItemPath) { enqueue(.unwatch(directory)) }
 
+    public func fileWritten(_ identity: ItemIdentity) {
+        enqueue(.fileWritten(FileIdentity(device: identity.device, inode: identity.inode)))
+    }
+
     public func stop() {
         let (file, running) = control.withLock { control -> (FileDescriptor?, Bool) in
             let wasStopping = control.stopping
@@ -167,6 +185,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             read(first, into: &batch, wake: &wake)
             while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
             if wake, !runCommands(into: &batch) { return }
+            dropDuplicateLinkedChanges(in: &batch)
             deliver(WatcherReport(events: batch, status: status, watched: added, unwatched: removed))
             added = []
             removed = []
@@ -192,13 +211,18 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             wake = true
             return
         }
+        if linked.watch(descriptor) != nil {
+            readLinkedFile(mask, descriptor, into: &batch)
+            return
+        }
         if mask & UInt32(IN_IGNORED) != 0 {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
             foldsNames[descriptor] = nil
             if let directory = byDescriptor.removeValue(forKey: descriptor) {
                 byPath[directory] = nil
                 removed.append(directory)
-                status.watches = byDescriptor.count
+                forgetLinkedFiles(in: directory)
+                updateWatchCounts()
             }
             return
         }
@@ -211,6 +235,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         if foldsNames(descriptor, directory) { bytes = Self.folded(bytes) }
         let path = directory.appending(bytes)
         let isDirectory = mask & UInt32(IN_ISDIR) != 0
+        if !isDirectory {
+            if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { forgetEntry(path) }
+            // A file made or moved in: indexed, and watched if it has other names (a link made into the directory).
+            if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { noteEntry(path) }
+        }
         if mask & UInt32(IN_CLOSE_WRITE) != 0 { batch.append(.closedAfterWriting(path)) }
         if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
         if mask & UInt32(IN_DELETE) != 0 { batch.append(.deleted(path)) }
@@ -246,15 +275,18 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                     foldsNames[descriptor] = nil
                     removed.append(directory)
                     _ = inotifytools_remove_watch_by_wd(descriptor)
+                    forgetLinkedFiles(in: directory)
                 }
+            case .fileWritten(let identity):
+                reportWrite(of: identity, into: &batch)
             }
         }
-        status.watches = byDescriptor.count
+        updateWatchCounts()
         return true
     }
 
     private func add(_ directory: ItemPath, scan: Bool, into batch: inout [FileSystemEvent]) {
-        if let cap, byDescriptor.count >= cap {
+        if let cap, byDescriptor.count + linked.count >= cap {
             status.failedWatches += 1
             batch.append(
                 .watchFailed(
@@ -294,9 +326,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         byDescriptor[descriptor] = directory
         byPath[directory] = descriptor
         added.append(directory)
-        status.watches = byDescriptor.count
-        _ = foldsNames(descriptor, directory)
+        updateWatchCounts()
+        let folds = foldsNames(descriptor, directory)
         if scan { self.scan(directory, into: &batch) }
+        noteEntries(in: directory, folds: folds)
+    }
+
+    private func updateWatchCounts() {
+        status.watches = byDescriptor.count + linked.count
+        status.linkedFileWatches = linked.count
     }
 
     /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
@@ -335,6 +373,168 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         for directory in wanted.sorted() where byPath[directory] == nil {
             add(directory, scan: true, into: &batch)
         }
+    }
+}
+
+// MARK: Files with other names (issue 26)
+
+extension InotifyWatcher {
+    /// An event on a linked file's own watch: a finished write is a change of each of its names in watched
+    /// directories; a change of its attributes may be a link made or removed, so its names are looked at again.
+    fileprivate func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
+        if mask & UInt32(IN_IGNORED) != 0 {
+            // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
+            // ``unseenSpelling(_:)`` steps around.
+            _ = linked.drop(descriptor)
+            updateWatchCounts()
+            return
+        }
+        status.events += 1
+        guard let watch = linked.watch(descriptor) else { return }
+        if mask & UInt32(IN_CLOSE_WRITE) != 0 {
+            for name in watch.names.sorted() {
+                batch.append(.closedAfterWriting(name))
+                linkedChanges.append(batch.count - 1)
+            }
+        }
+        if mask & UInt32(IN_ATTRIB) != 0 {
+            // One lookup per name; a name that reaches another file, or a file with one name left, is let go (its
+            // directory's watch covers its only name).
+            for name in watch.names.sorted() { noteEntry(name) }
+        }
+    }
+
+    /// Drops a change a linked file's watch reported when the directory's own watch reported the same change in the
+    /// batch (a write through that very name reaches both watches, one after the other): one notification per write.
+    fileprivate func dropDuplicateLinkedChanges(in batch: inout [FileSystemEvent]) {
+        guard !linkedChanges.isEmpty else { return }
+        let fromLinks = Set(linkedChanges)
+        linkedChanges = []
+        var direct: Set<ItemPath> = []
+        for (index, event) in batch.enumerated() where !fromLinks.contains(index) {
+            if case .closedAfterWriting(let path) = event { direct.insert(path) }
+        }
+        guard !direct.isEmpty else { return }
+        batch = batch.enumerated().compactMap { index, event in
+            guard fromLinks.contains(index), case .closedAfterWriting(let path) = event, direct.contains(path) else {
+                return event
+            }
+            return nil
+        }
+    }
+
+    /// Looks at every entry of a directory just watched: each file is indexed by identity, and those with other
+    /// names get a watch each. One `lstat` per entry, once per watch added.
+    fileprivate func noteEntries(in directory: ItemPath, folds: Bool) {
+        let path = String(decoding: directory.bytes, as: UTF8.self)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+        for name in names.sorted() {
+            noteEntry(directory.appending(folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)))
+        }
+    }
+
+    /// Looks at one entry `path` of a watched directory (one `lstat`): indexed if it is a file, watched if it has
+    /// other names, let go if it was and is not (any more, or not the same file).
+    fileprivate func noteEntry(_ path: ItemPath) {
+        guard let directory = path.parent else { return }
+        let text = String(decoding: path.bytes, as: UTF8.self)
+        guard let file = try? FileSystemCalls.status(text, followingLinks: false), file.kind == .other else {
+            forgetEntry(path)
+            return
+        }
+        if !files.set(path, to: file.identity) { noteCut(directory) }
+        guard file.linkCount > 1 else {
+            forgetLinkedFile(path)
+            return
+        }
+        if let descriptor = linked.descriptor(of: file.identity) {
+            if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
+                removeLinkedWatch(emptied)
+            }
+            updateWatchCounts()
+            return
+        }
+        forgetLinkedFile(path)  // It reached another file before.
+        guard linked.hasRoom(in: directory) else {
+            noteCut(directory)
+            return
+        }
+        if let cap, byDescriptor.count + linked.count >= cap {
+            logger.debug("\(text) has other names but is not watched: the cap of \(cap) watches is reached")
+            return
+        }
+        guard let spelling = unseenSpelling(text),
+            inotifytools_watch_file(spelling, Int32(bitPattern: Self.linkedFileMask)) != 0
+        else {
+            logger.debug("\(text) has other names but is not watched: errno \(inotifytools_error())")
+            return
+        }
+        let descriptor = inotifytools_wd_from_filename(spelling)
+        guard descriptor >= 0, byDescriptor[descriptor] == nil else { return }
+        if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
+            removeLinkedWatch(emptied)
+        }
+        updateWatchCounts()
+    }
+
+    /// Says once per watch that a directory holds more files than the watcher follows by identity.
+    private func noteCut(_ directory: ItemPath) {
+        guard cutDirectories.insert(directory).inserted else { return }
+        logger.notice(
+            "\(directory) holds more than \(WatchedFileIdentities.maximumPerDirectory) files, or more than \(LinkedFileWatches.maximumPerDirectory) with other names: a write through another name of the rest is not reported there"
+        )
+    }
+
+    /// A coordinated write of the file `identity`, which has other names, ended: its names in watched directories
+    /// are reported changed, unless the file's own watch saw the write (its close came before this command, so the
+    /// watch's event was read first), and the file is watched from now on. Echoes (the names the claim took) are
+    /// the arbiter's to drop.
+    fileprivate func reportWrite(of identity: FileIdentity, into batch: inout [FileSystemEvent]) {
+        guard linked.descriptor(of: identity) == nil else { return }
+        let names = files.names(of: identity)
+        for name in names { batch.append(.closedAfterWriting(name)) }
+        for name in names { noteEntry(name) }
+    }
+
+    /// `path` as libinotifytools can be given it: it keeps the name of a watch the kernel dropped (`IN_IGNORED`)
+    /// and would hand back that old descriptor for the name, so a name it still holds for no live watch is spelled
+    /// with one more `./` before its last component. `nil` after a few tries.
+    private func unseenSpelling(_ path: String) -> String? {
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        var spelling = path
+        for dots in 0..<4 {
+            if dots > 0 {
+                spelling = String(path[..<slash]) + String(repeating: "/.", count: dots) + String(path[slash...])
+            }
+            let known = inotifytools_wd_from_filename(spelling)
+            if known < 0 || linked.watch(known) != nil { return spelling }
+        }
+        return nil
+    }
+
+    /// Lets the entry `path` go (deleted, renamed away, not a file).
+    fileprivate func forgetEntry(_ path: ItemPath) {
+        files.remove(path)
+        forgetLinkedFile(path)
+    }
+
+    /// Lets the name `path` go (no longer a linked file's): the file's watch goes with its last name.
+    fileprivate func forgetLinkedFile(_ path: ItemPath) {
+        guard linked.contains(path) else { return }
+        if let descriptor = linked.remove(path) { removeLinkedWatch(descriptor) }
+        updateWatchCounts()
+    }
+
+    /// Lets the linked files of `directory` go with its watch.
+    fileprivate func forgetLinkedFiles(in directory: ItemPath) {
+        cutDirectories.remove(directory)
+        files.removeDirectory(directory)
+        for descriptor in linked.removeDirectory(directory) { removeLinkedWatch(descriptor) }
+        updateWatchCounts()
+    }
+
+    private func removeLinkedWatch(_ descriptor: Int32) {
+        _ = inotifytools_remove_watch_by_wd(descriptor)
     }
 }
 
