@@ -87,6 +87,21 @@ struct HardLinkWatcherEndToEndTests {
         }
     }
 
+    @Test("A write through a link in another folder by sh: the file's presenter hears it once")
+    func uncoordinatedWriteThroughALinkElsewhereReachesTheFilesPresenter() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (a, b) = try HardLinkEndToEndTests.makeLinkedPair(env)
+            let app = try await env.host("P")
+            try await app.present("File", a)
+            try await env.waitForWatches(env.path("d"))
+            try await env.waitForWatchCounts(total: 2, linked: 1)
+
+            try shell("echo v2 >> '\(b)'")
+            #expect(try await app.settledPresenterEvents("File", count: 1) == ["didChange"])
+        }
+    }
+
     @Test("A link made into the presented folder later: writes through the file's older name are heard from then on")
     func linkMadeIntoTheFolderLater() async throws {
         try await TestEnvironment.run { env in
