@@ -16,7 +16,8 @@ import SystemPackage
 /// number of presenters that need it (the arbiter counts them); `IN_ONLYDIR`, so a presented file costs nothing.
 ///
 /// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
-// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread.
+// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread (the ones not
+// `private` are shared with the extension in InotifyWatcher+LinkedFiles.swift, on that thread too).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
         case watch(ItemPath)
@@ -30,9 +31,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// any name, a change of its link count (`IN_ATTRIB`: a link made or removed anywhere), its end.
     static let linkedFileMask = UInt32(IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_DONT_FOLLOW)
 
-    private let cap: Int?
+    let cap: Int?
     private let wakePath: String
-    private let logger: Logger
+    let logger: Logger
     /// What other threads hand the watcher thread.
     private struct Control {
         var commands: [Command] = []
@@ -46,7 +47,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     // Owned by the watcher thread.
     private var deliver: @Sendable (WatcherReport) -> Void = { _ in }
     private var wakeWatch: Int32 = -1
-    private var byDescriptor: [Int32: ItemPath] = [:]
+    var byDescriptor: [Int32: ItemPath] = [:]
     /// Per watch, whether its directory's names compare case-insensitively (`FileSystemCaseRule`, as the client's
     /// canonicaliser decides): event names there are case-folded as the arbiter's keys are (issue 14). Absent while
     /// undecided (an empty directory of a FUSE file system that the device does not name): asked again at its next
@@ -55,17 +56,17 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
-    private var status = WatcherStatus(backend: "inotify")
+    var status = WatcherStatus(backend: "inotify")
     /// The files of watched directories that have other names, each watched by its inode (issue 26).
-    private var linked = LinkedFileWatches()
+    var linked = LinkedFileWatches()
     /// Indices, in the batch being read, of the changes a linked file's watch reported: one that the directory's
     /// own watch reported too (a write through that very name) is dropped before the batch is delivered.
-    private var linkedChanges: [Int] = []
+    var linkedChanges: [Int] = []
     /// The identity of each file in the watched directories (issue 26).
-    private var files = WatchedFileIdentities()
+    var files = WatchedFileIdentities()
     /// Directories past ``LinkedFileWatches/maximumPerDirectory`` or ``WatchedFileIdentities/maximumPerDirectory``,
     /// logged once per watch.
-    private var cutDirectories: Set<ItemPath> = []
+    var cutDirectories: Set<ItemPath> = []
     /// Watches added and removed since the last report.
     private var added: [ItemPath] = []
     private var removed: [ItemPath] = []
@@ -332,7 +333,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         noteEntries(in: directory, folds: folds)
     }
 
-    private func updateWatchCounts() {
+    func updateWatchCounts() {
         status.watches = byDescriptor.count + linked.count
         status.linkedFileWatches = linked.count
     }
@@ -349,7 +350,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     /// A name case-folded as the client folds names in case-insensitive directories (bytes that are not UTF-8 kept).
-    private static func folded(_ name: [UInt8]) -> [UInt8] {
+    static func folded(_ name: [UInt8]) -> [UInt8] {
         guard let text = String(validating: name, as: UTF8.self) else { return name }
         return Array(CaseFolding.fold(text).utf8)
     }
@@ -373,170 +374,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         for directory in wanted.sorted() where byPath[directory] == nil {
             add(directory, scan: true, into: &batch)
         }
-    }
-}
-
-// MARK: Files with other names (issue 26)
-
-extension InotifyWatcher {
-    /// An event on a linked file's own watch: a finished write is a change of each of its names in watched
-    /// directories; a change of its attributes may be a link made or removed, so its names are looked at again.
-    fileprivate func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
-        if mask & UInt32(IN_IGNORED) != 0 {
-            // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
-            // ``unseenSpelling(_:)`` steps around.
-            _ = linked.drop(descriptor)
-            updateWatchCounts()
-            return
-        }
-        status.events += 1
-        guard let watch = linked.watch(descriptor) else { return }
-        if mask & UInt32(IN_CLOSE_WRITE) != 0 {
-            for name in watch.names.sorted() {
-                batch.append(.closedAfterWriting(name))
-                linkedChanges.append(batch.count - 1)
-            }
-        }
-        if mask & UInt32(IN_ATTRIB) != 0 {
-            // One lookup per name; a name that reaches another file, or a file with one name left, is let go (its
-            // directory's watch covers its only name).
-            for name in watch.names.sorted() { noteEntry(name) }
-        }
-    }
-
-    /// Drops a change a linked file's watch reported when the directory's own watch reported the same change in the
-    /// batch (a write through that very name reaches both watches, one after the other): one notification per write.
-    fileprivate func dropDuplicateLinkedChanges(in batch: inout [FileSystemEvent]) {
-        guard !linkedChanges.isEmpty else { return }
-        let fromLinks = Set(linkedChanges)
-        linkedChanges = []
-        var direct: Set<ItemPath> = []
-        for (index, event) in batch.enumerated() where !fromLinks.contains(index) {
-            if case .closedAfterWriting(let path) = event { direct.insert(path) }
-        }
-        guard !direct.isEmpty else { return }
-        batch = batch.enumerated().compactMap { index, event in
-            guard fromLinks.contains(index), case .closedAfterWriting(let path) = event, direct.contains(path) else {
-                return event
-            }
-            return nil
-        }
-    }
-
-    /// Looks at the entries of a directory just watched: each file is indexed by identity, and those with other
-    /// names get a watch each. One `lstat` per entry, once per watch added, for at most
-    /// ``WatchedFileIdentities/maximumPerDirectory`` entries (in name order; past them, logged once).
-    fileprivate func noteEntries(in directory: ItemPath, folds: Bool) {
-        let path = String(decoding: directory.bytes, as: UTF8.self)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
-        if names.count > WatchedFileIdentities.maximumPerDirectory { noteCut(directory) }
-        for name in names.sorted().prefix(WatchedFileIdentities.maximumPerDirectory) {
-            noteEntry(directory.appending(folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)))
-        }
-    }
-
-    /// Looks at one entry `path` of a watched directory (one `lstat`): indexed if it is a file, watched if it has
-    /// other names, let go if it was and is not (any more, or not the same file).
-    fileprivate func noteEntry(_ path: ItemPath) {
-        guard let directory = path.parent else { return }
-        let text = String(decoding: path.bytes, as: UTF8.self)
-        guard let file = try? FileSystemCalls.status(text, followingLinks: false), file.kind == .other else {
-            forgetEntry(path)
-            return
-        }
-        if !files.set(path, to: file.identity) { noteCut(directory) }
-        guard file.linkCount > 1 else {
-            forgetLinkedFile(path)
-            return
-        }
-        if let descriptor = linked.descriptor(of: file.identity) {
-            if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
-                removeLinkedWatch(emptied)
-            }
-            updateWatchCounts()
-            return
-        }
-        forgetLinkedFile(path)  // It reached another file before.
-        guard linked.hasRoom(in: directory) else {
-            noteCut(directory)
-            return
-        }
-        if let cap, byDescriptor.count + linked.count >= cap {
-            logger.debug("\(text) has other names but is not watched: the cap of \(cap) watches is reached")
-            return
-        }
-        guard let spelling = unseenSpelling(text),
-            inotifytools_watch_file(spelling, Int32(bitPattern: Self.linkedFileMask)) != 0
-        else {
-            logger.debug("\(text) has other names but is not watched: errno \(inotifytools_error())")
-            return
-        }
-        let descriptor = inotifytools_wd_from_filename(spelling)
-        guard descriptor >= 0, byDescriptor[descriptor] == nil else { return }
-        if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
-            removeLinkedWatch(emptied)
-        }
-        updateWatchCounts()
-    }
-
-    /// Says once per watch that a directory holds more files than the watcher follows by identity.
-    private func noteCut(_ directory: ItemPath) {
-        guard cutDirectories.insert(directory).inserted else { return }
-        logger.notice(
-            "\(directory) holds more than \(WatchedFileIdentities.maximumPerDirectory) files, or more than \(LinkedFileWatches.maximumPerDirectory) with other names: a write through another name of the rest is not reported there"
-        )
-    }
-
-    /// A coordinated write of the file `identity`, which has other names, ended: its names in watched directories
-    /// are reported changed, unless the file's own watch saw the write (its close came before this command, so the
-    /// watch's event was read first), and the file is watched from now on. Echoes (the names the claim took) are
-    /// the arbiter's to drop.
-    fileprivate func reportWrite(of identity: FileIdentity, into batch: inout [FileSystemEvent]) {
-        guard linked.descriptor(of: identity) == nil else { return }
-        let names = files.names(of: identity)
-        for name in names { batch.append(.closedAfterWriting(name)) }
-        for name in names { noteEntry(name) }
-    }
-
-    /// `path` as libinotifytools can be given it: it keeps the name of a watch the kernel dropped (`IN_IGNORED`)
-    /// and would hand back that old descriptor for the name, so a name it still holds for no live watch is spelled
-    /// with one more `./` before its last component. `nil` after a few tries.
-    private func unseenSpelling(_ path: String) -> String? {
-        guard let slash = path.lastIndex(of: "/") else { return nil }
-        var spelling = path
-        for dots in 0..<4 {
-            if dots > 0 {
-                spelling = String(path[..<slash]) + String(repeating: "/.", count: dots) + String(path[slash...])
-            }
-            let known = inotifytools_wd_from_filename(spelling)
-            if known < 0 || linked.watch(known) != nil { return spelling }
-        }
-        return nil
-    }
-
-    /// Lets the entry `path` go (deleted, renamed away, not a file).
-    fileprivate func forgetEntry(_ path: ItemPath) {
-        files.remove(path)
-        forgetLinkedFile(path)
-    }
-
-    /// Lets the name `path` go (no longer a linked file's): the file's watch goes with its last name.
-    fileprivate func forgetLinkedFile(_ path: ItemPath) {
-        guard linked.contains(path) else { return }
-        if let descriptor = linked.remove(path) { removeLinkedWatch(descriptor) }
-        updateWatchCounts()
-    }
-
-    /// Lets the linked files of `directory` go with its watch.
-    fileprivate func forgetLinkedFiles(in directory: ItemPath) {
-        cutDirectories.remove(directory)
-        files.removeDirectory(directory)
-        for descriptor in linked.removeDirectory(directory) { removeLinkedWatch(descriptor) }
-        updateWatchCounts()
-    }
-
-    private func removeLinkedWatch(_ descriptor: Int32) {
-        _ = inotifytools_remove_watch_by_wd(descriptor)
     }
 }
 
