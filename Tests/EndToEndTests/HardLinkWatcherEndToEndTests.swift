@@ -158,6 +158,30 @@ struct HardLinkWatcherEndToEndTests {
         }
     }
 
+    @Test("A link made elsewhere later, then a coordinated write through the folder's own name: heard once")
+    func linkMadeElsewhereLaterThenAWriteThroughTheFoldersName() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            try FileManager.default.createDirectory(atPath: env.path("d"), withIntermediateDirectories: false)
+            try FileManager.default.createDirectory(atPath: env.path("e"), withIntermediateDirectories: false)
+            let a = try env.file("d/a.txt", "v1")
+            let app = try await env.host("P")
+            let writer = try await env.host("Q")
+            try await app.present("Folder", env.path("d"))
+            try await env.waitForWatches(env.path("d"))
+            try await env.waitForWatchCounts(total: 2, linked: 0)
+
+            // The coordination tells the folder; the watcher's report of the file's names is its echo.
+            try shell("ln '\(a)' '\(env.path("e/c.txt"))'")
+            try writer.send("write \(a) v2")
+            try await writer.waitFor("done write \(a)")
+            #expect(try await app.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(a)"])
+            // The watcher has had the report (it watches the file now), and nothing more reached the folder.
+            try await env.waitForWatchCounts(total: 3, linked: 1)
+            #expect(try await app.staysWithout("presenter Folder ", count: 2))
+        }
+    }
+
     @Test("A link removed, or the folder no longer presented, lets the file's watch go")
     func removedLinkOrFolderLetsTheWatchGo() async throws {
         try await TestEnvironment.run { env in
