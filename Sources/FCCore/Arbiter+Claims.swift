@@ -498,6 +498,7 @@ extension Arbiter {
         if !claim.request.isPreparation {
             notifyAfterAccess(claim, created: created)
             recordEchoes(of: claim, created: created)
+            reportWritesToFilesWithOtherNames(claim)
             forgetDeletedNames(of: claim)
         }
         sendReacquirers(claim)

@@ -213,6 +213,19 @@ extension Arbiter {
         }
     }
 
+    /// A granted claim ends: each file with other names that it wrote (its contents: not a deletion or a move) is
+    /// reported to the host once (``ArbiterEffect/fileWithOtherNamesWritten(_:)``), so that the watcher tells the
+    /// presenters of folders that hold another name of it and that no claim or presenter here names. Its echo under
+    /// the names the claim took is suppressed as any echo is (``recordEchoes(of:created:)`` ran before).
+    func reportWritesToFilesWithOtherNames(_ claim: ClaimRecord) {
+        guard configuration.watchesFileSystem else { return }
+        var reported: Set<ItemIdentity> = []
+        for item in claim.request.items where item.hasOtherNames {
+            guard let identity = item.identity, case .write? = item.access.onOtherNames else { continue }
+            if reported.insert(identity).inserted { effects.append(.fileWithOtherNamesWritten(identity)) }
+        }
+    }
+
     /// ``forgetIdentities(ofPresentersAt:)`` for the deletions the watcher read.
     func forgetDeletedNames(in events: [FileSystemEvent]) {
         guard !identities.holders.isEmpty else { return }

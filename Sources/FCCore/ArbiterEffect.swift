@@ -92,4 +92,9 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// The claim lies inside a lease its own client holds (sent before the client could know of the lease): it is
     /// not arbitrated here, and the client decides it itself, or sends it again if the lease is gone by then.
     case claimInsideLease(ClaimID, client: ClientID, lease: LeaseID)
+    /// A granted claim that wrote a file with other names (hard links: ``ClaimItem/hasOtherNames``) ended (issue 26):
+    /// the host's watcher reports the write under the file's names in the directories it watches where no watch of
+    /// its own saw it (a folder presenter alone, with the link made elsewhere after the folder's watch). Once per
+    /// file and claim, after the claim's own notifications; only with ``ArbiterConfiguration/watchesFileSystem``.
+    case fileWithOtherNamesWritten(ItemIdentity)
 }

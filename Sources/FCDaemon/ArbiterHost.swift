@@ -356,6 +356,8 @@ final class ArbiterHost {
                 watcher?.watch(directory)
             case .unwatch(let directory):
                 watcher?.unwatch(directory)
+            case .fileWithOtherNamesWritten(let identity):
+                watcher?.fileWritten(identity)
             case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
                 .claimInsideLease:
                 break

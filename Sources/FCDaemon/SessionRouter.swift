@@ -276,7 +276,7 @@ public final class SessionRouter {
                     claimOwner[claim].flatMap { $0.0 == owner ? ClaimID($0.1) : nil }
                 }
                 append(.message(message), to: owner)
-            case .startTimer, .cancelTimer, .log, .watch, .unwatch:
+            case .startTimer, .cancelTimer, .log, .watch, .unwatch, .fileWithOtherNamesWritten:
                 routed.host.append(effect)
             case .grantLease(_, let client, _), .recallLease(_, let client):
                 // Lease ids are the daemon's, the same for every client (docs/PROTOCOL.md section 10).

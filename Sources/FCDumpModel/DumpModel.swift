@@ -523,7 +523,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
     /// The file watcher's health (issue 13): watches against the limits, what is watched and for how many
     /// presenters, and the counters of events, overflows, rescans and coalesced notifications.
     public struct Watcher: Codable, Hashable, Sendable {
-        /// Watches in use (one per watched directory).
+        /// Watches in use: one per watched directory, and one per file with other names in them (issue 26).
         public var watches: Int
         /// The limit that applies first: the daemon's cap (`--max-watches`) or the kernel's `max_user_watches`.
         public var maximumWatches: Int?
@@ -543,6 +543,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var events: Int?
         /// Watches that could not be added (a limit reached, permission denied).
         public var failedWatches: Int?
+        /// Of `watches`, those on files of watched directories that have other names (hard links, issue 26).
+        public var linkedFileWatches: Int?
         /// Notifications sent for file-system events.
         public var notificationsSent: Int?
         /// Notifications held back by the coalescing window.

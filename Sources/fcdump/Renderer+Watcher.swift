@@ -8,6 +8,7 @@ extension Renderer {
         guard let watcher = dump.watcher else { return "filecoordd does not watch the file system\n" }
         func number(_ value: Int?) -> String { value.map(String.init) ?? "?" }
         var out = "watcher (\(watcher.backend ?? "?")): \(watcher.watches) watches in use"
+        if let linked = watcher.linkedFileWatches, linked > 0 { out += " (\(linked) on files with other names)" }
         out += watcher.maximumWatches.map { " of at most \($0)" } ?? ""
         out += " (cap \(watcher.watchCap.map(String.init) ?? "none"), kernel max_user_watches "
         out += "\(number(watcher.kernelMaximumWatches)), queue max_queued_events \(number(watcher.queueLimit)))\n"

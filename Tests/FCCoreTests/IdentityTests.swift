@@ -132,3 +132,52 @@ import Testing
         #expect(paths == [path("/e/b.txt"), path("/m/a.txt")])
     }
 }
+
+extension IdentityTests {
+    /// The harness of a daemon's arbiter, which watches the file system.
+    private static func watching() -> ArbiterHarness {
+        var configuration = ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil)
+        configuration.watchesFileSystem = true
+        return ArbiterHarness(configuration: configuration)
+    }
+
+    private static func linked(_ item: ClaimItem) -> ClaimItem {
+        var item = item
+        item.hasOtherNames = true
+        return item
+    }
+
+    private static func reported(_ effects: [ArbiterEffect]) -> [ItemIdentity] {
+        effects.compactMap { if case .fileWithOtherNamesWritten(let identity) = $0 { identity } else { nil } }
+    }
+
+    @Test func aWriteOfAFileWithOtherNamesIsReportedToTheWatcherWhenItEndsOnce() throws {
+        let h = Self.watching()
+        let tool = h.connect("tool")
+        // Two items naming the one file: one report, after the claim's end and not before.
+        let writer = h.claim([Self.linked(Self.write("/e/b.txt")), Self.linked(Self.write("/e/c.txt"))], client: tool)
+        #expect(h.isGranted(writer))
+        #expect(Self.reported(h.effects).isEmpty)
+        h.finish(writer)
+        #expect(Self.reported(h.lastEffects) == [Self.file])
+    }
+
+    @Test func noReportForAReadADeletionAFileWithOneNameOrAnArbiterThatDoesNotWatch() throws {
+        let h = Self.watching()
+        let tool = h.connect("tool")
+        for item in [
+            Self.linked(Self.read("/e/b.txt")), Self.linked(Self.write("/e/b.txt", .forDeleting)),
+            Self.linked(Self.write("/e/b.txt", .forMoving)), Self.write("/e/b.txt"),
+        ] {
+            let claim = h.claim([item], client: tool)
+            #expect(h.isGranted(claim))
+            h.finish(claim)
+        }
+        #expect(Self.reported(h.effects).isEmpty)
+
+        let inProcess = ArbiterHarness()
+        let claim = inProcess.claim([Self.linked(Self.write("/e/b.txt"))], client: inProcess.connect("tool"))
+        inProcess.finish(claim)
+        #expect(Self.reported(inProcess.effects).isEmpty)
+    }
+}

@@ -165,3 +165,90 @@ struct InotifyWatcherTests {
         }
     }
 }
+
+/// Issue 26: the files of watched folders that have other names.
+extension InotifyWatcherTests {
+    /// `folder/d/a.txt` and `folder/e/b.txt`, one file under two names (`linked: false`: `a.txt` alone).
+    private static func linkedPair(in folder: String, linked: Bool = true) throws -> (a: String, b: String) {
+        for name in ["d", "e"] {
+            try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
+        }
+        let a = folder + "/d/a.txt"
+        let b = folder + "/e/b.txt"
+        try write("v1", to: a)
+        if linked { try FileManager.default.linkItem(atPath: a, toPath: b) }
+        return (a, b)
+    }
+
+    private static func changes(of file: ItemPath, in collector: Collector) -> Int {
+        collector.events.filter { $0 == .closedAfterWriting(file) }.count
+    }
+
+    @Test func aWriteThroughALinkElsewhereIsReportedUnderTheWatchedNameOnceAndTheWatchGoesWithTheLink() throws {
+        try withFolder { folder in
+            let (a, b) = try Self.linkedPair(in: folder)
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            watcher.watch(try path(folder + "/d"))
+            try collector.waitUntil("d and a.txt watched") {
+                $0.status?.watches == 2 && $0.status?.linkedFileWatches == 1
+            }
+
+            try write("v2", to: b)
+            try collector.waitUntil("a.txt changed") { Self.changes(of: try! path(a), in: $0) == 1 }
+            #expect(!collector.events.contains(.closedAfterWriting(try path(b))), "e is not watched")
+
+            // Through the folder's own name both watches see the write: reported once. A later write to another
+            // file of the folder shows that everything before it was read.
+            try write("v3", to: a)
+            try write("m", to: folder + "/d/marker")
+            try collector.waitUntil("the marker") {
+                $0.events.contains(.closedAfterWriting(try! path(folder + "/d/marker")))
+            }
+            #expect(Self.changes(of: try path(a), in: collector) == 2)
+
+            // The link removed: a.txt has one name, in the folder, whose watch covers it.
+            try FileManager.default.removeItem(atPath: b)
+            try collector.waitUntil("a.txt's own watch gone") {
+                $0.status?.watches == 1 && $0.status?.linkedFileWatches == 0
+            }
+            watcher.unwatch(try path(folder + "/d"))
+            try collector.waitUntil("nothing watched") { $0.status?.watches == 0 }
+        }
+    }
+
+    @Test func aCoordinatedWriteOfAFileLinkedElsewhereLaterIsReportedUnderItsNamesAndWatchedFromThen() throws {
+        try withFolder { folder in
+            let (a, b) = try Self.linkedPair(in: folder, linked: false)
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            watcher.watch(try path(folder + "/d"))
+            try collector.waitUntil("d watched") { $0.status?.watches == 1 }
+
+            try FileManager.default.linkItem(atPath: a, toPath: b)
+            let attributes = try FileManager.default.attributesOfItem(atPath: b)
+            let identity = ItemIdentity(
+                device: try #require((attributes[.systemNumber] as? NSNumber)?.uint64Value),
+                inode: try #require((attributes[.systemFileNumber] as? NSNumber)?.uint64Value)
+            )
+            watcher.fileWritten(identity)
+            try collector.waitUntil("a.txt reported changed, and watched") {
+                Self.changes(of: try! path(a), in: $0) == 1 && $0.status?.linkedFileWatches == 1
+            }
+
+            // Watched now: a write through b.txt without coordination is seen; a second report is not made up.
+            try write("v2", to: b)
+            try collector.waitUntil("a.txt changed again") { Self.changes(of: try! path(a), in: $0) == 2 }
+            watcher.fileWritten(identity)
+            try write("m", to: folder + "/d/marker")
+            try collector.waitUntil("the marker") {
+                $0.events.contains(.closedAfterWriting(try! path(folder + "/d/marker")))
+            }
+            #expect(Self.changes(of: try path(a), in: collector) == 2)
+        }
+    }
+}

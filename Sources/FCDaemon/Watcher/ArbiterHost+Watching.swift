@@ -61,6 +61,7 @@ extension ArbiterHost {
         dump.queueLimit = status.queueLimit
         dump.events = status.events
         dump.failedWatches = status.failedWatches
+        dump.linkedFileWatches = status.linkedFileWatches
         dump.notificationsSent = watching.statistics.notificationsSent
         dump.coalesced = watching.statistics.coalesced
         dump.echoesSuppressed = watching.statistics.echoesSuppressed

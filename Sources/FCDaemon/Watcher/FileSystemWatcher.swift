@@ -18,8 +18,17 @@ public protocol FileSystemWatcher: AnyObject, Sendable {
     func watch(_ directory: ItemPath)
     /// Stops watching a directory (``ArbiterEffect/unwatch(_:)``).
     func unwatch(_ directory: ItemPath)
+    /// A coordinated write of the file `identity`, which has other names, ended
+    /// (``ArbiterEffect/fileWithOtherNamesWritten(_:)``): its names in watched directories that no watch of the
+    /// backend saw written are reported changed, and watched from now on (issue 26).
+    func fileWritten(_ identity: ItemIdentity)
     /// Stops the backend's thread and releases its watches. Nothing is delivered after it returns.
     func stop()
+}
+
+extension FileSystemWatcher {
+    /// A backend that follows no file by its identity reports nothing more.
+    public func fileWritten(_ identity: ItemIdentity) {}
 }
 
 /// What a watcher reports: events, in order, and its status after them.
@@ -47,8 +56,10 @@ public struct WatcherReport: Sendable {
 public struct WatcherStatus: Hashable, Sendable {
     /// The backend's name (`inotify`).
     public var backend: String
-    /// Watches in use (one per watched directory).
+    /// Watches in use: one per watched directory, and one per file with other names (hard links) in them.
     public var watches = 0
+    /// Of ``watches``, those on files of watched directories that have other names (issue 26).
+    public var linkedFileWatches = 0
     /// The daemon's own cap on watches (`--maximum-watches`), if set.
     public var watchCap: Int?
     /// The kernel's limit (`fs.inotify.max_user_watches`), shared by every inotify user of this uid.

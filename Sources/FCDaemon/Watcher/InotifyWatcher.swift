@@ -16,19 +16,24 @@ import SystemPackage
 /// number of presenters that need it (the arbiter counts them); `IN_ONLYDIR`, so a presented file costs nothing.
 ///
 /// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
-// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread.
+// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread (the ones not
+// `private` are shared with the extension in InotifyWatcher+LinkedFiles.swift, on that thread too).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
         case watch(ItemPath)
         case unwatch(ItemPath)
+        case fileWritten(FileIdentity)
     }
 
     /// The events watched in every directory.
     static let mask = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+    /// The events watched on a file of a watched directory that has other names (issue 26): a finished write through
+    /// any name, a change of its link count (`IN_ATTRIB`: a link made or removed anywhere), its end.
+    static let linkedFileMask = UInt32(IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_DONT_FOLLOW)
 
-    private let cap: Int?
+    let cap: Int?
     private let wakePath: String
-    private let logger: Logger
+    let logger: Logger
     /// What other threads hand the watcher thread.
     private struct Control {
         var commands: [Command] = []
@@ -42,7 +47,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     // Owned by the watcher thread.
     private var deliver: @Sendable (WatcherReport) -> Void = { _ in }
     private var wakeWatch: Int32 = -1
-    private var byDescriptor: [Int32: ItemPath] = [:]
+    var byDescriptor: [Int32: ItemPath] = [:]
     /// Per watch, whether its directory's names compare case-insensitively (`FileSystemCaseRule`, as the client's
     /// canonicaliser decides): event names there are case-folded as the arbiter's keys are (issue 14). Absent while
     /// undecided (an empty directory of a FUSE file system that the device does not name): asked again at its next
@@ -51,7 +56,17 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
-    private var status = WatcherStatus(backend: "inotify")
+    var status = WatcherStatus(backend: "inotify")
+    /// The files of watched directories that have other names, each watched by its inode (issue 26).
+    var linked = LinkedFileWatches()
+    /// Indices, in the batch being read, of the changes a linked file's watch reported: one that the directory's
+    /// own watch reported too (a write through that very name) is dropped before the batch is delivered.
+    var linkedChanges: [Int] = []
+    /// The identity of each file in the watched directories (issue 26).
+    var files = WatchedFileIdentities()
+    /// Directories past ``LinkedFileWatches/maximumPerDirectory`` or ``WatchedFileIdentities/maximumPerDirectory``,
+    /// logged once per watch.
+    var cutDirectories: Set<ItemPath> = []
     /// Watches added and removed since the last report.
     private var added: [ItemPath] = []
     private var removed: [ItemPath] = []
@@ -112,6 +127,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     public func unwatch(_ directory: ItemPath) { enqueue(.unwatch(directory)) }
 
+    public func fileWritten(_ identity: ItemIdentity) {
+        enqueue(.fileWritten(FileIdentity(device: identity.device, inode: identity.inode)))
+    }
+
     public func stop() {
         let (file, running) = control.withLock { control -> (FileDescriptor?, Bool) in
             let wasStopping = control.stopping
@@ -167,6 +186,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             read(first, into: &batch, wake: &wake)
             while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
             if wake, !runCommands(into: &batch) { return }
+            dropDuplicateLinkedChanges(in: &batch)
             deliver(WatcherReport(events: batch, status: status, watched: added, unwatched: removed))
             added = []
             removed = []
@@ -192,13 +212,18 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             wake = true
             return
         }
+        if linked.watch(descriptor) != nil {
+            readLinkedFile(mask, descriptor, into: &batch)
+            return
+        }
         if mask & UInt32(IN_IGNORED) != 0 {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
             foldsNames[descriptor] = nil
             if let directory = byDescriptor.removeValue(forKey: descriptor) {
                 byPath[directory] = nil
                 removed.append(directory)
-                status.watches = byDescriptor.count
+                forgetLinkedFiles(in: directory)
+                updateWatchCounts()
             }
             return
         }
@@ -211,6 +236,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         if foldsNames(descriptor, directory) { bytes = Self.folded(bytes) }
         let path = directory.appending(bytes)
         let isDirectory = mask & UInt32(IN_ISDIR) != 0
+        if !isDirectory {
+            if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { forgetEntry(path) }
+            // A file made or moved in: indexed, and watched if it has other names (a link made into the directory).
+            if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { noteEntry(path) }
+        }
         if mask & UInt32(IN_CLOSE_WRITE) != 0 { batch.append(.closedAfterWriting(path)) }
         if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
         if mask & UInt32(IN_DELETE) != 0 { batch.append(.deleted(path)) }
@@ -246,15 +276,18 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                     foldsNames[descriptor] = nil
                     removed.append(directory)
                     _ = inotifytools_remove_watch_by_wd(descriptor)
+                    forgetLinkedFiles(in: directory)
                 }
+            case .fileWritten(let identity):
+                reportWrite(of: identity, into: &batch)
             }
         }
-        status.watches = byDescriptor.count
+        updateWatchCounts()
         return true
     }
 
     private func add(_ directory: ItemPath, scan: Bool, into batch: inout [FileSystemEvent]) {
-        if let cap, byDescriptor.count >= cap {
+        if let cap, byDescriptor.count + linked.count >= cap {
             status.failedWatches += 1
             batch.append(
                 .watchFailed(
@@ -294,9 +327,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         byDescriptor[descriptor] = directory
         byPath[directory] = descriptor
         added.append(directory)
-        status.watches = byDescriptor.count
-        _ = foldsNames(descriptor, directory)
+        updateWatchCounts()
+        let folds = foldsNames(descriptor, directory)
         if scan { self.scan(directory, into: &batch) }
+        noteEntries(in: directory, folds: folds)
+    }
+
+    func updateWatchCounts() {
+        status.watches = byDescriptor.count + linked.count
+        status.linkedFileWatches = linked.count
     }
 
     /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
@@ -311,7 +350,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     /// A name case-folded as the client folds names in case-insensitive directories (bytes that are not UTF-8 kept).
-    private static func folded(_ name: [UInt8]) -> [UInt8] {
+    static func folded(_ name: [UInt8]) -> [UInt8] {
         guard let text = String(validating: name, as: UTF8.self) else { return name }
         return Array(CaseFolding.fold(text).utf8)
     }

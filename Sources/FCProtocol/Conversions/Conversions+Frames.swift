@@ -155,10 +155,10 @@ extension Filecoord_V1_Frame {
 
     /// The frame the daemon sends for an arbiter effect addressed to a client, with ids copied as they are (the
     /// daemon maps them to the receiving client's numbering first). `nil` for the effects the daemon carries out
-    /// itself (`startTimer`, `cancelTimer`, `log`).
+    /// itself (`startTimer`, `cancelTimer`, `log`, the watcher's).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped, .fileWithOtherNamesWritten:
             return nil
         case .grantLease(let lease, _, let subtree):
             var message = Filecoord_V1_LeaseGranted()

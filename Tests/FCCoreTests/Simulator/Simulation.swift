@@ -73,6 +73,8 @@ struct Simulation {
     /// What the schedule did with leases, to show that it did something: grants, recalls, claims granted in process,
     /// running claims declared on return.
     private(set) var leaseCounts = (grants: 0, recalls: 0, inProcess: 0, declared: 0)
+    /// Issue 26: ended writes of files with other names reported to the host, to show that the schedules make some.
+    private(set) var otherNamesWritten = 0
 
     static let universe: [ItemPath] = [
         "/r", "/r/a", "/r/a/x", "/r/a/y", "/r/b", "/r/b/z", "/r/p.rtfd", "/r/p.rtfd/c", "/r/p.rtfd/c/d", "/r/q",
@@ -722,6 +724,19 @@ struct Simulation {
         case .claimInsideLease(let id, _, _):
             // Handed back to its client, to decide in its lease: neither granted nor failed here.
             failed.insert(id)
+        case .fileWithOtherNamesWritten(let identity):
+            // Issue 26: only for a granted claim, ended now, that wrote the file through an item with other names.
+            let wrote = claimInfo.contains { id, request in
+                granted.contains(id) && arbiter.phase(of: id) == nil
+                    && request.items.contains {
+                        guard $0.identity == identity, $0.hasOtherNames, case .write(let options) = $0.access else {
+                            return false
+                        }
+                        return options.isDisjoint(with: [.forDeleting, .forMoving])
+                    }
+            }
+            if !wrote { violations.append("\(identity) reported written, by no ended claim that wrote it") }
+            otherNamesWritten += 1
         case .startTimer, .cancelTimer, .log, .grantLease, .recallLease, .leaseDropped:
             break
         }

@@ -46,7 +46,7 @@ enum ClaimFailureMapping {
         case .message(let message):
             .presenter(message)
         case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease,
-            .leaseDropped, .claimInsideLease:
+            .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten:
             nil
         }
     }

@@ -228,7 +228,7 @@ final class LeaseTable: @unchecked Sendable {
             case .log(let record):
                 logger().log(record)
             case .message, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
-                .claimInsideLease:
+                .claimInsideLease, .fileWithOtherNamesWritten:
                 // No presenter is registered with a lease's arbiter, and it watches and leases nothing.
                 break
             }

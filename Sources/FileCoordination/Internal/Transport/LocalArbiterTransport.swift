@@ -62,7 +62,8 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         switch effect {
         case .grant(_, let to, _), .fail(_, let to, _): client = to
         case .message(let message): client = message.client
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable: return nil
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten:
+            return nil
         case .grantLease, .recallLease, .leaseDropped, .claimInsideLease: return nil  // It grants no leases.
         }
         return state.withLock { $0.clients[client]?.delegate }
@@ -104,7 +105,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
                 logger(record)
             case .grant, .fail, .message:
                 forClients.append(effect)
-            case .watch, .unwatch, .watchUnavailable:
+            case .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten:
                 break  // Only the daemon watches (ArbiterConfiguration.watchesFileSystem).
             case .grantLease, .recallLease, .leaseDropped, .claimInsideLease:
                 break  // Only the daemon grants leases (ArbiterConfiguration.leases).

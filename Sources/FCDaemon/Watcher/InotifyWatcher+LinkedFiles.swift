@@ -1,0 +1,172 @@
+import CInotifyTools
+import FCCore
+import FCSystem
+import Foundation
+import Logging
+
+// The watcher's part of issue 26 (docs/ARCHITECTURE.md §10 "Files with other names"): the files of watched
+// directories are indexed by identity, and those with other names (hard links) are watched by their inode, so that
+// a write through a name in another directory reaches the presenters of the watched one. Everything here runs on
+// the watcher's thread, as the rest of ``InotifyWatcher``'s state.
+
+extension InotifyWatcher {
+    /// An event on a linked file's own watch: a finished write is a change of each of its names in watched
+    /// directories; a change of its attributes may be a link made or removed, so its names are looked at again.
+    func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
+        if mask & UInt32(IN_IGNORED) != 0 {
+            // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
+            // ``unseenSpelling(_:)`` steps around.
+            _ = linked.drop(descriptor)
+            updateWatchCounts()
+            return
+        }
+        status.events += 1
+        guard let watch = linked.watch(descriptor) else { return }
+        if mask & UInt32(IN_CLOSE_WRITE) != 0 {
+            for name in watch.names.sorted() {
+                batch.append(.closedAfterWriting(name))
+                linkedChanges.append(batch.count - 1)
+            }
+        }
+        if mask & UInt32(IN_ATTRIB) != 0 {
+            // One lookup per name; a name that reaches another file, or a file with one name left, is let go (its
+            // directory's watch covers its only name).
+            for name in watch.names.sorted() { noteEntry(name) }
+        }
+    }
+
+    /// Drops a change a linked file's watch reported when the directory's own watch reported the same change in the
+    /// batch (a write through that very name reaches both watches, one after the other): one notification per write.
+    func dropDuplicateLinkedChanges(in batch: inout [FileSystemEvent]) {
+        guard !linkedChanges.isEmpty else { return }
+        let fromLinks = Set(linkedChanges)
+        linkedChanges = []
+        var direct: Set<ItemPath> = []
+        for (index, event) in batch.enumerated() where !fromLinks.contains(index) {
+            if case .closedAfterWriting(let path) = event { direct.insert(path) }
+        }
+        guard !direct.isEmpty else { return }
+        batch = batch.enumerated().compactMap { index, event in
+            guard fromLinks.contains(index), case .closedAfterWriting(let path) = event, direct.contains(path) else {
+                return event
+            }
+            return nil
+        }
+    }
+
+    /// Looks at the entries of a directory just watched: each file is indexed by identity, and those with other
+    /// names get a watch each. One `lstat` per entry, once per watch added, for at most
+    /// ``WatchedFileIdentities/maximumPerDirectory`` entries (in name order; past them, logged once).
+    func noteEntries(in directory: ItemPath, folds: Bool) {
+        let path = String(decoding: directory.bytes, as: UTF8.self)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+        if names.count > WatchedFileIdentities.maximumPerDirectory { noteCut(directory) }
+        for name in names.sorted().prefix(WatchedFileIdentities.maximumPerDirectory) {
+            noteEntry(directory.appending(folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)))
+        }
+    }
+
+    /// Looks at one entry `path` of a watched directory (one `lstat`): indexed if it is a file, watched if it has
+    /// other names, let go if it was and is not (any more, or not the same file).
+    func noteEntry(_ path: ItemPath) {
+        guard let directory = path.parent else { return }
+        let text = String(decoding: path.bytes, as: UTF8.self)
+        guard let file = try? FileSystemCalls.status(text, followingLinks: false), file.kind == .other else {
+            forgetEntry(path)
+            return
+        }
+        if !files.set(path, to: file.identity) { noteCut(directory) }
+        guard file.linkCount > 1 else {
+            forgetLinkedFile(path)
+            return
+        }
+        if let descriptor = linked.descriptor(of: file.identity) {
+            if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
+                removeLinkedWatch(emptied)
+            }
+            updateWatchCounts()
+            return
+        }
+        forgetLinkedFile(path)  // It reached another file before.
+        guard linked.hasRoom(in: directory) else {
+            noteCut(directory)
+            return
+        }
+        if let cap, byDescriptor.count + linked.count >= cap {
+            logger.debug("\(text) has other names but is not watched: the cap of \(cap) watches is reached")
+            return
+        }
+        guard let spelling = unseenSpelling(text),
+            inotifytools_watch_file(spelling, Int32(bitPattern: Self.linkedFileMask)) != 0
+        else {
+            logger.debug("\(text) has other names but is not watched: errno \(inotifytools_error())")
+            return
+        }
+        let descriptor = inotifytools_wd_from_filename(spelling)
+        guard descriptor >= 0, byDescriptor[descriptor] == nil else { return }
+        if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
+            removeLinkedWatch(emptied)
+        }
+        updateWatchCounts()
+    }
+
+    /// Says once per watch that a directory holds more files than the watcher follows by identity.
+    private func noteCut(_ directory: ItemPath) {
+        guard cutDirectories.insert(directory).inserted else { return }
+        logger.notice(
+            "\(directory) holds more than \(WatchedFileIdentities.maximumPerDirectory) files, or more than \(LinkedFileWatches.maximumPerDirectory) with other names: a write through another name of the rest is not reported there"
+        )
+    }
+
+    /// A coordinated write of the file `identity`, which has other names, ended: its names in watched directories
+    /// are reported changed, unless the file's own watch saw the write (its close came before this command, so the
+    /// watch's event was read first), and the file is watched from now on. Echoes (the names the claim took) are
+    /// the arbiter's to drop.
+    func reportWrite(of identity: FileIdentity, into batch: inout [FileSystemEvent]) {
+        guard linked.descriptor(of: identity) == nil else { return }
+        let names = files.names(of: identity)
+        for name in names { batch.append(.closedAfterWriting(name)) }
+        for name in names { noteEntry(name) }
+    }
+
+    /// `path` as libinotifytools can be given it: it keeps the name of a watch the kernel dropped (`IN_IGNORED`)
+    /// and would hand back that old descriptor for the name, so a name it still holds for no live watch is spelled
+    /// with one more `./` before its last component. `nil` after a few tries.
+    private func unseenSpelling(_ path: String) -> String? {
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        var spelling = path
+        for dots in 0..<4 {
+            if dots > 0 {
+                spelling = String(path[..<slash]) + String(repeating: "/.", count: dots) + String(path[slash...])
+            }
+            let known = inotifytools_wd_from_filename(spelling)
+            if known < 0 || linked.watch(known) != nil { return spelling }
+        }
+        return nil
+    }
+
+    /// Lets the entry `path` go (deleted, renamed away, not a file).
+    func forgetEntry(_ path: ItemPath) {
+        files.remove(path)
+        forgetLinkedFile(path)
+    }
+
+    /// Lets the name `path` go (no longer a linked file's): the file's watch goes with its last name.
+    func forgetLinkedFile(_ path: ItemPath) {
+        guard linked.contains(path) else { return }
+        if let descriptor = linked.remove(path) { removeLinkedWatch(descriptor) }
+        updateWatchCounts()
+    }
+
+    /// Lets the linked files of `directory` go with its watch.
+    func forgetLinkedFiles(in directory: ItemPath) {
+        cutDirectories.remove(directory)
+        files.removeDirectory(directory)
+        for descriptor in linked.removeDirectory(directory) { removeLinkedWatch(descriptor) }
+        updateWatchCounts()
+    }
+
+    private func removeLinkedWatch(_ descriptor: Int32) {
+        _ = inotifytools_remove_watch_by_wd(descriptor)
+    }
+}
