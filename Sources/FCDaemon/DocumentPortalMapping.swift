@@ -36,12 +36,16 @@ final class DocumentPortalMapping {
         var hostPath: @Sendable (String) -> Result<[UInt8], DocumentPortalBus.Failure>
         /// `false` for ``none``: nothing is ever asked, and no event waits.
         var asks = true
+        /// Whether asking can reach a portal now (a session bus is there): when not, the mount point is not asked
+        /// for, and the connecting client's events do not wait for the answer.
+        var mayAnswer: @Sendable () -> Bool = { true }
 
         /// The session bus's document portal.
         static func sessionBus(timeout: Duration) -> Portal {
             Portal(
                 mountPoint: { DocumentPortalBus.mountPoint(timeout: timeout) },
-                hostPath: { DocumentPortalBus.hostPath(ofDocument: $0, timeout: timeout) }
+                hostPath: { DocumentPortalBus.hostPath(ofDocument: $0, timeout: timeout) },
+                mayAnswer: { DocumentPortalBus.sessionBusMayExist() }
             )
         }
 
@@ -113,7 +117,8 @@ final class DocumentPortalMapping {
         let instant = now()
         if let next = nextMountPointAttempt, instant < next { return false }
         nextMountPointAttempt = instant + Self.mountPointRetry
-        return true
+        // No session bus, no portal: nothing to ask, and the connecting client's events need not wait.
+        return portal.mayAnswer()
     }
 
     /// Records the portal's answer to the mount point question.

@@ -1,6 +1,12 @@
 internal import CFCLinux
 public import SystemPackage
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The document portal's own interface (`org.freedesktop.portal.Documents` on the session bus), as the daemon asks
 /// it which host file a portal path exports (issue 26, docs/SEMANTICS.md "Sandboxed apps and the document portal").
 ///
@@ -33,6 +39,15 @@ public enum DocumentPortalBus {
             if errno == .noFunction { return "libsystemd.so.0 (sd-bus) cannot be loaded" }
             return name.isEmpty ? "\(errno)" : "\(name): \(message)"
         }
+    }
+
+    /// Whether a session bus may be there to ask, as sd-bus finds it: `DBUS_SESSION_BUS_ADDRESS` set, or a socket at
+    /// `$XDG_RUNTIME_DIR/bus`. `false` means no call can reach a portal (a server, a CI runner): the daemon then
+    /// does not ask at all. One `getenv` or two and at most one `stat`.
+    public static func sessionBusMayExist() -> Bool {
+        if let address = getenv("DBUS_SESSION_BUS_ADDRESS"), address.pointee != 0 { return true }
+        guard let runtime = getenv("XDG_RUNTIME_DIR"), runtime.pointee != 0 else { return false }
+        return (try? FileSystemCalls.status(String(cString: runtime) + "/bus", followingLinks: true)) != nil
     }
 
     /// Where the portal mounts its file system (`GetMountPoint`), as it names it.

@@ -36,6 +36,27 @@ import Testing
         }
     }
 
+    /// Without a session bus (a server, a CI runner) nothing can answer: the daemon asks nothing, and a connecting
+    /// client's events do not wait for a question (they did, and a presenter registered first was then entered after
+    /// another client's later write, which it did not hear: `InjectedClientTests` in a clean-clone CI run).
+    @Test func withoutASessionBusAConnectingClientsEventsWaitForNothing() throws {
+        var fake = DocumentPortalMappingTests.FakePortal(["a1b2": "/home/ann/notes/todo.txt"]).portal
+        fake.mayAnswer = { false }
+        let questions = Questions()
+        let configuration = EmbeddedConnection.configuration { configuration in
+            configuration.mapsDocumentPortalPaths = true
+            configuration.documentPortal = fake
+            configuration.portalLookups = { questions.ask($0) }
+        }
+        var app = try EmbeddedConnection(configuration: configuration)
+        try app.hello(name: "app")
+        _ = try app.received()
+        try app.send(EmbeddedConnection.writeClaim(1, path: "/tmp/elsewhere.txt"))
+        #expect(Self.grantedIDs(try app.received()) == [1])
+        #expect(questions.count == 0)
+        #expect(app.host.documentPortal.mountPoint == nil)
+    }
+
     @Test func aClaimOnAnUncachedDocumentWaitsOffTheLoopWithItsClientsLaterEventsBehindIt() throws {
         let fake = DocumentPortalMappingTests.FakePortal(["a1b2": "/home/ann/notes/todo.txt"])
         let questions = Questions()
