@@ -173,34 +173,44 @@ struct DocumentPortalEndToEndTests {
         return (host, inPortal, id)
     }
 
+    /// Runs `body` in a test environment with a portal of its own that exports `docs/note.txt` (``export(_:_:)``:
+    /// the host path, the path through the portal, the document id) and a daemon that asks that portal.
+    static func withExportedNote(
+        _ body: (TestEnvironment, DocumentPortalSession, String, String, String) async throws -> Void
+    ) async throws {
+        try await TestEnvironment.run { env in
+            try await DocumentPortalSession.run(env) { portal in
+                let (host, inPortal, id) = try Self.export(env, portal)
+                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
+                try await body(env, portal, host, inPortal, id)
+            }
+        }
+    }
+
     @Test(
         "A writer through the portal path waits for a host reader of the host path, and the reverse",
         .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
     )
     func aWriteThroughThePortalWaitsForAHostReaderAndTheReverse() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, inPortal, _) = try Self.export(env, portal)
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let app = try await env.host("App")
-                let sync = try await env.host("Sync")
-                // The sandboxed app writes through the portal while the host's sync client wants to read.
-                try await app.expectHeldWriteHoldsBack(
-                    inPortal,
-                    "v2",
-                    reader: sync,
-                    reading: host,
-                    "a read of the host path ran while the portal path was written"
-                )
-                // The host writes while the app wants to read through the portal.
-                try await sync.expectHeldWriteHoldsBack(
-                    host,
-                    "v3",
-                    reader: app,
-                    reading: inPortal,
-                    "a read of the portal path ran while the host path was written"
-                )
-            }
+        try await Self.withExportedNote { env, portal, host, inPortal, _ in
+            let app = try await env.host("App")
+            let sync = try await env.host("Sync")
+            // The sandboxed app writes through the portal while the host's sync client wants to read.
+            try await app.expectHeldWriteHoldsBack(
+                inPortal,
+                "v2",
+                reader: sync,
+                reading: host,
+                "a read of the host path ran while the portal path was written"
+            )
+            // The host writes while the app wants to read through the portal.
+            try await sync.expectHeldWriteHoldsBack(
+                host,
+                "v3",
+                reader: app,
+                reading: inPortal,
+                "a read of the portal path ran while the host path was written"
+            )
         }
     }
 
@@ -209,30 +219,26 @@ struct DocumentPortalEndToEndTests {
         .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
     )
     func presentersOfEitherPathHearAWriteThroughTheOther() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, inPortal, _) = try Self.export(env, portal)
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let sync = try await env.host("Sync")
-                let app = try await env.host("App")
-                try await sync.present("File", host)
-                try await sync.present("Folder", env.path("docs"))
-                try await app.present("File", inPortal)
+        try await Self.withExportedNote { env, portal, host, inPortal, _ in
+            let sync = try await env.host("Sync")
+            let app = try await env.host("App")
+            try await sync.present("File", host)
+            try await sync.present("Folder", env.path("docs"))
+            try await app.present("File", inPortal)
 
-                try app.send("write \(inPortal) v2")
-                try await app.waitFor("done write \(inPortal)")
-                let once = ["relinquishToWriter", "didChange", "reacquire"]
-                #expect(try await sync.settledPresenterEvents("File", count: 3) == once)
-                #expect(try await sync.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(host)"])
-                #expect(try String(contentsOfFile: host, encoding: .utf8) == "v2")
+            try app.send("write \(inPortal) v2")
+            try await app.waitFor("done write \(inPortal)")
+            let once = ["relinquishToWriter", "didChange", "reacquire"]
+            #expect(try await sync.settledPresenterEvents("File", count: 3) == once)
+            #expect(try await sync.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(host)"])
+            #expect(try String(contentsOfFile: host, encoding: .utf8) == "v2")
 
-                // The host writes: the app's presenter hears it (its own write's coordinator was another, so it heard
-                // that one too).
-                try sync.send("write \(host) v3")
-                try await sync.waitFor("done write \(host)")
-                #expect(try await app.settledPresenterEvents("File", count: 6) == once + once)
-                #expect(try String(contentsOfFile: inPortal, encoding: .utf8) == "v3")
-            }
+            // The host writes: the app's presenter hears it (its own write's coordinator was another, so it heard
+            // that one too).
+            try sync.send("write \(host) v3")
+            try await sync.waitFor("done write \(host)")
+            #expect(try await app.settledPresenterEvents("File", count: 6) == once + once)
+            #expect(try String(contentsOfFile: inPortal, encoding: .utf8) == "v3")
         }
     }
 
@@ -241,30 +247,26 @@ struct DocumentPortalEndToEndTests {
         .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
     )
     func theByAppViewMapsToTheHostFileToo() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, _, id) = try Self.export(env, portal)
-                try portal.grant(id, to: "org.example.Editor")
-                let byApp = "\(portal.mountPoint)/by-app/org.example.Editor/\(id)/note.txt"
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let app = try await env.host("App")
-                let sync = try await env.host("Sync")
-                try await app.present("File", byApp)
-                try await sync.expectHeldWriteHoldsBack(
-                    host,
-                    "v2",
-                    reader: app,
-                    reading: byApp,
-                    "a read of the per-app portal path ran while the host path was written"
-                )
-                #expect(try String(contentsOfFile: byApp, encoding: .utf8) == "v2")
-                let events = try await app.settledPresenterEvents("File", count: 6)
-                // Asked by the host's writer, then (its own coordinator being another) by its own read.
-                let expected = [
-                    "relinquishToWriter", "didChange", "reacquire", "relinquishToReader", "save", "reacquire",
-                ]
-                #expect(events == expected, "\(events)")
-            }
+        try await Self.withExportedNote { env, portal, host, _, id in
+            try portal.grant(id, to: "org.example.Editor")
+            let byApp = "\(portal.mountPoint)/by-app/org.example.Editor/\(id)/note.txt"
+            let app = try await env.host("App")
+            let sync = try await env.host("Sync")
+            try await app.present("File", byApp)
+            try await sync.expectHeldWriteHoldsBack(
+                host,
+                "v2",
+                reader: app,
+                reading: byApp,
+                "a read of the per-app portal path ran while the host path was written"
+            )
+            #expect(try String(contentsOfFile: byApp, encoding: .utf8) == "v2")
+            let events = try await app.settledPresenterEvents("File", count: 6)
+            // Asked by the host's writer, then (its own coordinator being another) by its own read.
+            let expected = [
+                "relinquishToWriter", "didChange", "reacquire", "relinquishToReader", "save", "reacquire",
+            ]
+            #expect(events == expected, "\(events)")
         }
     }
 
@@ -273,25 +275,21 @@ struct DocumentPortalEndToEndTests {
         .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
     )
     func fcdumpShowsThePortalPathAsAnotherName() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, inPortal, _) = try Self.export(env, portal)
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let sync = try await env.host("Sync")
-                let app = try await env.host("App")
-                try await sync.present("File", host)
-                try await app.present("File", inPortal)
-                let text = try await env.runTool("fcdump", [])
-                #expect(text.output.contains("also named \(inPortal)"), "\(text.output)")
-                let json = try await env.runTool("fcdump", ["--json"])
-                let dump = try #require(
-                    try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
-                )
-                let presenters = try #require(dump["presenters"] as? [[String: Any]])
-                // Both presenters stand at the host path; each shows the portal path as its other name.
-                #expect(presenters.compactMap { $0["path"] as? String } == [host, host], "\(presenters)")
-                #expect(presenters.compactMap { $0["otherNames"] as? [String] } == [[inPortal], [inPortal]])
-            }
+        try await Self.withExportedNote { env, portal, host, inPortal, _ in
+            let sync = try await env.host("Sync")
+            let app = try await env.host("App")
+            try await sync.present("File", host)
+            try await app.present("File", inPortal)
+            let text = try await env.runTool("fcdump", [])
+            #expect(text.output.contains("also named \(inPortal)"), "\(text.output)")
+            let json = try await env.runTool("fcdump", ["--json"])
+            let dump = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+            )
+            let presenters = try #require(dump["presenters"] as? [[String: Any]])
+            // Both presenters stand at the host path; each shows the portal path as its other name.
+            #expect(presenters.compactMap { $0["path"] as? String } == [host, host], "\(presenters)")
+            #expect(presenters.compactMap { $0["otherNames"] as? [String] } == [[inPortal], [inPortal]])
         }
     }
 
@@ -303,48 +301,44 @@ struct DocumentPortalEndToEndTests {
         )
     )
     func aSandboxedProcessCoordinatesWithTheHost() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, _, id) = try Self.export(env, portal)
-                try portal.grant(id, to: "org.example.Editor")
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let sync = try await env.host("Sync")
-                // As Flatpak mounts it: the app's folder of the portal at the portal's own path, in the app's own
-                // mount namespace, and the host's folder out of its sight (an empty tmpfs over it). The app's path
-                // is `<portal>/<ID>/note.txt`, which only the daemon, through the app's mount table and then the
-                // portal, can take to the host file; and what the daemon sends back must come in that spelling, since
-                // the host path shows the app nothing.
-                let sandboxed = try await env.host(
-                    "App",
-                    wrapper: [
-                        "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-                        "mount --bind \"$1\" \"$2\" && mount -t tmpfs -o size=1m tmpfs \"$3\" || exit 97; shift 3; "
-                            + "exec \"$@\"",
-                        "sh", "\(portal.mountPoint)/by-app/org.example.Editor", portal.mountPoint, env.path("docs"),
-                    ]
-                )
-                let inSandbox = portal.path(of: id, "note.txt")
-                try await sandboxed.present("File", inSandbox)
-                try await sync.expectHeldWriteHoldsBack(
-                    host,
-                    "v2",
-                    reader: sandboxed,
-                    reading: inSandbox,
-                    "the sandboxed read ran while the host wrote the file"
-                )
-                try await sandboxed.expectHeldWriteHoldsBack(
-                    inSandbox,
-                    "v3",
-                    reader: sync,
-                    reading: host,
-                    "the host's read ran while the sandboxed process wrote the file"
-                )
-                let events = try await sandboxed.settledPresenterEvents("File", count: 6)
-                let expected = [
-                    "relinquishToWriter", "didChange", "reacquire", "relinquishToReader", "save", "reacquire",
+        try await Self.withExportedNote { env, portal, host, _, id in
+            try portal.grant(id, to: "org.example.Editor")
+            let sync = try await env.host("Sync")
+            // As Flatpak mounts it: the app's folder of the portal at the portal's own path, in the app's own
+            // mount namespace, and the host's folder out of its sight (an empty tmpfs over it). The app's path
+            // is `<portal>/<ID>/note.txt`, which only the daemon, through the app's mount table and then the
+            // portal, can take to the host file; and what the daemon sends back must come in that spelling, since
+            // the host path shows the app nothing.
+            let sandboxed = try await env.host(
+                "App",
+                wrapper: [
+                    "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                    "mount --bind \"$1\" \"$2\" && mount -t tmpfs -o size=1m tmpfs \"$3\" || exit 97; shift 3; "
+                        + "exec \"$@\"",
+                    "sh", "\(portal.mountPoint)/by-app/org.example.Editor", portal.mountPoint, env.path("docs"),
                 ]
-                #expect(Array(events.prefix(6)) == expected, "\(events)")
-            }
+            )
+            let inSandbox = portal.path(of: id, "note.txt")
+            try await sandboxed.present("File", inSandbox)
+            try await sync.expectHeldWriteHoldsBack(
+                host,
+                "v2",
+                reader: sandboxed,
+                reading: inSandbox,
+                "the sandboxed read ran while the host wrote the file"
+            )
+            try await sandboxed.expectHeldWriteHoldsBack(
+                inSandbox,
+                "v3",
+                reader: sync,
+                reading: host,
+                "the host's read ran while the sandboxed process wrote the file"
+            )
+            let events = try await sandboxed.settledPresenterEvents("File", count: 6)
+            let expected = [
+                "relinquishToWriter", "didChange", "reacquire", "relinquishToReader", "save", "reacquire",
+            ]
+            #expect(Array(events.prefix(6)) == expected, "\(events)")
         }
     }
 
@@ -360,28 +354,24 @@ struct DocumentPortalEndToEndTests {
         .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
     )
     func withLeasesOnPortalClaimsNeitherLoopNorEscape() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, inPortal, _) = try Self.export(env, portal)
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let app = try await env.host("App", environment: LeaseEndToEndTests.leasing)
-                let sync = try await env.host("Sync")
-                // Each claim is keyed as the host file: the folder it is in would be leased to the app, which spells
-                // the file otherwise and so could not decide it there (the daemon would hand it back, forever).
-                for round in 1...3 {
-                    try app.send("write \(inPortal) r\(round)")
-                    try await app.waitFor("done write \(inPortal)", count: round)
-                }
-                try await app.barrier()
-                #expect(try await Self.leases(env).isEmpty, "a lease was granted for claims through the portal")
-                try await sync.expectHeldWriteHoldsBack(
-                    host,
-                    "v2",
-                    reader: app,
-                    reading: inPortal,
-                    "the app's read through the portal ran while the host wrote the file"
-                )
+        try await Self.withExportedNote { env, portal, host, inPortal, _ in
+            let app = try await env.host("App", environment: LeaseEndToEndTests.leasing)
+            let sync = try await env.host("Sync")
+            // Each claim is keyed as the host file: the folder it is in would be leased to the app, which spells
+            // the file otherwise and so could not decide it there (the daemon would hand it back, forever).
+            for round in 1...3 {
+                try app.send("write \(inPortal) r\(round)")
+                try await app.waitFor("done write \(inPortal)", count: round)
             }
+            try await app.barrier()
+            #expect(try await Self.leases(env).isEmpty, "a lease was granted for claims through the portal")
+            try await sync.expectHeldWriteHoldsBack(
+                host,
+                "v2",
+                reader: app,
+                reading: inPortal,
+                "the app's read through the portal ran while the host wrote the file"
+            )
         }
     }
 
@@ -390,31 +380,27 @@ struct DocumentPortalEndToEndTests {
         .enabled(if: DocumentPortalSession.shouldRun, disabledReason)
     )
     func noLeaseInsideThePortal() async throws {
-        try await TestEnvironment.run { env in
-            try await DocumentPortalSession.run(env) { portal in
-                let (host, inPortal, id) = try Self.export(env, portal)
-                _ = try await env.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": portal.busAddress])
-                let app = try await env.host("App", environment: LeaseEndToEndTests.leasing)
-                let sync = try await env.host("Sync")
-                // An editor's temporary file in the document's folder stays by path; a lease on that folder would
-                // let the app decide its writes of the document there, unseen by the host.
-                let temporary = "\(portal.mountPoint)/\(id)/.note.txt.tmp"
-                try app.send("write \(temporary) draft")
-                try await app.waitFor("done write \(temporary)")
-                try await app.barrier()
-                let leases = try await Self.leases(env)
-                #expect(
-                    !leases.contains { ($0["subtree"] as? String)?.hasPrefix(portal.mountPoint) == true },
-                    "\(leases)"
-                )
-                try await app.expectHeldWriteHoldsBack(
-                    inPortal,
-                    "v2",
-                    reader: sync,
-                    reading: host,
-                    "the host's read ran while the app wrote the document inside a lease"
-                )
-            }
+        try await Self.withExportedNote { env, portal, host, inPortal, id in
+            let app = try await env.host("App", environment: LeaseEndToEndTests.leasing)
+            let sync = try await env.host("Sync")
+            // An editor's temporary file in the document's folder stays by path; a lease on that folder would
+            // let the app decide its writes of the document there, unseen by the host.
+            let temporary = "\(portal.mountPoint)/\(id)/.note.txt.tmp"
+            try app.send("write \(temporary) draft")
+            try await app.waitFor("done write \(temporary)")
+            try await app.barrier()
+            let leases = try await Self.leases(env)
+            #expect(
+                !leases.contains { ($0["subtree"] as? String)?.hasPrefix(portal.mountPoint) == true },
+                "\(leases)"
+            )
+            try await app.expectHeldWriteHoldsBack(
+                inPortal,
+                "v2",
+                reader: sync,
+                reading: host,
+                "the host's read ran while the app wrote the document inside a lease"
+            )
         }
     }
 }

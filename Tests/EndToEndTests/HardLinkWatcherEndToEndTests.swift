@@ -5,18 +5,6 @@
 import Foundation
 import Testing
 
-/// Runs `script` with `/bin/sh -c`, as a process that knows nothing of coordination, and waits for it.
-private func shell(_ script: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", script]
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw HarnessError(description: "sh -c '\(script)' exited with \(process.terminationStatus)")
-    }
-}
-
 extension TestEnvironment {
     /// Waits until `fcdump watcher`'s first line satisfies `condition` (the watcher works on its own thread).
     fileprivate func waitForWatcherLine(_ what: String, _ condition: (String) -> Bool) async throws {
@@ -77,11 +65,11 @@ struct HardLinkWatcherEndToEndTests {
             try await env.waitForWatches(env.path("d"))
             try await env.waitForWatchCounts(total: 3, linked: 1)
 
-            try shell("echo v2 >> '\(b)'")
+            try sh("echo v2 >> '\(b)'")
             #expect(try await app.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(a)"])
 
             // A write through the folder's own name reaches both of the daemon's watches: still heard once.
-            try shell("echo v3 >> '\(a)'")
+            try sh("echo v3 >> '\(a)'")
             #expect(try await app.settledPresenterEvents("Folder", count: 2).count == 2)
             #expect(app.presenterEvents("Folder") == ["subitemDidChange \(a)", "subitemDidChange \(a)"])
         }
@@ -97,7 +85,7 @@ struct HardLinkWatcherEndToEndTests {
             try await env.waitForWatches(env.path("d"))
             try await env.waitForWatchCounts(total: 2, linked: 1)
 
-            try shell("echo v2 >> '\(b)'")
+            try sh("echo v2 >> '\(b)'")
             #expect(try await app.settledPresenterEvents("File", count: 1) == ["didChange"])
         }
     }
@@ -115,11 +103,11 @@ struct HardLinkWatcherEndToEndTests {
             try await env.waitForWatches(env.path("d"))
             try await env.waitForWatchCounts(total: 2, linked: 0)
 
-            try shell("ln '\(x)' '\(y)'")
+            try sh("ln '\(x)' '\(y)'")
             let appeared = ["subitemDidChange \(y)", "subitemDidAppear \(y)"]
             #expect(try await app.settledPresenterEvents("Folder", count: 2) == appeared)
             try await env.waitForWatchCounts(total: 3, linked: 1)
-            try shell("echo v2 >> '\(x)'")
+            try sh("echo v2 >> '\(x)'")
             #expect(try await app.settledPresenterEvents("Folder", count: 3) == appeared + ["subitemDidChange \(y)"])
         }
     }
@@ -141,7 +129,7 @@ struct HardLinkWatcherEndToEndTests {
             try await env.waitForWatchCounts(total: 2, linked: 0)
 
             // The link is made outside the folder: its watch sees nothing of it (inotify tells the inode alone).
-            try shell("ln '\(a)' '\(c)'")
+            try sh("ln '\(a)' '\(c)'")
             try writer.send("write \(c) v2")
             try await writer.waitFor("done write \(c)")
             #expect(try await app.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(a)"])
@@ -149,7 +137,7 @@ struct HardLinkWatcherEndToEndTests {
 
             // The write showed that a.txt has another name: it is watched now, so a write by sh through it is heard.
             try await env.waitForWatchCounts(total: 3, linked: 1)
-            try shell("echo v3 >> '\(c)'")
+            try sh("echo v3 >> '\(c)'")
             #expect(
                 try await app.settledPresenterEvents("Folder", count: 2) == [
                     "subitemDidChange \(a)", "subitemDidChange \(a)",
@@ -172,7 +160,7 @@ struct HardLinkWatcherEndToEndTests {
             try await env.waitForWatchCounts(total: 2, linked: 0)
 
             // The coordination tells the folder; the watcher's report of the file's names is its echo.
-            try shell("ln '\(a)' '\(env.path("e/c.txt"))'")
+            try sh("ln '\(a)' '\(env.path("e/c.txt"))'")
             try writer.send("write \(a) v2")
             try await writer.waitFor("done write \(a)")
             #expect(try await app.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(a)"])
@@ -195,17 +183,17 @@ struct HardLinkWatcherEndToEndTests {
             try await env.waitForWatchCounts(total: 3, linked: 1)
 
             // One of two other names removed: a.txt still has one, its watch stays.
-            try shell("rm '\(c)'")
-            try shell("echo v2 >> '\(b)'")
+            try sh("rm '\(c)'")
+            try sh("echo v2 >> '\(b)'")
             #expect(try await app.settledPresenterEvents("Folder", count: 1) == ["subitemDidChange \(a)"])
             try await env.waitForWatchCounts(total: 3, linked: 1)
 
             // The last other name removed: a.txt's only name is in the folder, whose watch covers it.
-            try shell("rm '\(b)'")
+            try sh("rm '\(b)'")
             try await env.waitForWatchCounts(total: 2, linked: 0)
 
             // A link made into the folder, then the folder no longer presented: no watch is left behind.
-            try shell("ln '\(a)' '\(env.path("d/w.txt"))'")
+            try sh("ln '\(a)' '\(env.path("d/w.txt"))'")
             try await env.waitForWatchCounts(total: 3, linked: 1)
             try app.send("unpresent Folder")
             try await app.waitFor("unpresented Folder")

@@ -689,6 +689,25 @@ final class HostProcess: @unchecked Sendable {
         try await reader.waitFor("done read \(read) \(contents)")
     }
 
+    /// Holds a coordinated write of `written` (of `contents`) while `writer` writes `second` to `other`, which must
+    /// wait (`failure` otherwise); then releases, and both writes end, the second after the first.
+    func expectHeldWriteHoldsBackWrite(
+        _ written: String,
+        _ contents: String,
+        writer: HostProcess,
+        writing other: String,
+        _ second: String,
+        _ failure: Comment
+    ) async throws {
+        try send("write \(written) \(contents) hold")
+        try await waitFor("holding write \(written)")
+        try writer.send("write \(other) \(second)")
+        #expect(try await writer.staysWithout("granted write"), failure)
+        try send("release")
+        try await waitFor("done write \(written)")
+        try await writer.waitFor("done write \(other)")
+    }
+
     /// Waits until the daemon has handled everything this process sent before: a coordinated read of a file nobody
     /// else uses is granted only after the daemon read this connection's earlier frames.
     func barrier() async throws {

@@ -32,6 +32,25 @@ enum MountNamespaces {
         ]
     }
 
+    /// Runs `body` with a file system of the test's own (a tmpfs at `fs`, unmounted when `body` returns) holding an
+    /// empty folder `docs`, and `view`, an empty folder outside it: a contained process can be left seeing it at
+    /// `view` alone (``bound(_:at:hiding:)``), its own mount table then naming no other path for it, so that only the
+    /// daemon, reading that table, can map its paths to the host's.
+    static func withOwnFileSystem(
+        _ env: TestEnvironment,
+        _ body: (_ fs: String, _ docs: String, _ view: String) async throws -> Void
+    ) async throws {
+        let fs = env.path("fs")
+        let view = env.path("view")
+        try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(atPath: view, withIntermediateDirectories: false)
+        try runToCompletion("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", fs])
+        defer { try? runToCompletion("/usr/bin/umount", ["-l", fs]) }
+        let docs = fs + "/docs"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: false)
+        try await body(fs, docs, view)
+    }
+
     /// Runs a host in the mount namespace of the process `pid`.
     static func joining(_ pid: Int32) -> [String] {
         ["/usr/bin/nsenter", "--target", "\(pid)", "--mount", "--"]
@@ -92,16 +111,14 @@ struct MountNamespaceEndToEndTests {
             let second = try await env.host("R", wrapper: MountNamespaces.joining(first.pid))
             try await second.present("Folder", docs)
             // A file that does not exist yet has no identity: the two paths meet because the mount is mapped.
-            try first.send("write \(view)/new.txt first hold")
-            try await first.waitFor("holding write \(view)/new.txt")
-            try second.send("write \(docs)/new.txt second")
-            #expect(
-                try await second.staysWithout("granted write"),
+            try await first.expectHeldWriteHoldsBackWrite(
+                "\(view)/new.txt",
+                "first",
+                writer: second,
+                writing: "\(docs)/new.txt",
+                "second",
                 "a writer of docs/new.txt ran while view/new.txt was written"
             )
-            try first.send("release")
-            try await first.waitFor("done write \(view)/new.txt")
-            try await second.waitFor("done write \(docs)/new.txt")
             #expect(try String(contentsOfFile: docs + "/new.txt", encoding: .utf8) == "second")
             // The folder's presenter heard the creation through the mount (a written subitem that appeared, as for any
             // writer that creates a file), then the second write, each spelled under its own path.
@@ -122,41 +139,30 @@ struct MountNamespaceEndToEndTests {
     )
     func theDaemonMapsAClientsPathsThroughItsMountNamespace() async throws {
         try await TestEnvironment.run { env in
-            // A file system of the test's own (a tmpfs on the test's folder, unmounted at the end), so that the
-            // contained process can be left seeing it at `view` alone: its own mount table then names no other path
-            // for it, and only the daemon, reading that table, can map its paths to the host's.
-            let fs = env.path("fs")
-            let view = env.path("view")
-            try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: false)
-            try FileManager.default.createDirectory(atPath: view, withIntermediateDirectories: false)
-            try runToCompletion("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", fs])
-            defer { try? runToCompletion("/usr/bin/umount", ["-l", fs]) }
-            let docs = fs + "/docs"
-            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: false)
-            _ = try await env.startDaemon()
-            let host = try await env.host("H")
-            let contained = try await env.host("C", wrapper: MountNamespaces.bound(docs, at: view, hiding: fs))
-            try await host.present("Folder", docs)
-            try await contained.present("Folder", view)
+            try await MountNamespaces.withOwnFileSystem(env) { fs, docs, view in
+                _ = try await env.startDaemon()
+                let host = try await env.host("H")
+                let contained = try await env.host("C", wrapper: MountNamespaces.bound(docs, at: view, hiding: fs))
+                try await host.present("Folder", docs)
+                try await contained.present("Folder", view)
 
-            // A file neither has created yet: no identity, the paths alone must meet.
-            try contained.send("write \(view)/new.txt first hold")
-            try await contained.waitFor("holding write \(view)/new.txt")
-            try host.send("write \(docs)/new.txt second")
-            #expect(
-                try await host.staysWithout("granted write"),
-                "the host's writer of docs/new.txt ran while the contained process wrote view/new.txt"
-            )
-            try contained.send("release")
-            try await contained.waitFor("done write \(view)/new.txt")
-            try await host.waitFor("done write \(docs)/new.txt")
-            #expect(try String(contentsOfFile: docs + "/new.txt", encoding: .utf8) == "second")
-            // Each folder's presenter hears the file in its own process's spelling.
-            let hostEvents = try await host.settledPresenterEvents("Folder", count: 3)
-            #expect(hostEvents.contains("subitemDidAppear \(docs)/new.txt"), "\(hostEvents)")
-            let containedEvents = try await contained.settledPresenterEvents("Folder", count: 3)
-            #expect(containedEvents.contains("subitemDidChange \(view)/new.txt"), "\(containedEvents)")
-            #expect(!containedEvents.contains { $0.contains(fs) }, "\(containedEvents)")
+                // A file neither has created yet: no identity, the paths alone must meet.
+                try await contained.expectHeldWriteHoldsBackWrite(
+                    "\(view)/new.txt",
+                    "first",
+                    writer: host,
+                    writing: "\(docs)/new.txt",
+                    "second",
+                    "the host's writer of docs/new.txt ran while the contained process wrote view/new.txt"
+                )
+                #expect(try String(contentsOfFile: docs + "/new.txt", encoding: .utf8) == "second")
+                // Each folder's presenter hears the file in its own process's spelling.
+                let hostEvents = try await host.settledPresenterEvents("Folder", count: 3)
+                #expect(hostEvents.contains("subitemDidAppear \(docs)/new.txt"), "\(hostEvents)")
+                let containedEvents = try await contained.settledPresenterEvents("Folder", count: 3)
+                #expect(containedEvents.contains("subitemDidChange \(view)/new.txt"), "\(containedEvents)")
+                #expect(!containedEvents.contains { $0.contains(fs) }, "\(containedEvents)")
+            }
         }
     }
 

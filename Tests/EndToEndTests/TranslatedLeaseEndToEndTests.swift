@@ -14,36 +14,31 @@ struct TranslatedLeaseEndToEndTests {
     )
     func aContainedClientWithLeasesOnGetsNone() async throws {
         try await TestEnvironment.run { env in
-            // As MountNamespaceEndToEndTests: a tmpfs of the test's own, seen by the contained process at `view` only.
-            let fs = env.path("fs")
-            let view = env.path("view")
-            try FileManager.default.createDirectory(atPath: fs, withIntermediateDirectories: false)
-            try FileManager.default.createDirectory(atPath: view, withIntermediateDirectories: false)
-            try runToCompletion("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", fs])
-            defer { try? runToCompletion("/usr/bin/umount", ["-l", fs]) }
-            let docs = fs + "/docs"
-            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: false)
-            _ = try await env.startDaemon()
-            let contained = try await env.host(
-                "C",
-                environment: LeaseEndToEndTests.leasing,
-                wrapper: MountNamespaces.bound(docs, at: view, hiding: fs)
-            )
-            let host = try await env.host("H")
-            for round in 1...3 {
-                try contained.send("write \(view)/doc.txt r\(round)")
-                try await contained.waitFor("done write \(view)/doc.txt", count: round)
+            try await MountNamespaces.withOwnFileSystem(env) { fs, docs, view in
+                _ = try await env.startDaemon()
+                let contained = try await env.host(
+                    "C",
+                    environment: LeaseEndToEndTests.leasing,
+                    wrapper: MountNamespaces.bound(docs, at: view, hiding: fs)
+                )
+                let host = try await env.host("H")
+                for round in 1...3 {
+                    try contained.send("write \(view)/doc.txt r\(round)")
+                    try await contained.waitFor("done write \(view)/doc.txt", count: round)
+                }
+                let json = try await env.runTool("fcdump", ["--json"])
+                let dump = try #require(
+                    try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+                )
+                #expect((dump["leases"] as? [Any])?.isEmpty ?? true, "\(dump["leases"] ?? "")")
+                try await contained.expectHeldWriteHoldsBack(
+                    "\(view)/doc.txt",
+                    "v2",
+                    reader: host,
+                    reading: "\(docs)/doc.txt",
+                    "the host's read ran while the contained process wrote the file"
+                )
             }
-            let json = try await env.runTool("fcdump", ["--json"])
-            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
-            #expect((dump["leases"] as? [Any])?.isEmpty ?? true, "\(dump["leases"] ?? "")")
-            try await contained.expectHeldWriteHoldsBack(
-                "\(view)/doc.txt",
-                "v2",
-                reader: host,
-                reading: "\(docs)/doc.txt",
-                "the host's read ran while the contained process wrote the file"
-            )
         }
     }
 }

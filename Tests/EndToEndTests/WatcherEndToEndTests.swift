@@ -11,8 +11,9 @@ import Testing
 @preconcurrency import Musl
 #endif
 
-/// Runs `script` with `/bin/sh -c`, as a process that knows nothing of coordination, and waits for it.
-private func sh(_ script: String) throws {
+/// Runs `script` with `/bin/sh -c`, as a process that knows nothing of coordination, and waits for it (the watcher
+/// tests' uncoordinated writer, HardLinkWatcherEndToEndTests' too).
+func sh(_ script: String) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", script]
