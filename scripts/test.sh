@@ -31,6 +31,18 @@ build_flags=("${fc_build_flags[@]}")
 step "Building (tests included, warnings are errors)"
 swift build --build-tests "${build_flags[@]}"
 
+# The end-to-end tests start a daemon each, over a hundred at once at their peak (127 counted here), and each
+# daemon's watcher holds an inotify instance: Linux's default of 128 per user runs out, and a watcher fails with
+# EMFILE. As root, the limit is raised on this machine; otherwise the run says why it may fail.
+instances=/proc/sys/fs/inotify/max_user_instances
+if [[ -r $instances ]] && (($(cat "$instances") < 1024)); then
+    if [[ $(id -u) -eq 0 ]] && { echo 1024 > "$instances"; } 2>/dev/null; then
+        echo "fs.inotify.max_user_instances raised to 1024 for the end-to-end tests' daemons"
+    else
+        echo "warning: fs.inotify.max_user_instances is $(cat "$instances"); the end-to-end tests may run out" >&2
+    fi
+fi
+
 for var in FC_SIM_SCHEDULES FC_SIM_SEED FC_REQUIRE_EXFAT; do
     if [[ -n "${!var:-}" ]]; then
         export "${var?}"
