@@ -5,12 +5,16 @@ import NIOCore
 /// mount namespace, are mapped to the host files the portal exports; what is sent back to the client about those
 /// files takes its portal spelling again (before its mount-namespace translation).
 extension ArbiterHost {
-    /// `event` (in the daemon's paths) with its document-portal paths mapped; remembers the client's spellings.
+    /// Whether `event` (in the daemon's paths) names a path under the portal's mount: most events do not, and are
+    /// then neither checked for lookups nor mapped. One prefix comparison per path, nothing copied.
+    func namesDocumentPortalPath(_ event: ArbiterEvent) -> Bool {
+        guard let mountPoint = documentPortal.mountPoint else { return false }
+        return event.containsPath(where: { $0.isDescendant(of: mountPoint) })
+    }
+
+    /// `event` (in the daemon's paths, naming a portal path: ``namesDocumentPortalPath(_:)``) with its
+    /// document-portal paths mapped; remembers the client's spellings.
     func mappingDocumentPortalPaths(_ event: ArbiterEvent, from client: ClientID) -> ArbiterEvent {
-        // Most events name no portal path: one prefix comparison each, nothing copied.
-        guard let mountPoint = documentPortal.mountPoint,
-            event.containsPath(where: { $0.isDescendant(of: mountPoint) })
-        else { return event }
         var spelled: [(host: ItemPath, portal: ItemPath)] = []
         let mapped = event.mappingPaths { path, identity in
             guard let host = documentPortal.hostPath(of: path, identity: identity, asking: false),

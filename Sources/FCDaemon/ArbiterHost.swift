@@ -183,8 +183,11 @@ final class ArbiterHost {
         do {
             // In the daemon's paths once, here: held-back events come through this function again.
             let inDaemonPaths = namespaces[client]?.inbound(event) ?? event
-            if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }
-            let translated = mappingDocumentPortalPaths(inDaemonPaths, from: client)
+            var translated = inDaemonPaths
+            if namesDocumentPortalPath(inDaemonPaths) {
+                if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }
+                translated = mappingDocumentPortalPaths(inDaemonPaths, from: client)
+            }
             apply(try router.handle(translated, from: client))
         } catch {
             switch (error, event) {

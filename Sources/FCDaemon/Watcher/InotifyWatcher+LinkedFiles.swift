@@ -54,14 +54,12 @@ extension InotifyWatcher {
         }
     }
 
-    /// Looks at the entries of a directory just watched: each file is indexed by identity, and those with other
-    /// names get a watch each. One `lstat` per entry, once per watch added, for at most
+    /// Looks at the entries of a directory just watched (`names`, sorted): each file is indexed by identity, and
+    /// those with other names get a watch each. One `lstat` per entry, once per watch added, for at most
     /// ``WatchedFileIdentities/maximumPerDirectory`` entries (in name order; past them, logged once).
-    func noteEntries(in directory: ItemPath, folds: Bool) {
-        let path = String(decoding: directory.bytes, as: UTF8.self)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+    func noteEntries(in directory: ItemPath, names: [String], folds: Bool) {
         if names.count > WatchedFileIdentities.maximumPerDirectory { noteCut(directory) }
-        for name in names.sorted().prefix(WatchedFileIdentities.maximumPerDirectory) {
+        for name in names.prefix(WatchedFileIdentities.maximumPerDirectory) {
             noteEntry(directory.appending(folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)))
         }
     }

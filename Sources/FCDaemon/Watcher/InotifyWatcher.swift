@@ -329,8 +329,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         added.append(directory)
         updateWatchCounts()
         let folds = foldsNames(descriptor, directory)
-        if scan { self.scan(directory, into: &batch) }
-        noteEntries(in: directory, folds: folds)
+        // One listing serves both: what a directory made before its watch holds, and its files' identities.
+        var names: [String] = []
+        try? FileSystemCalls.forEachEntry(ofDirectory: path) { name in
+            names.append(name)
+            return true
+        }
+        names.sort()
+        if scan { self.scan(directory, path: path, names: names, folds: folds, into: &batch) }
+        noteEntries(in: directory, names: names, folds: folds)
     }
 
     func updateWatchCounts() {
@@ -355,12 +362,16 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         return Array(CaseFolding.fold(text).utf8)
     }
 
-    /// Reports what a directory holds as created: it was made before its watch existed.
-    private func scan(_ directory: ItemPath, into batch: inout [FileSystemEvent]) {
-        let path = String(decoding: directory.bytes, as: UTF8.self)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
-        let folds = byPath[directory].map { foldsNames($0, directory) } ?? false
-        for name in names.sorted() {
+    /// Reports what a directory holds (`names`, sorted, listed from `path`) as created: it was made before its watch
+    /// existed.
+    private func scan(
+        _ directory: ItemPath,
+        path: String,
+        names: [String],
+        folds: Bool,
+        into batch: inout [FileSystemEvent]
+    ) {
+        for name in names {
             var isDirectory: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory)
             let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
