@@ -17,15 +17,15 @@ extension InotifyWatcher {
             // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
             // ``unseenSpelling(_:)`` steps around.
             _ = linked.drop(descriptor)
+            echoes.forget(descriptor)
             updateWatchCounts()
             return
         }
         status.events += 1
         guard let watch = linked.watch(descriptor) else { return }
         if mask & UInt32(IN_CLOSE_WRITE) != 0 {
-            for name in watch.names.sorted() {
+            for name in watch.names.sorted() where !echoes.isEcho(of: name, watchedBy: descriptor) {
                 batch.append(.closedAfterWriting(name))
-                linkedChanges.append(batch.count - 1)
             }
         }
         if mask & UInt32(IN_ATTRIB) != 0 {
@@ -35,23 +35,10 @@ extension InotifyWatcher {
         }
     }
 
-    /// Drops a change a linked file's watch reported when the directory's own watch reported the same change in the
-    /// batch (a write through that very name reaches both watches, one after the other): one notification per write.
-    func dropDuplicateLinkedChanges(in batch: inout [FileSystemEvent]) {
-        guard !linkedChanges.isEmpty else { return }
-        let fromLinks = Set(linkedChanges)
-        linkedChanges = []
-        var direct: Set<ItemPath> = []
-        for (index, event) in batch.enumerated() where !fromLinks.contains(index) {
-            if case .closedAfterWriting(let path) = event { direct.insert(path) }
-        }
-        guard !direct.isEmpty else { return }
-        batch = batch.enumerated().compactMap { index, event in
-            guard fromLinks.contains(index), case .closedAfterWriting(let path) = event, direct.contains(path) else {
-                return event
-            }
-            return nil
-        }
+    /// The directory's watch reported a finished write of `path`: if it is a name of a linked file, the file's own
+    /// watch reports the same write next, which ``readLinkedFile(_:_:into:)`` then drops (``LinkedWriteEchoes``).
+    func noteDirectWrite(of path: ItemPath) {
+        if let descriptor = linked.descriptor(named: path) { echoes.directWrite(of: path, watchedBy: descriptor) }
     }
 
     /// Looks at the entries of a directory just watched (`names`, sorted): each file is indexed by identity, and
@@ -165,6 +152,7 @@ extension InotifyWatcher {
     }
 
     private func removeLinkedWatch(_ descriptor: Int32) {
+        echoes.forget(descriptor)
         _ = inotifytools_remove_watch_by_wd(descriptor)
     }
 }

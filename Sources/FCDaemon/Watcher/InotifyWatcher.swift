@@ -59,9 +59,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var status = WatcherStatus(backend: "inotify")
     /// The files of watched directories that have other names, each watched by its inode (issue 26).
     var linked = LinkedFileWatches()
-    /// Indices, in the batch being read, of the changes a linked file's watch reported: one that the directory's
-    /// own watch reported too (a write through that very name) is dropped before the batch is delivered.
-    var linkedChanges: [Int] = []
+    /// Writes through a watched directory's name of a linked file whose echo on the file's own watch is to come.
+    var echoes = LinkedWriteEchoes()
     /// The identity of each file in the watched directories (issue 26).
     var files = WatchedFileIdentities()
     /// Directories past ``LinkedFileWatches/maximumPerDirectory`` or ``WatchedFileIdentities/maximumPerDirectory``,
@@ -186,7 +185,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             read(first, into: &batch, wake: &wake)
             while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
             if wake, !runCommands(into: &batch) { return }
-            dropDuplicateLinkedChanges(in: &batch)
+            echoes.endBatch()
             deliver(WatcherReport(events: batch, status: status, watched: added, unwatched: removed))
             added = []
             removed = []
@@ -241,7 +240,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             // A file made or moved in: indexed, and watched if it has other names (a link made into the directory).
             if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { noteEntry(path) }
         }
-        if mask & UInt32(IN_CLOSE_WRITE) != 0 { batch.append(.closedAfterWriting(path)) }
+        if mask & UInt32(IN_CLOSE_WRITE) != 0 {
+            batch.append(.closedAfterWriting(path))
+            noteDirectWrite(of: path)
+        }
         if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
         if mask & UInt32(IN_DELETE) != 0 { batch.append(.deleted(path)) }
         if mask & UInt32(IN_MOVED_FROM) != 0 { batch.append(.movedFrom(path, cookie: event.pointee.cookie)) }

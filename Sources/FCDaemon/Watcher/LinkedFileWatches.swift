@@ -40,6 +40,9 @@ struct LinkedFileWatches {
     /// The watch `descriptor`, if it is a linked file's.
     func watch(_ descriptor: Int32) -> Watch? { byDescriptor[descriptor] }
 
+    /// The watch of the file that `name` reaches, if it is noted.
+    func descriptor(named name: ItemPath) -> Int32? { byName[name] }
+
     /// Whether `name` is noted.
     func contains(_ name: ItemPath) -> Bool { byName[name] != nil }
 
