@@ -75,7 +75,10 @@ final class PathCanonicalizer: Sendable {
 
     /// The state of a walk: the resolved prefix so far.
     struct Walk: Sendable {
-        var spelled: [Substring] = []
+        private(set) var spelled: [Substring] = []
+        /// `spelled` joined, kept as components are appended and removed: it was joined again at each use, three
+        /// times per call, a tenth of a leased read's instructions (issue 23).
+        private(set) var spelling = "/"
         /// The canonical components (``CanonicalPath/key``), as bytes.
         var keys: [[UInt8]] = []
         /// The number of leading components known to exist.
@@ -106,7 +109,6 @@ final class PathCanonicalizer: Sendable {
         var mountAlias: (depth: Int, target: [[UInt8]])?
 
         var exists: Bool { existing == spelled.count }
-        var spelling: String { spelled.isEmpty ? "/" : "/" + spelled.joined(separator: "/") }
         var key: ItemPath { ItemPath(components: mapped(keys)) }
         var foldedKey: ItemPath? {
             guard let foldedKeys, foldedKeys != keys else { return nil }
@@ -123,12 +125,16 @@ final class PathCanonicalizer: Sendable {
         mutating func append(_ component: Substring, key: [UInt8], undecided: Bool) {
             if undecided, foldedKeys == nil { foldedKeys = keys }
             foldedKeys?.append(undecided ? Array(CaseFolding.fold(component).utf8) : key)
+            if !spelled.isEmpty { spelling += "/" }
+            spelling += component
             spelled.append(component)
             keys.append(key)
         }
 
         mutating func removeLast() {
-            spelled.removeLast()
+            let last = spelled.removeLast()
+            spelling =
+                spelled.isEmpty ? "/" : String(Substring(spelling.utf8.dropLast(last.utf8.count + 1)))
             keys.removeLast()
             foldedKeys?.removeLast()
         }
