@@ -50,6 +50,19 @@ let package = Package(
             path: "Benchmarks/EndToEndBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Not a package-benchmark benchmark: the processes whose instructions per claim `instructions.sh` counts
+        // under valgrind's callgrind (issue 23), a synchronous main without `dispatchMain()`. Under Tools/: the
+        // benchmark plugin runs every executable target whose folder sits in a folder named Benchmarks.
+        .executableTarget(
+            name: "InstructionCounts",
+            dependencies: [
+                .product(name: "FileCoordination", package: "swift-file-coordination"),
+                .product(name: "FCDaemon", package: "swift-file-coordination"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tools/InstructionCounts"
+        ),
         // Canonicalising a 16-component path (issue 14), cold and cached, against realpath(3) in the same run.
         .executableTarget(
             name: "CanonicalizationBenchmarks",

@@ -1,0 +1,100 @@
+// The processes whose instructions `Benchmarks/instructions.sh` counts with `valgrind --tool=callgrind` (issue 23):
+// instructions per claim repeat for the same binary and input whatever else the machine does, so CI gates them
+// where it cannot gate time.
+//
+//   InstructionCounts daemon SOCKET          serves SOCKET (leases granted at once, no back-off) until standard
+//                                            input closes; prints `ready` once it listens
+//   InstructionCounts client SOCKET MODE N   makes the same warm-up, then N coordinated calls of one file, and exits;
+//                                            MODE is read, write (leases off) or leased-read (FILECOORD_LEASES=1,
+//                                            after the lease is granted)
+//
+// The script runs each with two values of N and divides the difference of the totals by the difference of N, so
+// that start-up, warm-up and exit cancel out. Both have a synchronous `main` that never calls `dispatchMain()`
+// (which async `main`s call): valgrind 3.19 dies in the `sigsuspend` that parks the main thread there.
+
+import FCDaemon
+import FileCoordination
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Ends the process with `message` on standard error.
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("InstructionCounts: \(message)\n".utf8))
+    exit(1)
+}
+
+/// Serves `socketPath` until standard input closes.
+func serveDaemon(socketPath: String) -> Never {
+    let logger = Logger(label: "filecoordd") { _ in SwiftLogNoOpLogHandler() }
+    var configuration = DaemonConfiguration(socketPath: socketPath)
+    configuration.leasePolicy.minimumHold = .zero
+    configuration.leasePolicy.initialBackoff = .zero
+    configuration.leasePolicy.maximumBackoff = .zero
+    let ready = DispatchSemaphore(value: 0)
+    let service = DaemonService(configuration: configuration, logger: logger, ready: { ready.signal() })
+    let group = ServiceGroup(services: [service], logger: logger)
+    let finished = DispatchSemaphore(value: 0)
+    Task.detached {
+        do { try await group.run() } catch { fail("the daemon stopped: \(error)") }
+        finished.signal()
+    }
+    guard ready.wait(timeout: .now() + 60) == .success else { fail("the daemon did not listen within 60 s") }
+    FileHandle.standardOutput.write(Data("ready\n".utf8))
+    while readLine() != nil {}
+    Task.detached { await group.triggerGracefulShutdown() }
+    guard finished.wait(timeout: .now() + 60) == .success else { fail("the daemon did not stop within 60 s") }
+    exit(0)
+}
+
+/// One coordinated call of `url` with an empty accessor.
+func call(_ url: URL, writing: Bool) {
+    var error: NSError?
+    if writing {
+        NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &error) { _ in }
+    } else {
+        NSFileCoordinator().coordinate(readingItemAt: url, options: [], error: &error) { _ in }
+    }
+    if let error { fail("a coordinated call failed: \(error)") }
+}
+
+/// The warm-up, then `count` calls in `mode`.
+func runClient(socketPath: String, mode: String, count: Int) -> Never {
+    setenv("FILECOORDD_SOCKET", socketPath, 1)
+    setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)  // No daemon started behind the script's back.
+    unsetenv("FILECOORD_ARBITER")
+    let writing = mode == "write"
+    switch mode {
+    case "read", "write": unsetenv("FILECOORD_LEASES")
+    case "leased-read": setenv("FILECOORD_LEASES", "1", 1)
+    default: fail("unknown mode \(mode)")
+    }
+    let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("fc-instructions-\(getpid())")
+    do {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: folder.appendingPathComponent("item.txt"))
+    } catch {
+        fail("cannot make \(folder.path): \(error)")
+    }
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let url = folder.appendingPathComponent("item.txt")
+    // The warm-up: connection, caches, and for leases the grant, which follows the first claim's finish and is read
+    // by the listener thread (a second is ample, even under valgrind); then the same 100 calls in every run.
+    call(url, writing: writing)
+    sleep(1)
+    for _ in 0..<100 { call(url, writing: writing) }
+    for _ in 0..<count { call(url, writing: writing) }
+    try? FileManager.default.removeItem(at: folder)
+    exit(0)
+}
+
+let arguments = CommandLine.arguments
+switch (arguments.count, arguments.count > 1 ? arguments[1] : "") {
+case (3, "daemon"):
+    serveDaemon(socketPath: arguments[2])
+case (5, "client"):
+    guard let count = Int(arguments[4]), count >= 0 else { fail("N must be a count, not \(arguments[4])") }
+    runClient(socketPath: arguments[2], mode: arguments[3], count: count)
+default:
+    fail("usage: InstructionCounts daemon SOCKET | InstructionCounts client SOCKET read|write|leased-read N")
+}
