@@ -55,6 +55,7 @@ let benchmarks: @Sendable () -> Void = {
     leasedClaim(writing: false)
     leasedClaim(writing: true)
     leaseRecall()
+    bareThreePartyRoundTrip(afterIdle: true)
     syncScan(coordinated: true)
     syncScan(coordinated: false)
 }
@@ -128,8 +129,11 @@ private func openFlockClose() {
 
 /// Client to relay thread to responder process and back, 32 bytes each way: the shape of a write whose one
 /// presenter, in another process, must relinquish (client and daemon in this process, presenter in a helper).
-private func bareThreePartyRoundTrip() {
-    let name = "EndToEnd.bareThreePartyRoundTrip"
+///
+/// `afterIdle`: each sample's round trip comes 20 ms after the last, as `leaseRecall`'s claim comes 20 ms after the
+/// holder's read (its cores asleep meanwhile): its baseline in the same regime (`bareThreePartyRoundTripAfterIdle`).
+func bareThreePartyRoundTrip(afterIdle: Bool = false) {
+    let name = afterIdle ? "EndToEnd.bareThreePartyRoundTripAfterIdle" : "EndToEnd.bareThreePartyRoundTrip"
     let record = WallClockRecord()
     let fixture = Slot<(directory: ScratchDirectory, client: BareClient, responder: HelperProcess)>()
     Benchmark(
@@ -138,6 +142,7 @@ private func bareThreePartyRoundTrip() {
         configuration: .init(scalingFactor: .one),
         closure: { benchmark in
             let client = fixture.value!.client
+            if afterIdle { usleep(20_000) }
             record.start()
             for _ in benchmark.scaledIterations {
                 guard client.roundTrip() else { return benchmark.error("the relay went away") }
@@ -161,7 +166,7 @@ private func bareThreePartyRoundTrip() {
                 value.responder.finish()
                 value.directory.remove()
             }
-            RunResults.record(name, record)
+            if afterIdle { LeaseResults.record(name, record) } else { RunResults.record(name, record) }
         }
     )
 }

@@ -10,7 +10,9 @@ import Foundation
 //   leasedRead, leasedWrite  a process alone in a folder, after its lease is granted (FILECOORD_LEASES=1): against
 //                            bareSocketRoundTrip (target <= 0.3x) and openFlockClose (target within 2x)
 //   leaseRecall              the first claim of a second process on a file a helper process holds a lease on:
-//                            recall, return, grant; against bareThreePartyRoundTrip (target <= 3x)
+//                            recall, return, grant; against bareThreePartyRoundTrip (target <= 3x), and against
+//                            bareThreePartyRoundTripAfterIdle, the same round trip 20 ms after the last, as each
+//                            recall comes 20 ms after the holder's read (the same regime: cores that slept)
 //   syncScan                 coordinated reads of 10,000 files in 100 folders under leases, as a sync agent hashes
 //                            them, against syncScanUncoordinated (the same reads without coordination)
 //
@@ -22,7 +24,7 @@ enum LeaseResults {
     static let names = [
         "EndToEnd.bareSocketRoundTrip", "EndToEnd.openFlockClose", "EndToEnd.bareThreePartyRoundTrip",
         "EndToEnd.leasedRead", "EndToEnd.leasedWrite", "EndToEnd.leaseRecall", "EndToEnd.syncScan",
-        "EndToEnd.syncScanUncoordinated",
+        "EndToEnd.syncScanUncoordinated", "EndToEnd.bareThreePartyRoundTripAfterIdle",
     ]
 
     /// Records `name`'s median, and prints the lease ratios once every name is known.
@@ -48,6 +50,8 @@ enum LeaseResults {
         let readFlock = value("leasedRead") / flock
         let writeFlock = value("leasedWrite") / flock
         let recall = value("leaseRecall") / three
+        let idle = value("bareThreePartyRoundTripAfterIdle")
+        let recallIdle = value("leaseRecall") / idle
         let scan = value("syncScan") / value("syncScanUncoordinated")
         RunResults.report(
             """
@@ -61,11 +65,13 @@ enum LeaseResults {
             bareSocketRoundTrip              \(RunResults.format(bare))
             openFlockClose                   \(RunResults.format(flock))
             bareThreePartyRoundTrip          \(RunResults.format(three))
+            bareThreePartyRoundTripAfterIdle \(RunResults.format(idle))
             \(line("leasedRead", "bareSocketRoundTrip", read, "<= 0.3", read <= 0.3))
             \(line("leasedWrite", "bareSocketRoundTrip", write, "<= 0.3", write <= 0.3))
             \(line("leasedRead", "openFlockClose", readFlock, "<= 2", readFlock <= 2))
             \(line("leasedWrite", "openFlockClose", writeFlock, "<= 2", writeFlock <= 2))
             \(line("leaseRecall", "bareThreePartyRoundTrip", recall, "<= 3", recall <= 3))
+            \(line("leaseRecall", "bareThreePartyRoundTripAfterIdle", recallIdle, "<= 3", recallIdle <= 3))
             syncScan / syncScanUncoordinated = \(RunResults.ratio(scan))  (reported)
             ===============================================================================================
 
