@@ -40,6 +40,9 @@ final class ArbiterHost {
     private(set) var flushStatistics = (frames: 0, flushes: 0)
     let encoder: FrameEncoder
     private var shuttingDown = false
+    /// Whether leases were held when the daemon shut down (``shutDown()``): their holders may still decide claims in
+    /// process until they read the end of their connection, so the next daemon starts with the recovery grace.
+    private(set) var leasesHeldAtShutDown = false
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
     /// The path translation of each client in another mount namespace than the daemon's (issue 26).
@@ -127,11 +130,11 @@ final class ArbiterHost {
     /// (`RequestClaim.held`). For `grace`, only those are arbitrated; every other event waits, in order, so that no
     /// new claim is granted before every surviving holder had the time to reconnect and say what it holds, as NFS
     /// lock recovery does. Then the held-back events are handled as if they had just arrived.
-    func startRecovery(for grace: Duration) {
+    func startRecovery(for grace: Duration, because reason: String = "the previous filecoordd did not stop cleanly") {
         loop.preconditionInEventLoop()
         recovering = true
         logger.notice(
-            "the previous filecoordd did not stop cleanly: only claims still held are taken for \(grace)",
+            "\(reason): only claims still held are taken for \(grace)",
             metadata: ["grace.seconds": "\(Double(grace.nanoseconds) / 1e9)"]
         )
         loop.assumeIsolated().scheduleTask(in: .nanoseconds(grace.nanoseconds)) { [weak self] in
@@ -244,6 +247,7 @@ final class ArbiterHost {
     func shutDown() {
         loop.preconditionInEventLoop()
         shuttingDown = true
+        leasesHeldAtShutDown = !router.arbiter.leaseSnapshots().isEmpty
         for (client, claim) in router.pendingClaims() {
             let failed = Filecoord_V1_ClaimFailed(
                 claim: claim,

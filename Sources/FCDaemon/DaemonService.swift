@@ -51,11 +51,21 @@ public final class DaemonService: Service, Sendable {
             }
         let watcher = try await startWatcher(host: host, loop: loop)
         let activated = Self.socketFromSystemd()
-        // Holding the lock, a socket file left behind is a crashed daemon's: its clients may still hold claims.
-        if activated == nil, FileManager.default.fileExists(atPath: socketPath), configuration.recoveryGrace > .zero {
+        // Holding the lock, a socket file left behind is a crashed daemon's: its clients may still hold claims. A
+        // predecessor that stopped cleanly with leases held says so with a marker: their holders may have decided
+        // claims in process until they read the end of their connections (docs/SEMANTICS.md §13.4).
+        let leasesMarker = Self.leasesMarker(forSocket: socketPath)
+        let leasesLeft = (try? FileSystemCalls.status(leasesMarker, followingLinks: false)) != nil
+        let crashed = activated == nil && FileManager.default.fileExists(atPath: socketPath)
+        if crashed || leasesLeft, configuration.recoveryGrace > .zero {
             let grace = configuration.recoveryGrace
-            try await loop.submit { host.value.startRecovery(for: grace) }.get()
+            let reason =
+                crashed
+                ? "the previous filecoordd did not stop cleanly"
+                : "the previous filecoordd stopped while it had leases granted"
+            try await loop.submit { host.value.startRecovery(for: grace, because: reason) }.get()
         }
+        if leasesLeft { try? FileSystemCalls.removeFile(leasesMarker) }
         let server: any Channel
         if let activated {
             // systemd socket activation (contrib/systemd): the listening socket is inherited as descriptor 3.
@@ -79,11 +89,24 @@ public final class DaemonService: Service, Sendable {
             }
         }
         watcher?.stop()
+        if (try? await loop.submit({ host.value.leasesHeldAtShutDown }).get()) == true {
+            do {
+                try FileSystemCalls.createFile(leasesMarker, permissions: 0o600)
+            } catch {
+                logger.warning(
+                    "cannot leave the leases marker: the next filecoordd starts without the recovery grace: \(error)",
+                    metadata: ["marker": "\(leasesMarker)"]
+                )
+            }
+        }
         if activated == nil { remove(socket: socketPath) }  // systemd owns an activated socket.
         try? await group.shutdownGracefully()
         logger.info("filecoordd stopped", metadata: ["socket": "\(socketPath)"])
         withExtendedLifetime(lock) {}
     }
+
+    /// The file a daemon that stops with leases held leaves beside its socket, for its successor.
+    static func leasesMarker(forSocket socketPath: String) -> String { socketPath + ".leases" }
 
     /// Makes the socket file private (0600). Its folder is private already (0700), so a failure is said, not fatal.
     private func makePrivate(socket path: String) {

@@ -32,6 +32,13 @@ extension FileSystemCalls {
         _ = try retryOnInterrupt { chmod(path, mode_t(permissions)) }
     }
 
+    /// Creates an empty file at `path` with `permissions` (less the umask), or leaves the one there as it is
+    /// (`open(O_CREAT)`, then `close`).
+    public static func createFile(_ path: String, permissions: UInt32) throws(Errno) {
+        let descriptor = try retryOnInterrupt { libcOpen(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode_t(permissions)) }
+        _ = libcClose(descriptor)
+    }
+
     /// Removes the name `path` (`unlink`): a file, a socket or a link, never a directory.
     public static func removeFile(_ path: String) throws(Errno) {
         _ = try retryOnInterrupt { unlink(path) }

@@ -44,6 +44,14 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     var maxQueuedBytes: Int = 4 << 20
 
     @Option(
+        help: """
+            Seconds during which, after a predecessor that crashed or stopped with leases granted, only claims clients \
+            still hold are taken (they reconnect and declare them); 0 turns the grace off.
+            """
+    )
+    var recoveryGrace: Double = 2
+
+    @Option(
         help:
             "The version store's directory (default: FILECOORD_VERSIONS_DIR, else $XDG_DATA_HOME/filecoordd/versions)."
     )
@@ -117,6 +125,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
         configuration.partialFrameTimeout = .milliseconds(Int64(partialFrameTimeout * 1000))
         configuration.maximumQueuedBytes = maxQueuedBytes
+        configuration.recoveryGrace = .milliseconds(Int64(max(0, recoveryGrace) * 1000))
         configuration.maximumWatches = maxWatches
         configuration.coalescingWindow = .microseconds(Int64(coalescingWindow * 1_000_000))
         configuration.watchesFileSystem = !noWatching

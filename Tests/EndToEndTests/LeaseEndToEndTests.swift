@@ -6,6 +6,12 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
 @Suite(.timeLimit(.minutes(1)))
 struct LeaseEndToEndTests {
     static let leasing: [String: String?] = ["FILECOORD_LEASES": "1"]
@@ -29,8 +35,8 @@ struct LeaseEndToEndTests {
     private func leasedSetUp(
         _ env: TestEnvironment,
         presenterTimeout: String = "infinity"
-    ) async throws -> (file: String, a: HostProcess) {
-        _ = try await env.startDaemon(presenterTimeout: presenterTimeout)
+    ) async throws -> (file: String, a: HostProcess, daemon: DaemonProcess) {
+        let daemon = try await env.startDaemon(presenterTimeout: presenterTimeout)
         let folder = env.path("tree")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let file = try env.file("tree/f.txt", "v1")
@@ -49,13 +55,13 @@ struct LeaseEndToEndTests {
         #expect(
             (try await dump(env)["clients"] as? [[String: Any]])?.contains { $0["pid"] as? Int == Int(a.pid) } == true
         )
-        return (file, a)
+        return (file, a, daemon)
     }
 
     @Test("a process alone in a folder gets a lease, and its reads there make no round trip")
     func aProcessAloneReadsWithoutARoundTrip() async throws {
         try await TestEnvironment.run { env in
-            let (file, a) = try await leasedSetUp(env)
+            let (file, a, _) = try await leasedSetUp(env)
             let before = try await claimsRequested(env)
             try a.send("read-loop \(file) 200")
             try await a.waitFor("done read-loop \(file)")
@@ -71,7 +77,7 @@ struct LeaseEndToEndTests {
     @Test("inside its lease, a holder's write waits for its own running read, both decided in process")
     func aHoldersWriteWaitsForItsOwnRunningRead() async throws {
         try await TestEnvironment.run { env in
-            let (file, a) = try await leasedSetUp(env)
+            let (file, a, _) = try await leasedSetUp(env)
             let before = try await claimsRequested(env)
             try a.send("read \(file) hold")
             try await a.waitFor("holding read \(file)")
@@ -122,7 +128,7 @@ struct LeaseEndToEndTests {
     @Test("another process's write recalls the lease and waits for the holder's running read")
     func aWriteRecallsTheLeaseAndWaitsForTheRunningRead() async throws {
         try await TestEnvironment.run { env in
-            let (file, a) = try await leasedSetUp(env)
+            let (file, a, _) = try await leasedSetUp(env)
             let before = try await claimsRequested(env)
             try a.send("read \(file) hold")
             try await a.waitFor("holding read \(file)")
@@ -145,6 +151,40 @@ struct LeaseEndToEndTests {
         }
     }
 
+    /// A daemon that stops cleanly closes its holders' connections; a holder that has not read the end yet may
+    /// still decide claims in process. Before, the next daemon started without the recovery grace (only a crash left
+    /// the socket behind), so another process's write was granted while the holder's read still ran unknown to it.
+    @Test("a daemon that stops cleanly with leases held: the next one keeps the grace, and a holder's read excludes")
+    func aCleanStopWithLeasesGivesTheNextDaemonTheGrace() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a, daemon) = try await leasedSetUp(env)
+            try a.send("read \(file) hold")
+            try await a.waitFor("holding read \(file)")
+            // A cannot see the daemon go, nor declare its read to the next one, until it runs again.
+            try await stopProcess(a.pid)
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            // A grace long enough for B to start and ask while A is stopped, and for A to declare its read after.
+            let next = try await env.startDaemon(arguments: ["--recovery-grace", "6"])
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
+            try b.send("write \(file) v2")
+            #expect(try await b.staysWithout("granted write"), "B wrote while A's read ran in its lease")
+            kill(a.pid, SIGCONT)
+            try await eventually("A to reconnect to the next daemon (after B)") {
+                next.log().components(separatedBy: "client connected").count == 3
+            }
+            // Past the grace, B still waits: for A's read, which A declared as it reconnected.
+            #expect(
+                try await b.staysWithout("granted write", for: .seconds(7)),
+                "B wrote while A's read ran in its lease"
+            )
+            #expect(next.log().contains("stopped while it had leases granted"), "\(next.log())")
+            try a.send("release")
+            try await a.waitFor("done read \(file) v1")
+            try await b.waitFor("done write \(file)", timeout: .seconds(20))
+        }
+    }
+
     /// Waits until the daemon shows `count` leases.
     private func waitForLeases(_ env: TestEnvironment, count: Int) async throws {
         var held: [[String: Any]] = []
@@ -162,7 +202,7 @@ struct LeaseEndToEndTests {
     @Test("two holders of two folders never both hold one file through two of its names")
     func twoHoldersMeetOnAHardLinkedFile() async throws {
         try await TestEnvironment.run { env in
-            let (file, a) = try await leasedSetUp(env)
+            let (file, a, _) = try await leasedSetUp(env)
             try FileManager.default.createDirectory(atPath: env.path("other"), withIntermediateDirectories: true)
             let own = try env.file("other/own.txt", "b")
             let b = try await env.host("B", environment: Self.leasing)
@@ -184,7 +224,7 @@ struct LeaseEndToEndTests {
     @Test("kill -9 of a holder frees its folder at once")
     func aKilledHolderFreesItsFolder() async throws {
         try await TestEnvironment.run { env in
-            let (file, a) = try await leasedSetUp(env)
+            let (file, a, _) = try await leasedSetUp(env)
             try a.send("read \(file) hold")
             try await a.waitFor("holding read \(file)")
             let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
@@ -199,7 +239,7 @@ struct LeaseEndToEndTests {
     @Test("a stopped holder is reported as not answering its recall, and still holds back the write")
     func aStoppedHolderIsReportedAndStillHoldsBack() async throws {
         try await TestEnvironment.run { env in
-            let (file, a) = try await leasedSetUp(env, presenterTimeout: "0.5")
+            let (file, a, _) = try await leasedSetUp(env, presenterTimeout: "0.5")
             defer { kill(a.pid, SIGCONT) }
             try await stopProcess(a.pid)
             let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
