@@ -184,7 +184,12 @@ extension InotifyWatcherTests {
         collector.events.filter { $0 == .closedAfterWriting(file) }.count
     }
 
-    @Test func aWriteThroughALinkElsewhereIsReportedUnderTheWatchedNameOnceAndTheWatchGoesWithTheLink() throws {
+    /// A watcher of `folder/d`, which holds `a.txt`, a name of the file `folder/e/b.txt` also has; `body` runs once
+    /// both are watched.
+    private static func withWatchedLinkedPair(
+        _ body: (_ folder: String, _ a: String, _ b: String, _ watcher: InotifyWatcher, _ collector: Collector) throws
+            -> Void
+    ) throws {
         try withFolder { folder in
             let (a, b) = try Self.linkedPair(in: folder)
             let collector = Collector()
@@ -195,6 +200,12 @@ extension InotifyWatcherTests {
             try collector.waitUntil("d and a.txt watched") {
                 $0.status?.watches == 2 && $0.status?.linkedFileWatches == 1
             }
+            try body(folder, a, b, watcher, collector)
+        }
+    }
+
+    @Test func aWriteThroughALinkElsewhereIsReportedUnderTheWatchedNameOnceAndTheWatchGoesWithTheLink() throws {
+        try Self.withWatchedLinkedPair { folder, a, b, watcher, collector in
 
             try write("v2", to: b)
             try collector.waitUntil("a.txt changed") { Self.changes(of: try! path(a), in: $0) == 1 }
@@ -224,16 +235,7 @@ extension InotifyWatcherTests {
     /// machine split the two once (stop 33); here 2,000 writes in a row give the split a chance, and
     /// `LinkedWriteEchoesTests` checks the split itself.
     @Test func manyWritesThroughTheWatchedNameOfALinkedFileAreEachReportedOnce() throws {
-        try withFolder { folder in
-            let (a, _) = try Self.linkedPair(in: folder)
-            let collector = Collector()
-            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
-            try watcher.start(deliver: collector.deliver)
-            defer { watcher.stop() }
-            watcher.watch(try path(folder + "/d"))
-            try collector.waitUntil("d and a.txt watched") {
-                $0.status?.watches == 2 && $0.status?.linkedFileWatches == 1
-            }
+        try Self.withWatchedLinkedPair { folder, a, _, _, collector in
             let writes = 2_000
             let name = strdup(a)!
             defer { free(name) }
