@@ -4,8 +4,7 @@ import Testing
 @testable import FCDaemon
 
 /// A write through a watched directory's name of a linked file is reported once, though the directory's event and
-/// the file's own may be read in two batches (CI failed on this at stop 33: the duplicate was looked for within one
-/// batch only).
+/// the file's own may be read in two batches (the duplicate was looked for within one batch only before).
 @Suite struct LinkedWriteEchoesTests {
     private static let a = try! ItemPath(absolute: "/f/d/a.txt")
     private static let c = try! ItemPath(absolute: "/f/g/c.txt")
