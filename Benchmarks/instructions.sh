@@ -13,6 +13,7 @@
 # memory routines on another CPU. The driver is Benchmarks/Tools/InstructionCounts (release build, debug
 # information stripped: valgrind 3.19 cannot read Swift 6.3's).
 set -euo pipefail
+shopt -s inherit_errexit  # A failure inside $(...) fails the script too.
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 record=0
@@ -56,14 +57,30 @@ run() {
     local waited=0
     until grep -q ready "$dir/daemon.stdout" 2>/dev/null; do
         kill -0 "$daemon" 2>/dev/null || { cat "$dir/daemon.log" >&2; return 1; }
-        ((waited++ < 600)) || { echo "the daemon did not start" >&2; return 1; }
+        ((waited++ < 600)) || {
+            echo "the daemon did not start" >&2
+            kill "$daemon" 2>/dev/null || true
+            return 1
+        }
         sleep 0.1
     done
     local client
-    client="$(count "$dir/client.out" "$work/driver" client "$dir/socket" "$mode" "$n")"
+    client="$(count "$dir/client.out" "$work/driver" client "$dir/socket" "$mode" "$n")" || {
+        exec 8>&-
+        kill "$daemon" 2>/dev/null || true
+        return 1
+    }
     exec 8>&-  # The daemon stops when its standard input closes.
     wait "$daemon" || { cat "$dir/daemon.log" >&2; return 1; }
     echo "$client $(sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$dir/daemon.log" | tail -n 1)"
+}
+
+# Fails unless every argument is a count of instructions.
+numbers() {
+    local value
+    for value in "$@"; do
+        [[ "$value" =~ ^[0-9]+$ ]] || { echo "instructions.sh: no instruction count in '$*'" >&2; exit 1; }
+    done
 }
 
 results=()
@@ -72,6 +89,7 @@ for mode in read write leased-read; do
     second="$(run "$mode" "$n2")"
     read -r c1 d1 <<<"$first"
     read -r c2 d2 <<<"$second"
+    numbers "$c1" "$d1" "$c2" "$d2"
     client=$(((c2 - c1) / (n2 - n1)))
     daemon=$(((d2 - d1) / (n2 - n1)))
     results+=("$mode-client $client")

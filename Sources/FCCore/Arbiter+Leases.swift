@@ -243,7 +243,7 @@ extension Arbiter {
             sendRecall(lease)
         case .held:
             clients[lease.client]?.backoff = nil  // A quiet lease: the next recall starts the back-off afresh.
-        case .recalled, .recallUnanswered:
+        case .recalled, .recallUnanswered, .holderDisconnected:
             break
         }
     }
@@ -265,6 +265,11 @@ extension Arbiter {
     // MARK: Return
 
     func leaseReturned(_ id: LeaseID, by clientID: ClientID, running: [ClaimRequest]) {
+        guard clients[clientID] != nil else {
+            // Nothing comes from a closed connection: its claims would outlive it (a kept lease waits for its time).
+            log(.debug, "return of a lease by a disconnected client ignored", ["lease.id": "\(id.rawValue)"])
+            return
+        }
         guard let lease = leases[id], lease.client == clientID else {
             log(.debug, "return of an unknown lease ignored", ["lease.id": "\(id.rawValue)"])
             for request in running {
@@ -294,6 +299,36 @@ extension Arbiter {
         // As any claim: its files' other names in use are met too (issue 26), so a running claim through one name
         // keeps holding back claims through another once the lease is returned.
         requestClaimMeetingOtherNames(request)
+    }
+
+    /// Keeps a lease whose holder's connection the host closed while its process may live (a protocol error, a
+    /// client that does not read), for `duration`: the holder may decide claims inside it until it reads the end of
+    /// its connection, and declares those still running when it reconnects (as a new client: their held claims are
+    /// taken at once, beside the kept lease). Meanwhile the lease is recalled by nothing (nobody would answer) and
+    /// holds back every conflicting claim, as an unanswered recall does (docs/SEMANTICS.md §13.5).
+    func orphanLease(_ id: LeaseID, for duration: Duration) {
+        guard let lease = leases[id] else { return }
+        if !lease.minimumHoldPassed {
+            effects.append(.cancelTimer(.leaseMinimumHold(id)))
+            lease.minimumHoldPassed = true
+        }
+        if lease.state == .recalled, configuration.presenterTimeout != nil {
+            effects.append(.cancelTimer(.leaseRecallReply(id)))
+        }
+        lease.state = .holderDisconnected
+        effects.append(.startTimer(.leaseOrphaned(id), after: duration))
+        log(
+            .warning,
+            "the connection of a lease holder was closed; its lease holds back conflicting claims a while longer",
+            ["lease.id": "\(id.rawValue)", "client.id": "\(lease.client.rawValue)", "item.path": "\(lease.subtree)"]
+        )
+    }
+
+    /// A lease kept after its holder's connection closed (``orphanLease(_:for:)``) has been kept long enough.
+    func orphanedLeaseTimePassed(_ id: LeaseID) {
+        guard let lease = leases[id], lease.state == .holderDisconnected else { return }
+        removeLease(lease)
+        log(.info, "kept lease of a closed connection released", ["lease.id": "\(id.rawValue)"])
     }
 
     /// Removes a lease whose holder disconnected.

@@ -163,6 +163,8 @@ extension Arbiter {
             leaseRecallUnanswered(lease)
         case .leaseBackoff(let client):
             clients[client]?.inBackoff = false
+        case .leaseOrphaned(let lease):
+            orphanedLeaseTimePassed(lease)
         case .presenterReply(let requestID):
             guard let request = requests[requestID] else { return }
             statistics.presenterTimeouts += 1

@@ -79,6 +79,8 @@ public final class Arbiter {
             clientConnected(info)
         case .clientDisconnected(let id):
             clientDisconnected(id)
+        case .clientClosed(let id, let duration):
+            clientDisconnected(id, keepingLeasesFor: duration)
         case .presenterAdded(let registration):
             addPresenter(registration)
             if registration.identity != nil, registration.hasOtherNames { recallAllLeases() }
@@ -151,14 +153,15 @@ public final class Arbiter {
         }
     }
 
-    private func clientDisconnected(_ id: ClientID) {
+    private func clientDisconnected(_ id: ClientID, keepingLeasesFor kept: Duration? = nil) {
         guard let record = clients.removeValue(forKey: id) else {
             log(.debug, "disconnect of an unknown client ignored", ["client.id": "\(id.rawValue)"])
             return
         }
-        // Its leases go at once: a process that is gone runs nothing inside them (docs/SEMANTICS.md §13).
+        // Its leases go at once: a process that is gone runs nothing inside them (docs/SEMANTICS.md §13). One whose
+        // connection the host closed may still run claims in them until it notices: they stay a while.
         for lease in record.leases.sorted() {
-            dropLease(lease)
+            if let kept { orphanLease(lease, for: kept) } else { dropLease(lease) }
         }
         for presenter in record.presenters.sorted() {
             removePresenter(presenter, reason: "client disconnected")

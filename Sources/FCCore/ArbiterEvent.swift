@@ -148,6 +148,9 @@ public enum TimerID: Hashable, Sendable {
     case leaseRecallReply(LeaseID)
     /// A client's back-off after a recall (``LeasePolicy/initialBackoff``) has passed.
     case leaseBackoff(ClientID)
+    /// A lease kept after the host closed its holder's connection (``ArbiterEvent/clientClosed(_:keepingLeasesFor:)``)
+    /// has been kept for the time given: it goes.
+    case leaseOrphaned(LeaseID)
 }
 
 /// Everything that can happen to the arbiter. The host feeds events one at a time, in order.
@@ -156,6 +159,11 @@ public enum ArbiterEvent: Hashable, Sendable {
     case clientConnected(ClientInfo)
     /// A client went away: its claims are released, its presenters removed, its pending replies count as answered.
     case clientDisconnected(ClientID)
+    /// The host closed a client's connection itself while the client's process may live on (a protocol error, a
+    /// client that does not read): as ``clientDisconnected(_:)``, except that its leases stay, holding back every
+    /// conflicting claim, for `duration` (docs/SEMANTICS.md §13.5): the holder may decide claims in them until it
+    /// reads the end of its connection, and declares those still running when it reconnects, as after a restart.
+    case clientClosed(ClientID, keepingLeasesFor: Duration)
     /// A presenter registered.
     case presenterAdded(PresenterRegistration)
     /// A presenter unregistered. Its pending replies count as answered.

@@ -274,6 +274,7 @@ extension Arbiter {
             case .held, .recallDue: recall = ""
             case .recalled: recall = ", recalled\(since(lease.recalledAt))"
             case .recallUnanswered: recall = ", recalled\(since(lease.recalledAt)), not answered"
+            case .holderDisconnected: recall = ", its connection closed by filecoordd, kept a while"
             }
             return "\(id) on \(lease.subtree.escapedDescription) of \(describe(lease.client))\(recall)"
         }

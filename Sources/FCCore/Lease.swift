@@ -71,6 +71,9 @@ public struct LeaseSnapshot: Hashable, Sendable {
         /// Recalled, and the holder did not answer within the presenter timeout. The lease still holds back every
         /// conflicting claim: its holder may be running claims in it (docs/SEMANTICS.md §13).
         case recallUnanswered
+        /// The host closed its holder's connection while the holder's process may still decide claims in it: kept,
+        /// holding back every conflicting claim, for the time the host gave (docs/SEMANTICS.md §13.5).
+        case holderDisconnected
 
         /// The state's name, for dumps.
         public var description: String {
@@ -79,6 +82,7 @@ public struct LeaseSnapshot: Hashable, Sendable {
             case .recallDue: "recall due"
             case .recalled: "recalled"
             case .recallUnanswered: "recall unanswered"
+            case .holderDisconnected: "holder disconnected"
             }
         }
     }

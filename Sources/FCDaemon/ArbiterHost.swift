@@ -1,9 +1,11 @@
 import FCCore
 import FCProtocol
+import FCSystem
 import FCToolkit
 import Foundation
 import Logging
 import NIOCore
+import SystemPackage
 
 /// The arbiter as the daemon runs it: the ``SessionRouter`` and its arbiter, the live connections, and the timers,
 /// all on one event loop (docs/ARCHITECTURE.md §9, "One loop": no locks on the hot path).
@@ -40,9 +42,14 @@ final class ArbiterHost {
     private(set) var flushStatistics = (frames: 0, flushes: 0)
     let encoder: FrameEncoder
     private var shuttingDown = false
-    /// Whether leases were held when the daemon shut down (``shutDown()``): their holders may still decide claims in
-    /// process until they read the end of their connection, so the next daemon starts with the recovery grace.
-    private(set) var leasesHeldAtShutDown = false
+    /// Whether, when the daemon shut down (``shutDown()``), a client held a granted claim or a lease, or the daemon
+    /// was still in its own recovery grace: such a client declares its running claims to the next daemon only once
+    /// it has read the end of its connection and reconnected (a lease's holder may even decide claims in process
+    /// until then), so the next daemon starts with the recovery grace (``DaemonService``'s marker).
+    private(set) var holdersAtShutDown = false
+    /// The marker that started this daemon's recovery, removed when the grace ends (``endRecovery()``): a daemon
+    /// stopped or crashed before then leaves it to the next.
+    private var recoveryMarker: String?
     /// Each connected client's command line, read once when it connected (for the dump).
     var clientArguments: [ClientID: [String]] = [:]
     /// The path translation of each client in another mount namespace than the daemon's (issue 26).
@@ -130,9 +137,14 @@ final class ArbiterHost {
     /// (`RequestClaim.held`). For `grace`, only those are arbitrated; every other event waits, in order, so that no
     /// new claim is granted before every surviving holder had the time to reconnect and say what it holds, as NFS
     /// lock recovery does. Then the held-back events are handled as if they had just arrived.
-    func startRecovery(for grace: Duration, because reason: String = "the previous filecoordd did not stop cleanly") {
+    func startRecovery(
+        for grace: Duration,
+        because reason: String = "the previous filecoordd did not stop cleanly",
+        marker: String? = nil
+    ) {
         loop.preconditionInEventLoop()
         recovering = true
+        recoveryMarker = marker
         logger.notice(
             "\(reason): only claims still held are taken for \(grace)",
             metadata: ["grace.seconds": "\(Double(grace.nanoseconds) / 1e9)"]
@@ -144,6 +156,16 @@ final class ArbiterHost {
 
     private func endRecovery() {
         recovering = false
+        if let marker = recoveryMarker {
+            recoveryMarker = nil
+            do throws(Errno) {
+                try FileSystemCalls.removeFile(marker)
+            } catch {
+                if error != .noSuchFileOrDirectory {
+                    logger.warning("cannot remove the recovery marker: \(error)", metadata: ["marker": "\(marker)"])
+                }
+            }
+        }
         let events = heldBack
         heldBack = []
         logger.info("recovery over", metadata: ["events.heldBack": "\(events.count)"])
@@ -219,17 +241,20 @@ final class ArbiterHost {
         send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
     }
 
-    /// A connection closed: its claims are released and its presenters removed at once (docs/SEMANTICS.md §7).
+    /// A connection closed: its claims are released and its presenters removed at once (docs/SEMANTICS.md §7). One
+    /// the daemon closed itself (``close(_:because:)``) belongs to a process that may live on and, holding leases,
+    /// decide claims in them until it reads the end: its leases stay for the recovery grace (§13.5).
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
         guard connections.removeValue(forKey: client) != nil else { return }
-        closing.remove(client)
+        let closedHere = closing.remove(client) != nil
         clientArguments[client] = nil
         namespaces[client] = nil
         portalSpellings[client] = nil
         portalWaits[client] = nil
         timedOutClaims[client] = nil
-        apply(router.disconnect(client))  // The arbiter logs the disconnect itself.
+        // The arbiter logs the disconnect itself.
+        apply(router.disconnect(client, keepingLeasesFor: closedHere ? configuration.recoveryGrace : nil))
     }
 
     /// Sends a protocol error and closes one connection; nothing else is affected.
@@ -247,7 +272,9 @@ final class ArbiterHost {
     func shutDown() {
         loop.preconditionInEventLoop()
         shuttingDown = true
-        leasesHeldAtShutDown = !router.arbiter.leaseSnapshots().isEmpty
+        holdersAtShutDown =
+            recovering || !router.arbiter.leaseSnapshots().isEmpty
+            || router.arbiter.snapshot().claims.contains { $0.phase == .granted }
         for (client, claim) in router.pendingClaims() {
             let failed = Filecoord_V1_ClaimFailed(
                 claim: claim,

@@ -52,20 +52,23 @@ public final class DaemonService: Service, Sendable {
         let watcher = try await startWatcher(host: host, loop: loop)
         let activated = Self.socketFromSystemd()
         // Holding the lock, a socket file left behind is a crashed daemon's: its clients may still hold claims. A
-        // predecessor that stopped cleanly with leases held says so with a marker: their holders may have decided
-        // claims in process until they read the end of their connections (docs/SEMANTICS.md §13.4).
-        let leasesMarker = Self.leasesMarker(forSocket: socketPath)
-        let leasesLeft = (try? FileSystemCalls.status(leasesMarker, followingLinks: false)) != nil
+        // predecessor that stopped cleanly while clients held claims or leases says so with a marker: they declare
+        // their running claims only once they have read the end of their connections (docs/SEMANTICS.md §7, §13
+        // rule 5). The marker goes when this daemon's grace ends, so that one stopped before passes it on.
+        let marker = Self.heldMarker(forSocket: socketPath)
+        let markerLeft = (try? FileSystemCalls.status(marker, followingLinks: false)) != nil
         let crashed = activated == nil && FileManager.default.fileExists(atPath: socketPath)
-        if crashed || leasesLeft, configuration.recoveryGrace > .zero {
+        if crashed || markerLeft, configuration.recoveryGrace > .zero {
             let grace = configuration.recoveryGrace
             let reason =
                 crashed
                 ? "the previous filecoordd did not stop cleanly"
-                : "the previous filecoordd stopped while it had leases granted"
-            try await loop.submit { host.value.startRecovery(for: grace, because: reason) }.get()
+                : "the previous filecoordd stopped while clients held claims or leases"
+            let left = markerLeft ? marker : nil
+            try await loop.submit { host.value.startRecovery(for: grace, because: reason, marker: left) }.get()
+        } else if markerLeft {
+            try? FileSystemCalls.removeFile(marker)  // No grace asked for (--recovery-grace 0).
         }
-        if leasesLeft { try? FileSystemCalls.removeFile(leasesMarker) }
         let server: any Channel
         if let activated {
             // systemd socket activation (contrib/systemd): the listening socket is inherited as descriptor 3.
@@ -89,13 +92,13 @@ public final class DaemonService: Service, Sendable {
             }
         }
         watcher?.stop()
-        if (try? await loop.submit({ host.value.leasesHeldAtShutDown }).get()) == true {
+        if (try? await loop.submit({ host.value.holdersAtShutDown }).get()) == true {
             do {
-                try FileSystemCalls.createFile(leasesMarker, permissions: 0o600)
+                try FileSystemCalls.createFile(marker, permissions: 0o600)
             } catch {
                 logger.warning(
-                    "cannot leave the leases marker: the next filecoordd starts without the recovery grace: \(error)",
-                    metadata: ["marker": "\(leasesMarker)"]
+                    "cannot leave the recovery marker: the next filecoordd starts without the recovery grace: \(error)",
+                    metadata: ["marker": "\(marker)"]
                 )
             }
         }
@@ -105,8 +108,9 @@ public final class DaemonService: Service, Sendable {
         withExtendedLifetime(lock) {}
     }
 
-    /// The file a daemon that stops with leases held leaves beside its socket, for its successor.
-    static func leasesMarker(forSocket socketPath: String) -> String { socketPath + ".leases" }
+    /// The file a daemon that stops while clients hold claims or leases leaves beside its socket, for its
+    /// successor's recovery grace.
+    static func heldMarker(forSocket socketPath: String) -> String { socketPath + ".held" }
 
     /// Makes the socket file private (0600). Its folder is private already (0700), so a failure is said, not fatal.
     private func makePrivate(socket path: String) {

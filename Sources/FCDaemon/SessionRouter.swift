@@ -97,9 +97,13 @@ public final class SessionRouter {
     }
 
     /// A client went away: everything it held is released and the effects for the others are returned.
-    public func disconnect(_ client: ClientID) -> Routed {
+    /// `keepingLeasesFor`: the daemon closed the connection itself while the client's process may live on, so its
+    /// leases stay that long (``ArbiterEvent/clientClosed(_:keepingLeasesFor:)``).
+    public func disconnect(_ client: ClientID, keepingLeasesFor kept: Duration? = nil) -> Routed {
         guard let session = sessions.removeValue(forKey: client) else { return Routed() }
-        let routed = route(arbiter.handle(.clientDisconnected(client), at: now()))
+        let event: ArbiterEvent =
+            kept.map { .clientClosed(client, keepingLeasesFor: $0) } ?? .clientDisconnected(client)
+        let routed = route(arbiter.handle(event, at: now()))
         for presenter in session.presenters.values { presenterOwner[presenter] = nil }
         for claim in session.claims.values { claimOwner[claim] = nil }
         for request in session.requests { requestOwner[request] = nil }
@@ -130,7 +134,7 @@ public final class SessionRouter {
         let global: ArbiterEvent
         var finished: ClaimID?
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
+        case .clientConnected, .clientDisconnected, .clientClosed, .timerFired, .fileSystemChanged:
             return Routed()  // Not a client's to send.
         case .leaseReturned(let lease, _, let running):
             // The running claims become this client's claims, numbered by it, as a RequestClaim's would.

@@ -119,7 +119,8 @@ struct Renderer {
 
     private func describe(_ lease: DaemonDump.Lease) -> String {
         let recalled = lease.recalledSecondsAgo.map { ", recalled \(Self.age($0)) ago" } ?? ""
-        let state = lease.state == "recall unanswered" ? paint(lease.state, "31") : lease.state
+        let warns = lease.state == "recall unanswered" || lease.state == "holder disconnected"
+        let state = warns ? paint(lease.state, "31") : lease.state
         return "lease#\(lease.id) \(lease.subtree) \(state), age \(Self.age(lease.ageSeconds))\(recalled), "
             + "\(lease.recalls) recalls"
     }

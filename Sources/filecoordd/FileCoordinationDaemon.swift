@@ -45,8 +45,8 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
 
     @Option(
         help: """
-            Seconds during which, after a predecessor that crashed or stopped with leases granted, only claims clients \
-            still hold are taken (they reconnect and declare them); 0 turns the grace off.
+            Seconds during which, after a predecessor that crashed or stopped while clients held claims or leases, \
+            only the claims they still hold are taken (they reconnect and declare them); 0 turns the grace off.
             """
     )
     var recoveryGrace: Double = 2
@@ -95,6 +95,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         guard deadlockDelay > 0 else { throw ValidationError("--deadlock-delay takes a positive number of seconds") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections takes a positive number") }
         guard maxQueuedBytes >= 1024 else { throw ValidationError("--max-queued-bytes takes at least 1024") }
+        guard recoveryGrace.isFinite, recoveryGrace >= 0, recoveryGrace <= 3600 else {
+            throw ValidationError("--recovery-grace takes a number of seconds from 0 to 3600")
+        }
         if let maxWatches, maxWatches < 0 {
             throw ValidationError("--max-watches takes a number of watches, 0 or more")
         }
@@ -125,7 +128,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.handshakeTimeout = .milliseconds(Int64(handshakeTimeout * 1000))
         configuration.partialFrameTimeout = .milliseconds(Int64(partialFrameTimeout * 1000))
         configuration.maximumQueuedBytes = maxQueuedBytes
-        configuration.recoveryGrace = .milliseconds(Int64(max(0, recoveryGrace) * 1000))
+        configuration.recoveryGrace = .milliseconds(Int64(recoveryGrace * 1000))
         configuration.maximumWatches = maxWatches
         configuration.coalescingWindow = .microseconds(Int64(coalescingWindow * 1_000_000))
         configuration.watchesFileSystem = !noWatching

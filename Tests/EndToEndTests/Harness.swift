@@ -828,9 +828,10 @@ final class RawClient {
     func send(_ frame: Filecoord_V1_Frame) throws { try send(try encoder.encode(frame)) }
 
     /// Says hello and waits for the daemon's reply.
-    func handshake(name: String = "raw-client") async throws {
+    func handshake(name: String = "raw-client", answersRecalls: Bool = false) async throws {
         do {
-            try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: name, pid: getpid()))))
+            let hello = Filecoord_V1_Hello(clientName: name, pid: getpid(), answersRecalls: answersRecalls)
+            try send(Filecoord_V1_Frame(.hello(hello)))
         } catch {
             // The daemon closed the connection first: say why, if it said.
             _ = try? await waitForClose(timeout: .seconds(1))

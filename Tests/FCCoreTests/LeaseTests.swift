@@ -146,6 +146,49 @@ import Testing
         #expect(h.arbiter.leaseSnapshots().isEmpty)
     }
 
+    /// §13 rule 5: the host closed the holder's connection itself while its process may live on. Its lease stays,
+    /// recalled by nothing, holding back conflicting claims; the holder's running read, declared when it reconnects,
+    /// is taken beside it; when the lease's time passes, the declared read still holds the write back.
+    @Test func aHolderWhoseConnectionTheHostClosedKeepsItsLeaseUntilItsTimePasses() throws {
+        let h = Self.harness(presenterTimeout: .seconds(30))
+        let app = h.connect("app", answersRecalls: true)
+        let other = h.connect("other")
+        let lease = try Self.lease(h, app)
+        let recallsBefore = h.arbiter.statistics.leaseRecalls
+        h.send(.clientClosed(app, keepingLeasesFor: .seconds(2)))
+        #expect(h.lastEffects.contains(.startTimer(.leaseOrphaned(lease), after: .seconds(2))))
+        #expect(h.arbiter.leaseSnapshots().map(\.state) == [.holderDisconnected])
+        let write = h.write("/d/f", client: other)
+        #expect(!h.isGranted(write))
+        #expect(h.arbiter.blockers(of: write) == [lease.claim])
+        #expect(h.arbiter.statistics.leaseRecalls == recallsBefore, "nobody to recall it from")
+        // The holder reconnects and declares the read it granted itself in the lease.
+        let again = h.connect("app", answersRecalls: true)
+        h.send(.claimRequested(Self.runningRead(ClaimID(900), of: again, coordinator: CoordinatorID(901))))
+        #expect(h.arbiter.snapshot().claims.contains { $0.request.id == ClaimID(900) && $0.phase == .granted })
+        h.send(.timerFired(.leaseOrphaned(lease)))
+        #expect(h.arbiter.leaseSnapshots().isEmpty)
+        #expect(!h.isGranted(write), "the declared read holds it back")
+        h.finish(ClaimID(900))
+        #expect(h.isGranted(write))
+    }
+
+    @Test func aHolderThatDisconnectsNormallyOrAnotherLeaseTimerDoesNotEndAKeptLease() throws {
+        let h = Self.harness()
+        let app = h.connect("app", answersRecalls: true)
+        let lease = try Self.lease(h, app)
+        // The timer of a lease still held is ignored.
+        h.send(.timerFired(.leaseOrphaned(lease)))
+        #expect(h.arbiter.leaseSnapshots().map(\.state) == [.held])
+        h.send(.clientClosed(app, keepingLeasesFor: .seconds(2)))
+        for timer: TimerID in [.leaseMinimumHold(lease), .leaseRecallReply(lease), .leaseBackoff(app)] {
+            h.send(.timerFired(timer))
+            #expect(h.arbiter.leaseSnapshots().map(\.state) == [.holderDisconnected])
+        }
+        h.send(.leaseReturned(lease, client: app, running: []))
+        #expect(h.arbiter.leaseSnapshots().map(\.state) == [.holderDisconnected], "a return from a gone client")
+    }
+
     @Test func anUnansweredRecallIsReportedAndStillHoldsBackConflictingClaims() throws {
         let h = Self.harness(presenterTimeout: .seconds(30))
         let app = h.connect("app", answersRecalls: true)

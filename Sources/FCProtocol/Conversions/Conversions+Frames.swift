@@ -115,7 +115,7 @@ extension Filecoord_V1_Frame {
     /// connection, and `timerFired`, which is the daemon's own).
     public init?(_ event: ArbiterEvent) {
         switch event {
-        case .clientConnected, .clientDisconnected, .timerFired, .fileSystemChanged:
+        case .clientConnected, .clientDisconnected, .clientClosed, .timerFired, .fileSystemChanged:
             return nil
         case .leaseReturned(let lease, _, let running):
             var message = Filecoord_V1_LeaseReturned()

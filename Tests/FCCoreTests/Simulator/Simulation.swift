@@ -68,11 +68,14 @@ struct Simulation {
     private var holderLeases: [LeaseID: (client: ClientID, subtree: ItemPath, recalled: Bool)] = [:]
     /// Claims granted in process by a holder's own arbiter, inside one of its leases, still running.
     private var inProcess: [ClaimID: (lease: LeaseID, request: ClaimRequest)] = [:]
+    /// Holders whose connection the host closed (``ArbiterEvent/clientClosed(_:keepingLeasesFor:)``) and that have
+    /// not read the end yet: they go on deciding claims in their leases, which the arbiter keeps meanwhile.
+    private var closedUnnoticed: Set<ClientID> = []
     /// In-process claims a mover's `itemMoved` overlapped (the mover's doing, as `excusedPairs`).
     private var excusedInProcess: Set<Set<ClaimID>> = []
     /// What the schedule did with leases, to show that it did something: grants, recalls, claims granted in process,
     /// running claims declared on return.
-    private(set) var leaseCounts = (grants: 0, recalls: 0, inProcess: 0, declared: 0)
+    private(set) var leaseCounts = (grants: 0, recalls: 0, inProcess: 0, declared: 0, kept: 0)
     /// Issue 26: ended writes of files with other names reported to the host, to show that the schedules make some.
     private(set) var otherNamesWritten = 0
 
@@ -158,7 +161,7 @@ struct Simulation {
     }
 
     private mutating func randomStep() {
-        let roll = Int.random(in: 0..<(leasesOn ? 130 : 112), using: &rng)
+        let roll = Int.random(in: 0..<(leasesOn ? 133 : 112), using: &rng)
         switch roll {
         case 0..<6 where liveClients.count < 4, 0..<2:
             let id = ClientID(newID())
@@ -174,10 +177,18 @@ struct Simulation {
         case 6..<8 where !liveClients.isEmpty:
             let client = liveClients.remove(at: Int.random(in: 0..<liveClients.count, using: &rng))
             abandonedClients.insert(client)
-            // The process is gone: so are the claims it granted itself, and the leases it held.
-            for (id, entry) in inProcess where holderLeases[entry.lease]?.client == client { inProcess[id] = nil }
-            for (id, lease) in holderLeases where lease.client == client { holderLeases[id] = nil }
-            send(.clientDisconnected(client))
+            if holderLeases.values.contains(where: { $0.client == client }), rng.chance(50) {
+                // The host closes the connection of a process that lives on (a protocol error, a client that does
+                // not read): it goes on deciding claims in its leases until it reads the end (holderNotices()).
+                closedUnnoticed.insert(client)
+                leaseCounts.kept += 1
+                send(.clientClosed(client, keepingLeasesFor: .seconds(2)))
+            } else {
+                // The process is gone: so are the claims it granted itself, and the leases it held.
+                for (id, entry) in inProcess where holderLeases[entry.lease]?.client == client { inProcess[id] = nil }
+                for (id, lease) in holderLeases where lease.client == client { holderLeases[id] = nil }
+                send(.clientDisconnected(client))
+            }
             for (id, info) in presenterInfo where info.client == client { presenterInfo[id] = nil }
         case 8..<20 where !liveClients.isEmpty:
             addPresenter()
@@ -250,6 +261,8 @@ struct Simulation {
             returnLease(recalledOnly: !rng.chance(15))
         case 127..<130:
             fireLeaseTimer()
+        case 130..<133:
+            holderNotices()
         default:
             break
         }
@@ -367,7 +380,10 @@ struct Simulation {
 
     /// The holder returns a lease (recalled, or of its own accord), declaring the claims still running in it.
     private mutating func returnLease(recalledOnly: Bool) {
-        let candidates = holderLeases.filter { !recalledOnly || $0.value.recalled }.keys.sorted()
+        // A holder whose connection the host closed sends nothing more on it (holderNotices()).
+        let candidates = holderLeases.filter {
+            (!recalledOnly || $0.value.recalled) && !closedUnnoticed.contains($0.value.client)
+        }.keys.sorted()
         guard let leaseID = candidates.randomElement(using: &rng), let lease = holderLeases[leaseID] else {
             if rng.chance(20) {
                 // Garbage: a lease nobody holds.
@@ -426,14 +442,61 @@ struct Simulation {
         }
     }
 
-    /// A lease timer fires, due or not: a minimum hold, a recall nobody answered (a holder that stopped), a back-off.
+    /// A holder whose connection the host closed reads the end (docs/SEMANTICS.md §13.5): it decides nothing more in
+    /// its leases and, unless its process died meanwhile, reconnects as a new client and declares the claims it
+    /// granted in them that still run, as the library's `connected(to:install:)` does. The arbiter keeps the leases
+    /// until their time passes; a holder reads the end within that time (the grace's assumption, as after a crash),
+    /// so the simulator fires that timer only for holders that have (``fireLeaseTimer()``).
+    private mutating func holderNotices() {
+        guard let old = closedUnnoticed.sorted().randomElement(using: &rng) else { return }
+        closedUnnoticed.remove(old)
+        let leases = Set(holderLeases.filter { $0.value.client == old }.keys)
+        let running = inProcess.filter { leases.contains($0.value.lease) }.sorted { $0.key < $1.key }
+        for lease in leases { holderLeases[lease] = nil }
+        guard !running.isEmpty, rng.chance(80) else {
+            for (id, _) in running { inProcess[id] = nil }  // Nothing runs, or the process died with its accessors.
+            return
+        }
+        let id = ClientID(newID())
+        liveClients.append(id)
+        coordinators[id] = []
+        let answers = answering.contains(old)
+        if answers { answering.insert(id) }
+        let info = ClientInfo(id: id, pid: Int32(old.rawValue), name: "sim\(old.rawValue)", answersRecalls: answers)
+        send(.clientConnected(info))
+        var declared: [ClaimRequest] = []
+        for (claimID, entry) in running {
+            var request = entry.request
+            request.client = id
+            request.isHeld = true
+            declared.append(request)
+            // Beside the kept lease, which stands for the very claims it declares.
+            excusedPairs.insert([entry.lease.claim, claimID])
+            inProcess[claimID] = nil
+            claimInfo[claimID] = request
+            granted.insert(claimID)
+            leaseCounts.declared += 1
+        }
+        // Decided together by the holder's own arbiter, as a return's running claims are (returnLease).
+        for (index, a) in declared.enumerated() {
+            for b in declared[(index + 1)...] { excusedPairs.insert([a.id, b.id]) }
+        }
+        for request in declared { send(.claimRequested(request)) }
+        excuseOverlapsNoArbiterDecided(declared: declared)
+    }
+
+    /// A lease timer fires, due or not: a minimum hold, a recall nobody answered (a holder that stopped), a back-off,
+    /// the end of a kept lease's time (never before its holder read the end of its connection: ``holderNotices()``).
     private mutating func fireLeaseTimer() {
         let known = arbiter.leaseSnapshots()
-        switch Int.random(in: 0..<3, using: &rng) {
+        switch Int.random(in: 0..<4, using: &rng) {
         case 0:
             if let lease = known.randomElement(using: &rng) { send(.timerFired(.leaseMinimumHold(lease.id))) }
         case 1:
             if let lease = known.randomElement(using: &rng) { send(.timerFired(.leaseRecallReply(lease.id))) }
+        case 2:
+            let due = known.filter { !closedUnnoticed.contains($0.client) }
+            if let lease = due.randomElement(using: &rng) { send(.timerFired(.leaseOrphaned(lease.id))) }
         default:
             if let client = liveClients.randomElement(using: &rng) { send(.timerFired(.leaseBackoff(client))) }
         }
@@ -875,8 +938,10 @@ struct Simulation {
             }
             if !held { violations.append("\(claim.request.id) is prepared, owes nothing, and is not granted") }
         }
+        let kept = Set(arbiter.leaseSnapshots().filter { $0.state == .holderDisconnected }.map(\.id.claim))
         for client in abandonedClients {
-            if snapshot.claims.contains(where: { $0.request.client == client }) {
+            // A lease kept after the host closed its holder's connection stays, as its claim, until its time passes.
+            if snapshot.claims.contains(where: { $0.request.client == client && !kept.contains($0.request.id) }) {
                 violations.append("a claim of disconnected \(client) survived")
             }
             if snapshot.presenters.values.contains(where: { $0.client == client }) {
@@ -1000,6 +1065,7 @@ struct Simulation {
 
     /// Answers every request and finishes every granted claim until nothing is left; then disconnects everyone.
     private mutating func drain() throws(Failure) {
+        while !closedUnnoticed.isEmpty { holderNotices() }
         var rounds = 0
         while true {
             step += 1
@@ -1020,6 +1086,8 @@ struct Simulation {
                 inProcess[id] = nil
             } else if let claim = snapshot.claims.first(where: { $0.phase == .granted && !$0.request.id.isLease }) {
                 send(.claimFinished(claim.request.id, created: []))
+            } else if let lease = arbiter.leaseSnapshots().first(where: { $0.state == .holderDisconnected }) {
+                send(.timerFired(.leaseOrphaned(lease.id)))
             } else if let lease = arbiter.leaseSnapshots().first {
                 holderLeases[lease.id] = nil
                 send(.leaseReturned(lease.id, client: lease.client, running: []))
