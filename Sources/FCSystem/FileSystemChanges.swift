@@ -39,6 +39,31 @@ extension FileSystemCalls {
         _ = libcClose(descriptor)
     }
 
+    /// Writes `bytes` to the file at `path`, created with `permissions` (less the umask) or emptied first, through a
+    /// descriptor opened with `O_CLOEXEC` and closed before it returns. Foundation's `Data.write(to:)` opens without
+    /// `O_CLOEXEC`: a child that another thread spawns meanwhile inherits the descriptor, and the file's last close
+    /// (inotify's `IN_CLOSE_WRITE`) comes when that child closes it, after later writes' events.
+    public static func writeFile(_ path: String, _ bytes: [UInt8], permissions: UInt32 = 0o644) throws(Errno) {
+        let descriptor = try retryOnInterrupt {
+            libcOpen(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(permissions))
+        }
+        defer { _ = libcClose(descriptor) }
+        let failure: Errno? = bytes.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                do throws(Errno) {
+                    written += try retryOnInterrupt {
+                        libcWrite(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                    }
+                } catch {
+                    return error
+                }
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
     /// Removes the name `path` (`unlink`): a file, a socket or a link, never a directory.
     public static func removeFile(_ path: String) throws(Errno) {
         _ = try retryOnInterrupt { unlink(path) }

@@ -2,6 +2,7 @@
 // other processes reading, writing, moving, deleting and adding conflict versions around them. Each document prints
 // its events (`doc NAME EVENT`, Sources/fc-testhost/DocumentCommands.swift).
 
+import FCSystem
 import Foundation
 import Testing
 
@@ -132,13 +133,13 @@ import Testing
             try await a.waitFor("doc A opened text")
             // The daemon adds its watch on its watcher's thread, after the registration: wait for it.
             try await env.waitForWatches(env.directory)
-            try Data("changed by another editor".utf8).write(to: URL(fileURLWithPath: path))
+            try FileSystemCalls.writeFile(path, Array("changed by another editor".utf8))
             try await a.waitFor("doc A reloaded changed by another editor")
 
             // With unsaved changes the document keeps them and says the file changed.
             try a.send("doc-edit A mine")
             try await a.waitFor("done doc-edit A unsaved=true")
-            try Data("changed again".utf8).write(to: URL(fileURLWithPath: path))
+            try FileSystemCalls.writeFile(path, Array("changed again".utf8))
             try await a.waitFor("doc A changedOnDiskWithUnsavedChanges")
             try a.send("doc-text A")
             try await a.waitFor("doc A text mine unsaved=true")

@@ -266,7 +266,9 @@ final class TestEnvironment: @unchecked Sendable {
     @discardableResult
     func file(_ name: String, _ text: String) throws -> String {
         let path = path(name)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        // Not Data.write(to:): without O_CLOEXEC, a host spawned meanwhile by another test would hold the descriptor
+        // and the file's close, which the daemon's watcher reports, would come later (FileSystemCalls.writeFile).
+        try FileSystemCalls.writeFile(path, Array(text.utf8))
         return path
     }
 

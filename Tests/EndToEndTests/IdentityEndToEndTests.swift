@@ -3,6 +3,7 @@
 // The case tests use an exFAT volume (ExFATVolume, FCTestSupport: root, /dev/fuse, a loop device, exfatprogs and
 // exfat-fuse); where it cannot be mounted they are reported as skipped, with the reason printed.
 
+import FCSystem
 import FCTestSupport
 import Foundation
 import Testing
@@ -82,7 +83,7 @@ struct IdentityEndToEndTests {
         defer { volume.remove() }
         let root = volume.root.path
         try FileManager.default.createDirectory(atPath: root + "/Docs", withIntermediateDirectories: false)
-        try Data("v1".utf8).write(to: URL(fileURLWithPath: root + "/Docs/Note.txt"))
+        try FileSystemCalls.writeFile(root + "/Docs/Note.txt", Array("v1".utf8))
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
             let a = try await env.host("A")
@@ -113,7 +114,7 @@ struct IdentityEndToEndTests {
             // A change made without coordination, the name in yet another case: the file's presenters hear it too.
             // (Through the folder spelled as the daemon watches it, `docs`: exfat-fuse gives each spelling of a
             // directory an inode of its own, and inotify reports only what goes through the watched one.)
-            try Data("v3".utf8).write(to: URL(fileURLWithPath: root + "/docs/NOTE.TXT"))
+            try FileSystemCalls.writeFile(root + "/docs/NOTE.TXT", Array("v3".utf8))
             #expect(try await a.settledPresenterEvents("File", count: 4) == once + ["didChange"])
             #expect(try await b.settledPresenterEvents("File", count: 4) == once + ["didChange"])
             #expect(
@@ -132,7 +133,7 @@ struct IdentityEndToEndTests {
         defer { volume.remove() }
         let folder = volume.root.path + "/Folder"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        try Data("t".utf8).write(to: URL(fileURLWithPath: folder + "/mytext"))
+        try FileSystemCalls.writeFile(folder + "/mytext", Array("t".utf8))
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
             let a = try await env.host("A")

@@ -1,5 +1,6 @@
 import FCCore
 import FCDaemon
+import FCSystem
 import Foundation
 import Testing
 
@@ -63,17 +64,12 @@ private func withFolder(_ body: (String) throws -> Void) throws {
 
 private func path(_ string: String) throws -> ItemPath { try ItemPath(absolute: string) }
 
-/// Writes `text` to `file`, created or emptied, through a descriptor opened with `O_CLOEXEC`. Foundation's
-/// `Data.write(to:)` opens without it: a process that another suite of this test binary spawns meanwhile inherits the
-/// descriptor, and the write's `IN_CLOSE_WRITE` comes only when that child closes it, after events of later writes
-/// (in the full suite, a write reported after the marker that followed it, and one reported in the next test).
+/// Writes `text` to `file` through an `O_CLOEXEC` descriptor (`FileSystemCalls.writeFile`): with Foundation's
+/// `Data.write(to:)` a child that another suite of this test binary spawned meanwhile inherited the descriptor, and
+/// the write's `IN_CLOSE_WRITE` came when the child closed it, after later writes' events (a write reported after
+/// the marker that followed it, and one in the next test).
 private func write(_ text: String, to file: String) throws {
-    let descriptor = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard descriptor >= 0 else { throw WatcherTestFailure("cannot open \(file): errno \(errno)") }
-    defer { close(descriptor) }
-    let bytes = Array(text.utf8)
-    let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-    guard written == bytes.count else { throw WatcherTestFailure("cannot write \(file): errno \(errno)") }
+    try FileSystemCalls.writeFile(file, Array(text.utf8))
 }
 
 /// The inotify backend against the real kernel (issue 13). One watcher at a time: libinotifytools' state is global.
