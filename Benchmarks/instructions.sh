@@ -36,13 +36,18 @@ cp "$(swift build -c release --package-path "$here" --show-bin-path)/Instruction
 strip -g "$work/driver"
 export SWIFT_DETERMINISTIC_HASHING=1  # The same hash seeds, so the same dictionary probes, in every run.
 
+# The total callgrind printed in the log `$1` ("Collected : N").
+collected() {
+    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$1" | tail -n 1
+}
+
 # Total instructions of a command under callgrind, from its summary line.
 count() {
     local out="$1"
     shift
     taskset -c "$cpu" valgrind --tool=callgrind --callgrind-out-file="$out" "$@" 2>"$out.log" >/dev/null \
         || { cat "$out.log" >&2; return 1; }
-    sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$out.log" | tail -n 1
+    collected "$out.log"
 }
 
 # One run: a daemon under callgrind, a client of MODE making N calls under callgrind. Prints "CLIENT DAEMON".
@@ -72,7 +77,7 @@ run() {
     }
     exec 8>&-  # The daemon stops when its standard input closes.
     wait "$daemon" || { cat "$dir/daemon.log" >&2; return 1; }
-    echo "$client $(sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$dir/daemon.log" | tail -n 1)"
+    echo "$client $(collected "$dir/daemon.log")"
 }
 
 # Fails unless every argument is a count of instructions.

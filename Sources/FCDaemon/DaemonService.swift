@@ -94,7 +94,7 @@ public final class DaemonService: Service, Sendable {
         watcher?.stop()
         if (try? await loop.submit({ host.value.holdersAtShutDown }).get()) == true {
             do {
-                try FileSystemCalls.createFile(marker, permissions: 0o600)
+                try FileSystemCalls.writeFile(marker, [], permissions: 0o600)
             } catch {
                 logger.warning(
                     "cannot leave the recovery marker: the next filecoordd starts without the recovery grace: \(error)",

@@ -32,13 +32,6 @@ extension FileSystemCalls {
         _ = try retryOnInterrupt { chmod(path, mode_t(permissions)) }
     }
 
-    /// Creates an empty file at `path` with `permissions` (less the umask), or leaves the one there as it is
-    /// (`open(O_CREAT)`, then `close`).
-    public static func createFile(_ path: String, permissions: UInt32) throws(Errno) {
-        let descriptor = try retryOnInterrupt { libcOpen(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode_t(permissions)) }
-        _ = libcClose(descriptor)
-    }
-
     /// Writes `bytes` to the file at `path`, created with `permissions` (less the umask) or emptied first, through a
     /// descriptor opened with `O_CLOEXEC` and closed before it returns. Foundation's `Data.write(to:)` opens without
     /// `O_CLOEXEC`: a child that another thread spawns meanwhile inherits the descriptor, and the file's last close
