@@ -73,11 +73,11 @@ fi
 # Swift Testing runs tests on Swift's cooperative pool (one thread per core): tests that block threads on purpose
 # (synchronous coordinated calls, waits for other processes) and the simulator's CPU-bound schedules would starve the
 # async work of the tests that need it. So the async ones run on their own, and the simulator last.
-step "Running tests (the library through filecoordd at $FILECOORDD_SOCKET)"
+step "Running tests (the library through filecoordd at $FILECOORDD_SOCKET, with leases: docs/SEMANTICS.md §13)"
 test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests --skip SourceCompatibilityTests
 
-step "Running them again with leases (FILECOORD_LEASES=1, docs/SEMANTICS.md §13; the library's default is off)"
-FILECOORD_LEASES=1 test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests \
+step "Running them again without leases (FILECOORD_LEASES=0: every claim through the daemon)"
+FILECOORD_LEASES=0 test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests \
     --skip SourceCompatibilityTests
 
 step "Running the async API and source-compatibility tests on their own"

@@ -8,7 +8,7 @@ import Foundation
 /// accessor. Prints one result line (`result` JSON) at the end.
 ///
 /// A quarter of the operations go to items in a folder of this process's own (`own-<pid>`), where no presenter is:
-/// with leases on (`FILECOORD_LEASES=1`) the daemon leases it to this process, and one operation in twenty goes to
+/// with leases on (the default; not with `FILECOORD_LEASES=0`) the daemon leases it to this process, and one operation in twenty goes to
 /// another process's own folder, which recalls that process's lease (issue 23).
 ///
 /// Exclusion is proved with the file system, which every process sees: inside its accessor a writer creates

@@ -1,7 +1,8 @@
 // Leases across real processes (issue 23; docs/SEMANTICS.md §13): a process alone in a folder decides its claims
 // there itself; another process's claim recalls the lease and waits for the holder's running claims; a killed
 // holder frees the folder at once; a stopped holder is reported and still holds back what conflicts with it.
-// Hosts take leases only with FILECOORD_LEASES=1 (off by default in the library).
+// The library takes leases unless FILECOORD_LEASES=0; the hosts here say FILECOORD_LEASES=1 all the same, and keep
+// an unused lease for a minute (FILECOORD_LEASE_IDLE_RETURN) unless a test is about the idle return.
 
 import FCCore
 import FCProtocol
@@ -16,7 +17,11 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct LeaseEndToEndTests {
-    static let leasing: [String: String?] = ["FILECOORD_LEASES": "1"]
+    static let leasing: [String: String?] = ["FILECOORD_LEASES": "1", "FILECOORD_LEASE_IDLE_RETURN": "60"]
+    /// A holder that returns a lease once it has not used it for `seconds` to twice that.
+    static func leasing(returningIdleAfter seconds: String) -> [String: String?] {
+        ["FILECOORD_LEASES": "1", "FILECOORD_LEASE_IDLE_RETURN": seconds]
+    }
 
     /// The daemon's state as `fcdump --json` gives it.
     private func dump(_ env: TestEnvironment) async throws -> [String: Any] {
@@ -290,6 +295,39 @@ struct LeaseEndToEndTests {
             kill(a.pid, SIGKILL)
             try await b.waitFor("done write \(file)", timeout: .seconds(5))
             #expect(try await leases(env).isEmpty)
+        }
+    }
+
+    /// A holder stopped while it uses its lease holds back the write (the test below); one stopped after it left the
+    /// folder alone for a while does not, because it returned the lease unasked before it stopped. Waits on the
+    /// daemon's counters, not on time: a lease was granted, none is held now, and none was recalled (so A returned
+    /// it). `LeaseIdleReturnTests` checks, step by step, which leases count as idle.
+    @Test("a holder returns a lease it has not used for a while, so a stopped idle holder holds back nobody")
+    func anIdleHolderReturnsItsLease() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(presenterTimeout: "0.5")
+            try FileManager.default.createDirectory(atPath: env.path("tree"), withIntermediateDirectories: true)
+            let file = try env.file("tree/f.txt", "v1")
+            let a = try await env.host("A", environment: Self.leasing(returningIdleAfter: "0.2"))
+            defer { kill(a.pid, SIGCONT) }
+            try a.send("read \(file)")
+            try await a.waitFor("done read \(file)")
+            var leasing: [String: Any] = [:]
+            var held = 1
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline {
+                let state = try await dump(env)
+                leasing = state["leasing"] as? [String: Any] ?? [:]
+                held = (state["leases"] as? [[String: Any]] ?? []).count
+                if leasing["granted"] as? Int ?? 0 >= 1 && held == 0 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(leasing["granted"] as? Int == 1 && held == 0, "the idle holder kept its lease: \(leasing)")
+            #expect(leasing["recalls"] as? Int == 0, "the lease was recalled, not returned: \(leasing)")
+            try await stopProcess(a.pid)
+            let b = try await env.host("B", environment: ["FILECOORD_LEASES": "0"])
+            try b.send("write \(file) v2")
+            try await b.waitFor("done write \(file)", timeout: .seconds(5))
         }
     }
 

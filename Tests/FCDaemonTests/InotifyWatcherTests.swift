@@ -255,8 +255,14 @@ extension InotifyWatcherTests {
     /// waking the reader at each: a reader that reads between the two still reports the write once. 2,000 writes
     /// in a row give the split a chance (it is rare: the writer must be preempted between the kernel's two
     /// insertions), and `LinkedWriteEchoesTests` checks the split itself.
+    ///
+    /// The kernel may also merge an event with an identical one still unread at the end of its queue (inotify(7)):
+    /// a loaded machine, where the reader falls behind, has lost two of the 4,002 events this way (one of each
+    /// watch), and with them one report. So the reports must be exactly the writes less what the kernel merged, as
+    /// the watcher's event count shows: never more (a write reported twice), never fewer.
     @Test func manyWritesThroughTheWatchedNameOfALinkedFileAreEachReportedOnce() throws {
         try Self.withWatchedLinkedPair { folder, a, _, _, collector in
+            let eventsBefore = collector.status?.events ?? 0
             let writes = 2_000
             let name = strdup(a)!
             defer { free(name) }
@@ -269,7 +275,11 @@ extension InotifyWatcherTests {
             try collector.waitUntil("the marker") {
                 $0.events.contains(.closedAfterWriting(try! path(folder + "/d/marker")))
             }
-            #expect(Self.changes(of: try path(a), in: collector) == writes, "\(Self.story(of: collector))")
+            // Each write on both watches, and the marker's creation and write.
+            let merged = 2 * writes + 2 - ((collector.status?.events ?? 0) - eventsBefore)
+            let reported = Self.changes(of: try path(a), in: collector)
+            #expect(merged >= 0 && merged <= 4, "\(Self.story(of: collector))")
+            #expect(reported <= writes && reported >= writes - merged / 2, "\(Self.story(of: collector))")
         }
     }
 

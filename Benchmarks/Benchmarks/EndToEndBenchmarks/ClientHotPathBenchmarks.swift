@@ -46,9 +46,10 @@ func clientHotPath(_ operation: String) {
             fixture.value = (directory, daemon, URL(fileURLWithPath: try directory.file("\(operation).txt")))
             guard try daemon.receiveLine() == "ready" else { throw BenchmarkFailure("the daemon did not start") }
             // This process is a client of the helper's daemon only: no daemon of its own, none started, never the
-            // in-process arbiter.
+            // in-process arbiter, and no lease (each call takes the daemon's path).
             setenv("FILECOORDD_SOCKET", socketPath, 1)
             setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)
+            setenv("FILECOORD_LEASES", "0", 1)
             unsetenv("FILECOORD_ARBITER")
             if let error = coordinate(fixture.value!.url) {
                 throw BenchmarkFailure("the first coordinated \(operation) failed: \(error)")

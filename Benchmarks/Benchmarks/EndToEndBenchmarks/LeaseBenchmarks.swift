@@ -83,8 +83,7 @@ enum LeaseResults {
 /// Turns leases on for this process's client: before its first coordinated call (each benchmark runs in a process of
 /// its own), with a daemon that recalls at once and never backs off, so that every sample measures the same thing.
 private func startLeasingDaemon(_ directory: ScratchDirectory) async throws -> InProcessDaemon {
-    setenv("FILECOORD_LEASES", "1", 1)
-    return try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket") { configuration in
+    try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket", leases: true) { configuration in
         configuration.leasePolicy.minimumHold = .zero
         configuration.leasePolicy.initialBackoff = .zero
         configuration.leasePolicy.maximumBackoff = .zero

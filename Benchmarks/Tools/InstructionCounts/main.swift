@@ -65,7 +65,7 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
     unsetenv("FILECOORD_ARBITER")
     let writing = mode == "write"
     switch mode {
-    case "read", "write": unsetenv("FILECOORD_LEASES")
+    case "read", "write": setenv("FILECOORD_LEASES", "0", 1)
     case "leased-read": setenv("FILECOORD_LEASES", "1", 1)
     default: fail("unknown mode \(mode)")
     }

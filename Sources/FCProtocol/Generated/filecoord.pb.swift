@@ -494,7 +494,7 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
   public var pid: Int32 = 0
 
   /// true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
-  /// preload library, libfilecoord, older clients, a Swift client without FILECOORD_LEASES=1): it is granted none.
+  /// preload library, libfilecoord, older clients, a Swift client with FILECOORD_LEASES=0): it is granted none.
   public var answersRecalls: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -14,8 +14,12 @@ import Logging
 /// claims on a file with other names (hard links, which may lie outside the lease): see
 /// `ClaimRequest.mayBeDecided(inLeaseOn:)`.
 ///
-/// Off unless the client announced that it answers recalls (`FILECOORD_LEASES=1`; ``ConnectionPolicy``): a daemon
-/// grants leases only to such clients.
+/// On unless the client was told not to answer recalls (`FILECOORD_LEASES=0`; ``ConnectionPolicy``): a daemon grants
+/// leases only to clients that announce they answer them.
+///
+/// A lease that decided no claim for a while and runs none is returned unasked (``returnIdle(returning:)``, every
+/// ``idleReturn`` while leases are held, from the connection's listener): an idle holder that is then stopped (a
+/// terminal editor suspended with Ctrl-Z) holds back nobody, since a recall it cannot answer never counts as a yes.
 ///
 /// - Important: Thread-safe. `state` guards everything; it is held while a lease's arbiter runs and while a
 ///   recall's answer is written (so that nothing of the lease reaches the daemon before it), never while a waiter is
@@ -34,6 +38,14 @@ final class LeaseTable: @unchecked Sendable {
         /// entered in it. A claim that ends before anything else happens in the lease (a loop of reads) costs no
         /// arbiter work; anything else enters them first, as held claims (``enterGrantedAtOnce(_:state:)``).
         var grantedAtOnce: [ClaimID: ClaimRequest] = [:]
+        /// A claim was offered to the lease since the last idle sweep (or it was granted since): not idle.
+        var usedSinceSweep = true
+
+        /// Records `request`, granted without the arbiter, and the lease's use: one access to the table's entry.
+        mutating func grantAtOnce(_ request: ClaimRequest) {
+            grantedAtOnce[request.id] = request
+            usedSinceSweep = true
+        }
     }
     private struct State {
         var leases: [LeaseID: Lease] = [:]
@@ -46,12 +58,16 @@ final class LeaseTable: @unchecked Sendable {
     private let state = Locked(State())
     /// `true` when the client announced that it answers recalls: only then does a daemon grant leases.
     let enabled: Bool
+    /// How often the leases held are swept for idle ones: a lease is returned once it decided no claim and ran none
+    /// for a whole period (so after one to two periods of idleness).
+    let idleReturn: Duration
     private let logger: @Sendable () -> Logger
     /// Where outcomes decided on a timer (a claim's deadline, a deadlock check) go: the client.
     weak var owner: CoordinationClient?
 
-    init(enabled: Bool, logger: @escaping @Sendable () -> Logger) {
+    init(enabled: Bool, idleReturn: Duration, logger: @escaping @Sendable () -> Logger) {
         self.enabled = enabled
+        self.idleReturn = idleReturn
         self.logger = logger
     }
 
@@ -112,6 +128,33 @@ final class LeaseTable: @unchecked Sendable {
         }
     }
 
+    /// Whether a lease is held (recalled or not): the listener then sweeps for idle ones every ``idleReturn``.
+    var holdsLeases: Bool { state.withLock { !$0.leases.isEmpty } }
+
+    /// Forgets, and hands to `returning` under the lock (to write their return before anything else of them can reach
+    /// the daemon), the leases held and not recalled that were offered no claim and ran none since the last sweep;
+    /// the others are marked for the next sweep. O(leases + live claims decided in leases), every ``idleReturn``.
+    func returnIdle(returning: (LeaseID) -> Void) {
+        state.withLock { state in
+            let busy = Set(state.owner.values)
+            for (id, lease) in state.leases.sorted(by: { $0.key < $1.key }) where !lease.recalled {
+                if busy.contains(id) || !lease.grantedAtOnce.isEmpty {
+                    // A claim runs: this period counts as used, and the idle time starts when the last one ends.
+                    state.leases[id]?.usedSinceSweep = true
+                    continue
+                }
+                if lease.usedSinceSweep {
+                    state.leases[id]?.usedSinceSweep = false
+                    continue
+                }
+                for timer in lease.timers.values { timer.cancel() }
+                state.leases[id] = nil
+                returning(id)
+                logger().debug("idle lease returned", metadata: ["lease.id": "\(id.rawValue)"])
+            }
+        }
+    }
+
     /// The connection that granted the leases is gone: they are gone with it. Claims still running stay held by the
     /// client, which declares them to the next daemon; waiting ones fail with the connection.
     func dropAll() {
@@ -140,9 +183,10 @@ final class LeaseTable: @unchecked Sendable {
             state.requests[request.id] = request
             state.decided += 1
             if lease.grantedAtOnce.isEmpty, lease.arbiter.grantsAtOnce(request) {
-                state.leases[id]?.grantedAtOnce[request.id] = request
+                state.leases[id]?.grantAtOnce(request)
                 return [(request.id, .granted(request.items.map(\.path)))]
             }
+            state.leases[id]?.usedSinceSweep = true
             return handle(.claimRequested(request), in: id, state: &state)
         }
     }

@@ -57,7 +57,7 @@ final class CoordinationClient: Sendable {
         self.presenters = PresenterRegistry(client: clientID, ids: ids)
         self.claims = ClaimTable()
         self.connection = ConnectionManager(policy: policy, clientID: clientID, logger: logger)
-        self.leases = LeaseTable(enabled: policy.answersRecalls, logger: logger)
+        self.leases = LeaseTable(enabled: policy.answersRecalls, idleReturn: policy.leaseIdleReturn, logger: logger)
         connection.owner = self
         leases.owner = self
     }
@@ -271,9 +271,22 @@ extension CoordinationClient: ConnectionOwner {
         case .failed(let claim, let error): fail(claim, with: error)
         case .presenter(let message): deliver(message)
         case .versionReply(let reply): claims.versionRequests.complete(reply)
-        case .leaseGranted(let lease, let subtree): leases.grant(lease, subtree: subtree)
+        case .leaseGranted(let lease, let subtree):
+            leases.grant(lease, subtree: subtree)
+            // The listener sweeps for idle leases while one is held: it must know before it sleeps again.
+            (connection.current as? DaemonTransport)?.wakeListener()
         case .leaseRecalled(let lease): recall(lease)
         case .claimInsideLease(let claim): decideInLease(claim)
+        }
+    }
+
+    var leaseSweepInterval: Duration? { leases.holdsLeases ? leases.idleReturn : nil }
+
+    func returnIdleLeases(through transport: DaemonTransport) {
+        guard connection.current === transport else { return }
+        leases.returnIdle { lease in
+            // Written under the leases' lock, as a recall's answer is.
+            transport.returnLease(lease, running: [])
         }
     }
 

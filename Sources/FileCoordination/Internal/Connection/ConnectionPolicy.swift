@@ -30,9 +30,12 @@ struct ConnectionPolicy: Sendable {
     /// answer before failing (`FILECOORD_KEEPALIVE_TIMEOUT`; issue 28).
     var keepalive = KeepalivePolicy.standard
     /// Whether the client says at `Hello` that it answers lease recalls, so that the daemon may grant it leases and
-    /// its claims inside them are decided in process (issue 23; docs/SEMANTICS.md §13): `FILECOORD_LEASES=1`. Off by
-    /// default until the client's side is proven (docs/ARCHITECTURE.md §14).
-    var answersRecalls = false
+    /// its claims inside them are decided in process (issue 23; docs/SEMANTICS.md §13). On unless
+    /// `FILECOORD_LEASES=0`.
+    var answersRecalls = true
+    /// How often the client returns, unasked, the leases it has not used since the last time: after one to two of
+    /// these periods of idleness (`FILECOORD_LEASE_IDLE_RETURN` seconds, default 2; docs/SEMANTICS.md §13.4).
+    var leaseIdleReturn = Duration.seconds(2)
 
     /// The policy of a client bound to the daemon at `socketPath` alone: it never starts one, and never coordinates
     /// in process (a test's own client; docs/ARCHITECTURE.md §8).
@@ -74,7 +77,10 @@ struct ConnectionPolicy: Sendable {
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
         policy.keepalive = KeepalivePolicy.fromEnvironment(environment)
-        policy.answersRecalls = environment["FILECOORD_LEASES"] == "1"
+        policy.answersRecalls = environment["FILECOORD_LEASES"] != "0"
+        if let seconds = environment["FILECOORD_LEASE_IDLE_RETURN"].flatMap(Double.init), seconds > 0, seconds <= 3600 {
+            policy.leaseIdleReturn = .milliseconds(Int64(seconds * 1000))
+        }
         return policy
     }
 }

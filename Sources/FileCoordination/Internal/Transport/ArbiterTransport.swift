@@ -30,6 +30,12 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// The daemon of `transport` left a keepalive unanswered for its timeout (issue 28): every call waiting on it
     /// fails with `error` (claims abandoned through ``DaemonTransport/abandon(_:)``); the connection stays.
     func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport)
+    /// How often the listener of the connection in use sweeps for idle leases (issue 23): `nil` while none is held.
+    /// Takes the leases' lock.
+    var leaseSweepInterval: Duration? { get }
+    /// On the listener, every ``leaseSweepInterval``: the leases unused since the last sweep are returned through
+    /// `transport` if it is the connection in use.
+    func returnIdleLeases(through transport: DaemonTransport)
 }
 
 extension Duration {

@@ -148,28 +148,50 @@ extension DaemonTransport {
         thread.start()
     }
 
+    /// Wakes the listener from `poll`, to look again at what it waits for (a lease was granted: it sweeps for idle
+    /// ones from now on).
+    func wakeListener() {
+        _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
+    }
+
     /// The listener: reads while something must be read with no caller waiting, else watches for the connection's
-    /// end; ends when the connection does.
+    /// end; ends when the connection does. While leases are held it also wakes every
+    /// ``TransportDelegate/leaseSweepInterval`` to have the idle ones returned.
     func listen() {
         let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { drain.deallocate() }
+        var sweepAt: ContinuousClock.Instant?
         while true {
             let (readsData, closed, unattendedSince) = reading.withLock {
                 ($0.listenerReads, $0.closed, $0.unattendedSince)
             }
             if closed { return }
             let watching = keepalive.enabled ? unattendedSince : nil
+            var timeout = watching.map { _ in keepalive.policy.checkEvery }
+            if let every = delegate?.leaseSweepInterval {
+                let due = sweepAt ?? .now + every
+                sweepAt = due
+                // Rounded up to the next millisecond: `poll` rounds down, and would spin until the time comes.
+                let left = max(due - .now, .zero) + .milliseconds(1)
+                timeout = min(timeout ?? left, left)
+            } else {
+                sweepAt = nil
+            }
             let events: [UnixSocket.PollEvents]
             do {
                 events = try UnixSocket.poll(
                     [(socket, readsData ? .readable : []), (wakeReceiver, .readable)],
-                    timeout: watching.map { _ in keepalive.policy.checkEvery }
+                    timeout: timeout
                 )
             } catch {
                 connectionLost("waiting for filecoordd failed: \(error)")
                 return
             }
             if !events[1].isEmpty { _ = try? wakeReceiver.receiveAvailable(into: drain) }
+            if let due = sweepAt, ContinuousClock.now >= due {
+                sweepAt = nil
+                delegate?.returnIdleLeases(through: self)
+            }
             if events[0].isEmpty {
                 if let watching { checkKeepalive(waitingSince: watching) }
                 continue
