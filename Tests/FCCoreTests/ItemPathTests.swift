@@ -63,6 +63,10 @@ struct ItemPathTests {
     @Test func bytesAndStringInitialisersAgree() throws {
         #expect(try ItemPath(absolute: Array("/a/./b/".utf8)) == ItemPath(absolute: "/a/./b/"))
         #expect(try ItemPath(absolute: "/a/b") == ItemPath(components: [Array("a".utf8), Array("b".utf8)]))
+        // Bytes without contiguous storage take the copying path, with the same result and the same errors.
+        let scattered = "/a/./b/../c//".utf8.lazy.map { $0 }
+        #expect(try ItemPath(absolute: scattered) == ItemPath(absolute: "/a/c"))
+        #expect(throws: ItemPathError.containsNUL) { try ItemPath(absolute: "/a\0b".utf8.lazy.map { $0 }) }
     }
 
     // MARK: Rejected paths
