@@ -189,7 +189,7 @@ struct DaemonTrustEndToEndTests {
     func aRegularFileAsTheSocket() async throws {
         try await TestEnvironment.run { env in
             _ = try Self.makeRunFolder(env)
-            try Data("not a socket".utf8).write(to: URL(fileURLWithPath: env.socket))
+            try writeText("not a socket", toFile: env.socket)
             try await Self.expectRefused(env, [env.socket, "not a socket"])
         }
     }

@@ -266,9 +266,7 @@ final class TestEnvironment: @unchecked Sendable {
     @discardableResult
     func file(_ name: String, _ text: String) throws -> String {
         let path = path(name)
-        // Not Data.write(to:): without O_CLOEXEC, a host spawned meanwhile by another test would hold the descriptor
-        // and the file's close, which the daemon's watcher reports, would come later (FileSystemCalls.writeFile).
-        try FileSystemCalls.writeFile(path, Array(text.utf8))
+        try writeText(text, toFile: path)
         return path
     }
 
@@ -389,6 +387,13 @@ func runToCompletion(_ tool: String, _ arguments: [String]) throws {
     guard process.terminationStatus == 0 else {
         throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
     }
+}
+
+/// Writes `text` to the file at `path`, created or truncated. Not `Data.write(to:)`: it opens without `O_CLOEXEC`, so
+/// a host another test spawned meanwhile would hold the descriptor, and the file's close, which the daemon's watcher
+/// reports, would come late (`FileSystemCalls.writeFile` opens with it).
+func writeText(_ text: String, toFile path: String) throws {
+    try FileSystemCalls.writeFile(path, Array(text.utf8))
 }
 
 /// Sends SIGSTOP to `pid` and waits (bounded) until every thread of it is stopped (`T` in `/proc/PID/task/*/stat`).

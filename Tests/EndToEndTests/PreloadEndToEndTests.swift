@@ -92,7 +92,7 @@ extension TestEnvironment {
         let outputPath = path("program-\(number).stdout")
         let errorPath = path("program-\(number).stderr")
         let inputPath = path("program-\(number).stdin")
-        try Data(input.utf8).write(to: URL(fileURLWithPath: inputPath))
+        try writeText(input, toFile: inputPath)
         for file in [outputPath, errorPath] { _ = FileManager.default.createFile(atPath: file, contents: nil) }
         guard let output = FileHandle(forWritingAtPath: outputPath),
             let error = FileHandle(forWritingAtPath: errorPath),
@@ -408,7 +408,7 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
             for preloaded in [false, true] {
                 let folder = env.path(preloaded ? "with" : "without")
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-                try Data("old\n".utf8).write(to: URL(fileURLWithPath: folder + "/doc.txt"))
+                try writeText("old\n", toFile: folder + "/doc.txt")
                 for step in program.setup { try await env.setUp(step, in: folder) }
                 let result = try await env.runProgram(
                     program.command,

@@ -91,7 +91,7 @@ import Testing
                 // The adder starts a daemon that inherits the fault: it stops at `point` (contents flushed in
                 // staging; contents in place, row not committed) and is killed there.
                 let adder = try await host(env, "adder-\(point)", fault: point)
-                try Data("torn \(point)".utf8).write(to: URL(fileURLWithPath: doc))
+                try writeText("torn \(point)", toFile: doc)
                 try adder.send("add-version \(doc)")
                 try await eventually(timeout: .seconds(30), "the daemon's add to stop at \(point)") {
                     FileManager.default.fileExists(atPath: env.path("versions/fault-\(point)"))
