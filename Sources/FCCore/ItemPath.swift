@@ -79,6 +79,9 @@ public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// The number of components (0 for the root).
     public var depth: Int { components.count }
 
+    /// The length of ``bytes`` (the path spelled with `/`), without spelling it. O(components).
+    public var byteCount: Int { components.isEmpty ? 1 : components.reduce(0) { $0 + $1.count + 1 } }
+
     /// The last component, or `nil` for the root.
     public var lastComponent: [UInt8]? { components.last }
 

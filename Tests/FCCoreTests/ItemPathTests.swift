@@ -69,6 +69,13 @@ struct ItemPathTests {
         #expect(throws: ItemPathError.containsNUL) { try ItemPath(absolute: "/a\0b".utf8.lazy.map { $0 }) }
     }
 
+    @Test func byteCountIsTheLengthOfTheSpelledPath() throws {
+        for text in ["/", "/a", "/a/bc/def", "/d/f.txt/"] {
+            let parsed = try ItemPath(absolute: text)
+            #expect(parsed.byteCount == parsed.bytes.count, "\(text)")
+        }
+    }
+
     // MARK: Rejected paths
 
     @Test func emptyPathIsRejected() {
