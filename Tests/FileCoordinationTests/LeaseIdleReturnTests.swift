@@ -4,18 +4,21 @@ import Testing
 
 @testable import FileCoordination
 
-/// The client's idle return of leases (docs/SEMANTICS.md §13.4): `LeaseTable.returnIdle` is what the listener calls
-/// once a period, called here by hand so that each period is a step, not a wait. A lease goes back once it decided no
-/// claim for a whole period and runs none; a lease whose claim runs, or that decided one since the last period, stays.
+/// The client's idle return of leases (docs/SEMANTICS.md §13.4): `LeaseTable.returnIdle` is what a connection's
+/// listener calls once a period, called here by hand so that each period is a step, not a wait. A lease goes back once
+/// it decided no claim for a whole period and runs none; a lease whose claim runs, or that decided one since the last
+/// period, stays. Leases are known by their connection: a sweep or a loss of one connection touches its leases only.
 @Suite struct LeaseIdleReturnTests {
     let subtree = try! ItemPath(absolute: "/work/tree")
     let lease = LeaseID(1)
+    /// The connection whose daemon granted the lease (`DaemonTransport.serial`).
+    let connection: UInt64 = 7
 
     func table() -> LeaseTable {
         let table = LeaseTable(enabled: true, idleReturn: .seconds(2)) {
             Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         }
-        table.grant(lease, subtree: subtree)
+        table.grant(lease, subtree: subtree, connection: connection) { false }
         return table
     }
 
@@ -29,18 +32,16 @@ import Testing
         )
     }
 
-    /// The leases `returnIdle` returned this period.
-    func sweep(_ table: LeaseTable) -> [LeaseID] {
-        var returned: [LeaseID] = []
-        table.returnIdle { returned.append($0) }
-        return returned
+    /// The leases of `connection` that `returnIdle` returned this period.
+    func sweep(_ table: LeaseTable, on connection: UInt64? = nil) -> [LeaseID] {
+        table.returnIdle(on: connection ?? self.connection)
     }
 
     @Test func aLeaseUnusedForAWholePeriodIsReturnedAndDecidesNothingMore() throws {
         let table = table()
         #expect(sweep(table).isEmpty, "a lease just granted counts as used in its first period")
         #expect(sweep(table) == [lease])
-        #expect(!table.holdsLeases)
+        #expect(!table.holdsLeases(on: connection))
         #expect(table.submit(read(1)) == nil, "a returned lease decided a claim")
     }
 
@@ -61,12 +62,37 @@ import Testing
         write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
         // The write waits for the running read (both in the lease's arbiter), then runs once the read ends.
         #expect(try #require(table.submit(write)).isEmpty)
-        for _ in 0..<3 { _ = sweep(table) }
+        for _ in 0..<3 { #expect(sweep(table).isEmpty, "a lease was returned while a claim waited in it") }
         let outcomes = try #require(table.handle(.finishClaim(ClaimID(1), created: [])))
         #expect(outcomes.map(\.0) == [ClaimID(2)])
         for _ in 0..<3 { #expect(sweep(table).isEmpty, "a lease was returned while its write ran") }
         _ = table.handle(.finishClaim(ClaimID(2), created: []))
         _ = sweep(table)
         #expect(sweep(table) == [lease])
+    }
+
+    /// A listener of a lost connection that sweeps late, and the loss of that connection, leave alone a lease that a
+    /// newer connection's daemon granted meanwhile, even under the same id (each daemon numbers its leases from 1).
+    @Test func aSweepOrALossOfOneConnectionLeavesAnotherConnectionsLeases() throws {
+        let table = table()
+        let newer: UInt64 = 8
+        table.grant(lease, subtree: subtree, connection: newer) { false }
+        for _ in 0..<3 { #expect(sweep(table, on: 9).isEmpty) }
+        table.dropAll(of: connection)
+        #expect(table.holds(LeaseTable.Key(connection: newer, lease: lease)))
+        #expect(!table.holds(LeaseTable.Key(connection: connection, lease: lease)))
+        #expect(sweep(table).isEmpty, "the lost connection's sweep returned the newer connection's lease")
+        #expect(try #require(table.submit(read(1))).count == 1, "the newer connection's lease decides nothing")
+    }
+
+    /// A grant read after its connection was marked lost is not kept: the drop may already have run, and the lease
+    /// would decide claims that no daemon knows of.
+    @Test func aGrantOfALostConnectionIsNotKept() throws {
+        let table = LeaseTable(enabled: true, idleReturn: .seconds(2)) {
+            Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        }
+        table.grant(lease, subtree: subtree, connection: connection) { true }
+        #expect(!table.holdsLeases(on: connection))
+        #expect(table.submit(read(1)) == nil, "a lease of a lost connection decided a claim")
     }
 }

@@ -326,7 +326,7 @@ struct  Filecoord__V1__Hello
   int32_t pid;
   /*
    * true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
-   * preload library, libfilecoord, older clients, a Swift client without FILECOORD_LEASES=1): it is granted none.
+   * preload library, libfilecoord, older clients, a Swift client with FILECOORD_LEASES=0): it is granted none.
    */
   protobuf_c_boolean answers_recalls;
 };

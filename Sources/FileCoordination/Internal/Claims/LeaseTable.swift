@@ -29,6 +29,16 @@ final class LeaseTable: @unchecked Sendable {
     /// What a lease's arbiter decided for claims: grants and failures, to be resumed by the client.
     typealias Outcomes = [(ClaimID, ClaimOutcome)]
 
+    /// A lease as this process knows it: the connection whose daemon granted it (``DaemonTransport/serial``) and
+    /// that daemon's id for it. Ids alone are not enough: a later daemon numbers its leases from 1 again, and a late
+    /// listener of a lost connection must touch only that connection's leases.
+    struct Key: Hashable, Comparable {
+        var connection: UInt64
+        var lease: LeaseID
+
+        static func < (a: Key, b: Key) -> Bool { (a.connection, a.lease.rawValue) < (b.connection, b.lease.rawValue) }
+    }
+
     private struct Lease {
         let subtree: ItemPath
         let arbiter: Arbiter
@@ -48,9 +58,9 @@ final class LeaseTable: @unchecked Sendable {
         }
     }
     private struct State {
-        var leases: [LeaseID: Lease] = [:]
+        var leases: [Key: Lease] = [:]
         /// The lease deciding each live claim of this client that a lease decides.
-        var owner: [ClaimID: LeaseID] = [:]
+        var owner: [ClaimID: Key] = [:]
         var requests: [ClaimID: ClaimRequest] = [:]
         /// Claims decided in process since the client started, for tests and benchmarks.
         var decided = 0
@@ -81,23 +91,32 @@ final class LeaseTable: @unchecked Sendable {
 
     // MARK: From the daemon
 
-    /// The daemon granted a lease.
-    func grant(_ id: LeaseID, subtree: ItemPath) {
+    /// The daemon of connection `connection` (``DaemonTransport/serial``) granted a lease. Taken only while
+    /// `connectionLost` (asked under the lock) says the connection lives: its loss is marked before
+    /// ``dropAll(of:)`` takes the lock, so a grant read late, after the drop, is not kept (it would decide claims that
+    /// no daemon knows of).
+    func grant(_ id: LeaseID, subtree: ItemPath, connection: UInt64, connectionLost: () -> Bool) {
         guard enabled else { return }
         var configuration = ArbiterConfiguration()
         configuration.idleNodeRetention = 16
-        state.withLock {
-            $0.leases[id] = Lease(subtree: subtree, arbiter: Arbiter(configuration: configuration))
+        let taken = state.withLock { state -> Bool in
+            guard !connectionLost() else { return false }
+            state.leases[Key(connection: connection, lease: id)] = Lease(
+                subtree: subtree,
+                arbiter: Arbiter(configuration: configuration)
+            )
+            return true
         }
+        guard taken else { return }
         logger().debug("lease granted", metadata: ["lease.id": "\(id.rawValue)", "item.path": "\(subtree)"])
     }
 
     /// The daemon recalled a lease: it decides nothing more, and `returning` is called, under the lock, with the
     /// claims it granted that still run (to declare them with the lease's return). Returns the claims it had not
     /// granted yet, to be sent to the daemon.
-    func recall(_ id: LeaseID, returning: ([ClaimRequest]) -> Void) -> [ClaimRequest] {
+    func recall(_ key: Key, returning: ([ClaimRequest]) -> Void) -> [ClaimRequest] {
         state.withLock { state in
-            guard var lease = state.leases[id] else {
+            guard var lease = state.leases[key] else {
                 returning([])
                 return []
             }
@@ -115,7 +134,7 @@ final class LeaseTable: @unchecked Sendable {
                 state.owner[request.id] = nil
                 state.requests[request.id] = nil
             }
-            state.leases[id] = nil
+            state.leases[key] = nil
             returning(
                 running.map {
                     var held = $0
@@ -128,41 +147,59 @@ final class LeaseTable: @unchecked Sendable {
         }
     }
 
-    /// Whether a lease is held (recalled or not): the listener then sweeps for idle ones every ``idleReturn``.
-    var holdsLeases: Bool { state.withLock { !$0.leases.isEmpty } }
+    /// Whether the daemon of `connection` granted a lease this client still holds: its listener then sweeps for
+    /// idle ones every ``idleReturn``.
+    func holdsLeases(on connection: UInt64) -> Bool {
+        state.withLock { state in state.leases.keys.contains { $0.connection == connection } }
+    }
 
-    /// Forgets, and hands to `returning` under the lock (to write their return before anything else of them can reach
-    /// the daemon), the leases held and not recalled that were offered no claim and ran none since the last sweep;
-    /// the others are marked for the next sweep. O(leases + live claims decided in leases), every ``idleReturn``.
-    func returnIdle(returning: (LeaseID) -> Void) {
-        state.withLock { state in
+    /// Whether lease `key` is held and may decide claims.
+    func holds(_ key: Key) -> Bool { state.withLock { $0.leases[key] != nil } }
+
+    /// Forgets the leases of `connection` that were offered no claim and ran none since the last sweep, and returns
+    /// their ids, for the caller to return them to the daemon; the others are marked for the next sweep.
+    /// O(leases + live claims decided in leases), every ``idleReturn``.
+    ///
+    /// The return is written after the lock is released: a lease with nothing running has nothing of its own that
+    /// could overtake it, and a claim of this client that reaches the daemon first is handed back, finds the lease
+    /// gone, and is sent again after another return (``CoordinationClient``).
+    func returnIdle(on connection: UInt64) -> [LeaseID] {
+        let returned = state.withLock { state -> [Key] in
             let busy = Set(state.owner.values)
-            for (id, lease) in state.leases.sorted(by: { $0.key < $1.key }) where !lease.recalled {
-                if busy.contains(id) || !lease.grantedAtOnce.isEmpty {
+            var returned: [Key] = []
+            for (key, lease) in state.leases.sorted(by: { $0.key < $1.key }) where key.connection == connection {
+                if busy.contains(key) || !lease.grantedAtOnce.isEmpty {
                     // A claim runs: this period counts as used, and the idle time starts when the last one ends.
-                    state.leases[id]?.usedSinceSweep = true
+                    state.leases[key]?.usedSinceSweep = true
                     continue
                 }
                 if lease.usedSinceSweep {
-                    state.leases[id]?.usedSinceSweep = false
+                    state.leases[key]?.usedSinceSweep = false
                     continue
                 }
                 for timer in lease.timers.values { timer.cancel() }
-                state.leases[id] = nil
-                returning(id)
-                logger().debug("idle lease returned", metadata: ["lease.id": "\(id.rawValue)"])
+                state.leases[key] = nil
+                returned.append(key)
             }
+            return returned
         }
+        for key in returned {
+            logger().debug("idle lease returned", metadata: ["lease.id": "\(key.lease.rawValue)"])
+        }
+        return returned.map(\.lease)
     }
 
-    /// The connection that granted the leases is gone: they are gone with it. Claims still running stay held by the
-    /// client, which declares them to the next daemon; waiting ones fail with the connection.
-    func dropAll() {
+    /// Connection `connection` is gone: the leases its daemon granted are gone with it. Claims still running in them
+    /// stay held by the client, which declares them to the next daemon; waiting ones fail with the connection.
+    func dropAll(of connection: UInt64) {
         state.withLock { state in
-            for lease in state.leases.values { for timer in lease.timers.values { timer.cancel() } }
-            state.leases = [:]
-            state.owner = [:]
-            state.requests = [:]
+            let dropped = state.leases.filter { $0.key.connection == connection }
+            for lease in dropped.values { for timer in lease.timers.values { timer.cancel() } }
+            for key in dropped.keys { state.leases[key] = nil }
+            for (claim, key) in state.owner where key.connection == connection {
+                state.owner[claim] = nil
+                state.requests[claim] = nil
+            }
         }
     }
 
@@ -229,7 +266,7 @@ final class LeaseTable: @unchecked Sendable {
 
     /// Under the lock: enters the claims the lease granted at once in its arbiter, as held claims (granted at once,
     /// asking nobody; their only effect is a log line, dropped), so that it decides what comes next against them.
-    private func enterGrantedAtOnce(_ id: LeaseID, state: inout State) {
+    private func enterGrantedAtOnce(_ id: Key, state: inout State) {
         guard let lease = state.leases[id], !lease.grantedAtOnce.isEmpty else { return }
         state.leases[id]?.grantedAtOnce = [:]
         for request in lease.grantedAtOnce.values.sorted(by: { $0.id < $1.id }) {
@@ -239,7 +276,7 @@ final class LeaseTable: @unchecked Sendable {
         }
     }
 
-    private func timerFired(_ timer: TimerID, in lease: LeaseID) {
+    private func timerFired(_ timer: TimerID, in lease: Key) {
         let outcomes = state.withLock { state -> Outcomes in
             guard state.leases[lease]?.timers.removeValue(forKey: timer) != nil else { return [] }
             return handle(.timerFired(timer), in: lease, state: &state)
@@ -249,7 +286,7 @@ final class LeaseTable: @unchecked Sendable {
 
     /// Under the lock: one event in one lease's arbiter, after the claims it granted at once; its timers started or
     /// stopped, its grants and failures returned.
-    private func handle(_ event: ArbiterEvent, in id: LeaseID, state: inout State) -> Outcomes {
+    private func handle(_ event: ArbiterEvent, in id: Key, state: inout State) -> Outcomes {
         enterGrantedAtOnce(id, state: &state)
         guard let lease = state.leases[id] else { return [] }
         var outcomes: Outcomes = []

@@ -92,14 +92,19 @@ final class CoordinationClient: Sendable {
     }
 
     /// A claim sent before its lease's grant arrived, handed back by the daemon: decided in the lease, or sent again
-    /// if the lease was recalled meanwhile.
-    private func decideInLease(_ claim: ClaimID) {
+    /// if the lease was recalled or returned meanwhile. When this client does not hold the lease the daemon named, the
+    /// lease is returned first (again, if its return crossed the claim): a daemon that believed otherwise would hand
+    /// the claim back for ever. Nothing of this client runs in a lease it does not hold, so the return declares none.
+    private func decideInLease(_ claim: ClaimID, lease: LeaseID, on transport: DaemonTransport) {
         guard let request = claims.request(of: claim), let waiter = claims.waiter(of: claim) else { return }
         if let outcomes = leases.submit(request) {
             deliver(outcomes)
-        } else {
-            submitReadByListener(request, waiter: waiter)
+            return
         }
+        if !leases.holds(LeaseTable.Key(connection: transport.serial, lease: lease)) {
+            transport.returnLease(lease, running: [])
+        }
+        submitReadByListener(request, waiter: waiter)
     }
 
     /// Sends to the daemon a claim a lease did not decide, whose caller may already wait without reading: the
@@ -124,11 +129,10 @@ final class CoordinationClient: Sendable {
 
     /// The daemon recalled a lease: nothing more is decided in it; its running claims are declared with its return,
     /// written before anything else of it can reach the daemon, and its waiting claims go to the daemon.
-    private func recall(_ lease: LeaseID) {
-        let transport = connection.current as? DaemonTransport
-        let waiting = leases.recall(lease) { running in
+    private func recall(_ lease: LeaseID, on transport: DaemonTransport) {
+        let waiting = leases.recall(LeaseTable.Key(connection: transport.serial, lease: lease)) { running in
             // Written under the leases' lock: no finish of a running claim can overtake it.
-            transport?.returnLease(lease, running: running)
+            transport.returnLease(lease, running: running)
         }
         for request in waiting {
             guard let waiter = claims.waiter(of: request.id) else { continue }
@@ -271,23 +275,21 @@ extension CoordinationClient: ConnectionOwner {
         case .failed(let claim, let error): fail(claim, with: error)
         case .presenter(let message): deliver(message)
         case .versionReply(let reply): claims.versionRequests.complete(reply)
-        case .leaseGranted(let lease, let subtree):
-            leases.grant(lease, subtree: subtree)
+        case .leaseGranted(let lease, let subtree, let transport):
+            leases.grant(lease, subtree: subtree, connection: transport.serial) { transport.isLost }
             // The listener sweeps for idle leases while one is held: it must know before it sleeps again.
-            (connection.current as? DaemonTransport)?.wakeListener()
-        case .leaseRecalled(let lease): recall(lease)
-        case .claimInsideLease(let claim): decideInLease(claim)
+            transport.wakeListener()
+        case .leaseRecalled(let lease, let transport): recall(lease, on: transport)
+        case .claimInsideLease(let claim, let lease, let transport): decideInLease(claim, lease: lease, on: transport)
         }
     }
 
-    var leaseSweepInterval: Duration? { leases.holdsLeases ? leases.idleReturn : nil }
+    func leaseSweepInterval(of transport: DaemonTransport) -> Duration? {
+        leases.holdsLeases(on: transport.serial) ? leases.idleReturn : nil
+    }
 
     func returnIdleLeases(through transport: DaemonTransport) {
-        guard connection.current === transport else { return }
-        leases.returnIdle { lease in
-            // Written under the leases' lock, as a recall's answer is.
-            transport.returnLease(lease, running: [])
-        }
+        for lease in leases.returnIdle(on: transport.serial) { transport.returnLease(lease, running: []) }
     }
 
     func takePresenterError(of presenter: PresenterID) -> (any Error)? {
@@ -298,11 +300,12 @@ extension CoordinationClient: ConnectionOwner {
     /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
         claims.versionRequests.transportLost(lost)
-        // A probe's connection that was never put in charge: nothing depended on it.
-        guard connection.lose(lost) else { return }
         // Its leases went with it (the daemon dropped them): nothing more is decided in process; claims granted in
-        // them that still run are held, and declared to the next daemon below (connected(to:install:)).
-        leases.dropAll()
+        // them that still run are held, and declared to the next daemon below (connected(to:install:)). Only its
+        // own: a lease a newer connection's daemon granted meanwhile stays.
+        leases.dropAll(of: lost.serial)
+        // A probe's connection that was never put in charge: nothing else depended on it.
+        guard connection.lose(lost) else { return }
         // The transport is cleared first: a claim registered after the waiters are taken below finds no transport
         // and reconnects, and one that found the lost transport fails there (DaemonTransport.submitClaim).
         presenters.dropReacquirers()

@@ -78,7 +78,11 @@ struct ConnectionPolicy: Sendable {
         )
         policy.keepalive = KeepalivePolicy.fromEnvironment(environment)
         policy.answersRecalls = environment["FILECOORD_LEASES"] != "0"
-        if let seconds = environment["FILECOORD_LEASE_IDLE_RETURN"].flatMap(Double.init), seconds > 0, seconds <= 3600 {
+        // A value out of 0.01...3600 s (or not a number) keeps the default: a shorter period would wake the
+        // listener all the time.
+        if let seconds = environment["FILECOORD_LEASE_IDLE_RETURN"].flatMap(Double.init), seconds >= 0.01,
+            seconds <= 3600
+        {
             policy.leaseIdleReturn = .milliseconds(Int64(seconds * 1000))
         }
         return policy

@@ -30,11 +30,11 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// The daemon of `transport` left a keepalive unanswered for its timeout (issue 28): every call waiting on it
     /// fails with `error` (claims abandoned through ``DaemonTransport/abandon(_:)``); the connection stays.
     func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport)
-    /// How often the listener of the connection in use sweeps for idle leases (issue 23): `nil` while none is held.
-    /// Takes the leases' lock.
-    var leaseSweepInterval: Duration? { get }
-    /// On the listener, every ``leaseSweepInterval``: the leases unused since the last sweep are returned through
-    /// `transport` if it is the connection in use.
+    /// How often the listener of `transport` sweeps for idle leases (issue 23): `nil` while its daemon granted none
+    /// that this client holds. Takes the leases' lock.
+    func leaseSweepInterval(of transport: DaemonTransport) -> Duration?
+    /// On the listener of `transport`, every ``leaseSweepInterval(of:)``: the leases of its daemon unused since the
+    /// last sweep are forgotten and returned through it.
     func returnIdleLeases(through transport: DaemonTransport)
 }
 

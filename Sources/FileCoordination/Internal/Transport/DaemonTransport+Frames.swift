@@ -120,13 +120,13 @@ extension DaemonTransport {
             break
         case .leaseGranted(let message)?:
             guard let subtree = try? ItemPath(wire: message.subtree) else { return }
-            delegate.receive(.leaseGranted(LeaseID(message.leaseID), subtree: subtree))
+            delegate.receive(.leaseGranted(LeaseID(message.leaseID), subtree: subtree, on: self))
         case .leaseRecalled(let message)?:
-            delegate.receive(.leaseRecalled(LeaseID(message.leaseID)))
+            delegate.receive(.leaseRecalled(LeaseID(message.leaseID), on: self))
         case .claimInsideLease(let message)?:
             let claim = ClaimID(message.claimID)
             claimEnded(claim)
-            delegate.receive(.claimInsideLease(claim))
+            delegate.receive(.claimInsideLease(claim, lease: LeaseID(message.leaseID), on: self))
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:

@@ -155,8 +155,8 @@ extension DaemonTransport {
     }
 
     /// The listener: reads while something must be read with no caller waiting, else watches for the connection's
-    /// end; ends when the connection does. While leases are held it also wakes every
-    /// ``TransportDelegate/leaseSweepInterval`` to have the idle ones returned.
+    /// end; ends when the connection does. While this client holds leases of its daemon it also wakes every
+    /// ``TransportDelegate/leaseSweepInterval(of:)`` to have the idle ones returned.
     func listen() {
         let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { drain.deallocate() }
@@ -168,7 +168,7 @@ extension DaemonTransport {
             if closed { return }
             let watching = keepalive.enabled ? unattendedSince : nil
             var timeout = watching.map { _ in keepalive.policy.checkEvery }
-            if let every = delegate?.leaseSweepInterval {
+            if let every = delegate?.leaseSweepInterval(of: self) {
                 let due = sweepAt ?? .now + every
                 sweepAt = due
                 // Rounded up to the next millisecond: `poll` rounds down, and would spin until the time comes.

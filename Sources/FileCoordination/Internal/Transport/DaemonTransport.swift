@@ -34,6 +34,10 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     let sendLock = Locked(())
     let encoder = FrameEncoder()
     let client: ClientID
+    /// This connection's number among the process's connections, never reused: the leases a connection's daemon
+    /// granted are known by it (a lease id is the daemon's, and a later daemon numbers from 1 again).
+    let serial = DaemonTransport.serials.add(1, ordering: .relaxed).newValue
+    private static let serials = Atomic<UInt64>(0)
     weak var delegate: (any TransportDelegate)?
     let lost = Locked(false)
     /// Where this connection logs: its client's logger.

@@ -14,10 +14,11 @@ enum InboundMessage: Sendable {
     case presenter(PresenterMessage)
     /// The daemon's answer to a version store request (issue 15).
     case versionReply(VersionStoreReply)
-    /// The daemon granted this client a lease on `subtree` (issue 23; docs/SEMANTICS.md §13).
-    case leaseGranted(LeaseID, subtree: ItemPath)
-    /// The daemon wants the lease back.
-    case leaseRecalled(LeaseID)
-    /// The claim lies inside a lease of this client: decide it there (or send it again if the lease is gone).
-    case claimInsideLease(ClaimID)
+    /// The daemon of connection `on` granted this client a lease on `subtree` (issue 23; docs/SEMANTICS.md §13).
+    /// Lease ids are the daemon's: leases are known by their connection and id together.
+    case leaseGranted(LeaseID, subtree: ItemPath, on: DaemonTransport)
+    /// The daemon of connection `on` wants the lease back.
+    case leaseRecalled(LeaseID, on: DaemonTransport)
+    /// The claim lies inside lease `lease` of this client: decide it there (or send it again if the lease is gone).
+    case claimInsideLease(ClaimID, lease: LeaseID, on: DaemonTransport)
 }
