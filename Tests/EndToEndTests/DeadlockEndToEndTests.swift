@@ -112,7 +112,9 @@ struct DeadlockEndToEndTests {
     @Test("A presenter that never answers: a long-wait report naming it, then the presenter timeout")
     func longWaitIsReportedThenThePresenterTimesOut() async throws {
         try await TestEnvironment.run { env in
-            let daemon = try await env.startDaemon(presenterTimeout: "3")
+            // The report comes after the 1 s detection delay; the timeout 5 s later leaves a loaded machine (the full
+            // suite on two cores) time to read the report before the write is let through (3 s was too tight once).
+            let daemon = try await env.startDaemon(presenterTimeout: "6")
             let doc = try env.file("doc.txt", "one")
             let a = try await env.host("A")
             let b = try await env.host("B")

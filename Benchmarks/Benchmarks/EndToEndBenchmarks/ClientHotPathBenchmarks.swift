@@ -9,6 +9,12 @@ import Foundation
 //   clientHotPath.uncontendedWrite   daemon runs in a helper process (role `daemon`), so that the count is the
 //                                    client's alone and repeats from run to run (gated: Thresholds/6.3)
 //
+//   clientHotPath.uncontendedReadAnsweringRecalls
+//                                    the same read by a client that answers lease recalls (the library's default)
+//                                    from a daemon that grants no lease (`--no-leases`): the daemon's path as a
+//                                    leasing client takes it in a folder it shares; its wall clock against
+//                                    clientHotPath.uncontendedRead's, in the same run (no threshold file)
+//
 // Wall clock of the clientHotPath pair is reported, never gated; its threshold files hold `mallocCountTotal` only.
 
 /// The client's hot path, `read` or `write`: `mallocCountTotal` per 1,000 uncontended coordinated calls in a
@@ -18,8 +24,10 @@ import Foundation
 /// runs each, README), so the committed p90 is the measured one and the margin is the tolerance: ±2,000 per 1,000
 /// calls, so that three mallocs more (or fewer) per call fail the check. The tool's check fails on an improvement
 /// too: re-measure with `thresholds update` (README) when the client changes.
-func clientHotPath(_ operation: String) {
-    let name = "EndToEnd.clientHotPath.uncontended\(operation == "read" ? "Read" : "Write")"
+func clientHotPath(_ operation: String, answeringRecalls: Bool = false) {
+    let name =
+        "EndToEnd.clientHotPath.uncontended\(operation == "read" ? "Read" : "Write")"
+        + (answeringRecalls ? "AnsweringRecalls" : "")
     let record = WallClockRecord()
     let fixture = Slot<(directory: ScratchDirectory, daemon: HelperProcess, url: URL)>()
     let coordinate: @Sendable (URL) -> NSError? = { coordinatedCall($0, writing: operation != "read") }
@@ -42,14 +50,18 @@ func clientHotPath(_ operation: String) {
         setup: {
             let directory = try ScratchDirectory()
             let socketPath = directory.path + "/daemon/socket"
-            let daemon = try HelperProcess(role: "daemon", environment: ["FC_E2E_SOCKET": socketPath])
+            let daemon = try HelperProcess(
+                role: "daemon",
+                environment: ["FC_E2E_SOCKET": socketPath, "FC_E2E_NO_LEASES": answeringRecalls ? "1" : "0"]
+            )
             fixture.value = (directory, daemon, URL(fileURLWithPath: try directory.file("\(operation).txt")))
             guard try daemon.receiveLine() == "ready" else { throw BenchmarkFailure("the daemon did not start") }
             // This process is a client of the helper's daemon only: no daemon of its own, none started, never the
-            // in-process arbiter, and no lease (each call takes the daemon's path).
+            // in-process arbiter, and no lease (each call takes the daemon's path): either it asks for none, or it
+            // answers recalls and the daemon grants none.
             setenv("FILECOORDD_SOCKET", socketPath, 1)
             setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)
-            setenv("FILECOORD_LEASES", "0", 1)
+            setenv("FILECOORD_LEASES", answeringRecalls ? "1" : "0", 1)
             unsetenv("FILECOORD_ARBITER")
             if let error = coordinate(fixture.value!.url) {
                 throw BenchmarkFailure("the first coordinated \(operation) failed: \(error)")
@@ -69,15 +81,18 @@ func clientHotPath(_ operation: String) {
 }
 
 extension HelperRole {
-    /// The `daemon` role: `FCDaemon` on FC_E2E_SOCKET in this process; prints `ready`, answers the line `clients`
-    /// with how many clients connected so far, and stops gracefully when standard input closes.
-    static func serveDaemon(socketPath: String) {
+    /// The `daemon` role: `FCDaemon` on FC_E2E_SOCKET in this process (granting no lease with FC_E2E_NO_LEASES=1);
+    /// prints `ready`, answers the line `clients` with how many clients connected so far, and stops gracefully when
+    /// standard input closes.
+    static func serveDaemon(socketPath: String, grantsLeases: Bool) {
         let daemon = Slot<InProcessDaemon>()
         let failure = Slot<String>()
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             do {
-                daemon.value = try await InProcessDaemon.start(socketPath: socketPath)
+                daemon.value = try await InProcessDaemon.start(socketPath: socketPath) {
+                    $0.grantsLeases = grantsLeases
+                }
             } catch {
                 failure.value = "\(error)"
             }

@@ -13,7 +13,8 @@ import Foundation
 //   claimsPerSecond8Clients          8 client processes' coordinated reads per second, with the CPU time per claim
 //                                    of the clients and of the daemon, reported
 //   clientHotPath.*                  the client's mallocs per read and per write, the daemon in another process
-//                                    (gated: the only end-to-end thresholds)
+//                                    (gated: the only end-to-end thresholds), and the read of a client that answers
+//                                    lease recalls from a daemon that grants none (not gated)
 //
 // The daemon is `FCDaemon.DaemonService` under a `ServiceGroup` in the benchmark process, on a private socket; the
 // other parties are this executable re-run as helpers (HelperRoles.swift). Every benchmark runs in a process of its
@@ -47,6 +48,7 @@ let benchmarks: @Sendable () -> Void = {
     uncontendedClaim(writing: true)
     clientHotPath("read")
     clientHotPath("write")
+    clientHotPath("read", answeringRecalls: true)
     bareThreePartyRoundTrip()
     writeWithRelinquishingPresenter()
     claimsPerSecond8Clients()

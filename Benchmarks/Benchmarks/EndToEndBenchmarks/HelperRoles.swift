@@ -47,7 +47,10 @@ enum HelperRole {
         case "watched":
             presentForChanges(URL(fileURLWithPath: path))
         case "daemon":
-            serveDaemon(socketPath: environment["FC_E2E_SOCKET"] ?? "")
+            serveDaemon(
+                socketPath: environment["FC_E2E_SOCKET"] ?? "",
+                grantsLeases: environment["FC_E2E_NO_LEASES"] != "1"
+            )
         case "holder":
             holdLeases()
         default:
