@@ -17,7 +17,7 @@ import Logging
 /// On unless the client was told not to answer recalls (`FILECOORD_LEASES=0`; ``ConnectionPolicy``): a daemon grants
 /// leases only to clients that announce they answer them.
 ///
-/// A lease that decided no claim for a while and runs none is returned unasked (``returnIdle(returning:)``, every
+/// A lease that decided no claim for a while and runs none is returned unasked (``returnIdle(on:)``, every
 /// ``idleReturn`` while leases are held, from the connection's listener): an idle holder that is then stopped (a
 /// terminal editor suspended with Ctrl-Z) holds back nobody, since a recall it cannot answer never counts as a yes.
 ///

@@ -30,7 +30,7 @@ extension DaemonTransport {
             return (true, Self.nextReader(&state))
         }
         guard changed else { return }
-        _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
+        wakeListener()
         next.wake(listener: listenerWakeUp)
     }
 
@@ -148,8 +148,8 @@ extension DaemonTransport {
         thread.start()
     }
 
-    /// Wakes the listener from `poll`, to look again at what it waits for (a lease was granted: it sweeps for idle
-    /// ones from now on).
+    /// Wakes the listener from `poll`, to look again at what it waits for (what it must read changed; a lease was
+    /// granted: it sweeps for idle ones from now on).
     func wakeListener() {
         _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
     }
