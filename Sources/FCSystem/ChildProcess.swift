@@ -23,6 +23,12 @@ public enum ChildProcess {
         /// A signal ended it.
         case signalled(Int32)
 
+        /// A status as `waitpid` reports it. WIFEXITED / WEXITSTATUS / WTERMSIG are macros Swift cannot import.
+        init(status: Int32) {
+            let signal = status & 0x7f
+            self = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+        }
+
         /// The status a shell reports: the exit status, or 128 plus the signal's number.
         public var shellStatus: Int32 {
             switch self {
@@ -46,10 +52,15 @@ public enum ChildProcess {
         public func wait() throws(Errno) -> Termination {
             var status: Int32 = 0
             _ = try retryOnInterrupt { waitpid(pid, &status, 0) }
-            // WIFEXITED / WEXITSTATUS / WTERMSIG are macros Swift cannot import.
-            let signal = status & 0x7f
-            if signal == 0 { return .exited((status >> 8) & 0xff) }
-            return .signalled(signal)
+            return Termination(status: status)
+        }
+
+        /// Reaps it if it has ended, without waiting: `nil` while it runs. For a caller that must not block a
+        /// thread while it waits (a test's task polling a short-lived command).
+        public func ended() throws(Errno) -> Termination? {
+            var status: Int32 = 0
+            let reaped = try retryOnInterrupt { waitpid(pid, &status, WNOHANG) }
+            return reaped == 0 ? nil : Termination(status: status)
         }
     }
 

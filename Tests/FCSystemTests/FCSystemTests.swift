@@ -207,6 +207,21 @@ private final class FlakyCall {
         }
     }
 
+    @Test func aChildIsReapedWithoutWaitingOnlyOnceItHasEnded() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let output = folder + "/out"
+            #expect(FileManager.default.createFile(atPath: output, contents: nil))
+            let child = try ChildProcess.start(["/bin/sleep", "60"], outputPath: output)
+            #expect(try child.ended() == nil)
+            child.send(SIGKILL)
+            // Bounded by the kernel delivering SIGKILL; the loop ends as soon as the child is reaped.
+            var termination: ChildProcess.Termination?
+            while termination == nil { termination = try child.ended() }
+            #expect(termination == .signalled(SIGKILL))
+            #expect(failure { _ = try child.ended() } == .noChildProcess)
+        }
+    }
+
     @Test func anIgnoredSignalDoesNotEndTheProcessAndAnUnblockedOneIsNotPending() throws {
         try Signals.ignore(SIGUSR2)
         #expect(raise(SIGUSR2) == 0)  // Still here.
