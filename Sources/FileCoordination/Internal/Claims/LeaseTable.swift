@@ -2,6 +2,7 @@ import Dispatch
 import FCCore
 import FCToolkit
 import Logging
+import Synchronization
 
 /// The leases this client holds from the daemon (issue 23; docs/SEMANTICS.md §13): for each, the subtree and an
 /// `FCCore` arbiter of its own that decides, in this process and without a round trip, the claims whose items all lie
@@ -42,7 +43,6 @@ final class LeaseTable: @unchecked Sendable {
     private struct Lease {
         let subtree: ItemPath
         let arbiter: Arbiter
-        var recalled = false
         var timers: [TimerID: DispatchWorkItem] = [:]
         /// Claims granted without the arbiter (``Arbiter/grantsAtOnce(_:)``: it held nothing when each came), not yet
         /// entered in it. A claim that ends before anything else happens in the lease (a loop of reads) costs no
@@ -66,6 +66,9 @@ final class LeaseTable: @unchecked Sendable {
         var decided = 0
     }
     private let state = Locked(State())
+    /// `state.leases.count`, stored under the lock whenever it changes, read without it: the listener asks
+    /// ``holdsLeases(on:)`` on every loop, and with no lease held (most of the time) that costs one load.
+    private let heldCount = Atomic<Int>(0)
     /// `true` when the client announced that it answers recalls: only then does a daemon grant leases.
     let enabled: Bool
     /// How often the leases held are swept for idle ones: a lease is returned once it decided no claim and ran none
@@ -84,9 +87,9 @@ final class LeaseTable: @unchecked Sendable {
     /// Claims decided in process so far.
     var decidedInProcess: Int { state.withLock { $0.decided } }
 
-    /// The subtrees of the leases held and not recalled, for tests.
+    /// The subtrees of the leases held (a recalled lease is forgotten as its recall is taken), for tests.
     var heldSubtrees: [ItemPath] {
-        state.withLock { $0.leases.values.filter { !$0.recalled }.map(\.subtree).sorted() }
+        state.withLock { $0.leases.values.map(\.subtree).sorted() }
     }
 
     // MARK: From the daemon
@@ -105,6 +108,7 @@ final class LeaseTable: @unchecked Sendable {
                 subtree: subtree,
                 arbiter: Arbiter(configuration: configuration)
             )
+            heldCount.store(state.leases.count, ordering: .relaxed)
             return true
         }
         guard taken else { return }
@@ -116,13 +120,11 @@ final class LeaseTable: @unchecked Sendable {
     /// granted yet, to be sent to the daemon.
     func recall(_ key: Key, returning: ([ClaimRequest]) -> Void) -> [ClaimRequest] {
         state.withLock { state in
-            guard var lease = state.leases[key] else {
+            guard let lease = state.leases[key] else {
                 returning([])
                 return []
             }
-            lease.recalled = true
             for timer in lease.timers.values { timer.cancel() }
-            lease.timers = [:]
             var running = lease.grantedAtOnce.values.sorted { $0.id < $1.id }
             var waiting: [ClaimRequest] = []
             let snapshot = lease.arbiter.snapshot()
@@ -135,6 +137,7 @@ final class LeaseTable: @unchecked Sendable {
                 state.requests[request.id] = nil
             }
             state.leases[key] = nil
+            heldCount.store(state.leases.count, ordering: .relaxed)
             returning(
                 running.map {
                     var held = $0
@@ -150,7 +153,8 @@ final class LeaseTable: @unchecked Sendable {
     /// Whether the daemon of `connection` granted a lease this client still holds: its listener then sweeps for
     /// idle ones every ``idleReturn``.
     func holdsLeases(on connection: UInt64) -> Bool {
-        state.withLock { state in state.leases.keys.contains { $0.connection == connection } }
+        guard heldCount.load(ordering: .relaxed) > 0 else { return false }
+        return state.withLock { state in state.leases.keys.contains { $0.connection == connection } }
     }
 
     /// Whether lease `key` is held and may decide claims.
@@ -181,6 +185,7 @@ final class LeaseTable: @unchecked Sendable {
                 state.leases[key] = nil
                 returned.append(key)
             }
+            heldCount.store(state.leases.count, ordering: .relaxed)
             return returned
         }
         for key in returned {
@@ -196,6 +201,7 @@ final class LeaseTable: @unchecked Sendable {
             let dropped = state.leases.filter { $0.key.connection == connection }
             for lease in dropped.values { for timer in lease.timers.values { timer.cancel() } }
             for key in dropped.keys { state.leases[key] = nil }
+            heldCount.store(state.leases.count, ordering: .relaxed)
             for (claim, key) in state.owner where key.connection == connection {
                 state.owner[claim] = nil
                 state.requests[claim] = nil
@@ -205,7 +211,7 @@ final class LeaseTable: @unchecked Sendable {
 
     // MARK: From the client
 
-    /// Decides `request` in process if a lease held and not recalled may decide it
+    /// Decides `request` in process if a lease held may decide it
     /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``); `nil` when none may (the claim goes to the daemon, which recalls
     /// this client's own lease first when the claim lies inside it).
     func submit(_ request: ClaimRequest) -> Outcomes? {
@@ -213,7 +219,7 @@ final class LeaseTable: @unchecked Sendable {
         return state.withLock { state -> Outcomes? in
             guard !state.leases.isEmpty else { return nil }
             let lease = state.leases.first { _, lease in
-                !lease.recalled && request.mayBeDecided(inLeaseOn: lease.subtree)
+                request.mayBeDecided(inLeaseOn: lease.subtree)
             }
             guard let (id, lease) = lease else { return nil }
             state.owner[request.id] = id

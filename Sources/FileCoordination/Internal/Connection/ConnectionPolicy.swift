@@ -31,7 +31,7 @@ struct ConnectionPolicy: Sendable {
     var keepalive = KeepalivePolicy.standard
     /// Whether the client says at `Hello` that it answers lease recalls, so that the daemon may grant it leases and
     /// its claims inside them are decided in process (issue 23; docs/SEMANTICS.md §13). On unless
-    /// `FILECOORD_LEASES=0`.
+    /// `FILECOORD_LEASES` is `0`, `off`, `false` or `no` (any case).
     var answersRecalls = true
     /// How often the client returns, unasked, the leases it has not used since the last time: after one to two of
     /// these periods of idleness (`FILECOORD_LEASE_IDLE_RETURN` seconds, default 2; docs/SEMANTICS.md §13.4).
@@ -77,7 +77,9 @@ struct ConnectionPolicy: Sendable {
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))
         )
         policy.keepalive = KeepalivePolicy.fromEnvironment(environment)
-        policy.answersRecalls = environment["FILECOORD_LEASES"] != "0"
+        // Off as a switch is spelt off in the environment; anything else (unset, `1`, `on`) keeps the default.
+        let leases = environment["FILECOORD_LEASES"]?.lowercased()
+        policy.answersRecalls = !["0", "off", "false", "no"].contains(leases ?? "")
         // A value out of 0.01...3600 s (or not a number) keeps the default: a shorter period would wake the
         // listener all the time.
         if let seconds = environment["FILECOORD_LEASE_IDLE_RETURN"].flatMap(Double.init), seconds >= 0.01,
