@@ -33,8 +33,7 @@ final class TmuxSession: Sendable {
             environment: inherited,
             logPath: socket + ".log"
         )
-        // Generous: the tmux server and the program start among the full suite's processes.
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + defaultTimeout
         while await !isRunning() {
             guard ContinuousClock.now < deadline else {
                 let log = (try? String(contentsOfFile: socket + ".log", encoding: .utf8)) ?? ""

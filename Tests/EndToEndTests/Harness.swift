@@ -23,8 +23,10 @@ struct HarnessError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The default bound of every wait.
-let defaultTimeout: Duration = .seconds(10)
+/// The default bound of every wait. Generous (it was 10 s): CI runs the whole suite at once, hundreds of processes
+/// on a few cores, and a wait that passes ends as soon as its event comes, so only a failing test pays for it. What
+/// must not happen is checked over `settleTime`, never over this.
+let defaultTimeout: Duration = .seconds(30)
 
 /// How long to keep listening after the expected lines arrived, so that an extra line fails the test.
 let settleTime: Duration = .milliseconds(250)
