@@ -11,7 +11,7 @@
 final class AccessNode {
     let name: [UInt8]
     unowned let parent: AccessNode?
-    var children: [[UInt8]: AccessNode] = [:]
+    var children = ChildNodes()
     /// Presenters whose item is exactly this node, in registration order.
     var presenters: [PresenterID] = []
     /// Claim items whose effective item (the item, or its outermost enclosing package) is this node.
