@@ -12,12 +12,7 @@ import Testing
     func aClaimHandedBackIntoAnUnknownLeaseReturnsTheLeaseFirst() async throws {
         try await TestEnvironment.run { env in
             let file = try env.file("doc.txt", "hello")
-            // Private, as a client requires of a socket folder (docs/SEMANTICS.md §12).
-            try FileManager.default.createDirectory(
-                atPath: (env.socket as NSString).deletingLastPathComponent,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
+            try env.makeSocketFolder()
             let daemon = try ScriptedDaemon(path: env.socket)
             defer { daemon.stop() }
             let host = try await env.host("A", mayStartDaemon: false, environment: ["FILECOORD_LEASES": "1"])

@@ -264,6 +264,16 @@ final class TestEnvironment: @unchecked Sendable {
     /// A path inside the test's folder.
     func path(_ name: String) -> String { directory + "/" + name }
 
+    /// Creates the socket's folder as a daemon would, private (0700, as a client requires of it: docs/SEMANTICS.md
+    /// §12), for a test that listens at ``socket`` itself instead of starting a daemon.
+    func makeSocketFolder() throws {
+        try FileManager.default.createDirectory(
+            atPath: (socket as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+    }
+
     /// Creates a file with `text` and returns its path.
     @discardableResult
     func file(_ name: String, _ text: String) throws -> String {

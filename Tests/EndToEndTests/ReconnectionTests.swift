@@ -21,12 +21,7 @@ import Testing
     func resetHandshakeIsRetried() async throws {
         try await TestEnvironment.run { env in
             let file = try env.file("doc.txt", "text")
-            // Private, as a client requires of a socket folder (docs/SEMANTICS.md §12).
-            try FileManager.default.createDirectory(
-                atPath: (env.socket as NSString).deletingLastPathComponent,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
+            try env.makeSocketFolder()
             // A "daemon" that accepts and drops every connection, as one that is starting or dying does.
             let dying = try ClosingListener(path: env.socket)
             let a = try await env.host("A", mayStartDaemon: false, environment: ["FILECOORD_CONNECT_TIMEOUT": "30"])
