@@ -9,8 +9,6 @@ struct ChildNodes {
     struct Name: Hashable {
         let bytes: [UInt8]
 
-        static func == (a: Name, b: Name) -> Bool { a.bytes == b.bytes }
-
         func hash(into hasher: inout Hasher) {
             bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
         }

@@ -31,7 +31,8 @@ protocol TransportDelegate: AnyObject, Sendable {
     /// fails with `error` (claims abandoned through ``DaemonTransport/abandon(_:)``); the connection stays.
     func daemonStoppedAnswering(_ error: FileCoordinationError, on transport: DaemonTransport)
     /// How often the listener of `transport` sweeps for idle leases (issue 23): `nil` while its daemon granted none
-    /// that this client holds. Takes the leases' lock.
+    /// that this client holds. Asked on every loop of the listener: one atomic load while no lease is held, the leases'
+    /// lock otherwise.
     func leaseSweepInterval(of transport: DaemonTransport) -> Duration?
     /// On the listener of `transport`, every ``leaseSweepInterval(of:)``: the leases of its daemon unused since the
     /// last sweep are forgotten and returned through it.
