@@ -40,12 +40,13 @@ final class VersionStoreService: @unchecked Sendable {
         }
     }
 
-    /// Answers `request` on the queue, then calls `reply` there.
+    /// Answers `request` of the client process `pid` on the queue, then calls `reply` there.
     func answer(
         _ request: Filecoord_V1_VersionStoreRequest,
+        from pid: Int32,
         reply: @escaping @Sendable (Filecoord_V1_VersionStoreReply) -> Void
     ) {
-        queue.async { [self] in reply(handle(request)) }
+        queue.async { [self] in reply(handle(request, from: pid)) }
     }
 
     private func opened() throws -> VersionStore {
@@ -68,7 +69,12 @@ final class VersionStoreService: @unchecked Sendable {
         }
     }
 
-    func handle(_ request: Filecoord_V1_VersionStoreRequest) -> Filecoord_V1_VersionStoreReply {
+    /// The reply to `request` of the client process `pid` (the owner of a temporary directory made for it; `nil`:
+    /// this process).
+    func handle(
+        _ request: Filecoord_V1_VersionStoreRequest,
+        from pid: Int32? = nil
+    ) -> Filecoord_V1_VersionStoreReply {
         var reply = Filecoord_V1_VersionStoreReply()
         reply.requestID = request.requestID
         let item = String(decoding: request.itemPath, as: UTF8.self)
@@ -108,7 +114,8 @@ final class VersionStoreService: @unchecked Sendable {
             case .moved:
                 _ = try store.itemMoved(from: item, to: String(decoding: request.toPath, as: UTF8.self))
             case .temporaryDirectory:
-                reply.path = Data(try store.makeTemporaryDirectory().utf8)
+                // Owned by the client that fills it: a restarted daemon's repair keeps it while the client lives.
+                reply.path = Data(try store.makeTemporaryDirectory(owner: pid).utf8)
             case .unspecified, .UNRECOGNIZED:
                 reply.errorCode = 3
                 reply.errorMessage = "filecoordd does not know this version store operation; update filecoordd."
@@ -164,7 +171,7 @@ extension SessionHandler {
         versionRequestsInFlight += 1
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler: self, channel: context.channel), eventLoop: loop)
-        host.versionStore.answer(request) { reply in
+        host.versionStore.answer(request, from: pid) { reply in
             loop.execute {
                 let (handler, channel) = bound.value
                 handler.versionRequestsInFlight -= 1

@@ -25,25 +25,31 @@ extension VersionStore {
         let manager = FileManager.default
         var report = RepairReport()
         let contents = directory + "/contents"
-        try writing { db in
-            let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
-            let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
-            for entry in present.subtracting(ids).sorted() {
-                try? manager.removeItem(atPath: contents + "/" + entry)
-                report.orphanContents.append(entry)
+        do {
+            try exclusively { db in
+                let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
+                let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
+                for entry in present.subtracting(ids).sorted() {
+                    try? manager.removeItem(atPath: contents + "/" + entry)
+                    report.orphanContents.append(entry)
+                }
+                let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
+                // lstat, not stat: a version of a symbolic link whose target is gone still has its contents.
+                for row in rows
+                where (try? manager.attributesOfItem(atPath: "\(contents)/\(row.id)/\(row.name)")) == nil {
+                    try row.delete(db)
+                    try? manager.removeItem(atPath: contents + "/" + row.id)
+                    report.rowsWithoutContents.append(row.id)
+                }
             }
-            let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
-            for row in rows where !manager.fileExists(atPath: "\(contents)/\(row.id)/\(row.name)") {
-                try row.delete(db)
-                try? manager.removeItem(atPath: contents + "/" + row.id)
-                report.rowsWithoutContents.append(row.id)
-            }
+        } catch {
+            throw VersionStoreError(.storeUnavailable, "The version store's index could not be written (\(error)).")
         }
         for sub in ["staging", "tmp"] {
             let folder = directory + "/" + sub
             for entry in (try? manager.contentsOfDirectory(atPath: folder)) ?? [] {
                 let pid = entry.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
-                guard pid != getpid(), !ProcessLiveness.isAlive(pid) else { continue }
+                guard pid != ProcessIdentity.processID, !ProcessLiveness.isAlive(pid) else { continue }
                 try? manager.removeItem(atPath: folder + "/" + entry)
                 report.leftovers.append(sub + "/" + entry)
             }
@@ -111,15 +117,18 @@ extension VersionStore {
     }
 }
 
-/// Test-only pauses in the middle of an add, so that a test can `kill -9` the process at a known point: with
-/// `FILECOORD_VERSION_STORE_FAULT=<point>` in the environment, the store creates `<store>/fault-<point>` and stops
-/// there for good. Points: `staged` (contents flushed in staging), `renamed` (contents in place, row not committed).
+/// Test-only pauses in the middle of an add, so that a test can `kill -9` the process at a known point, or let
+/// another process open the store meanwhile: with `FILECOORD_VERSION_STORE_FAULT=<point>` in the environment, the
+/// store creates `<store>/fault-<point>` and waits there until that file is removed (then the add goes on), for as
+/// long as it takes. Points: `staged` (contents flushed in staging, no lock held), `renamed` (contents in place, row
+/// not committed, the index's write lock held).
 enum TestFaults {
     static let point = ProcessInfo.processInfo.environment["FILECOORD_VERSION_STORE_FAULT"]
 
     static func pause(at name: String, in directory: String) {
         guard point == name else { return }
-        _ = FileManager.default.createFile(atPath: "\(directory)/fault-\(name)", contents: Data())
-        while true { Thread.sleep(forTimeInterval: 3600) }
+        let marker = "\(directory)/fault-\(name)"
+        _ = FileManager.default.createFile(atPath: marker, contents: Data())
+        while FileManager.default.fileExists(atPath: marker) { Thread.sleep(forTimeInterval: 0.01) }
     }
 }

@@ -170,7 +170,7 @@ public final class VersionStore: Sendable {
         }
         let id = UUID().uuidString.lowercased()
         let name = (itemPath as NSString).lastPathComponent
-        let staged = "\(directory)/staging/\(getpid())-\(id)"
+        let staged = "\(directory)/staging/\(ProcessIdentity.processID)-\(id)"
         do {
             try manager.createDirectory(atPath: staged, withIntermediateDirectories: false)
             if byMoving {
@@ -201,7 +201,10 @@ public final class VersionStore: Sendable {
         )
         let final = "\(directory)/contents/\(id)"
         do {
-            try database.write { db in
+            // The rename and the row are one step for every other process: both happen under the index's write lock
+            // (an IMMEDIATE transaction), which repair() takes too, so no repair sees these contents without the
+            // row while this process lives; a crash releases the lock and rolls the row back (issue 36).
+            try exclusively { db in
                 try FileManager.default.moveItem(atPath: staged, toPath: final)
                 try FileSystemCalls.sync(FilePath(directory + "/contents"))
                 TestFaults.pause(at: "renamed", in: directory)
@@ -346,8 +349,12 @@ public final class VersionStore: Sendable {
 
     /// A new, empty directory inside the store, for preparing contents to add with `byMoving` (then on the store's
     /// file system, so the move is a rename). The caller removes it; ``repair()`` removes those of ended processes.
-    public func makeTemporaryDirectory() throws -> String {
-        let path = "\(directory)/tmp/\(getpid())-\(UUID().uuidString.lowercased())"
+    ///
+    /// The directory is named after `owner`, the process that prepares contents in it (default: this one; a daemon
+    /// names the client it makes it for): ``repair()`` removes it only once that process has ended, so a daemon that restarts
+    /// never takes away a directory a live client is still filling.
+    public func makeTemporaryDirectory(owner: Int32? = nil) throws -> String {
+        let path = "\(directory)/tmp/\(owner ?? ProcessIdentity.processID)-\(UUID().uuidString.lowercased())"
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         } catch {
@@ -384,6 +391,20 @@ public final class VersionStore: Sendable {
             return try database.read(body)
         } catch {
             throw VersionStoreError(.storeUnavailable, "The version store's index could not be read (\(error)).")
+        }
+    }
+
+    /// Runs `body` in an IMMEDIATE transaction: the index's write lock is taken before `body` runs, whatever the
+    /// library's default transaction kind, and held until the commit. An add's rename of its contents and its row,
+    /// and repair()'s look at rows and contents, run under it (docs/ARCHITECTURE.md §11, issue 36).
+    func exclusively<T>(_ body: (Database) throws -> T) throws -> T {
+        try database.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
         }
     }
 

@@ -230,7 +230,7 @@ final class Host: @unchecked Sendable {
             say(handler == nil ? "error no completion handler kept" : "completed prepare")
         case "listener-wakeups":
             runListenerWakeups(arguments)
-        case "add-version", "add-versions", "resolve", "versions", "upload":
+        case "add-version", "add-versions", "resolve", "versions", "upload", "version-temp":
             runVersionCommand(command, arguments, background: background)
         case "doc", "doc-edit", "doc-text", "doc-save", "doc-revert", "doc-close", "doc-conflicts", "doc-pick":
             runDocumentCommand(command, arguments)

@@ -21,8 +21,13 @@ extension Host {
             let conflicts = NSFileVersion.unresolvedConflictVersionsOfItem(at: url)?.map(Self.id) ?? []
             say("versions \(path) \(others.joined(separator: ","))")
             say("conflicts \(path) \(conflicts.joined(separator: ","))")
+        case "version-temp":
+            let folder = NSFileVersion.temporaryDirectoryURLForNewVersionOfItem(at: url)
+            say("version-temp \(path) \(folder.path)")
         case "add-version":
             var rest = Array(arguments.dropFirst())
+            let byMoving = rest.contains("moving")
+            rest.removeAll { $0 == "moving" }
             var computer: String?
             if let index = rest.firstIndex(of: "conflict"), index + 1 < rest.count {
                 computer = rest[index + 1]
@@ -40,7 +45,11 @@ extension Host {
                                 savingComputer: savingComputer
                             )
                         } else {
-                            try NSFileVersion.addOfItem(at: writeURL, withContentsOf: contents)
+                            try NSFileVersion.addOfItem(
+                                at: writeURL,
+                                withContentsOf: contents,
+                                options: byMoving ? .byMoving : []
+                            )
                         }
                     say("done add-version \(path) \(Self.id(version))")
                 }

@@ -44,10 +44,13 @@
 //   complete                                                         call the oldest kept completion handler, on the
 //                                                                    thread that reads standard input; prints
 //                                                                    `completed prepare`
-//   add-version PATH [CONTENTS] [conflict COMPUTER]                  inside a coordinated write, add a version of PATH
+//   add-version PATH [CONTENTS] [conflict COMPUTER] [moving]         inside a coordinated write, add a version of PATH
 //                                                                    with CONTENTS (default: PATH itself), a conflict
-//                                                                    version from COMPUTER with `conflict`; prints
+//                                                                    version from COMPUTER with `conflict`, moving
+//                                                                    CONTENTS with `moving`; prints
 //                                                                    `done add-version PATH ID`
+//   version-temp PATH                                                prints `version-temp PATH DIR`: a directory in
+//                                                                    which to prepare a version to add by moving
 //   add-versions PATH COUNT BYTES [coordinated] [parallel]          COUNT adds of BYTES fresh bytes each, one after
 //                                                                    another (all at once with `parallel`), outside
 //                                                                    a coordinated call (inside a write of PATH each

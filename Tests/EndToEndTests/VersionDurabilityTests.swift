@@ -161,4 +161,204 @@ import Testing
             #expect(acknowledged(a, doc).count == 2, "a version that fits is added afterwards")
         }
     }
+
+    /// The scenario of issue 36, as a careful user tried it: the store on a small tmpfs filled, grown, three processes
+    /// adding at once, then adding while the daemon is killed. Every acknowledged version is listed by a fresh process
+    /// after each step. Three rounds, each on a fresh store (the losses showed in every round before the fix).
+    @Test(
+        "Issue 36's scenario: a full store grown again, concurrent adds, a daemon killed: nothing acknowledged lost",
+        .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"),
+        arguments: 1...3
+    )
+    func fullStoreThenConcurrentAddsThenKillLoseNothing(round: Int) async throws {
+        try await TestEnvironment.run { env in
+            let store = env.path("versions")
+            try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: false)
+            try runToCompletion("/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", store])
+            defer { try? runToCompletion("/bin/umount", ["-l", store]) }
+            let doc = try env.file("doc.txt", String(repeating: "x", count: 1024))
+            var acknowledgedSoFar: Set<String> = []
+            /// A fresh process lists every version acknowledged so far, and the store holds nothing else.
+            func expectAllListed(_ step: String) async throws {
+                let fresh = try await host(env, "fresh-\(step)")
+                let listing = try await listed(fresh, doc, round: 1)
+                let missing = acknowledgedSoFar.subtracting(listing)
+                #expect(
+                    missing.isEmpty,
+                    "round \(round), \(step): \(missing.count) acknowledged versions are not listed"
+                )
+                #expect(
+                    Set(listing) == (try storedContents(env)),
+                    "round \(round), \(step): contents/ is what is listed"
+                )
+            }
+
+            // 1. Adds until the store is full: a clear error, and what was acknowledged is listed.
+            let filler = try await host(env, "filler")
+            try filler.send("add-versions \(doc) 24 262144")
+            try await filler.waitFor("done add-versions \(doc)", timeout: .seconds(120))
+            let fillerAdds = acknowledged(filler, doc)
+            let failures = filler.lines.filter { $0.text.hasPrefix("failed add-version") }.map(\.text)
+            #expect(!fillerAdds.isEmpty && !failures.isEmpty, "the store filled up: \(fillerAdds.count) added")
+            #expect(failures.allSatisfy { $0.contains("No version was added") }, "clear errors: \(failures)")
+            acknowledgedSoFar.formUnion(fillerAdds)
+            try await expectAllListed("full")
+
+            // 2. The store grows again; one more add succeeds.
+            try runToCompletion("/bin/mount", ["-o", "remount,size=128m", store])
+            try filler.send("add-versions \(doc) 1 262144")
+            try await filler.waitFor("done add-versions \(doc)", count: 2, timeout: .seconds(60))
+            acknowledgedSoFar.formUnion(acknowledged(filler, doc))
+            #expect(acknowledgedSoFar.count == fillerAdds.count + 1)
+            try await expectAllListed("grown")
+
+            // 3. Three processes add six versions each, at once.
+            var adders: [HostProcess] = []
+            for name in ["A", "B", "C"] { adders.append(try await host(env, name)) }
+            for adder in adders { try adder.send("add-versions \(doc) 6 1024 parallel") }
+            for adder in adders {
+                try await adder.waitFor("done add-versions \(doc)", timeout: .seconds(120))
+                #expect(acknowledged(adder, doc).count == 6, "[\(adder.name)] every add succeeded")
+                acknowledgedSoFar.formUnion(acknowledged(adder, doc))
+            }
+            try await expectAllListed("concurrent")
+
+            // 4. Three processes add six 4 MiB versions each; the daemon is killed 20 ms after they are sent.
+            for adder in adders { try adder.send("add-versions \(doc) 6 4194304") }
+            try await Task.sleep(for: .milliseconds(20))
+            try await eventually("an add to be under way in the daemon") {
+                !((try? FileManager.default.contentsOfDirectory(atPath: store + "/staging")) ?? []).isEmpty
+            }
+            let killed = try #require(env.lockedDaemonPID(), "a daemon serves the clients")
+            kill(killed, SIGKILL)
+            var failed = 0
+            for adder in adders {
+                try await adder.waitFor("done add-versions \(doc)", count: 2, timeout: .seconds(180))
+                acknowledgedSoFar.formUnion(acknowledged(adder, doc))
+                failed += adder.lines.filter { $0.text.hasPrefix("failed add-version") }.count
+            }
+            try await expectAllListed("killed")
+            print("round \(round): \(acknowledgedSoFar.count) acknowledged, \(failed) adds failed with the daemon")
+        }
+    }
+
+    /// A process whose add is paused at `point` by the store's test fault: the daemon (`daemon`) or an in-process
+    /// host (`in-process`). Returns the adding host and the pid of the paused process, once it is paused.
+    private func pausedAdd(
+        _ env: TestEnvironment,
+        at point: String,
+        in arbiter: String,
+        of doc: String
+    ) async throws -> (adder: HostProcess, paused: pid_t) {
+        let adder: HostProcess
+        if arbiter == "daemon" {
+            _ = try await env.startDaemon(
+                arguments: ["--versions-directory", env.path("versions")],
+                environment: ["FILECOORD_VERSION_STORE_FAULT": point]
+            )
+            adder = try await host(env, "adder")
+        } else {
+            adder = try await host(
+                env,
+                "adder",
+                extra: ["FILECOORD_ARBITER": "in-process", "FILECOORD_VERSION_STORE_FAULT": point]
+            )
+        }
+        try adder.send("add-versions \(doc) 1 1024")
+        try await eventually(timeout: .seconds(30), "the add to stop at \(point)") {
+            FileManager.default.fileExists(atPath: env.path("versions/fault-\(point)"))
+        }
+        let paused = try #require(arbiter == "daemon" ? env.lockedDaemonPID() : adder.pid)
+        return (adder, paused)
+    }
+
+    @Test(
+        "An add paused between its rename and its commit while another process opens the store: the repair waits, the add is kept",
+        arguments: ["daemon", "in-process"]
+    )
+    func repairWaitsForAnAddBetweenRenameAndCommit(arbiter: String) async throws {
+        try await TestEnvironment.run { env in
+            let doc = try env.file("doc.txt", "the document")
+            let (adder, _) = try await pausedAdd(env, at: "renamed", in: arbiter, of: doc)
+            #expect(try storedContents(env).count == 1, "the paused add's contents are in place")
+            // Another process opens the store (its repair runs first) while the add is paused.
+            let other = try await host(env, "other", extra: ["FILECOORD_ARBITER": "in-process"])
+            try other.send("versions \(doc)")
+            #expect(try await other.staysWithout("versions \(doc)"), "the repair waits for the add's transaction")
+            #expect(try storedContents(env).count == 1, "the repair did not remove contents an add may still commit")
+            try FileManager.default.removeItem(atPath: env.path("versions/fault-renamed"))
+            try await adder.waitFor("done add-versions \(doc)", timeout: .seconds(30))
+            let added = acknowledged(adder, doc)
+            #expect(added.count == 1, "the add succeeded: \(adder.lines.map(\.text))")
+            let listing = try await other.waitFor("versions \(doc) ", timeout: .seconds(60)).text
+            #expect(added.allSatisfy { listing.hasSuffix($0) }, "the other process lists the add: \(listing)")
+            #expect(try storedContents(env) == Set(added), "the contents of the acknowledged add are kept")
+            let fresh = try await host(env, "fresh", extra: ["FILECOORD_ARBITER": "in-process"])
+            #expect(Set(try await listed(fresh, doc, round: 1)) == Set(added))
+            #expect(try storedContents(env) == Set(added), "a later repair keeps them too")
+        }
+    }
+
+    @Test(
+        "An add stopped at a crash point while another live process adds and lists; then killed: only it is absent",
+        arguments: ["staged", "renamed"],
+        ["daemon", "in-process"]
+    )
+    func aCrashPointAgainstALiveProcess(point: String, arbiter: String) async throws {
+        try await TestEnvironment.run { env in
+            let doc = try env.file("doc.txt", "the document")
+            let (_, paused) = try await pausedAdd(env, at: point, in: arbiter, of: doc)
+            let live = try await host(env, "live", extra: ["FILECOORD_ARBITER": "in-process"])
+            try live.send("add-versions \(doc) 1 1024")
+            if point == "staged" {
+                // No lock is held while contents are staged: the live process adds at once and keeps the staging.
+                try await live.waitFor("done add-versions \(doc)", timeout: .seconds(30))
+                let staging = try FileManager.default.contentsOfDirectory(atPath: env.path("versions/staging"))
+                #expect(staging.count == 1, "the live process's repair kept the paused add's staging")
+            } else {
+                // The paused add holds the index's write lock: the live process waits for it.
+                #expect(try await live.staysWithout("done add-versions \(doc)"))
+            }
+            kill(paused, SIGKILL)
+            try await live.waitFor("done add-versions \(doc)", timeout: .seconds(60))
+            let kept = acknowledged(live, doc)
+            #expect(kept.count == 1, "the live process's add succeeded: \(live.lines.map(\.text))")
+            // A fresh process repairs what the killed one left: exactly the live process's version remains.
+            let fresh = try await host(env, "fresh", extra: ["FILECOORD_ARBITER": "in-process"])
+            #expect(Set(try await listed(fresh, doc, round: 1)) == Set(kept))
+            #expect(try storedContents(env) == Set(kept), "the killed add left no contents")
+            #expect(try indexedRows(env) == Set(kept), "and no row")
+            let staging = try FileManager.default.contentsOfDirectory(atPath: env.path("versions/staging"))
+            #expect(staging.isEmpty, "and no staging")
+        }
+    }
+
+    @Test("A directory the daemon made for a client's version is kept across a daemon restart while the client lives")
+    func aClientsTemporaryDirectoryOutlivesADaemonRestart() async throws {
+        try await TestEnvironment.run { env in
+            let doc = try env.file("doc.txt", "the document")
+            let client = try await host(env, "client")
+            try client.send("version-temp \(doc)")
+            let line = try await client.waitFor("version-temp \(doc) ").text
+            let folder = String(line.dropFirst("version-temp \(doc) ".count))
+            #expect(folder.hasPrefix(env.path("versions/tmp/")), "the store's own folder: \(folder)")
+            let contents = folder + "/prepared.txt"
+            try writeText("prepared", toFile: contents)
+            // The daemon that made it dies; the next one, started by another client, repairs the store.
+            let killed = try #require(env.lockedDaemonPID())
+            kill(killed, SIGKILL)
+            try await eventually("the killed daemon to let go of its lock") {
+                let lock = open(env.socket + ".lock", O_RDWR)
+                defer { close(lock) }
+                return lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0
+            }
+            let other = try await host(env, "other")
+            _ = try await listed(other, doc, round: 1)
+            #expect(FileManager.default.fileExists(atPath: contents), "the live client's directory was kept")
+            try client.send("add-version \(doc) \(contents) moving")
+            let added = try await client.waitFor("done add-version \(doc) ", timeout: .seconds(60)).text
+            let id = String(added.split(separator: " ").last ?? "")
+            #expect(try await listed(other, doc, round: 2) == [id])
+        }
+    }
 }

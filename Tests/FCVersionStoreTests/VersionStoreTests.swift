@@ -176,6 +176,18 @@ import Testing
         #expect(try store.allVersions().count == 2)
     }
 
+    /// A version of a symbolic link whose target is gone (a link kept as a version, or a dangling one) is whole: the
+    /// repair at the next open keeps it (it looked through the link with `stat` and removed the row, issue 36).
+    @Test func aVersionOfADanglingSymbolicLinkSurvivesRepair() throws {
+        let box = try Sandbox()
+        let link = box.root + "/files/link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: box.root + "/files/nowhere")
+        let added = try VersionStore(directory: box.storePath).add(item: link, contentsOf: link)
+        let reopened = try VersionStore(directory: box.storePath)
+        #expect(try reopened.versions(of: link).map(\.id) == [added.id])
+        #expect(try reopened.repair().isClean)
+    }
+
     @Test func repairRemovesOrphanContentsRowsWithoutContentsAndLeftovers() throws {
         let box = try Sandbox()
         let item = try box.file("doc.txt", "x")
