@@ -213,21 +213,12 @@ extension Arbiter {
             var node: AccessNode? = tree.root
             for component in path.components {
                 guard let current = node else { return }
-                if current !== tree.root || !current.presenters.isEmpty {
-                    let package = current !== tree.root && tree.isPackage(current)
-                    for presenterID in current.presenters {
-                        guard let presenter = presenters[presenterID] else { continue }
-                        let callbacks = presenter.registration.callbacks
-                        if package && callbacks.isDisjoint(with: .subitemNotifications) {
-                            notify(presenterID, .presentedItemDidChange)
-                        } else {
-                            // A new item is a change under the directory, as macOS reports any write there (ported
-                            // code refreshes its listings in subitem did change), and an appearance, as Apple's
-                            // documentation promises (docs/SEMANTICS.md §3).
-                            notify(presenterID, .presentedSubitemDidChange(at: path))
-                            if appeared { notify(presenterID, .presentedSubitemDidAppear(at: path)) }
-                        }
-                    }
+                for presenterID in current.presenters {
+                    // A new item is a change under the directory, as macOS reports any write there (ported code
+                    // refreshes its listings in subitem did change), and an appearance, as Apple's documentation
+                    // promises (docs/SEMANTICS.md §3). A presenter that declares neither hears did change, once.
+                    notify(presenterID, .presentedSubitemDidChange(at: path))
+                    if appeared { notify(presenterID, .presentedSubitemDidAppear(at: path)) }
                 }
                 node = current.children[component]
             }
@@ -254,19 +245,38 @@ extension Arbiter {
         }
     }
 
-    /// Sends a notification on behalf of a claim unless the presenter does not implement it or already had the
-    /// same one for this claim (exactly once, docs/SEMANTICS.md §3).
+    /// Sends a notification on behalf of a claim unless the presenter does not implement it (nor, for a subitem
+    /// notification, did change: ``delivered(_:to:)``) or already had the same one for this claim (exactly once,
+    /// docs/SEMANTICS.md §3).
     func notifyOnce(
         _ claim: ClaimRecord,
         _ presenter: PresenterRecord,
         _ kind: PresenterMessageKind,
         movedFromName: [UInt8]? = nil
     ) {
-        guard presenter.registration.callbacks.contains(kind.callback),
-            claim.sentNotifications.insert(PresenterMessageKey(presenter: presenter.registration.id, kind: kind))
+        guard let delivered = delivered(kind, to: presenter),
+            claim.sentNotifications.insert(PresenterMessageKey(presenter: presenter.registration.id, kind: delivered))
                 .inserted
         else { return }
-        sendNotification(kind, to: presenter, claim: claim.id, movedFromName: movedFromName)
+        sendNotification(
+            delivered,
+            to: presenter,
+            claim: claim.id,
+            movedFromName: delivered == kind ? movedFromName : nil
+        )
+    }
+
+    /// What `presenter` hears for `kind`: `kind` when it declares that callback; for a subitem notification it does
+    /// not declare, `presentedItemDidChange()` when it declares that; else nothing. A folder presenter that implements
+    /// only `presentedItemDidChange()` hears that its folder's contents changed, as on macOS (issue 37,
+    /// docs/SEMANTICS.md §3); sent once per claim or per watcher window, since the callers key "once" by what is sent.
+    func delivered(_ kind: PresenterMessageKind, to presenter: PresenterRecord) -> PresenterMessageKind? {
+        let callbacks = presenter.registration.callbacks
+        if callbacks.contains(kind.callback) { return kind }
+        guard PresenterCallbacks.subitemNotifications.contains(kind.callback),
+            callbacks.contains(.presentedItemDidChange)
+        else { return nil }
+        return .presentedItemDidChange
     }
 
     func sendReacquirers(_ claim: ClaimRecord) {

@@ -51,21 +51,16 @@ extension Arbiter {
             var node: AccessNode? = tree.root
             for component in path.components {
                 guard let current = node else { break }
-                let package = current !== tree.root && tree.isPackage(current)
                 for presenterID in current.presenters where presenterID != exempt && !told.contains(presenterID) {
                     guard let presenter = presenters[presenterID] else { continue }
                     told.insert(presenterID)
-                    let callbacks = presenter.registration.callbacks
-                    if package && callbacks.isDisjoint(with: .subitemNotifications) {
-                        notifyOnce(claim, presenter, .presentedItemDidChange)
-                    } else {
-                        notifyOnce(
-                            claim,
-                            presenter,
-                            .presentedSubitemDidMove(from: from, to: to),
-                            movedFromName: inPlace ? fromName : nil
-                        )
-                    }
+                    // One that does not declare subitem did move hears did change (``delivered(_:to:)``).
+                    notifyOnce(
+                        claim,
+                        presenter,
+                        .presentedSubitemDidMove(from: from, to: to),
+                        movedFromName: inPlace ? fromName : nil
+                    )
                 }
                 node = current.children[component]
             }
@@ -123,20 +118,17 @@ extension Arbiter {
         var node: AccessNode? = tree.root
         for component in path.components {
             guard let current = node else { break }
-            let package = current !== tree.root && tree.isPackage(current)
             for presenterID in current.presenters {
                 guard let presenter = presenters[presenterID] else { continue }
-                let callbacks = presenter.registration.callbacks
                 let kind = PresenterMessageKind.presentedSubitemVersion(at: path, change)
-                if package && callbacks.isDisjoint(with: .subitemNotifications) {
-                    // Told as a change of the package, which is no version message: the claim's own presenter, never
-                    // told of its own changes, is not told this either.
-                    if presenterID != claim.request.filePresenter {
-                        notifyOnce(claim, presenter, .presentedItemDidChange)
-                    }
-                } else {
-                    notifyOnce(claim, presenter, kind)
+                // One that does not declare the subitem version callback hears did change instead, which is no
+                // version message: the claim's own presenter, never told of its own changes, is not told that.
+                if presenterID == claim.request.filePresenter
+                    && !presenter.registration.callbacks.contains(kind.callback)
+                {
+                    continue
                 }
+                notifyOnce(claim, presenter, kind)
             }
             node = current.children[component]
         }

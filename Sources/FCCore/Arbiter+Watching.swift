@@ -171,17 +171,12 @@ extension Arbiter {
         {
             common += 1
         }
-        forEachEnclosingPresenter(of: from) { presenter, _ in
+        forEachEnclosingPresenter(of: from) { presenter in
             fileSystemNotify(presenter, .presentedSubitemDidMove(from: from, to: to))
         }
         // Directories the item entered without leaving (the rest heard of the move): it appeared there.
-        forEachEnclosingPresenter(of: to, below: common + 1) { presenter, package in
-            if package {
-                fileSystemNotify(presenter, .presentedItemDidChange)
-            } else {
-                fileSystemNotify(presenter, .presentedSubitemDidChange(at: to))
-                fileSystemNotify(presenter, .presentedSubitemDidAppear(at: to))
-            }
+        forEachEnclosingPresenter(of: to, below: common + 1) { presenter in
+            notifySubitemChanged(presenter, at: to, appeared: true)
         }
     }
 
@@ -225,42 +220,49 @@ extension Arbiter {
         for id in node.presenters { fileSystemNotify(id, kind) }
     }
 
-    /// Presenters of the directories enclosing `path` (root first), with `true` for a package presenter that
-    /// implements no subitem notification; only those at a depth of at least `below`.
+    /// Presenters of the directories enclosing `path` (root first); only those at a depth of at least `below`.
     private func forEachEnclosingPresenter(
         of path: ItemPath,
         below minimumDepth: Int = 0,
-        _ body: (PresenterID, _ package: Bool) -> Void
+        _ body: (PresenterID) -> Void
     ) {
         var node: AccessNode? = tree.root
         for (depth, component) in path.components.enumerated() {
             guard let current = node else { return }
             if depth >= minimumDepth {
-                let package = current !== tree.root && tree.isPackage(current)
-                for id in current.presenters {
-                    let callbacks = presenters[id]?.registration.callbacks ?? []
-                    body(id, package && callbacks.isDisjoint(with: .subitemNotifications))
-                }
+                for id in current.presenters { body(id) }
             }
             node = current.children[component]
         }
     }
 
+    /// Subitem did change (and did appear) to the presenters of enclosing directories; one that does not declare
+    /// them hears did change instead (``Arbiter/delivered(_:to:)``), once per window.
     private func notifyEnclosingDirectories(of path: ItemPath, appeared: Bool) {
-        forEachEnclosingPresenter(of: path) { presenter, package in
-            if package {
-                fileSystemNotify(presenter, .presentedItemDidChange)
-            } else {
-                fileSystemNotify(presenter, .presentedSubitemDidChange(at: path))
-                if appeared { fileSystemNotify(presenter, .presentedSubitemDidAppear(at: path)) }
-            }
+        forEachEnclosingPresenter(of: path) { presenter in
+            notifySubitemChanged(presenter, at: path, appeared: appeared)
         }
     }
 
+    /// Subitem did change, and did appear for a new item; a presenter that hears both as did change hears it once.
+    private func notifySubitemChanged(_ id: PresenterID, at path: ItemPath, appeared: Bool) {
+        let change = PresenterMessageKind.presentedSubitemDidChange(at: path)
+        fileSystemNotify(id, change)
+        guard appeared, let presenter = presenters[id] else { return }
+        let appear = PresenterMessageKind.presentedSubitemDidAppear(at: path)
+        if delivered(appear, to: presenter) == .presentedItemDidChange
+            && delivered(change, to: presenter) == .presentedItemDidChange
+        {
+            return
+        }
+        fileSystemNotify(id, appear)
+    }
+
     /// Sends a notification caused by the file system, coalesced: the first of a kind goes at once and opens a
-    /// window; more of the same in the window are held, and one is sent when the window closes.
+    /// window; more of the same in the window are held, and one is sent when the window closes. A subitem
+    /// notification the presenter does not declare goes as did change, coalesced as one (``Arbiter/delivered(_:to:)``).
     func fileSystemNotify(_ id: PresenterID, _ kind: PresenterMessageKind) {
-        guard let presenter = presenters[id], presenter.registration.callbacks.contains(kind.callback) else { return }
+        guard let presenter = presenters[id], let kind = delivered(kind, to: presenter) else { return }
         let key = PresenterMessageKey(presenter: id, kind: kind)
         if watching.windows[key] != nil {
             watching.windows[key] = true

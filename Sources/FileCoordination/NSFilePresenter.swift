@@ -208,18 +208,30 @@ extension NSFilePresenter {
     }
     /// Nothing to prepare: succeeds at once.
     public func accommodatePresentedSubitemDeletion(at url: URL) async throws {}
-    /// Does nothing.
-    public func presentedSubitemDidAppear(at url: URL) {}
-    /// Does nothing.
-    public func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {}
-    /// Does nothing.
-    public func presentedSubitemDidChange(at url: URL) {}
-    /// Does nothing.
-    public func presentedSubitem(at url: URL, didGain version: NSFileVersion) {}
-    /// Does nothing.
-    public func presentedSubitem(at url: URL, didLose version: NSFileVersion) {}
-    /// Does nothing.
-    public func presentedSubitem(at url: URL, didResolve version: NSFileVersion) {}
+    /// Not implemented: the presenter hears ``presentedItemDidChange()`` instead, once for the messages that come
+    /// together (docs/SEMANTICS.md §3, "A folder presenter that implements only did change").
+    public func presentedSubitemDidAppear(at url: URL) { subitemCallbackNotImplemented() }
+    /// Not implemented: the presenter hears ``presentedItemDidChange()`` instead, once for the messages that come
+    /// together.
+    public func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) { subitemCallbackNotImplemented() }
+    /// Not implemented: the presenter hears ``presentedItemDidChange()`` instead, once for the messages that come
+    /// together.
+    public func presentedSubitemDidChange(at url: URL) { subitemCallbackNotImplemented() }
+    /// Not implemented: the presenter hears ``presentedItemDidChange()`` instead, once for the messages that come
+    /// together.
+    public func presentedSubitem(at url: URL, didGain version: NSFileVersion) { subitemCallbackNotImplemented() }
+    /// Not implemented: the presenter hears ``presentedItemDidChange()`` instead, once for the messages that come
+    /// together.
+    public func presentedSubitem(at url: URL, didLose version: NSFileVersion) { subitemCallbackNotImplemented() }
+    /// Not implemented: the presenter hears ``presentedItemDidChange()`` instead, once for the messages that come
+    /// together.
+    public func presentedSubitem(at url: URL, didResolve version: NSFileVersion) { subitemCallbackNotImplemented() }
+
+    /// A subitem method the presenter does not implement ran: while the library delivers a message, it sends one
+    /// ``presentedItemDidChange()`` for the batch afterwards; called by the app itself, did change runs now.
+    private func subitemCallbackNotImplemented() {
+        if !ThreadContext.fellBackToDidChange() { presentedItemDidChange() }
+    }
 }
 
 extension NSFilePresenter {

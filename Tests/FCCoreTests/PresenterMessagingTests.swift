@@ -939,8 +939,39 @@ struct PresenterMessagingTests {
                 .presentedItemDidChange, try reacquire(h, package),
             ]
         )
-        // A plain directory has no such fallback.
-        #expect(h.messages(to: plainDirectory).isEmpty)
+        // A plain directory enclosing the package hears the same fallback (issue 37), once per claim.
+        #expect(h.messages(to: plainDirectory) == [.presentedItemDidChange, .presentedItemDidChange])
+    }
+
+    // MARK: Bullet: a folder presenter that implements only did change (issue 37)
+
+    @Test func bullet_folderPresenterWithOnlyDidChangeHearsDidChangeOncePerClaim() throws {
+        let h = ArbiterHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let folder = h.present("/d", client: app, callbacks: [.presentedItemDidChange])
+        let both = h.present("/d", client: app, callbacks: [.presentedItemDidChange, .presentedSubitemDidChange])
+        // A new file: subitem did change and did appear, one did change.
+        let create = h.write("/d/new", client: tool)
+        h.finish(create, created: ["/d/new"])
+        #expect(h.messages(to: folder) == [.presentedItemDidChange])
+        // One that implements subitem did change hears it, and did change for the appearance it does not implement.
+        #expect(h.messages(to: both) == [.presentedSubitemDidChange(at: path("/d/new")), .presentedItemDidChange])
+        h.clearEffects()
+        // Two items written by one claim: one did change.
+        let two = h.claim([ArbiterHarness.write("/d/a"), ArbiterHarness.write("/d/b")], client: tool)
+        h.finish(two)
+        #expect(h.messages(to: folder) == [.presentedItemDidChange])
+        h.clearEffects()
+        // A move inside it, and a version of an item in it.
+        let move = h.claim(
+            [ArbiterHarness.write("/d/a", .forMoving), ArbiterHarness.write("/d/c", .forReplacing)],
+            client: tool
+        )
+        h.send(.itemMoved(move, from: path("/d/a"), to: path("/d/c")))
+        h.send(.versionChanged(move, path("/d/c"), .added(VersionID("v1"))))
+        h.finish(move)
+        #expect(h.messages(to: folder) == [.presentedItemDidChange])
     }
 
     // MARK: Bullet: declared callbacks

@@ -210,9 +210,32 @@ struct WatchingTests {
     @Test func unimplementedCallbacksAreNotSent() {
         let h = watchingHarness()
         let app = h.connect("app")
+        let folder = h.present("/d", client: app, callbacks: [.presentedSubitemDidMove])
+        h.fs(.created(path("/d/n"), isDirectory: false))
+        h.settle()
+        #expect(h.messages(to: folder).isEmpty)
+    }
+
+    /// A folder presenter that implements only did change hears its folder's changes as did change, once per burst
+    /// (issue 37: macOS code written that way heard nothing).
+    @Test func aFolderPresenterWithOnlyDidChangeHearsItsFolderChange() {
+        let h = watchingHarness()
+        let app = h.connect("app")
         let folder = h.present("/d", client: app, callbacks: [.presentedItemDidChange])
         h.fs(.created(path("/d/n"), isDirectory: false))
-        #expect(h.messages(to: folder).isEmpty)
+        h.settle()
+        #expect(h.messages(to: folder) == [.presentedItemDidChange], "a creation: one did change")
+        h.clearEffects()
+        h.fs(.closedAfterWriting(path("/d/a")), .closedAfterWriting(path("/d/b")), .deleted(path("/d/c")))
+        h.settle()
+        #expect(
+            h.messages(to: folder) == [.presentedItemDidChange, .presentedItemDidChange],
+            "the first, then the burst"
+        )
+        h.clearEffects()
+        h.fs(.movedFrom(path("/d/x"), cookie: 7), .movedTo(path("/d/y"), cookie: 7, isDirectory: false))
+        h.settle()
+        #expect(h.messages(to: folder) == [.presentedItemDidChange], "a rename inside it")
     }
 
     // MARK: Coalescing

@@ -1,4 +1,5 @@
 import Dispatch
+import FCSystem
 import FileCoordination
 import Foundation
 import Testing
@@ -260,7 +261,9 @@ struct TempDirectory {
     /// A file in the directory, written with `contents` (or left absent when `contents` is `nil`).
     func file(_ name: String, _ contents: String? = "contents") throws -> URL {
         let file = url.appendingPathComponent(name, isDirectory: false)
-        if let contents { try Data(contents.utf8).write(to: file) }
+        // Through an O_CLOEXEC descriptor: Foundation's Data.write(to:) leaves the descriptor to a child another test
+        // spawns meanwhile, and the file's IN_CLOSE_WRITE then comes late, to a presenter registered after it.
+        if let contents { try FileSystemChanges.writeFile(file.path, Array(contents.utf8)) }
         return file
     }
 

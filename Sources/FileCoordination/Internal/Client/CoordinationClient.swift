@@ -252,10 +252,29 @@ final class CoordinationClient: Sendable {
         }
         let presenter = UncheckedPresenter(value: entry.presenter)
         let id = message.presenter
+        let subitem = PresenterCallbacks.subitemNotifications.contains(message.kind.callback)
         entry.queue.addOperation { [self] in
             ThreadContext.withCallback(message.kind.callback, of: id) {
-                PresenterDelivery.run(message, on: presenter.value, client: self)
+                guard subitem else {
+                    PresenterDelivery.run(message, on: presenter.value, client: self)
+                    return
+                }
+                let fellBack = ThreadContext.withSubitemDelivery {
+                    PresenterDelivery.run(message, on: presenter.value, client: self)
+                }
+                if fellBack { sendFallbackDidChange(to: entry, id: id) }
             }
+        }
+    }
+
+    /// The presenter does not implement a subitem method (the protocol's default ran): it hears did change instead,
+    /// once for every subitem message queued before that did change runs (docs/SEMANTICS.md §3, issue 37).
+    private func sendFallbackDidChange(to entry: PresenterRegistry.Entry, id: PresenterID) {
+        guard !entry.fallbackDidChangeQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let presenter = UncheckedPresenter(value: entry.presenter)
+        entry.queue.addOperation {
+            entry.fallbackDidChangeQueued.store(false, ordering: .releasing)
+            ThreadContext.withCallback(.presentedItemDidChange, of: id) { presenter.value.presentedItemDidChange() }
         }
     }
 }

@@ -27,6 +27,9 @@ enum ThreadContext {
     private final class State {
         var callback: Callback?
         var accesses: [Access] = []
+        /// While a subitem message is delivered here (``withSubitemDelivery(_:)``): whether the presenter's method
+        /// was the protocol's default, which asks for did change instead.
+        var subitemFallback: Bool?
     }
 
     private static let state = ThreadLocal { State() }
@@ -45,6 +48,26 @@ enum ThreadContext {
         state.callback = Callback(presenter: presenter, callback: callback)
         defer { state.callback = previous }
         return try body()
+    }
+
+    /// Runs `body`, the delivery of a subitem message; returns whether the presenter's method that ran in it was the
+    /// protocol's default (it called ``fellBackToDidChange()``).
+    static func withSubitemDelivery(_ body: () -> Void) -> Bool {
+        let state = state.value
+        let previous = state.subitemFallback
+        state.subitemFallback = false
+        defer { state.subitemFallback = previous }
+        body()
+        return state.subitemFallback == true
+    }
+
+    /// Called by a default subitem method: `true` when a subitem message is being delivered on this thread (the
+    /// deliverer then sends did change, once per batch), `false` when the app called the method itself.
+    static func fellBackToDidChange() -> Bool {
+        let state = state.value
+        guard state.subitemFallback != nil else { return false }
+        state.subitemFallback = true
+        return true
     }
 
     /// The accessors running on this thread, innermost last.

@@ -2,6 +2,7 @@ import Dispatch
 import FCCore
 import FCToolkit
 import Foundation
+import Synchronization
 
 /// A client's presenters: their ids, the ids of the serial queues they run on, the errors they failed with and the
 /// reacquirers they gave when they relinquished.
@@ -25,6 +26,9 @@ final class PresenterRegistry: Sendable {
         let identity: ItemIdentity?
         /// That file had other names (hard links) at registration: the daemon recalls every lease for it (issue 23).
         let hasOtherNames: Bool
+        /// A did change standing in for subitem messages the presenter does not implement is queued and has not run
+        /// yet: more such messages join it (``CoordinationClient``'s fallback, issue 37).
+        let fallbackDidChangeQueued = Atomic<Bool>(false)
 
         init(
             presenter: any NSFilePresenter,
