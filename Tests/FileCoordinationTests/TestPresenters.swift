@@ -263,7 +263,7 @@ struct TempDirectory {
         let file = url.appendingPathComponent(name, isDirectory: false)
         // Through an O_CLOEXEC descriptor: Foundation's Data.write(to:) leaves the descriptor to a child another test
         // spawns meanwhile, and the file's IN_CLOSE_WRITE then comes late, to a presenter registered after it.
-        if let contents { try FileSystemChanges.writeFile(file.path, Array(contents.utf8)) }
+        if let contents { try FileSystemCalls.writeFile(file.path, Array(contents.utf8)) }
         return file
     }
 
