@@ -32,6 +32,14 @@ int cfc_accept_cloexec(int fd) {
     return accept4(fd, (struct sockaddr *)0, (socklen_t *)0, SOCK_CLOEXEC);
 }
 
+int cfc_open_directory_path(const char *path) {
+    int fd;
+    do {
+        fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
 int cfc_statx(const char *path, int follow, struct cfc_status *out) {
     struct statx buffer;
     int result = statx(AT_FDCWD, path, follow ? 0 : AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_MNT_ID, &buffer);

@@ -75,7 +75,13 @@ public final class DaemonService: Service, Sendable {
             server = try await bootstrap.withBoundSocket(activated).get()
         } else {
             // Holding the lock, any socket file left is a dead daemon's: replace it.
-            server = try await bootstrap.bind(unixDomainSocketPath: socketPath, cleanupExistingSocketFile: true).get()
+            // A path too long for a socket address is bound through its folder's descriptor (issue 37).
+            let addressable = try AddressablePath(socketPath)
+            defer { addressable.close() }
+            server = try await bootstrap.bind(
+                unixDomainSocketPath: addressable.spelling,
+                cleanupExistingSocketFile: true
+            ).get()
         }
         if activated == nil { makePrivate(socket: socketPath) }
         logger.info(

@@ -39,7 +39,13 @@ public final class UnixSocket: Sendable {
     ///
     /// - Throws: `Errno.fileNameTooLong` for a path longer than `sun_path` holds; the `Errno` of `socket` or
     ///   `connect` otherwise (`ENOENT`: no socket file; `ECONNREFUSED`: nothing listens).
+    ///
+    /// A path longer than a socket address holds is reached through its folder (``withAddressablePath(_:_:)``).
     public static func connect(to path: String) throws(Errno) -> UnixSocket {
+        try withAddressablePath(path) { (path) throws(Errno) in try connectDirectly(to: path) }
+    }
+
+    private static func connectDirectly(to path: String) throws(Errno) -> UnixSocket {
         var address = try Self.address(path)
         let socket = try open()
         // connect is not restarted after EINTR (a retry fails with EALREADY while the first attempt proceeds).
@@ -53,8 +59,27 @@ public final class UnixSocket: Sendable {
         return socket
     }
 
-    /// A new socket bound at `path` and listening with `backlog`.
+    /// A new socket bound at `path` and listening with `backlog`. A path longer than a socket address holds is
+    /// reached through its folder (``withAddressablePath(_:_:)``).
     public static func listen(at path: String, backlog: Int32 = 64) throws(Errno) -> UnixSocket {
+        try withAddressablePath(path) { (path) throws(Errno) in try listenDirectly(at: path, backlog: backlog) }
+    }
+
+    /// The longest path a socket address holds (`sun_path` less its terminating NUL): 107 bytes on Linux.
+    public static let maximumAddressLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// Runs `body` with a spelling of `path` that fits in a socket address (``AddressablePath``), kept valid for
+    /// the call.
+    public static func withAddressablePath<T>(
+        _ path: String,
+        _ body: (String) throws(Errno) -> T
+    ) throws(Errno) -> T {
+        let addressable = try AddressablePath(path)
+        defer { addressable.close() }
+        return try body(addressable.spelling)
+    }
+
+    private static func listenDirectly(at path: String, backlog: Int32) throws(Errno) -> UnixSocket {
         var address = try Self.address(path)
         let socket = try open()
         _ = try valueOrErrno {
@@ -329,5 +354,46 @@ public struct PeerCredentials: Sendable, Hashable {
     /// Credentials from the value `getsockopt(SO_PEERCRED)` wrote.
     public init(_ kernel: KernelValue) {
         self.init(pid: kernel.value.pid, uid: kernel.value.uid, gid: kernel.value.gid)
+    }
+}
+
+/// A spelling of a socket's path that fits in a socket address (`sun_path`, 107 bytes): the path itself when it fits,
+/// else `/proc/self/fd/N/NAME`, N being a descriptor of the path's folder (`O_PATH`, close-on-exec) held until
+/// ``close()``. The kernel resolves that spelling to the same file, so `bind` creates and `connect` finds the socket
+/// at the path however deep its folder is (issue 37: runtime folders deep in temporary trees).
+///
+/// - Important: Use the spelling only until ``close()`` (or the object goes away), on the thread that made it or
+///   after handing it over; it names the folder's descriptor, which is this process's alone.
+public final class AddressablePath: Sendable {
+    /// The path to give `bind` or `connect`.
+    public let spelling: String
+    private let folder: Int32
+
+    /// - Throws: `Errno.fileNameTooLong` when even the folder's spelling is too long (a socket's own name of about
+    ///   90 bytes or more) or `/proc` is not mounted; the folder's `open` error otherwise.
+    public init(_ path: String) throws(Errno) {
+        guard path.utf8.count > UnixSocket.maximumAddressLength else {
+            spelling = path
+            folder = -1
+            return
+        }
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { throw Errno.fileNameTooLong }
+        let folderPath = slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+        let name = String(path[path.utf8.index(after: slash)...])
+        let descriptor = try valueOrErrno { cfc_open_directory_path(folderPath) }
+        let spelled = "/proc/self/fd/\(descriptor)/\(name)"
+        var status = stat()
+        guard spelled.utf8.count <= UnixSocket.maximumAddressLength, stat("/proc/self/fd/\(descriptor)", &status) == 0
+        else {
+            _ = libcClose(descriptor)
+            throw Errno.fileNameTooLong
+        }
+        spelling = spelled
+        folder = descriptor
+    }
+
+    /// Closes the folder's descriptor; the spelling names nothing afterwards. Call once.
+    public func close() {
+        if folder >= 0 { _ = libcClose(folder) }
     }
 }

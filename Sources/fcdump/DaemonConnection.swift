@@ -26,7 +26,11 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
         case .untrusted(let refusal):
             throw DumpError(description: refusal.description)
         case .unreachable(.fileNameTooLong):
-            throw DumpError(description: "the socket path is too long: \(socketPath)")
+            throw DumpError(
+                description: "the socket path \(socketPath) is \(socketPath.utf8.count) bytes long: a Unix socket "
+                    + "address holds \(UnixSocket.maximumAddressLength), and reaching it through its folder "
+                    + "(/proc/self/fd) did not work either; use a shorter --socket"
+            )
         case .unreachable(let error):
             throw DumpError(
                 description: """

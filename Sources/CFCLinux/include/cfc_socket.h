@@ -24,4 +24,9 @@ struct cfc_ucred {
 /// a GNU extension). Returns the descriptor, or -1 and `errno`.
 int cfc_accept_cloexec(int fd);
 
+/// Opens the directory at `path` as a path-only descriptor (`O_PATH | O_DIRECTORY | O_CLOEXEC`; `O_PATH` is a GNU
+/// name), to reach a socket in it as `/proc/self/fd/N/NAME` when its full path does not fit in a socket address.
+/// Returns the descriptor, or -1 and `errno`.
+int cfc_open_directory_path(const char *path);
+
 #endif

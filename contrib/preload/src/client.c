@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -387,6 +388,40 @@ static int await_hello_reply(int fd) {
     }
 }
 
+#ifndef O_PATH
+#define O_PATH 010000000
+#endif
+
+/// Fills `address` with the daemon's socket path, or, when that is too long for `sun_path`, with
+/// `/proc/self/fd/N/NAME`, N a path-only descriptor of its folder left in `*folder` for the caller to close after
+/// connecting. Returns 0 when neither fits (the preload then does nothing, as without a daemon).
+static int socket_address(struct sockaddr_un *address, int *folder) {
+    const char *path = fcp_settings.socket_path;
+    size_t length = strlen(path);
+    if (length < sizeof address->sun_path) {
+        memcpy(address->sun_path, path, length + 1);
+        return 1;
+    }
+    const char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(slash - path) >= PATH_MAX) return 0;
+    char directory[PATH_MAX];
+    size_t directory_length = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(directory, path, directory_length);
+    directory[directory_length] = 0;
+    int fd;
+    do {
+        fd = fcp_real.open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return 0;
+    int written = snprintf(address->sun_path, sizeof address->sun_path, "/proc/self/fd/%d/%s", fd, slash + 1);
+    if (written < 0 || (size_t)written >= sizeof address->sun_path) {
+        fcp_real.close(fd);
+        return 0;
+    }
+    *folder = fd;
+    return 1;
+}
+
 static int connect_locked(void) {
     if (connection >= 0) return 1;
     if (fcp_settings.disabled || reader_active) return 0;
@@ -394,17 +429,22 @@ static int connect_locked(void) {
     retry_after = after(now(), 1000);
     if (!trusted_folder()) return 0;
     struct sockaddr_un address = {.sun_family = AF_UNIX};
-    size_t length = strlen(fcp_settings.socket_path);
-    if (length >= sizeof address.sun_path) return 0;
-    memcpy(address.sun_path, fcp_settings.socket_path, length + 1);
+    // A path too long for a socket address is reached through its folder, as /proc/self/fd/N/NAME (the Swift
+    // client's AddressablePath, issue 37); the folder's descriptor lives only for the connect.
+    int folder = -1;
+    if (!socket_address(&address, &folder)) return 0;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return 0;
+    if (fd < 0) {
+        if (folder >= 0) fcp_real.close(folder);
+        return 0;
+    }
     struct timeval send_timeout = {.tv_sec = 2};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
     int connected;
     do {
         connected = fcp_real.connect(fd, &address, (unsigned)sizeof address);
     } while (connected != 0 && errno == EINTR);
+    if (folder >= 0) fcp_real.close(folder);
     if (connected != 0 || !trusted_peer(fd)) {
         fcp_real.close(fd);
         return 0;

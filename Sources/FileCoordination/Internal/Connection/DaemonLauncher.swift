@@ -35,6 +35,10 @@ enum DaemonLauncher {
         case .failure(.untrusted(let refusal)): return .failure(untrusted(refusal))
         case .failure(.unreachable(let error)): firstError = error
         }
+        if firstError == .fileNameTooLong {
+            // No daemon could listen there either: fail now, and start none (issue 37).
+            return .failure(.unreachable(socketPathTooLong(socketPath)))
+        }
         guard mayStart else {
             return .failure(.transient("No filecoordd answers at \(socketPath) (connect: \(firstError))."))
         }
@@ -88,6 +92,17 @@ enum DaemonLauncher {
     /// (``DaemonTrust``; docs/SEMANTICS.md §12). Nothing is sent on it yet.
     private static func connectTrusted(_ socketPath: String) -> Result<UnixSocket, DaemonTrust.ConnectFailure> {
         Result { () throws(DaemonTrust.ConnectFailure) in try DaemonTrust.connect(to: socketPath) }
+    }
+
+    /// The socket's path cannot be put in a socket address, even through its folder (``AddressablePath``).
+    static func socketPathTooLong(_ socketPath: String) -> FileCoordinationError {
+        FileCoordinationError(
+            .arbiterUnreachable,
+            "The daemon's socket path \(socketPath) is \(socketPath.utf8.count) bytes long: a Unix socket address "
+                + "holds \(UnixSocket.maximumAddressLength), and reaching it through its folder (/proc/self/fd) did "
+                + "not work either (is /proc mounted? is the socket's own name under 90 bytes?). Set "
+                + "FILECOORDD_SOCKET or XDG_RUNTIME_DIR to a shorter path. No daemon was started."
+        )
     }
 
     /// A socket that is not this user's daemon's: the call fails with the reason, and is neither tried again nor
