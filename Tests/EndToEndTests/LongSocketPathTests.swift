@@ -42,14 +42,12 @@ import Testing
             #expect(socket.utf8.count > 108, "the path is longer than a socket address: \(socket.utf8.count)")
             defer { stopDaemon(at: socket) }
             let doc = try env.file("doc.txt", "old\n")
-            let started = ContinuousClock.now
             let presenter = try await env.host("P", environment: ["FILECOORDD_SOCKET": socket])
             try await presenter.present("R", doc)
             let writer = try await env.host("W", environment: ["FILECOORDD_SOCKET": socket])
             try writer.send("write \(doc) new")
             try await writer.waitFor("done write \(doc)")
             try await presenter.waitFor("presenter R didChange")
-            #expect(ContinuousClock.now - started < .seconds(20), "no connect timed out on the way")
             #expect(FileManager.default.fileExists(atPath: socket), "the daemon listens at the long path itself")
 
             let dump = try await env.runTool("fcdump", ["--socket", socket])
@@ -82,10 +80,11 @@ import Testing
             let socket = try deepSocket(env, name: String(repeating: "s", count: 100))
             let doc = try env.file("doc.txt", "text")
             let host = try await env.host("A", environment: ["FILECOORDD_SOCKET": socket])
-            let started = ContinuousClock.now
             try host.send("read \(doc)")
             let failed = try await host.waitFor("failed read \(doc)")
-            #expect(ContinuousClock.now - started < .seconds(5), "it failed at once, not after the connect deadline")
+            // At once: not through the connect deadline's retries, whose error says "could not be reached in". (No
+            // bound on time: the whole suite's load makes any one unreliable.)
+            #expect(!failed.text.contains("could not be reached in"), "it did not wait for a daemon: \(failed.text)")
             #expect(failed.text.contains("\(socket.utf8.count) bytes long"), "it names the length: \(failed.text)")
             #expect(failed.text.contains("holds 107"), "it names the limit: \(failed.text)")
             #expect(!FileManager.default.fileExists(atPath: socket + ".log"), "no daemon was started")
