@@ -103,6 +103,8 @@ extension Arbiter {
                 queueOverflowed()
             case .watchFailed(let directory, let reason):
                 watchFailed(directory, reason: reason)
+            case .changedBeforeWatch(let path, let id):
+                changedBeforeWatch(path, presenter: id)
             }
         }
         startWatchTimerIfNeeded()
@@ -177,6 +179,18 @@ extension Arbiter {
         // Directories the item entered without leaving (the rest heard of the move): it appeared there.
         forEachEnclosingPresenter(of: to, below: common + 1) { presenter in
             notifySubitemChanged(presenter, at: to, appeared: true)
+        }
+    }
+
+    /// A change made before a presenter's watch existed but after it registered: told to that presenter only (it
+    /// may have been registered too late to hear the event), as the watcher reports changes.
+    /// A coordinated write's own change is not one (its claim told whoever it had to tell, never its own presenter).
+    private func changedBeforeWatch(_ path: ItemPath, presenter id: PresenterID) {
+        guard let presenter = presenters[id], let own = presenter.registration.path, !isEcho(path) else { return }
+        if path == own {
+            fileSystemNotify(id, .presentedItemDidChange)
+        } else if path.parent == own {
+            fileSystemNotify(id, .presentedSubitemDidChange(at: path))
         }
     }
 

@@ -41,6 +41,10 @@ public struct PresenterRegistration: Hashable, Sendable {
     /// The file had more than one name (`st_nlink` above 1) at registration: its other names may lie inside a lease,
     /// so the presenter recalls every lease (docs/SEMANTICS.md §13) to hear what their holders write.
     public var hasOtherNames: Bool
+    /// When the client registered the presenter, on the wall clock in nanoseconds since the epoch (issue 37); `nil`
+    /// from older clients. The arbiter does not read it: the daemon's host has its watcher report, once the item is
+    /// watched, a change made since then (``FileSystemEvent/changedBeforeWatch(_:presenter:)``).
+    public var registeredAt: Int64?
 
     /// Creates a registration. By default the presenter implements every callback, is not a package and shares
     /// its queue with no other presenter.
@@ -52,8 +56,10 @@ public struct PresenterRegistration: Hashable, Sendable {
         isPackage: Bool = false,
         serialQueue: UInt64? = nil,
         identity: ItemIdentity? = nil,
-        hasOtherNames: Bool = false
+        hasOtherNames: Bool = false,
+        registeredAt: Int64? = nil
     ) {
+        self.registeredAt = registeredAt
         self.id = id
         self.client = client
         self.path = path

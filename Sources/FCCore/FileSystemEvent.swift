@@ -23,6 +23,11 @@ public enum FileSystemEvent: Hashable, Sendable {
     /// `max_user_watches` or the daemon's own cap), or the kernel refused for another reason. Presenters that
     /// relied on it are reported (``ArbiterEffect/watchUnavailable(_:client:directory:reason:)``).
     case watchFailed(ItemPath, reason: String)
+    /// An item changed between a presenter's registration and the moment its watch was in place (issue 37): the
+    /// watcher found the item's (or, for a directory presenter, an entry's) change time not older than the
+    /// registration. Told to that presenter alone (the others were registered, and heard of it from inotify): did
+    /// change for its item, subitem did change for an entry of its directory.
+    case changedBeforeWatch(ItemPath, presenter: PresenterID)
 }
 
 /// Counters of the file-system watching rules, for the dump and for tests.

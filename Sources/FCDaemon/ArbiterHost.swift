@@ -397,6 +397,10 @@ final class ArbiterHost {
                 break
             }
         }
+        if let registered = routed.registered {
+            // After the registration's watches: what changed between the registration and them (issue 37).
+            watcher?.changedSince(registered.since, path: registered.path, presenter: registered.presenter)
+        }
         for (client, effects) in routed.perClient {
             let namespace = namespaces[client]
             for effect in effects {

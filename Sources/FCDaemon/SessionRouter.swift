@@ -16,6 +16,9 @@ public final class SessionRouter {
         public var perClient: [(ClientID, [ArbiterEffect])] = []
         /// Timers to start or cancel, and log records (global ids).
         public var host: [ArbiterEffect] = []
+        /// A presenter registered with its registration time (issue 37): the host asks the watcher, after the
+        /// watches above, for what changed at its item since then.
+        public var registered: (presenter: PresenterID, path: ItemPath, since: Int64)?
     }
 
     /// Why a client's request was refused before it reached the arbiter.
@@ -219,7 +222,12 @@ public final class SessionRouter {
             global = .versionChanged(id, path, change)
         }
         sessions[client] = session
-        let routed = route(arbiter.handle(global, at: now()))
+        var routed = route(arbiter.handle(global, at: now()))
+        if case .presenterAdded(let registration) = global, let path = registration.path,
+            let since = registration.registeredAt
+        {
+            routed.registered = (registration.id, path, since)
+        }
         if let finished, arbiter.phase(of: finished) == nil,
             let (owner, local) = claimOwner.removeValue(forKey: finished)
         {

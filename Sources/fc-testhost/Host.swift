@@ -75,6 +75,11 @@ final class Host: @unchecked Sendable {
             )
             lock.withLock { presenters[arguments[0]] = presenter }
             NSFileCoordinator.addFilePresenter(presenter)
+            if arguments.contains("change-at-once") {
+                // An uncoordinated change the moment addFilePresenter returned (issue 37): appended to a file, or a
+                // new file in a folder.
+                Self.changeWithoutCoordination(arguments[1])
+            }
             say("presenting \(arguments[0]) \(arguments[1])")
         case "unpresent" where arguments.count == 1:
             if let presenter = lock.withLock({ presenters.removeValue(forKey: arguments[0]) }) {
@@ -253,5 +258,22 @@ final class Host: @unchecked Sendable {
         default:
             say("error unknown command: \(words.joined(separator: " "))")
         }
+    }
+}
+
+extension Host {
+    /// Appends a line to the file at `path` without coordination, or, for a folder, creates `changed-at-once` in it.
+    static func changeWithoutCoordination(_ path: String) {
+        var isDirectory: ObjCBool = false
+        _ = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        let target = isDirectory.boolValue ? path + "/changed-at-once" : path
+        if !FileManager.default.fileExists(atPath: target) {
+            _ = FileManager.default.createFile(atPath: target, contents: Data("at once\n".utf8))
+            return
+        }
+        guard let handle = FileHandle(forWritingAtPath: target) else { return }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: Data("at once\n".utf8))
+        try? handle.close()
     }
 }

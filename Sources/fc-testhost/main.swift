@@ -5,7 +5,10 @@
 // per line, flushed at once:
 //
 //   present NAME PATH [refuse-save] [never-answer] [no-reacquire] [read-on-change] [main-queue] [show-contents]
-//                                                                    with show-contents it prints
+//           [change-at-once]                                         with change-at-once, appends a line to PATH (a
+//                                                                    file) or creates PATH/changed-at-once (a folder)
+//                                                                    without coordination the moment addFilePresenter
+//                                                                    returned; with show-contents it prints
 //                                                                    `presenter NAME contents TEXT` (its item's text,
 //                                                                    or `-` when missing) after relinquishToWriter and
 //                                                                    before reacquire, so that a test sees what the

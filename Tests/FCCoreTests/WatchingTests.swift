@@ -216,6 +216,33 @@ struct WatchingTests {
         #expect(h.messages(to: folder).isEmpty)
     }
 
+    /// A change found between a presenter's registration and its watch (issue 37) is told to that presenter alone:
+    /// did change for its item, subitem did change for an entry of its folder; nothing for a coordinated write's own.
+    @Test func aChangeBeforeTheWatchIsToldToTheNewPresenterAlone() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let earlier = h.present("/d/f", client: app)
+        let file = h.present("/d/f", client: app)
+        let folder = h.present("/d", client: app)
+        h.fs(.changedBeforeWatch(path("/d/f"), presenter: file))
+        h.fs(.changedBeforeWatch(path("/d/g"), presenter: folder))
+        h.fs(.changedBeforeWatch(path("/elsewhere"), presenter: folder))
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(h.messages(to: folder) == [.presentedSubitemDidChange(at: path("/d/g"))])
+        #expect(h.messages(to: earlier).isEmpty)
+        h.clearEffects()
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        h.fs(.changedBeforeWatch(path("/d/f"), presenter: file))
+        h.finish(write)
+        h.clearEffects()
+        h.fs(.changedBeforeWatch(path("/d/f"), presenter: file))
+        h.settle()
+        #expect(h.messages(to: file).isEmpty, "a coordinated write's own change was told by its claim")
+    }
+
     /// A folder presenter that implements only did change hears its folder's changes as did change, once per burst
     /// (issue 37: macOS code written that way heard nothing).
     @Test func aFolderPresenterWithOnlyDidChangeHearsItsFolderChange() {

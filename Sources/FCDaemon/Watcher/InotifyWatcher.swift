@@ -23,6 +23,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         case watch(ItemPath)
         case unwatch(ItemPath)
         case fileWritten(FileIdentity)
+        case changedSince(Int64, ItemPath, PresenterID)
     }
 
     /// The events watched in every directory.
@@ -128,6 +129,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     public func fileWritten(_ identity: ItemIdentity) {
         enqueue(.fileWritten(FileIdentity(device: identity.device, inode: identity.inode)))
+    }
+
+    public func changedSince(_ since: Int64, path: ItemPath, presenter: PresenterID) {
+        enqueue(.changedSince(since, path, presenter))
     }
 
     public func stop() {
@@ -282,6 +287,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 }
             case .fileWritten(let identity):
                 reportWrite(of: identity, into: &batch)
+            case .changedSince(let since, let path, let presenter):
+                // The presenter's watches were queued before this: they are in place (or failed, and said so).
+                reportChanges(since: since, at: path, presenter: presenter, into: &batch)
             }
         }
         updateWatchCounts()
@@ -340,6 +348,31 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         names.sort()
         if scan { self.scan(directory, path: path, names: names, folds: folds, into: &batch) }
         noteEntries(in: directory, names: names, folds: folds)
+    }
+
+    /// The item at `path`, and each entry when it is a directory, whose change time is not older than `since` less
+    /// a clock tick: reported to `presenter` alone. O(entries) for a directory presenter, once per registration.
+    private func reportChanges(
+        since: Int64,
+        at path: ItemPath,
+        presenter: PresenterID,
+        into batch: inout [FileSystemEvent]
+    ) {
+        let threshold = since - ChangeTimes.tickSlack
+        let text = String(decoding: path.bytes, as: UTF8.self)
+        guard let changed = try? ChangeTimes.changeTime(of: text) else { return }
+        if changed >= threshold { batch.append(.changedBeforeWatch(path, presenter: presenter)) }
+        guard let status = try? FileSystemCalls.status(text, followingLinks: false), status.kind == .directory else {
+            return
+        }
+        let folds = byPath[path].map { foldsNames($0, path) } ?? false
+        try? FileSystemCalls.forEachEntry(ofDirectory: text) { name in
+            if let time = try? ChangeTimes.changeTime(of: text + "/" + name), time >= threshold {
+                let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
+                batch.append(.changedBeforeWatch(path.appending(bytes), presenter: presenter))
+            }
+            return true
+        }
     }
 
     func updateWatchCounts() {

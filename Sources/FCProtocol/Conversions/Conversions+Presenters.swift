@@ -23,6 +23,7 @@ extension Filecoord_V1_RegisterPresenter {
         if let queue = registration.serialQueue { serialQueue = queue }
         if let identity = registration.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
         hasOtherNames_p = registration.hasOtherNames
+        if let registeredAt = registration.registeredAt { registeredAtNs = registeredAt }
     }
 }
 
@@ -44,7 +45,8 @@ extension PresenterRegistration {
             isPackage: wire.isPackage,
             serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil,
             identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
-            hasOtherNames: wire.hasOtherNames_p
+            hasOtherNames: wire.hasOtherNames_p,
+            registeredAt: wire.hasRegisteredAtNs ? wire.registeredAtNs : nil
         )
     }
 }

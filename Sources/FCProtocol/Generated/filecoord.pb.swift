@@ -555,6 +555,19 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   /// file's other names may lie inside one), and no lease is granted while it is registered (revision 3).
   public var hasOtherNames_p: Bool = false
 
+  /// When addFilePresenter ran in the client (CLOCK_REALTIME, nanoseconds since the epoch), issue 37: once the daemon
+  /// watches the item, it reports to this presenter a change whose file change time (st_ctim) is not older than this,
+  /// less one clock tick, as the watcher reports changes: what happened between the registration and the watch.
+  /// Absent from older clients: nothing is checked.
+  public var registeredAtNs: Int64 {
+    get {_registeredAtNs ?? 0}
+    set {_registeredAtNs = newValue}
+  }
+  /// Returns true if `registeredAtNs` has been explicitly set.
+  public var hasRegisteredAtNs: Bool {self._registeredAtNs != nil}
+  /// Clears the value of `registeredAtNs`. Subsequent reads from it will return its default value.
+  public mutating func clearRegisteredAtNs() {self._registeredAtNs = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -562,6 +575,7 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   fileprivate var _path: Data? = nil
   fileprivate var _serialQueue: UInt64? = nil
   fileprivate var _identity: Filecoord_V1_FileIdentity? = nil
+  fileprivate var _registeredAtNs: Int64? = nil
 }
 
 /// NSFileCoordinator.removeFilePresenter(_:). No reply. Its pending requests count as answered.
@@ -2176,7 +2190,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0\u{3}has_other_names\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0\u{3}has_other_names\0\u{3}registered_at_ns\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2191,6 +2205,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self._serialQueue) }()
       case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
       case 41: try { try decoder.decodeSingularBoolField(value: &self.hasOtherNames_p) }()
+      case 42: try { try decoder.decodeSingularInt64Field(value: &self._registeredAtNs) }()
       default: break
       }
     }
@@ -2222,6 +2237,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if self.hasOtherNames_p != false {
       try visitor.visitSingularBoolField(value: self.hasOtherNames_p, fieldNumber: 41)
     }
+    try { if let v = self._registeredAtNs {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 42)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2233,6 +2251,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs._serialQueue != rhs._serialQueue {return false}
     if lhs._identity != rhs._identity {return false}
     if lhs.hasOtherNames_p != rhs.hasOtherNames_p {return false}
+    if lhs._registeredAtNs != rhs._registeredAtNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

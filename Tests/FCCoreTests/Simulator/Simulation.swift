@@ -274,7 +274,7 @@ struct Simulation {
         var events: [FileSystemEvent] = []
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
             let path = Self.universe.randomElement(using: &rng)!
-            switch Int.random(in: 0..<10, using: &rng) {
+            switch Int.random(in: 0..<11, using: &rng) {
             case 0..<3: events.append(.closedAfterWriting(path))
             case 3..<5: events.append(.created(path, isDirectory: rng.chance(30)))
             case 5..<6: events.append(.deleted(path))
@@ -284,7 +284,12 @@ struct Simulation {
                 if to != path, !to.isDescendant(of: path) { events.append(.movedFrom(path, cookie: cookie)) }
                 if rng.chance(80) { events.append(.movedTo(to, cookie: cookie, isDirectory: rng.chance(30))) }
             case 8: events.append(.overflow)
-            default: events.append(.watchFailed(path, reason: "simulated"))
+            case 9: events.append(.watchFailed(path, reason: "simulated"))
+            default:
+                // What the watcher found changed between a presenter's registration and its watch (issue 37); any
+                // presenter, removed ones included.
+                let presenter = presenterInfo.keys.sorted().randomElement(using: &rng) ?? PresenterID(newID())
+                events.append(.changedBeforeWatch(path, presenter: presenter))
             }
         }
         return events

@@ -2079,7 +2079,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   (ProtobufCMessageInit) filecoord__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[7] =
+static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[8] =
 {
   {
     "presenter_id",
@@ -2165,6 +2165,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "registered_at_ns",
+    42,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RegisterPresenter, registered_at_ns),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__register_presenter__field_indices_by_name[] = {
   2,   /* field[2] = callbacks */
@@ -2173,13 +2185,14 @@ static const unsigned filecoord__v1__register_presenter__field_indices_by_name[]
   3,   /* field[3] = is_package */
   1,   /* field[1] = path */
   0,   /* field[0] = presenter_id */
+  7,   /* field[7] = registered_at_ns */
   4,   /* field[4] = serial_queue */
 };
 static const ProtobufCIntRange filecoord__v1__register_presenter__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 40, 5 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
 {
@@ -2189,7 +2202,7 @@ const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
   "Filecoord__V1__RegisterPresenter",
   "filecoord.v1",
   sizeof(Filecoord__V1__RegisterPresenter),
-  7,
+  8,
   filecoord__v1__register_presenter__field_descriptors,
   filecoord__v1__register_presenter__field_indices_by_name,
   2,  filecoord__v1__register_presenter__number_ranges,

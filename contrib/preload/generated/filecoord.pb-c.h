@@ -374,10 +374,17 @@ struct  Filecoord__V1__RegisterPresenter
    * file's other names may lie inside one), and no lease is granted while it is registered (revision 3).
    */
   protobuf_c_boolean has_other_names;
+  /*
+   * When addFilePresenter ran in the client (CLOCK_REALTIME, nanoseconds since the epoch), issue 37: once the daemon
+   * watches the item, it reports to this presenter a change whose file change time (st_ctim) is not older than this,
+   * less one clock tick, as the watcher reports changes: what happened between the registration and the watch.
+   * Absent from older clients: nothing is checked.
+   */
+  int64_t registered_at_ns;
 };
 #define FILECOORD__V1__REGISTER_PRESENTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__register_presenter__descriptor) \
-    , 0, {0,NULL}, 0, 0, 0, NULL, 0 }
+    , 0, {0,NULL}, 0, 0, 0, NULL, 0, 0 }
 
 
 /*

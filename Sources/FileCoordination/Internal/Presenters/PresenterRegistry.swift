@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCSystem
 import FCToolkit
 import Foundation
 import Synchronization
@@ -29,6 +30,9 @@ final class PresenterRegistry: Sendable {
         /// A did change standing in for subitem messages the presenter does not implement is queued and has not run
         /// yet: more such messages join it (``CoordinationClient``'s fallback, issue 37).
         let fallbackDidChangeQueued = Atomic<Bool>(false)
+        /// When `addFilePresenter` ran (wall clock, ns): sent with every registration, so that the daemon reports a
+        /// change made after it but before its watch was in place (issue 37).
+        let registeredAt = ChangeTimes.now
 
         init(
             presenter: any NSFilePresenter,
@@ -52,7 +56,8 @@ final class PresenterRegistry: Sendable {
                 isPackage: presenter.presentedItemIsPackage,
                 serialQueue: serialQueue,
                 identity: identity,
-                hasOtherNames: hasOtherNames
+                hasOtherNames: hasOtherNames,
+                registeredAt: registeredAt
             )
         }
     }

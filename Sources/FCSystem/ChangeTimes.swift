@@ -1,0 +1,34 @@
+public import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The wall clock and files' change times (`st_ctim`), both in nanoseconds since the Unix epoch, for telling whether
+/// a file changed after a moment (issue 37: a change made between a presenter's registration and its watch).
+///
+/// A file's change time cannot be set by its owner (unlike its modification time) and moves at every write, rename,
+/// link count or attribute change. The kernel takes it from a clock that may lag the wall clock by one tick (up to
+/// 10 ms with `HZ=100`), so compare with ``tickSlack`` of allowance.
+///
+/// - Important: Thread-safe (no state).
+public enum ChangeTimes {
+    /// How far behind the wall clock a change time may be: one scheduler tick at the slowest, doubled.
+    public static let tickSlack: Int64 = 20_000_000
+
+    /// `clock_gettime(CLOCK_REALTIME)`.
+    public static var now: Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+
+    /// The change time of the file at `path` (`lstat`: a link's own).
+    public static func changeTime(of path: String) throws(Errno) -> Int64 {
+        var buffer = stat()
+        _ = try retryOnInterrupt { lstat(path, &buffer) }
+        return Int64(buffer.st_ctim.tv_sec) * 1_000_000_000 + Int64(buffer.st_ctim.tv_nsec)
+    }
+}
