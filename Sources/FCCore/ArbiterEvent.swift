@@ -45,6 +45,9 @@ public struct PresenterRegistration: Hashable, Sendable {
     /// from older clients. The arbiter does not read it: the daemon's host has its watcher report, once the item is
     /// watched, a change made since then (``FileSystemEvent/changedBeforeWatch(_:presenter:)``).
     public var registeredAt: Int64?
+    /// The presented item's change time (`st_ctim`, ns) when the client registered it; `nil` when it did not exist
+    /// (or from older clients). Read by the daemon's host only, as ``registeredAt``.
+    public var changeTimeAtRegistration: Int64?
 
     /// Creates a registration. By default the presenter implements every callback, is not a package and shares
     /// its queue with no other presenter.
@@ -57,9 +60,11 @@ public struct PresenterRegistration: Hashable, Sendable {
         serialQueue: UInt64? = nil,
         identity: ItemIdentity? = nil,
         hasOtherNames: Bool = false,
-        registeredAt: Int64? = nil
+        registeredAt: Int64? = nil,
+        changeTimeAtRegistration: Int64? = nil
     ) {
         self.registeredAt = registeredAt
+        self.changeTimeAtRegistration = changeTimeAtRegistration
         self.id = id
         self.client = client
         self.path = path

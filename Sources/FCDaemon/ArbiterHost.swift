@@ -399,7 +399,12 @@ final class ArbiterHost {
         }
         if let registered = routed.registered {
             // After the registration's watches: what changed between the registration and them (issue 37).
-            watcher?.changedSince(registered.since, path: registered.path, presenter: registered.presenter)
+            watcher?.changedSince(
+                registered.since,
+                itemChangeTime: registered.changeTime,
+                path: registered.path,
+                presenter: registered.presenter
+            )
         }
         for (client, effects) in routed.perClient {
             let namespace = namespaces[client]

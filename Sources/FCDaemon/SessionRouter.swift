@@ -18,7 +18,7 @@ public final class SessionRouter {
         public var host: [ArbiterEffect] = []
         /// A presenter registered with its registration time (issue 37): the host asks the watcher, after the
         /// watches above, for what changed at its item since then.
-        public var registered: (presenter: PresenterID, path: ItemPath, since: Int64)?
+        public var registered: (presenter: PresenterID, path: ItemPath, since: Int64, changeTime: Int64?)?
     }
 
     /// Why a client's request was refused before it reached the arbiter.
@@ -226,7 +226,7 @@ public final class SessionRouter {
         if case .presenterAdded(let registration) = global, let path = registration.path,
             let since = registration.registeredAt
         {
-            routed.registered = (registration.id, path, since)
+            routed.registered = (registration.id, path, since, registration.changeTimeAtRegistration)
         }
         if let finished, arbiter.phase(of: finished) == nil,
             let (owner, local) = claimOwner.removeValue(forKey: finished)

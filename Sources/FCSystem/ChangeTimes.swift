@@ -11,13 +11,11 @@ import Musl
 ///
 /// A file's change time cannot be set by its owner (unlike its modification time) and moves at every write, rename,
 /// link count or attribute change. The kernel takes it from a clock that may lag the wall clock by one tick (up to
-/// 10 ms with `HZ=100`), so compare with ``tickSlack`` of allowance.
+/// 10 ms with `HZ=100`; Linux 6.13 and later stamp a file finely once its times were read): a change time compared
+/// with the wall clock may be up to a tick early.
 ///
 /// - Important: Thread-safe (no state).
 public enum ChangeTimes {
-    /// How far behind the wall clock a change time may be: one scheduler tick at the slowest, doubled.
-    public static let tickSlack: Int64 = 20_000_000
-
     /// `clock_gettime(CLOCK_REALTIME)`.
     public static var now: Int64 {
         var time = timespec()

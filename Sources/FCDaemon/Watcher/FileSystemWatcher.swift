@@ -22,11 +22,12 @@ public protocol FileSystemWatcher: AnyObject, Sendable {
     /// (``ArbiterEffect/fileWithOtherNamesWritten(_:)``): its names in watched directories that no watch of the
     /// backend saw written are reported changed, and watched from now on (issue 26).
     func fileWritten(_ identity: ItemIdentity)
-    /// A presenter of `path` registered at `since` (wall clock, ns) and its watches were asked for just before this
-    /// call (issue 37): once they are in place, the item (and, for a directory, each entry) whose change time is not
-    /// older than `since` less a clock tick is reported as
+    /// A presenter of `path` registered at `since` (wall clock, ns), when the item's change time was
+    /// `itemChangeTime` (`nil`: it did not exist), and its watches were asked for just before this call (issue 37):
+    /// once they are in place, the item whose change time now differs (or that exists now), and for a directory each
+    /// entry whose change time is not older than `since`, is reported as
     /// ``FileSystemEvent/changedBeforeWatch(_:presenter:)``, so that a change made before the watch is not missed.
-    func changedSince(_ since: Int64, path: ItemPath, presenter: PresenterID)
+    func changedSince(_ since: Int64, itemChangeTime: Int64?, path: ItemPath, presenter: PresenterID)
     /// Stops the backend's thread and releases its watches. Nothing is delivered after it returns.
     func stop()
 }
@@ -35,7 +36,7 @@ extension FileSystemWatcher {
     /// A backend that follows no file by its identity reports nothing more.
     public func fileWritten(_ identity: ItemIdentity) {}
     /// A backend that cannot tell change times reports nothing.
-    public func changedSince(_ since: Int64, path: ItemPath, presenter: PresenterID) {}
+    public func changedSince(_ since: Int64, itemChangeTime: Int64?, path: ItemPath, presenter: PresenterID) {}
 }
 
 /// What a watcher reports: events, in order, and its status after them.

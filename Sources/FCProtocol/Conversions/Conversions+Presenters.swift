@@ -24,6 +24,7 @@ extension Filecoord_V1_RegisterPresenter {
         if let identity = registration.identity { self.identity = Filecoord_V1_FileIdentity(identity) }
         hasOtherNames_p = registration.hasOtherNames
         if let registeredAt = registration.registeredAt { registeredAtNs = registeredAt }
+        if let changeTime = registration.changeTimeAtRegistration { changeTimeNs = changeTime }
     }
 }
 
@@ -46,7 +47,8 @@ extension PresenterRegistration {
             serialQueue: wire.hasSerialQueue ? wire.serialQueue : nil,
             identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
             hasOtherNames: wire.hasOtherNames_p,
-            registeredAt: wire.hasRegisteredAtNs ? wire.registeredAtNs : nil
+            registeredAt: wire.hasRegisteredAtNs ? wire.registeredAtNs : nil,
+            changeTimeAtRegistration: wire.hasChangeTimeNs ? wire.changeTimeNs : nil
         )
     }
 }

@@ -556,9 +556,9 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   public var hasOtherNames_p: Bool = false
 
   /// When addFilePresenter ran in the client (CLOCK_REALTIME, nanoseconds since the epoch), issue 37: once the daemon
-  /// watches the item, it reports to this presenter a change whose file change time (st_ctim) is not older than this,
-  /// less one clock tick, as the watcher reports changes: what happened between the registration and the watch.
-  /// Absent from older clients: nothing is checked.
+  /// watches the item, it reports to this presenter, as the watcher reports changes, an entry of a presented folder
+  /// whose change time (st_ctim) is not older than this (the item itself: by change_time_ns): what happened between
+  /// the registration and the watch. Absent from older clients: nothing is checked.
   public var registeredAtNs: Int64 {
     get {_registeredAtNs ?? 0}
     set {_registeredAtNs = newValue}
@@ -568,6 +568,18 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   /// Clears the value of `registeredAtNs`. Subsequent reads from it will return its default value.
   public mutating func clearRegisteredAtNs() {self._registeredAtNs = nil}
 
+  /// The presented item's change time (st_ctim, ns since the epoch) when addFilePresenter ran; absent when it did
+  /// not exist. The item itself is reported changed when its change time then differs (exact, no clock tick of
+  /// allowance: no change made before the registration is reported); a folder's entries by registered_at_ns.
+  public var changeTimeNs: Int64 {
+    get {_changeTimeNs ?? 0}
+    set {_changeTimeNs = newValue}
+  }
+  /// Returns true if `changeTimeNs` has been explicitly set.
+  public var hasChangeTimeNs: Bool {self._changeTimeNs != nil}
+  /// Clears the value of `changeTimeNs`. Subsequent reads from it will return its default value.
+  public mutating func clearChangeTimeNs() {self._changeTimeNs = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -576,6 +588,7 @@ public nonisolated struct Filecoord_V1_RegisterPresenter: Sendable {
   fileprivate var _serialQueue: UInt64? = nil
   fileprivate var _identity: Filecoord_V1_FileIdentity? = nil
   fileprivate var _registeredAtNs: Int64? = nil
+  fileprivate var _changeTimeNs: Int64? = nil
 }
 
 /// NSFileCoordinator.removeFilePresenter(_:). No reply. Its pending requests count as answered.
@@ -2190,7 +2203,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterPresenter"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0\u{3}has_other_names\0\u{3}registered_at_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}path\0\u{1}callbacks\0\u{3}is_package\0\u{3}serial_queue\0\u{2}#identity\0\u{3}has_other_names\0\u{3}registered_at_ns\0\u{3}change_time_ns\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2206,6 +2219,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
       case 40: try { try decoder.decodeSingularMessageField(value: &self._identity) }()
       case 41: try { try decoder.decodeSingularBoolField(value: &self.hasOtherNames_p) }()
       case 42: try { try decoder.decodeSingularInt64Field(value: &self._registeredAtNs) }()
+      case 43: try { try decoder.decodeSingularInt64Field(value: &self._changeTimeNs) }()
       default: break
       }
     }
@@ -2240,6 +2254,9 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     try { if let v = self._registeredAtNs {
       try visitor.visitSingularInt64Field(value: v, fieldNumber: 42)
     } }()
+    try { if let v = self._changeTimeNs {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 43)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2252,6 +2269,7 @@ nonisolated extension Filecoord_V1_RegisterPresenter: SwiftProtobuf.Message, Swi
     if lhs._identity != rhs._identity {return false}
     if lhs.hasOtherNames_p != rhs.hasOtherNames_p {return false}
     if lhs._registeredAtNs != rhs._registeredAtNs {return false}
+    if lhs._changeTimeNs != rhs._changeTimeNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -2079,7 +2079,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   (ProtobufCMessageInit) filecoord__v1__hello__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[8] =
+static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[9] =
 {
   {
     "presenter_id",
@@ -2177,9 +2177,22 @@ static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "change_time_ns",
+    43,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RegisterPresenter, change_time_ns),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__register_presenter__field_indices_by_name[] = {
   2,   /* field[2] = callbacks */
+  8,   /* field[8] = change_time_ns */
   6,   /* field[6] = has_other_names */
   5,   /* field[5] = identity */
   3,   /* field[3] = is_package */
@@ -2192,7 +2205,7 @@ static const ProtobufCIntRange filecoord__v1__register_presenter__number_ranges[
 {
   { 1, 0 },
   { 40, 5 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
 {
@@ -2202,7 +2215,7 @@ const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor =
   "Filecoord__V1__RegisterPresenter",
   "filecoord.v1",
   sizeof(Filecoord__V1__RegisterPresenter),
-  8,
+  9,
   filecoord__v1__register_presenter__field_descriptors,
   filecoord__v1__register_presenter__field_indices_by_name,
   2,  filecoord__v1__register_presenter__number_ranges,

@@ -376,15 +376,21 @@ struct  Filecoord__V1__RegisterPresenter
   protobuf_c_boolean has_other_names;
   /*
    * When addFilePresenter ran in the client (CLOCK_REALTIME, nanoseconds since the epoch), issue 37: once the daemon
-   * watches the item, it reports to this presenter a change whose file change time (st_ctim) is not older than this,
-   * less one clock tick, as the watcher reports changes: what happened between the registration and the watch.
-   * Absent from older clients: nothing is checked.
+   * watches the item, it reports to this presenter, as the watcher reports changes, an entry of a presented folder
+   * whose change time (st_ctim) is not older than this (the item itself: by change_time_ns): what happened between
+   * the registration and the watch. Absent from older clients: nothing is checked.
    */
   int64_t registered_at_ns;
+  /*
+   * The presented item's change time (st_ctim, ns since the epoch) when addFilePresenter ran; absent when it did
+   * not exist. The item itself is reported changed when its change time then differs (exact, no clock tick of
+   * allowance: no change made before the registration is reported); a folder's entries by registered_at_ns.
+   */
+  int64_t change_time_ns;
 };
 #define FILECOORD__V1__REGISTER_PRESENTER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__register_presenter__descriptor) \
-    , 0, {0,NULL}, 0, 0, 0, NULL, 0, 0 }
+    , 0, {0,NULL}, 0, 0, 0, NULL, 0, 0, 0 }
 
 
 /*

@@ -33,6 +33,9 @@ final class PresenterRegistry: Sendable {
         /// When `addFilePresenter` ran (wall clock, ns): sent with every registration, so that the daemon reports a
         /// change made after it but before its watch was in place (issue 37).
         let registeredAt = ChangeTimes.now
+        /// The presented item's change time at `addFilePresenter` (`nil`: it did not exist): the daemon reports the
+        /// item changed exactly when its change time then differs.
+        let changeTimeAtRegistration: Int64?
 
         init(
             presenter: any NSFilePresenter,
@@ -45,6 +48,9 @@ final class PresenterRegistry: Sendable {
             self.identity = identity
             self.hasOtherNames = hasOtherNames
             self.queue = presenter.presentedItemOperationQueue
+            self.changeTimeAtRegistration = path.flatMap {
+                try? ChangeTimes.changeTime(of: String(decoding: $0.bytes, as: UTF8.self))
+            }
         }
 
         func registration(id: PresenterID, client: ClientID) -> PresenterRegistration {
@@ -57,7 +63,8 @@ final class PresenterRegistry: Sendable {
                 serialQueue: serialQueue,
                 identity: identity,
                 hasOtherNames: hasOtherNames,
-                registeredAt: registeredAt
+                registeredAt: registeredAt,
+                changeTimeAtRegistration: changeTimeAtRegistration
             )
         }
     }
