@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -392,6 +393,29 @@ static int await_hello_reply(int fd) {
 #define O_PATH 010000000
 #endif
 
+/// Moves the library's own descriptor `fd` (closing it) to a high number, so that the program's next open gets the
+/// lowest free number it expects (issue 42: a program that closes its standard output and opens a log gets it as
+/// descriptor 1, not the daemon's socket). The lowest number at or above half the soft limit of open files (at most
+/// 512, at least 10); `fd` itself when no such number is free. Returns the descriptor to use, or -1 for -1.
+static int high_descriptor(int fd) {
+    if (fd < 0) return fd;
+    struct rlimit limit;
+    long floor = 512;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && (long)limit.rlim_cur / 2 < floor) {
+        floor = (long)limit.rlim_cur / 2;
+    }
+    if (floor < 10 || fd >= floor) return fd;
+    int saved = errno;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
+    if (moved < 0) {
+        errno = saved;
+        return fd;
+    }
+    fcp_real.close(fd);
+    errno = saved;
+    return moved;
+}
+
 /// Fills `address` with the daemon's socket path, or, when that is too long for `sun_path`, with
 /// `/proc/self/fd/N/NAME`, N a path-only descriptor of its folder left in `*folder` for the caller to close after
 /// connecting. Returns 0 when neither fits (the preload then does nothing, as without a daemon).
@@ -412,6 +436,7 @@ static int socket_address(struct sockaddr_un *address, int *folder) {
     do {
         fd = fcp_real.open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
+    fd = high_descriptor(fd);
     if (fd < 0) return 0;
     int written = snprintf(address->sun_path, sizeof address->sun_path, "/proc/self/fd/%d/%s", fd, slash + 1);
     if (written < 0 || (size_t)written >= sizeof address->sun_path) {
@@ -433,7 +458,7 @@ static int connect_locked(void) {
     // client's AddressablePath, issue 37); the folder's descriptor lives only for the connect.
     int folder = -1;
     if (!socket_address(&address, &folder)) return 0;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = high_descriptor(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (fd < 0) {
         if (folder >= 0) fcp_real.close(folder);
         return 0;
