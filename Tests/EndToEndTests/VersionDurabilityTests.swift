@@ -223,11 +223,12 @@ import Testing
             }
             try await expectAllListed("concurrent")
 
-            // 4. Three processes add six 4 MiB versions each; the daemon is killed 20 ms after they are sent.
+            // 4. Three processes add six 4 MiB versions each (one after another in each); the daemon is killed once the
+            // first of them is acknowledged, with the other seventeen sent or under way.
+            let before = adders.map { acknowledged($0, doc).count }.reduce(0, +)
             for adder in adders { try adder.send("add-versions \(doc) 6 4194304") }
-            try await Task.sleep(for: .milliseconds(20))
-            try await eventually("an add to be under way in the daemon") {
-                !((try? FileManager.default.contentsOfDirectory(atPath: store + "/staging")) ?? []).isEmpty
+            try await eventually(timeout: .seconds(60), "the first add of this step to be acknowledged") {
+                adders.map { acknowledged($0, doc).count }.reduce(0, +) > before
             }
             let killed = try #require(env.lockedDaemonPID(), "a daemon serves the clients")
             kill(killed, SIGKILL)
