@@ -25,25 +25,21 @@ extension VersionStore {
         let manager = FileManager.default
         var report = RepairReport()
         let contents = directory + "/contents"
-        do {
-            try exclusively { db in
-                let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
-                let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
-                for entry in present.subtracting(ids).sorted() {
-                    try? manager.removeItem(atPath: contents + "/" + entry)
-                    report.orphanContents.append(entry)
-                }
-                let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
-                // lstat, not stat: a version of a symbolic link whose target is gone still has its contents.
-                for row in rows
-                where (try? manager.attributesOfItem(atPath: "\(contents)/\(row.id)/\(row.name)")) == nil {
-                    try row.delete(db)
-                    try? manager.removeItem(atPath: contents + "/" + row.id)
-                    report.rowsWithoutContents.append(row.id)
-                }
+        try writing { db in
+            let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
+            let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
+            for entry in present.subtracting(ids).sorted() {
+                try? manager.removeItem(atPath: contents + "/" + entry)
+                report.orphanContents.append(entry)
             }
-        } catch {
-            throw VersionStoreError(.storeUnavailable, "The version store's index could not be written (\(error)).")
+            let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
+            // lstat, not stat: a version of a symbolic link whose target is gone still has its contents.
+            for row in rows
+            where (try? manager.attributesOfItem(atPath: "\(contents)/\(row.id)/\(row.name)")) == nil {
+                try row.delete(db)
+                try? manager.removeItem(atPath: contents + "/" + row.id)
+                report.rowsWithoutContents.append(row.id)
+            }
         }
         for sub in ["staging", "tmp"] {
             let folder = directory + "/" + sub

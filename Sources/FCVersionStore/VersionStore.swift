@@ -396,7 +396,8 @@ public final class VersionStore: Sendable {
 
     /// Runs `body` in an IMMEDIATE transaction: the index's write lock is taken before `body` runs, whatever the
     /// library's default transaction kind, and held until the commit. An add's rename of its contents and its row,
-    /// and repair()'s look at rows and contents, run under it (docs/ARCHITECTURE.md §11, issue 36).
+    /// and repair()'s look at rows and contents, run under it, as every other change (``writing(_:)``) does
+    /// (docs/ARCHITECTURE.md §11, issue 36).
     func exclusively<T>(_ body: (Database) throws -> T) throws -> T {
         try database.writeWithoutTransaction { db in
             var result: T?
@@ -408,9 +409,10 @@ public final class VersionStore: Sendable {
         }
     }
 
+    /// ``exclusively(_:)``, its failure thrown as the store's error.
     func writing<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try database.write(body)
+            return try exclusively(body)
         } catch {
             throw VersionStoreError(.storeUnavailable, "The version store's index could not be written (\(error)).")
         }
