@@ -16,6 +16,9 @@ import Musl
 ///
 /// - Important: Thread-safe (no state).
 public enum ChangeTimes {
+    /// How far behind the wall clock a change time may be: one scheduler tick at the slowest (`HZ=100`), doubled.
+    public static let tickSlack: Int64 = 20_000_000
+
     /// `clock_gettime(CLOCK_REALTIME)`.
     public static var now: Int64 {
         var time = timespec()

@@ -357,10 +357,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     /// The item at `path` when its change time differs from `itemChangeTime` (it changed, or appeared, since the
-    /// registration), and each entry of a directory whose change time is not older than `since`: reported to
-    /// `presenter` alone. O(entries) for a directory presenter, once per registration. No allowance for the kernel's
-    /// coarse clock: an entry changed before the registration is never reported (tests and apps see exact sequences);
-    /// one changed within a clock tick after it may be stamped earlier and missed (docs/ARCHITECTURE.md §10).
+    /// registration), and each entry of a directory whose change time is not older than `since` (less a clock tick
+    /// when the directory's own change time moved): reported to `presenter` alone. O(entries) for a directory
+    /// presenter, once per registration (docs/ARCHITECTURE.md §10).
     private func reportChanges(
         since: Int64,
         itemChangeTime: Int64?,
@@ -368,7 +367,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         presenter: PresenterID,
         into batch: inout [FileSystemEvent]
     ) {
-        let threshold = since
         let text = String(decoding: path.bytes, as: UTF8.self)
         guard let status = try? FileSystemCalls.status(text, followingLinks: false) else { return }
         guard status.kind == .directory else {
@@ -379,7 +377,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             return
         }
         // A folder: its entries changed since the registration (a folder's own change time moves with its entries,
-        // which inotify reports as subitem changes, not as a change of the folder).
+        // which inotify reports as subitem changes, not as a change of the folder). When the folder's own change time
+        // moved (an entry made, removed or renamed since), a clock tick of allowance: a new entry may be stamped up to
+        // a tick early by the kernel's coarse clock. Without it none, so nothing made before is reported.
+        let folderChanged = (try? ChangeTimes.changeTime(of: text)).map { $0 != itemChangeTime } ?? true
+        let threshold = folderChanged ? since - ChangeTimes.tickSlack : since
         let folds = byPath[path].map { foldsNames($0, path) } ?? false
         try? FileSystemCalls.forEachEntry(ofDirectory: text) { name in
             if let time = try? ChangeTimes.changeTime(of: text + "/" + name), time >= threshold {
