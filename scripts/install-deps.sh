@@ -21,6 +21,8 @@ FC_APT_PACKAGES+=("sqlite3")
 FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
 # Issue 24: libfilecoord's install (patchelf sets its soname and runpath) and its C test (pkg-config, valgrind).
 FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
+# The Python binding's tests install into a virtual environment of their own (scripts/test-languages.sh).
+FC_APT_PACKAGES+=("python3-venv")
 # Issue 25: the preload library (contrib/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
 # under it (ed as the editor in batch mode, git).
 FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "ed" "git")

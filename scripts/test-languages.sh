@@ -5,7 +5,8 @@
 # definite leak, no memory error), then the bindings installed with pip and their pytest suite run.
 #
 # Needs a debug build of everything (scripts/test.sh builds it first and then runs this); installs what it lacks
-# (patchelf, valgrind, pkg-config through scripts/install-deps.sh; cffi and pytest through pip).
+# (patchelf, valgrind, pkg-config, python3-venv through scripts/install-deps.sh; cffi and pytest through pip, into a
+# virtual environment of the run's own).
 #
 # Environment:
 #   FC_LANG_TESTS=c|python   run only one half.
@@ -58,9 +59,12 @@ if [[ "${FC_LANG_TESTS:-c}" == "c" || -z "${FC_LANG_TESTS:-}" ]]; then
 fi
 
 if [[ "${FC_LANG_TESTS:-python}" == "python" || -z "${FC_LANG_TESTS:-}" ]]; then
-    step "Python: pip install ./bindings/python; pytest"
-    python3 -m pip install --quiet --disable-pip-version-check cffi pytest wheel
-    python3 -m pip install --quiet --disable-pip-version-check --no-build-isolation "$repo/bindings/python"
+    step "Python: pip install ./bindings/python into a virtual environment; pytest"
+    # A virtual environment of the run's own, removed with it: the user's Python and its packages are not touched.
+    python3 -m venv "$work/venv"
+    venv_python="$work/venv/bin/python"
+    "$venv_python" -m pip install --quiet --disable-pip-version-check cffi pytest wheel setuptools
+    "$venv_python" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$repo/bindings/python"
     FILECOORD_LIBRARY="$prefix/lib/libfilecoord.so.1" FC_PRODUCTS="$bin" \
-        python3 -m pytest -q -p no:cacheprovider "$repo/bindings/python/tests"
+        "$venv_python" -m pytest -q -p no:cacheprovider "$repo/bindings/python/tests"
 fi
