@@ -41,6 +41,9 @@ final class ClaimRecord {
     var batchReturnedAt: Duration?
     /// `true` while the timer of the claim's own deadline runs (``ClaimRequest/timeout``).
     var deadlineArmed = false
+    /// File-system events under the claim's written items read while it was granted, to judge when it ends: an
+    /// echo of the write, or a change made after its accessor returned whose event beat the finish (issue 37).
+    var held = HeldEvents()
 
     init(request: ClaimRequest, sequence: UInt64, entries: [ClaimEntry]) {
         self.request = request
@@ -431,7 +434,7 @@ extension Arbiter {
 
     // MARK: Ending
 
-    func finishClaim(_ id: ClaimID, created: [ItemPath]) {
+    func finishClaim(_ id: ClaimID, created: [ItemPath], outcome: WriteOutcome?) {
         guard let claim = claims[id] else {
             log(.debug, "finish of an unknown claim ignored", ["claim.id": "\(id.rawValue)"])
             return
@@ -441,7 +444,7 @@ extension Arbiter {
             fail(claim, .cancelled)
             return
         }
-        completeGranted(claim, created: created)
+        completeGranted(claim, created: created, outcome: outcome)
     }
 
     func preparationReturned(_ id: ClaimID) {
@@ -493,16 +496,19 @@ extension Arbiter {
         remove(claim)
     }
 
-    /// Ends a granted claim: notifications for what it wrote, then reacquirers.
-    func completeGranted(_ claim: ClaimRecord, created: [ItemPath]) {
+    /// Ends a granted claim: notifications for what it wrote, then reacquirers; then the file-system events held
+    /// while it ran are judged again (``Arbiter/releaseHeldEvents(of:)``). `outcome`: what the write left behind, as
+    /// its client saw it (`nil` when unknown: a client gone, or one that does not say).
+    func completeGranted(_ claim: ClaimRecord, created: [ItemPath], outcome: WriteOutcome? = nil) {
         if !claim.request.isPreparation {
             notifyAfterAccess(claim, created: created)
-            recordEchoes(of: claim, created: created)
+            recordEchoes(of: claim, created: created, outcome: outcome)
             reportWritesToFilesWithOtherNames(claim)
             forgetDeletedNames(of: claim)
         }
         sendReacquirers(claim)
         remove(claim)
+        releaseHeldEvents(of: claim)
     }
 
     func remove(_ claim: ClaimRecord) {

@@ -121,7 +121,7 @@ extension Arbiter {
         switch event {
         case .itemMoved, .presenterURLChanged:
             identities.stale = true
-        case .fileSystemChanged(let events):
+        case .fileSystemChanged(let events, _):
             // Renames seen by the watcher relocate presenters; other changes move nothing.
             for event in events {
                 switch event {
@@ -216,7 +216,7 @@ extension Arbiter {
     /// A granted claim ends: each file with other names that it wrote (its contents: not a deletion or a move) is
     /// reported to the host once (``ArbiterEffect/fileWithOtherNamesWritten(_:)``), so that the watcher tells the
     /// presenters of folders that hold another name of it and that no claim or presenter here names. Its echo under
-    /// the names the claim took is suppressed as any echo is (``recordEchoes(of:created:)`` ran before).
+    /// the names the claim took is suppressed as any echo is (``recordEchoes(of:created:outcome:)`` ran before).
     func reportWritesToFilesWithOtherNames(_ claim: ClaimRecord) {
         guard configuration.watchesFileSystem else { return }
         var reported: Set<ItemIdentity> = []

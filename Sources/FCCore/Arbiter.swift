@@ -93,10 +93,10 @@ public final class Arbiter {
             recallLeases(conflictingWith: request.id)
             // Not for a claim handed back into its own lease (gone from `claims`): see filesWithOtherNamesHeld.
             if claims[request.id] != nil, request.items.contains(where: \.hasOtherNames) { recallAllLeases() }
-        case .claimFinished(let id, let created):
+        case .claimFinished(let id, let created, let outcome):
             guard !rejectLeaseClaim(id, "finish") else { break }
             let finished = claims[id].flatMap { $0.phase == .granted ? $0 : nil }
-            finishClaim(id, created: created)
+            finishClaim(id, created: created, outcome: outcome)
             // A claim on a file with other names earns no lease: the next such claim would recall it at once.
             if let finished, let path = finished.entries.first?.path,
                 !finished.request.items.contains(where: \.hasOtherNames)
@@ -122,9 +122,9 @@ public final class Arbiter {
             versionChanged(claim, path, change)
         case .timerFired(let timer):
             timerFired(timer)
-        case .fileSystemChanged(let events):
+        case .fileSystemChanged(let events, let observed):
             forgetDeletedNames(in: events)
-            fileSystemChanged(events)
+            fileSystemChanged(events, observed: observed)
         case .leaseReturned(let lease, let client, let running):
             leaseReturned(lease, by: client, running: running)
         }

@@ -72,7 +72,7 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// Write a log record.
     case log(LogRecord)
     /// Watch this directory for changes made without coordination (its direct entries; the host uses no watch when
-    /// it is not a directory), feeding them as ``ArbiterEvent/fileSystemChanged(_:)``. Emitted when the first
+    /// it is not a directory), feeding them as ``ArbiterEvent/fileSystemChanged(_:observed:)``. Emitted when the first
     /// presenter needs it (``ArbiterConfiguration/watchesFileSystem``), and again when it was created after a
     /// failed watch: the host then scans it and reports what it holds as created.
     case watch(ItemPath)

@@ -184,13 +184,15 @@ public enum ArbiterEvent: Hashable, Sendable {
     /// A claim was requested.
     case claimRequested(ClaimRequest)
     /// The batch block of a granted preparation (``ClaimRequest/isPreparation``) returned while its completion
-    /// handler is still to be called: the claim stays granted until its ``claimFinished(_:created:)`` (the handler),
+    /// handler is still to be called: the claim stays granted until its ``claimFinished(_:created:outcome:)`` (the handler),
     /// and dumps show it as waiting for its handler from now on. It changes nothing in who waits for whom; for
     /// anything but a granted preparation it is logged and ignored.
     case preparationReturned(ClaimID)
     /// The accessor of a granted claim returned. `created` names items the accessor created
-    /// (reported as `presentedSubitemDidAppear` to enclosing directories).
-    case claimFinished(ClaimID, created: [ItemPath])
+    /// (reported as `presentedSubitemDidAppear` to enclosing directories). `outcome`: what a write left behind, as
+    /// its client saw it (issue 37), so that a change another process makes right after is not taken for the
+    /// write's echo; `nil` from a client that does not say (its echoes are told apart by time alone).
+    case claimFinished(ClaimID, created: [ItemPath], outcome: WriteOutcome? = nil)
     /// `cancel()` on a coordinator: its waiting claims fail with `.cancelled`, and so do its later claims.
     case coordinatorCancelled(ClientID, CoordinatorID)
     /// A single claim was abandoned (a per-call deadline, task cancellation): it fails if not yet granted.
@@ -205,8 +207,11 @@ public enum ArbiterEvent: Hashable, Sendable {
     case versionChanged(ClaimID, ItemPath, VersionChange)
     /// A timer the arbiter scheduled fired.
     case timerFired(TimerID)
-    /// The file-system watcher read these events, in the kernel's order (``FileSystemEvent``).
-    case fileSystemChanged([FileSystemEvent])
+    /// The file-system watcher read these events, in the kernel's order (``FileSystemEvent``). `observed`: the
+    /// state of their items when the watcher read them (and of their directories), to tell a
+    /// coordinated write's echo from a change made after it (issue 37). An event whose item has no stamp here is
+    /// taken for an echo wherever one is possible.
+    case fileSystemChanged([FileSystemEvent], observed: [ItemPath: ItemStamp] = [:])
     /// The holder returned a lease, recalled or not, declaring the claims it granted inside it that still run
     /// (``ClaimRequest/isHeld`` requests with ids of the host's choosing): they become the arbiter's granted claims
     /// in the same step, before anything waiting for the lease is decided (docs/SEMANTICS.md §13).

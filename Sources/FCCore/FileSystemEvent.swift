@@ -1,7 +1,7 @@
 /// One change a file-system watcher saw (inotify in the daemon), in the arbiter's terms: paths, not descriptors.
 ///
 /// The watcher watches the directories the arbiter asks for (``ArbiterEffect/watch(_:)``) and feeds what it reads
-/// as ``ArbiterEvent/fileSystemChanged(_:)``, one batch per read, in the kernel's order. The arbiter turns the
+/// as ``ArbiterEvent/fileSystemChanged(_:observed:)``, one batch per read, in the kernel's order. The arbiter turns the
 /// batch into presenter notifications (docs/SEMANTICS.md §3, changes made without coordination).
 public enum FileSystemEvent: Hashable, Sendable {
     /// A file opened for writing was closed (`IN_CLOSE_WRITE`): one finished write.
@@ -30,6 +30,19 @@ public enum FileSystemEvent: Hashable, Sendable {
     case changedBeforeWatch(ItemPath, presenter: PresenterID)
 }
 
+extension FileSystemEvent {
+    /// The items the event names: one, or none for ``overflow`` and ``watchFailed(_:reason:)``.
+    public var items: [ItemPath] {
+        switch self {
+        case .closedAfterWriting(let path), .created(let path, _), .deleted(let path), .movedFrom(let path, _),
+            .movedTo(let path, _, _), .changedBeforeWatch(let path, _):
+            [path]
+        case .overflow, .watchFailed:
+            []
+        }
+    }
+}
+
 /// Counters of the file-system watching rules, for the dump and for tests.
 public struct WatchStatistics: Hashable, Sendable {
     /// File-system events received.
@@ -38,6 +51,9 @@ public struct WatchStatistics: Hashable, Sendable {
     public var pairedMoves = 0
     /// Events dropped as echoes of a coordinated write (its own notification covers them).
     public var echoesSuppressed = 0
+    /// Events on an item a coordinated write had just written that showed a change made after it (issue 37):
+    /// reported, not dropped.
+    public var changesAfterWrites = 0
     /// Notifications held back by the coalescing window (each burst still ends with one after it).
     public var coalesced = 0
     /// Notifications sent for file-system events.

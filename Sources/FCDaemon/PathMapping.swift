@@ -18,8 +18,19 @@ extension ArbiterEvent {
                 request.items[index].path = map(request.items[index].path, request.items[index].identity)
             }
             return .claimRequested(request)
-        case .claimFinished(let claim, let created):
-            return .claimFinished(claim, created: created.map { map($0, nil) })
+        case .claimFinished(let claim, let created, let outcome):
+            return .claimFinished(
+                claim,
+                created: created.map { map($0, nil) },
+                // A state read through another path (a portal's FUSE file system shows its own inode numbers) is
+                // not compared with the daemon's: such an item's echoes are told apart by the write's end time.
+                outcome: outcome.map { outcome in
+                    WriteOutcome(
+                        endedAt: outcome.endedAt,
+                        items: outcome.items.filter { map($0.key, nil) == $0.key }
+                    )
+                }
+            )
         case .itemMoved(let claim, let from, let to, let fromName):
             return .itemMoved(claim, from: map(from, nil), to: map(to, nil), fromName: fromName)
         case .versionChanged(let claim, let path, let change):
@@ -45,7 +56,8 @@ extension ArbiterEvent {
         case .presenterAdded(let registration): registration.path.map(predicate) ?? false
         case .presenterURLChanged(_, let path): path.map(predicate) ?? false
         case .claimRequested(let request): request.items.contains { predicate($0.path) }
-        case .claimFinished(_, let created): created.contains(where: predicate)
+        case .claimFinished(_, let created, let outcome):
+            created.contains(where: predicate) || (outcome?.items.keys.contains(where: predicate) ?? false)
         case .itemMoved(_, let from, let to, _): predicate(from) || predicate(to)
         case .versionChanged(_, let path, _): predicate(path)
         case .leaseReturned(_, _, let running): running.contains { $0.items.contains { predicate($0.path) } }

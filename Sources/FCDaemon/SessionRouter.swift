@@ -196,10 +196,10 @@ public final class SessionRouter {
             request.filePresenter = request.filePresenter.flatMap { session.presenters[$0.rawValue] }
             request.fromPresenterQueue = request.fromPresenterQueue.flatMap { session.presenters[$0.rawValue] }
             global = .claimRequested(request)
-        case .claimFinished(let local, let created):
+        case .claimFinished(let local, let created, let outcome):
             guard let id = session.claims[local.rawValue] else { return Routed() }
             finished = id
-            global = .claimFinished(id, created: created)
+            global = .claimFinished(id, created: created, outcome: outcome)
         case .coordinatorCancelled(_, let local):
             global = .coordinatorCancelled(client, local)
         case .claimCancelled(let local):
@@ -236,9 +236,9 @@ public final class SessionRouter {
         return routed
     }
 
-    /// Feeds a batch of file-system events from the watcher (issue 13).
-    public func fileSystemChanged(_ events: [FileSystemEvent]) -> Routed {
-        route(arbiter.handle(.fileSystemChanged(events), at: now()))
+    /// Feeds a batch of file-system events from the watcher (issue 13), with the state of their items when read.
+    public func fileSystemChanged(_ events: [FileSystemEvent], observed: [ItemPath: ItemStamp] = [:]) -> Routed {
+        route(arbiter.handle(.fileSystemChanged(events, observed: observed), at: now()))
     }
 
     /// Feeds a timer that fired.

@@ -32,4 +32,39 @@ public enum ChangeTimes {
         _ = try retryOnInterrupt { lstat(path, &buffer) }
         return Int64(buffer.st_ctim.tv_sec) * 1_000_000_000 + Int64(buffer.st_ctim.tv_nsec)
     }
+
+    /// What `lstat` shows of an item: enough to tell whether it changed since (issue 37).
+    public struct FileState: Hashable, Sendable {
+        /// `st_ino`.
+        public var inode: UInt64
+        /// `st_size`.
+        public var size: Int64
+        /// `st_ctim`, nanoseconds since the Unix epoch.
+        public var changeTime: Int64
+    }
+
+    /// The state of the item at `path` (`lstat`: a link's own), `nil` when nothing is there (`ENOENT`, `ENOTDIR`).
+    public static func state(of path: String) throws(Errno) -> FileState? {
+        try state(ofPathBytes: Array(path.utf8))
+    }
+
+    /// ``state(of:)`` for a path given as its bytes (a name need not be UTF-8).
+    public static func state(ofPathBytes path: [UInt8]) throws(Errno) -> FileState? {
+        var buffer = stat()
+        let terminated = path + [0]
+        do {
+            _ = try retryOnInterrupt {
+                terminated.withUnsafeBufferPointer { bytes in
+                    bytes.withMemoryRebound(to: CChar.self) { lstat($0.baseAddress!, &buffer) }
+                }
+            }
+        } catch let error where error == .noSuchFileOrDirectory || error == .notDirectory {
+            return nil
+        }
+        return FileState(
+            inode: UInt64(buffer.st_ino),
+            size: Int64(buffer.st_size),
+            changeTime: Int64(buffer.st_ctim.tv_sec) * 1_000_000_000 + Int64(buffer.st_ctim.tv_nsec)
+        )
+    }
 }

@@ -92,7 +92,7 @@ extension NSFileCoordinator {
                 claim: prepared.id,
                 refusesNestedWrite: true
             )
-            defer { finish(prepared, created: prepared.createdItems(paths: paths)) }
+            defer { finish(prepared, paths: paths) }
             return try ThreadContext.withAccess(access) { try body(prepared.urls(for: paths)) }
         }
     }

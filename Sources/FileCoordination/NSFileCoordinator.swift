@@ -346,7 +346,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                         refusesNestedWrite: false
                     )
                     ThreadContext.withAccess(access) { accessor(nil) }
-                    finish(request, created: request.createdItems(paths: paths))
+                    finish(request, paths: paths)
                 }
             }
         }

@@ -319,6 +319,186 @@ struct WatchingTests {
         #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 2)
     }
 
+    // Issue 37: a coordinated write's echo suppression never swallows a change another process makes after it.
+
+    /// A file's state in these tests: inode 7, the size and change time given.
+    private func stamp(size: Int64, at time: Int64) -> ItemStamp { .present(inode: 7, size: size, changeTime: time) }
+
+    @Test func aChangeMadeRightAfterACoordinatedWriteIsReportedAndItsEchoIsNot() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let file = h.present("/d/f", client: app)
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        let written = stamp(size: 10, at: 1_000)
+        h.send(
+            .claimFinished(write, created: [], outcome: WriteOutcome(endedAt: 1_001, items: [path("/d/f"): written]))
+        )
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
+        // The write's own event, read after its end: the file is as the writer left it.
+        h.send(.fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): written]))
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
+        // Another process appends within the echo retention: reported.
+        h.send(
+            .fileSystemChanged(
+                [.closedAfterWriting(path("/d/f"))],
+                observed: [path("/d/f"): stamp(size: 12, at: 1_002)]
+            )
+        )
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 2)
+        let statistics = h.arbiter.watchingSnapshot().statistics
+        #expect(statistics.echoesSuppressed == 1 && statistics.changesAfterWrites == 1)
+    }
+
+    @Test func aChangeInTheSameClockTickThatLeavesAnotherStateIsReported() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let file = h.present("/d/f", client: app)
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        h.send(
+            .claimFinished(
+                write,
+                created: [],
+                outcome: WriteOutcome(endedAt: 1_001, items: [path("/d/f"): stamp(size: 10, at: 1_000)])
+            )
+        )
+        // The kernel's coarse clock gave the append the write's change time; its size tells it apart.
+        h.send(
+            .fileSystemChanged(
+                [.closedAfterWriting(path("/d/f"))],
+                observed: [path("/d/f"): stamp(size: 11, at: 1_000)]
+            )
+        )
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 2)
+    }
+
+    @Test func aChangeWhoseEventBeatTheWritesFinishIsReportedWhenTheWriteEnds() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let file = h.present("/d/f", client: app)
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        h.clearEffects()
+        // Read while the claim is still granted: an intermediate state of the write, then another process's append
+        // made after the accessor returned (the finish is still on its way).
+        h.send(
+            .fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): stamp(size: 5, at: 990)])
+        )
+        h.send(
+            .fileSystemChanged(
+                [.closedAfterWriting(path("/d/f"))],
+                observed: [path("/d/f"): stamp(size: 12, at: 1_002)]
+            )
+        )
+        #expect(h.messages(to: file).isEmpty)
+        h.send(
+            .claimFinished(
+                write,
+                created: [],
+                outcome: WriteOutcome(endedAt: 1_001, items: [path("/d/f"): stamp(size: 10, at: 1_000)])
+            )
+        )
+        // The write's own notification, and one for the append.
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 2)
+        let statistics = h.arbiter.watchingSnapshot().statistics
+        #expect(statistics.echoesSuppressed == 1, "\(statistics)")
+        #expect(statistics.changesAfterWrites == 1)
+    }
+
+    @Test func eventsReadWhileAWriteRanAreItsEchoes() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let file = h.present("/d/f", client: app)
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        for size in 1...3 {
+            h.send(
+                .fileSystemChanged(
+                    [.closedAfterWriting(path("/d/f"))],
+                    observed: [path("/d/f"): stamp(size: Int64(size), at: 990 + Int64(size))]
+                )
+            )
+        }
+        h.send(
+            .claimFinished(
+                write,
+                created: [],
+                outcome: WriteOutcome(endedAt: 1_001, items: [path("/d/f"): stamp(size: 10, at: 1_000)])
+            )
+        )
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
+        #expect(h.arbiter.watchingSnapshot().statistics.echoesSuppressed == 3)
+    }
+
+    @Test func insideAWrittenFolderAnEntryChangedAfterTheWriteIsReported() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let folder = h.present("/d", client: app)
+        let write = h.write("/d", client: tool)
+        h.answerAll()
+        let written = ItemStamp.present(inode: 2, size: 3, changeTime: 1_000)
+        h.send(.claimFinished(write, created: [], outcome: WriteOutcome(endedAt: 1_000, items: [path("/d"): written])))
+        h.clearEffects()
+        func created(_ name: String, at time: Int64, folder: ItemStamp) {
+            h.send(
+                .fileSystemChanged(
+                    [.created(path("/d/\(name)"), isDirectory: false)],
+                    observed: [path("/d/\(name)"): stamp(size: 0, at: time), path("/d"): folder]
+                )
+            )
+        }
+        // An entry the write made: changed before its end, its folder as the write left it.
+        created("a", at: 999, folder: written)
+        #expect(h.messages(to: folder).isEmpty)
+        // Another process made one in the tick the write ended in: its folder is no longer as the write left it.
+        created("b", at: 1_000, folder: .present(inode: 2, size: 4, changeTime: 1_000))
+        #expect(h.messages(to: folder).contains(.presentedSubitemDidChange(at: path("/d/b"))))
+        // One made later; and one removed later (its folder's change time says when).
+        created("c", at: 1_001, folder: written)
+        #expect(h.messages(to: folder).contains(.presentedSubitemDidChange(at: path("/d/c"))))
+        h.send(
+            .fileSystemChanged(
+                [.deleted(path("/d/e"))],
+                observed: [path("/d/e"): .absent, path("/d"): .present(inode: 2, size: 2, changeTime: 1_002)]
+            )
+        )
+        #expect(h.messages(to: folder).contains(.presentedSubitemDidChange(at: path("/d/e"))))
+        #expect(h.arbiter.watchingSnapshot().statistics.changesAfterWrites == 3)
+    }
+
+    @Test func aWriteHoldsABoundedNumberOfEvents() {
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let tool = h.connect("tool")
+        let file = h.present("/d/f", client: app)
+        let write = h.write("/d/f", client: tool)
+        h.answerAll()
+        for size in 1...1_000 {
+            h.send(
+                .fileSystemChanged(
+                    [.closedAfterWriting(path("/d/f"))],
+                    observed: [path("/d/f"): stamp(size: Int64(size), at: Int64(size))]
+                )
+            )
+        }
+        h.send(
+            .claimFinished(
+                write,
+                created: [],
+                outcome: WriteOutcome(endedAt: 2_000, items: [path("/d/f"): stamp(size: 2_000, at: 2_000)])
+            )
+        )
+        #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
+        // Every event counted once: held and judged, or let go past the bound (as echoes).
+        #expect(h.arbiter.watchingSnapshot().statistics.echoesSuppressed == 1_000)
+    }
+
     // MARK: Overflow and exhaustion
 
     @Test func anOverflowTellsEveryWatchedPresenter() {

@@ -273,6 +273,18 @@ enum Samples {
         ),
         .claimFinished(ClaimID(5), created: []),
         .claimFinished(ClaimID(5), created: [path("/d/x"), path("/d/y")]),
+        // Issue 37: what a write left behind.
+        .claimFinished(
+            ClaimID(5),
+            created: [path("/d/y")],
+            outcome: WriteOutcome(
+                endedAt: 1_764_300_000_123_456_789,
+                items: [
+                    path("/d/x"): .present(inode: 42, size: 7, changeTime: 1_764_300_000_100_000_000),
+                    path("/d/y"): .absent,
+                ]
+            )
+        ),
         .coordinatorCancelled(client, CoordinatorID(6)),
         .claimCancelled(ClaimID(5)),
         .presenterReplied(RequestID(1), .relinquished(reacquirer: true)),

@@ -49,14 +49,23 @@ public struct WatcherReport: Sendable {
     public var watched: [ItemPath] = []
     /// Directories whose watch went away since the last report (unwatched, deleted).
     public var unwatched: [ItemPath] = []
+    /// The state of the events' items when the batch was read, and of their directories (issue 37: tells a
+    /// coordinated write's echo from a change made after it).
+    public var observed: [ItemPath: ItemStamp] = [:]
 
     /// Creates a report.
-    public init(events: [FileSystemEvent], status: WatcherStatus, watched: [ItemPath] = [], unwatched: [ItemPath] = [])
-    {
+    public init(
+        events: [FileSystemEvent],
+        status: WatcherStatus,
+        watched: [ItemPath] = [],
+        unwatched: [ItemPath] = [],
+        observed: [ItemPath: ItemStamp] = [:]
+    ) {
         self.events = events
         self.status = status
         self.watched = watched
         self.unwatched = unwatched
+        self.observed = observed
     }
 }
 

@@ -191,7 +191,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
             if wake, !runCommands(into: &batch) { return }
             echoes.endBatch()
-            deliver(WatcherReport(events: batch, status: status, watched: added, unwatched: removed))
+            deliver(
+                WatcherReport(
+                    events: batch,
+                    status: status,
+                    watched: added,
+                    unwatched: removed,
+                    observed: ObservedStates.read(for: batch)
+                )
+            )
             added = []
             removed = []
         }

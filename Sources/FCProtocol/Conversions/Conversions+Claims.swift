@@ -160,11 +160,16 @@ extension ClaimRequest {
 }
 
 extension Filecoord_V1_FinishClaim {
-    /// `FinishClaim` for the client's claim `claim`, reporting the items its accessor created.
-    public init(claim: ClaimID, created: [ItemPath]) {
+    /// `FinishClaim` for the client's claim `claim`, reporting the items its accessor created and, for a write,
+    /// what it left behind.
+    public init(claim: ClaimID, created: [ItemPath], outcome: WriteOutcome? = nil) {
         self.init()
         claimID = claim.rawValue
         self.created = created.map(encodePath)
+        if let outcome {
+            endedAtNs = outcome.endedAt
+            written = outcome.items.sorted { $0.key < $1.key }.map { Filecoord_V1_ItemState(path: $0.key, $0.value) }
+        }
     }
 
     /// The items the accessor created.
@@ -172,6 +177,39 @@ extension Filecoord_V1_FinishClaim {
     /// - Throws: ``ProtocolError`` for an invalid path.
     public func createdPaths(limits: ProtocolLimits = .default) throws(ProtocolError) -> [ItemPath] {
         try decodePaths(created, field: "FinishClaim.created", limits: limits)
+    }
+
+    /// What the write left behind, `nil` when the client did not say (`ended_at_ns` 0).
+    ///
+    /// - Throws: ``ProtocolError`` for an invalid path, or a state with a negative size or change time.
+    public func outcome(limits: ProtocolLimits = .default) throws(ProtocolError) -> WriteOutcome? {
+        guard endedAtNs != 0 else { return nil }
+        var items: [ItemPath: ItemStamp] = [:]
+        for (index, state) in written.enumerated() {
+            let field = "FinishClaim.written[\(index)]"
+            let path = try decodePath(state.path, field: "\(field).path", limits: limits)
+            guard state.size >= 0, state.changeTimeNs >= 0 else {
+                throw ProtocolError(.invalidValue, "\(field) has a negative size or change time")
+            }
+            items[path] =
+                state.present
+                ? .present(inode: state.inode, size: state.size, changeTime: state.changeTimeNs) : .absent
+        }
+        return WriteOutcome(endedAt: endedAtNs, items: items)
+    }
+}
+
+extension Filecoord_V1_ItemState {
+    /// The state of `path`.
+    init(path: ItemPath, _ stamp: ItemStamp) {
+        self.init()
+        self.path = encodePath(path)
+        if case .present(let inode, let size, let changeTime) = stamp {
+            present = true
+            self.inode = inode
+            self.size = size
+            changeTimeNs = changeTime
+        }
     }
 }
 

@@ -57,7 +57,11 @@ extension ArbiterEvent {
         case .requestClaim(let message):
             self = .claimRequested(try ClaimRequest(wire: message, client: client, limits: limits))
         case .finishClaim(let message):
-            self = .claimFinished(ClaimID(message.claimID), created: try message.createdPaths(limits: limits))
+            self = .claimFinished(
+                ClaimID(message.claimID),
+                created: try message.createdPaths(limits: limits),
+                outcome: try message.outcome(limits: limits)
+            )
         case .cancelCoordinator(let message):
             self = .coordinatorCancelled(client, CoordinatorID(message.coordinatorID))
         case .cancelClaim(let message):
@@ -134,8 +138,8 @@ extension Filecoord_V1_Frame {
             self.init(.presenterURLChanged(Filecoord_V1_PresenterURLChanged(presenter: presenter, path: path)))
         case .claimRequested(let request):
             self.init(.requestClaim(Filecoord_V1_RequestClaim(request)))
-        case .claimFinished(let claim, let created):
-            self.init(.finishClaim(Filecoord_V1_FinishClaim(claim: claim, created: created)))
+        case .claimFinished(let claim, let created, let outcome):
+            self.init(.finishClaim(Filecoord_V1_FinishClaim(claim: claim, created: created, outcome: outcome)))
         case .coordinatorCancelled(_, let coordinator):
             self.init(.cancelCoordinator(Filecoord_V1_CancelCoordinator(coordinator: coordinator)))
         case .claimCancelled(let claim):

@@ -772,6 +772,38 @@ public nonisolated struct Filecoord_V1_FinishClaim: Sendable {
   /// Items the accessor created, reported as presentedSubitemDidAppear to enclosing directories' presenters.
   public var created: [Data] = []
 
+  /// What a write left behind, as the client saw it right after the accessor returned (issue 37), so that the
+  /// daemon tells the write's own file-system events (its echoes) from a change another process makes right after.
+  /// The client's wall clock (CLOCK_REALTIME, nanoseconds since the Unix epoch) when the accessor returned; 0: not
+  /// said (the write's echoes are then told apart by the echo retention alone).
+  public var endedAtNs: Int64 = 0
+
+  /// The written items (write items of the claim, created items) and their state, taken after ended_at_ns.
+  public var written: [Filecoord_V1_ItemState] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// An item's state as lstat showed it (FinishClaim.written).
+public nonisolated struct Filecoord_V1_ItemState: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var path: Data = Data()
+
+  /// false: nothing was at the path (the other fields are 0).
+  public var present: Bool = false
+
+  public var inode: UInt64 = 0
+
+  public var size: Int64 = 0
+
+  /// st_ctim, nanoseconds since the Unix epoch.
+  public var changeTimeNs: Int64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2514,7 +2546,7 @@ nonisolated extension Filecoord_V1_FileIdentity: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Filecoord_V1_FinishClaim: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".FinishClaim"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{1}created\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{1}created\0\u{3}ended_at_ns\0\u{1}written\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2524,6 +2556,8 @@ nonisolated extension Filecoord_V1_FinishClaim: SwiftProtobuf.Message, SwiftProt
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.claimID) }()
       case 2: try { try decoder.decodeRepeatedBytesField(value: &self.created) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.endedAtNs) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.written) }()
       default: break
       }
     }
@@ -2536,12 +2570,70 @@ nonisolated extension Filecoord_V1_FinishClaim: SwiftProtobuf.Message, SwiftProt
     if !self.created.isEmpty {
       try visitor.visitRepeatedBytesField(value: self.created, fieldNumber: 2)
     }
+    if self.endedAtNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.endedAtNs, fieldNumber: 3)
+    }
+    if !self.written.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.written, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Filecoord_V1_FinishClaim, rhs: Filecoord_V1_FinishClaim) -> Bool {
     if lhs.claimID != rhs.claimID {return false}
     if lhs.created != rhs.created {return false}
+    if lhs.endedAtNs != rhs.endedAtNs {return false}
+    if lhs.written != rhs.written {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ItemState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ItemState"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}present\0\u{1}inode\0\u{1}size\0\u{3}change_time_ns\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBytesField(value: &self.path) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.present) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.inode) }()
+      case 4: try { try decoder.decodeSingularInt64Field(value: &self.size) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.changeTimeNs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.path.isEmpty {
+      try visitor.visitSingularBytesField(value: self.path, fieldNumber: 1)
+    }
+    if self.present != false {
+      try visitor.visitSingularBoolField(value: self.present, fieldNumber: 2)
+    }
+    if self.inode != 0 {
+      try visitor.visitSingularUInt64Field(value: self.inode, fieldNumber: 3)
+    }
+    if self.size != 0 {
+      try visitor.visitSingularInt64Field(value: self.size, fieldNumber: 4)
+    }
+    if self.changeTimeNs != 0 {
+      try visitor.visitSingularInt64Field(value: self.changeTimeNs, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ItemState, rhs: Filecoord_V1_ItemState) -> Bool {
+    if lhs.path != rhs.path {return false}
+    if lhs.present != rhs.present {return false}
+    if lhs.inode != rhs.inode {return false}
+    if lhs.size != rhs.size {return false}
+    if lhs.changeTimeNs != rhs.changeTimeNs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -33,6 +33,7 @@ import Testing
         var ran = 0
         var leases = (grants: 0, recalls: 0, inProcess: 0, declared: 0, kept: 0)
         var otherNamesWritten = 0
+        var echoes = (laterChanges: 0, echoesRepeated: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -42,6 +43,8 @@ import Testing
                 leases.declared += simulation.leaseCounts.declared
                 leases.kept += simulation.leaseCounts.kept
                 otherNamesWritten += simulation.otherNamesWritten
+                echoes.laterChanges += simulation.echoCounts.laterChanges
+                echoes.echoesRepeated += simulation.echoCounts.echoesRepeated
             }
             do {
                 try simulation.run()
@@ -57,12 +60,14 @@ import Testing
             "simulator shard \(shard): \(ran) schedules of \(Self.steps) steps kept every invariant; leases: "
                 + "\(leases.grants) granted, \(leases.recalls) recalled, \(leases.inProcess) claims in process, "
                 + "\(leases.declared) declared on return or reconnection, \(leases.kept) holders' connections "
-                + "closed by the host; \(otherNamesWritten) writes of files with other names reported"
+                + "closed by the host; \(otherNamesWritten) writes of files with other names reported; "
+                + "\(echoes.laterChanges) changes after a write reported, \(echoes.echoesRepeated) write echoes repeated"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
             #expect(leases.grants > 0 && leases.recalls > 0 && leases.declared > 0 && leases.kept > 0)
             #expect(otherNamesWritten > 0, "issue 26: no ended write of a file with other names was reported")
+            #expect(echoes.laterChanges > 0 && echoes.echoesRepeated > 0, "issue 37: no write echo was told apart")
         }
     }
 

@@ -412,6 +412,51 @@ void   filecoord__v1__finish_claim__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__finish_claim__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__item_state__init
+                     (Filecoord__V1__ItemState         *message)
+{
+  static const Filecoord__V1__ItemState init_value = FILECOORD__V1__ITEM_STATE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__item_state__get_packed_size
+                     (const Filecoord__V1__ItemState *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__item_state__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__item_state__pack
+                     (const Filecoord__V1__ItemState *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__item_state__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__item_state__pack_to_buffer
+                     (const Filecoord__V1__ItemState *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__item_state__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ItemState *
+       filecoord__v1__item_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ItemState *)
+     protobuf_c_message_unpack (&filecoord__v1__item_state__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__item_state__free_unpacked
+                     (Filecoord__V1__ItemState *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__item_state__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__cancel_coordinator__init
                      (Filecoord__V1__CancelCoordinator         *message)
 {
@@ -2609,7 +2654,7 @@ const ProtobufCMessageDescriptor filecoord__v1__file_identity__descriptor =
   (ProtobufCMessageInit) filecoord__v1__file_identity__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__finish_claim__field_descriptors[2] =
+static const ProtobufCFieldDescriptor filecoord__v1__finish_claim__field_descriptors[4] =
 {
   {
     "claim_id",
@@ -2635,15 +2680,41 @@ static const ProtobufCFieldDescriptor filecoord__v1__finish_claim__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "ended_at_ns",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__FinishClaim, ended_at_ns),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "written",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__FinishClaim, n_written),
+    offsetof(Filecoord__V1__FinishClaim, written),
+    &filecoord__v1__item_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__finish_claim__field_indices_by_name[] = {
   0,   /* field[0] = claim_id */
   1,   /* field[1] = created */
+  2,   /* field[2] = ended_at_ns */
+  3,   /* field[3] = written */
 };
 static const ProtobufCIntRange filecoord__v1__finish_claim__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__finish_claim__descriptor =
 {
@@ -2653,11 +2724,101 @@ const ProtobufCMessageDescriptor filecoord__v1__finish_claim__descriptor =
   "Filecoord__V1__FinishClaim",
   "filecoord.v1",
   sizeof(Filecoord__V1__FinishClaim),
-  2,
+  4,
   filecoord__v1__finish_claim__field_descriptors,
   filecoord__v1__finish_claim__field_indices_by_name,
   1,  filecoord__v1__finish_claim__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__finish_claim__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__item_state__field_descriptors[5] =
+{
+  {
+    "path",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ItemState, path),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "present",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ItemState, present),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inode",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ItemState, inode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "size",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ItemState, size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "change_time_ns",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ItemState, change_time_ns),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__item_state__field_indices_by_name[] = {
+  4,   /* field[4] = change_time_ns */
+  2,   /* field[2] = inode */
+  0,   /* field[0] = path */
+  1,   /* field[1] = present */
+  3,   /* field[3] = size */
+};
+static const ProtobufCIntRange filecoord__v1__item_state__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__item_state__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ItemState",
+  "ItemState",
+  "Filecoord__V1__ItemState",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ItemState),
+  5,
+  filecoord__v1__item_state__field_descriptors,
+  filecoord__v1__item_state__field_indices_by_name,
+  1,  filecoord__v1__item_state__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__item_state__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__cancel_coordinator__field_descriptors[1] =

@@ -24,6 +24,7 @@ typedef struct Filecoord__V1__RequestClaim Filecoord__V1__RequestClaim;
 typedef struct Filecoord__V1__ClaimItem Filecoord__V1__ClaimItem;
 typedef struct Filecoord__V1__FileIdentity Filecoord__V1__FileIdentity;
 typedef struct Filecoord__V1__FinishClaim Filecoord__V1__FinishClaim;
+typedef struct Filecoord__V1__ItemState Filecoord__V1__ItemState;
 typedef struct Filecoord__V1__CancelCoordinator Filecoord__V1__CancelCoordinator;
 typedef struct Filecoord__V1__CancelClaim Filecoord__V1__CancelClaim;
 typedef struct Filecoord__V1__PresenterReply Filecoord__V1__PresenterReply;
@@ -540,10 +541,45 @@ struct  Filecoord__V1__FinishClaim
    */
   size_t n_created;
   ProtobufCBinaryData *created;
+  /*
+   * What a write left behind, as the client saw it right after the accessor returned (issue 37), so that the
+   * daemon tells the write's own file-system events (its echoes) from a change another process makes right after.
+   * The client's wall clock (CLOCK_REALTIME, nanoseconds since the Unix epoch) when the accessor returned; 0: not
+   * said (the write's echoes are then told apart by the echo retention alone).
+   */
+  int64_t ended_at_ns;
+  /*
+   * The written items (write items of the claim, created items) and their state, taken after ended_at_ns.
+   */
+  size_t n_written;
+  Filecoord__V1__ItemState **written;
 };
 #define FILECOORD__V1__FINISH_CLAIM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__finish_claim__descriptor) \
-    , 0, 0,NULL }
+    , 0, 0,NULL, 0, 0,NULL }
+
+
+/*
+ * An item's state as lstat showed it (FinishClaim.written).
+ */
+struct  Filecoord__V1__ItemState
+{
+  ProtobufCMessage base;
+  ProtobufCBinaryData path;
+  /*
+   * false: nothing was at the path (the other fields are 0).
+   */
+  protobuf_c_boolean present;
+  uint64_t inode;
+  int64_t size;
+  /*
+   * st_ctim, nanoseconds since the Unix epoch.
+   */
+  int64_t change_time_ns;
+};
+#define FILECOORD__V1__ITEM_STATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__item_state__descriptor) \
+    , {0,NULL}, 0, 0, 0, 0 }
 
 
 /*
@@ -1270,6 +1306,25 @@ Filecoord__V1__FinishClaim *
 void   filecoord__v1__finish_claim__free_unpacked
                      (Filecoord__V1__FinishClaim *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__ItemState methods */
+void   filecoord__v1__item_state__init
+                     (Filecoord__V1__ItemState         *message);
+size_t filecoord__v1__item_state__get_packed_size
+                     (const Filecoord__V1__ItemState   *message);
+size_t filecoord__v1__item_state__pack
+                     (const Filecoord__V1__ItemState   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__item_state__pack_to_buffer
+                     (const Filecoord__V1__ItemState   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ItemState *
+       filecoord__v1__item_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__item_state__free_unpacked
+                     (Filecoord__V1__ItemState *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__CancelCoordinator methods */
 void   filecoord__v1__cancel_coordinator__init
                      (Filecoord__V1__CancelCoordinator         *message);
@@ -1799,6 +1854,9 @@ typedef void (*Filecoord__V1__FileIdentity_Closure)
 typedef void (*Filecoord__V1__FinishClaim_Closure)
                  (const Filecoord__V1__FinishClaim *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__ItemState_Closure)
+                 (const Filecoord__V1__ItemState *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__CancelCoordinator_Closure)
                  (const Filecoord__V1__CancelCoordinator *message,
                   void *closure_data);
@@ -1900,6 +1958,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor
 extern const ProtobufCMessageDescriptor filecoord__v1__claim_item__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__file_identity__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__finish_claim__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__item_state__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__cancel_coordinator__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__cancel_claim__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__presenter_reply__descriptor;

@@ -242,7 +242,7 @@ final class LeaseTable: @unchecked Sendable {
             guard !state.owner.isEmpty else { return nil }
             let claim: ClaimID
             switch message {
-            case .finishClaim(let id, _), .cancelClaim(let id), .preparationReturned(let id),
+            case .finishClaim(let id, _, _), .cancelClaim(let id), .preparationReturned(let id),
                 .itemMoved(let id, _, _, _), .versionChanged(let id, _, _):
                 claim = id
             case .cancelCoordinator:

@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCSystem
 import FCToolkit
 import Foundation
 
@@ -28,6 +29,23 @@ extension NSFileCoordinator {
                 guard existed == false, FileManager.default.fileExists(atPath: path.description) else { return nil }
                 return path
             }
+        }
+
+        /// What a write left behind, read right after its accessor returned (issue 37): the clock first, then one
+        /// `lstat` per written item. The daemon compares it with what its watcher reads, so that a change another
+        /// process makes right after the write is reported and not taken for the write's echo. `nil` for a read.
+        func writeOutcome(paths: [ItemPath], created: [ItemPath]) -> WriteOutcome? {
+            let written = zip(claimRequest.items, paths).compactMap { item, path in item.access.isWrite ? path : nil }
+            guard !written.isEmpty else { return nil }
+            let endedAt = ChangeTimes.now
+            var items: [ItemPath: ItemStamp] = [:]
+            for path in written + created where items[path] == nil {
+                let state: ChangeTimes.FileState?
+                do { state = try ChangeTimes.state(ofPathBytes: path.bytes) } catch { continue }  // Not readable.
+                items[path] =
+                    state.map { .present(inode: $0.inode, size: $0.size, changeTime: $0.changeTime) } ?? .absent
+            }
+            return WriteOutcome(endedAt: endedAt, items: items)
         }
     }
 
@@ -193,7 +211,7 @@ extension NSFileCoordinator {
                 refusesNestedWrite: refusesNestedWrite
             )
             ThreadContext.withAccess(access) { body(request.urls(for: paths)) }
-            finish(request, created: request.createdItems(paths: paths))
+            finish(request, paths: paths)
             return nil
         }
     }
@@ -216,8 +234,14 @@ extension NSFileCoordinator {
         }
     }
 
-    func finish(_ request: PreparedClaim, created: [ItemPath]) {
-        client.send(.finishClaim(request.id, created: created))
+    /// Ends a claim whose accessor returned, with the items it created and what a write left behind.
+    func finish(_ request: PreparedClaim, paths: [ItemPath]) {
+        let created = request.createdItems(paths: paths)
+        finish(request, created: created, outcome: request.writeOutcome(paths: paths, created: created))
+    }
+
+    func finish(_ request: PreparedClaim, created: [ItemPath], outcome: WriteOutcome? = nil) {
+        client.send(.finishClaim(request.id, created: created, outcome: outcome))
         if let presenter, let id = client.presenterID(of: presenter) { client.refreshURL(of: id) }
     }
 }

@@ -82,7 +82,7 @@ final class CoordinationClient: Sendable {
     /// is gone (its claims and presenters went with it), and the next connection registers every presenter again.
     func send(_ message: ClientMessage) {
         // A claim that ends is no longer held.
-        if case .finishClaim(let claim, _) = message { claims.finished(claim) }
+        if case .finishClaim(let claim, _, _) = message { claims.finished(claim) }
         if let outcomes = leases.handle(message) {
             deliver(outcomes)
             // A coordinator's cancel reaches its claims at the daemon too.

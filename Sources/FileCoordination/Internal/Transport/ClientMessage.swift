@@ -7,8 +7,9 @@ import FCCore
 ///
 /// A value type: `Sendable`, sent from any thread.
 enum ClientMessage: Sendable {
-    /// A claim's accessor returned; `created` are the items it created.
-    case finishClaim(ClaimID, created: [ItemPath])
+    /// A claim's accessor returned; `created` are the items it created, `outcome` what a write left behind (issue
+    /// 37: it tells the write's echoes from a change another process makes right after).
+    case finishClaim(ClaimID, created: [ItemPath], outcome: WriteOutcome? = nil)
     /// An `async` call's task was cancelled while its claim waited.
     case cancelClaim(ClaimID)
     /// `cancel()` on a coordinator of the client `client`.
@@ -36,7 +37,8 @@ enum ClientMessage: Sendable {
     /// The arbiter's event for this message.
     var event: ArbiterEvent {
         switch self {
-        case .finishClaim(let claim, let created): .claimFinished(claim, created: created)
+        case .finishClaim(let claim, let created, let outcome):
+            .claimFinished(claim, created: created, outcome: outcome)
         case .cancelClaim(let claim): .claimCancelled(claim)
         case .cancelCoordinator(let coordinator, let client): .coordinatorCancelled(client, coordinator)
         case .preparationReturned(let claim): .preparationReturned(claim)
