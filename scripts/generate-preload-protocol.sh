@@ -4,8 +4,9 @@
 #
 #   scripts/generate-preload-protocol.sh
 #
-# The generated C is committed, like the Swift (docs/PROTOCOL.md §7): neither the build nor CI runs this. Run it
-# after editing the .proto, together with scripts/generate-protocol.sh, and commit the three files together.
+# The generated C is committed, like the Swift (docs/PROTOCOL.md §7): the build does not run this. Run it after
+# editing the .proto, together with scripts/generate-protocol.sh, and commit the three files together. CI runs it in
+# a temporary copy and fails when the committed files differ (scripts/check-generated.sh).
 #
 # protoc-c 1.4 (Debian 12) refuses proto3 `optional`, so it reads a copy of the .proto with that keyword removed.
 # That changes nothing on the wire for what the library sends and reads: a proto3 `optional` field is encoded like

@@ -31,6 +31,9 @@ FC_APT_PACKAGES+=("tmux")
 # Issue 26: the document portal's end-to-end tests start a real xdg-document-portal (a FUSE file system) on a session
 # bus of their own (dbus-run-session, from dbus-daemon) and export files through it with gdbus (libglib2.0-bin).
 FC_APT_PACKAGES+=("xdg-desktop-portal" "dbus-daemon" "libglib2.0-bin")
+# Issue 38: scripts/check-generated.sh regenerates the preload's protobuf-c code (protoc-c) to compare it with the
+# committed files; scripts/check-docs.py and check-cffi-declarations.py need python3 (installed with python3-venv).
+FC_APT_PACKAGES+=("protobuf-c-compiler")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }

@@ -400,7 +400,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .versionStoreReply(newValue)}
   }
 
-  /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+  /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 10): client -> daemon 60-69, daemon -> client 70-79.
   public var leaseReturned: Filecoord_V1_LeaseReturned {
     get {
       if case .leaseReturned(let v)? = payload {return v}
@@ -467,7 +467,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
     case versionStoreRequest(Filecoord_V1_VersionStoreRequest)
     case versionStoreReply(Filecoord_V1_VersionStoreReply)
-    /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+    /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 10): client -> daemon 60-69, daemon -> client 70-79.
     case leaseReturned(Filecoord_V1_LeaseReturned)
     case leaseGranted(Filecoord_V1_LeaseGranted)
     case leaseRecalled(Filecoord_V1_LeaseRecalled)
@@ -494,7 +494,8 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
   public var pid: Int32 = 0
 
   /// true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
-  /// preload library, libfilecoord, older clients, a Swift client with FILECOORD_LEASES=0): it is granted none.
+  /// preload library, older clients, a Swift client with FILECOORD_LEASES=0; libfilecoord, fccoord and the Python
+  /// binding are the Swift client): it is granted none.
   public var answersRecalls: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

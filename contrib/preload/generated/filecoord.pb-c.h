@@ -294,7 +294,7 @@ struct  Filecoord__V1__Frame
     Filecoord__V1__VersionStoreRequest *version_store_request;
     Filecoord__V1__VersionStoreReply *version_store_reply;
     /*
-     * Leases (issue 23; revision 3; docs/PROTOCOL.md section 8): client -> daemon 60-69, daemon -> client 70-79.
+     * Leases (issue 23; revision 3; docs/PROTOCOL.md section 10): client -> daemon 60-69, daemon -> client 70-79.
      */
     Filecoord__V1__LeaseReturned *lease_returned;
     Filecoord__V1__LeaseGranted *lease_granted;
@@ -327,7 +327,8 @@ struct  Filecoord__V1__Hello
   int32_t pid;
   /*
    * true: the client answers LeaseRecalled (issue 23), so the daemon may grant it leases. Absent or false (the C
-   * preload library, libfilecoord, older clients, a Swift client with FILECOORD_LEASES=0): it is granted none.
+   * preload library, older clients, a Swift client with FILECOORD_LEASES=0; libfilecoord, fccoord and the Python
+   * binding are the Swift client): it is granted none.
    */
   protobuf_c_boolean answers_recalls;
 };
