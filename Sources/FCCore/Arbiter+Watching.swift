@@ -393,7 +393,9 @@ extension Arbiter {
     /// - anything else: foreign.
     func echoVerdict(_ path: ItemPath, observed: [ItemPath: ItemStamp]) -> EchoVerdict {
         if let claim = grantedWriteClaim(over: path) {
-            if !claim.id.isLease, observed[path] != nil { return .held(claim) }
+            // A preparation's batch runs writes of its own, whose finishes record their echoes: its events are not
+            // held until the batch ends (their records would be gone by then).
+            if !claim.id.isLease, !claim.request.isPreparation, observed[path] != nil { return .held(claim) }
             return countEcho()
         }
         guard !watching.echoes.isEmpty else { return .foreign }

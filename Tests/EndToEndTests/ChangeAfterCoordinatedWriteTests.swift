@@ -11,82 +11,84 @@ import Testing
 @preconcurrency import Musl
 #endif
 
-@Suite struct ChangeAfterCoordinatedWriteTests {
-    /// Busy shell loops at the lowest priority, one more than the machine has cores, stopped when `body` returns.
-    private func withSaturatedCPU(_ body: () async throws -> Void) async throws {
-        var burners: [Process] = []
-        defer {
-            for burner in burners {
-                kill(burner.processIdentifier, SIGKILL)
-                burner.waitUntilExit()
-            }
-        }
-        for _ in 0...ProcessInfo.processInfo.activeProcessorCount {
-            let burner = Process()
-            burner.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
-            burner.arguments = ["-n", "19", "/bin/sh", "-c", "while :; do :; done"]
-            try burner.run()
-            burners.append(burner)
-        }
-        try await body()
-    }
-
-    /// Runs `script` in `sh` with the test's socket, `fccoord`'s path as `$1` and `arguments` after it; waits for it.
-    private func shell(_ env: TestEnvironment, _ script: String, _ arguments: [String]) async throws {
-        let fccoord = try Products.executable("fccoord").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script, "sh", fccoord] + arguments
-        process.environment = try childEnvironment(socket: env.socket)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try await eventually("the script to end") { !process.isRunning }
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(script) ended with \(process.terminationStatus)")
-    }
-
-    @Test("A file appended by another process as soon as a coordinated write of it returned: reported")
-    func anAppendRightAfterACoordinatedWrite() async throws {
-        try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
-            let host = try await env.host("A")
-            let file = try env.file("doc.txt", "text\n")
-            try await host.present("P", file)
-            try await withSaturatedCPU {
-                for round in 1...3 {
-                    // fccoord's write ends, and the shell appends in the same breath: well within the echo retention.
-                    try await shell(
-                        env,
-                        #""$1" write "$2" -- sh -c 'printf coordinated >> "$FCCOORD_PATH_1"' && printf after >> "$2""#,
-                        [file]
-                    )
-                    // One did change for the coordinated write, one for the append.
-                    try await host.waitFor("presenter P didChange", count: 2 * round, timeout: .seconds(30))
+extension CPUSaturatingTests {
+    @Suite struct ChangeAfterCoordinatedWriteTests {
+        /// Busy shell loops at the lowest priority, one more than the machine has cores, stopped when `body` returns.
+        private func withSaturatedCPU(_ body: () async throws -> Void) async throws {
+            var burners: [Process] = []
+            defer {
+                for burner in burners {
+                    kill(burner.processIdentifier, SIGKILL)
+                    burner.waitUntilExit()
                 }
             }
-            #expect(try String(contentsOfFile: file, encoding: .utf8).hasSuffix("coordinatedafter"))
+            for _ in 0...ProcessInfo.processInfo.activeProcessorCount {
+                let burner = Process()
+                burner.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
+                burner.arguments = ["-n", "19", "/bin/sh", "-c", "while :; do :; done"]
+                try burner.run()
+                burners.append(burner)
+            }
+            try await body()
         }
-    }
 
-    @Test("A file created by another process in a folder right after a coordinated write of the folder: reported")
-    func aFileCreatedRightAfterACoordinatedWriteOfItsFolder() async throws {
-        try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
-            let host = try await env.host("A")
-            let folder = env.path("folder")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-            try await host.present("D", folder)
-            try await withSaturatedCPU {
-                for round in 1...3 {
-                    try await shell(
-                        env,
-                        #""$1" write "$2" -- sh -c 'printf x > "$FCCOORD_PATH_1/mine-$3"' && printf y > "$2/theirs-$3""#,
-                        [folder, "\(round)"]
-                    )
-                    try await host.waitFor(
-                        "presenter D subitemDidChange \(folder)/theirs-\(round)",
-                        timeout: .seconds(30)
-                    )
+        /// Runs `script` in `sh` with the test's socket, `fccoord`'s path as `$1` and `arguments` after it; waits for it.
+        private func shell(_ env: TestEnvironment, _ script: String, _ arguments: [String]) async throws {
+            let fccoord = try Products.executable("fccoord").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", script, "sh", fccoord] + arguments
+            process.environment = try childEnvironment(socket: env.socket)
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            try await eventually("the script to end") { !process.isRunning }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(script) ended with \(process.terminationStatus)")
+        }
+
+        @Test("A file appended by another process as soon as a coordinated write of it returned: reported")
+        func anAppendRightAfterACoordinatedWrite() async throws {
+            try await TestEnvironment.run { env in
+                _ = try await env.startDaemon()
+                let host = try await env.host("A")
+                let file = try env.file("doc.txt", "text\n")
+                try await host.present("P", file)
+                try await withSaturatedCPU {
+                    for round in 1...3 {
+                        // fccoord's write ends, and the shell appends in the same breath: well within the echo retention.
+                        try await shell(
+                            env,
+                            #""$1" write "$2" -- sh -c 'printf coordinated >> "$FCCOORD_PATH_1"' && printf after >> "$2""#,
+                            [file]
+                        )
+                        // One did change for the coordinated write, one for the append.
+                        try await host.waitFor("presenter P didChange", count: 2 * round, timeout: .seconds(30))
+                    }
+                }
+                #expect(try String(contentsOfFile: file, encoding: .utf8).hasSuffix("coordinatedafter"))
+            }
+        }
+
+        @Test("A file created by another process in a folder right after a coordinated write of the folder: reported")
+        func aFileCreatedRightAfterACoordinatedWriteOfItsFolder() async throws {
+            try await TestEnvironment.run { env in
+                _ = try await env.startDaemon()
+                let host = try await env.host("A")
+                let folder = env.path("folder")
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+                try await host.present("D", folder)
+                try await withSaturatedCPU {
+                    for round in 1...3 {
+                        try await shell(
+                            env,
+                            #""$1" write "$2" -- sh -c 'printf x > "$FCCOORD_PATH_1/mine-$3"' && printf y > "$2/theirs-$3""#,
+                            [folder, "\(round)"]
+                        )
+                        try await host.waitFor(
+                            "presenter D subitemDidChange \(folder)/theirs-\(round)",
+                            timeout: .seconds(30)
+                        )
+                    }
                 }
             }
         }

@@ -181,16 +181,15 @@ extension Filecoord_V1_FinishClaim {
 
     /// What the write left behind, `nil` when the client did not say (`ended_at_ns` 0).
     ///
-    /// - Throws: ``ProtocolError`` for an invalid path, or a state with a negative size or change time.
+    /// - Throws: ``ProtocolError`` for an invalid path or a negative size (the daemon then drops the outcome, not the
+    ///   finish). A change time may be negative (before 1970, as some network file systems show).
     public func outcome(limits: ProtocolLimits = .default) throws(ProtocolError) -> WriteOutcome? {
         guard endedAtNs != 0 else { return nil }
         var items: [ItemPath: ItemStamp] = [:]
         for (index, state) in written.enumerated() {
             let field = "FinishClaim.written[\(index)]"
             let path = try decodePath(state.path, field: "\(field).path", limits: limits)
-            guard state.size >= 0, state.changeTimeNs >= 0 else {
-                throw ProtocolError(.invalidValue, "\(field) has a negative size or change time")
-            }
+            guard state.size >= 0 else { throw ProtocolError(.invalidValue, "\(field) has a negative size") }
             items[path] =
                 state.present
                 ? .present(inode: state.inode, size: state.size, changeTime: state.changeTimeNs) : .absent

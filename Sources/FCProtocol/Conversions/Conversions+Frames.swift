@@ -60,7 +60,9 @@ extension ArbiterEvent {
             self = .claimFinished(
                 ClaimID(message.claimID),
                 created: try message.createdPaths(limits: limits),
-                outcome: try message.outcome(limits: limits)
+                // An outcome the daemon cannot read is dropped, not the finish: the write's echoes are then told
+                // apart by the echo retention alone.
+                outcome: (try? message.outcome(limits: limits)) ?? nil
             )
         case .cancelCoordinator(let message):
             self = .coordinatorCancelled(client, CoordinatorID(message.coordinatorID))

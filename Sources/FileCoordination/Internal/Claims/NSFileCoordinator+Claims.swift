@@ -31,6 +31,9 @@ extension NSFileCoordinator {
             }
         }
 
+        /// The most items whose state a finish carries.
+        static let maximumStampedItems = 64
+
         /// What a write left behind, read right after its accessor returned (issue 37): the clock first, then one
         /// `lstat` per written item. The daemon compares it with what its watcher reads, so that a change another
         /// process makes right after the write is reported and not taken for the write's echo. `nil` for a read.
@@ -39,7 +42,9 @@ extension NSFileCoordinator {
             guard !written.isEmpty else { return nil }
             let endedAt = ChangeTimes.now
             var items: [ItemPath: ItemStamp] = [:]
-            for path in written + created where items[path] == nil {
+            // A write of many items says when it ended and nothing of each (its finish stays a small frame).
+            let stamped = written.count + created.count <= Self.maximumStampedItems ? written + created : []
+            for path in stamped where items[path] == nil {
                 let state: ChangeTimes.FileState?
                 do { state = try ChangeTimes.state(ofPathBytes: path.bytes) } catch { continue }  // Not readable.
                 items[path] =
