@@ -140,6 +140,25 @@ public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible 
         return out
     }
 
+    /// Writes the path's bytes (``bytes``, ``byteCount`` of them) into `buffer`, which holds at least that many,
+    /// without making an array.
+    public func copyBytes(into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(buffer.count >= byteCount, "buffer too small for the path")
+        guard !components.isEmpty else {
+            buffer[0] = ItemPath.slash
+            return
+        }
+        var index = 0
+        for component in components {
+            buffer[index] = ItemPath.slash
+            index += 1
+            for byte in component {
+                buffer[index] = byte
+                index += 1
+            }
+        }
+    }
+
     /// The path as a string; bytes that are not valid UTF-8 are shown as U+FFFD.
     public var description: String { String(decoding: bytes, as: UTF8.self) }
 

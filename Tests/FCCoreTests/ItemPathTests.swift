@@ -76,6 +76,17 @@ struct ItemPathTests {
         }
     }
 
+    @Test func copyBytesWritesTheSpelledPath() throws {
+        for text in ["/", "/a", "/a/bc/def"] {
+            let parsed = try ItemPath(absolute: text)
+            let copied = [UInt8](unsafeUninitializedCapacity: parsed.byteCount) { buffer, count in
+                parsed.copyBytes(into: buffer)
+                count = parsed.byteCount
+            }
+            #expect(copied == parsed.bytes, "\(text)")
+        }
+    }
+
     // MARK: Rejected paths
 
     @Test func emptyPathIsRejected() {

@@ -168,6 +168,30 @@ private final class FlakyCall {
     }
 }
 
+/// `ChangeTimes`: what `lstat` shows of an item, from each spelling of its path (issue 37's write outcome).
+@Suite struct ChangeTimesTests {
+    @Test func eachSpellingOfAPathReadsTheSameStateAndNothingIsNil() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let file = folder + "/f"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data("abcd".utf8)))
+            let state = try #require(try ChangeTimes.state(of: file))
+            #expect(state.size == 4)
+            #expect(state.changeTime == (try ChangeTimes.changeTime(of: file)))
+            #expect(try ChangeTimes.state(ofPathBytes: Array(file.utf8)) == state)
+            let bytes = Array(file.utf8)
+            let written = try ChangeTimes.state(ofPathByteCount: bytes.count) { buffer in
+                _ = buffer.initialize(fromContentsOf: bytes)
+            }
+            #expect(written == state)
+            #expect(try ChangeTimes.state(of: folder + "/absent") == nil)
+            #expect(try ChangeTimes.state(of: file + "/below-a-file") == nil)  // ENOTDIR
+            // A name that is not UTF-8 is read from its bytes.
+            let odd = Array((folder + "/").utf8) + [0xFF, 0x61]
+            #expect(try ChangeTimes.state(ofPathBytes: odd) == nil)
+        }
+    }
+}
+
 /// Signals and child processes.
 @Suite struct ProcessTests {
     @Test func signallingAProcessThatIsGoneFailsWithNoSuchProcess() throws {

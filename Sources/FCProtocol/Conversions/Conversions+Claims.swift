@@ -168,7 +168,15 @@ extension Filecoord_V1_FinishClaim {
         self.created = created.map(encodePath)
         if let outcome {
             endedAtNs = outcome.endedAt
-            written = outcome.items.sorted { $0.key < $1.key }.map { Filecoord_V1_ItemState(path: $0.key, $0.value) }
+            // In path order, so that one outcome always encodes alike; a single item (the usual write) is not sorted,
+            // which spares the client's gated write path an array.
+            if outcome.items.count == 1, let only = outcome.items.first {
+                written = [Filecoord_V1_ItemState(path: only.key, only.value)]
+            } else {
+                written = outcome.items.sorted { $0.key < $1.key }.map {
+                    Filecoord_V1_ItemState(path: $0.key, $0.value)
+                }
+            }
         }
     }
 
