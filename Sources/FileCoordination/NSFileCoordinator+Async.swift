@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 public import Foundation
 
 extension NSFileCoordinator {

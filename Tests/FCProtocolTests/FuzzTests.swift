@@ -16,10 +16,10 @@ import Testing
     /// The smallest frame: a 4-byte prefix and a 2-byte body (the tag and zero length of an empty message).
     static let smallestFrame = frameLengthPrefixSize + 2
 
-    /// Valid encoded frames to mutate: every sample message, and every event and effect converted.
+    /// Valid encoded frames to mutate: every sample message, and everything a client sends and every effect converted.
     static let corpus: [[UInt8]] = {
         var frames = Samples.frames
-        frames += Samples.events.compactMap { Filecoord_V1_Frame($0) }
+        frames += Samples.sent.map(\.frame)
         frames += Samples.effects.compactMap { Filecoord_V1_Frame($0) }
         do {
             return try frames.map { try FrameEncoder().encode($0) }

@@ -30,21 +30,25 @@ import Testing
         #expect(error?.code == .unexpectedMessage)
     }
 
-    @Test(arguments: Samples.events)
-    func everyClientEventSurvivesTheWire(_ event: ArbiterEvent) throws {
-        let frame = try #require(Filecoord_V1_Frame(event))
+    @Test(arguments: Samples.sent)
+    func everythingAClientSendsSurvivesTheWire(_ sent: ClientSent) throws {
+        let frame = sent.frame
         #expect(frame.payload?.direction == .toDaemon)
         var decoder = FrameDecoder(accepting: .toDaemon)
         let decoded = try decoder.feed(try FrameEncoder().encode(frame))
         try #require(decoded.count == 1)
         let back = try ArbiterEvent(wire: decoded[0], client: Samples.client)
-        #expect(back == event)
+        #expect(back == sent.event(from: Samples.client))
     }
 
-    @Test func eventsWithoutAWireMessageHaveNoFrame() {
-        #expect(Filecoord_V1_Frame(ArbiterEvent.clientConnected(ClientInfo(id: ClientID(1), pid: 1, name: "x"))) == nil)
-        #expect(Filecoord_V1_Frame(ArbiterEvent.clientDisconnected(ClientID(1))) == nil)
-        #expect(Filecoord_V1_Frame(ArbiterEvent.timerFired(.presenterReply(RequestID(1)))) == nil)
+    @Test func onlyALeasesReturnHasNoEventInProcess() {
+        for case .message(let message) in Samples.sent {
+            if case .returnLease = message {
+                #expect(message.eventInProcess == nil)
+            } else {
+                #expect(message.eventInProcess == message.event(from: Samples.client))
+            }
+        }
     }
 
     @Test func helloAndDumpRequestAreNoArbiterEvents() throws {

@@ -2,6 +2,7 @@ import FCCore
 import FCProtocol
 import Foundation
 import SwiftProtobuf
+import Testing
 
 /// A path from a string literal, for tests.
 func path(_ string: String) -> ItemPath {
@@ -228,23 +229,25 @@ enum Samples {
 
     static let client = ClientID(3)
 
-    /// Every arbiter event a client sends, in FCCore's terms.
-    static let events: [ArbiterEvent] = [
-        .presenterAdded(PresenterRegistration(id: PresenterID(1), client: client, path: path("/d/a.txt"))),
-        .presenterAdded(
-            PresenterRegistration(
-                id: PresenterID(2),
-                client: client,
-                path: nil,
-                callbacks: [.relinquishToWriter, .presentedItemDidMove],
-                isPackage: true,
-                serialQueue: 0x7f00_1234_5678
+    /// Everything a client sends (claims and messages), in its own terms.
+    static let sent: [ClientSent] = [
+        .message(.addPresenter(PresenterRegistration(id: PresenterID(1), client: client, path: path("/d/a.txt")))),
+        .message(
+            .addPresenter(
+                PresenterRegistration(
+                    id: PresenterID(2),
+                    client: client,
+                    path: nil,
+                    callbacks: [.relinquishToWriter, .presentedItemDidMove],
+                    isPackage: true,
+                    serialQueue: 0x7f00_1234_5678
+                )
             )
         ),
-        .presenterRemoved(PresenterID(2)),
-        .presenterURLChanged(PresenterID(1), to: path("/d/b.txt")),
-        .presenterURLChanged(PresenterID(1), to: nil),
-        .claimRequested(
+        .message(.removePresenter(PresenterID(2))),
+        .message(.presenterURLChanged(PresenterID(1), to: path("/d/b.txt"))),
+        .message(.presenterURLChanged(PresenterID(1), to: nil)),
+        .claim(
             ClaimRequest(
                 id: ClaimID(5),
                 client: client,
@@ -253,7 +256,7 @@ enum Samples {
                 items: [ClaimItem(path: path("/d/a.txt"), access: .read([]))]
             )
         ),
-        .claimRequested(
+        .claim(
             ClaimRequest(
                 id: ClaimID(0),
                 client: client,
@@ -271,48 +274,51 @@ enum Samples {
                 timeout: .milliseconds(1_500)
             )
         ),
-        .claimFinished(ClaimID(5), created: []),
-        .claimFinished(ClaimID(5), created: [path("/d/x"), path("/d/y")]),
+        .message(.finishClaim(ClaimID(5), created: [])),
+        .message(.finishClaim(ClaimID(5), created: [path("/d/x"), path("/d/y")])),
         // Issue 37: what a write left behind.
-        .claimFinished(
-            ClaimID(5),
-            created: [path("/d/y")],
-            outcome: WriteOutcome(
-                endedAt: 1_764_300_000_123_456_789,
-                items: [
-                    path("/d/x"): .present(inode: 42, size: 7, changeTime: 1_764_300_000_100_000_000),
-                    path("/d/y"): .absent,
-                ]
+        .message(
+            .finishClaim(
+                ClaimID(5),
+                created: [path("/d/y")],
+                outcome: WriteOutcome(
+                    endedAt: 1_764_300_000_123_456_789,
+                    items: [
+                        path("/d/x"): .present(inode: 42, size: 7, changeTime: 1_764_300_000_100_000_000),
+                        path("/d/y"): .absent,
+                    ]
+                )
             )
         ),
-        .coordinatorCancelled(client, CoordinatorID(6)),
-        .claimCancelled(ClaimID(5)),
-        .presenterReplied(RequestID(1), .relinquished(reacquirer: true)),
-        .presenterReplied(RequestID(2), .relinquished(reacquirer: false)),
-        .presenterReplied(RequestID(3), .succeeded),
-        .presenterReplied(RequestID(4), .failed(PresenterError(domain: "D", code: -1, message: "m"))),
-        .itemMoved(ClaimID(5), from: path("/d/a"), to: path("/e/a")),
-        .itemMoved(ClaimID(5), from: path("/d/a"), to: path("/d/a"), fromName: Array("A".utf8)),
-        .versionChanged(ClaimID(5), path("/d/a"), .added(VersionID("v1"))),
-        .versionChanged(ClaimID(5), path("/d/a"), .removed(VersionID("v2"))),
-        .versionChanged(ClaimID(5), path("/d/a"), .resolved(VersionID("v3"))),
-        .leaseReturned(LeaseID(4), client: client, running: []),
-        .leaseReturned(
-            LeaseID(4),
-            client: client,
-            running: [
-                {
-                    var request = ClaimRequest(
-                        id: ClaimID(12),
-                        client: client,
-                        coordinator: CoordinatorID(3),
-                        purpose: PurposeID("scan"),
-                        items: [ClaimItem(path: path("/d/a"), access: .write([]))]
-                    )
-                    request.isHeld = true
-                    return request
-                }()
-            ]
+        .message(.cancelCoordinator(CoordinatorID(6), of: client)),
+        .message(.cancelClaim(ClaimID(5))),
+        .message(.presenterReplied(RequestID(1), .relinquished(reacquirer: true))),
+        .message(.presenterReplied(RequestID(2), .relinquished(reacquirer: false))),
+        .message(.presenterReplied(RequestID(3), .succeeded)),
+        .message(.presenterReplied(RequestID(4), .failed(PresenterError(domain: "D", code: -1, message: "m")))),
+        .message(.itemMoved(ClaimID(5), from: path("/d/a"), to: path("/e/a"), fromName: nil)),
+        .message(.itemMoved(ClaimID(5), from: path("/d/a"), to: path("/d/a"), fromName: Array("A".utf8))),
+        .message(.versionChanged(ClaimID(5), path("/d/a"), .added(VersionID("v1")))),
+        .message(.versionChanged(ClaimID(5), path("/d/a"), .removed(VersionID("v2")))),
+        .message(.versionChanged(ClaimID(5), path("/d/a"), .resolved(VersionID("v3")))),
+        .message(.returnLease(LeaseID(4), running: [])),
+        .message(
+            .returnLease(
+                LeaseID(4),
+                running: [
+                    {
+                        var request = ClaimRequest(
+                            id: ClaimID(12),
+                            client: client,
+                            coordinator: CoordinatorID(3),
+                            purpose: PurposeID("scan"),
+                            items: [ClaimItem(path: path("/d/a"), access: .write([]))]
+                        )
+                        request.isHeld = true
+                        return request
+                    }()
+                ]
+            )
         ),
     ]
 
@@ -358,4 +364,33 @@ enum Samples {
                 )
             )
         }
+}
+
+/// What a client sends: a claim, or one of its messages.
+enum ClientSent: Sendable, CustomTestStringConvertible {
+    case claim(ClaimRequest)
+    case message(ClientMessage)
+
+    /// The frame the client writes.
+    var frame: Filecoord_V1_Frame {
+        switch self {
+        case .claim(let request): Filecoord_V1_Frame(claim: request)
+        case .message(let message): Filecoord_V1_Frame(message)
+        }
+    }
+
+    /// The event the daemon reads from it on the connection of client `client`.
+    func event(from client: ClientID) -> ArbiterEvent {
+        switch self {
+        case .claim(let request): .claimRequested(request)
+        case .message(let message): message.event(from: client)
+        }
+    }
+
+    var testDescription: String {
+        switch self {
+        case .claim(let request): "claim \(request.id.rawValue)"
+        case .message(let message): "\(message)".prefix(80).description
+        }
+    }
 }

@@ -116,40 +116,43 @@ extension ArbiterEvent {
 }
 
 extension Filecoord_V1_Frame {
-    /// The frame a client sends for an arbiter event, with ids copied as they are. `nil` for the events a client
-    /// does not send (`clientConnected`, which is `Hello`'s job, `clientDisconnected`, which is closing the
-    /// connection, and `timerFired`, which is the daemon's own).
-    public init?(_ event: ArbiterEvent) {
-        switch event {
-        case .clientConnected, .clientDisconnected, .clientClosed, .timerFired, .fileSystemChanged:
-            return nil
-        case .leaseReturned(let lease, _, let running):
-            var message = Filecoord_V1_LeaseReturned()
-            message.leaseID = lease.rawValue
-            message.running = running.map {
+    /// The frame a client sends for a claim (`RequestClaim`).
+    public init(claim request: ClaimRequest) {
+        self.init(.requestClaim(Filecoord_V1_RequestClaim(request)))
+    }
+
+    /// The frame a client sends for `message`, with ids copied as they are. The daemon reads it back as the
+    /// message's event (``ArbiterEvent/init(wire:client:)`` gives ``ClientMessage/event(from:)`` for the client
+    /// of the connection).
+    public init(_ message: ClientMessage) {
+        switch message {
+        case .returnLease(let lease, let running):
+            var wire = Filecoord_V1_LeaseReturned()
+            wire.leaseID = lease.rawValue
+            wire.running = running.map {
                 var request = $0
                 request.isHeld = true
                 return Filecoord_V1_RequestClaim(request)
             }
-            self.init(.leaseReturned(message))
-        case .presenterAdded(let registration):
+            self.init(.leaseReturned(wire))
+        case .declareHeldClaim(let request):
+            self.init(claim: request)
+        case .addPresenter(let registration):
             self.init(.registerPresenter(Filecoord_V1_RegisterPresenter(registration)))
-        case .presenterRemoved(let presenter):
+        case .removePresenter(let presenter):
             self.init(.unregisterPresenter(Filecoord_V1_UnregisterPresenter(presenter: presenter)))
         case .presenterURLChanged(let presenter, let path):
             self.init(.presenterURLChanged(Filecoord_V1_PresenterURLChanged(presenter: presenter, path: path)))
-        case .claimRequested(let request):
-            self.init(.requestClaim(Filecoord_V1_RequestClaim(request)))
-        case .claimFinished(let claim, let created, let outcome):
+        case .finishClaim(let claim, let created, let outcome):
             self.init(.finishClaim(Filecoord_V1_FinishClaim(claim: claim, created: created, outcome: outcome)))
-        case .coordinatorCancelled(_, let coordinator):
+        case .cancelCoordinator(let coordinator, _):
             self.init(.cancelCoordinator(Filecoord_V1_CancelCoordinator(coordinator: coordinator)))
-        case .claimCancelled(let claim):
+        case .cancelClaim(let claim):
             self.init(.cancelClaim(Filecoord_V1_CancelClaim(claim: claim)))
         case .preparationReturned(let claim):
-            var message = Filecoord_V1_PreparationReturned()
-            message.claimID = claim.rawValue
-            self.init(.preparationReturned(message))
+            var wire = Filecoord_V1_PreparationReturned()
+            wire.claimID = claim.rawValue
+            self.init(.preparationReturned(wire))
         case .presenterReplied(let request, let reply):
             self.init(.presenterReply(Filecoord_V1_PresenterReply(request: request, reply: reply)))
         case .itemMoved(let claim, let from, let to, let fromName):

@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCProtocol
 import FCToolkit
 import Logging
 import Synchronization
@@ -245,9 +246,10 @@ final class LeaseTable: @unchecked Sendable {
             case .finishClaim(let id, _, _), .cancelClaim(let id), .preparationReturned(let id),
                 .itemMoved(let id, _, _, _), .versionChanged(let id, _, _):
                 claim = id
-            case .cancelCoordinator:
+            case .cancelCoordinator(let coordinator, let client):
                 var outcomes: Outcomes = []
-                for id in state.leases.keys.sorted() { outcomes += handle(message.event, in: id, state: &state) }
+                let event = ArbiterEvent.coordinatorCancelled(client, coordinator)
+                for id in state.leases.keys.sorted() { outcomes += handle(event, in: id, state: &state) }
                 return outcomes
             case .declareHeldClaim, .addPresenter, .removePresenter, .presenterURLChanged, .presenterReplied,
                 .returnLease:
@@ -259,7 +261,8 @@ final class LeaseTable: @unchecked Sendable {
                 state.requests[claim] = nil
                 return []
             }
-            let outcomes = handle(message.event, in: lease, state: &state)
+            guard let event = message.eventInProcess else { return nil }
+            let outcomes = handle(event, in: lease, state: &state)
             if case .finishClaim = message {
                 state.owner[claim] = nil
                 state.requests[claim] = nil

@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCProtocol
 import FCToolkit
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 import Foundation
 
 /// Where a client's claims and presenters are arbitrated: the daemon's connection (``DaemonTransport``) or the

@@ -24,7 +24,7 @@ extension DaemonTransport {
         default:
             break
         }
-        send(message.event)
+        send(Filecoord_V1_Frame(message))
     }
 
     /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
@@ -35,14 +35,14 @@ extension DaemonTransport {
         } else {
             updateReading { $0.unattendedClaims.insert(request.id) }
         }
-        send(.claimRequested(request))
+        send(Filecoord_V1_Frame(claim: request))
         // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
         if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
     }
 
-    /// Sends `event` as its frame (FCProtocol's conversion, docs/PROTOCOL.md).
-    fileprivate func send(_ event: ArbiterEvent) {
-        guard let frame = Filecoord_V1_Frame(event) else { return }
+    /// Sends `frame` (made by FCProtocol's conversions, docs/PROTOCOL.md), and reports the connection lost if it
+    /// cannot be written.
+    fileprivate func send(_ frame: Filecoord_V1_Frame) {
         do {
             try sendFrame(frame)
         } catch {
@@ -60,15 +60,14 @@ extension DaemonTransport {
     /// Writes a lease's return with the claims still running in it (issue 23). A failed write is not reported here:
     /// the caller holds the leases' lock, which the report of a lost connection takes; the listener reports the loss.
     func returnLease(_ lease: LeaseID, running: [ClaimRequest]) {
-        guard let frame = Filecoord_V1_Frame(ClientMessage.returnLease(lease, running: running).event) else { return }
-        try? sendFrame(frame)
+        try? sendFrame(Filecoord_V1_Frame(ClientMessage.returnLease(lease, running: running)))
     }
 
     /// Sends a claim whose reply the listener reads, whoever waits for it: a claim moved to the daemon from a
     /// recalled lease (issue 23), whose caller may already be waiting without reading.
     func submitClaimReadByListener(_ request: ClaimRequest, waiter: ClaimWaiter) {
         updateReading { $0.unattendedClaims.insert(request.id) }
-        send(.claimRequested(request))
+        send(Filecoord_V1_Frame(claim: request))
         if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
     }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import FCCore
+import FCProtocol
 import FCToolkit
 import Foundation
 import Logging
@@ -80,7 +81,8 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     }
 
     func send(_ message: ClientMessage) {
-        submit(message.event)
+        guard let event = message.eventInProcess else { return }  // A lease's return: it grants none.
+        submit(event)
     }
 
     /// Hands `event` to the arbiter.

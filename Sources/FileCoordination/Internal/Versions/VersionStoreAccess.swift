@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 import FCToolkit
 import FCVersionStore
 import Foundation

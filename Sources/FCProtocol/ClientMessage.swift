@@ -1,12 +1,14 @@
-import FCCore
+public import FCCore
 
-/// What a client tells its arbiter, claims aside (a claim goes with its waiter through
-/// ``ArbiterTransport/submitClaim(_:waiter:)``): the client's own vocabulary, the only messages it can send. Each
-/// becomes one arbiter event (``event``): the in-process arbiter handles it, the daemon's connection sends it as that
-/// event's frame (docs/PROTOCOL.md).
+/// What a client tells its arbiter, claims aside (a claim is a ``FCCore/ClaimRequest`` with its own frame,
+/// `Filecoord_V1_Frame(claim:)`): the client's own vocabulary, the only messages it can send.
+///
+/// Each goes two ways, and neither passes through the other: to the daemon as its frame
+/// (`Filecoord_V1_Frame(_:)`, docs/PROTOCOL.md), and to an arbiter in the client's process as its event
+/// (``eventInProcess``).
 ///
 /// A value type: `Sendable`, sent from any thread.
-enum ClientMessage: Sendable {
+public enum ClientMessage: Sendable, Hashable {
     /// A claim's accessor returned; `created` are the items it created, `outcome` what a write left behind (issue
     /// 37: it tells the write's echoes from a change another process makes right after).
     case finishClaim(ClaimID, created: [ItemPath], outcome: WriteOutcome? = nil)
@@ -34,8 +36,15 @@ enum ClientMessage: Sendable {
     /// A lease given back to the daemon, with the claims granted inside it that still run (issue 23).
     case returnLease(LeaseID, running: [ClaimRequest])
 
-    /// The arbiter's event for this message.
-    var event: ArbiterEvent {
+    /// The event for an arbiter in the client's own process (the in-process arbiter, a lease's arbiter), `nil` for
+    /// ``returnLease(_:running:)``: only a daemon grants leases, and its event names the client the daemon knows.
+    public var eventInProcess: ArbiterEvent? {
+        if case .returnLease = self { return nil }
+        return event(from: ClientID(0))
+    }
+
+    /// The arbiter's event for this message from client `client` (only ``returnLease(_:running:)``'s names it).
+    public func event(from client: ClientID) -> ArbiterEvent {
         switch self {
         case .finishClaim(let claim, let created, let outcome):
             .claimFinished(claim, created: created, outcome: outcome)
@@ -50,7 +59,7 @@ enum ClientMessage: Sendable {
         case .itemMoved(let claim, let from, let to, let fromName):
             .itemMoved(claim, from: from, to: to, fromName: fromName)
         case .versionChanged(let claim, let path, let change): .versionChanged(claim, path, change)
-        case .returnLease(let lease, let running): .leaseReturned(lease, client: ClientID(0), running: running)
+        case .returnLease(let lease, let running): .leaseReturned(lease, client: client, running: running)
         }
     }
 }
