@@ -22,12 +22,14 @@ let package = Package(
                 .product(name: "FCCore", package: "swift-file-coordination"),
             ]
         ),
-        // The handshake, both sides: the daemon's rule on a client's first frames, the client's on the answer.
+        // The handshake, both sides: the daemon's own pipeline on a client's first bytes, the client's rule on the
+        // answer.
         .executableTarget(
             name: "fuzz-handshake",
             dependencies: [
                 "FuzzDriver", .product(name: "FCProtocol", package: "swift-file-coordination"),
                 .product(name: "FCCore", package: "swift-file-coordination"),
+                .product(name: "FCDaemon", package: "swift-file-coordination"),
             ]
         ),
         // The version store's repair at open, after changes and damage the input chooses.

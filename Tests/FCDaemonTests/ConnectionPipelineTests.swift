@@ -8,7 +8,7 @@ import NIOCore
 import NIOEmbedded
 import Testing
 
-@testable import FCDaemon
+@_spi(Fuzzing) @testable import FCDaemon
 
 /// One daemon connection's pipeline on an `EmbeddedChannel` and an `EmbeddedEventLoop` whose clock the test moves:
 /// ``FrameChannelDecoder``, ``HandshakeHandler`` and ``SessionHandler`` with a real ``ArbiterHost``, the peer's
@@ -385,5 +385,25 @@ struct EmbeddedConnection {
         try other.send(EmbeddedConnection.writeClaim(1, path: "/d/f"))
         #expect(try other.received().map { $0.payload?.messageName } == ["Granted"])
         #expect(other.channel.isActive)
+    }
+}
+
+/// ``HandshakeProbe``, the fuzz target's way into the real pipeline: the same answers as a connection gets.
+@Suite struct HandshakeProbeTests {
+    @Test func aHelloIsAnsweredAClaimFirstIsAProtocolErrorAndAPartialFrameWaits() throws {
+        let hello = Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "probe", pid: 1)))
+        let greeted = try HandshakeProbe.feed(try FrameEncoder().encode(hello))
+        #expect(greeted.frames.first?.payload?.messageName == "HelloReply")
+        #expect(!greeted.closed)
+
+        let claimFirst = try HandshakeProbe.feed(
+            try FrameEncoder().encode(EmbeddedConnection.writeClaim(1, path: "/a"))
+        )
+        #expect(claimFirst.frames.map { $0.payload?.messageName } == ["ProtocolError"])
+        #expect(claimFirst.closed)
+
+        let partial = try HandshakeProbe.feed(try FrameEncoder().encode(hello).dropLast())
+        #expect(partial.frames.isEmpty)
+        #expect(!partial.closed)
     }
 }
