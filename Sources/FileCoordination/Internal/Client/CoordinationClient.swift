@@ -6,12 +6,13 @@ import Foundation
 import Logging
 import Synchronization
 
-/// A client of file coordination: the side of it that lives in this process. It composes three parts, each of its
+/// A client of file coordination: the side of it that lives in this process. It composes four parts, each of its
 /// own file and lock, and is the delegate of the transports they choose:
 ///
 /// - ``ConnectionManager``: which arbiter (the daemon, or in process), connecting, reconnecting, probing.
 /// - ``PresenterRegistry``: the presenters, their ids and serial queues, their errors and reacquirers.
 /// - ``ClaimTable``: the claims between request and finish, and the version store calls waiting for replies.
+/// - ``LeaseTable``: the leases the daemon granted, each deciding in process the claims inside its subtree.
 ///
 /// ``shared`` is the process's client, configured from the environment; tests make clients of their own bound to a
 /// daemon's socket or to an in-process arbiter of their own (``init(policy:logger:)``; docs/ARCHITECTURE.md §8).

@@ -1,8 +1,9 @@
 import FCCore
 
 /// What a transport hands the client: the client's own vocabulary, the same whether the daemon or the in-process
-/// arbiter sent it. Failures arrive already mapped to the caller's error (``ClaimFailureMapping``), so the client
-/// never sees the arbiter's internal effects or the wire's failure kinds.
+/// arbiter sent it. Failures arrive already mapped to the caller's error (``ClaimFailureMapping``), so what handles
+/// these never sees the wire's failure kinds. (The arbiters a client runs itself, in process and in its leases, hand
+/// it their effects directly: ``LocalArbiterTransport`` and ``LeaseTable`` turn them into these, or into outcomes.)
 ///
 /// A value type: `Sendable`, handed from a transport's reading thread (or delivery queue) to the client.
 enum InboundMessage: Sendable {
