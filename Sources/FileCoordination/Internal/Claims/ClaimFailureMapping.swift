@@ -31,23 +31,4 @@ enum ClaimFailureMapping {
             return FileCoordinationError(.invalidRequest, message)
         }
     }
-
-    /// The client's message for an arbiter effect addressed to it (the in-process arbiter); `nil` for effects that
-    /// are not for clients (timers, logs, watches).
-    static func inbound(
-        _ effect: ArbiterEffect,
-        originalError: (PresenterID) -> (any Error)?
-    ) -> InboundMessage? {
-        switch effect {
-        case .grant(let claim, _, let paths):
-            .granted(claim, paths: paths)
-        case .fail(let claim, _, let failure):
-            .failed(claim, error(for: ClaimFailedReason(failure), originalError: originalError))
-        case .message(let message):
-            .presenter(message)
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease,
-            .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten:
-            nil
-        }
-    }
 }

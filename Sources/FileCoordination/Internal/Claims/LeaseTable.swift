@@ -6,7 +6,7 @@ import Logging
 import Synchronization
 
 /// The leases this client holds from the daemon (issue 23; docs/SEMANTICS.md §13): for each, the subtree and an
-/// `FCCore` arbiter of its own that decides, in this process and without a round trip, the claims whose items all lie
+/// ``InProcessArbiter`` of its own that decides, in this process and without a round trip, the claims whose items all lie
 /// inside it.
 ///
 /// A claim goes to a lease only while the lease is held and not recalled; from the moment a recall is taken
@@ -23,10 +23,13 @@ import Synchronization
 /// ``idleReturn`` while leases are held, from the connection's listener): an idle holder that is then stopped (a
 /// terminal editor suspended with Ctrl-Z) holds back nobody, since a recall it cannot answer never counts as a yes.
 ///
+/// With no lease held (always, when the client coordinates in process: only a daemon grants leases) a claim and a
+/// message cost one atomic load here and take no lock (``heldCount``).
+///
 /// - Important: Thread-safe. `state` guards everything; it is held while a lease's arbiter runs and while a
 ///   recall's answer is written (so that nothing of the lease reaches the daemon before it), never while a waiter is
 ///   resumed or user code runs. Its outcomes are handed back to the caller, which resumes the waiters.
-// @unchecked: `state` (`Arbiter`s and timers' work items, not `Sendable`) is reached only under its lock.
+// @unchecked: `state` (`Arbiter`s, not `Sendable`) is reached only under its lock.
 final class LeaseTable: @unchecked Sendable {
     /// What a lease's arbiter decided for claims: grants and failures, to be resumed by the client.
     typealias Outcomes = [(ClaimID, ClaimOutcome)]
@@ -43,8 +46,7 @@ final class LeaseTable: @unchecked Sendable {
 
     private struct Lease {
         let subtree: ItemPath
-        let arbiter: Arbiter
-        var timers: [TimerID: DispatchWorkItem] = [:]
+        var arbiter: InProcessArbiter
         /// Claims granted without the arbiter (``Arbiter/grantsAtOnce(_:)``: it held nothing when each came), not yet
         /// entered in it. A claim that ends before anything else happens in the lease (a loop of reads) costs no
         /// arbiter work; anything else enters them first, as held claims (``enterGrantedAtOnce(_:state:)``).
@@ -68,7 +70,9 @@ final class LeaseTable: @unchecked Sendable {
     }
     private let state = Locked(State())
     /// `state.leases.count`, stored under the lock whenever it changes, read without it: the listener asks
-    /// ``holdsLeases(on:)`` on every loop, and with no lease held (most of the time) that costs one load.
+    /// ``holdsLeases(on:)`` on every loop, and every claim and message asks ``submit(_:)`` and ``handle(_:)``; with
+    /// no lease held (most of the time) that costs one load. A claim a lease decides is forgotten before its lease
+    /// is (a recall, a drop, an idle return of a lease running nothing), so with none held no claim is a lease's.
     private let heldCount = Atomic<Int>(0)
     /// `true` when the client announced that it answers recalls: only then does a daemon grant leases.
     let enabled: Bool
@@ -107,7 +111,7 @@ final class LeaseTable: @unchecked Sendable {
             guard !connectionLost() else { return false }
             state.leases[Key(connection: connection, lease: id)] = Lease(
                 subtree: subtree,
-                arbiter: Arbiter(configuration: configuration)
+                arbiter: InProcessArbiter(configuration: configuration)
             )
             heldCount.store(state.leases.count, ordering: .relaxed)
             return true
@@ -121,14 +125,14 @@ final class LeaseTable: @unchecked Sendable {
     /// granted yet, to be sent to the daemon.
     func recall(_ key: Key, returning: ([ClaimRequest]) -> Void) -> [ClaimRequest] {
         state.withLock { state in
-            guard let lease = state.leases[key] else {
+            guard var lease = state.leases[key] else {
                 returning([])
                 return []
             }
-            for timer in lease.timers.values { timer.cancel() }
+            lease.arbiter.cancelTimers()
             var running = lease.grantedAtOnce.values.sorted { $0.id < $1.id }
             var waiting: [ClaimRequest] = []
-            let snapshot = lease.arbiter.snapshot()
+            let snapshot = lease.arbiter.arbiter.snapshot()
             for claim in snapshot.claims {
                 guard let request = state.requests[claim.request.id] else { continue }
                 if claim.phase == .granted { running.append(request) } else { waiting.append(request) }
@@ -182,7 +186,7 @@ final class LeaseTable: @unchecked Sendable {
                     state.leases[key]?.usedSinceSweep = false
                     continue
                 }
-                for timer in lease.timers.values { timer.cancel() }
+                state.leases[key]?.arbiter.cancelTimers()
                 state.leases[key] = nil
                 returned.append(key)
             }
@@ -199,9 +203,11 @@ final class LeaseTable: @unchecked Sendable {
     /// stay held by the client, which declares them to the next daemon; waiting ones fail with the connection.
     func dropAll(of connection: UInt64) {
         state.withLock { state in
-            let dropped = state.leases.filter { $0.key.connection == connection }
-            for lease in dropped.values { for timer in lease.timers.values { timer.cancel() } }
-            for key in dropped.keys { state.leases[key] = nil }
+            let dropped = state.leases.keys.filter { $0.connection == connection }
+            for key in dropped {
+                state.leases[key]?.arbiter.cancelTimers()
+                state.leases[key] = nil
+            }
             heldCount.store(state.leases.count, ordering: .relaxed)
             for (claim, key) in state.owner where key.connection == connection {
                 state.owner[claim] = nil
@@ -216,7 +222,8 @@ final class LeaseTable: @unchecked Sendable {
     /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``); `nil` when none may (the claim goes to the daemon, which recalls
     /// this client's own lease first when the claim lies inside it).
     func submit(_ request: ClaimRequest) -> Outcomes? {
-        guard enabled, request.filePresenter == nil, request.fromPresenterQueue == nil else { return nil }
+        guard heldCount.load(ordering: .relaxed) > 0, request.filePresenter == nil, request.fromPresenterQueue == nil
+        else { return nil }
         return state.withLock { state -> Outcomes? in
             guard !state.leases.isEmpty else { return nil }
             let lease = state.leases.first { _, lease in
@@ -226,7 +233,7 @@ final class LeaseTable: @unchecked Sendable {
             state.owner[request.id] = id
             state.requests[request.id] = request
             state.decided += 1
-            if lease.grantedAtOnce.isEmpty, lease.arbiter.grantsAtOnce(request) {
+            if lease.grantedAtOnce.isEmpty, lease.arbiter.arbiter.grantsAtOnce(request) {
                 state.leases[id]?.grantAtOnce(request)
                 return [(request.id, .granted(request.items.map(\.path)))]
             }
@@ -238,7 +245,7 @@ final class LeaseTable: @unchecked Sendable {
     /// Hands a message about a claim a lease decides to that lease's arbiter; `nil` when no lease decides it (the
     /// message goes to the daemon). A coordinator's cancel goes to every lease, and to the daemon too.
     func handle(_ message: ClientMessage) -> Outcomes? {
-        guard enabled else { return nil }
+        guard heldCount.load(ordering: .relaxed) > 0 else { return nil }
         return state.withLock { state -> Outcomes? in
             guard !state.owner.isEmpty else { return nil }
             let claim: ClaimID
@@ -281,13 +288,13 @@ final class LeaseTable: @unchecked Sendable {
         for request in lease.grantedAtOnce.values.sorted(by: { $0.id < $1.id }) {
             var held = request
             held.isHeld = true
-            _ = lease.arbiter.handle(.claimRequested(held))
+            _ = lease.arbiter.arbiter.handle(.claimRequested(held))
         }
     }
 
     private func timerFired(_ timer: TimerID, in lease: Key) {
         let outcomes = state.withLock { state -> Outcomes in
-            guard state.leases[lease]?.timers.removeValue(forKey: timer) != nil else { return [] }
+            guard state.leases[lease]?.arbiter.isPending(timer) == true else { return [] }
             return handle(.timerFired(timer), in: lease, state: &state)
         }
         owner?.deliver(outcomes)
@@ -297,9 +304,13 @@ final class LeaseTable: @unchecked Sendable {
     /// stopped, its grants and failures returned.
     private func handle(_ event: ArbiterEvent, in id: Key, state: inout State) -> Outcomes {
         enterGrantedAtOnce(id, state: &state)
-        guard let lease = state.leases[id] else { return [] }
+        let effects = state.leases[id]?.arbiter.handle(
+            event,
+            fire: { [weak self] in self?.timerFired($0, in: id) },
+            log: { logger().log($0) }
+        )
         var outcomes: Outcomes = []
-        for effect in lease.arbiter.handle(event) {
+        for effect in effects ?? [] {
             switch effect {
             case .grant(let claim, _, let paths):
                 outcomes.append((claim, .granted(paths)))
@@ -308,19 +319,8 @@ final class LeaseTable: @unchecked Sendable {
                 state.requests[claim] = nil
                 let error = ClaimFailureMapping.error(for: ClaimFailedReason(failure)) { _ in nil }
                 outcomes.append((claim, .failed(error)))
-            case .startTimer(let timer, let after):
-                let item = DispatchWorkItem { [weak self] in self?.timerFired(timer, in: id) }
-                state.leases[id]?.timers[timer]?.cancel()
-                state.leases[id]?.timers[timer] = item
-                DispatchQueue.global().asyncAfter(deadline: .now() + after.timeInterval, execute: item)
-            case .cancelTimer(let timer):
-                state.leases[id]?.timers.removeValue(forKey: timer)?.cancel()
-            case .log(let record):
-                logger().log(record)
-            case .message, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
-                .claimInsideLease, .fileWithOtherNamesWritten:
-                // No presenter is registered with a lease's arbiter, and it watches and leases nothing.
-                break
+            case .message:
+                break  // No presenter is registered with a lease's arbiter.
             }
         }
         return outcomes

@@ -6,7 +6,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The arbiter in this process: an `FCCore.Arbiter` behind a lock (docs/SEMANTICS.md §9).
+/// The arbiter in this process: an ``InProcessArbiter`` behind a lock (docs/SEMANTICS.md §9).
 ///
 /// Effects leave the lock in order: they are queued on one serial delivery queue while the lock is still held, so
 /// two events handled on two threads deliver their effects in the order the arbiter produced them. On that queue
@@ -17,31 +17,27 @@ import Synchronization
 /// several clients with distinct ids to one arbiter, to see them coordinate with each other (docs/ARCHITECTURE.md
 /// §8).
 ///
-/// - Important: Thread-safe. `state` guards the arbiter, the timers, the clients and the retirement; it is never
+/// - Important: Thread-safe. `state` guards the arbiter, its timers, the clients and the retirement; it is never
 ///   held while user code or a delegate runs.
-// @unchecked: `state` (an `Arbiter`, its timers' work items: not `Sendable`) is reached only under its lock.
+// @unchecked: `state` (an `Arbiter`, not `Sendable`) is reached only under its lock.
 final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// A client's delegate, not kept alive by the arbiter.
     private struct Attached {
         weak var delegate: (any TransportDelegate)?
     }
     private struct State {
-        let arbiter: Arbiter
-        var timers: [TimerID: DispatchWorkItem] = [:]
+        var arbiter: InProcessArbiter
         var clients: [ClientID: Attached] = [:]
         /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
         /// sends it to the daemon now in charge.
         var reroute: (@Sendable (ClaimRequest, ClaimWaiter) -> Void)?
     }
     private let state: Locked<State>
-    /// The origin of the times given to the arbiter (for the wait times in deadlock reports).
-    private let origin: ContinuousClock.Instant
     private let delivery = SerialWorker(name: "FileCoordination.delivery")
     private let logger: @Sendable (LogRecord) -> Void
 
     init(configuration: ArbiterConfiguration, logger: @escaping @Sendable (LogRecord) -> Void) {
-        self.state = Locked(State(arbiter: Arbiter(configuration: configuration)))
-        self.origin = .now
+        self.state = Locked(State(arbiter: InProcessArbiter(configuration: configuration)))
         self.logger = logger
     }
 
@@ -55,19 +51,6 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         state.withLock { $0.clients[client] = Attached(delegate: delegate) }
         let info = ProcessInfo.processInfo
         submit(.clientConnected(ClientInfo(id: client, pid: info.processIdentifier, name: info.processName)))
-    }
-
-    /// The delegate of the client an effect is addressed to.
-    private func delegate(of effect: ArbiterEffect) -> (any TransportDelegate)? {
-        let client: ClientID
-        switch effect {
-        case .grant(_, let to, _), .fail(_, let to, _): client = to
-        case .message(let message): client = message.client
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten:
-            return nil
-        case .grantLease, .recallLease, .leaseDropped, .claimInsideLease: return nil  // It grants no leases.
-        }
-        return state.withLock { $0.clients[client]?.delegate }
     }
 
     func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
@@ -90,38 +73,24 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         state.withLock { handle(event, in: &$0) }
     }
 
-    /// Under the lock: hands `event` to the arbiter, runs its timer effects and queues the client's in order.
-    private func handle(_ event: ArbiterEvent, in state: inout State) {
-        let effects = state.arbiter.handle(event, at: .now - origin)
-        var forClients: [ArbiterEffect] = []
-        for effect in effects {
-            switch effect {
-            case .startTimer(let id, let after):
-                let item = DispatchWorkItem { [weak self] in self?.submit(.timerFired(id)) }
-                state.timers[id]?.cancel()
-                state.timers[id] = item
-                DispatchQueue.global().asyncAfter(deadline: .now() + after.timeInterval, execute: item)
-            case .cancelTimer(let id):
-                state.timers.removeValue(forKey: id)?.cancel()
-            case .log(let record):
-                logger(record)
-            case .grant, .fail, .message:
-                forClients.append(effect)
-            case .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten:
-                break  // Only the daemon watches (ArbiterConfiguration.watchesFileSystem).
-            case .grantLease, .recallLease, .leaseDropped, .claimInsideLease:
-                break  // Only the daemon grants leases (ArbiterConfiguration.leases).
-            }
+    /// A timer of the arbiter fired: handed back to it unless it was cancelled meanwhile.
+    private func timerFired(_ id: TimerID) {
+        state.withLock { state in
+            guard state.arbiter.isPending(id) else { return }
+            handle(.timerFired(id), in: &state)
         }
-        if case .timerFired(let id) = event { state.timers[id] = nil }
-        if !forClients.isEmpty {
-            let out = forClients
-            delivery.async { [self] in
-                for effect in out {
-                    guard let delegate = delegate(of: effect) else { continue }
-                    let message = ClaimFailureMapping.inbound(effect) { delegate.takePresenterError(of: $0) }
-                    if let message { delegate.receive(message) }
-                }
+    }
+
+    /// Under the lock: hands `event` to the arbiter and queues its effects for clients, in order, each with the
+    /// delegate of its client as attached now.
+    private func handle(_ event: ArbiterEvent, in state: inout State) {
+        let effects = state.arbiter.handle(event, fire: { [weak self] in self?.timerFired($0) }, log: logger)
+        guard !effects.isEmpty else { return }
+        let out = effects.map { (effect: $0, delegate: state.clients[$0.client]?.delegate) }
+        delivery.async {
+            for (effect, delegate) in out {
+                guard let delegate else { continue }
+                delegate.receive(effect.inbound { delegate.takePresenterError(of: $0) })
             }
         }
     }
@@ -131,7 +100,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// switch are one step under the lock, so no claim can be granted here after a daemon took over.
     func retireIfIdle(reroute: @escaping @Sendable (ClaimRequest, ClaimWaiter) -> Void) -> Bool {
         state.withLock { state in
-            guard state.arbiter.snapshot().claims.isEmpty else { return false }
+            guard state.arbiter.arbiter.snapshot().claims.isEmpty else { return false }
             state.reroute = reroute
             return true
         }
@@ -139,6 +108,6 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
 
     /// A picture of the arbiter's state, for tests.
     func snapshot() -> ArbiterSnapshot {
-        state.withLock { $0.arbiter.snapshot() }
+        state.withLock { $0.arbiter.arbiter.snapshot() }
     }
 }
