@@ -9,6 +9,7 @@
 # Environment:
 #   FC_SIM_SCHEDULES   how many random schedules the simulator tests run (the test sets its own default when unset).
 #   FC_SIM_SEED        replay one simulator seed (see README, "Replaying a simulator failure").
+#   FC_CLUSTER_SIM_SCHEDULES, FC_CLUSTER_SIM_SEED   the same for the cluster simulator (host leases, issue 40).
 #   FC_REQUIRE_EXFAT=1 the exFAT tests fail instead of skipping where no exFAT volume can be mounted (CI sets it).
 #
 # Every `swift test` run here is a phase that fails when it ran no test (scripts/test-phase.sh).
@@ -43,7 +44,7 @@ if [[ -r $instances ]] && (($(cat "$instances") < 1024)); then
     fi
 fi
 
-for var in FC_SIM_SCHEDULES FC_SIM_SEED FC_REQUIRE_EXFAT; do
+for var in FC_SIM_SCHEDULES FC_SIM_SEED FC_CLUSTER_SIM_SCHEDULES FC_CLUSTER_SIM_SEED FC_REQUIRE_EXFAT; do
     if [[ -n "${!var:-}" ]]; then
         export "${var?}"
         echo "$var=${!var}"

@@ -1,4 +1,4 @@
-/// One host's host leases on shared folders (issue 40; docs/SEMANTICS.md §15): a pure state machine, driven by its
+/// One host's host leases on shared folders (issue 40; docs/SEMANTICS.md §14): a pure state machine, driven by its
 /// host's events (``HostLeaseEvent``) at the host's time, that answers with what the host should do
 /// (``HostLeaseEffect``). The host (the daemon's cluster adapter) carries the effects out against the store (etcd)
 /// and its arbiter, and reports back; the seeded simulator drives several tables against a model store.
@@ -84,10 +84,10 @@ public final class HostLeaseTable {
             effects.append(
                 .failClaims(folder: folder, reason: "the cluster did not take this host's request: \(reason)")
             )
-        case .becameHolder(let folder):
-            becameHolder(folder, at: now)
-        case .otherHostWaiting(let folder, _):
-            otherHostWaiting(folder, at: now)
+        case .becameHolder(let folder, let revision):
+            becameHolder(folder, revision: revision, at: now)
+        case .otherHostWaiting(let folder, _, let revision):
+            otherHostWaiting(folder, after: revision, at: now)
         case .keyDeleted(let folder):
             guard case .releasing? = folders[folder]?.state else { break }
             folders[folder]?.state = .idle
@@ -163,8 +163,8 @@ public final class HostLeaseTable {
         folders[folder] = record
     }
 
-    private func becameHolder(_ folder: ItemPath, at now: Duration) {
-        guard case .queued(let revision)? = folders[folder]?.state else { return }
+    private func becameHolder(_ folder: ItemPath, revision key: Int64, at now: Duration) {
+        guard case .queued(let revision)? = folders[folder]?.state, revision == key else { return }
         folders[folder]?.wanted = false
         effects.append(.admit(folder: folder, revision: revision))
         if folders[folder]?.otherHostWaiting == true {
@@ -174,8 +174,14 @@ public final class HostLeaseTable {
         }
     }
 
-    private func otherHostWaiting(_ folder: ItemPath, at now: Duration) {
+    private func otherHostWaiting(_ folder: ItemPath, after key: Int64, at now: Duration) {
         guard var record = folders[folder] else { return }
+        switch record.state {
+        case .queued(let revision), .held(let revision, _), .recallDue(let revision, _), .draining(let revision):
+            guard revision == key else { return }  // About a key of a replaced session.
+        case .idle, .requested, .releasing:
+            return  // No key of this session, or its revision not known yet: the host re-reads after keyCreated.
+        }
         record.otherHostWaiting = true
         folders[folder] = record
         if case .held(let revision, let since) = record.state {

@@ -1,4 +1,4 @@
-/// The vocabulary of host leases on shared folders (issue 40; docs/SEMANTICS.md §15): what a host's
+/// The vocabulary of host leases on shared folders (issue 40; docs/SEMANTICS.md §14): what a host's
 /// ``HostLeaseTable`` is told, what it asks its host to do, and its settings.
 ///
 /// A shared folder is a folder that several hosts mount (NFS, SMB, CephFS). Each host's daemon decides the claims of
@@ -55,10 +55,11 @@ public enum HostLeaseEvent: Hashable, Sendable {
     case keyCreated(folder: ItemPath, revision: Int64)
     /// The host's key for `folder` could not be put: `reason` says why.
     case keyFailed(folder: ItemPath, String)
-    /// No key of a lower create revision than the host's remains for `folder`.
-    case becameHolder(folder: ItemPath)
-    /// Another host's key for `folder` came after the host's: that host waits for it.
-    case otherHostWaiting(folder: ItemPath, host: String)
+    /// No key of a lower create revision than the host's key `revision` remains for `folder`. The revision tells
+    /// the key of the session now from a key of a session the host replaced, still in the store until it expires.
+    case becameHolder(folder: ItemPath, revision: Int64)
+    /// Another host's key for `folder` came after the host's key `revision`: that host waits for it.
+    case otherHostWaiting(folder: ItemPath, host: String, after: Int64)
     /// The host's key for `folder` was deleted.
     case keyDeleted(folder: ItemPath)
     /// A timer the table started has fired.

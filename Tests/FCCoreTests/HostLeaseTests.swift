@@ -20,7 +20,14 @@ import Testing
         #expect(table.handle(.claimArrived(folder: folder), at: .seconds(1)) == [])  // One key per folder.
         #expect(table.handle(.keyCreated(folder: folder, revision: 42), at: .seconds(1)) == [])
         #expect(!table.admits(folder, at: .seconds(1)))
-        #expect(table.handle(.becameHolder(folder: folder), at: .seconds(1)) == [.admit(folder: folder, revision: 42)])
+        // News of another key (a replaced session's, still in the store) admits nothing.
+        #expect(table.handle(.becameHolder(folder: folder, revision: 41), at: .seconds(1)) == [])
+        #expect(table.handle(.otherHostWaiting(folder: folder, host: "b", after: 41), at: .seconds(1)) == [])
+        #expect(
+            table.handle(.becameHolder(folder: folder, revision: 42), at: .seconds(1)) == [
+                .admit(folder: folder, revision: 42)
+            ]
+        )
         #expect(table.admits(folder, at: .seconds(2)))
         #expect(table.handle(.claimArrived(folder: folder), at: .seconds(2)) == [])  // Held: nothing to ask.
     }
@@ -30,10 +37,10 @@ import Testing
         let folder = Self.folder
         _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
         _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
-        _ = table.handle(.becameHolder(folder: folder), at: .seconds(1))
+        _ = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(1))
         // Asked 40 ms into the hold: the recall waits the other 60 ms.
         #expect(
-            table.handle(.otherHostWaiting(folder: folder, host: "b"), at: .seconds(1) + .milliseconds(40))
+            table.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(1) + .milliseconds(40))
                 == [.startTimer(.minimumHold(folder), after: .milliseconds(60))]
         )
         #expect(table.admits(folder, at: .seconds(1) + .milliseconds(50)))
@@ -53,9 +60,9 @@ import Testing
         let folder = Self.folder
         _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
         _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
-        _ = table.handle(.becameHolder(folder: folder), at: .seconds(1))
+        _ = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(1))
         #expect(
-            table.handle(.otherHostWaiting(folder: folder, host: "b"), at: .seconds(2))
+            table.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(2))
                 == [.holdBack(folder: folder), .drain(folder: folder)]
         )
         _ = table.handle(.localClaimsEnded(folder: folder), at: .seconds(2))
@@ -69,7 +76,7 @@ import Testing
         let other = try! ItemPath(absolute: "/shared/other")
         _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
         _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
-        _ = table.handle(.becameHolder(folder: folder), at: .seconds(1))
+        _ = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(1))
         _ = table.handle(.claimArrived(folder: other), at: .seconds(2))
         // A renewal sent at 3 s moves the fence to 12.5 s.
         #expect(
@@ -94,7 +101,8 @@ import Testing
                 .failClaims(folder: folder, reason: reason)
             ]
         )
-        #expect(table.handle(.becameHolder(folder: folder), at: .seconds(13)) == [])  // A late watch admits nothing.
+        // A late watch admits nothing.
+        #expect(table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(13)) == [])
         #expect(!table.admits(folder, at: .seconds(13)))
         // A new session: claims ask again.
         _ = table.handle(.sessionStarted(sentAt: .seconds(14)), at: .seconds(14))
@@ -107,7 +115,7 @@ import Testing
         _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
         _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
         // Stopped (SIGSTOP) from 1 s to 30 s; its watch's news arrives as it wakes.
-        let effects = table.handle(.becameHolder(folder: folder), at: .seconds(30))
+        let effects = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(30))
         #expect(!effects.contains { if case .admit = $0 { true } else { false } })
         #expect(effects.contains(.replaceSession))
         #expect(effects.contains { if case .failClaims(folder, _) = $0 { true } else { false } })

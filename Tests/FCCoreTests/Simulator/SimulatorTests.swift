@@ -101,3 +101,64 @@ import Testing
         #expect(first.trace.count > 10)
     }
 }
+
+/// Runs the seeded cluster simulator (ClusterSimulation.swift): several hosts, one model store, host leases.
+///
+/// - `FC_CLUSTER_SIM_SCHEDULES`: how many schedules (default 400, what CI runs), over four shards. 0 or a bad value
+///   fails.
+/// - `FC_CLUSTER_SIM_SEED`: replay one seed and print its trace.
+@Suite struct ClusterSimulatorTests {
+    static let shards = 4
+    static let environment = ProcessInfo.processInfo.environment
+    static let baseSeed: UInt64 = 0xC1_0000
+
+    @Test(
+        .enabled(
+            if: environment["FC_CLUSTER_SIM_SEED"] == nil,
+            "FC_CLUSTER_SIM_SEED is set: only that seed is replayed"
+        ),
+        arguments: 0..<shards
+    )
+    func randomSchedulesKeepMutualExclusionAcrossHosts(shard: Int) throws {
+        let setting = Self.environment["FC_CLUSTER_SIM_SCHEDULES"]
+        let schedules = try #require(setting.map { Int($0) } ?? 400, "FC_CLUSTER_SIM_SCHEDULES=\(setting ?? "")")
+        try #require(schedules > 0, "FC_CLUSTER_SIM_SCHEDULES=\(schedules): a run of no schedules checks nothing")
+        var total = ClusterSimulation.Counts()
+        var ran = 0
+        for index in stride(from: shard, to: schedules, by: Self.shards) {
+            var simulation = ClusterSimulation(seed: Self.baseSeed + UInt64(index))
+            do {
+                try simulation.run()
+            } catch {
+                Issue.record(
+                    Comment(
+                        rawValue: "cluster simulator: \(error)\n" + error.trace.joined(separator: "\n")
+                            + "\nreplay: FC_CLUSTER_SIM_SEED=\(error.seed) swift test --filter ClusterSimulatorTests"
+                    )
+                )
+                return
+            }
+            total.grants += simulation.counts.grants
+            total.handovers += simulation.counts.handovers
+            total.fences += simulation.counts.fences
+            total.lost += simulation.counts.lost
+            total.failed += simulation.counts.failed
+            ran += 1
+        }
+        print(
+            "cluster simulator shard \(shard): \(ran) schedules kept every invariant; grants \(total.grants), "
+                + "handovers between hosts \(total.handovers), fences \(total.fences), claims reported lost "
+                + "\(total.lost), claims failed \(total.failed)"
+        )
+        // A run that never handed a folder over, never fenced or never lost a claim checked nothing of the rules.
+        #expect(ran == 0 || (total.handovers > 0 && total.fences > 0 && total.lost > 0 && total.failed > 0))
+    }
+
+    @Test(.enabled(if: environment["FC_CLUSTER_SIM_SEED"] != nil, "set FC_CLUSTER_SIM_SEED to replay a seed"))
+    func replayOneSeed() throws {
+        let seed = try #require(Self.environment["FC_CLUSTER_SIM_SEED"].flatMap(UInt64.init))
+        var simulation = ClusterSimulation(seed: seed)
+        defer { print(simulation.trace.joined(separator: "\n")) }
+        try simulation.run()
+    }
+}
