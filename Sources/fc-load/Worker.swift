@@ -48,7 +48,9 @@ final class Worker: @unchecked Sendable {
     func item(_ index: Int) -> URL { options.folder.appendingPathComponent("item\(index).txt") }
 
     /// This process's own folder, and the items in it.
-    private var ownFolder: URL { options.folder.appendingPathComponent("own-\(getpid())", isDirectory: true) }
+    private var ownFolder: URL {
+        options.folder.appendingPathComponent("own-\(ProcessIdentity.processID)", isDirectory: true)
+    }
     private static let ownItems = 3
 
     /// An item in this process's own folder (`own` true) or in another's, when there is another.
@@ -86,7 +88,7 @@ final class Worker: @unchecked Sendable {
         NSFileCoordinator.removeFilePresenter(presenter)
         let (counts, waits, violations) = lock.withLock { (self.counts, self.waits, self.violations) }
         let result: [String: Any] = [
-            "pid": ProcessInfo.processInfo.processIdentifier, "counts": counts, "waits": waits,
+            "pid": ProcessIdentity.processID, "counts": counts, "waits": waits,
             "violations": violations,
         ]
         let data = (try? JSONSerialization.data(withJSONObject: result)) ?? Data("{}".utf8)
@@ -119,7 +121,7 @@ final class Worker: @unchecked Sendable {
             coordinator.coordinate(writingItemAt: target, options: [], error: &error) { url in
                 granted = true
                 self.record(wait: start)
-                self.insideWrite(url) { try? Data("written by \(getpid())".utf8).write(to: url) }
+                self.insideWrite(url) { try? Data("written by \(ProcessIdentity.processID)".utf8).write(to: url) }
             }
             count(granted ? "write" : "write failed")
         case 8:
@@ -196,7 +198,7 @@ final class Worker: @unchecked Sendable {
             markers += 1
             return markers
         }
-        return url.lastPathComponent + ".\(kind).\(getpid()).\(serial)"
+        return url.lastPathComponent + ".\(kind).\(ProcessIdentity.processID).\(serial)"
     }
 
     /// The proof of exclusion for a write: no other writer, no reader, at its start and at its end.

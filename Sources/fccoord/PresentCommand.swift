@@ -59,7 +59,7 @@ struct PresentCommand: ParsableCommand {
             throw ExitStatus.fail(error)
         }
         JSONLines.print([
-            "event": "ready", "path": presenter.path, "pid": Int(ProcessInfo.processInfo.processIdentifier),
+            "event": "ready", "path": presenter.path, "pid": Int(ProcessIdentity.processID),
         ])
         _ = SignalWaiting.wait(for: stopSignals)
         presenter.remove()
