@@ -32,8 +32,8 @@ final class CoordinatorBox: Sendable {
 }
 
 /// `filecoord_claim`: a claim held by a thread of its own until `filecoord_claim_end`.
-///
-/// `@unchecked Sendable`: the path strings are written once, in `init`, and only read (as C strings) until `deinit`.
+// @unchecked: `paths` holds raw C strings (not `Sendable`), copied once in `init` and only read (by C callers, as
+// `const char *`) until `deinit` frees them; the semaphores are `Sendable`.
 final class ClaimBox: @unchecked Sendable {
     let paths: [UnsafeMutablePointer<CChar>]
     private let release: DispatchSemaphore

@@ -34,6 +34,9 @@ public import Foundation
 ///   of its own. The lock is recursive.
 /// - ``fileURL``, ``hasUnsavedChanges``, ``isClosed`` and the other state properties may be read from any thread.
 /// - ``events`` delivers ``DocumentEvent``s in the order the document's state changed, to one consumer.
+// @unchecked: an open class (not checkable); `stateValue` is read and written only under `state` (`withState`), the
+// rest is `let`s (queues, locks, the event stream). A subclass's contents are safe by the rule above: touched only
+// with the contents lock held (`edit`, `withContents`, and the read and save hooks, which are called with it held).
 open class CoordinatedDocument: NSObject, NSFilePresenter, @unchecked Sendable {
     /// How a document's contents are stored.
     public enum Storage: Sendable {

@@ -17,7 +17,7 @@ import Foundation
 /// counted, printed, and the run fails. Markers of processes killed inside an accessor are ignored and removed.
 ///
 /// - Important: Runs its operations on `threads` threads of its own; the counters are under a lock.
-// @unchecked: `counts` and `waits` are read and written only under `lock`.
+// @unchecked: `counts`, `waits`, `violations` and `markers` are read and written only under `lock`.
 final class Worker: @unchecked Sendable {
     struct Options {
         var folder: URL

@@ -5,7 +5,7 @@ import Logging
 import SystemPackage
 
 /// Runs the commands read from standard input (listed in main.swift), each call on a thread of its own.
-// @unchecked: `presenters` and `held` are read and written only under `lock`.
+// @unchecked: `presenters`, `held` and `handlers` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
     let lock = NSLock()
     private var presenters: [String: PrintingPresenter] = [:]
