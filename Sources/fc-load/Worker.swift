@@ -1,5 +1,6 @@
 import FCSystem
 import FCTestSupport
+import FCToolkit
 import FileCoordination
 import Foundation
 
@@ -28,7 +29,7 @@ final class Worker: @unchecked Sendable {
     }
 
     private let options: Options
-    private let lock = NSLock()
+    private let lock = Locked(())
     private var counts: [String: Int] = [:]
     private var waits: [Double] = []
     private var violations: [String] = []
@@ -241,7 +242,7 @@ final class LoadPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let presentedItemURL: URL?
     let presentedItemOperationQueue: OperationQueue
     private let worker: Worker
-    private let lock = NSLock()
+    private let lock = Locked(())
     private var saves = 0
 
     init(url: URL, worker: Worker) {

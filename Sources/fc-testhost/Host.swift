@@ -1,4 +1,5 @@
 import FCSystem
+import FCToolkit
 import FileCoordination
 import Foundation
 import Logging
@@ -7,7 +8,7 @@ import SystemPackage
 /// Runs the commands read from standard input (listed in main.swift), each call on a thread of its own.
 // @unchecked: `presenters`, `held` and `handlers` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
-    let lock = NSLock()
+    let lock = Locked(())
     private var presenters: [String: PrintingPresenter] = [:]
     var held: [DispatchSemaphore] = []
     /// Completion handlers of `prepare` batches, kept for `complete`.

@@ -1,4 +1,5 @@
 import FCSystem
+import FCToolkit
 import FileCoordination
 import Foundation
 
