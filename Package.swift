@@ -68,8 +68,9 @@ let package = Package(
             name: "FCSystemTests",
             dependencies: ["FCSystem", .product(name: "SystemPackage", package: "swift-system")]
         ),
-        // The small toolkit the library and the daemon share: `Locked` (their one lock type) and the arbiter's log
-        // records to swift-log (one mapping of its levels, metadata kept).
+        // The small toolkit the library and the daemon share: `Locked` (the package's one lock type, also FCBridge's,
+        // libfilecoord's and CoordinatedDocument's) and the arbiter's log records to swift-log (one mapping of its
+        // levels, metadata kept).
         .target(name: "FCToolkit", dependencies: ["FCCore", .product(name: "Logging", package: "swift-log")]),
         // The pure arbitration model: paths, access-node tree, claims, the arbiter state machine.
         // Stdlib only: no Foundation, no Glibc, no clocks.
@@ -84,8 +85,9 @@ let package = Package(
                 "FCVersionStore", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
         ),
-        // CoordinatedDocument: a document class built only on FileCoordination's public API (issue 27).
-        .target(name: "FileCoordinationDocument", dependencies: ["FileCoordination"]),
+        // CoordinatedDocument: a document class built only on FileCoordination's public API (issue 27), its locks
+        // FCToolkit's `Locked`.
+        .target(name: "FileCoordinationDocument", dependencies: ["FileCoordination", "FCToolkit"]),
         // The version store (NSFileVersion, docs/SEMANTICS.md §8): a crash-safe SQLite index (GRDB, WAL) and the
         // versions' contents, used by the daemon and by the library's in-process mode alike (docs/ARCHITECTURE.md).
         .target(
@@ -151,13 +153,16 @@ let package = Package(
         // coordinated calls, move and delete, a presenter made of one closure, errors classified once.
         .target(
             name: "FCBridge",
-            dependencies: ["FileCoordination", "FCSystem", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: [
+                "FileCoordination", "FCSystem", "FCToolkit", .product(name: "SystemPackage", package: "swift-system"),
+            ]
         ),
         // `fccoord`: coordination for shell scripts (README, "Other languages"; docs/man/fccoord.1).
         .executableTarget(
             name: "fccoord",
             dependencies: [
-                "FCBridge", "FileCoordination", "FCSystem", .product(name: "SystemPackage", package: "swift-system"),
+                "FCBridge", "FileCoordination", "FCSystem", "FCToolkit",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -165,7 +170,7 @@ let package = Package(
         // FileCoordinationC's.
         .target(name: "CFileCoord"),
         // libfilecoord's functions: `@_cdecl` exports over FCBridge (filecoord.h documents them).
-        .target(name: "FileCoordinationC", dependencies: ["CFileCoord", "FCBridge", "FileCoordination"]),
+        .target(name: "FileCoordinationC", dependencies: ["CFileCoord", "FCBridge", "FileCoordination", "FCToolkit"]),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(
             name: "FCTestSupport",
@@ -177,7 +182,7 @@ let package = Package(
         .executableTarget(
             name: "fc-testhost",
             dependencies: [
-                "FileCoordination", "FileCoordinationDocument", "FCSystem",
+                "FileCoordination", "FileCoordinationDocument", "FCSystem", "FCToolkit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -186,7 +191,7 @@ let package = Package(
         // (README, "Load, faults and bad input").
         .executableTarget(
             name: "fc-load",
-            dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol", "FCTestSupport", "FCSystem"]
+            dependencies: ["FileCoordination", "FCDumpModel", "FCProtocol", "FCTestSupport", "FCSystem", "FCToolkit"]
         ),
         // Examples/ (issue 27), run by the README's run command: `notes`, a full-screen terminal editor built on
         // CoordinatedDocument (raw mode through a small C shim), and `mirror`, a folder sync agent.

@@ -58,6 +58,7 @@ let package = Package(
             dependencies: [
                 .product(name: "FileCoordination", package: "swift-file-coordination"),
                 .product(name: "FCDaemon", package: "swift-file-coordination"),
+                .product(name: "FCSystem", package: "swift-file-coordination"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -68,6 +69,7 @@ let package = Package(
             name: "CanonicalizationBenchmarks",
             dependencies: [
                 .product(name: "FileCoordination", package: "swift-file-coordination"),
+                .product(name: "FCSystem", package: "swift-file-coordination"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CanonicalizationBenchmarks",

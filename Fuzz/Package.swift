@@ -35,7 +35,10 @@ let package = Package(
         // The version store's repair at open, after changes and damage the input chooses.
         .executableTarget(
             name: "fuzz-version-store-repair",
-            dependencies: ["FuzzDriver", .product(name: "FCVersionStore", package: "swift-file-coordination")]
+            dependencies: [
+                "FuzzDriver", .product(name: "FCVersionStore", package: "swift-file-coordination"),
+                .product(name: "FCSystem", package: "swift-file-coordination"),
+            ]
         ),
     ]
 )

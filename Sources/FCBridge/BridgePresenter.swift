@@ -1,6 +1,6 @@
+import FCToolkit
 public import FileCoordination
 public import Foundation
-import Synchronization
 
 /// A presenter callback, as `fccoord present` prints it and `libfilecoord` forwards it.
 public enum PresenterEvent: Sendable, Hashable {
@@ -83,7 +83,7 @@ public struct PresenterRefusal: Error, Sendable {
 ///   time, in the order the arbiter sent them. Its return value answers an event that expects one
 ///   (``PresenterEvent/expectsAnswer``); for the others it is ignored. After ``remove()`` returns, the handler is
 ///   never called again (unless `remove()` was called from the handler itself, which then finishes first).
-// @unchecked: an NSObject subclass; its state is `let`s and a `Mutex`, the handler is `@Sendable`.
+// @unchecked: an NSObject subclass; its state is `let`s and a `Locked`, the handler is `@Sendable`.
 public final class BridgePresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     public typealias Handler = @Sendable (PresenterEvent) -> PresenterRefusal?
 
@@ -92,14 +92,14 @@ public final class BridgePresenter: NSObject, NSFilePresenter, @unchecked Sendab
         var removed = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let handler: Handler
     private let callbacks: FilePresenterCallbacks
     public let presentedItemOperationQueue: OperationQueue
     public let presentedItemIsPackage: Bool
 
     private init(url: URL, callbacks: FilePresenterCallbacks, isPackage: Bool, handler: @escaping Handler) {
-        self.state = Mutex(State(url: url))
+        self.state = Locked(State(url: url))
         self.handler = handler
         self.callbacks = callbacks
         self.presentedItemIsPackage = isPackage

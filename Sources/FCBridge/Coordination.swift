@@ -1,4 +1,5 @@
 import FCSystem
+import FCToolkit
 public import FileCoordination
 import Foundation
 import SystemPackage
@@ -98,10 +99,10 @@ public enum Coordination {
         queue.maxConcurrentOperationCount = 1
         let granted = DispatchSemaphore(value: 0)
         let released = DispatchSemaphore(value: 0)
-        let failure = SharedValue<BridgeError?>(nil)
+        let failure = Locked<BridgeError?>(nil)
         coordinator.coordinate(with: intents, queue: queue) { error in
             if let error {
-                failure.value = BridgeError(classifying: error)
+                failure.withLock { $0 = BridgeError(classifying: error) }
                 granted.signal()
                 return
             }
@@ -109,7 +110,7 @@ public enum Coordination {
             released.wait()
         }
         granted.wait()
-        if let failure = failure.value { return .failure(failure) }
+        if let failure = failure.withLock({ $0 }) { return .failure(failure) }
         let result = body(intents.map(\.url.path))
         released.signal()
         queue.waitUntilAllOperationsAreFinished()

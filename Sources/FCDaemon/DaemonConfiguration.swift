@@ -1,5 +1,6 @@
 public import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
 
 /// The daemon's settings, with defaults embedded: nothing needs configuring.
@@ -83,7 +84,7 @@ public struct DaemonConfiguration: Sendable {
     /// The per-user socket (``DaemonAddress/socketPath(environment:uid:)``): `$XDG_RUNTIME_DIR/filecoordd/socket`,
     /// or `/tmp/filecoordd-$UID/socket`; `FILECOORDD_SOCKET` overrides both.
     public static func defaultSocketPath() -> String {
-        DaemonAddress.socketPath(environment: ProcessInfo.processInfo.environment, uid: UInt32(getuid()))
+        DaemonAddress.socketPath(environment: ProcessInfo.processInfo.environment, uid: ProcessIdentity.userID)
     }
 
     /// The arbiter's settings.

@@ -3,6 +3,7 @@
 
 import FCCore
 import FCDumpModel
+import FCSystem
 import Foundation
 import Logging
 
@@ -23,7 +24,7 @@ extension ArbiterHost {
             if let returned = claim.batchReturnedAt { handlerWaits[id] = (now - returned).secondsValue }
         }
         return DumpState(
-            daemonPID: getpid(),
+            daemonPID: ProcessIdentity.processID,
             snapshot: snapshot,
             blockers: blockers,
             ages: ages,

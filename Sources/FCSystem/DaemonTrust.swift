@@ -29,8 +29,8 @@ public enum DaemonTrust {
         public var description: String
     }
 
-    /// The user a daemon must run as: this process's effective uid.
-    public static var effectiveUserID: UInt32 { geteuid() }
+    /// The user a daemon must run as: this process's effective uid (``ProcessIdentity/effectiveUserID``).
+    public static var effectiveUserID: UInt32 { ProcessIdentity.effectiveUserID }
 
     /// The folder of a socket path.
     public static func folder(ofSocket socketPath: String) -> String {

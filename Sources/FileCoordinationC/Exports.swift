@@ -1,8 +1,8 @@
 public import CFileCoord
 import FCBridge
+import FCToolkit
 import FileCoordination
 import Foundation
-import Synchronization
 
 // The functions of filecoord.h (which documents them), exported with their C names. Nothing here may trap on bad
 // input: a NULL or empty argument is FILECOORD_ERR_INVALID_ARGUMENT.
@@ -216,16 +216,17 @@ public func filecoord_claim_begin(
     let granted = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
-    let result = SharedValue<Result<ClaimBox, BridgeError>?>(nil)
+    let result = Locked<Result<ClaimBox, BridgeError>?>(nil)
     // The claim is held by a thread of its own for as long as the caller wants, whatever thread it ends from.
     let holder = Thread {
         let outcome = Coordination.access(parsed, settings: settings, coordinator: coordinatorObject) { paths in
-            result.value = .success(ClaimBox(paths: paths, release: release, finished: finished))
+            let claim = ClaimBox(paths: paths, release: release, finished: finished)
+            result.withLock { $0 = .success(claim) }
             granted.signal()
             release.wait()
         }
         if case .failure(let failure) = outcome {
-            result.value = .failure(failure)
+            result.withLock { $0 = .failure(failure) }
             granted.signal()
         }
         finished.signal()
@@ -233,7 +234,7 @@ public func filecoord_claim_begin(
     holder.name = "filecoord.claim"
     holder.start()
     granted.wait()
-    switch result.value {
+    switch result.withLock({ $0 }) {
     case .success(let claim)?:
         return Handle.make(claim)
     case .failure(let failure)?:

@@ -1,8 +1,8 @@
 import CFileCoord
 import FCBridge
+import FCToolkit
 import FileCoordination
 import Foundation
-import Synchronization
 
 // The objects behind filecoord.h's opaque handles. A handle is an `Unmanaged` reference retained once when it is
 // handed out and released by the function that frees it.
@@ -25,15 +25,15 @@ final class ErrorBox {
 /// `filecoord_coordinator`: one `NSFileCoordinator`, whose settings apply to each call made with it.
 final class CoordinatorBox: Sendable {
     let coordinator = NSFileCoordinator(filePresenter: nil)
-    let timeout = Mutex<Duration?>(nil)
-    let purpose = Mutex<String?>(nil)
+    let timeout = Locked<Duration?>(nil)
+    let purpose = Locked<String?>(nil)
 
     var settings: CallSettings { CallSettings(timeout: timeout.withLock { $0 }, purpose: nil) }
 }
 
 /// `filecoord_claim`: a claim held by a thread of its own until `filecoord_claim_end`.
-///
-/// `@unchecked Sendable`: the path strings are written once, in `init`, and only read (as C strings) until `deinit`.
+// @unchecked: `paths` holds raw C strings (not `Sendable`), copied once in `init` and only read (by C callers, as
+// `const char *`) until `deinit` frees them; the semaphores are `Sendable`.
 final class ClaimBox: @unchecked Sendable {
     let paths: [UnsafeMutablePointer<CChar>]
     private let release: DispatchSemaphore

@@ -1,3 +1,4 @@
+import FCToolkit
 public import FileCoordination
 public import Foundation
 
@@ -34,6 +35,9 @@ public import Foundation
 ///   of its own. The lock is recursive.
 /// - ``fileURL``, ``hasUnsavedChanges``, ``isClosed`` and the other state properties may be read from any thread.
 /// - ``events`` delivers ``DocumentEvent``s in the order the document's state changed, to one consumer.
+// @unchecked: an open class (not checkable); its own state is `let`s (queues, locks, the event stream), `State`
+// under a `Locked`. A subclass's contents are safe by the rule above: touched only with the contents lock held
+// (`edit`, `withContents`, and the read and save hooks, which are called with it held).
 open class CoordinatedDocument: NSObject, NSFilePresenter, @unchecked Sendable {
     /// How a document's contents are stored.
     public enum Storage: Sendable {
@@ -69,13 +73,16 @@ open class CoordinatedDocument: NSObject, NSFilePresenter, @unchecked Sendable {
     public let presentedItemOperationQueue: OperationQueue
     /// The document's work queue: every access to the file is made here, one at a time.
     let workQueue: DispatchQueue
-    let state: NSLock = NSLock()
-    var stateValue: State
+    let state: Locked<State>
     /// The contents lock: held around edits and around the read and save hooks.
+    ///
+    /// Recursive, not a `Locked`, by the documented contract: the hooks a subclass overrides run with it held and may
+    /// read the contents through accessors that take it again (`withContents`, `PlainTextDocument.text`), and an
+    /// `edit` body may call them too.
     let contentsLock = NSRecursiveLock()
     /// Held while the file is being written, so that the work queue's save and a save another program asked for
     /// (same presenter, same purpose: the arbiter lets both in) never write at once.
-    let writeLock = NSLock()
+    let writeLock = Locked(())
     let eventContinuation: AsyncStream<DocumentEvent>.Continuation
 
     /// The document's events, in order, for one consumer; finished when the document closes. The newest 1,024 are
@@ -95,7 +102,7 @@ open class CoordinatedDocument: NSObject, NSFilePresenter, @unchecked Sendable {
         workQueue = DispatchQueue(label: name + " work")
         var state = State(url: fileURL.standardizedFileURL)
         state.autosaveDelay = autosaveDelay
-        stateValue = state
+        self.state = Locked(state)
         (events, eventContinuation) = AsyncStream.makeStream(
             of: DocumentEvent.self,
             bufferingPolicy: .bufferingNewest(1024)
@@ -103,10 +110,8 @@ open class CoordinatedDocument: NSObject, NSFilePresenter, @unchecked Sendable {
         super.init()
     }
 
-    func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
-        state.lock()
-        defer { state.unlock() }
-        return try body(&stateValue)
+    func withState<T, Failure: Error>(_ body: (inout State) throws(Failure) -> T) throws(Failure) -> T {
+        try state.withLock(body)
     }
 
     func emit(_ event: DocumentEvent) {
@@ -346,8 +351,11 @@ open class CoordinatedDocument: NSObject, NSFilePresenter, @unchecked Sendable {
     /// Writes the contents to `url` (inside a coordinated write): a file atomically, a folder through a sibling
     /// folder that replaces it.
     func writeContents(to url: URL) throws {
-        writeLock.lock()
-        defer { writeLock.unlock() }
+        try writeLock.withLock { try writeContentsLocked(to: url) }
+    }
+
+    /// ``writeContents(to:)`` with `writeLock` held.
+    private func writeContentsLocked(to url: URL) throws {
         enum Payload {
             case data(Data)
             case folder(DocumentFolder)

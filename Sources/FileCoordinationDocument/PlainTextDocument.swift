@@ -4,6 +4,8 @@ public import Foundation
 /// one) or as a model for your own.
 ///
 /// - Important: ``text`` may be read and set from any thread: it is kept under the document's contents lock.
+// @unchecked: `storedText` is read and written only with the contents lock held (`withContents`, `edit`, and the read
+// and save hooks, which the document calls with it held).
 open class PlainTextDocument: CoordinatedDocument, @unchecked Sendable {
     private var storedText = ""
 

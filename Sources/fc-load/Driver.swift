@@ -54,7 +54,7 @@ final class Driver {
         self.slowConsumer = slowConsumer
         self.seed = seed
         random = SplitMix64(seed: seed)
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("fc-load-\(getpid())")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("fc-load-\(ProcessIdentity.processID)")
         folder = base
         socket = base.appendingPathComponent("run/socket").path
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "fc-load"

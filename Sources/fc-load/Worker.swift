@@ -1,5 +1,6 @@
 import FCSystem
 import FCTestSupport
+import FCToolkit
 import FileCoordination
 import Foundation
 
@@ -17,7 +18,7 @@ import Foundation
 /// counted, printed, and the run fails. Markers of processes killed inside an accessor are ignored and removed.
 ///
 /// - Important: Runs its operations on `threads` threads of its own; the counters are under a lock.
-// @unchecked: `counts` and `waits` are read and written only under `lock`.
+// @unchecked: `counts`, `waits`, `violations` and `markers` are read and written only under `lock`.
 final class Worker: @unchecked Sendable {
     struct Options {
         var folder: URL
@@ -28,7 +29,7 @@ final class Worker: @unchecked Sendable {
     }
 
     private let options: Options
-    private let lock = NSLock()
+    private let lock = Locked(())
     private var counts: [String: Int] = [:]
     private var waits: [Double] = []
     private var violations: [String] = []
@@ -48,7 +49,9 @@ final class Worker: @unchecked Sendable {
     func item(_ index: Int) -> URL { options.folder.appendingPathComponent("item\(index).txt") }
 
     /// This process's own folder, and the items in it.
-    private var ownFolder: URL { options.folder.appendingPathComponent("own-\(getpid())", isDirectory: true) }
+    private var ownFolder: URL {
+        options.folder.appendingPathComponent("own-\(ProcessIdentity.processID)", isDirectory: true)
+    }
     private static let ownItems = 3
 
     /// An item in this process's own folder (`own` true) or in another's, when there is another.
@@ -86,7 +89,7 @@ final class Worker: @unchecked Sendable {
         NSFileCoordinator.removeFilePresenter(presenter)
         let (counts, waits, violations) = lock.withLock { (self.counts, self.waits, self.violations) }
         let result: [String: Any] = [
-            "pid": ProcessInfo.processInfo.processIdentifier, "counts": counts, "waits": waits,
+            "pid": ProcessIdentity.processID, "counts": counts, "waits": waits,
             "violations": violations,
         ]
         let data = (try? JSONSerialization.data(withJSONObject: result)) ?? Data("{}".utf8)
@@ -119,7 +122,7 @@ final class Worker: @unchecked Sendable {
             coordinator.coordinate(writingItemAt: target, options: [], error: &error) { url in
                 granted = true
                 self.record(wait: start)
-                self.insideWrite(url) { try? Data("written by \(getpid())".utf8).write(to: url) }
+                self.insideWrite(url) { try? Data("written by \(ProcessIdentity.processID)".utf8).write(to: url) }
             }
             count(granted ? "write" : "write failed")
         case 8:
@@ -196,7 +199,7 @@ final class Worker: @unchecked Sendable {
             markers += 1
             return markers
         }
-        return url.lastPathComponent + ".\(kind).\(getpid()).\(serial)"
+        return url.lastPathComponent + ".\(kind).\(ProcessIdentity.processID).\(serial)"
     }
 
     /// The proof of exclusion for a write: no other writer, no reader, at its start and at its end.
@@ -239,7 +242,7 @@ final class LoadPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let presentedItemURL: URL?
     let presentedItemOperationQueue: OperationQueue
     private let worker: Worker
-    private let lock = NSLock()
+    private let lock = Locked(())
     private var saves = 0
 
     init(url: URL, worker: Worker) {

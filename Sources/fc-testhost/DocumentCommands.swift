@@ -1,3 +1,4 @@
+import FCToolkit
 import FileCoordination
 import FileCoordinationDocument
 import Foundation
@@ -8,7 +9,7 @@ import Foundation
 /// The documents of this host, by name.
 // @unchecked: `documents` is read and written only under `lock`.
 final class Documents: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Locked(())
     private var documents: [String: PlainTextDocument] = [:]
 
     func add(_ name: String, _ document: PlainTextDocument) { lock.withLock { documents[name] = document } }

@@ -1,13 +1,14 @@
 import FCSystem
+import FCToolkit
 import FileCoordination
 import Foundation
 import Logging
 import SystemPackage
 
 /// Runs the commands read from standard input (listed in main.swift), each call on a thread of its own.
-// @unchecked: `presenters` and `held` are read and written only under `lock`.
+// @unchecked: `presenters`, `held` and `handlers` are read and written only under `lock`.
 final class Host: @unchecked Sendable {
-    let lock = NSLock()
+    let lock = Locked(())
     private var presenters: [String: PrintingPresenter] = [:]
     var held: [DispatchSemaphore] = []
     /// Completion handlers of `prepare` batches, kept for `complete`.

@@ -1,4 +1,5 @@
 import FCSystem
+import FCToolkit
 import FileCoordination
 import Foundation
 import Logging
@@ -13,7 +14,7 @@ final class PrintingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     let reacquire: Bool
     let readOnChange: Bool
     let showContents: Bool
-    private let lock = NSLock()
+    private let lock = Locked(())
     private var url: URL
     let presentedItemOperationQueue: OperationQueue
 

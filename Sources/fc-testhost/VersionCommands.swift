@@ -1,3 +1,5 @@
+import FCSystem
+import FCToolkit
 import FileCoordination
 import Foundation
 
@@ -116,7 +118,7 @@ extension Host {
 
     /// Adds one version of `url` with `bytes` fresh bytes, printing `done add-version PATH ID` or the failure.
     private func addOneVersion(of url: URL, index: Int, bytes: Int, coordinated: Bool) {
-        let pid = ProcessInfo.processInfo.processIdentifier
+        let pid = ProcessIdentity.processID
         let scratch = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("fc-testhost-\(pid)-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }

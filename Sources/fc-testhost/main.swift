@@ -108,7 +108,7 @@ FileCoordinationLogging.logger = {
     return logger
 }()
 let host = Host()
-say("ready \(ProcessInfo.processInfo.processIdentifier)")
+say("ready \(ProcessIdentity.processID)")
 Thread {
     while let line = readLine() {
         let words = line.split(separator: " ").map(String.init)

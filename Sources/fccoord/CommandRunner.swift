@@ -1,6 +1,7 @@
 import ArgumentParser
 import FCBridge
 import FCSystem
+import FCToolkit
 import Foundation
 import SystemPackage
 
@@ -16,13 +17,14 @@ enum CommandRunner {
 
     /// Runs `command` holding `items` and returns the exit code to end with.
     static func run(_ command: [String], holding items: [CoordinatedItem], settings: CallSettings) -> ExitCode {
-        let child = SharedValue<ChildProcess.Running?>(nil)
-        let commandStarted = SharedValue(false)
+        let child = Locked<ChildProcess.Running?>(nil)
+        let commandStarted = Locked(false)
         SignalWaiting.block(signals)
         let waiter = Thread {
             while true {
                 let number = SignalWaiting.wait(for: signals)
-                let running: ChildProcess.Running?? = commandStarted.value ? .some(child.value) : .none
+                let running: ChildProcess.Running?? =
+                    commandStarted.withLock { $0 } ? .some(child.withLock { $0 }) : .none
                 switch running {
                 case .none:
                     SignalWaiting.exitImmediately(128 + number)
@@ -39,7 +41,7 @@ enum CommandRunner {
         let outcome = Coordination.access(items, settings: settings) { paths -> ExitCode in
             var environment = ProcessInfo.processInfo.environment
             for (index, path) in paths.enumerated() { environment["FCCOORD_PATH_\(index + 1)"] = path }
-            commandStarted.value = true
+            commandStarted.withLock { $0 = true }
             return start(command, environment: environment.map { "\($0)=\($1)" }, child: child)
         }
         switch outcome {
@@ -52,11 +54,11 @@ enum CommandRunner {
     private static func start(
         _ command: [String],
         environment: [String],
-        child: SharedValue<ChildProcess.Running?>
+        child: Locked<ChildProcess.Running?>
     ) -> ExitCode {
         do throws(Errno) {
             let running = try ChildProcess.start(command, environment: environment)
-            child.value = running
+            child.withLock { $0 = running }
             return ExitCode(try running.wait().shellStatus)
         } catch .noSuchFileOrDirectory {
             complain("\(command[0]): command not found")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FCBridge
 import FCSystem
+import FCToolkit
 import FileCoordination
 import Foundation
 
@@ -47,7 +48,7 @@ struct PresentCommand: ParsableCommand {
             let refusal = hooks.answer(event, path: nil)
             return refusal
         }
-        hooks.presenter.value = presenter
+        hooks.presenter.withLock { $0 = presenter }
         // A coordinated read of the item on the presenter's behalf is granted only after the daemon registered it.
         let barrier = Coordination.access(
             [CoordinatedItem(path: path, access: .read(.withoutChanges))],
@@ -59,7 +60,7 @@ struct PresentCommand: ParsableCommand {
             throw ExitStatus.fail(error)
         }
         JSONLines.print([
-            "event": "ready", "path": presenter.path, "pid": Int(ProcessInfo.processInfo.processIdentifier),
+            "event": "ready", "path": presenter.path, "pid": Int(ProcessIdentity.processID),
         ])
         _ = SignalWaiting.wait(for: stopSignals)
         presenter.remove()

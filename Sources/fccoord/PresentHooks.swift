@@ -1,5 +1,6 @@
 import FCBridge
 import FCSystem
+import FCToolkit
 import Foundation
 
 /// Standard output as JSON lines: one object per line, keys sorted, written at once (no buffering), so that a
@@ -25,7 +26,7 @@ final class Hooks: Sendable {
     let onSave: String?
     let onDeletion: String?
     /// The presenter, once registered (for the path the hooks get).
-    let presenter = SharedValue<BridgePresenter?>(nil)
+    let presenter = Locked<BridgePresenter?>(nil)
 
     init(onRelinquish: String?, onSave: String?, onDeletion: String?) {
         self.onRelinquish = onRelinquish
@@ -34,7 +35,7 @@ final class Hooks: Sendable {
     }
 
     func answer(_ event: PresenterEvent, path: String?) -> PresenterRefusal? {
-        let current = presenter.value?.path ?? ""
+        let current = presenter.withLock { $0 }?.path ?? ""
         var line: [String: any Sendable] = ["event": event.name, "path": current]
         switch event {
         case .presentedItemDidMove(let newPath): line["newPath"] = newPath

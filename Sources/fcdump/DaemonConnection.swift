@@ -48,7 +48,7 @@ func fetchDump(socketPath: String, timeoutSeconds: Int = 5) throws(DumpError) ->
     do {
         var bytes: [UInt8] = []
         try encoder.encode(
-            Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "fcdump", pid: getpid()))),
+            Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "fcdump", pid: ProcessIdentity.processID))),
             into: &bytes
         )
         try encoder.encode(Filecoord_V1_Frame(.dumpRequest(Filecoord_V1_DumpRequest())), into: &bytes)

@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
 import Testing
 
@@ -135,7 +136,9 @@ extension RawClient {
     /// sent (`EPIPE`) or while it is read (`ECONNRESET`), as the daemon may not have seen the freed slot yet.
     func handshakeIfServed() async throws -> Bool {
         do {
-            try send(Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "probe", pid: getpid()))))
+            try send(
+                Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "probe", pid: ProcessIdentity.processID)))
+            )
             guard let frame = try await nextFrame() else { return false }
             if case .helloReply? = frame.payload { return true }
             return false

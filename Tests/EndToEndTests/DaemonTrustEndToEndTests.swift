@@ -5,6 +5,7 @@
 // `setpriv`): without root, `setpriv` and /usr/bin/python3 the suite is reported as not run, and in CI (`CI` set)
 // `theTrustTestsRunInCI` fails.
 
+import FCSystem
 import Foundation
 import Testing
 
@@ -22,7 +23,7 @@ enum OtherUser {
     static let setpriv = "/usr/bin/setpriv"
 
     static var isAvailable: Bool {
-        geteuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv)
+        ProcessIdentity.effectiveUserID == 0 && FileManager.default.isExecutableFile(atPath: setpriv)
             && FileManager.default.isExecutableFile(atPath: python)
     }
 }

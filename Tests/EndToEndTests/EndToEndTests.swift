@@ -5,6 +5,7 @@
 
 import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
 import Testing
 
@@ -404,7 +405,7 @@ struct EndToEndTests {
             let random = seededBytes(64, seed: 0x5EED)
             var probe = FrameDecoder(accepting: .toDaemon)
             #expect(throws: ProtocolError.self) { _ = try probe.feed([0, 0, 0, 64] + random) }
-            var newerHello = Filecoord_V1_Hello(clientName: "from-the-future", pid: getpid())
+            var newerHello = Filecoord_V1_Hello(clientName: "from-the-future", pid: ProcessIdentity.processID)
             newerHello.protocolVersion = 99
             let wrongWay = Filecoord_V1_Frame(.granted(Filecoord_V1_Granted()))
             let encoder = FrameEncoder()

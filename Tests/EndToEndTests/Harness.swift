@@ -849,7 +849,11 @@ final class RawClient {
     /// Says hello and waits for the daemon's reply.
     func handshake(name: String = "raw-client", answersRecalls: Bool = false) async throws {
         do {
-            let hello = Filecoord_V1_Hello(clientName: name, pid: getpid(), answersRecalls: answersRecalls)
+            let hello = Filecoord_V1_Hello(
+                clientName: name,
+                pid: ProcessIdentity.processID,
+                answersRecalls: answersRecalls
+            )
             try send(Filecoord_V1_Frame(.hello(hello)))
         } catch {
             // The daemon closed the connection first: say why, if it said.

@@ -3,6 +3,7 @@
 // nothing is mounted where other tests or the machine could see it. These tests need root (CI runs as root); CI
 // (CI=true) runs them whatever the user is, so that a CI run without the ability fails instead of skipping.
 
+import FCSystem
 import FCTestSupport
 import Foundation
 import Testing
@@ -10,7 +11,7 @@ import Testing
 /// Hosts in mount namespaces of their own.
 enum MountNamespaces {
     /// Root can make mount namespaces and bind mounts; CI must be able to.
-    static let shouldRun = geteuid() == 0 || ProcessInfo.processInfo.environment["CI"] == "true"
+    static let shouldRun = ProcessIdentity.effectiveUserID == 0 || ProcessInfo.processInfo.environment["CI"] == "true"
 
     /// Runs a host in a new private mount namespace where `source` is bind-mounted at `target` (exit 97, so no
     /// `ready` line and a failed test, when it cannot be).

@@ -123,7 +123,7 @@ final class ScriptedDaemon: @unchecked Sendable {
         case .hello(let hello)?:
             var reply = Filecoord_V1_HelloReply()
             reply.protocolVersion = hello.protocolVersion
-            reply.daemonPid = getpid()
+            reply.daemonPid = ProcessIdentity.processID
             reply.revision = ProtocolVersion.revision
             try Self.write(Filecoord_V1_Frame(.helloReply(reply)), to: client)
         case .ping(let ping)?:

@@ -2,6 +2,7 @@
 // process, and while the daemon is killed with `kill -9`, are all listed afterwards, in every process, and the store
 // holds exactly what is listed.
 
+import FCSystem
 import Foundation
 import Testing
 
@@ -128,7 +129,7 @@ import Testing
 
     @Test(
         "A full disk under the version store: a clear error, nothing half added, and the daemon keeps serving",
-        .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)")
+        .enabled(if: ProcessIdentity.effectiveUserID == 0, "mounting a small tmpfs needs root (CI runs as root)")
     )
     func aFullDiskGivesAClearErrorAndTheDaemonServes() async throws {
         try await TestEnvironment.run { env in
@@ -167,7 +168,7 @@ import Testing
     /// after each step. Three rounds, each on a fresh store (the losses showed in every round before the fix).
     @Test(
         "Issue 36's scenario: a full store grown again, concurrent adds, a daemon killed: nothing acknowledged lost",
-        .enabled(if: geteuid() == 0, "mounting a small tmpfs needs root (CI runs as root)"),
+        .enabled(if: ProcessIdentity.effectiveUserID == 0, "mounting a small tmpfs needs root (CI runs as root)"),
         arguments: 1...3
     )
     func fullStoreThenConcurrentAddsThenKillLoseNothing(round: Int) async throws {

@@ -55,7 +55,7 @@ private struct WatcherTestFailure: Error, CustomStringConvertible {
 
 /// A private folder, removed at the end.
 private func withFolder(_ body: (String) throws -> Void) throws {
-    let folder = NSTemporaryDirectory() + "fc-watcher-\(getpid())-\(UUID().uuidString)"
+    let folder = NSTemporaryDirectory() + "fc-watcher-\(ProcessIdentity.processID)-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: folder) }
     let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path

@@ -1,3 +1,4 @@
+import FCSystem
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// Command lines of client processes (`fcdump clients`), read from `/proc/PID/cmdline`.
 @Suite struct ProcessCommandLineTests {
     @Test func thisProcessReadsAsItsOwnArguments() {
-        #expect(ProcessCommandLine.arguments(of: getpid()) == CommandLine.arguments)
+        #expect(ProcessCommandLine.arguments(of: ProcessIdentity.processID) == CommandLine.arguments)
     }
 
     @Test func noProcessReadsAsNoArguments() throws {

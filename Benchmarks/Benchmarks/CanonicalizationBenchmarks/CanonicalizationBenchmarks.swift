@@ -1,4 +1,5 @@
 import Benchmark
+import FCSystem
 @_spi(Benchmarking) import FileCoordination
 import Foundation
 
@@ -19,7 +20,7 @@ import Glibc
 /// one, the link pointing at a sibling directory.
 private let fixture: String = {
     let base = NSTemporaryDirectory().trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-    var path = "/" + base + "/fc-canon-bench-\(getpid())"
+    var path = "/" + base + "/fc-canon-bench-\(ProcessIdentity.processID)"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     for index in 1...7 { path += "/d\(index)" }
     try? FileManager.default.createDirectory(atPath: path + "/real", withIntermediateDirectories: true)

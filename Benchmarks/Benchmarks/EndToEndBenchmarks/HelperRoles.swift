@@ -1,3 +1,4 @@
+import FCSystem
 import FileCoordination
 import Foundation
 @preconcurrency import Glibc
@@ -60,7 +61,7 @@ enum HelperRole {
     }
 
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("fc-e2e helper \(getpid()): \(message)\n".utf8))
+        FileHandle.standardError.write(Data("fc-e2e helper \(ProcessIdentity.processID): \(message)\n".utf8))
         exit(1)
     }
 
@@ -89,7 +90,7 @@ enum HelperRole {
             let cpuBefore = cpuNanoseconds(CLOCK_PROCESS_CPUTIME_ID)
             for _ in 0..<claims {
                 if let error = read() {
-                    FileHandle.standardError.write(Data("fc-e2e claimer \(getpid()): \(error)\n".utf8))
+                    FileHandle.standardError.write(Data("fc-e2e claimer \(ProcessIdentity.processID): \(error)\n".utf8))
                     reply = UInt8(ascii: "e")
                 }
             }

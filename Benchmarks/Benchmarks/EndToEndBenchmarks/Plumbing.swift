@@ -439,7 +439,7 @@ enum RunResults {
     ]
 
     static var path: String {
-        let parent = getppid()
+        let parent = ProcessIdentity.parentProcessID
         let stat = (try? String(contentsOfFile: "/proc/\(parent)/stat", encoding: .utf8)) ?? ""
         // Field 22, the start time, counted after the command name's closing parenthesis (fields 3 onwards).
         let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []

@@ -13,6 +13,7 @@
 // (which async `main`s call): valgrind 3.19 dies in the `sigsuspend` that parks the main thread there.
 
 import FCDaemon
+import FCSystem
 import FileCoordination
 import Foundation
 import Logging
@@ -69,7 +70,9 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
     case "leased-read": setenv("FILECOORD_LEASES", "1", 1)
     default: fail("unknown mode \(mode)")
     }
-    let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("fc-instructions-\(getpid())")
+    let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+        "fc-instructions-\(ProcessIdentity.processID)"
+    )
     do {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data("x".utf8).write(to: folder.appendingPathComponent("item.txt"))

@@ -5,6 +5,7 @@
 // to open with a VersionStoreError, or it opens and then every listed version has its contents, every contents
 // folder has its row, a second repair finds nothing, and no version added since the last damage is lost.
 
+import FCSystem
 import FCVersionStore
 import Foundation
 import FuzzDriver
@@ -12,7 +13,7 @@ import Logging
 
 private let root: String = {
     let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
-    return "\(base)/fc-fuzz-version-store-\(getpid())"
+    return "\(base)/fc-fuzz-version-store-\(ProcessIdentity.processID)"
 }()
 private let quiet = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
 
@@ -63,7 +64,7 @@ public func fuzzVersionStoreRepair(_ data: UnsafePointer<UInt8>, _ size: Int) ->
             )
         case 5:
             // A staging folder of this process (kept), of pid 1 (alive, kept) or of an ended process (removed).
-            let pid = [getpid(), 1, 999_999_999][argument % 3]
+            let pid = [ProcessIdentity.processID, 1, 999_999_999][argument % 3]
             try? manager.createDirectory(
                 atPath: "\(directory)/\(argument & 4 == 0 ? "staging" : "tmp")/\(pid)-\(argument)",
                 withIntermediateDirectories: true

@@ -7,7 +7,7 @@ import tarfile
 
 from conftest import products
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "Examples")
 
 
 def run_sync(local, remote, state):

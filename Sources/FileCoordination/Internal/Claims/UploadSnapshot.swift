@@ -37,7 +37,7 @@ enum UploadSnapshot {
     static func make(of url: URL) throws -> URL {
         let manager = FileManager.default
         let folder = manager.temporaryDirectory.appendingPathComponent(
-            "filecoord-upload-\(getpid())-\(UUID().uuidString)",
+            "filecoord-upload-\(ProcessIdentity.processID)-\(UUID().uuidString)",
             isDirectory: true
         )
         try manager.createDirectory(

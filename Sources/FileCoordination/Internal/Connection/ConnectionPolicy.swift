@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import FCSystem
 import Foundation
 import Synchronization
 
@@ -71,7 +72,7 @@ struct ConnectionPolicy: Sendable {
         let requested = environment["FILECOORD_CONNECT_TIMEOUT"].flatMap(Double.init) ?? 10
         let seconds = requested > 0 ? requested : 10
         var policy = ConnectionPolicy(
-            socketPath: DaemonAddress.socketPath(environment: environment, uid: UInt32(getuid())),
+            socketPath: DaemonAddress.socketPath(environment: environment, uid: ProcessIdentity.userID),
             inProcessByChoice: environment["FILECOORD_ARBITER"] == "in-process",
             connectDeadline: .milliseconds(Int64(seconds * 1000)),
             handshakeTimeout: .milliseconds(Int64(min(seconds, 2) * 1000))

@@ -27,7 +27,8 @@ import SystemPackage
 /// not used again.
 ///
 /// - Important: Thread-safe. `reading` guards the role; `decoder` and `buffer` belong to the role's holder.
-// @unchecked: `decoder` and `buffer` are touched only by the reader role's holder (one thread at a time, `reading`).
+// @unchecked: `decoder` and `buffer` are touched only by the reader role's holder (one thread at a time, `reading`);
+// `delegate` (a weak reference) is set only in `init`.
 final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable {
     let socket: UnixSocket
     /// Serialises sends, so that frames sent from several threads never interleave.

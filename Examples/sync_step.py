@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One step of a two-folder sync that coordinates with document apps (an example of the Python bindings).
 
-    examples/sync_step.py LOCAL REMOTE STATE.json
+    Examples/sync_step.py LOCAL REMOTE STATE.json
 
 Every file is hashed under a coordinated read (its presenters save first, no coordinated writer is halfway through
 it); a file changed on one side only is copied over the other under one claim of both (read the source, write the
