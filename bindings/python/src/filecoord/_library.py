@@ -107,7 +107,10 @@ def _load():
     tried = []
     for candidate in _candidates():
         try:
-            library = ffi.dlopen(candidate)
+            # RTLD_NODELETE: the library is never unmapped, not even when the interpreter unloads it at exit. Its
+            # threads (the daemon connection's listener, presenter queues) may still run then, and ran into freed
+            # code about once in 30 interpreter exits without it (a segfault after the program's own last line).
+            library = ffi.dlopen(candidate, ffi.RTLD_NOW | ffi.RTLD_NODELETE)
         except OSError as error:
             tried.append("%s (%s)" % (candidate, error))
             continue
