@@ -13,25 +13,6 @@ import Testing
 
 extension CPUSaturatingTests {
     @Suite struct ChangeAfterCoordinatedWriteTests {
-        /// Busy shell loops at the lowest priority, one more than the machine has cores, stopped when `body` returns.
-        private func withSaturatedCPU(_ body: () async throws -> Void) async throws {
-            var burners: [Process] = []
-            defer {
-                for burner in burners {
-                    kill(burner.processIdentifier, SIGKILL)
-                    burner.waitUntilExit()
-                }
-            }
-            for _ in 0...ProcessInfo.processInfo.activeProcessorCount {
-                let burner = Process()
-                burner.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
-                burner.arguments = ["-n", "19", "/bin/sh", "-c", "while :; do :; done"]
-                try burner.run()
-                burners.append(burner)
-            }
-            try await body()
-        }
-
         /// Runs `script` in `sh` with the test's socket, `fccoord`'s path as `$1` and `arguments` after it; waits for it.
         private func shell(_ env: TestEnvironment, _ script: String, _ arguments: [String]) async throws {
             let fccoord = try Products.executable("fccoord").path
@@ -53,7 +34,7 @@ extension CPUSaturatingTests {
                 let host = try await env.host("A")
                 let file = try env.file("doc.txt", "text\n")
                 try await host.present("P", file)
-                try await withSaturatedCPU {
+                try await CPUSaturatingTests.withSaturatedCPU {
                     for round in 1...3 {
                         // fccoord's write ends, and the shell appends in the same breath: well within the echo retention.
                         try await shell(
@@ -77,7 +58,7 @@ extension CPUSaturatingTests {
                 let folder = env.path("folder")
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
                 try await host.present("D", folder)
-                try await withSaturatedCPU {
+                try await CPUSaturatingTests.withSaturatedCPU {
                     for round in 1...3 {
                         try await shell(
                             env,

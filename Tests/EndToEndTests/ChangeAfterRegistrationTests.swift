@@ -13,31 +13,31 @@ import Testing
 
 /// The suites that keep every core busy (shell loops at the lowest priority), one test at a time: together they
 /// would slow the tests running beside them (whose waits have bounds) far more than the machine's load does.
-@Suite(.serialized) enum CPUSaturatingTests {}
+@Suite(.serialized) enum CPUSaturatingTests {
+    /// Busy shell loops at the lowest priority, one more than the machine has cores, stopped when `body` returns.
+    static func withSaturatedCPU(_ body: () async throws -> Void) async throws {
+        var burners: [Process] = []
+        defer {
+            for burner in burners {
+                kill(burner.processIdentifier, SIGKILL)
+                burner.waitUntilExit()
+            }
+        }
+        for _ in 0...ProcessInfo.processInfo.activeProcessorCount {
+            let burner = Process()
+            // At the lowest priority: the cores stay busy, but the tests running beside this one in the same suite
+            // (whose daemons' slow-reader limits a starved client can trip) are not starved by it.
+            burner.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
+            burner.arguments = ["-n", "19", "/bin/sh", "-c", "while :; do :; done"]
+            try burner.run()
+            burners.append(burner)
+        }
+        try await body()
+    }
+}
 
 extension CPUSaturatingTests {
     @Suite struct ChangeAfterRegistrationTests {
-        /// Busy shell loops at the lowest priority, one more than the machine has cores, stopped when `body` returns.
-        private func withSaturatedCPU(_ body: () async throws -> Void) async throws {
-            var burners: [Process] = []
-            defer {
-                for burner in burners {
-                    kill(burner.processIdentifier, SIGKILL)
-                    burner.waitUntilExit()
-                }
-            }
-            for _ in 0...ProcessInfo.processInfo.activeProcessorCount {
-                let burner = Process()
-                // At the lowest priority: the cores stay busy, but the tests running beside this one in the same suite
-                // (whose daemons' slow-reader limits a starved client can trip) are not starved by it.
-                burner.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
-                burner.arguments = ["-n", "19", "/bin/sh", "-c", "while :; do :; done"]
-                try burner.run()
-                burners.append(burner)
-            }
-            try await body()
-        }
-
         @Test("A file in a folder nobody watched yet, appended the moment its presenter registered: reported")
         func aFileInANewFolder() async throws {
             try await TestEnvironment.run { env in
@@ -52,7 +52,7 @@ extension CPUSaturatingTests {
                     )
                     files.append(try env.file("new-\(round)/doc.txt", "text\n"))
                 }
-                try await withSaturatedCPU {
+                try await CPUSaturatingTests.withSaturatedCPU {
                     for round in 1...3 {
                         let file = files[round - 1]
                         try await host.present("P\(round)", file, "change-at-once")
@@ -75,7 +75,7 @@ extension CPUSaturatingTests {
                 }
                 let last = try (1...3).map { try env.file("many/last-\($0).txt", "text\n") }
                 try await host.waitFor("presenting F198 ")
-                try await withSaturatedCPU {
+                try await CPUSaturatingTests.withSaturatedCPU {
                     for round in 1...3 {
                         let file = last[round - 1]
                         try await host.present("L\(round)", file, "change-at-once")
@@ -97,7 +97,7 @@ extension CPUSaturatingTests {
                         withIntermediateDirectories: false
                     )
                 }
-                try await withSaturatedCPU {
+                try await CPUSaturatingTests.withSaturatedCPU {
                     for round in 1...3 {
                         let folder = env.path("folder-\(round)")
                         try await host.present("D\(round)", folder, "change-at-once")

@@ -13,6 +13,15 @@ import Testing
         return table
     }
 
+    /// A live table that has held ``folder`` since 1 s, with key revision 7 (a claim, its key, first in line).
+    static func heldTable() -> HostLeaseTable {
+        let table = liveTable()
+        _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
+        _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
+        _ = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(1))
+        return table
+    }
+
     @Test func aHostAloneHoldsTheFolderAndAdmitsItsClaimsUntilAnotherHostAsks() {
         let table = Self.liveTable()
         let folder = Self.folder
@@ -33,11 +42,8 @@ import Testing
     }
 
     @Test func aRecallWaitsForTheMinimumHoldThenDrainsReleasesAndQueuesAgainForClaimsThatCameMeanwhile() {
-        let table = Self.liveTable()
+        let table = Self.heldTable()
         let folder = Self.folder
-        _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
-        _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
-        _ = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(1))
         // Asked 40 ms into the hold: the recall waits the other 60 ms.
         #expect(
             table.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(1) + .milliseconds(40))
@@ -56,11 +62,8 @@ import Testing
     }
 
     @Test func aHostHeldPastTheMinimumHoldDrainsAtOnceAndOneUnwantedStaysIdleAfterRelease() {
-        let table = Self.liveTable()
+        let table = Self.heldTable()
         let folder = Self.folder
-        _ = table.handle(.claimArrived(folder: folder), at: .seconds(1))
-        _ = table.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
-        _ = table.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(1))
         #expect(
             table.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(2))
                 == [.holdBack(folder: folder), .drain(folder: folder)]
