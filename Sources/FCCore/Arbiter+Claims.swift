@@ -14,6 +14,8 @@ final class ClaimRecord {
     let sequence: UInt64
     var phase: ClaimPhase = .waiting
     var entries: [ClaimEntry]
+    /// The claim said it waits at a closed host gate (``ArbiterEffect/hostGateWanted(_:)``): once is enough.
+    var askedHostGate = false
     /// Steps still to send, per presenter, while preparing.
     var plans: [PresenterID: [PresenterMessageKind]] = [:]
     /// Requests sent and not answered yet.
@@ -68,8 +70,8 @@ extension Arbiter {
             statistics.claimsFailed += 1
             return
         }
-        if request.id.isLease {
-            log(.warning, "claim with a lease's id refused", ["claim.id": "\(request.id.rawValue)"])
+        if request.id.isReserved {
+            log(.warning, "claim with a lease's or host gate's id refused", ["claim.id": "\(request.id.rawValue)"])
             effects.append(.fail(request.id, client: request.client, .invalidRequest("claim id out of range")))
             statistics.claimsFailed += 1
             return
@@ -127,7 +129,8 @@ extension Arbiter {
 
     /// `true` when `a` and `b` never block each other (docs/SEMANTICS.md §2 rule 4).
     func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
-        if a.id.isLease || b.id.isLease { return false }  // Nothing passes a lease (docs/SEMANTICS.md §13).
+        // Nothing passes a lease (docs/SEMANTICS.md §13) or a host gate (§14).
+        if a.id.isReserved || b.id.isReserved { return false }
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }
         return a.purpose == b.purpose
@@ -343,6 +346,12 @@ extension Arbiter {
                 if let blocker = firstStartBlocker(claim) {
                     // A claim that came to wait for a lease some other way than by arriving (a move): recall it.
                     if let lease = blocker.id.lease { requestRecall(lease) }
+                    // A claim that came to wait at a closed host gate (after a move, or behind a claim that ended):
+                    // the host asks the cluster for the folder.
+                    if blocker.id.isHostGate, !claim.askedHostGate, let gate = hostGate(standingAs: blocker.id) {
+                        claim.askedHostGate = true
+                        effects.append(.hostGateWanted(gate.folder))
+                    }
                     // Held back by a claim that is active: nothing but that claim's end (or a move, or a package
                     // declaration) can let it start, so it leaves the list looked at on every event (issue 11.2).
                     if blocker.phase != .waiting, !claim.madeWhileAnswering {

@@ -31,7 +31,7 @@ extension Arbiter {
     /// of the requested items), without its bookkeeping for a claim nothing can meet (a quarter of a leased read in
     /// issue 23's profile). O(1).
     public func grantsAtOnce(_ request: ClaimRequest) -> Bool {
-        guard claims.isEmpty, presenters.isEmpty, !request.items.isEmpty, !request.id.isLease, !request.isHeld else {
+        guard claims.isEmpty, presenters.isEmpty, !request.items.isEmpty, !request.id.isReserved, !request.isHeld else {
             return false
         }
         return clients[request.client]?.cancelledCoordinators.contains(request.coordinator) != true
@@ -350,8 +350,12 @@ extension Arbiter {
 
     /// Refuses an event that names a lease's claim as if it were a client's claim: `true` when it did.
     func rejectLeaseClaim(_ id: ClaimID, _ what: String) -> Bool {
-        guard id.isLease else { return false }
-        log(.warning, "\(what) of a lease's claim ignored", ["claim.id": "\(id.rawValue)"])
+        guard id.isReserved else { return false }
+        log(
+            .warning,
+            "\(what) of a \(id.isLease ? "lease's" : "host gate's") claim ignored",
+            ["claim.id": "\(id.rawValue)"]
+        )
         return true
     }
 

@@ -456,7 +456,10 @@ extension Arbiter {
         while let current = node {
             if current.subtreeEntries == 0 { return nil }
             for ref in current.entries {
-                guard let claim = claims[ref.claim], claim.phase == .granted, ref.index < claim.entries.count else {
+                // A host gate is no write: it only keeps this host's claims out while another host decides there.
+                guard let claim = claims[ref.claim], claim.phase == .granted, ref.index < claim.entries.count,
+                    !claim.id.isHostGate
+                else {
                     continue
                 }
                 let entry = claim.entries[ref.index]

@@ -53,6 +53,9 @@ public final class Arbiter {
     /// Live leases (Arbiter+Leases.swift), each standing in ``claims`` as its lease claim too.
     var leases: [LeaseID: LeaseRecord] = [:]
     var nextLease: UInt64 = 0
+    /// Host gates on shared folders (Arbiter+HostGates.swift), each standing in ``claims`` as its gate claim too.
+    var hostGates: [ItemPath: HostGateRecord] = [:]
+    var nextHostGate: UInt64 = 0
 
     /// Creates an empty arbiter.
     public init(configuration: ArbiterConfiguration = ArbiterConfiguration()) {
@@ -91,6 +94,7 @@ public final class Arbiter {
         case .claimRequested(let request):
             requestClaimMeetingOtherNames(request)
             recallLeases(conflictingWith: request.id)
+            noteHostGates(conflictingWith: request.id)
             // Not for a claim handed back into its own lease (gone from `claims`): see filesWithOtherNamesHeld.
             if claims[request.id] != nil, request.items.contains(where: \.hasOtherNames) { recallAllLeases() }
         case .claimFinished(let id, let created, let outcome):
@@ -127,8 +131,11 @@ public final class Arbiter {
             fileSystemChanged(events, observed: observed)
         case .leaseReturned(let lease, let client, let running):
             leaseReturned(lease, by: client, running: running)
+        case .hostGate(let folder, let command):
+            hostGate(folder, command)
         }
         reevaluatePending()
+        checkDrainingHostGates()
         armDeadlockChecks()
         flushWatchChanges()
         let out = effects

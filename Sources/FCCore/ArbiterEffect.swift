@@ -13,6 +13,9 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     /// The claim was not granted within its own deadline (``ClaimRequest/timeout``); the report says what it still
     /// waited for, one line per edge.
     case timedOut(String)
+    /// The claim lies in a shared folder and this host cannot decide it (issue 40; docs/SEMANTICS.md §14): its
+    /// cluster session is lost or could not be renewed in time, or the cluster did not take its request.
+    case clusterUnreachable(String)
 
     /// A short explanation of the failure, for logs.
     public var description: String {
@@ -23,6 +26,7 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
         case .invalidRequest(let reason): "invalid request: \(reason)"
         case .deadlock(let report): "deadlock: \(report)"
         case .timedOut(let report): "timed out: \(report)"
+        case .clusterUnreachable(let reason): reason
         }
     }
 }
@@ -97,4 +101,11 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// its own saw it (a folder presenter alone, with the link made elsewhere after the folder's watch). Once per
     /// file and claim, after the claim's own notifications; only with ``ArbiterConfiguration/watchesFileSystem``.
     case fileWithOtherNamesWritten(ItemIdentity)
+    /// A claim waits at the closed host gate of the shared folder `folder` (``HostGateCommand/close``): for the host's
+    /// cluster adapter, which asks the cluster for the folder (``HostLeaseEvent/claimArrived(folder:)``). At most
+    /// once per claim and event.
+    case hostGateWanted(ItemPath)
+    /// After ``HostGateCommand/drain``: no claim inside `folder` is granted any more, nor a process lease held
+    /// (``HostLeaseEvent/localClaimsEnded(folder:)``). Once per drain.
+    case hostGateDrained(ItemPath)
 }

@@ -216,4 +216,28 @@ public enum ArbiterEvent: Hashable, Sendable {
     /// (``ClaimRequest/isHeld`` requests with ids of the host's choosing): they become the arbiter's granted claims
     /// in the same step, before anything waiting for the lease is decided (docs/SEMANTICS.md §13).
     case leaseReturned(LeaseID, client: ClientID, running: [ClaimRequest])
+    /// The host's cluster adapter says what this host may do in the shared folder `folder` (issue 40; docs/SEMANTICS.md
+    /// §14; ``HostGateCommand``): the arbiter keeps a host gate there while another host may decide claims inside.
+    case hostGate(ItemPath, HostGateCommand)
+}
+
+/// What the host's cluster adapter tells the arbiter about one shared folder (``ArbiterEvent/hostGate(_:_:)``;
+/// Arbiter+HostGates.swift). Each is the arbiter's side of a ``HostLeaseEffect``.
+public enum HostGateCommand: Hashable, Sendable {
+    /// Close the gate (``HostLeaseEffect/holdBack(folder:)``, and at the start, before the host holds the folder):
+    /// no claim inside the folder is granted from now on; those that come wait, and say so
+    /// (``ArbiterEffect/hostGateWanted(_:)``). Claims granted already go on.
+    case close
+    /// Open the gate (``HostLeaseEffect/admit(folder:revision:)``): the host holds the folder, and claims inside are
+    /// decided here as anywhere else. `revision` is the cluster's revision that ordered the host lease, for the log.
+    case open(revision: Int64)
+    /// Close the gate, recall the process leases inside, and say when no claim inside is granted any more
+    /// (``ArbiterEffect/hostGateDrained(_:)``; ``HostLeaseEffect/drain(folder:)``).
+    case drain
+    /// Fail every claim that waits at the gate with ``ClaimFailure/clusterUnreachable(_:)`` and this reason
+    /// (``HostLeaseEffect/failClaims(folder:reason:)``).
+    case failWaiting(String)
+    /// The claims granted inside are no longer exclusive across hosts (``HostLeaseEffect/claimsLost(folder:reason:)``):
+    /// log each, with its client, as lost.
+    case claimsLost(String)
 }

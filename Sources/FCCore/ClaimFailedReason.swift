@@ -19,6 +19,8 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
     case limitExceeded(String)
     /// The claim was not granted within its own timeout; the message says what it still waited for.
     case timedOut(String)
+    /// The claim lies in a shared folder this host cannot decide claims in (``ClaimFailure/clusterUnreachable(_:)``).
+    case clusterUnreachable(String)
 
     /// The reason for an arbiter failure. A presenter id is copied as it is: the daemon maps it to the receiving
     /// client's numbering first, or passes a reason with `presenter: nil` when the presenter is another client's.
@@ -29,6 +31,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .invalidRequest(let reason): self = .invalidRequest(reason)
         case .deadlock(let report): self = .deadlock(report)
         case .timedOut(let report): self = .timedOut(report)
+        case .clusterUnreachable(let reason): self = .clusterUnreachable(reason)
         }
     }
 
@@ -41,6 +44,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .invalidRequest(let reason): .invalidRequest(reason)
         case .deadlock(let report): .deadlock(report)
         case .timedOut(let report): .timedOut(report)
+        case .clusterUnreachable(let reason): .clusterUnreachable(reason)
         case .presenterError(_, nil), .shuttingDown, .limitExceeded: nil
         }
     }
@@ -56,6 +60,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .shuttingDown(let reason): "filecoordd is shutting down: \(reason)"
         case .limitExceeded(let reason): "limit exceeded: \(reason)"
         case .timedOut(let report): "timed out: \(report)"
+        case .clusterUnreachable(let reason): reason
         }
     }
 }

@@ -291,6 +291,7 @@ extension Arbiter {
     }
 
     func describe(_ client: ClientID) -> String {
+        if client == .hostGate { return "another host (this host does not hold the shared folder)" }
         guard let info = clients[client]?.info else { return "\(client)" }
         return "\(info.name) (pid \(info.pid))"
     }

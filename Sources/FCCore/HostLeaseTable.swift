@@ -27,7 +27,8 @@
 public final class HostLeaseTable {
     /// The settings.
     public let policy: HostLeasePolicy
-    private var session: HostSessionState = .connecting
+    /// Where the session stands: the host checks the fence with it before anything that could grant (O(1)).
+    public private(set) var session: HostSessionState = .connecting
     private var folders: [ItemPath: FolderRecord] = [:]
     private var effects: [HostLeaseEffect] = []
 

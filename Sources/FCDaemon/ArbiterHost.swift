@@ -393,7 +393,7 @@ final class ArbiterHost {
             case .fileWithOtherNamesWritten(let identity):
                 watcher?.fileWritten(identity)
             case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
-                .claimInsideLease:
+                .claimInsideLease, .hostGateWanted, .hostGateDrained:
                 break
             }
         }

@@ -91,7 +91,7 @@ struct DumpState: Sendable {
     func json(logger: Logger) -> [UInt8] {
         let presenters = snapshot.presenters.values.sorted { $0.id < $1.id }
         // A lease's claim is shown as the lease (`leases`), not as a claim of its holder.
-        let live = snapshot.claims.filter { !$0.request.id.isLease }
+        let live = snapshot.claims.filter { !$0.request.id.isLease && !$0.request.id.isHostGate }
         let claims = live.map { claim -> DaemonDump.Claim in
             let request = claim.request
             return DaemonDump.Claim(

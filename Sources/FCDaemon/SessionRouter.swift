@@ -137,7 +137,7 @@ public final class SessionRouter {
         let global: ArbiterEvent
         var finished: ClaimID?
         switch event {
-        case .clientConnected, .clientDisconnected, .clientClosed, .timerFired, .fileSystemChanged:
+        case .clientConnected, .clientDisconnected, .clientClosed, .timerFired, .fileSystemChanged, .hostGate:
             return Routed()  // Not a client's to send.
         case .leaseReturned(let lease, _, let running):
             // The running claims become this client's claims, numbered by it, as a RequestClaim's would.
@@ -246,6 +246,11 @@ public final class SessionRouter {
         route(arbiter.handle(.timerFired(timer), at: now()))
     }
 
+    /// What the cluster adapter says of one shared folder (``ArbiterEvent/hostGate(_:_:)``, issue 40).
+    public func hostGate(_ folder: ItemPath, _ command: HostGateCommand) -> Routed {
+        route(arbiter.handle(.hostGate(folder, command), at: now()))
+    }
+
     /// No lease at, under or above `path` from now on, and those there recalled (``Arbiter/excludeLeases(around:)``).
     public func excludeLeases(around path: ItemPath) -> Routed {
         route(arbiter.excludeLeases(around: path))
@@ -288,7 +293,8 @@ public final class SessionRouter {
                     claimOwner[claim].flatMap { $0.0 == owner ? ClaimID($0.1) : nil }
                 }
                 append(.message(message), to: owner)
-            case .startTimer, .cancelTimer, .log, .watch, .unwatch, .fileWithOtherNamesWritten:
+            case .startTimer, .cancelTimer, .log, .watch, .unwatch, .fileWithOtherNamesWritten, .hostGateWanted,
+                .hostGateDrained:
                 routed.host.append(effect)
             case .grantLease(_, let client, _), .recallLease(_, let client):
                 // Lease ids are the daemon's, the same for every client (docs/PROTOCOL.md section 10).

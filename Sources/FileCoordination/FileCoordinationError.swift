@@ -41,6 +41,11 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
         /// message names the folder, its owner and what to do. Nothing was sent, no daemon was started there, and
         /// the call was not coordinated in process (docs/SEMANTICS.md §12).
         public static let untrustedDaemon = Code(rawValue: 11)
+        /// The item lies in a shared folder (a folder several hosts mount, `filecoordd --shared-folder`) and this
+        /// host cannot decide claims there now (code 12): its cluster session is lost or could not be renewed in
+        /// time, or the cluster did not take its request. The message names the cause; local items are unaffected
+        /// (docs/SEMANTICS.md §14).
+        public static let clusterUnreachable = Code(rawValue: 12)
 
         /// The code's name.
         public var description: String {
@@ -56,6 +61,7 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
             case .unresolvablePath: "unresolvablePath"
             case .timedOut: "timedOut"
             case .untrustedDaemon: "untrustedDaemon"
+            case .clusterUnreachable: "clusterUnreachable"
             default: "code\(rawValue)"
             }
         }

@@ -26,7 +26,7 @@ var presenterNames: [PresenterID: String] = [:]
             let who = presenterNames[message.presenter] ?? "\(message.presenter)"
             say("   arbiter -> \(who): \(message.kind)")
         case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease,
-            .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten:
+            .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten, .hostGateWanted, .hostGateDrained:
             break
         }
     }

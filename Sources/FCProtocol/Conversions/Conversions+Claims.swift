@@ -302,6 +302,7 @@ extension ClaimFailedReason {
         case .shuttingDown: self = .shuttingDown(wire.message)
         case .limitExceeded: self = .limitExceeded(wire.message)
         case .timedOut: self = .timedOut(wire.message)
+        case .clusterUnreachable: self = .clusterUnreachable(wire.message)
         case .unspecified, .UNRECOGNIZED:
             throw ProtocolError(.invalidValue, "ClaimFailed.kind \(wire.kind.rawValue) is not valid")
         }
@@ -336,6 +337,9 @@ extension Filecoord_V1_ClaimFailed {
         case .timedOut(let report):
             kind = .timedOut
             if message == nil { self.message = report }
+        case .clusterUnreachable(let reason):
+            kind = .clusterUnreachable
+            if message == nil { self.message = reason }
         }
     }
 

@@ -167,7 +167,8 @@ extension Filecoord_V1_Frame {
     /// itself (`startTimer`, `cancelTimer`, `log`, the watcher's).
     public init?(_ effect: ArbiterEffect) {
         switch effect {
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped, .fileWithOtherNamesWritten:
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped, .fileWithOtherNamesWritten,
+            .hostGateWanted, .hostGateDrained:
             return nil
         case .grantLease(let lease, _, let subtree):
             var message = Filecoord_V1_LeaseGranted()

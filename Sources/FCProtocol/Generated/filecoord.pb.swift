@@ -1239,6 +1239,10 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
 
     /// The claim was not granted within RequestClaim.timeout_milliseconds: message says what it still waited for.
     case timedOut // = 7
+
+    /// The claim lies in a shared folder (docs/SEMANTICS.md §14) and this host cannot decide it: its cluster session
+    /// is lost or cannot be renewed in time, or the cluster did not take its request. message says which.
+    case clusterUnreachable // = 8
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -1255,6 +1259,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       case 5: self = .shuttingDown
       case 6: self = .limitExceeded
       case 7: self = .timedOut
+      case 8: self = .clusterUnreachable
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -1269,6 +1274,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       case .shuttingDown: return 5
       case .limitExceeded: return 6
       case .timedOut: return 7
+      case .clusterUnreachable: return 8
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -1283,6 +1289,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       .shuttingDown,
       .limitExceeded,
       .timedOut,
+      .clusterUnreachable,
     ]
 
   }
@@ -3410,7 +3417,7 @@ nonisolated extension Filecoord_V1_ClaimFailed: SwiftProtobuf.Message, SwiftProt
 }
 
 nonisolated extension Filecoord_V1_ClaimFailed.FailureKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FAILURE_KIND_UNSPECIFIED\0\u{1}FAILURE_KIND_CANCELLED\0\u{1}FAILURE_KIND_PRESENTER_ERROR\0\u{1}FAILURE_KIND_INVALID_REQUEST\0\u{1}FAILURE_KIND_DEADLOCK\0\u{1}FAILURE_KIND_SHUTTING_DOWN\0\u{1}FAILURE_KIND_LIMIT_EXCEEDED\0\u{1}FAILURE_KIND_TIMED_OUT\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FAILURE_KIND_UNSPECIFIED\0\u{1}FAILURE_KIND_CANCELLED\0\u{1}FAILURE_KIND_PRESENTER_ERROR\0\u{1}FAILURE_KIND_INVALID_REQUEST\0\u{1}FAILURE_KIND_DEADLOCK\0\u{1}FAILURE_KIND_SHUTTING_DOWN\0\u{1}FAILURE_KIND_LIMIT_EXCEEDED\0\u{1}FAILURE_KIND_TIMED_OUT\0\u{1}FAILURE_KIND_CLUSTER_UNREACHABLE\0")
 }
 
 nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -94,6 +94,14 @@ struct Simulation {
     private var claimMoves: [ClaimID: [ItemPath]] = [:]
     /// Issue 37: changes made after a write that the arbiter reported, and write echoes the schedule repeated.
     private(set) var echoCounts = (laterChanges: 0, echoesRepeated: 0)
+    /// Issue 40: in one schedule of five (from the seed), a host gate on `/r/a` closes, opens, drains and fails its
+    /// waiting claims at random, as a cluster adapter would drive it.
+    private let gatesOn: Bool
+    private var gateClosed = false
+    private var drainPending = false
+    private(set) var gateCounts = (commands: 0, drained: 0, failedAtGate: 0)
+    /// The shared folder of the schedules with a host gate.
+    static let gateFolder = try! ItemPath(absolute: "/r/a")
 
     static let universe: [ItemPath] = [
         "/r", "/r/a", "/r/a/x", "/r/a/y", "/r/b", "/r/b/z", "/r/p.rtfd", "/r/p.rtfd/c", "/r/p.rtfd/c/d", "/r/q",
@@ -135,6 +143,7 @@ struct Simulation {
         self.idleNodeRetention = configuration.idleNodeRetention
         // Issue 23: leases in six seeds of seven, with a minimum hold and back-off that only the random timers end.
         self.leasesOn = seed % 7 != 0
+        self.gatesOn = seed % 5 == 3
         if leasesOn { configuration.leases = LeasePolicy() }
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
@@ -177,6 +186,10 @@ struct Simulation {
     }
 
     private mutating func randomStep() {
+        if gatesOn, rng.chance(4) {
+            gateStep()
+            return
+        }
         let roll = Int.random(in: 0..<(leasesOn ? 133 : 112), using: &rng)
         switch roll {
         case 0..<6 where liveClients.count < 4, 0..<2:
@@ -281,6 +294,41 @@ struct Simulation {
             holderNotices()
         default:
             break
+        }
+    }
+
+    /// A command of the cluster adapter for the host gate on ``gateFolder`` (issue 40).
+    private mutating func gateStep() {
+        let roll = Int.random(in: 0..<100, using: &rng)
+        let command: HostGateCommand
+        switch roll {
+        case 0..<30: command = .close
+        case 30..<60: command = .open(revision: Int64(step))
+        case 60..<85: command = .drain
+        case 85..<95: command = .failWaiting("cluster unreachable (simulated)")
+        default: command = .claimsLost("cluster unreachable (simulated)")
+        }
+        gateCounts.commands += 1
+        switch command {
+        case .close: gateClosed = true
+        case .drain:
+            gateClosed = true
+            drainPending = true
+        case .open:
+            gateClosed = false
+            drainPending = false
+        case .failWaiting, .claimsLost: break
+        }
+        send(.hostGate(Self.gateFolder, command))
+    }
+
+    /// Whether `request` needs the host lease of ``gateFolder``: an item at or inside it, or one that deletes, moves
+    /// or replaces a folder around it.
+    /// `paths`: where the items are now (a waiting claim follows a move, out of the folder or into it).
+    private func needsGate(_ request: ClaimRequest, at paths: [ItemPath]? = nil) -> Bool {
+        zip(paths ?? request.items.map(\.path), request.items.map(\.access)).contains { path, access in
+            path.isEqualOrDescendant(of: Self.gateFolder)
+                || (Self.gateFolder.isDescendant(of: path) && access.coversSubtree)
         }
     }
 
@@ -701,6 +749,10 @@ struct Simulation {
             {
                 violations.append("\(id) on \(subtree) granted after \(excluded) was excluded from leases")
             }
+            let folder = Self.gateFolder
+            if gateClosed, subtree == folder || subtree.isDescendant(of: folder) || folder.isDescendant(of: subtree) {
+                violations.append("\(id) on \(subtree) granted while the host gate of \(folder) is closed")
+            }
             let snapshot = arbiter.snapshot()
             for claim in snapshot.claims where claim.request.id != id.claim {
                 for (path, access) in zip(claim.effectivePaths, claim.accesses)
@@ -911,13 +963,21 @@ struct Simulation {
     private mutating func record(_ effect: ArbiterEffect) {
         switch effect {
         case .grant(let id, _, let paths):
+            // Issue 40: nothing that needs the folder is granted while its host gate is closed.
+            if gateClosed, let request = claimInfo[id], needsGate(request, at: paths) {
+                violations.append("\(id) granted inside the closed host gate of \(Self.gateFolder)")
+            }
             if granted.contains(id) { violations.append("\(id) granted twice") }
             if failed.contains(id) { violations.append("\(id) granted after failing") }
             if let request = claimInfo[id], paths.count != request.items.count {
                 violations.append("\(id) granted with \(paths.count) paths for \(request.items.count) items")
             }
             granted.insert(id)
-        case .fail(let id, _, _):
+        case .fail(let id, _, let failure):
+            if case .clusterUnreachable = failure {
+                gateCounts.failedAtGate += 1
+                if !gateClosed { violations.append("\(id) failed at the host gate while it is open") }
+            }
             if failed.contains(id) { violations.append("\(id) failed twice") }
             if granted.contains(id) && !ended.contains(id) && claimInfo[id] != nil
                 && arbiter.phase(of: id) == .granted
@@ -958,6 +1018,20 @@ struct Simulation {
             }
             if !wrote { violations.append("\(identity) reported written, by no ended claim that wrote it") }
             otherNamesWritten += 1
+        case .hostGateDrained(let folder):
+            // After a drain only: nothing that needs the folder is granted any more, nor a lease held there.
+            if !drainPending || folder != Self.gateFolder { violations.append("\(folder) drained unasked") }
+            drainPending = false
+            gateCounts.drained += 1
+            let snapshot = arbiter.snapshot()
+            for claim in snapshot.claims
+            where claim.phase == .granted && !claim.request.id.isHostGate
+                && needsGate(claim.request, at: Array(claim.paths.prefix(claim.request.items.count)))
+            {
+                violations.append("\(folder) drained while \(claim.request.id) is granted there")
+            }
+        case .hostGateWanted(let folder):
+            if folder != Self.gateFolder { violations.append("\(folder) wanted, which has no gate") }
         case .startTimer, .cancelTimer, .log, .grantLease, .recallLease, .leaseDropped:
             break
         }
@@ -1038,7 +1112,8 @@ struct Simulation {
                     + "not \(needed.subtracting(watchedDirectories).sorted())"
             )
         }
-        let granted = snapshot.claims.filter { $0.phase == .granted }
+        // A host gate coexists with the claims granted before it closed (they end, or are reported lost).
+        let granted = snapshot.claims.filter { $0.phase == .granted && !$0.request.id.isHostGate }
         for (i, a) in granted.enumerated() {
             for b in granted[(i + 1)...]
             where SpecModel.conflict(a, b, packageExtensions: packageExtensions)
@@ -1077,7 +1152,7 @@ struct Simulation {
         // a rule lets it pass (judged on this snapshot or the one before, as the start happened in between).
         for claim in snapshot.claims
         where claim.phase != .waiting && !claim.request.isHeld && !claim.request.id.isLease
-            && (previousPhase[claim.request.id] ?? .waiting) == .waiting
+            && !claim.request.id.isHostGate && (previousPhase[claim.request.id] ?? .waiting) == .waiting
         {
             for other in snapshot.claims
             where other.phase == .waiting && other.sequence < claim.sequence
@@ -1126,7 +1201,7 @@ struct Simulation {
                 continue
             }
             for claim in snapshot.claims
-            where claim.phase == .granted && !claim.request.id.isLease
+            where claim.phase == .granted && !claim.request.id.isLease && !claim.request.id.isHostGate
                 && !excusedInProcess.contains([id, claim.request.id]) && !excusedPairs.contains([id, claim.request.id])
                 && !SpecModel.exempt(entry.request, claim.request)
                 && pathsConflict(
@@ -1224,6 +1299,13 @@ struct Simulation {
     /// Answers every request and finishes every granted claim until nothing is left; then disconnects everyone.
     private mutating func drain() throws(Failure) {
         while !closedUnnoticed.isEmpty { holderNotices() }
+        if gatesOn {
+            gateClosed = false
+            drainPending = false
+            step += 1
+            send(.hostGate(Self.gateFolder, .open(revision: Int64(step))))
+            try check()
+        }
         var rounds = 0
         while true {
             step += 1

@@ -34,6 +34,7 @@ import Testing
         var leases = (grants: 0, recalls: 0, inProcess: 0, declared: 0, kept: 0)
         var otherNamesWritten = 0
         var echoes = (laterChanges: 0, echoesRepeated: 0)
+        var gates = (commands: 0, drained: 0, failedAtGate: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -45,6 +46,9 @@ import Testing
                 otherNamesWritten += simulation.otherNamesWritten
                 echoes.laterChanges += simulation.echoCounts.laterChanges
                 echoes.echoesRepeated += simulation.echoCounts.echoesRepeated
+                gates.commands += simulation.gateCounts.commands
+                gates.drained += simulation.gateCounts.drained
+                gates.failedAtGate += simulation.gateCounts.failedAtGate
             }
             do {
                 try simulation.run()
@@ -61,13 +65,16 @@ import Testing
                 + "\(leases.grants) granted, \(leases.recalls) recalled, \(leases.inProcess) claims in process, "
                 + "\(leases.declared) declared on return or reconnection, \(leases.kept) holders' connections "
                 + "closed by the host; \(otherNamesWritten) writes of files with other names reported; "
-                + "\(echoes.laterChanges) changes after a write reported, \(echoes.echoesRepeated) write echoes repeated"
+                + "\(echoes.laterChanges) changes after a write reported, \(echoes.echoesRepeated) write echoes repeated; "
+                + "host gates: \(gates.commands) commands, \(gates.drained) drains ended, \(gates.failedAtGate) claims "
+                + "failed at a gate"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
             #expect(leases.grants > 0 && leases.recalls > 0 && leases.declared > 0 && leases.kept > 0)
             #expect(otherNamesWritten > 0, "issue 26: no ended write of a file with other names was reported")
             #expect(echoes.laterChanges > 0 && echoes.echoesRepeated > 0, "issue 37: no write echo was told apart")
+            #expect(gates.drained > 0 && gates.failedAtGate > 0, "issue 40: no host gate drained or failed a claim")
         }
     }
 

@@ -3803,7 +3803,7 @@ const ProtobufCMessageDescriptor filecoord__v1__granted__descriptor =
   (ProtobufCMessageInit) filecoord__v1__granted__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue filecoord__v1__claim_failed__failure_kind__enum_values_by_number[8] =
+static const ProtobufCEnumValue filecoord__v1__claim_failed__failure_kind__enum_values_by_number[9] =
 {
   { "FAILURE_KIND_UNSPECIFIED", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_UNSPECIFIED", 0 },
   { "FAILURE_KIND_CANCELLED", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CANCELLED", 1 },
@@ -3813,13 +3813,15 @@ static const ProtobufCEnumValue filecoord__v1__claim_failed__failure_kind__enum_
   { "FAILURE_KIND_SHUTTING_DOWN", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_SHUTTING_DOWN", 5 },
   { "FAILURE_KIND_LIMIT_EXCEEDED", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_LIMIT_EXCEEDED", 6 },
   { "FAILURE_KIND_TIMED_OUT", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_TIMED_OUT", 7 },
+  { "FAILURE_KIND_CLUSTER_UNREACHABLE", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CLUSTER_UNREACHABLE", 8 },
 };
 static const ProtobufCIntRange filecoord__v1__claim_failed__failure_kind__value_ranges[] = {
-{0, 0},{0, 8}
+{0, 0},{0, 9}
 };
-static const ProtobufCEnumValueIndex filecoord__v1__claim_failed__failure_kind__enum_values_by_name[8] =
+static const ProtobufCEnumValueIndex filecoord__v1__claim_failed__failure_kind__enum_values_by_name[9] =
 {
   { "FAILURE_KIND_CANCELLED", 1 },
+  { "FAILURE_KIND_CLUSTER_UNREACHABLE", 8 },
   { "FAILURE_KIND_DEADLOCK", 4 },
   { "FAILURE_KIND_INVALID_REQUEST", 3 },
   { "FAILURE_KIND_LIMIT_EXCEEDED", 6 },
@@ -3835,9 +3837,9 @@ const ProtobufCEnumDescriptor filecoord__v1__claim_failed__failure_kind__descrip
   "FailureKind",
   "Filecoord__V1__ClaimFailed__FailureKind",
   "filecoord.v1",
-  8,
+  9,
   filecoord__v1__claim_failed__failure_kind__enum_values_by_number,
-  8,
+  9,
   filecoord__v1__claim_failed__failure_kind__enum_values_by_name,
   1,
   filecoord__v1__claim_failed__failure_kind__value_ranges,

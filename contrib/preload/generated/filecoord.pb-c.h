@@ -89,7 +89,12 @@ typedef enum _Filecoord__V1__ClaimFailed__FailureKind {
   /*
    * The claim was not granted within RequestClaim.timeout_milliseconds: message says what it still waited for.
    */
-  FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_TIMED_OUT = 7
+  FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_TIMED_OUT = 7,
+  /*
+   * The claim lies in a shared folder (docs/SEMANTICS.md §14) and this host cannot decide it: its cluster session
+   * is lost or cannot be renewed in time, or the cluster did not take its request. message says which.
+   */
+  FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CLUSTER_UNREACHABLE = 8
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND)
 } Filecoord__V1__ClaimFailed__FailureKind;
 typedef enum _Filecoord__V1__PresenterMessage__Kind {

@@ -29,6 +29,8 @@ enum ClaimFailureMapping {
             return FileCoordinationError(.connectionLost, message)
         case .limitExceeded(let message):
             return FileCoordinationError(.invalidRequest, message)
+        case .clusterUnreachable(let message):
+            return FileCoordinationError(.clusterUnreachable, message)
         }
     }
 }

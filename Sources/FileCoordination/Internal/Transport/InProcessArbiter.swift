@@ -79,8 +79,8 @@ struct InProcessArbiter: @unchecked Sendable {
             case .log(let record):
                 log(record)
             case .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten, .grantLease, .recallLease,
-                .leaseDropped, .claimInsideLease:
-                break  // Only the daemon watches and grants leases (see the type's comment).
+                .leaseDropped, .claimInsideLease, .hostGateWanted, .hostGateDrained:
+                break  // Only the daemon watches, grants leases and shares folders (see the type's comment).
             }
         }
         return forClients
