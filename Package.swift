@@ -50,6 +50,9 @@ let package = Package(
         // DocC catalogs of FileCoordination and FileCoordinationDocument (issue 27): `swift package
         // generate-documentation`. A plugin only: nothing of it is linked into apps.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Cluster mode (issue 40): the daemon talks to etcd's JSON gateway over HTTP. Only FCDaemon links it, and
+        // only a daemon started with --cluster-endpoints makes a client.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
@@ -117,9 +120,11 @@ let package = Package(
             dependencies: [
                 "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCFileSystemPolicy", "FCToolkit",
                 "FCVersionStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 // HandshakeProbe: the handshake's fuzz target drives the real pipeline on an EmbeddedChannel.
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -131,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "filecoordd",
             dependencies: [
-                "FCDaemon", "FCSystem",
+                "FCCore", "FCDaemon", "FCSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

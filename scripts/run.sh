@@ -6,6 +6,8 @@
 #                                a deletion, then fcdump; the editor's screen is printed at each step
 #   scripts/run.sh --presenters  the two-process demonstration of the callbacks (fc-testhost), as before issue 27
 #   scripts/run.sh --core        the narrated walk through the arbiter in one process (fcdemo)
+#   scripts/run.sh --cluster     two hosts (two daemons) sharing one folder through a three-member etcd cluster
+#                                (scripts/run-cluster.sh; issue 40)
 #
 # Installs what is missing first (scripts/install-deps.sh; tmux is among the packages). Build output goes to stderr.
 set -euo pipefail
@@ -23,6 +25,9 @@ bin="$(swift build --show-bin-path)"
 
 if [[ "${1:-}" == "--core" ]]; then
     exec "$bin/fcdemo"
+fi
+if [[ "${1:-}" == "--cluster" ]]; then
+    exec bash scripts/run-cluster.sh "$bin"
 fi
 
 demo="$(mktemp -d /tmp/fc-demo-XXXXXX)"

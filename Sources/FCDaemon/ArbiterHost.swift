@@ -71,6 +71,8 @@ final class ArbiterHost {
     var watcherStatus: WatcherStatus?
     /// The directories the watcher watches now, as its reports said.
     var watchedDirectories: Set<ItemPath> = []
+    /// The cluster adapter, when the daemon shares folders with other hosts (issue 40; Cluster/ClusterHost.swift).
+    var cluster: ClusterHost?
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -213,6 +215,7 @@ final class ArbiterHost {
                 if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }
                 translated = mappingDocumentPortalPaths(inDaemonPaths, from: client)
             }
+            cluster?.checkFence()
             apply(try router.handle(translated, from: client))
         } catch {
             switch (error, event) {
@@ -254,6 +257,7 @@ final class ArbiterHost {
         portalWaits[client] = nil
         timedOutClaims[client] = nil
         // The arbiter logs the disconnect itself.
+        cluster?.checkFence()
         apply(router.disconnect(client, keepingLeasesFor: closedHere ? configuration.recoveryGrace : nil))
     }
 
@@ -392,8 +396,13 @@ final class ArbiterHost {
                 watcher?.unwatch(directory)
             case .fileWithOtherNamesWritten(let identity):
                 watcher?.fileWritten(identity)
+            case .hostGateWanted(let folder):
+                // After this pass: the cluster adapter's answer may feed the arbiter again (ClusterHost).
+                loop.assumeIsolated().execute { [weak self] in self?.cluster?.claimWaits(in: folder) }
+            case .hostGateDrained(let folder):
+                loop.assumeIsolated().execute { [weak self] in self?.cluster?.drained(folder) }
             case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
-                .claimInsideLease, .hostGateWanted, .hostGateDrained:
+                .claimInsideLease:
                 break
             }
         }
@@ -441,6 +450,7 @@ final class ArbiterHost {
         // NIO fires at or after the deadline; the armed deadline counts as now in case the clocks' readings differ.
         let now = max(NIODeadline.now(), armed.deadline)
         firingTimers = true
+        cluster?.checkFence()
         while let timer = deadlines.popDue(at: now) {
             apply(router.timerFired(timer))
         }

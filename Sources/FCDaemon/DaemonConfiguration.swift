@@ -49,6 +49,9 @@ public struct DaemonConfiguration: Sendable {
     /// `true` to map document-portal paths to the host files they export (issue 26, ``DocumentPortalMapping``),
     /// asking the document portal on the session bus of the daemon's environment.
     public var mapsDocumentPortalPaths = true
+    /// The cluster this daemon joins to share folders with other hosts (issue 40); `nil` (the default): none, and
+    /// nothing of etcd is contacted.
+    public var cluster: ClusterConfiguration?
     /// The document portal the daemon asks (tests); `nil`: the session bus's.
     var documentPortal: DocumentPortalMapping.Portal?
     /// Where the document portal is asked (tests); `nil`: ``DocumentPortalMapping/lookupQueue``.

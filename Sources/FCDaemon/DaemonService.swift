@@ -50,6 +50,13 @@ public final class DaemonService: Service, Sendable {
                 }
             }
         let watcher = try await startWatcher(host: host, loop: loop)
+        // Shared folders' gates close before the first client can ask for anything there (issue 40).
+        try await loop.submit {
+            guard let settings = self.configuration.cluster else { return }
+            let cluster = ClusterHost(configuration: settings, host: host.value, logger: self.logger)
+            host.value.cluster = cluster
+            cluster.start()
+        }.get()
         let activated = Self.socketFromSystemd()
         // Holding the lock, a socket file left behind is a crashed daemon's: its clients may still hold claims. A
         // predecessor that stopped cleanly while clients held claims or leases says so with a marker: they declare
@@ -98,6 +105,12 @@ public final class DaemonService: Service, Sendable {
             }
         }
         watcher?.stop()
+        // A session is revoked (its keys go at once) only when no client still runs a claim: one that does declares
+        // it to the next daemon, and the other hosts must wait the session's time to live out (§14).
+        let leaving = try? await loop.submit { host.value.cluster?.stop(revoking: !host.value.holdersAtShutDown) }.get()
+        if let leaveCluster = leaving ?? nil {
+            await leaveCluster()
+        }
         if (try? await loop.submit({ host.value.holdersAtShutDown }).get()) == true {
             do {
                 try FileSystemCalls.writeFile(marker, [], permissions: 0o600)

@@ -37,6 +37,9 @@ public struct DaemonDump: Codable, Hashable, Sendable {
     /// Whether the daemon grants leases, and its lease counters. Added within schema version 1: `nil` from an older
     /// daemon.
     public var leasing: Leasing?
+    /// The cluster this daemon shares folders with (issue 40), `nil` when it shares none. Added within schema
+    /// version 1: `nil` from an older daemon.
+    public var cluster: Cluster?
 
     /// Creates a dump.
     public init(
@@ -66,7 +69,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, daemonPID, clients, presenters, claims, tree, waitFor, statistics, deadlocks, nodeCount
-        case watcher, leases, leasing
+        case watcher, leases, leasing, cluster
     }
 
     /// Decodes a dump; `leases` and `leasing` may be absent (older daemons).
@@ -85,6 +88,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         self.watcher = try container.decodeIfPresent(Watcher.self, forKey: .watcher)
         self.leases = try container.decodeIfPresent([Lease].self, forKey: .leases) ?? []
         self.leasing = try container.decodeIfPresent(Leasing.self, forKey: .leasing)
+        self.cluster = try container.decodeIfPresent(Cluster.self, forKey: .cluster)
     }
 
     /// Encodes every key, `watcher` as `null` when absent.
@@ -103,6 +107,86 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         try container.encode(watcher, forKey: .watcher)
         try container.encode(leases, forKey: .leases)
         try container.encode(leasing, forKey: .leasing)
+        try container.encode(cluster, forKey: .cluster)
+    }
+
+    /// This host in its cluster (issue 40; docs/SEMANTICS.md §14): its session and its shared folders.
+    public struct Cluster: Codable, Hashable, Sendable {
+        /// This host's name in the cluster.
+        public var host: String
+        /// The etcd members' client URLs.
+        public var endpoints: [String]
+        /// `connecting`, `live (fence in S s unless renewed)` or `unavailable: REASON`.
+        public var session: String
+        /// The session's etcd lease id (hexadecimal), `nil` without a session.
+        public var sessionLease: String?
+        /// The session's time to live in seconds, as etcd granted it.
+        public var ttlSeconds: Int64?
+        /// The last error talking to etcd, `nil` once a session opened after it.
+        public var lastError: String?
+        /// The shared folders, by path.
+        public var folders: [SharedFolder]
+
+        /// Creates the cluster entry.
+        public init(
+            host: String,
+            endpoints: [String],
+            session: String,
+            sessionLease: String?,
+            ttlSeconds: Int64?,
+            lastError: String?,
+            folders: [SharedFolder]
+        ) {
+            self.host = host
+            self.endpoints = endpoints
+            self.session = session
+            self.sessionLease = sessionLease
+            self.ttlSeconds = ttlSeconds
+            self.lastError = lastError
+            self.folders = folders
+        }
+    }
+
+    /// One shared folder, as this host sees it.
+    public struct SharedFolder: Codable, Hashable, Sendable {
+        /// The folder in this daemon's paths, escaped as node paths are.
+        public var path: String
+        /// Its name in the cluster.
+        public var name: String
+        /// This host's host lease on it: `idle`, `requested`, `queued at revision N`, `held at revision N`, `held at
+        /// revision N, recall due`, `draining (revision N)` or `releasing`.
+        public var state: String
+        /// Local claims wait for this host's turn.
+        public var wanted: Bool
+        /// Another host waits for this host to give the folder up.
+        public var otherHostWaiting: Bool
+        /// The host whose key comes first in the folder (the holder, or the next to hold), when known.
+        public var firstHost: String?
+        /// `closed` (claims inside wait for this host's turn), `draining` or `open`.
+        public var gate: String
+        /// Local claims waiting at the gate.
+        public var waitingClaims: Int
+
+        /// Creates a shared folder entry.
+        public init(
+            path: String,
+            name: String,
+            state: String,
+            wanted: Bool,
+            otherHostWaiting: Bool,
+            firstHost: String?,
+            gate: String,
+            waitingClaims: Int
+        ) {
+            self.path = path
+            self.name = name
+            self.state = state
+            self.wanted = wanted
+            self.otherHostWaiting = otherHostWaiting
+            self.firstHost = firstHost
+            self.gate = gate
+            self.waitingClaims = waitingClaims
+        }
     }
 
     /// A lease (issue 23; docs/SEMANTICS.md §13): its holder decides the claims inside `subtree` in process.

@@ -21,6 +21,7 @@ struct FCDump: ParsableCommand {
               graph      the wait-for graph in Graphviz DOT (same as --graph)
               watcher    the inotify watches against their limits, the watched directories and the watcher's counters
               leases     the leases held (holder, subtree, state, age, recalls) and the lease counters
+              cluster    this host in its cluster: session, shared folders, host leases, whom claims wait for
             --json prints the whole state as JSON (schema: docs/FCDUMP-SCHEMA.md). Exit status 1 when no daemon \
             answers.
             """
@@ -28,10 +29,10 @@ struct FCDump: ParsableCommand {
 
     /// What to show.
     enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case tree, clients, deadlocks, graph, watcher, leases
+        case tree, clients, deadlocks, graph, watcher, leases, cluster
     }
 
-    @Argument(help: "tree, clients, deadlocks, graph, watcher or leases.")
+    @Argument(help: "tree, clients, deadlocks, graph, watcher, leases or cluster.")
     var mode: Mode = .tree
 
     @Option(help: "The daemon's socket (default: FILECOORDD_SOCKET, else the per-user socket).")
@@ -120,6 +121,7 @@ struct FCDump: ParsableCommand {
         case .graph: return renderer.dot()
         case .watcher: return renderer.watcher()
         case .leases: return renderer.leases()
+        case .cluster: return renderer.cluster()
         }
     }
 }

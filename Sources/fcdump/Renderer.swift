@@ -125,6 +125,32 @@ struct Renderer {
             + "\(lease.recalls) recalls"
     }
 
+    // MARK: cluster
+
+    /// This host in its cluster (issue 40): the session, then one line per shared folder with its host lease, its
+    /// gate, the claims waiting there and the host they wait for.
+    func cluster() -> String {
+        var out = summary() + "\n"
+        guard let cluster = dump.cluster else { return out + "no cluster: this daemon shares no folder\n" }
+        let session = cluster.session.hasPrefix("unavailable") ? paint(cluster.session, "31") : cluster.session
+        let lease = cluster.sessionLease.map { ", lease \($0), ttl \(cluster.ttlSeconds ?? 0) s" } ?? ""
+        out += "host \(cluster.host), session \(session)\(lease)\n"
+        out += "etcd: \(cluster.endpoints.joined(separator: ", "))\n"
+        if let error = cluster.lastError { out += "last error: \(error)\n" }
+        out += "\n"
+        for folder in cluster.folders {
+            let named = folder.name == folder.path ? "" : " (\(folder.name))"
+            var line = "\(folder.path)\(named): \(folder.state), gate \(folder.gate)"
+            if folder.waitingClaims > 0 {
+                let whom = folder.firstHost.map { " for host \($0)" } ?? ""
+                line += ", \(folder.waitingClaims) claims waiting\(whom)"
+            }
+            if folder.otherHostWaiting { line += ", another host waits" }
+            out += line + "\n"
+        }
+        return out
+    }
+
     // MARK: leases
 
     /// One line per lease: holder, subtree, state, age, recalls; then the counters.

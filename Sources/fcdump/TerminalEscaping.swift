@@ -82,6 +82,19 @@ extension DaemonDump {
             dump.waitFor[index].label = dump.waitFor[index].label.escapedForTerminal
         }
         dump.deadlocks = dump.deadlocks.map(\.escapedForTerminal)
+        if var cluster = dump.cluster {
+            cluster.host = cluster.host.escapedForTerminal
+            cluster.endpoints = cluster.endpoints.map(\.escapedForTerminal)
+            cluster.session = cluster.session.escapedForTerminal
+            cluster.lastError = cluster.lastError?.escapedForTerminal
+            for index in cluster.folders.indices {
+                cluster.folders[index].path = cluster.folders[index].path.escapedForTerminal
+                cluster.folders[index].name = cluster.folders[index].name.escapedForTerminal
+                cluster.folders[index].state = cluster.folders[index].state.escapedForTerminal
+                cluster.folders[index].firstHost = cluster.folders[index].firstHost?.escapedForTerminal
+            }
+            dump.cluster = cluster
+        }
         for index in dump.leases.indices {
             dump.leases[index].subtree = dump.leases[index].subtree.escapedForTerminal
             dump.leases[index].state = dump.leases[index].state.escapedForTerminal

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCCore
 import FCDaemon
 import FCSystem
 import Foundation
@@ -75,6 +76,32 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Flag(help: "Grant no leases: every claim of every process is decided by the daemon (docs/SEMANTICS.md §13).")
     var noLeases = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Join a cluster of hosts that share folders, through these etcd members' client URLs "
+                + "(comma-separated; FILECOORDD_CLUSTER_ENDPOINTS or the settings file's cluster-endpoints also set "
+                + "them: FILECOORDD_CLUSTER_CONFIG, else ~/.config/filecoordd/cluster.conf). Without any, nothing of "
+                + "etcd is contacted.",
+            valueName: "url[,url...]"
+        )
+    )
+    var clusterEndpoints: String?
+
+    @Option(help: "This host's name in the cluster (default: the machine's host name).")
+    var hostName: String?
+
+    @Option(help: "Seconds the cluster keeps this host's session without a renewal (2 to 3600; default 10).")
+    var clusterTTL: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "A folder shared with the other hosts, as PATH or NAME=PATH (NAME: the folder's name on every host, "
+                + "default the path); repeatable. FILECOORDD_SHARED_FOLDERS adds more, separated by colons.",
+            valueName: "[name=]path"
+        )
+    )
+    var sharedFolder: [String] = []
+
     static let maxWatchesHelp =
         "Most inotify watches the daemon may use (default: as many as fs.inotify.max_user_watches allows); "
         + "presenters past it are not watched and their clients are told."
@@ -104,9 +131,81 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         guard coalescingWindow > 0, coalescingWindow <= 60 else {
             throw ValidationError("--coalescing-window takes a positive number of seconds, at most 60")
         }
+        if try clusterConfiguration() == nil, !sharedFolder.isEmpty {
+            throw ValidationError("--shared-folder needs --cluster-endpoints: the folder is shared through etcd")
+        }
         guard handshakeTimeout > 0, partialFrameTimeout > 0 else {
             throw ValidationError("--handshake-timeout and --partial-frame-timeout take a positive number of seconds")
         }
+    }
+
+    /// The cluster to join, from the options and the environment; `nil` without endpoints.
+    func clusterConfiguration() throws -> ClusterConfiguration? {
+        let environment = ProcessInfo.processInfo.environment
+        // The settings file first (ClusterSettingsFile): every daemon of the user reads it, however it was started.
+        var file: ClusterSettingsFile?
+        if let path = ClusterSettingsFile.path(environment: environment),
+            let bytes = try? FileSystemCalls.contents(of: path, limit: ClusterSettingsFile.maximumBytes + 1)
+        {
+            let text = String(decoding: bytes, as: UTF8.self)
+            do throws(ClusterSettingsFile.Failure) {
+                file = try ClusterSettingsFile(parsing: text, path: path)
+            } catch {
+                throw ValidationError("cluster settings: \(error)")
+            }
+        }
+        guard let list = clusterEndpoints ?? environment["FILECOORDD_CLUSTER_ENDPOINTS"] ?? file?.endpoints else {
+            return nil
+        }
+        let ttl = clusterTTL ?? file?.ttl ?? 10
+        guard (2...3600).contains(ttl) else {
+            throw ValidationError("--cluster-ttl takes a number of seconds from 2 to 3600 (given: \(ttl))")
+        }
+        let endpoints = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
+        guard !endpoints.isEmpty, endpoints.allSatisfy({ $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
+            throw ValidationError("--cluster-endpoints takes etcd client URLs (http://HOST:PORT), comma-separated")
+        }
+        var specs = sharedFolder + (file?.sharedFolders ?? [])
+        if let more = environment["FILECOORDD_SHARED_FOLDERS"] {
+            specs += more.split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        }
+        var folders: [ClusterConfiguration.SharedFolder] = []
+        for spec in specs {
+            var name: String?
+            var path = spec
+            if !spec.hasPrefix("/"), let equals = spec.firstIndex(of: "=") {
+                name = String(spec[..<equals])
+                path = String(spec[spec.index(after: equals)...])
+            }
+            guard path.hasPrefix("/") else {
+                throw ValidationError("--shared-folder \(spec): the path must be absolute")
+            }
+            // Clients send canonical paths (no symbolic link): so is the folder's.
+            let canonical = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            guard let item = try? ItemPath(absolute: canonical), !item.isRoot else {
+                throw ValidationError("--shared-folder \(spec): not a folder path that can be shared")
+            }
+            guard
+                !folders.contains(where: {
+                    $0.path == item || item.isDescendant(of: $0.path) || $0.path.isDescendant(of: item)
+                })
+            else {
+                throw ValidationError("--shared-folder \(spec): shared folders may not lie inside one another")
+            }
+            folders.append(.init(path: item, name: name ?? canonical))
+        }
+        let host = hostName ?? file?.hostName ?? ProcessInfo.processInfo.hostName
+        guard !host.isEmpty, host.utf8.count <= 255 else {
+            throw ValidationError("--host-name takes a name of 1 to 255 bytes")
+        }
+        return ClusterConfiguration(
+            endpoints: endpoints,
+            hostName: host,
+            policy: HostLeasePolicy(sessionTTL: .seconds(ttl)),
+            sharedFolders: folders
+        )
     }
 
     func run() async throws {
@@ -133,6 +232,7 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.coalescingWindow = .microseconds(Int64(coalescingWindow * 1_000_000))
         configuration.watchesFileSystem = !noWatching
         configuration.grantsLeases = !noLeases
+        configuration.cluster = try clusterConfiguration()
         // One descriptor per client: the soft limit (often 1,024) goes up to the hard one (issue 11.4).
         do {
             let limit = try ResourceLimits.raiseOpenFilesToHardLimit()

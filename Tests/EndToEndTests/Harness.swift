@@ -282,19 +282,21 @@ final class TestEnvironment: @unchecked Sendable {
         return path
     }
 
-    /// Starts `filecoordd --foreground` on the test's socket and waits until it listens. `environment` adds to its
-    /// environment (a session bus's address, issue 26).
+    /// Starts `filecoordd --foreground` on the test's socket (or on `socket`: a second daemon, as another host of a
+    /// cluster) and waits until it listens. `environment` adds to its environment (a session bus's address, issue 26).
     func startDaemon(
         presenterTimeout: String = "infinity",
         deadlockDelay: String = "1",
         arguments extra: [String] = [],
-        environment variables: [String: String] = [:]
+        environment variables: [String: String] = [:],
+        socket: String? = nil
     ) async throws -> DaemonProcess {
         let daemon = try DaemonProcess(
             environment: self,
             variables: variables,
             arguments: [
-                "--foreground", "--socket", socket, "--presenter-timeout", presenterTimeout, "--deadlock-delay",
+                "--foreground", "--socket", socket ?? self.socket, "--presenter-timeout", presenterTimeout,
+                "--deadlock-delay",
                 deadlockDelay,
             ] + extra,
             logPath: path("filecoordd-\(lock.withLock { daemons.count }).log")
@@ -473,6 +475,8 @@ func childEnvironment(socket: String, mayStartDaemon: Bool = true) throws -> [St
     environment["FILECOORDD_PATH"] =
         mayStartDaemon ? try Products.executable("filecoordd").path : "/nonexistent/filecoordd"
     environment["FILECOORD_ARBITER"] = nil
+    // Never the user's own cluster settings (~/.config/filecoordd/cluster.conf): a test daemon joins no real cluster.
+    environment["FILECOORDD_CLUSTER_CONFIG"] = "/nonexistent/cluster.conf"
     return environment
 }
 

@@ -11,6 +11,7 @@ extension ArbiterHost {
         for directory in report.unwatched { watchedDirectories.remove(directory) }
         for directory in report.watched { watchedDirectories.insert(directory) }
         guard !report.events.isEmpty else { return }
+        cluster?.checkFence()
         apply(router.fileSystemChanged(report.events, observed: report.observed))
     }
 }

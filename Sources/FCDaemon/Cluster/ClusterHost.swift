@@ -1,0 +1,342 @@
+import AsyncHTTPClient
+import FCCore
+import Foundation
+import Logging
+import NIOCore
+
+/// The daemon's cluster adapter (issue 40; docs/ARCHITECTURE.md, "Cluster mode"): carries this host's
+/// ``HostLeaseTable`` out against etcd and the arbiter's host gates.
+///
+/// - The table's effects: a key put or deleted in etcd (``EtcdClient``), a gate opened, closed, drained or failed in
+///   the arbiter (``SessionRouter/hostGate(_:_:)``), a session replaced, a timer on the loop.
+/// - Its events: the session's grant and each keep-alive's answer, a key's revision, the folder's keys in create
+///   order after every change etcd reports under the folder (one watch over the cluster's prefix), the arbiter's
+///   ``ArbiterEffect/hostGateWanted(_:)`` and ``ArbiterEffect/hostGateDrained(_:)``.
+///
+/// The adapter contract the cluster simulator encodes (`ClusterSimulation`): news about a key names its revision (the
+/// table ignores news of a replaced session's key), a keep-alive answered for a replaced session is dropped, and after
+/// ``HostLeaseEvent/keyCreated(folder:revision:)`` the folder's keys are read again.
+///
+/// - Important: Every method runs on ``loop``, the arbiter's. etcd calls run in tasks of their own and come back to
+///   the loop with their answers; the loop never waits for etcd.
+final class ClusterHost {
+    let loop: any EventLoop
+    let configuration: ClusterConfiguration
+    let logger: Logger
+    let table: HostLeaseTable
+    let httpClient: HTTPClient
+    let etcd: EtcdClient
+    unowned let host: ArbiterHost
+    /// The origin of the table's clock (the loop's monotonic time).
+    let origin = NIODeadline.now()
+
+    /// The session: its etcd lease and the generation it was opened in (answers about an older one are dropped).
+    var session: (lease: Int64, ttl: Int64)?
+    var generation = 0
+    /// Whether a session's grant is on its way.
+    var opening = false
+    /// The delay before the next attempt to open a session after one failed; doubles up to 2 s.
+    var retryDelay: Duration = .milliseconds(100)
+    var keepAliveTask: Scheduled<Void>?
+    /// This host's key per folder in this session, and its create revision once known.
+    var keys: [ItemPath: (key: String, revision: Int64?)] = [:]
+    /// The host whose key comes first per folder (for the dump: whom a waiting claim waits for).
+    var firstHost: [ItemPath: String] = [:]
+    /// The last error seen talking to etcd, for the dump and the log.
+    var lastError: String?
+    var timers: [HostLeaseTimer: Scheduled<Void>] = [:]
+    var watchTask: Task<Void, Never>?
+    var stopped = false
+    /// Shared folders by their cluster name (for the watch's keys).
+    let folderByName: [String: ItemPath]
+
+    init(configuration: ClusterConfiguration, host: ArbiterHost, logger: Logger) {
+        self.loop = host.loop
+        self.configuration = configuration
+        self.logger = logger
+        self.host = host
+        self.table = HostLeaseTable(policy: configuration.policy)
+        self.httpClient = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: EtcdClient.httpClientConfiguration
+        )
+        self.etcd = EtcdClient(httpClient: httpClient, endpoints: configuration.endpoints)
+        var byName: [String: ItemPath] = [:]
+        for folder in configuration.sharedFolders { byName[folder.name] = folder.path }
+        self.folderByName = byName
+    }
+
+    var now: Duration {
+        .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds) - Int64(origin.uptimeNanoseconds))
+    }
+
+    /// The way back to this adapter on its loop, for the tasks that talk to etcd.
+    var bound: LoopBack { LoopBack(loop: loop, host: NIOLoopBound(self, eventLoop: loop)) }
+
+    /// Runs a closure with the adapter on its loop, from any task.
+    struct LoopBack: Sendable {
+        let loop: any EventLoop
+        let host: NIOLoopBound<ClusterHost>
+
+        func execute(_ body: @escaping @Sendable (ClusterHost) -> Void) {
+            let host = self.host
+            loop.execute { body(host.value) }
+        }
+    }
+
+    // MARK: Start and stop
+
+    /// Closes every shared folder's gate (nothing there is granted before this host holds it), then opens the
+    /// session and the watch.
+    func start() {
+        loop.preconditionInEventLoop()
+        for folder in configuration.sharedFolders {
+            host.apply(host.router.hostGate(folder.path, .close))
+        }
+        logger.info(
+            "cluster: joining",
+            metadata: [
+                "cluster.host": "\(configuration.hostName)",
+                "cluster.endpoints": "\(configuration.endpoints.joined(separator: ","))",
+                "cluster.ttl": "\(configuration.policy.sessionTTL)",
+                "cluster.folders":
+                    "\(configuration.sharedFolders.map { "\($0.name)=\($0.path)" }.joined(separator: ","))",
+            ]
+        )
+        openSession()
+        startWatch(fromRevision: nil)
+    }
+
+    /// Stops the keep-alives, the watch and the timers, and returns what is left to do off the loop, once no claim
+    /// runs any more (the daemon is stopping): revoke the session, so that its keys go at once instead of after its
+    /// time to live, and shut the HTTP client down.
+    func stop(revoking: Bool) -> @Sendable () async -> Void {
+        loop.preconditionInEventLoop()
+        stopped = true
+        keepAliveTask?.cancel()
+        watchTask?.cancel()
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+        let (etcd, httpClient, lease) = (self.etcd, self.httpClient, revoking ? session?.lease : nil)
+        return {
+            if let lease { _ = try? await etcd.revokeLease(lease) }
+            try? await httpClient.shutdown()
+        }
+    }
+
+    // MARK: From the arbiter
+
+    /// A claim waits at the closed gate of `folder`.
+    func claimWaits(in folder: ItemPath) {
+        handle(.claimArrived(folder: folder))
+    }
+
+    /// After a drain, nothing inside `folder` is granted any more.
+    func drained(_ folder: ItemPath) {
+        handle(.localClaimsEnded(folder: folder))
+    }
+
+    /// Fences this host now if its session's fence has passed, before the arbiter handles anything that could
+    /// grant a claim: a daemon stopped past its fence (SIGSTOP, a frozen machine) wakes with its I/O and timers in
+    /// any order, and must not grant on a gate it opened before (the fence's own timer may come later). O(1) unless
+    /// it fences.
+    func checkFence() {
+        guard case .live(let fenceAt) = table.session, now >= fenceAt else { return }
+        handle(.timerFired(.fence))
+    }
+
+    // MARK: The table
+
+    func handle(_ event: HostLeaseEvent) {
+        loop.preconditionInEventLoop()
+        guard !stopped else { return }
+        for effect in table.handle(event, at: now) { carryOut(effect) }
+    }
+
+    func carryOut(_ effect: HostLeaseEffect) {
+        switch effect {
+        case .putKey(let folder):
+            putKey(folder)
+        case .deleteKey(let folder):
+            deleteKey(folder)
+        case .admit(let folder, let revision):
+            logger.info(
+                "cluster: holding the shared folder",
+                metadata: ["folder": "\(folder)", "cluster.revision": "\(revision)"]
+            )
+            host.apply(host.router.hostGate(folder, .open(revision: revision)))
+        case .holdBack(let folder):
+            host.apply(host.router.hostGate(folder, .close))
+        case .drain(let folder):
+            logger.info("cluster: another host asks for the shared folder", metadata: ["folder": "\(folder)"])
+            host.apply(host.router.hostGate(folder, .drain))
+        case .failClaims(let folder, let reason):
+            host.apply(host.router.hostGate(folder, .failWaiting(reason)))
+        case .claimsLost(let folder, let reason):
+            logger.error(
+                "cluster: claims granted in a shared folder are no longer exclusive",
+                metadata: ["folder": "\(folder)", "reason": "\(reason)"]
+            )
+            host.apply(host.router.hostGate(folder, .claimsLost(reason)))
+        case .replaceSession:
+            logger.error(
+                "cluster: this host's session is gone; claims in shared folders fail until a new one opens",
+                metadata: ["reason": "\(table.session)"]
+            )
+            replaceSession()
+        case .startTimer(let timer, let after):
+            timers[timer]?.cancel()
+            timers[timer] = loop.assumeIsolated().scheduleTask(in: .nanoseconds(after.nanoseconds)) { [weak self] in
+                guard let self else { return }
+                self.timers[timer] = nil
+                self.handle(.timerFired(timer))
+            }
+        case .cancelTimer(let timer):
+            timers.removeValue(forKey: timer)?.cancel()
+        }
+    }
+
+    // MARK: Session
+
+    func openSession() {
+        guard !opening, !stopped else { return }
+        opening = true
+        generation += 1
+        let attempt = generation
+        let sentAt = now
+        let ttl = max(Int64(configuration.policy.sessionTTL.components.seconds), 1)
+        let (etcd, bound) = (self.etcd, self.bound)
+        Task {
+            do {
+                let granted = try await etcd.grantLease(ttlSeconds: ttl)
+                bound.execute { $0.sessionOpened(granted.id, ttl: granted.ttl, sentAt: sentAt, attempt) }
+            } catch {
+                bound.execute { $0.sessionFailed("\(error)", attempt) }
+            }
+        }
+    }
+
+    func sessionOpened(_ lease: Int64, ttl: Int64, sentAt: Duration, _ attempt: Int) {
+        guard attempt == generation, !stopped else { return }
+        opening = false
+        retryDelay = .milliseconds(100)
+        lastError = nil
+        session = (lease, ttl)
+        keys = [:]
+        logger.info(
+            "cluster: session open",
+            metadata: ["cluster.lease": "\(String(lease, radix: 16))", "cluster.ttl": "\(ttl)"]
+        )
+        handle(.sessionStarted(sentAt: sentAt))
+        scheduleKeepAlive()
+    }
+
+    func sessionFailed(_ reason: String, _ attempt: Int) {
+        guard attempt == generation, !stopped else { return }
+        opening = false
+        noteError("cannot open a cluster session: \(reason)")
+        handle(.sessionLost("cannot open a cluster session: \(reason)"))
+        // The table replaces a lost session: if it did not (it was unavailable already), try again later.
+        if session == nil && !opening { retryLater() }
+    }
+
+    /// After a fence or a lost session: the old session's keys may be gone from etcd; a new one is opened.
+    func replaceSession() {
+        keepAliveTask?.cancel()
+        keepAliveTask = nil
+        if let old = session {
+            let etcd = self.etcd
+            Task { _ = try? await etcd.revokeLease(old.lease) }  // Best effort: it expires anyway.
+        }
+        session = nil
+        keys = [:]
+        firstHost = [:]
+        retryLater()
+    }
+
+    func retryLater() {
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, .seconds(2))
+        loop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.nanoseconds)) { [weak self] in
+            guard let self, self.session == nil else { return }
+            self.openSession()
+        }
+    }
+
+    /// Renews the session a third of its time to live after the last renewal was sent.
+    func scheduleKeepAlive() {
+        let interval = configuration.policy.sessionTTL / 3
+        keepAliveTask = loop.assumeIsolated().scheduleTask(in: .nanoseconds(interval.nanoseconds)) { [weak self] in
+            self?.keepAlive()
+        }
+    }
+
+    func keepAlive() {
+        guard let session, !stopped else { return }
+        let attempt = generation
+        let sentAt = now
+        let (etcd, bound) = (self.etcd, self.bound)
+        Task {
+            let answer: Result<Int64, any Error>
+            do { answer = .success(try await etcd.keepAliveOnce(lease: session.lease)) } catch {
+                answer = .failure(error)
+            }
+            bound.execute { $0.keptAlive(answer, sentAt: sentAt, attempt) }
+        }
+        scheduleKeepAlive()
+    }
+
+    func keptAlive(_ answer: Result<Int64, any Error>, sentAt: Duration, _ attempt: Int) {
+        guard attempt == generation, session != nil else { return }  // About a replaced session: dropped.
+        switch answer {
+        case .success(let ttl) where ttl > 0:
+            handle(.sessionRenewed(sentAt: sentAt))
+        case .success:
+            noteError("the cluster says this host's session has expired")
+            handle(.sessionLost("the cluster says this host's session has expired"))
+        case .failure(let error):
+            // The fence, not this, decides: renewals may still get through before it.
+            noteError("a renewal of the cluster session failed: \(error)")
+        }
+    }
+
+    // MARK: Reading
+
+    /// What the dump shows of the cluster.
+    func snapshot() -> (
+        table: HostLeaseSnapshot, session: (lease: Int64, ttl: Int64)?, firstHost: [ItemPath: String],
+        lastError: String?, sessionDescription: String
+    ) {
+        let description: String
+        switch table.session {
+        case .live(let fenceAt):
+            let left =
+                Double((fenceAt - now).components.attoseconds) / 1e18 + Double((fenceAt - now).components.seconds)
+            description = "live (fence in \((left * 10).rounded() / 10) s unless renewed)"
+        case .connecting, .unavailable:
+            description = "\(table.session)"
+        }
+        return (table.snapshot(), session, firstHost, lastError, description)
+    }
+
+    func noteError(_ message: String) {
+        if lastError != message { logger.warning("cluster: \(message)") }
+        lastError = message
+    }
+
+    static func hex(_ string: String) -> String {
+        string.utf8.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func unhex(_ string: String) -> String? {
+        var bytes: [UInt8] = []
+        var index = string.startIndex
+        while index < string.endIndex {
+            let end = string.index(index, offsetBy: 2, limitedBy: string.endIndex) ?? string.endIndex
+            guard let byte = UInt8(string[index..<end], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = end
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}

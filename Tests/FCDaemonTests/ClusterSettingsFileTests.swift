@@ -1,0 +1,50 @@
+import FCDaemon
+import Testing
+
+/// The cluster settings file every daemon reads at start (issue 40): its format and its errors.
+@Suite struct ClusterSettingsFileTests {
+    @Test func readsEveryKeyCommentsAndBlankLines() throws {
+        let file = try ClusterSettingsFile(
+            parsing: """
+                # the cluster
+                cluster-endpoints = http://127.0.0.1:2379,http://127.0.0.1:2380
+                host-name=studio-3   # this machine
+
+                cluster-ttl = 6
+                shared-folder = /mnt/projects
+                shared-folder = home=/net/home
+                """,
+            path: "cluster.conf"
+        )
+        #expect(file.endpoints == "http://127.0.0.1:2379,http://127.0.0.1:2380")
+        #expect(file.hostName == "studio-3")
+        #expect(file.ttl == 6)
+        #expect(file.sharedFolders == ["/mnt/projects", "home=/net/home"])
+    }
+
+    @Test(arguments: [
+        ("cluster-endpoint = x", "unknown key `cluster-endpoint`"),
+        ("host-name", "expected `key = value`"),
+        ("cluster-ttl = ten", "whole seconds"),
+        ("shared-folder =", "has no value"),
+    ])
+    func aBadLineIsNamedWithItsNumber(line: String, reason: String) {
+        #expect {
+            try ClusterSettingsFile(parsing: "# first\n\(line)\n", path: "cluster.conf")
+        } throws: { error in
+            let failure = error as? ClusterSettingsFile.Failure
+            return failure?.line == 2 && failure?.description.contains(reason) == true
+                && failure?.description.hasPrefix("cluster.conf:2: ") == true
+        }
+    }
+
+    @Test func whereTheFileIs() {
+        #expect(ClusterSettingsFile.path(environment: ["FILECOORDD_CLUSTER_CONFIG": "/etc/x.conf"]) == "/etc/x.conf")
+        #expect(
+            ClusterSettingsFile.path(environment: ["XDG_CONFIG_HOME": "/c", "HOME": "/h"])
+                == "/c/filecoordd/cluster.conf"
+        )
+        #expect(ClusterSettingsFile.path(environment: ["HOME": "/h"]) == "/h/.config/filecoordd/cluster.conf")
+        #expect(ClusterSettingsFile.path(environment: [:]) == nil)
+    }
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `scripts/run.sh --cluster`: two hosts sharing one folder through etcd, on this machine (issue 40). Called by
+# scripts/run.sh after its build, with the products' folder as $1.
+#
+# Starts a three-member etcd cluster on 127.0.0.1 (ports the kernel picks), two filecoordd daemons as the hosts
+# "studio" and "render" (each with its own socket, both sharing one folder), then: a write held on studio holds back
+# a read on render until it ends; fcdump shows both hosts' view; studio's daemon is killed while it holds a write, and
+# render's read is granted only once studio's session has expired in etcd. Every wait is for an event, bounded.
+set -euo pipefail
+
+bin="$1"
+demo="$(mktemp -d /tmp/fc-cluster-XXXXXX)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$demo"
+}
+trap cleanup EXIT
+
+# Waits up to 30 s for a command to succeed, polling.
+await() {
+    local what="$1"
+    shift
+    for _ in $(seq 1 600); do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        sleep 0.05
+    done
+    echo "run-cluster: timed out waiting for $what" >&2
+    exit 1
+}
+
+read -r -a ports < <(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(6)]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks: s.close()')
+initial=""
+for i in 0 1 2; do initial+="m$i=http://127.0.0.1:${ports[$((i + 3))]},"; done
+initial="${initial%,}"
+endpoints=""
+for i in 0 1 2; do
+    client="http://127.0.0.1:${ports[$i]}"
+    peer="http://127.0.0.1:${ports[$((i + 3))]}"
+    env -u ETCD_NAME etcd --name "m$i" --data-dir "$demo/etcd/m$i" --listen-client-urls "$client" \
+        --advertise-client-urls "$client" --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+        --initial-cluster "$initial" --initial-cluster-token "fc-demo-$$" --initial-cluster-state new \
+        >"$demo/etcd-m$i.log" 2>&1 &
+    pids+=("$!")
+    endpoints+="$client,"
+done
+endpoints="${endpoints%,}"
+for i in 0 1 2; do
+    await "etcd member m$i" sh -c "curl -s -m 1 http://127.0.0.1:${ports[$i]}/health | grep -q '\"health\":\"true\"'"
+done
+echo "== etcd: three members on 127.0.0.1 ($endpoints)"
+
+share="$demo/share"
+mkdir -p "$share"
+echo "first draft" > "$share/scene.txt"
+start_host() {
+    local name="$1"
+    mkdir -p "$demo/$name"
+    chmod 700 "$demo/$name"
+    "$bin/filecoordd" --foreground --socket "$demo/$name/socket" --cluster-endpoints "$endpoints" \
+        --host-name "$name" --cluster-ttl 3 --shared-folder "$share" >"$demo/$name.log" 2>&1 &
+    pids+=("$!")
+    await "$name's session" grep -q "cluster: session open" "$demo/$name.log"
+    echo "== filecoordd as host '$name' on $demo/$name/socket: session open, sharing $share"
+}
+start_host studio
+start_host render
+on() {
+    local host="$1"
+    shift
+    FILECOORDD_SOCKET="$demo/$host/socket" FILECOORDD_PATH=/nonexistent "$@"
+}
+
+echo
+echo "== studio holds a coordinated write of scene.txt; render asks to read it"
+on studio "$bin/fccoord" write "$share/scene.txt" -- sh -c \
+    'echo "  [studio] writing..."; echo "second draft" > "$FCCOORD_PATH_1"; touch "'"$demo"'/held";
+     while [ ! -e "'"$demo"'/release" ]; do sleep 0.05; done; echo "  [studio] write done"' &
+writer=$!
+await "studio's write" test -e "$demo/held"
+on render "$bin/fccoord" read "$share/scene.txt" -- sh -c 'echo "  [render] read: $(cat "$FCCOORD_PATH_1")"' &
+reader=$!
+await "studio to be asked for the folder" grep -q "another host asks for the shared folder" "$demo/studio.log"
+echo "  (render waits: studio holds the folder's host lease and is draining it)"
+echo
+echo "== fcdump cluster on render, while it waits"
+on render "$bin/fcdump" cluster | sed 's/^/  /'
+touch "$demo/release"
+wait "$writer" "$reader"
+echo
+echo "== fcdump cluster on render, after: render holds the folder now"
+on render "$bin/fcdump" cluster | sed 's/^/  /'
+
+echo
+echo "== studio writes again, and its daemon is killed (kill -9) while the write runs"
+rm -f "$demo/held" "$demo/release"
+on studio "$bin/fccoord" write "$share/scene.txt" -- sh -c 'touch "'"$demo"'/held"; sleep 30' &
+pids+=("$!")
+await "studio's second write" test -e "$demo/held"
+kill -9 "${pids[3]}"
+killed_at=$(date +%s.%N)
+on render "$bin/fccoord" read "$share/scene.txt" -- sh -c 'true'
+waited=$(python3 -c "import time; print(f'{time.time() - $killed_at:.1f}')")
+echo "  [render] read granted ${waited} s after the kill: once studio's session (time to live 3 s) expired in etcd,"
+echo "           never before; studio's running write is what no lock service can stop (docs/SEMANTICS.md §14)"
+echo
+echo "Two daemons, one etcd cluster, one shared folder: claims exclude each other across hosts."
