@@ -120,11 +120,9 @@ let package = Package(
             dependencies: [
                 "FCCore", "FCProtocol", "FCDumpModel", "CInotifyTools", "FCSystem", "FCFileSystemPolicy", "FCToolkit",
                 "FCVersionStore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 // HandshakeProbe: the handshake's fuzz target drives the real pipeline on an EmbeddedChannel.
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,11 +130,25 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
+        // Cluster mode (issue 40): the daemon's cluster adapter (host leases on shared folders carried out against the
+        // arbiter's host gates) and its etcd client, AsyncHTTPClient on etcd's JSON gateway. Only filecoordd links it,
+        // so that FCDaemon (and the benchmarks and fuzzers that link it) carries no HTTP client.
+        .target(
+            name: "FCCluster",
+            dependencies: [
+                "FCCore", "FCDaemon", "FCDumpModel", "FCToolkit",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "FCClusterTests", dependencies: ["FCCluster"]),
         // The per-user arbiter daemon: a thin command over FCDaemon.
         .executableTarget(
             name: "filecoordd",
             dependencies: [
-                "FCCore", "FCDaemon", "FCSystem",
+                "FCCore", "FCDaemon", "FCCluster", "FCSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -13,6 +13,7 @@ demo="$(mktemp -d /tmp/fc-cluster-XXXXXX)"
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    bash scripts/etcd-cluster.sh stop "$demo/etcd"
     wait 2>/dev/null || true
     rm -rf "$demo"
 }
@@ -30,30 +31,7 @@ await() {
     exit 1
 }
 
-read -r -a ports < <(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(6)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-for s in socks: s.close()')
-initial=""
-for i in 0 1 2; do initial+="m$i=http://127.0.0.1:${ports[$((i + 3))]},"; done
-initial="${initial%,}"
-endpoints=""
-for i in 0 1 2; do
-    client="http://127.0.0.1:${ports[$i]}"
-    peer="http://127.0.0.1:${ports[$((i + 3))]}"
-    env -u ETCD_NAME etcd --name "m$i" --data-dir "$demo/etcd/m$i" --listen-client-urls "$client" \
-        --advertise-client-urls "$client" --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
-        --initial-cluster "$initial" --initial-cluster-token "fc-demo-$$" --initial-cluster-state new \
-        >"$demo/etcd-m$i.log" 2>&1 &
-    pids+=("$!")
-    endpoints+="$client,"
-done
-endpoints="${endpoints%,}"
-for i in 0 1 2; do
-    await "etcd member m$i" sh -c "curl -s -m 1 http://127.0.0.1:${ports[$i]}/health | grep -q '\"health\":\"true\"'"
-done
+endpoints="$(bash scripts/etcd-cluster.sh start "$demo/etcd")"
 echo "== etcd: three members on 127.0.0.1 ($endpoints)"
 
 share="$demo/share"
@@ -66,6 +44,7 @@ start_host() {
     "$bin/filecoordd" --foreground --socket "$demo/$name/socket" --cluster-endpoints "$endpoints" \
         --host-name "$name" --cluster-ttl 3 --shared-folder "$share" >"$demo/$name.log" 2>&1 &
     pids+=("$!")
+    disown "$!"  # killed on purpose below: no job notice
     await "$name's session" grep -q "cluster: session open" "$demo/$name.log"
     echo "== filecoordd as host '$name' on $demo/$name/socket: session open, sharing $share"
 }
@@ -102,8 +81,9 @@ echo "== studio writes again, and its daemon is killed (kill -9) while the write
 rm -f "$demo/held" "$demo/release"
 on studio "$bin/fccoord" write "$share/scene.txt" -- sh -c 'touch "'"$demo"'/held"; sleep 30' &
 pids+=("$!")
+disown "$!"
 await "studio's second write" test -e "$demo/held"
-kill -9 "${pids[3]}"
+kill -9 "${pids[0]}"
 killed_at=$(date +%s.%N)
 on render "$bin/fccoord" read "$share/scene.txt" -- sh -c 'true'
 waited=$(python3 -c "import time; print(f'{time.time() - $killed_at:.1f}')")

@@ -71,8 +71,8 @@ final class ArbiterHost {
     var watcherStatus: WatcherStatus?
     /// The directories the watcher watches now, as its reports said.
     var watchedDirectories: Set<ItemPath> = []
-    /// The cluster adapter, when the daemon shares folders with other hosts (issue 40; Cluster/ClusterHost.swift).
-    var cluster: ClusterHost?
+    /// The cluster adapter, when the daemon shares folders with other hosts (issue 40; ClusterAdapter.swift).
+    var cluster: (any ClusterAdapter)?
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -397,7 +397,7 @@ final class ArbiterHost {
             case .fileWithOtherNamesWritten(let identity):
                 watcher?.fileWritten(identity)
             case .hostGateWanted(let folder):
-                // After this pass: the cluster adapter's answer may feed the arbiter again (ClusterHost).
+                // After this pass: the cluster adapter's answer may feed the arbiter again.
                 loop.assumeIsolated().execute { [weak self] in self?.cluster?.claimWaits(in: folder) }
             case .hostGateDrained(let folder):
                 loop.assumeIsolated().execute { [weak self] in self?.cluster?.drained(folder) }

@@ -2,6 +2,7 @@ public import FCCore
 import FCProtocol
 import FCSystem
 import Foundation
+public import Logging
 
 /// The daemon's settings, with defaults embedded: nothing needs configuring.
 public struct DaemonConfiguration: Sendable {
@@ -49,9 +50,9 @@ public struct DaemonConfiguration: Sendable {
     /// `true` to map document-portal paths to the host files they export (issue 26, ``DocumentPortalMapping``),
     /// asking the document portal on the session bus of the daemon's environment.
     public var mapsDocumentPortalPaths = true
-    /// The cluster this daemon joins to share folders with other hosts (issue 40); `nil` (the default): none, and
-    /// nothing of etcd is contacted.
-    public var cluster: ClusterConfiguration?
+    /// Makes the cluster adapter of a daemon that shares folders with other hosts (issue 40; FCCluster's
+    /// `ClusterHost`), given the arbiter's gates; `nil` (the default): none, and nothing of etcd is contacted.
+    public var clusterAdapter: (@Sendable (ClusterGates, Logger) -> any ClusterAdapter)?
     /// The document portal the daemon asks (tests); `nil`: the session bus's.
     var documentPortal: DocumentPortalMapping.Portal?
     /// Where the document portal is asked (tests); `nil`: ``DocumentPortalMapping/lookupQueue``.

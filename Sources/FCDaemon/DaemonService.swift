@@ -52,8 +52,8 @@ public final class DaemonService: Service, Sendable {
         let watcher = try await startWatcher(host: host, loop: loop)
         // Shared folders' gates close before the first client can ask for anything there (issue 40).
         try await loop.submit {
-            guard let settings = self.configuration.cluster else { return }
-            let cluster = ClusterHost(configuration: settings, host: host.value, logger: self.logger)
+            guard let make = self.configuration.clusterAdapter else { return }
+            let cluster = make(ClusterGates(host: host.value), self.logger)
             host.value.cluster = cluster
             cluster.start()
         }.get()

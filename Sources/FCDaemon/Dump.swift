@@ -57,35 +57,7 @@ extension ArbiterHost {
                 recalls: arbiter.statistics.leaseRecalls,
                 recallTimeouts: arbiter.statistics.leaseRecallTimeouts
             ),
-            cluster: cluster.map { dumpCluster($0) }
-        )
-    }
-
-    private func dumpCluster(_ cluster: ClusterHost) -> DaemonDump.Cluster {
-        let state = cluster.snapshot()
-        let gates = Dictionary(uniqueKeysWithValues: router.arbiter.hostGateSnapshots().map { ($0.folder, $0) })
-        let records = Dictionary(uniqueKeysWithValues: state.table.folders.map { ($0.folder, $0) })
-        return DaemonDump.Cluster(
-            host: cluster.configuration.hostName,
-            endpoints: cluster.configuration.endpoints,
-            session: state.sessionDescription,
-            sessionLease: state.session.map { String($0.lease, radix: 16) },
-            ttlSeconds: state.session?.ttl,
-            lastError: state.lastError,
-            folders: cluster.configuration.sharedFolders.map { folder in
-                let record = records[folder.path]
-                let gate = gates[folder.path]
-                return DaemonDump.SharedFolder(
-                    path: folder.path.escapedDescription,
-                    name: folder.name,
-                    state: record.map { "\($0.state)" } ?? "idle",
-                    wanted: record?.wanted ?? false,
-                    otherHostWaiting: record?.otherHostWaiting ?? false,
-                    firstHost: state.firstHost[folder.path],
-                    gate: gate.map { $0.draining ? "draining" : "closed" } ?? "open",
-                    waitingClaims: gate?.waiting ?? 0
-                )
-            }
+            cluster: cluster?.dump()
         )
     }
 }

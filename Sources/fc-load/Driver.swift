@@ -19,9 +19,15 @@ final class Driver {
     let garbageConnections: Int
     let slowConsumer: Bool
     let seed: UInt64
+    /// Cluster mode (issue 40): etcd's client URLs. Two hosts (two daemons, each started on demand by its clients
+    /// with a settings file of its own) share the items' folder; clients alternate between them, and the daemon kills
+    /// alternate too. `nil`: one daemon, as before.
+    let clusterEndpoints: String?
 
     private let folder: URL
     private let socket: String
+    /// Each host's socket: ``socket`` first.
+    private let sockets: [String]
     private let products: URL
     private var workers: [(process: Process, output: String, errors: String)] = []
     private var nextWorker = 0
@@ -40,8 +46,10 @@ final class Driver {
         idleConnections: Int,
         garbageConnections: Int,
         slowConsumer: Bool,
-        seed: UInt64
+        seed: UInt64,
+        clusterEndpoints: String? = nil
     ) {
+        self.clusterEndpoints = clusterEndpoints
         self.clients = clients
         self.items = items
         self.duration = duration
@@ -57,6 +65,7 @@ final class Driver {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("fc-load-\(ProcessIdentity.processID)")
         folder = base
         socket = base.appendingPathComponent("run/socket").path
+        sockets = clusterEndpoints == nil ? [socket] : [socket, base.appendingPathComponent("run-h1/socket").path]
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "fc-load"
         products = URL(fileURLWithPath: executable).deletingLastPathComponent()
     }
@@ -72,6 +81,15 @@ final class Driver {
                 atPath: folder.appendingPathComponent("item\(index).txt").path,
                 contents: Data("item \(index)".utf8)
             )
+        }
+        if let clusterEndpoints {
+            for host in sockets.indices {
+                let settings =
+                    "cluster-endpoints = \(clusterEndpoints)\nhost-name = fc-load-h\(host)\ncluster-ttl = 2\n"
+                    + "shared-folder = \(folder.resolvingSymlinksInPath().path)\n"
+                _ = FileManager.default.createFile(atPath: settingsPath(host), contents: Data(settings.utf8))
+            }
+            say("fc-load: \(sockets.count) hosts sharing \(folder.path) through etcd at \(clusterEndpoints)")
         }
         say(
             "fc-load: \(clients) clients x \(threads) threads, \(items) items, \(duration) s, seed \(seed); faults: "
@@ -96,9 +114,10 @@ final class Driver {
             if elapsed >= duration { break }
             if nextDaemonKill < kills.count, elapsed >= kills[nextDaemonKill] {
                 nextDaemonKill += 1
-                if let pid = lockedDaemonPID() {
+                let host = (nextDaemonKill - 1) % sockets.count
+                if let pid = lockedDaemonPID(socket: sockets[host]) {
                     try? Signals.send(SIGKILL, to: pid)
-                    events.append(String(format: "%.1f s: kill -9 of the daemon (pid %d)", elapsed, pid))
+                    events.append(String(format: "%.1f s: kill -9 of host %d's daemon (pid %d)", elapsed, host, pid))
                 }
             }
             if killClientsEvery > 0, elapsed >= nextClientKill {
@@ -153,7 +172,9 @@ final class Driver {
             "--threads", "\(threads)", "--seed", "\(seed &+ UInt64(index) &* 7919)",
         ]
         var environment = ProcessInfo.processInfo.environment
-        environment["FILECOORDD_SOCKET"] = socket
+        let host = index % sockets.count
+        environment["FILECOORDD_SOCKET"] = sockets[host]
+        if clusterEndpoints != nil { environment["FILECOORDD_CLUSTER_CONFIG"] = settingsPath(host) }
         environment["FILECOORDD_PATH"] = products.appendingPathComponent("filecoordd").path
         environment["FILECOORD_CONNECT_TIMEOUT"] = "30"
         environment["FILECOORD_ARBITER"] = nil
@@ -191,8 +212,15 @@ final class Driver {
 
     // MARK: The daemon
 
-    private func lockedDaemonPID() -> Int32? {
-        guard let text = try? String(contentsOfFile: socket + ".lock", encoding: .utf8) else { return nil }
+    /// Host `host`'s settings file (cluster mode).
+    private func settingsPath(_ host: Int) -> String {
+        folder.appendingPathComponent("cluster-h\(host).conf").path
+    }
+
+    private func lockedDaemonPID(socket: String? = nil) -> Int32? {
+        guard let text = try? String(contentsOfFile: (socket ?? self.socket) + ".lock", encoding: .utf8) else {
+            return nil
+        }
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
@@ -327,6 +355,21 @@ final class Driver {
         } else {
             failures.append("no dump from the daemon at the end")
         }
+        for (host, other) in sockets.enumerated().dropFirst() {
+            if let dump = finalDump(socket: other) {
+                if !dump.claims.isEmpty { failures.append("\(dump.claims.count) claims left in host \(host)'s daemon") }
+                if !dump.presenters.isEmpty {
+                    failures.append("\(dump.presenters.count) presenters left in host \(host)'s daemon")
+                }
+            } else {
+                failures.append("no dump from host \(host)'s daemon at the end")
+            }
+        }
+        if clusterEndpoints != nil, let cluster = dump?.cluster {
+            say(
+                "cluster: host \(cluster.host) \(cluster.session); \(cluster.folders.map { "\($0.path): \($0.state)" })"
+            )
+        }
         // Memory back within 20% of the daemon's start (8 MiB of allocator slack allowed).
         if end.rssKiB > max(baseline.rssKiB * 12 / 10, baseline.rssKiB + 8 * 1024) {
             failures.append("daemon RSS grew from \(baseline.rssKiB) KiB to \(end.rssKiB) KiB")
@@ -340,19 +383,19 @@ final class Driver {
     }
 
     /// The daemon's state once every client is gone, as `fcdump --json` reports it.
-    private func finalDump() -> DaemonDump? {
+    private func finalDump(socket: String? = nil) -> DaemonDump? {
         // Connections close asynchronously: give the daemon a moment to see the last ones go.
         for _ in 0..<40 {
-            if let dump = dumpOnce(), dump.claims.isEmpty, dump.presenters.isEmpty { return dump }
+            if let dump = dumpOnce(socket: socket), dump.claims.isEmpty, dump.presenters.isEmpty { return dump }
             Thread.sleep(forTimeInterval: 0.25)
         }
-        return dumpOnce()
+        return dumpOnce(socket: socket)
     }
 
-    private func dumpOnce() -> DaemonDump? {
+    private func dumpOnce(socket: String? = nil) -> DaemonDump? {
         let process = Process()
         process.executableURL = products.appendingPathComponent("fcdump")
-        process.arguments = ["--json", "--socket", socket]
+        process.arguments = ["--json", "--socket", socket ?? self.socket]
         let output = folder.appendingPathComponent("dump.json").path
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: output)
@@ -369,7 +412,9 @@ final class Driver {
         for worker in workers where worker.process.isRunning {
             try? Signals.send(SIGKILL, to: worker.process.processIdentifier)
         }
-        if let pid = lockedDaemonPID() { try? Signals.send(SIGTERM, to: pid) }
+        for socket in sockets {
+            if let pid = lockedDaemonPID(socket: socket) { try? Signals.send(SIGTERM, to: pid) }
+        }
         try? FileManager.default.removeItem(at: folder)
     }
 }

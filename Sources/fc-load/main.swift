@@ -8,6 +8,7 @@
 //
 //   fc-load [--clients 8] [--items 12] [--duration 30] [--kill-clients-every 2] [--kill-daemon 2]
 //           [--stop-clients] [--idle-connections 50] [--garbage 20] [--slow-consumer] [--seed N]
+//           [--cluster-endpoints URL,...]   two hosts (daemons) sharing the items' folder through etcd (issue 40)
 
 import FCDumpModel
 import Foundation
@@ -61,6 +62,7 @@ let driver = Driver(
     idleConnections: arguments.int("idle-connections", 0),
     garbageConnections: arguments.int("garbage", 0),
     slowConsumer: arguments.flags.contains("slow-consumer"),
-    seed: seed
+    seed: seed,
+    clusterEndpoints: arguments.values["cluster-endpoints"]
 )
 exit(driver.run() ? 0 : 1)

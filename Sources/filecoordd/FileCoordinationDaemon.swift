@@ -1,4 +1,5 @@
 import ArgumentParser
+import FCCluster
 import FCCore
 import FCDaemon
 import FCSystem
@@ -232,7 +233,11 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         configuration.coalescingWindow = .microseconds(Int64(coalescingWindow * 1_000_000))
         configuration.watchesFileSystem = !noWatching
         configuration.grantsLeases = !noLeases
-        configuration.cluster = try clusterConfiguration()
+        if let cluster = try clusterConfiguration() {
+            configuration.clusterAdapter = { gates, logger in
+                ClusterHost(configuration: cluster, gates: gates, logger: logger)
+            }
+        }
         // One descriptor per client: the soft limit (often 1,024) goes up to the hard one (issue 11.4).
         do {
             let limit = try ResourceLimits.raiseOpenFilesToHardLimit()

@@ -1,4 +1,4 @@
-import FCDaemon
+import FCCluster
 import Testing
 
 /// The cluster settings file every daemon reads at start (issue 40): its format and its errors.

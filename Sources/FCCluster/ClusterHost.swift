@@ -1,7 +1,9 @@
 import AsyncHTTPClient
-import FCCore
+public import FCCore
+public import FCDaemon
+public import FCDumpModel
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 
 /// The daemon's cluster adapter (issue 40; docs/ARCHITECTURE.md, "Cluster mode"): carries this host's
@@ -19,14 +21,14 @@ import NIOCore
 ///
 /// - Important: Every method runs on ``loop``, the arbiter's. etcd calls run in tasks of their own and come back to
 ///   the loop with their answers; the loop never waits for etcd.
-final class ClusterHost {
+public final class ClusterHost: ClusterAdapter {
     let loop: any EventLoop
     let configuration: ClusterConfiguration
     let logger: Logger
     let table: HostLeaseTable
     let httpClient: HTTPClient
     let etcd: EtcdClient
-    unowned let host: ArbiterHost
+    let gates: ClusterGates
     /// The origin of the table's clock (the loop's monotonic time).
     let origin = NIODeadline.now()
 
@@ -50,11 +52,12 @@ final class ClusterHost {
     /// Shared folders by their cluster name (for the watch's keys).
     let folderByName: [String: ItemPath]
 
-    init(configuration: ClusterConfiguration, host: ArbiterHost, logger: Logger) {
-        self.loop = host.loop
+    /// An adapter for `configuration`, driving `gates`.
+    public init(configuration: ClusterConfiguration, gates: ClusterGates, logger: Logger) {
+        self.loop = gates.loop
         self.configuration = configuration
         self.logger = logger
-        self.host = host
+        self.gates = gates
         self.table = HostLeaseTable(policy: configuration.policy)
         self.httpClient = HTTPClient(
             eventLoopGroupProvider: .singleton,
@@ -88,10 +91,10 @@ final class ClusterHost {
 
     /// Closes every shared folder's gate (nothing there is granted before this host holds it), then opens the
     /// session and the watch.
-    func start() {
+    public func start() {
         loop.preconditionInEventLoop()
         for folder in configuration.sharedFolders {
-            host.apply(host.router.hostGate(folder.path, .close))
+            gates.command(folder.path, .close)
         }
         logger.info(
             "cluster: joining",
@@ -110,7 +113,7 @@ final class ClusterHost {
     /// Stops the keep-alives, the watch and the timers, and returns what is left to do off the loop, once no claim
     /// runs any more (the daemon is stopping): revoke the session, so that its keys go at once instead of after its
     /// time to live, and shut the HTTP client down.
-    func stop(revoking: Bool) -> @Sendable () async -> Void {
+    public func stop(revoking: Bool) -> @Sendable () async -> Void {
         loop.preconditionInEventLoop()
         stopped = true
         keepAliveTask?.cancel()
@@ -127,12 +130,12 @@ final class ClusterHost {
     // MARK: From the arbiter
 
     /// A claim waits at the closed gate of `folder`.
-    func claimWaits(in folder: ItemPath) {
+    public func claimWaits(in folder: ItemPath) {
         handle(.claimArrived(folder: folder))
     }
 
     /// After a drain, nothing inside `folder` is granted any more.
-    func drained(_ folder: ItemPath) {
+    public func drained(_ folder: ItemPath) {
         handle(.localClaimsEnded(folder: folder))
     }
 
@@ -140,7 +143,7 @@ final class ClusterHost {
     /// grant a claim: a daemon stopped past its fence (SIGSTOP, a frozen machine) wakes with its I/O and timers in
     /// any order, and must not grant on a gate it opened before (the fence's own timer may come later). O(1) unless
     /// it fences.
-    func checkFence() {
+    public func checkFence() {
         guard case .live(let fenceAt) = table.session, now >= fenceAt else { return }
         handle(.timerFired(.fence))
     }
@@ -164,20 +167,20 @@ final class ClusterHost {
                 "cluster: holding the shared folder",
                 metadata: ["folder": "\(folder)", "cluster.revision": "\(revision)"]
             )
-            host.apply(host.router.hostGate(folder, .open(revision: revision)))
+            gates.command(folder, .open(revision: revision))
         case .holdBack(let folder):
-            host.apply(host.router.hostGate(folder, .close))
+            gates.command(folder, .close)
         case .drain(let folder):
             logger.info("cluster: another host asks for the shared folder", metadata: ["folder": "\(folder)"])
-            host.apply(host.router.hostGate(folder, .drain))
+            gates.command(folder, .drain)
         case .failClaims(let folder, let reason):
-            host.apply(host.router.hostGate(folder, .failWaiting(reason)))
+            gates.command(folder, .failWaiting(reason))
         case .claimsLost(let folder, let reason):
             logger.error(
                 "cluster: claims granted in a shared folder are no longer exclusive",
                 metadata: ["folder": "\(folder)", "reason": "\(reason)"]
             )
-            host.apply(host.router.hostGate(folder, .claimsLost(reason)))
+            gates.command(folder, .claimsLost(reason))
         case .replaceSession:
             logger.error(
                 "cluster: this host's session is gone; claims in shared folders fail until a new one opens",
@@ -302,21 +305,41 @@ final class ClusterHost {
 
     // MARK: Reading
 
-    /// What the dump shows of the cluster.
-    func snapshot() -> (
-        table: HostLeaseSnapshot, session: (lease: Int64, ttl: Int64)?, firstHost: [ItemPath: String],
-        lastError: String?, sessionDescription: String
-    ) {
-        let description: String
+    /// What fcdump shows of the cluster: the session, and each shared folder's host lease, gate and waiting claims.
+    public func dump() -> DaemonDump.Cluster {
+        let session: String
         switch table.session {
         case .live(let fenceAt):
-            let left =
-                Double((fenceAt - now).components.attoseconds) / 1e18 + Double((fenceAt - now).components.seconds)
-            description = "live (fence in \((left * 10).rounded() / 10) s unless renewed)"
+            let left = fenceAt - now
+            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            session = "live (fence in \((seconds * 10).rounded() / 10) s unless renewed)"
         case .connecting, .unavailable:
-            description = "\(table.session)"
+            session = "\(table.session)"
         }
-        return (table.snapshot(), session, firstHost, lastError, description)
+        let gateStates = Dictionary(uniqueKeysWithValues: gates.snapshots().map { ($0.folder, $0) })
+        let records = Dictionary(uniqueKeysWithValues: table.snapshot().folders.map { ($0.folder, $0) })
+        return DaemonDump.Cluster(
+            host: configuration.hostName,
+            endpoints: configuration.endpoints,
+            session: session,
+            sessionLease: self.session.map { String($0.lease, radix: 16) },
+            ttlSeconds: self.session?.ttl,
+            lastError: lastError,
+            folders: configuration.sharedFolders.map { folder in
+                let record = records[folder.path]
+                let gate = gateStates[folder.path]
+                return DaemonDump.SharedFolder(
+                    path: folder.path.escapedDescription,
+                    name: folder.name,
+                    state: record.map { "\($0.state)" } ?? "idle",
+                    wanted: record?.wanted ?? false,
+                    otherHostWaiting: record?.otherHostWaiting ?? false,
+                    firstHost: firstHost[folder.path],
+                    gate: gate.map { $0.draining ? "draining" : "closed" } ?? "open",
+                    waitingClaims: gate?.waiting ?? 0
+                )
+            }
+        )
     }
 
     func noteError(_ message: String) {
