@@ -217,6 +217,32 @@ struct ClusterEndToEndTests {
         }
     }
 
+    @Test func etcdUnreachableAtStartTheDaemonServesLocalFoldersAndSaysWhy() async throws {
+        try await TestEnvironment.run { environment in
+            // A port nothing listens on: the kernel gave it and took it back.
+            let closed = try EtcdCluster.freePort()
+            let share = environment.path("share")
+            try FileManager.default.createDirectory(atPath: share, withIntermediateDirectories: true)
+            let daemon = try await environment.startDaemon(
+                arguments: [
+                    "--cluster-endpoints", "http://127.0.0.1:\(closed)", "--host-name", "lonely", "--cluster-ttl",
+                    "\(ClusterHosts.ttl)", "--shared-folder", share,
+                ]
+            )
+            try await daemon.waitForLog("cannot open a cluster session")
+            let item = try environment.file("share/doc.txt", "v1")
+            let shared = try await environment.runTool("fccoord", ["read", item, "--", "/bin/true"])
+            #expect(shared.status != 0)
+            #expect(shared.error.contains("cluster"), "\(shared.error)")
+            let local = try environment.file("local.txt", "l")
+            let untouched = try await environment.runTool("fccoord", ["write", local, "--", "/bin/true"])
+            #expect(untouched.status == 0, "\(untouched.error)")
+            let dump = try await environment.runTool("fcdump", ["cluster"])
+            #expect(dump.output.contains("unavailable"), "\(dump.output)")
+            #expect(dump.output.contains("127.0.0.1:\(closed)"), "\(dump.output)")
+        }
+    }
+
     @Test func oneMemberLostCoordinationGoesOnAllLostSharedClaimsFailLocalOnesDoNot() async throws {
         try await withHosts { environment, hosts in
             let item = try environment.file("share/doc.txt", "v1")

@@ -315,6 +315,9 @@ final class EtcdCluster: @unchecked Sendable {
 
     /// `count` distinct ports the kernel found free on 127.0.0.1 (each bound to port 0, all held until the last is
     /// chosen, then released for etcd).
+    /// One port of 127.0.0.1 the kernel found free (and that nothing listens on once this returns).
+    static func freePort() throws -> Int { try freePorts(1)[0] }
+
     private static func freePorts(_ count: Int) throws -> [Int] {
         var descriptors: [Int32] = []
         defer { for descriptor in descriptors { close(descriptor) } }
