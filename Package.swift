@@ -136,7 +136,7 @@ let package = Package(
         .target(
             name: "FCCluster",
             dependencies: [
-                "FCCore", "FCDaemon", "FCDumpModel", "FCToolkit",
+                "FCCore", "FCDaemon", "FCDumpModel", "FCSystem", "FCToolkit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

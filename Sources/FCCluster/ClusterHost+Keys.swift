@@ -10,9 +10,12 @@ import NIOCore
 extension ClusterHost {
     // MARK: Keys
 
-    /// The key of this host in `folder` for the session: `<prefix>folders/<name, hex>/<host, hex>/<lease, hex>`.
-    func key(for folder: ItemPath, lease: Int64) -> String {
-        "\(folderPrefix(folder))\(Self.hex(configuration.hostName))/\(String(lease, radix: 16))"
+    /// A new key of this host in `folder` for the session:
+    /// `<prefix>folders/<name, hex>/<host, hex>/<lease, hex>.<put>`. A new name for every put, so that a delete of
+    /// an earlier key that etcd applies late (retried on another member) cannot remove this one.
+    func newKey(for folder: ItemPath, lease: Int64) -> String {
+        puts += 1
+        return "\(folderPrefix(folder))\(Self.hex(configuration.hostName))/\(String(lease, radix: 16)).\(puts)"
     }
 
     func folderPrefix(_ folder: ItemPath) -> String {
@@ -25,124 +28,170 @@ extension ClusterHost {
             handle(.keyFailed(folder: folder, "no cluster session"))
             return
         }
-        let key = key(for: folder, lease: session.lease)
-        keys[folder] = (key, nil)
+        let key = newKey(for: folder, lease: session.lease)
+        keys[folder] = (key, nil, Int.max)
         let attempt = generation
         let (etcd, bound, value) = (self.etcd, self.bound, Array(configuration.hostName.utf8))
         Task {
             do {
-                let revision = try await etcd.put(key: key, value: value, lease: session.lease)
-                bound.execute { $0.keyPut(folder, key: key, revision: revision, attempt) }
+                _ = try await etcd.put(key: key, value: value, lease: session.lease)
+                bound.execute { $0.keyPut(folder, key: key, attempt) }
             } catch {
-                bound.execute { $0.keyPutFailed(folder, "\(error)", attempt) }
+                bound.execute { $0.keyPutFailed(folder, key: key, "\(error)", attempt) }
             }
         }
     }
 
-    func keyPut(_ folder: ItemPath, key: String, revision: Int64, _ attempt: Int) {
+    /// The put was acknowledged. Its answer's revision is not trusted as the key's create revision (a put retried
+    /// on another member after the first applied it answers with a later revision): the folder's keys are read,
+    /// and the key's own create revision taken from them.
+    func keyPut(_ folder: ItemPath, key: String, _ attempt: Int) {
         guard attempt == generation, keys[folder]?.key == key else { return }
-        keys[folder] = (key, revision)
-        handle(.keyCreated(folder: folder, revision: revision))
+        keys[folder]?.readsFrom = readsIssued + 1
         readKeys(of: folder)
     }
 
-    func keyPutFailed(_ folder: ItemPath, _ reason: String, _ attempt: Int) {
-        guard attempt == generation else { return }
+    /// The put failed, or seemed to: it may have been applied all the same, leaving a key of this live session that
+    /// would hold the folder for nobody. It is deleted (retried until it is, or the session is replaced).
+    func keyPutFailed(_ folder: ItemPath, key: String, _ reason: String, _ attempt: Int) {
+        guard attempt == generation, keys[folder]?.key == key else { return }
         noteError("cannot put this host's key for \(folder): \(reason)")
         keys[folder] = nil
+        removeKey(key, attempt)
         handle(.keyFailed(folder: folder, reason))
     }
 
-    func deleteKey(_ folder: ItemPath, tries: Int = 0) {
+    func deleteKey(_ folder: ItemPath) {
         guard let key = keys[folder]?.key else {
             handle(.keyDeleted(folder: folder))
             return
         }
         let attempt = generation
+        removeKey(key, attempt) { host in
+            guard host.keys[folder]?.key == key else { return }
+            host.keys[folder] = nil
+            host.handle(.keyDeleted(folder: folder))
+        }
+    }
+
+    /// Deletes `key`, retrying (100 ms to 1 s apart) until etcd takes it or the session `attempt` is replaced (the
+    /// replaced session's keys go when it expires), then runs `done`.
+    func removeKey(_ key: String, _ attempt: Int, tries: Int = 0, done: (@Sendable (ClusterHost) -> Void)? = nil) {
         let (etcd, bound) = (self.etcd, self.bound)
         Task {
             do {
                 _ = try await etcd.delete(key: key)
-                bound.execute { $0.keyDeleted(folder, key: key, attempt) }
+                bound.execute { host in
+                    guard attempt == host.generation else { return }
+                    done?(host)
+                }
             } catch {
-                bound.execute { $0.keyDeleteFailed(folder, "\(error)", tries: tries, attempt) }
-            }
-        }
-    }
-
-    func keyDeleted(_ folder: ItemPath, key: String, _ attempt: Int) {
-        guard attempt == generation, keys[folder]?.key == key else { return }
-        keys[folder] = nil
-        handle(.keyDeleted(folder: folder))
-    }
-
-    func keyDeleteFailed(_ folder: ItemPath, _ reason: String, tries: Int, _ attempt: Int) {
-        guard attempt == generation else { return }
-        noteError("cannot delete this host's key for \(folder): \(reason)")
-        // The other host waits for it; until the session's fence, try again (the fence ends it for good).
-        loop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(min(100 << tries, 1000)))) { [weak self] in
-            guard let self, attempt == self.generation else { return }
-            self.deleteKey(folder, tries: tries + 1)
-        }
-    }
-
-    /// Reads the folder's keys in create order and tells the table where this host's key stands.
-    func readKeys(of folder: ItemPath) {
-        guard keys[folder] != nil else { return }
-        let attempt = generation
-        let (etcd, bound, prefix) = (self.etcd, self.bound, folderPrefix(folder))
-        Task {
-            do {
-                let range = try await etcd.range(prefix: prefix)
-                bound.execute { $0.keysRead(folder, range.kvs, attempt) }
-            } catch {
-                bound.execute { this in
-                    guard attempt == this.generation else { return }
-                    this.noteError("cannot read the keys of \(folder): \(error)")
+                bound.execute { host in
+                    guard attempt == host.generation, !host.stopped else { return }
+                    host.noteError("cannot delete this host's key \(key): \(error)")
+                    let delay = Int64(100 << min(tries, 3))
+                    host.loop.assumeIsolated().scheduleTask(in: .milliseconds(delay)) { [weak host] in
+                        guard let host, attempt == host.generation else { return }
+                        host.removeKey(key, attempt, tries: tries + 1, done: done)
+                    }
                 }
             }
         }
     }
 
-    func keysRead(_ folder: ItemPath, _ kvs: [EtcdKeyValue], _ attempt: Int) {
-        guard attempt == generation, let mine = keys[folder], let revision = mine.revision else { return }
+    /// Reads the folder's keys in create order and tells the table where this host's key stands. One read per
+    /// folder at a time: a change that comes while one is out asks for one more after it. A read that fails is
+    /// tried again (200 ms to 2 s apart) while this host has a key there.
+    func readKeys(of folder: ItemPath, tries: Int = 0) {
+        guard keys[folder] != nil else { return }
+        guard reading.insert(folder).inserted else {
+            readAgain.insert(folder)
+            return
+        }
+        readsIssued += 1
+        let serial = readsIssued
+        let attempt = generation
+        let (etcd, bound, prefix) = (self.etcd, self.bound, folderPrefix(folder))
+        Task {
+            do {
+                let range = try await etcd.range(prefix: prefix)
+                bound.execute { $0.keysRead(folder, range.kvs, serial: serial, attempt) }
+            } catch {
+                bound.execute { host in
+                    guard attempt == host.generation else { return }
+                    host.reading.remove(folder)
+                    host.noteError("cannot read the keys of \(folder): \(error)")
+                    let delay = Int64(200 << min(tries, 3))
+                    host.loop.assumeIsolated().scheduleTask(in: .milliseconds(delay)) { [weak host] in
+                        guard let host, attempt == host.generation else { return }
+                        host.readKeys(of: folder, tries: tries + 1)
+                    }
+                }
+            }
+        }
+    }
+
+    func keysRead(_ folder: ItemPath, _ kvs: [EtcdKeyValue], serial: Int, _ attempt: Int) {
+        guard attempt == generation else { return }
+        reading.remove(folder)
+        defer {
+            if readAgain.remove(folder) != nil { readKeys(of: folder) }
+        }
+        guard let mine = keys[folder] else { return }
         let ordered = kvs.sorted { $0.createRevision < $1.createRevision }
         firstHost[folder] = ordered.first.map { String(decoding: $0.value, as: UTF8.self) }
-        guard ordered.contains(where: { $0.createRevision == revision }) else { return }  // Gone: the watch says.
+        guard let own = ordered.first(where: { $0.key == mine.key }) else {
+            // Issued after the put was acknowledged, a read that does not show the key means it is gone: deleted
+            // by hand, or by a late delete. This host cannot tell what another host was granted since: it fences.
+            if serial >= mine.readsFrom {
+                keys[folder] = nil
+                handle(.sessionLost("this host's key for \(folder) is gone from the cluster"))
+            }
+            return
+        }
+        let revision = own.createRevision
+        if mine.revision == nil {
+            keys[folder]?.revision = revision
+            handle(.keyCreated(folder: folder, revision: revision))
+        }
         if ordered.first?.createRevision == revision {
             handle(.becameHolder(folder: folder, revision: revision))
         }
         if let next = ordered.first(where: { $0.createRevision > revision }) {
-            handle(
-                .otherHostWaiting(folder: folder, host: String(decoding: next.value, as: UTF8.self), after: revision)
-            )
+            let host = String(decoding: next.value, as: UTF8.self)
+            handle(.otherHostWaiting(folder: folder, host: host, after: revision))
         }
     }
 
     // MARK: Watch
 
     /// One watch over every shared folder's keys: any change under a folder this host has a key in makes it read
-    /// that folder's keys again. A watch that ends is started again from the next revision, after a pause.
-    func startWatch(fromRevision revision: Int64?) {
+    /// that folder's keys again. A watch that ends is started again after a pause (0.5 s, doubling to 5 s while
+    /// it keeps failing), from the next revision, or from now after etcd cancelled it (its revision compacted);
+    /// every folder this host has a key in is read again then, for what it may have missed.
+    func startWatch(fromRevision revision: Int64?, pause: Duration = .milliseconds(500)) {
         let (etcd, bound, prefix) = (self.etcd, self.bound, "\(configuration.keyPrefix)folders/")
         watchTask = Task {
             var next = revision
+            var delivered = false
             do {
                 for try await event in etcd.watch(prefix: prefix, fromRevision: next) {
                     next = event.modRevision + 1
+                    delivered = true
                     bound.execute { $0.watched(key: event.key) }
                 }
             } catch {
+                if let failure = error as? EtcdError, case .watchCanceled = failure.reason { next = nil }
                 bound.execute { $0.noteError("the cluster's watch ended: \(error)") }
             }
             guard !Task.isCancelled else { return }
-            try? await Task.sleep(for: .milliseconds(500))
+            let wait = delivered ? .milliseconds(500) : pause
+            try? await Task.sleep(for: wait)
             let resume = next
-            bound.execute { this in
-                guard !this.stopped else { return }
-                this.startWatch(fromRevision: resume)
-                // Changes may have been missed while it was down: read every folder this host has a key in.
-                for folder in this.keys.keys { this.readKeys(of: folder) }
+            bound.execute { host in
+                guard !host.stopped else { return }
+                host.startWatch(fromRevision: resume, pause: min(wait * 2, .seconds(5)))
+                for folder in host.keys.keys { host.readKeys(of: folder) }
             }
         }
     }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 public import FCCore
 public import FCDaemon
 public import FCDumpModel
+import FCSystem
 import Foundation
 public import Logging
 import NIOCore
@@ -29,8 +30,9 @@ public final class ClusterHost: ClusterAdapter {
     let httpClient: HTTPClient
     let etcd: EtcdClient
     let gates: ClusterGates
-    /// The origin of the table's clock (the loop's monotonic time).
-    let origin = NIODeadline.now()
+    /// The origin of the table's clock: the time since boot, suspend included (``BootClock``), so that a machine
+    /// that slept past its fence finds it passed (NIO's monotonic clock stops while it sleeps; etcd's leases do not).
+    let origin = BootClock.nanoseconds
 
     /// The session: its etcd lease and the generation it was opened in (answers about an older one are dropped).
     var session: (lease: Int64, ttl: Int64)?
@@ -39,9 +41,19 @@ public final class ClusterHost: ClusterAdapter {
     var opening = false
     /// The delay before the next attempt to open a session after one failed; doubles up to 2 s.
     var retryDelay: Duration = .milliseconds(100)
+    /// Whether an attempt to open a session is scheduled (one at a time).
+    var retryScheduled = false
     var keepAliveTask: Scheduled<Void>?
-    /// This host's key per folder in this session, and its create revision once known.
-    var keys: [ItemPath: (key: String, revision: Int64?)] = [:]
+    /// This host's key per folder in this session (a new name for every put: a late delete of an earlier one cannot
+    /// remove it), its create revision once a read of the folder's keys showed it, and the number of the first read
+    /// issued after its put was acknowledged (a read issued before may not show it).
+    var keys: [ItemPath: (key: String, revision: Int64?, readsFrom: Int)] = [:]
+    /// Puts made in this session, for the keys' names.
+    var puts = 0
+    /// Reads of a folder's keys issued so far, and the folders with one in flight or another one due after it.
+    var readsIssued = 0
+    var reading: Set<ItemPath> = []
+    var readAgain: Set<ItemPath> = []
     /// The host whose key comes first per folder (for the dump: whom a waiting claim waits for).
     var firstHost: [ItemPath: String] = [:]
     /// The last error seen talking to etcd, for the dump and the log.
@@ -69,9 +81,7 @@ public final class ClusterHost: ClusterAdapter {
         self.folderByName = byName
     }
 
-    var now: Duration {
-        .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds) - Int64(origin.uptimeNanoseconds))
-    }
+    var now: Duration { .nanoseconds(BootClock.nanoseconds - origin) }
 
     /// The way back to this adapter on its loop, for the tasks that talk to etcd.
     var bound: LoopBack { LoopBack(loop: loop, host: NIOLoopBound(self, eventLoop: loop)) }
@@ -239,38 +249,48 @@ public final class ClusterHost: ClusterAdapter {
         opening = false
         noteError("cannot open a cluster session: \(reason)")
         handle(.sessionLost("cannot open a cluster session: \(reason)"))
-        // The table replaces a lost session: if it did not (it was unavailable already), try again later.
+        // The table replaces a lost session (replaceSession retries); if it did not (it was unavailable already),
+        // try again later.
         if session == nil && !opening { retryLater() }
     }
 
-    /// After a fence or a lost session: the old session's keys may be gone from etcd; a new one is opened.
+    /// After a fence or a lost session: a new session is opened. The old one is not revoked: claims granted under
+    /// it may still run, and process leases may still decide claims until their holders read the recall, so its keys
+    /// stay in etcd until it expires, and the other hosts wait until then (docs/SEMANTICS.md §14).
     func replaceSession() {
         keepAliveTask?.cancel()
         keepAliveTask = nil
-        if let old = session {
-            let etcd = self.etcd
-            Task { _ = try? await etcd.revokeLease(old.lease) }  // Best effort: it expires anyway.
-        }
         session = nil
         keys = [:]
+        reading = []
+        readAgain = []
         firstHost = [:]
+        generation += 1  // Answers about the old session are dropped from now on, a grant on its way included.
+        opening = false
         retryLater()
     }
 
     func retryLater() {
+        guard !retryScheduled, !stopped else { return }
+        retryScheduled = true
         let delay = retryDelay
         retryDelay = min(retryDelay * 2, .seconds(2))
         loop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.nanoseconds)) { [weak self] in
-            guard let self, self.session == nil else { return }
+            guard let self else { return }
+            self.retryScheduled = false
+            guard self.session == nil else { return }
             self.openSession()
         }
     }
 
     /// Renews the session a third of its time to live after the last renewal was sent.
     func scheduleKeepAlive() {
+        keepAliveTask?.cancel()
         let interval = configuration.policy.sessionTTL / 3
+        let attempt = generation
         keepAliveTask = loop.assumeIsolated().scheduleTask(in: .nanoseconds(interval.nanoseconds)) { [weak self] in
-            self?.keepAlive()
+            guard let self, attempt == self.generation else { return }  // One chain per session.
+            self.keepAlive()
         }
     }
 

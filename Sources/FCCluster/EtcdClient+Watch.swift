@@ -67,7 +67,10 @@ extension EtcdClient {
         body: [UInt8],
         deadline: ContinuousClock.Instant
     ) async throws -> EtcdWatchBody {
-        let request = Self.request(.POST, endpoint + path, body: body)
+        var request = Self.request(.POST, endpoint + path, body: body)
+        // A member cut off from the quorum would keep the watch open and silent: etcd ends it instead (the
+        // gateway passes `Grpc-Metadata-*` headers on as gRPC metadata; `hasleader` is etcd's require-leader key).
+        request.headers.add(name: "Grpc-Metadata-hasleader", value: "true")
         let response = try await httpClient.execute(request, deadline: Self.nioDeadline(deadline))
         guard (200..<300).contains(response.status.code) else {
             let bytes = try await response.body.collect(upTo: Self.maximumBodySize)

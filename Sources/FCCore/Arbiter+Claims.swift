@@ -110,6 +110,7 @@ extension Arbiter {
                 tree.addEntry(EntryRef(claim: request.id, index: index), at: entry.node)
             }
             log(.info, "claim declared again as held", ["claim.id": "\(request.id.rawValue)"])
+            noteHeldClaimInsideGate(claim)
             return
         }
         claim.madeWhileAnswering = isAnsweringRequest(claim)
@@ -260,6 +261,7 @@ extension Arbiter {
             claim,
             until: { (other: ClaimRecord) -> Bool in
                 guard !seen.contains(other.id), !exempt(claim.request, other.request) else { return true }
+                if other.id.isHostGate, passesDrainingGate(claim, other) { return true }
                 seen.insert(other.id)
                 if other.phase != .waiting {
                     if answering && other.phase == .preparing && answersRequest(claim, of: other) { return true }
@@ -291,6 +293,7 @@ extension Arbiter {
             claim,
             until: { (other: ClaimRecord) -> Bool in
                 guard !exempt(claim.request, other.request) else { return true }
+                if other.id.isHostGate, passesDrainingGate(claim, other) { return true }
                 if other.phase != .waiting {
                     if answering && other.phase == .preparing && answersRequest(claim, of: other) { return true }
                     blocker = other
@@ -312,7 +315,11 @@ extension Arbiter {
         forEachConflicting(
             claim,
             until: { (other: ClaimRecord) -> Bool in
-                if other.phase == .granted && !exempt(claim.request, other.request) { found = true }
+                if other.phase == .granted && !exempt(claim.request, other.request)
+                    && !(other.id.isHostGate && passesDrainingGate(claim, other))
+                {
+                    found = true
+                }
                 return !found
             }
         )

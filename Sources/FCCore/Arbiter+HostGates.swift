@@ -61,22 +61,74 @@ extension Arbiter {
         switch command {
         case .close:
             closeHostGate(folder)
+            recallLeases(inside: folder)
         case .open(let revision):
             openHostGate(folder, revision: revision)
         case .drain:
             let gate = closeHostGate(folder)
             gate.draining = true
             // The process leases inside come back with their running claims, which the drain then waits for.
-            guard let claim = claims[gate.claim] else { return }
-            var inside: [LeaseID] = []
-            forEachConflicting(claim) { (other: ClaimRecord) -> Void in
-                if let lease = other.id.lease, !inside.contains(lease) { inside.append(lease) }
-            }
-            for lease in inside.sorted() { requestRecall(lease) }
+            recallLeases(inside: folder)
         case .failWaiting(let reason):
             failClaimsWaiting(at: folder, reason)
         case .claimsLost(let reason):
             reportClaimsLost(in: folder, reason)
+        }
+    }
+
+    /// Recalls the process leases inside a closed gate at once, minimum hold or not: their holders decide claims in
+    /// process, and this host no longer decides there (a fence, a drain).
+    private func recallLeases(inside folder: ItemPath) {
+        guard !leases.isEmpty, let gate = hostGates[folder], let claim = claims[gate.claim] else { return }
+        var inside: [LeaseID] = []
+        forEachConflicting(claim) { (other: ClaimRecord) -> Void in
+            if let lease = other.id.lease, !inside.contains(lease) { inside.append(lease) }
+        }
+        for lease in inside.sorted() { requestRecall(lease, atOnce: true) }
+    }
+
+    /// Whether `claim` may pass the gate that `gateClaim` stands for: only while the gate drains, and only a claim
+    /// exempt from a claim granted inside it (a nested access by the same coordinator, presenter or purpose). The
+    /// drain waits for that granted claim, whose accessor may be waiting for this very claim: holding it back would
+    /// deadlock across the hosts, and the host still holds the folder (its key is first in the store) until the
+    /// drain ends. O(granted claims), only for a claim that meets a draining gate.
+    func passesDrainingGate(_ claim: ClaimRecord, _ gateClaim: ClaimRecord) -> Bool {
+        guard let gate = hostGate(standingAs: gateClaim.id), gate.draining else { return false }
+        let holders = exemptHolders(of: claim)
+        guard !holders.isEmpty else { return false }
+        var inside = false
+        forEachConflicting(
+            gateClaim,
+            until: { (other: ClaimRecord) -> Bool in
+                if holders.contains(other.id) { inside = true }
+                return !inside
+            }
+        )
+        return inside
+    }
+
+    /// A claim declared as held (after a restart of the daemon) that lies inside a closed gate: it runs, but this host
+    /// does not hold the folder, so it is not exclusive across hosts. Logged as lost.
+    func noteHeldClaimInsideGate(_ claim: ClaimRecord) {
+        guard !hostGates.isEmpty else { return }
+        var folders: [ItemPath] = []
+        forEachConflicting(claim) { (other: ClaimRecord) -> Void in
+            guard other.id.isHostGate, let gate = hostGate(standingAs: other.id), !folders.contains(gate.folder) else {
+                return
+            }
+            folders.append(gate.folder)
+        }
+        for folder in folders {
+            let holder = clients[claim.request.client]?.info
+            log(
+                .error,
+                "a claim declared running in a shared folder this host does not hold is not exclusive across hosts",
+                [
+                    "folder": "\(folder)", "claim.id": "\(claim.id.rawValue)",
+                    "client.id": "\(claim.request.client.rawValue)", "client.pid": "\(holder?.pid ?? 0)",
+                    "client.name": holder?.name ?? "?",
+                ]
+            )
         }
     }
 

@@ -206,10 +206,11 @@ extension Arbiter {
         }
     }
 
-    /// Asks the holder for the lease back, now, or when its minimum hold time has passed.
-    func requestRecall(_ id: LeaseID) {
-        guard let lease = leases[id], lease.state == .held else { return }
-        if lease.minimumHoldPassed {
+    /// Asks the holder for the lease back, now, or when its minimum hold time has passed; `atOnce` (a host gate
+    /// closing over the lease: this host no longer decides there) does not wait for the minimum hold.
+    func requestRecall(_ id: LeaseID, atOnce: Bool = false) {
+        guard let lease = leases[id], lease.state == .held || (atOnce && lease.state == .recallDue) else { return }
+        if lease.minimumHoldPassed || atOnce {
             sendRecall(lease)
         } else {
             lease.state = .recallDue

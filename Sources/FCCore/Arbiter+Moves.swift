@@ -83,6 +83,7 @@ extension Arbiter {
         unparkAll()
         for pendingID in pendingOrder {
             guard let pending = claims[pendingID], pending.phase != .granted else { continue }
+            pending.askedHostGate = false  // It may come to wait at another gate now: it says so again.
             for index in pending.entries.indices {
                 let entry = pending.entries[index]
                 if case .write(let options) = entry.access, options.contains(.forReplacing) { continue }

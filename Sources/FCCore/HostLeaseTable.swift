@@ -219,7 +219,10 @@ public final class HostLeaseTable {
         let message = "cluster unreachable: \(reason)"
         session = .unavailable(reason: message)
         effects.append(.cancelTimer(.fence))
-        for (folder, record) in folders.sorted(by: { $0.key < $1.key }) {
+        // Every folder is held back before any waiting claim is failed: a failed claim may have held back another
+        // claim in a folder still admitted, which would then be granted between the two.
+        let sorted = folders.sorted(by: { $0.key < $1.key })
+        for (folder, record) in sorted {
             switch record.state {
             case .held, .recallDue:
                 effects.append(.cancelTimer(.minimumHold(folder)))
@@ -230,7 +233,9 @@ public final class HostLeaseTable {
             case .idle, .requested, .queued, .releasing:
                 break
             }
-            if record.wanted { effects.append(.failClaims(folder: folder, reason: message)) }
+        }
+        for (folder, record) in sorted where record.wanted {
+            effects.append(.failClaims(folder: folder, reason: message))
         }
         folders = [:]
         effects.append(.replaceSession)

@@ -278,7 +278,7 @@ final class ArbiterHost {
         shuttingDown = true
         holdersAtShutDown =
             recovering || !router.arbiter.leaseSnapshots().isEmpty
-            || router.arbiter.snapshot().claims.contains { $0.phase == .granted }
+            || router.arbiter.snapshot().claims.contains { $0.phase == .granted && !$0.request.id.isHostGate }
         for (client, claim) in router.pendingClaims() {
             let failed = Filecoord_V1_ClaimFailed(
                 claim: claim,

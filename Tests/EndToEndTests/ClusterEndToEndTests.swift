@@ -182,12 +182,14 @@ struct ClusterEndToEndTests {
             )
             #expect(result.status == 0, "\(result.error)")
             #expect(try hosts.keys(of: "hostA").isEmpty)
-            // A claim sent to the frozen daemon is judged when it wakes: past its fence, it fails with the cause.
-            try writer.send("read \(item)")
+            // A claim sent to the frozen daemon, on an item nobody holds, is judged when it wakes: past its fence it
+            // fails with the cause (were the fence not checked first, the still open gate would grant it).
+            let other = try environment.file("share/other.txt", "o")
+            try writer.send("read \(other)")
             try await Task.sleep(for: quietTime)
             #expect(ContinuousClock.now - stoppedAt > .seconds(ClusterHosts.ttl))
             hosts.a.signal(SIGCONT)
-            let failed = try await writer.waitFor("failed read \(item)")
+            let failed = try await writer.waitFor("failed read \(other)")
             #expect(failed.text.contains("FileCoordinationErrorDomain 12"), "\(failed)")
             #expect(failed.text.contains("cluster unreachable"), "\(failed)")
             // The write it had granted is reported lost, and logged with its process.

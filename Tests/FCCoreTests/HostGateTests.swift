@@ -162,3 +162,63 @@ import Testing
         #expect(h.failure(forged.id) != nil)
     }
 }
+
+extension HostGateTests {
+    @Test func aNestedClaimOfAClaimGrantedInsidePassesADrainingGateAndNothingElseDoes() {
+        let h = Self.harness()
+        let app = h.connect("app")
+        let other = h.connect("other")
+        h.send(.hostGate(path("/share"), .close))
+        h.send(.hostGate(path("/share"), .open(revision: 1)))
+        let coordinator = h.coordinator()
+        let outer = h.write("/share/doc", client: app, coordinator: coordinator)
+        #expect(h.isGranted(outer))
+        h.send(.hostGate(path("/share"), .drain))
+        // The outer accessor coordinates again (same coordinator): holding it back would deadlock with the drain.
+        let nested = h.read("/share/other", client: app, coordinator: coordinator)
+        #expect(h.isGranted(nested))
+        let stranger = h.read("/share/third", client: other)
+        #expect(!h.isGranted(stranger))
+        h.finish(nested)
+        #expect(Self.drained(h.lastEffects).isEmpty)
+        h.finish(outer)
+        #expect(Self.drained(h.lastEffects) == [path("/share")])
+        // Closed (not draining), nothing passes.
+        let late = h.read("/share/fourth", client: app, coordinator: coordinator)
+        #expect(!h.isGranted(late))
+    }
+
+    @Test func closingTheGateRecallsTheLeasesInsideAtOnceMinimumHoldOrNot() throws {
+        let h = Self.harness()
+        let app = h.connect("app", answersRecalls: true)
+        h.send(.hostGate(path("/share"), .close))
+        h.send(.hostGate(path("/share"), .open(revision: 1)))
+        let read = h.read("/share/d/f", client: app)
+        h.finish(read)
+        let lease = try #require(h.lastLeaseGrants.first?.0)
+        // No minimum hold passed: a fence closes the gate, and the holder must stop deciding at once.
+        h.send(.hostGate(path("/share"), .close))
+        #expect(h.lastRecalls == [lease])
+    }
+
+    @Test func aClaimDeclaredRunningInsideAClosedGateIsLoggedAsNotExclusive() {
+        let h = Self.harness()
+        let app = h.connect("app", pid: 77)
+        h.send(.hostGate(path("/share"), .close))
+        var running = ClaimRequest(
+            id: ClaimID(50),
+            client: app,
+            coordinator: CoordinatorID(1),
+            purpose: PurposeID("p"),
+            items: [ArbiterHarness.write("/share/doc")]
+        )
+        running.isHeld = true
+        let effects = h.send(.claimRequested(running))
+        let lost = effects.compactMap { effect -> LogRecord? in
+            if case .log(let record) = effect, record.level == .error { return record }
+            return nil
+        }
+        #expect(lost.count == 1)
+        #expect(lost.first?.metadata["client.pid"] == "77")
+    }
+}

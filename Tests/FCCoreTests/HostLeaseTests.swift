@@ -93,9 +93,9 @@ import Testing
         #expect(
             table.handle(.timerFired(.fence), at: .milliseconds(12_500))
                 == [
-                    .cancelTimer(.fence), .failClaims(folder: other, reason: reason),
-                    .cancelTimer(.minimumHold(folder)), .holdBack(folder: folder),
-                    .claimsLost(folder: folder, reason: reason), .replaceSession,
+                    .cancelTimer(.fence), .cancelTimer(.minimumHold(folder)), .holdBack(folder: folder),
+                    .claimsLost(folder: folder, reason: reason), .failClaims(folder: other, reason: reason),
+                    .replaceSession,
                 ]
         )
         #expect(table.handle(.sessionRenewed(sentAt: .seconds(12)), at: .seconds(13)) == [])
@@ -153,5 +153,24 @@ import Testing
                 ]
         )
         #expect(table.snapshot().folders.first?.state == .idle)
+    }
+}
+
+extension HostLeaseTests {
+    @Test func theFenceHoldsEveryFolderBackBeforeItFailsAnyWaitingClaim() {
+        // "/a" is only wanted (its claims wait), "/b" is held: at the fence "/b" must be held back before "/a"'s
+        // claims fail, or a claim in "/b" queued behind one of them would be granted in between.
+        let table = Self.liveTable()
+        let wanted = try! ItemPath(absolute: "/a")
+        let held = try! ItemPath(absolute: "/b")
+        _ = table.handle(.claimArrived(folder: held), at: .seconds(1))
+        _ = table.handle(.keyCreated(folder: held, revision: 7), at: .seconds(1))
+        _ = table.handle(.becameHolder(folder: held, revision: 7), at: .seconds(1))
+        _ = table.handle(.claimArrived(folder: wanted), at: .seconds(1))
+        let effects = table.handle(.sessionLost("gone"), at: .seconds(2))
+        let holdBack = effects.firstIndex { if case .holdBack(held) = $0 { true } else { false } }
+        let fail = effects.firstIndex { if case .failClaims(wanted, _) = $0 { true } else { false } }
+        #expect(holdBack != nil && fail != nil)
+        if let holdBack, let fail { #expect(holdBack < fail, "\(effects)") }
     }
 }
