@@ -139,25 +139,7 @@ extension Arbiter {
         nextHostGate += 1
         let id = ClaimID(ClaimID.hostGateBit | nextHostGate)
         let gate = HostGateRecord(folder: folder, claim: id)
-        let request = ClaimRequest(
-            id: id,
-            client: .hostGate,
-            coordinator: CoordinatorID(0),
-            purpose: PurposeID("host gate \(folder)"),
-            items: [ClaimItem(path: folder, access: .write(.forDeleting))]
-        )
-        nextSequence += 1
-        let node = tree.effectiveNode(folder)
-        let claim = ClaimRecord(
-            request: request,
-            sequence: nextSequence,
-            entries: [ClaimEntry(path: folder, access: .write(.forDeleting), node: node)]
-        )
-        claim.phase = .granted
-        claim.arrivedAt = now
-        claim.grantedAt = now
-        claims[id] = claim
-        tree.addEntry(EntryRef(claim: id, index: 0), at: node)
+        let claim = enterStandingClaim(id, of: .hostGate, purpose: PurposeID("host gate \(folder)"), on: folder)
         hostGates[folder] = gate
         // Claims already waiting inside now wait for the gate too, once what they wait for ends: ask for the folder.
         var waiting = false

@@ -37,6 +37,33 @@ extension Arbiter {
         return clients[request.client]?.cancelledCoordinators.contains(request.coordinator) != true
     }
 
+    /// Enters a claim of the arbiter's own making (a lease's, a host gate's): a granted `.write(.forDeleting)` on
+    /// `path` that nothing passes, in the access tree like any claim, so that the conflict walk, the FIFO, parking,
+    /// deadlines and the deadlock detector treat it as any granted claim. Not in its client's claims.
+    @discardableResult
+    func enterStandingClaim(_ id: ClaimID, of client: ClientID, purpose: PurposeID, on path: ItemPath) -> ClaimRecord {
+        let request = ClaimRequest(
+            id: id,
+            client: client,
+            coordinator: CoordinatorID(0),
+            purpose: purpose,
+            items: [ClaimItem(path: path, access: .write(.forDeleting))]
+        )
+        nextSequence += 1
+        let node = tree.effectiveNode(path)
+        let claim = ClaimRecord(
+            request: request,
+            sequence: nextSequence,
+            entries: [ClaimEntry(path: path, access: .write(.forDeleting), node: node)]
+        )
+        claim.phase = .granted
+        claim.arrivedAt = now
+        claim.grantedAt = now
+        claims[id] = claim
+        tree.addEntry(EntryRef(claim: id, index: 0), at: node)
+        return claim
+    }
+
     /// Grants `client` a lease on the directory of the item `finished` claimed, if the policy allows it and the
     /// client is alone there (docs/SEMANTICS.md §13.1): called after the client's claim ended.
     func considerLease(for clientID: ClientID, item path: ItemPath) {
@@ -50,25 +77,7 @@ extension Arbiter {
         nextLease += 1
         let lease = LeaseRecord(id: LeaseID(nextLease), client: clientID, subtree: subtree)
         lease.grantedAt = now
-        let request = ClaimRequest(
-            id: lease.id.claim,
-            client: clientID,
-            coordinator: CoordinatorID(0),
-            purpose: PurposeID("\(lease.id)"),
-            items: [ClaimItem(path: subtree, access: .write(.forDeleting))]
-        )
-        nextSequence += 1
-        let node = tree.effectiveNode(subtree)
-        let claim = ClaimRecord(
-            request: request,
-            sequence: nextSequence,
-            entries: [ClaimEntry(path: subtree, access: .write(.forDeleting), node: node)]
-        )
-        claim.phase = .granted
-        claim.arrivedAt = now
-        claim.grantedAt = now
-        claims[claim.id] = claim
-        tree.addEntry(EntryRef(claim: claim.id, index: 0), at: node)
+        enterStandingClaim(lease.id.claim, of: clientID, purpose: PurposeID("\(lease.id)"), on: subtree)
         leases[lease.id] = lease
         record.leases.insert(lease.id)
         statistics.leasesGranted += 1

@@ -90,16 +90,28 @@ struct ClusterEndToEndTests {
         }
     }
 
+    /// An `fc-testhost` client of the host at `socket` holding a coordinated write of `item` (until `release`).
+    private func holdWrite(
+        of item: String,
+        on socket: String,
+        in environment: TestEnvironment
+    ) async throws
+        -> HostProcess
+    {
+        let writer = try await environment.host(
+            "writer",
+            mayStartDaemon: false,
+            environment: ClusterHosts.client(of: socket)
+        )
+        try writer.send("write \(item) v2 hold")
+        _ = try await writer.waitFor("holding write \(item)")
+        return writer
+    }
+
     @Test func aHeldWriteOnOneHostHoldsBackAReadOnTheOtherUntilReleased() async throws {
         try await withHosts { environment, hosts in
             let item = try environment.file("share/doc.txt", "v1")
-            let writer = try await environment.host(
-                "writer",
-                mayStartDaemon: false,
-                environment: ClusterHosts.client(of: hosts.socketA)
-            )
-            try writer.send("write \(item) v2 hold")
-            _ = try await writer.waitFor("holding write \(item)")
+            let writer = try await holdWrite(of: item, on: hosts.socketA, in: environment)
 
             let marker = environment.path("read-ran")
             let reader = try environment.startTool(
@@ -130,13 +142,7 @@ struct ClusterEndToEndTests {
     @Test func aKilledHolderIsWaitedOutUntilItsSessionExpiresAndNotBefore() async throws {
         try await withHosts { environment, hosts in
             let item = try environment.file("share/doc.txt", "v1")
-            let writer = try await environment.host(
-                "writer",
-                mayStartDaemon: false,
-                environment: ClusterHosts.client(of: hosts.socketA)
-            )
-            try writer.send("write \(item) v2 hold")
-            _ = try await writer.waitFor("holding write \(item)")
+            _ = try await holdWrite(of: item, on: hosts.socketA, in: environment)
             #expect(try !hosts.keys(of: "hostA").isEmpty, "host A holds the folder through a key in etcd")
 
             hosts.a.signal(SIGKILL)
@@ -164,13 +170,7 @@ struct ClusterEndToEndTests {
     @Test func aDaemonStoppedPastItsTimeToLiveFailsItsClaimsAndTheOtherHostGoesOn() async throws {
         try await withHosts { environment, hosts in
             let item = try environment.file("share/doc.txt", "v1")
-            let writer = try await environment.host(
-                "writer",
-                mayStartDaemon: false,
-                environment: ClusterHosts.client(of: hosts.socketA)
-            )
-            try writer.send("write \(item) v2 hold")
-            _ = try await writer.waitFor("holding write \(item)")
+            let writer = try await holdWrite(of: item, on: hosts.socketA, in: environment)
 
             // Host A's daemon freezes; host B's read proceeds once A's session has expired.
             try await stopProcess(hosts.a.pid)
@@ -250,13 +250,7 @@ struct ClusterEndToEndTests {
             let item = try environment.file("share/doc.txt", "v1")
             try await hosts.etcd.kill(member: 0)
             // With two members of three the cluster has its quorum: a hand-over between the hosts still works.
-            let writer = try await environment.host(
-                "writer",
-                mayStartDaemon: false,
-                environment: ClusterHosts.client(of: hosts.socketA)
-            )
-            try writer.send("write \(item) v2 hold")
-            _ = try await writer.waitFor("holding write \(item)")
+            let writer = try await holdWrite(of: item, on: hosts.socketA, in: environment)
             let reader = try environment.startTool(
                 "fccoord",
                 ["read", item, "--", "/bin/true"],
