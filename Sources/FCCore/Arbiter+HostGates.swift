@@ -119,15 +119,10 @@ extension Arbiter {
             folders.append(gate.folder)
         }
         for folder in folders {
-            let holder = clients[claim.request.client]?.info
-            log(
-                .error,
-                "a claim declared running in a shared folder this host does not hold is not exclusive across hosts",
-                [
-                    "folder": "\(folder)", "claim.id": "\(claim.id.rawValue)",
-                    "client.id": "\(claim.request.client.rawValue)", "client.pid": "\(holder?.pid ?? 0)",
-                    "client.name": holder?.name ?? "?",
-                ]
+            logNotExclusive(
+                claim,
+                in: folder,
+                "a claim declared running in a shared folder this host does not hold is not exclusive across hosts"
             )
         }
     }
@@ -193,17 +188,26 @@ extension Arbiter {
         var granted: Set<ClaimID> = []
         forEachConflicting(claim) { (other: ClaimRecord) -> Void in
             guard other.phase == .granted, !other.id.isHostGate, granted.insert(other.id).inserted else { return }
-            let holder = clients[other.request.client]?.info
-            log(
-                .error,
-                "a claim granted in a shared folder is no longer exclusive across hosts: \(reason)",
-                [
-                    "folder": "\(folder)", "claim.id": "\(other.id.rawValue)",
-                    "client.id": "\(other.request.client.rawValue)", "client.pid": "\(holder?.pid ?? 0)",
-                    "client.name": holder?.name ?? "?",
-                ]
+            logNotExclusive(
+                other,
+                in: folder,
+                "a claim granted in a shared folder is no longer exclusive across hosts: \(reason)"
             )
         }
+    }
+
+    /// Logs `claim` as not exclusive across hosts in `folder`, with its process.
+    private func logNotExclusive(_ claim: ClaimRecord, in folder: ItemPath, _ message: String) {
+        let holder = clients[claim.request.client]?.info
+        log(
+            .error,
+            message,
+            [
+                "folder": "\(folder)", "claim.id": "\(claim.id.rawValue)",
+                "client.id": "\(claim.request.client.rawValue)", "client.pid": "\(holder?.pid ?? 0)",
+                "client.name": holder?.name ?? "?",
+            ]
+        )
     }
 
     // MARK: Waiting and draining
