@@ -44,12 +44,3 @@ public struct ClusterConfiguration: Hashable, Sendable {
         self.sharedFolders = sharedFolders
     }
 }
-
-extension Duration {
-    /// The duration in whole nanoseconds, saturating (for NIO's timers).
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : product + attoseconds / 1_000_000_000
-    }
-}

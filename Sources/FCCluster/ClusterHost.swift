@@ -199,7 +199,7 @@ public final class ClusterHost: ClusterAdapter {
             replaceSession()
         case .startTimer(let timer, let after):
             timers[timer]?.cancel()
-            timers[timer] = loop.assumeIsolated().scheduleTask(in: .nanoseconds(after.nanoseconds)) { [weak self] in
+            timers[timer] = loop.assumeIsolated().scheduleTask(in: TimeAmount(after)) { [weak self] in
                 guard let self else { return }
                 self.timers[timer] = nil
                 self.handle(.timerFired(timer))
@@ -275,7 +275,7 @@ public final class ClusterHost: ClusterAdapter {
         retryScheduled = true
         let delay = retryDelay
         retryDelay = min(retryDelay * 2, .seconds(2))
-        loop.assumeIsolated().scheduleTask(in: .nanoseconds(delay.nanoseconds)) { [weak self] in
+        loop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [weak self] in
             guard let self else { return }
             self.retryScheduled = false
             guard self.session == nil else { return }
@@ -288,7 +288,7 @@ public final class ClusterHost: ClusterAdapter {
         keepAliveTask?.cancel()
         let interval = configuration.policy.sessionTTL / 3
         let attempt = generation
-        keepAliveTask = loop.assumeIsolated().scheduleTask(in: .nanoseconds(interval.nanoseconds)) { [weak self] in
+        keepAliveTask = loop.assumeIsolated().scheduleTask(in: TimeAmount(interval)) { [weak self] in
             guard let self, attempt == self.generation else { return }  // One chain per session.
             self.keepAlive()
         }

@@ -69,9 +69,13 @@ struct ClusterHosts {
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let hex = host.utf8.map { String(format: "%02x", $0) }.joined()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-            .filter { $0.contains("/\(hex)/") }
+            .filter { $0.contains("/\(Self.hex(host))/") }
+    }
+
+    /// A host's name as its keys spell it (hexadecimal UTF-8).
+    static func hex(_ host: String) -> String {
+        host.utf8.map { String(format: "%02x", $0) }.joined()
     }
 }
 
@@ -161,9 +165,11 @@ struct ClusterEndToEndTests {
             reader.process.waitUntilExit()
             #expect(reader.process.terminationStatus == 0, "\(reader.error)")
             let keys = try String(contentsOfFile: seen, encoding: .utf8)
-            let hexA = "hostA".utf8.map { String(format: "%02x", $0) }.joined()
-            #expect(!keys.contains("/\(hexA)/"), "host B was granted while host A's key was still in etcd: \(keys)")
-            #expect(keys.contains("/\("hostB".utf8.map { String(format: "%02x", $0) }.joined())/"), "\(keys)")
+            #expect(
+                !keys.contains("/\(ClusterHosts.hex("hostA"))/"),
+                "host B was granted while host A's key was still in etcd: \(keys)"
+            )
+            #expect(keys.contains("/\(ClusterHosts.hex("hostB"))/"), "\(keys)")
         }
     }
 
