@@ -1,11 +1,13 @@
-import FileCoordination
+@_spi(Testing) import FileCoordination
 import Foundation
 
 // fc-testhost's `listener-wakeups PATH OTHER COUNT` (issue 12, the reader role; docs/ARCHITECTURE.md §8.1): how often
 // the connection's listener thread wakes while COUNT uncontended synchronous coordinated reads of PATH run, first
 // with no presenter in the process, then with a presenter of OTHER registered (the control: the listener then reads
-// every reply). Prints `listener-wakeups idle I presenting P reads COUNT`, where I and P are the listener's voluntary
-// context switches (/proc/self/task/TID/status) over each phase, or `failed listener-wakeups MESSAGE`.
+// every reply). Prints `listener-wakeups idle I presenting P reads COUNT frames FI FP`, where I and P are the
+// listener's voluntary context switches (/proc/self/task/TID/status) over each phase and FI and FP the frames the
+// process's listeners read over each (`ReaderDiagnostics`: a caller that reads its own reply leaves them at 0), or
+// `failed listener-wakeups MESSAGE`.
 //
 // It must be the process's first coordinated call: the listener is told apart as the one thread that the first
 // connection to the daemon started (or, once the library gives its threads names the kernel sees, by its name).
@@ -21,8 +23,11 @@ extension Host {
         let other = URL(fileURLWithPath: arguments[1])
         Thread {
             switch ListenerWakeups.measure(reading: url, presenting: other, reads: count) {
-            case .success(let (idle, presenting)):
-                say("listener-wakeups idle \(idle) presenting \(presenting) reads \(count)")
+            case .success(let phases):
+                say(
+                    "listener-wakeups idle \(phases.idle) presenting \(phases.presenting) reads \(count) "
+                        + "frames \(phases.idleFrames) \(phases.presentingFrames)"
+                )
             case .failure(let failure):
                 say("failed listener-wakeups \(failure.message)")
             }
@@ -41,9 +46,19 @@ enum ListenerWakeups {
     /// one the first connection started.
     static let listenerName = String("FileCoordination.listener".prefix(15))
 
-    /// The listener's voluntary context switches over `reads` coordinated reads of `url` without presenters, then
-    /// over as many with a presenter of `other` registered.
-    static func measure(reading url: URL, presenting other: URL, reads: Int) -> Result<(Int, Int), Failure> {
+    /// What one measurement saw.
+    struct Phases {
+        /// The listener's voluntary context switches without presenters, then with one.
+        var idle: Int
+        var presenting: Int
+        /// The frames listeners read without presenters, then with one.
+        var idleFrames: Int
+        var presentingFrames: Int
+    }
+
+    /// The listener's voluntary context switches and the frames it read over `reads` coordinated reads of `url`
+    /// without presenters, then over as many with a presenter of `other` registered.
+    static func measure(reading url: URL, presenting other: URL, reads: Int) -> Result<Phases, Failure> {
         do {
             let me = try currentThreadID()
             let before = Set(try threadIDs())
@@ -51,8 +66,10 @@ enum ListenerWakeups {
             let listener = try findListener(startedSince: before, excluding: me)
             try read(url)
             let idleStart = try voluntarySwitches(listener)
+            let idleFramesStart = ReaderDiagnostics.framesReadByListeners
             for _ in 0..<reads { try read(url) }
             let idle = try voluntarySwitches(listener) - idleStart
+            let idleFrames = ReaderDiagnostics.framesReadByListeners - idleFramesStart
 
             let presenter = PrintingPresenter(
                 name: "listener-wakeups",
@@ -68,9 +85,13 @@ enum ListenerWakeups {
             // A first read after the registration: the listener has switched to reading data by the time it ends.
             try read(url)
             let presentingStart = try voluntarySwitches(listener)
+            let presentingFramesStart = ReaderDiagnostics.framesReadByListeners
             for _ in 0..<reads { try read(url) }
             let presenting = try voluntarySwitches(listener) - presentingStart
-            return .success((idle, presenting))
+            let presentingFrames = ReaderDiagnostics.framesReadByListeners - presentingFramesStart
+            return .success(
+                Phases(idle: idle, presenting: presenting, idleFrames: idleFrames, presentingFrames: presentingFrames)
+            )
         } catch let failure as Failure {
             return .failure(failure)
         } catch {

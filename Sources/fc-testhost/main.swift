@@ -77,8 +77,9 @@
 //   main COMMAND ...                                                 make the call of a read, write or move on the
 //                                                                    main thread (DispatchQueue.main), not its own
 //   listener-wakeups PATH OTHER COUNT                                how often the connection's listener thread
-//                                                                    wakes over COUNT coordinated reads of PATH,
-//                                                                    without and then with a presenter of OTHER
+//                                                                    wakes, and how many frames it reads, over
+//                                                                    COUNT coordinated reads of PATH, without and
+//                                                                    then with a presenter of OTHER
 //                                                                    (ListenerWakeups.swift; the process's first
 //                                                                    coordinated call)
 //   sleep MS

@@ -175,13 +175,17 @@ func leaseRecall() {
         },
         setup: {
             let directory = try ScratchDirectory()
-            // This process takes no lease itself: only the helper announces that it answers recalls.
-            let daemon = try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket") {
-                configuration in
+            // The daemon grants the helper its leases; this process takes none itself (it says it answers no
+            // recall), so that each sample's write finds the helper's lease alone.
+            let daemon = try await InProcessDaemon.start(
+                socketPath: directory.path + "/daemon/socket",
+                leases: true
+            ) { configuration in
                 configuration.leasePolicy.minimumHold = .zero
                 configuration.leasePolicy.initialBackoff = .zero
                 configuration.leasePolicy.maximumBackoff = .zero
             }
+            setenv("FILECOORD_LEASES", "0", 1)
             let holder = try HelperProcess(role: "holder", environment: ["FILECOORD_LEASES": "1"])
             guard try holder.receiveLine() == "ready" else { throw BenchmarkFailure("the holder did not start") }
             fixture.value = Fixture(directory: directory, daemon: daemon, holder: holder)

@@ -62,7 +62,8 @@ final class InProcessDaemon: Sendable {
     /// Starts the daemon on `socketPath` and points this process (and the helpers it spawns) at it: sets
     /// `FILECOORDD_SOCKET` before any `FileCoordination` call, removes `FILECOORD_ARBITER`, and names a daemon
     /// executable that does not exist, so that a failed connection is not hidden by an auto-started daemon. The
-    /// clients take no lease (`FILECOORD_LEASES=0`: every claim measures the daemon's path) unless `leases`.
+    /// clients run with the settings a user gets (`FILECOORD_LEASES` unset: they answer recalls, issue 38); the
+    /// daemon grants no lease unless `leases`, so that every claim measures the daemon's path.
     static func start(
         socketPath: String,
         leases: Bool = false,
@@ -70,12 +71,13 @@ final class InProcessDaemon: Sendable {
     ) async throws -> InProcessDaemon {
         setenv("FILECOORDD_SOCKET", socketPath, 1)
         setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)
-        setenv("FILECOORD_LEASES", leases ? "1" : "0", 1)
+        unsetenv("FILECOORD_LEASES")
         unsetenv("FILECOORD_ARBITER")
         let connections = ConnectionCounter()
         let logger = Logger(label: "filecoordd") { _ in CountingLogHandler(connections: connections) }
         let ready = DispatchSemaphore(value: 0)
         var configuration = DaemonConfiguration(socketPath: socketPath)
+        configuration.grantsLeases = leases
         configure(&configuration)
         let service = DaemonService(
             configuration: configuration,

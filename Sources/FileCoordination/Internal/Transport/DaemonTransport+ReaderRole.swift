@@ -7,15 +7,16 @@ import Logging
 import Synchronization
 import SystemPackage
 
-// The reader role (docs/ARCHITECTURE.md, "The client"): who reads the connection, the listener thread, and the
-// connection's end.
+// The reader role (docs/ARCHITECTURE.md §8.1): the one way the connection is read. A blocked caller takes it to read
+// its own reply; the listener takes it only for data no caller reads. Also the listener thread and the connection's
+// end.
 
 extension DaemonTransport {
-    /// Changes what must be read; when that changes whether the listener reads data, wakes it (to poll again) and,
-    /// if the role is free, whoever should take it now.
+    /// Changes what must be read; when that changes whether frames may come unasked, wakes the listener (to poll
+    /// again, for data or for the end only).
     func updateReading(_ change: (inout ReadingState) -> Void) {
         let (changed, next) = reading.withLock { state -> (Bool, Wake) in
-            let before = state.listenerReads
+            let before = state.unaskedExpected
             let watched = state.unattendedSince != nil
             change(&state)
             if state.unattendedClaims.isEmpty {
@@ -23,7 +24,7 @@ extension DaemonTransport {
             } else if state.unattendedSince == nil {
                 state.unattendedSince = keepalive.now
             }
-            guard state.listenerReads != before else {
+            guard state.unaskedExpected != before else {
                 // The listener polls with a timeout while unattended claims wait (the daemon's silence is watched).
                 return (watched != (state.unattendedSince != nil), .nobody)
             }
@@ -48,15 +49,14 @@ extension DaemonTransport {
         }
     }
 
-    /// With the role free (under `reading`): the listener when it must read data and waits for the role; else the
-    /// first parked caller still waiting; else the listener if it waits (to watch the connection again).
+    /// With the role free (under `reading`): the first parked caller still waiting (it reads everything that comes,
+    /// unasked frames included, until its own outcome); else the listener if it waits for the role (data it found
+    /// may still be unread).
     static func nextReader(_ state: inout ReadingState) -> Wake {
         guard !state.readerBusy else { return .nobody }
-        if !state.listenerReads {
-            while !state.parked.isEmpty {
-                let waiter = state.parked.removeFirst()
-                if waiter.outcome == nil { return .waiter(waiter) }
-            }
+        while !state.parked.isEmpty {
+            let waiter = state.parked.removeFirst()
+            if waiter.outcome == nil { return .waiter(waiter) }
         }
         if state.listenerParked {
             state.listenerParked = false
@@ -79,7 +79,7 @@ extension DaemonTransport {
             if let outcome = waiter.outcome { return outcome }
             let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
                 if let lostError = state.lostError { return (false, lostError) }
-                if !state.readerBusy && !state.listenerReads && !state.closed {
+                if !state.readerBusy && !state.closed {
                     state.readerBusy = true
                     return (true, nil)
                 }
@@ -96,7 +96,13 @@ extension DaemonTransport {
                 releaseRole()
             } else {
                 let woken = waiter.park(timeout: keepalive.enabled ? keepalive.policy.checkEvery : nil)
-                reading.withLock { $0.parked.removeAll { $0 === waiter } }
+                let next = reading.withLock { state -> Wake in
+                    state.parked.removeAll { $0 === waiter }
+                    // Nudged to take a free role but resumed meanwhile (a lost connection, a silent daemon): the
+                    // role passes on, so that no other parked caller sleeps with it free.
+                    return waiter.outcome == nil ? .nobody : Self.nextReader(&state)
+                }
+                next.wake(listener: listenerWakeUp)
                 if !woken { checkKeepalive(waitingSince: since) }
             }
         }
@@ -105,37 +111,42 @@ extension DaemonTransport {
     /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
     /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
     /// A blocking read wakes every ``KeepalivePolicy/checkEvery`` (the socket's receive timeout) to look at the
-    /// daemon's silence for a call waiting since `waitingSince`.
+    /// daemon's silence for a call waiting since `waitingSince`. Returns how many frames it handled.
+    @discardableResult
     func readFrames(
         blocking: Bool,
         waitingSince: ContinuousClock.Instant? = nil,
         until done: () -> Bool
-    ) {
+    ) -> Int {
+        var handled = 0
         while true {
             do {
-                while let frame = try decoder.next() { handle(frame) }
+                while let frame = try decoder.next() {
+                    handle(frame)
+                    handled += 1
+                }
             } catch {
                 connectionLost("filecoordd sent a malformed frame: \(error)")
-                return
+                return handled
             }
-            if done() { return }
+            if done() { return handled }
             let count: Int
             do {
                 count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
             } catch {
                 if error == .resourceTemporarilyUnavailable {
-                    guard blocking else { return }
+                    guard blocking else { return handled }
                     if let waitingSince {
                         checkKeepalive(waitingSince: waitingSince)
                         continue
                     }
                 }
                 connectionLost("the connection to filecoordd failed: \(error)")
-                return
+                return handled
             }
             guard count > 0 else {
                 connectionLost("filecoordd closed the connection")
-                return
+                return handled
             }
             keepalive.heard()
             decoder.append(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
@@ -154,8 +165,8 @@ extension DaemonTransport {
         _ = try? wakeSender.sendSome([1])  // Non-blocking: when bytes are already waiting, one more is not needed.
     }
 
-    /// The listener: reads while something must be read with no caller waiting, else watches for the connection's
-    /// end; ends when the connection does. While this client holds leases of its daemon it also wakes every
+    /// The listener: while frames may come unasked, reads what arrives when no caller holds the role, else watches
+    /// for the connection's end; ends when the connection does. While this client holds leases of its daemon it also wakes every
     /// ``TransportDelegate/leaseSweepInterval(of:)`` to have the idle ones returned.
     func listen() {
         let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
@@ -163,7 +174,7 @@ extension DaemonTransport {
         var sweepAt: ContinuousClock.Instant?
         while true {
             let (readsData, closed, unattendedSince) = reading.withLock {
-                ($0.listenerReads, $0.closed, $0.unattendedSince)
+                ($0.unaskedExpected, $0.closed, $0.unattendedSince)
             }
             if closed { return }
             let watching = keepalive.enabled ? unattendedSince : nil
@@ -208,7 +219,8 @@ extension DaemonTransport {
                 listenerWakeUp.wait()
                 continue
             }
-            readFrames(blocking: false) { false }
+            let frames = readFrames(blocking: false) { false }
+            ReaderDiagnostics.listenerFrames.add(frames, ordering: .relaxed)
             releaseRole()
         }
     }

@@ -11,20 +11,18 @@ import SystemPackage
 /// (docs/ARCHITECTURE.md §8.1 and §9).
 ///
 /// A blocking socket. The handshake happens in ``connect(socketPath:client:delegate:mayStart:handshakeTimeout:)``;
-/// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader role* reads frames and hands
-/// grants, failures, presenter messages and version replies to the delegate in the order the daemon sent them
-/// (docs/ARCHITECTURE.md, "The client"):
+/// from then on `submitClaim(_:waiter:)` and `send(_:)` write frames from any thread, and whoever holds the *reader
+/// role* reads frames and hands grants, failures, presenter messages and version replies to the delegate in the order
+/// the daemon sent them. The role is the one way the connection is read, in every configuration
+/// (docs/ARCHITECTURE.md §8.1):
 ///
-/// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:)``): the
-///   grant wakes the caller and nobody else, two wake-ups per round trip as for a bare socket. Callers take turns;
-///   one whose reply another reader handled is woken by it.
-/// - The *listener* thread reads when something must be read without a caller waiting for it: while presenters are
-///   registered (their messages come unasked) or a claim of an `async` or intents call waits. Otherwise it only
-///   watches for the connection's end (`poll` for a hang-up, which data arriving does not wake), so that a daemon
-///   that dies while claims are held is noticed at once (issue 11).
-///
-/// When the connection drops, the delegate hears ``TransportDelegate/transportLost(_:from:)`` once; the transport is
-/// not used again.
+/// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:)``), handling
+///   every frame on the way: the grant wakes the caller and nobody else, two wake-ups per round trip as for a bare
+///   socket. Callers take turns; one whose reply another reader handled is woken by it.
+/// - The *listener* thread takes the role only when it is free and data has arrived that no caller reads: while
+///   frames may come unasked (lease grants and recalls, presenter messages, replies of `async` and intents claims
+///   and of version calls). Otherwise it only watches for the connection's end (`poll` for a hang-up, which data
+///   arriving does not wake), so that a daemon that dies while claims are held is noticed at once (issue 11).
 ///
 /// - Important: Thread-safe. `reading` guards the role; `decoder` and `buffer` belong to the role's holder.
 // @unchecked: `decoder` and `buffer` are touched only by the reader role's holder (one thread at a time, `reading`);
@@ -55,7 +53,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     struct ReadingState {
         /// A thread holds the reader role (it reads, or is about to).
         var readerBusy = false
-        /// The listener waits for the role (it found it busy).
+        /// The listener waits for the role (it found it busy while data waited).
         var listenerParked = false
         /// Blocked callers that wait for their outcome or for the role, in arrival order.
         var parked: [ClaimWaiter] = []
@@ -68,15 +66,16 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         /// Since when ``unattendedClaims`` is not empty: the listener then watches the daemon's silence for them.
         var unattendedSince: ContinuousClock.Instant?
         /// The client may be granted leases (issue 23): their grants and recalls come unasked, and a recall must be
-        /// answered while no call of this process waits.
+        /// answered while no call of this process waits (then the listener reads it).
         var answersRecalls = false
         /// The connection is gone.
         var closed = false
         /// Why, once the delegate heard it.
         var lostError: FileCoordinationError?
 
-        /// Whether the listener must read data, rather than only watch for the connection's end.
-        var listenerReads: Bool {
+        /// Whether frames may come that no blocked caller asked for: then the listener reads data whenever the role
+        /// is free, rather than only watching for the connection's end. Callers read their replies either way.
+        var unaskedExpected: Bool {
             answersRecalls || !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0
         }
     }
