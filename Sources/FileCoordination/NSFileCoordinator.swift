@@ -69,6 +69,11 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         var callTimeout: Duration?
     }
     let settings: Locked<Settings>
+    /// `true` until a setting changes (a purpose set, a timeout, a cancel), stored under `settings` when one does: a
+    /// call of a coordinator nobody changed (the common case) reads it and the `let`s below, not the lock.
+    let settingsUnchanged = Atomic<Bool>(true)
+    /// The purpose the coordinator was made with.
+    let initialPurpose: String
     /// The client this coordinator's calls go through: the process's (``CoordinationClient/shared``), or a test's.
     let client: CoordinationClient
 
@@ -78,7 +83,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         self.client = .shared
         self.presenter = filePresenter
         self.coordinatorID = CoordinatorID(client.newID())
-        self.settings = Locked(Settings(purpose: Self.purpose(for: filePresenter)))
+        self.initialPurpose = Self.purpose(for: filePresenter)
+        self.settings = Locked(Settings(purpose: initialPurpose))
         super.init()
     }
 
@@ -88,7 +94,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         self.client = client
         self.presenter = filePresenter
         self.coordinatorID = CoordinatorID(client.newID())
-        self.settings = Locked(Settings(purpose: Self.purpose(for: filePresenter)))
+        self.initialPurpose = Self.purpose(for: filePresenter)
+        self.settings = Locked(Settings(purpose: initialPurpose))
         super.init()
     }
 
@@ -182,6 +189,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 precondition(!settings.purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
                 settings.purpose = newValue
                 settings.purposeAssigned = true
+                settingsUnchanged.store(false, ordering: .releasing)
             }
         }
     }
@@ -195,7 +203,12 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Once the accessor runs, it runs to the end.
     public var timeout: Duration? {
         get { settings.withLock { $0.callTimeout } }
-        set { settings.withLock { $0.callTimeout = newValue } }
+        set {
+            settings.withLock {
+                $0.callTimeout = newValue
+                settingsUnchanged.store(false, ordering: .releasing)
+            }
+        }
     }
 
     // MARK: Coordinated access
@@ -386,7 +399,10 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// Cancels this coordinator's waiting calls, which return at once with `CocoaError(.userCancelled)` without
     /// running their accessors, and every later call. A running accessor finishes. Callable from any thread.
     open func cancel() {
-        settings.withLock { $0.cancelled = true }
+        settings.withLock {
+            $0.cancelled = true
+            settingsUnchanged.store(false, ordering: .releasing)
+        }
         client.send(.cancelCoordinator(coordinatorID, of: client.clientID))
     }
 }

@@ -366,3 +366,10 @@ final class PathCanonicalizer: Sendable {
         }
     }
 }
+
+extension ItemIdentity {
+    /// The core's opaque identity of the file `stat` described (issue 26).
+    init(_ identity: FileIdentity) {
+        self.init(device: identity.device, inode: identity.inode)
+    }
+}

@@ -70,7 +70,8 @@ enum URLMapping {
                 )
             }
         }
-        if canonicalizer.caseSensitivity.anyInsensitive, !canonical.key.bytes.elementsEqual(given.utf8) {
+        // A name spelled as its key (the common case) needs no record, whatever the folders' case rules.
+        if !canonical.key.bytes.elementsEqual(given.utf8), canonicalizer.caseSensitivity.anyInsensitive {
             SpellingBook.shared.record(given, for: canonical.key)
         }
         return canonical

@@ -12,8 +12,25 @@ enum ClaimOutcome: Sendable {
 /// A connection on which a blocked caller reads its own reply (``DaemonTransport``): the caller's thread takes the
 /// connection's reader role instead of waiting to be woken by a reader thread.
 protocol ReplyReader: AnyObject, Sendable {
-    /// Blocks until `waiter` has its outcome, reading the connection on the calling thread when no one else does.
-    func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome
+    /// Blocks until `waiter` has its outcome, reading the connection on the calling thread when no one else does;
+    /// `holdingRole`: the caller took the reader role when it sent the claim, and releases it here.
+    func awaitOutcome(of waiter: ClaimWaiter, holdingRole: Bool) -> ClaimOutcome
+}
+
+/// How a blocked caller waits for the claim it just submitted (what `submitClaim` returns): on its waiter, resumed
+/// by whoever handles the reply, or by reading the connection it was sent on itself.
+enum ClaimWait {
+    case onWaiter
+    /// The caller reads `reader`; `holdingRole`: the submission took the connection's reader role for it already.
+    case reading(any ReplyReader, holdingRole: Bool)
+
+    /// Blocks until `waiter`'s claim is granted or fails.
+    func outcome(of waiter: ClaimWaiter) -> ClaimOutcome {
+        switch self {
+        case .onWaiter: waiter.wait()
+        case .reading(let reader, let holdingRole): reader.awaitOutcome(of: waiter, holdingRole: holdingRole)
+        }
+    }
 }
 
 /// One waiting claim: resumed once (by whoever reads the reply: the caller itself, the connection's listener, or the
@@ -29,8 +46,6 @@ final class ClaimWaiter: Sendable {
         var outcome: ClaimOutcome?
         var continuation: CheckedContinuation<ClaimOutcome, Never>?
         var callback: (@Sendable (ClaimOutcome) -> Void)?
-        /// The connection the claim was sent on, when the caller may read its reply there.
-        var reader: (any ReplyReader)?
     }
 
     private let state = Locked(State())
@@ -52,7 +67,6 @@ final class ClaimWaiter: Sendable {
             defer {
                 state.continuation = nil
                 state.callback = nil
-                state.reader = nil
             }
             return (state.continuation, state.callback)
         }
@@ -62,14 +76,9 @@ final class ClaimWaiter: Sendable {
         callback?(result)
     }
 
-    /// The claim was sent on `reader`: a blocked caller reads its reply there.
-    func readsReplies(from reader: any ReplyReader) {
-        state.withLock { if $0.outcome == nil { $0.reader = reader } }
-    }
-
-    /// Blocks the calling thread until the claim is granted or fails: reading the connection itself when it can.
+    /// Blocks the calling thread until the claim is granted or fails, resumed by whoever handles its reply (a caller
+    /// that reads its connection itself waits through ``ClaimWait`` instead).
     func wait() -> ClaimOutcome {
-        if let reader = state.withLock({ $0.reader }) { return reader.awaitOutcome(of: self) }
         while true {
             if let outcome { return outcome }
             wakeUp.wait()

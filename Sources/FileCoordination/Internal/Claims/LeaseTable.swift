@@ -73,7 +73,9 @@ final class LeaseTable: @unchecked Sendable {
     /// ``holdsLeases(on:)`` on every loop, and every claim and message asks ``submit(_:)`` and ``handle(_:)``; with
     /// no lease held (most of the time) that costs one load. A claim a lease decides is forgotten before its lease
     /// is (a recall, a drop, an idle return of a lease running nothing), so with none held no claim is a lease's.
-    private let heldCount = Atomic<Int>(0)
+    /// How many leases are held (stored under `state` at each change): the client looks at it before it offers a
+    /// claim or a message, so that with none held (always so in process) neither costs more than this load.
+    let heldCount = Atomic<Int>(0)
     /// `true` when the client announced that it answers recalls: only then does a daemon grant leases.
     let enabled: Bool
     /// How often the leases held are swept for idle ones: a lease is returned once it decided no claim and ran none

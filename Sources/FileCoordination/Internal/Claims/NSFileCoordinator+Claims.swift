@@ -3,6 +3,7 @@ import FCProtocol
 import FCSystem
 import FCToolkit
 import Foundation
+import Synchronization
 
 // The claim machinery every coordinated call shares: the claim request made from URLs, its submission, the wait,
 // the accessor under the claim, the finish. The public methods are in NSFileCoordinator.swift.
@@ -16,6 +17,8 @@ extension NSFileCoordinator {
         var originals: [URL]
         var canonical: [ItemPath]
         var existedBefore: [Bool?]
+        /// The daemon connection a blocked caller read its grant from: its finish goes there while it lasts.
+        var sentOn: DaemonTransport?
 
         func urls(for paths: [ItemPath]) -> [URL] {
             zip(zip(originals, canonical), paths).map { pair, path in
@@ -99,7 +102,11 @@ extension NSFileCoordinator {
         blocksThread: Bool,
         timeout: Duration? = nil
     ) -> Result<PreparedClaim, any Error> {
-        let (isCancelled, ownTimeout) = settings.withLock { ($0.cancelled, $0.callTimeout) }
+        // Unchanged since it was made (the common case): not cancelled, no timeout, the first purpose, no lock.
+        let (isCancelled, ownTimeout, storedPurpose) =
+            settingsUnchanged.load(ordering: .acquiring)
+            ? (false, nil, initialPurpose)
+            : settings.withLock { ($0.cancelled, $0.callTimeout, $0.purpose) }
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
@@ -148,7 +155,8 @@ extension NSFileCoordinator {
                 )
             )
         }
-        let purpose = purposeIdentifier
+        // Read with the other settings, under one lock; a subclass that overrides the getter is asked.
+        let purpose = type(of: self) == NSFileCoordinator.self ? storedPurpose : purposeIdentifier
         if purpose.utf8.count > ProtocolLimits.maximumPurposeLength {
             return .failure(
                 FileCoordinationError(
@@ -240,13 +248,14 @@ extension NSFileCoordinator {
         _ items: [(URL, Access)],
         isPreparation: Bool
     ) -> Result<(PreparedClaim, [ItemPath]), any Error> {
-        let request: PreparedClaim
+        var request: PreparedClaim
         switch prepareClaim(items, isPreparation: isPreparation, blocksThread: true) {
         case .failure(let error): return .failure(error)
         case .success(let prepared): request = prepared
         }
-        client.submitClaim(request.claimRequest, waiter: request.waiter)
-        switch request.waiter.wait() {
+        let wait = client.submitClaim(request.claimRequest, waiter: request.waiter)
+        if case .reading(let reader, _) = wait { request.sentOn = reader as? DaemonTransport }
+        switch wait.outcome(of: request.waiter) {
         case .failed(let error): return .failure(error)
         case .granted(let paths): return .success((request, paths))
         }
@@ -259,7 +268,7 @@ extension NSFileCoordinator {
     }
 
     func finish(_ request: PreparedClaim, created: [ItemPath], outcome: WriteOutcome? = nil) {
-        client.send(.finishClaim(request.id, created: created, outcome: outcome))
+        client.send(.finishClaim(request.id, created: created, outcome: outcome), preferring: request.sentOn)
         if let presenter, let id = client.presenterID(of: presenter) { client.refreshURL(of: id) }
     }
 }

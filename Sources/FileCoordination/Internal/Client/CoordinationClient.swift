@@ -68,27 +68,37 @@ final class CoordinationClient: Sendable {
 
     /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: connecting first if needed
     /// (starting the daemon); the claim fails with the reason if no arbiter can be had.
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
+    @discardableResult
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) -> ClaimWait {
         // Inside a lease held and not recalled: decided here, with no round trip (issue 23).
-        if let outcomes = leases.submit(request) {
+        if leases.heldCount.load(ordering: .relaxed) > 0, let outcomes = leases.submit(request) {
             deliver(outcomes)
-            return
+            return .onWaiter
         }
         switch connection.transport() {
-        case .success(let transport): transport.submitClaim(request, waiter: waiter)
-        case .failure(let error): fail(request.id, with: error)
+        case .success(let transport): return transport.submitClaim(request, waiter: waiter)
+        case .failure(let error):
+            fail(request.id, with: error)
+            return .onWaiter
         }
     }
 
     /// Sends a message to the arbiter, through a live transport only: without one it belongs to a connection that
     /// is gone (its claims and presenters went with it), and the next connection registers every presenter again.
-    func send(_ message: ClientMessage) {
+    ///
+    /// `preferring`: the daemon connection the message's claim was sent on, used while it lasts without asking the
+    /// connection manager (a live daemon connection is never replaced; once lost, the message goes to the new one).
+    func send(_ message: ClientMessage, preferring transport: DaemonTransport? = nil) {
         // A claim that ends is no longer held.
         if case .finishClaim(let claim, _, _) = message { claims.finished(claim) }
-        if let outcomes = leases.handle(message) {
+        if leases.heldCount.load(ordering: .relaxed) > 0, let outcomes = leases.handle(message) {
             deliver(outcomes)
             // A coordinator's cancel reaches its claims at the daemon too.
             guard case .cancelCoordinator = message else { return }
+        }
+        if let transport, !transport.isLost {
+            transport.send(message)
+            return
         }
         connection.current?.send(message)
     }
@@ -114,8 +124,11 @@ final class CoordinationClient: Sendable {
     private func submitReadByListener(_ request: ClaimRequest, waiter: ClaimWaiter) {
         if let transport = connection.current as? DaemonTransport {
             transport.submitClaimReadByListener(request, waiter: waiter)
-        } else {
-            submitClaim(request, waiter: waiter)
+        } else if case .reading(let reader, let holdingRole) = submitClaim(request, waiter: waiter),
+            let transport = reader as? DaemonTransport
+        {
+            // A daemon took over meanwhile: its listener reads the reply for the caller, which does not read.
+            transport.leaveToListener(request.id, releasingRole: holdingRole)
         }
     }
 
@@ -195,7 +208,7 @@ final class CoordinationClient: Sendable {
         if let running = ThreadContext.currentCallback { return (running.presenter, running.callback) }
         // No presenter registered, no queue held: finding the queue (`Thread.isMainThread` calls `getpid`,
         // `OperationQueue.current` reads thread-specific data) was 5% of a leased read.
-        guard !presenters.isEmpty else { return nil }
+        guard presenters.registeredCount.load(ordering: .acquiring) > 0 else { return nil }
         let queue = Self.isOnMainQueue ? OperationQueue.main : OperationQueue.current
         guard let queue else { return nil }
         return presenters.presenter(runningOn: queue).map { ($0, nil) }

@@ -15,8 +15,10 @@ protocol ConnectionOwner: TransportDelegate {
     /// Whether the client needs a connection without a call asking for one: it has presenters (they must hear what
     /// other processes do) or claims held (a new daemon must know of them).
     var needsConnection: Bool { get }
-    /// Sends a claim through whichever transport is in charge now (a retired in-process arbiter's claims).
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
+    /// Sends a claim through whichever transport is in charge now (a retired in-process arbiter's claims); returns
+    /// how its blocked caller waits.
+    @discardableResult
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) -> ClaimWait
 }
 
 /// Chooses, makes and keeps a client's transport: the daemon's connection (started, retried, reconnected after a
@@ -190,7 +192,8 @@ final class ConnectionManager: @unchecked Sendable {
     private func moveToDaemon(_ daemon: DaemonTransport, owner: any ConnectionOwner) -> Bool {
         connecting.withLock {
             guard let local = state.withLock({ $0.fallbackReason != nil ? $0.local : nil }) else { return true }
-            guard local.retireIfIdle(reroute: { [weak owner] in owner?.submitClaim($0, waiter: $1) }) else {
+            guard local.retireIfIdle(reroute: { [weak owner] in owner?.submitClaim($0, waiter: $1) ?? .onWaiter })
+            else {
                 return false
             }
             sawDaemon.record()

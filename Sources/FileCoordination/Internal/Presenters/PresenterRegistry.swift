@@ -83,6 +83,9 @@ final class PresenterRegistry: Sendable {
         var reacquirers: [RequestID: @Sendable () -> Void] = [:]
     }
     private let state = Locked(State())
+    /// How many presenters are registered: stored under `state` at each change, read without it on every
+    /// coordinated call (``CoordinationClient/presenterQueueHeldHere()``: with none, no queue is looked for).
+    let registeredCount = Atomic<Int>(0)
     private let client: ClientID
     private let ids: IDSource
 
@@ -104,6 +107,7 @@ final class PresenterRegistry: Sendable {
             let id = PresenterID(ids.next())
             state.ids[key] = id
             state.presenters[id] = entry
+            registeredCount.store(state.presenters.count, ordering: .releasing)
             if Self.isSerial(entry.queue) {
                 let queueKey = ObjectIdentifier(entry.queue)
                 let queue: UInt64
@@ -125,7 +129,9 @@ final class PresenterRegistry: Sendable {
     func remove(_ presenter: any NSFilePresenter) -> PresenterID? {
         state.withLock { state in
             guard let id = state.ids.removeValue(forKey: ObjectIdentifier(presenter)) else { return nil }
-            if let entry = state.presenters.removeValue(forKey: id), let queue = entry.serialQueue {
+            let removed = state.presenters.removeValue(forKey: id)
+            registeredCount.store(state.presenters.count, ordering: .releasing)
+            if let entry = removed, let queue = entry.serialQueue {
                 state.byQueue[queue]?.removeAll { $0 == id }
                 if state.byQueue[queue]?.isEmpty == true {
                     state.byQueue[queue] = nil
@@ -142,7 +148,7 @@ final class PresenterRegistry: Sendable {
         state.withLock { $0.presenters.sorted { $0.key < $1.key }.map(\.value.presenter) }
     }
 
-    var isEmpty: Bool { state.withLock { $0.presenters.isEmpty } }
+    var isEmpty: Bool { registeredCount.load(ordering: .acquiring) == 0 }
 
     func id(of presenter: any NSFilePresenter) -> PresenterID? {
         state.withLock { $0.ids[ObjectIdentifier(presenter)] }

@@ -9,8 +9,10 @@ import Foundation
 ///
 /// - Important: Both methods may be called from any thread, including from inside ``TransportDelegate/receive(_:)``.
 protocol ArbiterTransport: AnyObject, Sendable {
-    /// Sends a claim whose outcome `waiter` waits for (a transport may let a blocked caller read its own reply).
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter)
+    /// Sends a claim whose outcome `waiter` waits for; returns how a blocked caller waits for it (a transport may let
+    /// it read its own reply). A caller handed the reader role must wait through the returned ``ClaimWait``.
+    @discardableResult
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) -> ClaimWait
     /// Sends a message that is not a claim.
     func send(_ message: ClientMessage)
 }

@@ -8,7 +8,8 @@ import Synchronization
 import SystemPackage
 
 // The connection's frames: what the client sends (``ClientMessage``s and claims, each one frame written whole) and
-// what the daemon sends back, made into the client's ``InboundMessage``s.
+// what the daemon sends back, made into the client's ``InboundMessage``s; and the keepalive that tells a busy daemon
+// from a silent one (issue 28).
 
 extension DaemonTransport {
     func send(_ message: ClientMessage) {
@@ -27,17 +28,40 @@ extension DaemonTransport {
         send(Filecoord_V1_Frame(message))
     }
 
-    /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself; for any other
-    /// the listener reads until the claim ends.
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        if waiter.blocksThread {
-            waiter.readsReplies(from: self)
-        } else {
+    /// Sends a claim whose outcome `waiter` waits for: a blocked caller will read the reply itself, and takes the
+    /// reader role before the frame goes when it is free (so that its reply cannot be read by the listener first,
+    /// which would cost a thread hop); for any other the listener reads until the claim ends.
+    @discardableResult
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) -> ClaimWait {
+        guard waiter.blocksThread else {
             updateReading { $0.unattendedClaims.insert(request.id) }
+            send(Filecoord_V1_Frame(claim: request))
+            // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
+            if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
+            return .onWaiter
+        }
+        let (holdsRole, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
+            if let lostError = state.lostError { return (false, lostError) }
+            guard !state.readerBusy, !state.closed else { return (false, nil) }
+            state.readerBusy = true
+            return (true, nil)
+        }
+        if let lostError {
+            // The connection is gone and its callers were failed: this one fails the same way, never hangs.
+            waiter.resume(.failed(lostError))
+            return .onWaiter
         }
         send(Filecoord_V1_Frame(claim: request))
-        // A claim sent on a connection already lost fails here, whoever waits for it (never hangs).
-        if let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
+        // Lost meanwhile: a caller holding the role sees it when it reads; one that does not, here.
+        if !holdsRole, let lostError = reading.withLock({ $0.lostError }) { waiter.resume(.failed(lostError)) }
+        return .reading(self, holdingRole: holdsRole)
+    }
+
+    /// A claim submitted for a caller that already waits on its waiter without reading (moved from a lease by a
+    /// retired in-process arbiter): the listener reads its reply, and the role the submission took is given back.
+    func leaveToListener(_ claim: ClaimID, releasingRole: Bool) {
+        updateReading { $0.unattendedClaims.insert(claim) }
+        if releasingRole { releaseRole() }
     }
 
     /// Sends `frame` (made by FCProtocol's conversions, docs/PROTOCOL.md), and reports the connection lost if it
@@ -145,6 +169,105 @@ extension DaemonTransport {
 }
 
 // MARK: Keepalive (issue 28)
+
+/// How long a waiting call lets the daemon stay silent before it asks, and how long it waits for the answer (issue
+/// 28; docs/ARCHITECTURE.md §8.1, "A busy daemon or a hung one").
+struct KeepalivePolicy: Sendable, Equatable {
+    /// How long a `Ping` may stay unanswered before the calls waiting on the connection fail:
+    /// `FILECOORD_KEEPALIVE_TIMEOUT` seconds, default 10.
+    var timeout: Duration
+
+    /// How long a call waits, with nothing heard from the daemon for as long, before a `Ping` goes: 5 s, or half the
+    /// timeout when that is less.
+    var interval: Duration { min(.seconds(5), timeout / 2) }
+
+    /// How often a waiting thread looks: a quarter of the interval, at most 1 s.
+    var checkEvery: Duration { min(.seconds(1), interval / 4) }
+
+    static let standard = KeepalivePolicy(timeout: .seconds(10))
+
+    /// The policy `environment` asks for (`FILECOORD_KEEPALIVE_TIMEOUT`, in seconds; unset, invalid or not
+    /// positive: 10).
+    static func fromEnvironment(_ environment: [String: String]) -> KeepalivePolicy {
+        guard let seconds = environment["FILECOORD_KEEPALIVE_TIMEOUT"].flatMap(Double.init), seconds > 0,
+            seconds < 1e9
+        else { return .standard }
+        return KeepalivePolicy(timeout: .milliseconds(Int64(seconds * 1000)))
+    }
+}
+
+/// One connection's keepalive: how much it has received, and the `Ping` it waits an answer for. The reader role's
+/// holder counts what it receives (``heard()``, one relaxed atomic add); the threads that wait for the daemon ask
+/// ``check(waitingSince:)`` every ``KeepalivePolicy/checkEvery``, which says whether to send a `Ping` or to give up.
+///
+/// - Important: Thread-safe.
+final class KeepaliveClock: Sendable {
+    let policy: KeepalivePolicy
+    /// Whether the daemon answers `Ping` (its `HelloReply.revision` is 2 or more); an older daemon is never asked.
+    let enabled: Bool
+    private let clock = ContinuousClock()
+    private let received = Atomic<UInt64>(0)
+
+    private struct State {
+        /// ``received`` when it was last seen to change, and when.
+        var lastCount: UInt64 = 0
+        var lastChange: ContinuousClock.Instant
+        /// The `Ping` waiting for an answer: when it went.
+        var pingSentAt: ContinuousClock.Instant?
+        var nonce: UInt64 = 0
+    }
+    private let state: Locked<State>
+
+    init(policy: KeepalivePolicy, enabled: Bool) {
+        self.policy = policy
+        self.enabled = enabled
+        self.state = Locked(State(lastChange: ContinuousClock.now))
+    }
+
+    var now: ContinuousClock.Instant { clock.now }
+
+    /// Something arrived from the daemon.
+    func heard() {
+        received.add(1, ordering: .relaxed)
+    }
+
+    /// What a thread waiting since `waitingSince` should do now.
+    enum Verdict: Equatable {
+        /// Keep waiting.
+        case wait
+        /// Send a `Ping` with this nonce, then keep waiting.
+        case ping(UInt64)
+        /// Nothing came for `silence`, and a `Ping` went unanswered for the timeout: the daemon stopped answering.
+        case silent(Duration)
+    }
+
+    func check(waitingSince: ContinuousClock.Instant) -> Verdict {
+        guard enabled else { return .wait }
+        let now = clock.now
+        let count = received.load(ordering: .relaxed)
+        return state.withLock { state in
+            if count != state.lastCount {
+                state.lastCount = count
+                state.lastChange = now
+                state.pingSentAt = nil
+            }
+            // One Ping at a time, whoever sent it: a daemon silent for its whole timeout fails every waiting call
+            // (also one that began waiting meanwhile: the daemon has been silent for longer than that call).
+            if let sent = state.pingSentAt {
+                guard now - sent >= policy.timeout else { return .wait }
+                // Given up: a call made after this waits its own interval and timeout again.
+                state.pingSentAt = nil
+                return .silent(now - state.lastChange)
+            }
+            guard now - waitingSince >= policy.interval, now - state.lastChange >= policy.interval else {
+                return .wait
+            }
+            state.pingSentAt = now
+            state.nonce &+= 1
+            return .ping(state.nonce)
+        }
+    }
+}
 
 extension DaemonTransport {
     /// For a thread waiting since `waitingSince`: sends a `Ping` when the daemon has been silent for a while, or,

@@ -19,6 +19,7 @@ extension DaemonTransport {
             let before = state.unaskedExpected
             let watched = state.unattendedSince != nil
             change(&state)
+            unattendedCount.store(state.unattendedClaims.count, ordering: .releasing)
             if state.unattendedClaims.isEmpty {
                 state.unattendedSince = nil
             } else if state.unattendedSince == nil {
@@ -73,9 +74,23 @@ extension DaemonTransport {
         next.wake(listener: listenerWakeUp)
     }
 
-    func awaitOutcome(of waiter: ClaimWaiter) -> ClaimOutcome {
+    func awaitOutcome(of waiter: ClaimWaiter, holdingRole: Bool) -> ClaimOutcome {
         let since = keepalive.now
+        var holds = holdingRole
+        // Taken when the claim was sent: nothing of the reply can have been read, so the first step is the receive.
+        var receiveFirst = holdingRole
         while true {
+            if holds {
+                var outcome: ClaimOutcome?
+                readFrames(blocking: true, waitingSince: since, receiveFirst: receiveFirst) {
+                    outcome = waiter.outcome
+                    return outcome != nil
+                }
+                receiveFirst = false
+                releaseRole()
+                if let outcome { return outcome }
+                holds = false
+            }
             if let outcome = waiter.outcome { return outcome }
             let (reads, lostError) = reading.withLock { state -> (Bool, FileCoordinationError?) in
                 if let lostError = state.lostError { return (false, lostError) }
@@ -92,8 +107,7 @@ extension DaemonTransport {
                 continue
             }
             if reads {
-                readFrames(blocking: true, waitingSince: since) { waiter.outcome != nil }
-                releaseRole()
+                holds = true
             } else {
                 let woken = waiter.park(timeout: keepalive.enabled ? keepalive.policy.checkEvery : nil)
                 let next = reading.withLock { state -> Wake in
@@ -111,25 +125,33 @@ extension DaemonTransport {
     /// Holding the role: handles every frame received, receiving more until `done` holds (blocking), or until
     /// nothing more is available (not blocking). At the end of the stream or on an error the connection is lost.
     /// A blocking read wakes every ``KeepalivePolicy/checkEvery`` (the socket's receive timeout) to look at the
-    /// daemon's silence for a call waiting since `waitingSince`. Returns how many frames it handled.
+    /// daemon's silence for a call waiting since `waitingSince`. `receiveFirst`: the role was just taken, with
+    /// nothing decoded left by its last holder (each handles every decoded frame before it stops), and the caller's
+    /// outcome cannot have come yet: the first step is the receive. Returns how many frames it handled.
     @discardableResult
     func readFrames(
         blocking: Bool,
         waitingSince: ContinuousClock.Instant? = nil,
+        receiveFirst: Bool = false,
         until done: () -> Bool
     ) -> Int {
         var handled = 0
+        var skipsCheck = receiveFirst
         while true {
-            do {
-                while let frame = try decoder.next() {
-                    handle(frame)
-                    handled += 1
+            if skipsCheck {
+                skipsCheck = false
+            } else {
+                do {
+                    while let frame = try decoder.next() {
+                        handle(frame)
+                        handled += 1
+                    }
+                } catch {
+                    connectionLost("filecoordd sent a malformed frame: \(error)")
+                    return handled
                 }
-            } catch {
-                connectionLost("filecoordd sent a malformed frame: \(error)")
-                return handled
+                if done() { return handled }
             }
-            if done() { return handled }
             let count: Int
             do {
                 count = blocking ? try socket.receive(into: buffer) : try socket.receiveAvailable(into: buffer)
@@ -227,16 +249,15 @@ extension DaemonTransport {
 
     /// A claim was granted or failed: if no caller waited for it, the listener may stop reading for it.
     func claimEnded(_ claim: ClaimID) {
-        guard reading.withLock({ $0.unattendedClaims.contains(claim) }) else { return }
+        // An unattended claim is inserted before its frame goes, so its reply finds the count raised.
+        guard unattendedCount.load(ordering: .acquiring) > 0,
+            reading.withLock({ $0.unattendedClaims.contains(claim) })
+        else { return }
         updateReading { $0.unattendedClaims.remove(claim) }
     }
 
     func connectionLost(_ reason: String) {
-        let first = lost.withLock { lost in
-            defer { lost = true }
-            return !lost
-        }
-        guard first else { return }
+        guard !lost.exchange(true, ordering: .acquiringAndReleasing) else { return }
         socket.shutdown()
         // Every parked caller and the listener look again: the delegate fails the callers' claims.
         let woken = reading.withLock { state -> ([ClaimWaiter], Bool) in

@@ -16,7 +16,7 @@ import SystemPackage
 /// the daemon sent them. The role is the one way the connection is read, in every configuration
 /// (docs/ARCHITECTURE.md §8.1):
 ///
-/// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:)``), handling
+/// - A caller blocked in a synchronous call reads its own reply on its own thread (``awaitOutcome(of:holdingRole:)``), handling
 ///   every frame on the way: the grant wakes the caller and nobody else, two wake-ups per round trip as for a bare
 ///   socket. Callers take turns; one whose reply another reader handled is woken by it.
 /// - The *listener* thread takes the role only when it is free and data has arrived that no caller reads: while
@@ -38,7 +38,8 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     let serial = DaemonTransport.serials.add(1, ordering: .relaxed).newValue
     private static let serials = Atomic<UInt64>(0)
     weak var delegate: (any TransportDelegate)?
-    let lost = Locked(false)
+    /// Set once, by the first thread that sees the connection end.
+    let lost = Atomic<Bool>(false)
     /// Where this connection logs: its client's logger.
     let logger: @Sendable () -> Logger
     /// The daemon's pid, from its `HelloReply`.
@@ -80,6 +81,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         }
     }
     let reading = Locked(ReadingState())
+    /// `reading`'s `unattendedClaims.count`, stored under it at each change: a grant read for a caller that reads
+    /// it itself (the common case) then finds no unattended claim to end without taking the lock.
+    let unattendedCount = Atomic<Int>(0)
     /// Frames received and not yet handled. Only the reader role's holder touches it.
     var decoder: FrameDecoder
     /// The receive buffer, one for the connection's life. Only the reader role's holder touches it.
@@ -122,5 +126,5 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
     }
 
     /// `true` once the connection is gone.
-    var isLost: Bool { lost.withLock { $0 } }
+    var isLost: Bool { lost.load(ordering: .acquiring) }
 }

@@ -30,7 +30,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         var clients: [ClientID: Attached] = [:]
         /// Where a claim goes once this arbiter is retired (``retireIfIdle(reroute:)``): back to the client, which
         /// sends it to the daemon now in charge.
-        var reroute: (@Sendable (ClaimRequest, ClaimWaiter) -> Void)?
+        var reroute: (@Sendable (ClaimRequest, ClaimWaiter) -> ClaimWait)?
     }
     private let state: Locked<State>
     private let delivery = SerialWorker(name: "FileCoordination.delivery")
@@ -53,14 +53,15 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         submit(.clientConnected(ClientInfo(id: client, pid: info.processIdentifier, name: info.processName)))
     }
 
-    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) {
-        let reroute = state.withLock { state -> (@Sendable (ClaimRequest, ClaimWaiter) -> Void)? in
+    @discardableResult
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) -> ClaimWait {
+        let reroute = state.withLock { state -> (@Sendable (ClaimRequest, ClaimWaiter) -> ClaimWait)? in
             if let reroute = state.reroute { return reroute }
             handle(.claimRequested(request), in: &state)
             return nil
         }
         // Retired: no new claim may be arbitrated here while other processes coordinate through the daemon.
-        reroute?(request, waiter)
+        return reroute?(request, waiter) ?? .onWaiter
     }
 
     func send(_ message: ClientMessage) {
@@ -98,7 +99,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
     /// Stops arbitrating new claims if none is live here, handing each later claim to `reroute` instead; returns
     /// whether it did. Events of claims already here would still be handled, but there are none: the check and the
     /// switch are one step under the lock, so no claim can be granted here after a daemon took over.
-    func retireIfIdle(reroute: @escaping @Sendable (ClaimRequest, ClaimWaiter) -> Void) -> Bool {
+    func retireIfIdle(reroute: @escaping @Sendable (ClaimRequest, ClaimWaiter) -> ClaimWait) -> Bool {
         state.withLock { state in
             guard state.arbiter.arbiter.snapshot().claims.isEmpty else { return false }
             state.reroute = reroute
