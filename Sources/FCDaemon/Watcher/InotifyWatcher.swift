@@ -17,7 +17,8 @@ import SystemPackage
 ///
 /// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
 // @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread (the ones not
-// `private` are shared with the extension in InotifyWatcher+LinkedFiles.swift, on that thread too).
+// `private` are shared with the extensions in InotifyWatcher+LinkedFiles.swift and
+// InotifyWatcher+ChangesBeforeWatch.swift, on that thread too).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
         case watch(ItemPath)
