@@ -25,7 +25,7 @@ extension ArbiterHost {
             return host
         }
         for (host, portal) in spelled {
-            portalSpellings[client, default: DocumentPortalSpellings()].remember(host: host, portal: portal)
+            portalClients.remember(host: host, portal: portal, for: client)
         }
         guard !spelled.isEmpty, case .claimRequested(let sent) = event, case .claimRequested(var request) = mapped
         else { return mapped }
@@ -40,13 +40,13 @@ extension ArbiterHost {
 
     /// Whether `event` (from `client`, `inDaemonPaths` once translated) must wait for the portal: it names a document
     /// the cache cannot answer. Then it waits, with the client's later events (``receive(_:from:)`` queues them),
-    /// while the portal is asked on ``portalLookups``' thread, and the client's connection stops reading; the loop
+    /// while the portal is asked on ``DocumentPortalClients/lookups``' thread, and the client's connection stops reading; the loop
     /// and every other client go on. When the answers are in (``askPortal(for:_:then:)``), the events are received
     /// again, in order.
     func waitsForPortal(_ event: ArbiterEvent, inDaemonPaths: ArbiterEvent, from client: ClientID) -> Bool {
         let lookups = documentPortal.pendingLookups(for: inDaemonPaths)
         guard !lookups.isEmpty else { return false }
-        portalWaits[client] = [event]
+        portalClients.startWaiting(client, with: [event])
         _ = connections[client]?.setOption(ChannelOptions.autoRead, value: false)
         let portal = documentPortal.portal
         askPortal(for: client) {
@@ -63,7 +63,7 @@ extension ArbiterHost {
     /// on portal paths that the daemon maps elsewhere.
     func discoverDocumentPortal(for client: ClientID) {
         guard documentPortal.discoveryIsDue() else { return }
-        portalWaits[client] = []
+        portalClients.startWaiting(client, with: [])
         let portal = documentPortal.portal
         askPortal(for: client) {
             portal.mountPoint()
@@ -74,30 +74,24 @@ extension ArbiterHost {
         }
     }
 
-    /// Runs `question` on ``portalLookups``' thread, then `record` with its answer on the loop, then receives
+    /// Runs `question` on ``DocumentPortalClients/lookups``' thread, then `record` with its answer on the loop, then receives
     /// `client`'s waiting events again, in order (one may wait again; the rest then queue behind it).
     private func askPortal<Answer: Sendable>(
         for client: ClientID,
         _ question: @escaping @Sendable () -> Answer,
         then record: @escaping @Sendable (ArbiterHost, Answer) -> Void
     ) {
-        let loop = self.loop
-        let host = NIOLoopBound(self, eventLoop: loop)
-        portalLookups {
-            let answer = question()
-            loop.execute {
-                let host = host.value
-                record(host, answer)
-                guard let events = host.portalWaits.removeValue(forKey: client) else { return }  // Client gone.
-                _ = host.connections[client]?.setOption(ChannelOptions.autoRead, value: true)
-                for event in events { host.receive(event, from: client) }
-            }
+        portalClients.ask(for: client, question) { answer in
+            record(self, answer)
+        } resume: { events in
+            _ = self.connections[client]?.setOption(ChannelOptions.autoRead, value: true)
+            for event in events { self.receive(event, from: client) }
         }
     }
 
     /// `effect` for `client` with the host paths it spelled through the portal in its portal spelling.
     func respellingDocumentPortalPaths(_ effect: ArbiterEffect, for client: ClientID) -> ArbiterEffect {
-        guard let spellings = portalSpellings[client] else { return effect }
+        guard let spellings = portalClients.spellings[client] else { return effect }
         return effect.mappingPaths(spellings.toClient)
     }
 }

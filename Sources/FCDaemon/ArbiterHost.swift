@@ -7,8 +7,11 @@ import Logging
 import NIOCore
 import SystemPackage
 
-/// The arbiter as the daemon runs it: the ``SessionRouter`` and its arbiter, the live connections, and the timers,
-/// all on one event loop (docs/ARCHITECTURE.md §9, "One loop": no locks on the hot path).
+/// The arbiter as the daemon runs it: the ``SessionRouter`` and its arbiter, composed with the daemon's parts, each
+/// in `Host/`: the live connections (``ConnectionRegistry``), the recovery grace (``RecoveryGate``), the timers
+/// (``ArbiterTimers``), the flush batching (``FlushBatcher``) and each client's document-portal state
+/// (``DocumentPortalClients``), all on one event loop (docs/ARCHITECTURE.md §9, "One loop": no locks on the hot
+/// path).
 ///
 /// - Important: Every method must be called on ``loop``.
 final class ArbiterHost {
@@ -18,28 +21,18 @@ final class ArbiterHost {
     let logger: Logger
     /// The version store (issue 15), served off the loop.
     let versionStore: VersionStoreService
-    /// Each connected client's channel.
-    var connections: [ClientID: any Channel] = [:]
-    /// Connections being closed by the daemon: nothing more is sent to them.
-    private var closing: Set<ClientID> = []
+    /// The live connections, and what was read about each client when it connected.
+    private(set) var connections: ConnectionRegistry
     /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
-    private(set) var openConnections = 0
-
-    /// The arbiter's timers (presenter timeouts, deadlock checks), earliest first: one NIO timer is armed, for the
-    /// earliest (issue 12), instead of one per request.
-    private var deadlines = DeadlineHeap<TimerID, NIODeadline>()
-    /// The NIO timer armed for the earliest deadline, and that deadline.
-    private var armedTimer: (deadline: NIODeadline, task: Scheduled<Void>)?
-    /// `true` while due timers are being fired: the NIO timer is armed again once, after all of them.
-    private var firingTimers = false
-    /// Connections written to since the last flush, in the order they were first written to; each is flushed
-    /// once at the end of the loop pass (``flushPending()``, issue 12).
-    private var unflushed: [any Channel] = []
-    private var unflushedClients: Set<ClientID> = []
-    /// `true` while a task that flushes ``unflushed`` waits on the loop.
-    private var flushScheduled = false
+    var openConnections: Int { connections.openConnections }
+    /// The recovery grace after a crash of the previous daemon (``startRecovery(for:because:marker:)``).
+    let recovery: RecoveryGate
+    /// The arbiter's timers: one NIO timer, for the earliest (issue 12).
+    let timers: ArbiterTimers
+    /// The connections written to in this loop pass, each flushed once at its end (``flushPending()``, issue 12).
+    let flushes: FlushBatcher
     /// Frames flushed and flushes made (for tests and dumps: frames per flush is the batching).
-    private(set) var flushStatistics = (frames: 0, flushes: 0)
+    var flushStatistics: (frames: Int, flushes: Int) { flushes.statistics }
     let encoder: FrameEncoder
     private var shuttingDown = false
     /// Whether, when the daemon shut down (``shutDown()``), a client held a granted claim or a lease, or the daemon
@@ -47,25 +40,10 @@ final class ArbiterHost {
     /// it has read the end of its connection and reconnected (a lease's holder may even decide claims in process
     /// until then), so the next daemon starts with the recovery grace (``DaemonService``'s marker).
     private(set) var holdersAtShutDown = false
-    /// The marker that started this daemon's recovery, removed when the grace ends (``endRecovery()``): a daemon
-    /// stopped or crashed before then leaves it to the next.
-    private var recoveryMarker: String?
-    /// Each connected client's command line, read once when it connected (for the dump).
-    var clientArguments: [ClientID: [String]] = [:]
-    /// The path translation of each client in another mount namespace than the daemon's (issue 26).
-    var namespaces: [ClientID: MountNamespaceTranslation] = [:]
     /// Document-portal paths to the host files they export, for every client (issue 26).
     let documentPortal: DocumentPortalMapping
-    /// The portal paths each client spelled, for the way back (ArbiterHost+DocumentPortal.swift).
-    var portalSpellings: [ClientID: DocumentPortalSpellings] = [:]
-    /// Each client's events that wait, in order, for the portal's answer about a document the first one names
-    /// (``waitsForPortal(_:inDaemonPaths:from:)``): the loop never waits for the portal.
-    var portalWaits: [ClientID: [ArbiterEvent]] = [:]
-    /// Where the portal is asked: a serial queue of the daemon's own (tests: a closure of theirs).
-    let portalLookups: @Sendable (@escaping @Sendable () -> Void) -> Void
-    /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
-    /// call through uncoordinated after each, contrib/preload/README.md).
-    var timedOutClaims: [ClientID: Int] = [:]
+    /// Each client's portal spellings and events that wait for the portal (``waitsForPortal(_:inDaemonPaths:from:)``).
+    let portalClients: DocumentPortalClients
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?
@@ -84,8 +62,14 @@ final class ArbiterHost {
                 ? configuration.documentPortal ?? .sessionBus(timeout: DocumentPortalMapping.timeout) : .none,
             logger: logger
         )
-        self.portalLookups =
-            configuration.portalLookups ?? { work in DocumentPortalMapping.lookupQueue.async(execute: work) }
+        self.portalClients = DocumentPortalClients(
+            loop: loop,
+            lookups: configuration.portalLookups ?? { work in DocumentPortalMapping.lookupQueue.async(execute: work) }
+        )
+        self.connections = ConnectionRegistry(maximumConnections: configuration.maximumConnections)
+        self.recovery = RecoveryGate(loop: loop, logger: logger)
+        self.timers = ArbiterTimers(loop: loop)
+        self.flushes = FlushBatcher(loop: loop)
         self.versionStore = VersionStoreService(
             directory: configuration.versionStoreDirectory,
             retention: configuration.versionRetention,
@@ -96,20 +80,23 @@ final class ArbiterHost {
             maximumClaimsPerClient: configuration.maximumClaimsPerClient,
             maximumPresentersPerClient: configuration.maximumPresentersPerClient
         )
+        timers.willFire = { [weak self] in self?.cluster?.checkFence() }
+        timers.fire = { [weak self] timer in
+            guard let self else { return }
+            self.apply(self.router.timerFired(timer))
+        }
     }
 
     /// Counts a new connection; `false` when the daemon already serves as many as it may.
     func connectionOpened() -> Bool {
         loop.preconditionInEventLoop()
-        guard openConnections < configuration.maximumConnections else { return false }
-        openConnections += 1
-        return true
+        return connections.opened()
     }
 
     /// Counts a connection that closed (one ``connectionOpened()`` accepted).
     func connectionClosed() {
         loop.preconditionInEventLoop()
-        openConnections -= 1
+        connections.closedOne()
     }
 
     /// A client finished its handshake.
@@ -120,9 +107,12 @@ final class ArbiterHost {
         // client's library compares with its own, so it would decide in process claims on paths that the daemon
         // maps elsewhere (docs/SEMANTICS.md §13), or hand back to the daemon, forever, claims the daemon maps in.
         let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls && namespace == nil)
-        connections[client] = channel
-        clientArguments[client] = ProcessCommandLine.arguments(of: pid)
-        namespaces[client] = namespace
+        connections.add(
+            channel,
+            for: client,
+            arguments: ProcessCommandLine.arguments(of: pid),
+            namespace: namespace
+        )
         discoverDocumentPortal(for: client)
         logger.info(
             "client connected",
@@ -130,10 +120,6 @@ final class ArbiterHost {
         )
         return client
     }
-
-    /// Events held back while the daemon recovers from a crashed predecessor (``startRecovery(for:)``), in order.
-    private var heldBack: [(ClientID, ArbiterEvent)] = []
-    private var recovering = false
 
     /// After a crash of the previous daemon, clients whose accessors still run declare their claims again
     /// (`RequestClaim.held`). For `grace`, only those are arbitrated; every other event waits, in order, so that no
@@ -145,53 +131,19 @@ final class ArbiterHost {
         marker: String? = nil
     ) {
         loop.preconditionInEventLoop()
-        recovering = true
-        recoveryMarker = marker
-        logger.notice(
-            "\(reason): only claims still held are taken for \(grace)",
-            metadata: ["grace.seconds": "\(Double(grace.nanoseconds) / 1e9)"]
-        )
-        loop.assumeIsolated().scheduleTask(in: .nanoseconds(grace.nanoseconds)) { [weak self] in
-            self?.endRecovery()
+        recovery.start(for: grace, because: reason, marker: marker) { [weak self] events in
+            guard let self else { return }
+            for (client, event) in events where self.connections[client] != nil { self.receive(event, from: client) }
         }
-    }
-
-    private func endRecovery() {
-        recovering = false
-        if let marker = recoveryMarker {
-            recoveryMarker = nil
-            do throws(Errno) {
-                try FileSystemCalls.removeFile(marker)
-            } catch {
-                if error != .noSuchFileOrDirectory {
-                    logger.warning("cannot remove the recovery marker: \(error)", metadata: ["marker": "\(marker)"])
-                }
-            }
-        }
-        let events = heldBack
-        heldBack = []
-        logger.info("recovery over", metadata: ["events.heldBack": "\(events.count)"])
-        for (client, event) in events where connections[client] != nil { receive(event, from: client) }
     }
 
     /// One event from a client, in its own ids.
     func receive(_ event: ArbiterEvent, from client: ClientID) {
         loop.preconditionInEventLoop()
         // Behind an event that waits for the document portal: in order, after it.
-        if portalWaits[client] != nil {
-            portalWaits[client]?.append(event)
-            return
-        }
-        if recovering {
-            if case .claimRequested(let request) = event, request.isHeld {
-                // Taken at once: it is what recovery waits for.
-            } else if case .leaseReturned = event {
-                // So is a lease of the previous daemon given back with the claims still running in it.
-            } else {
-                heldBack.append((client, event))
-                return
-            }
-        }
+        if portalClients.queueIfWaiting(event, from: client) { return }
+        // While the daemon recovers, every event but a claim still held and a lease given back waits, in order.
+        if recovery.holdsBack(event, from: client) { return }
         if shuttingDown, case .claimRequested(let request) = event {
             send(
                 Filecoord_V1_Frame(
@@ -209,7 +161,7 @@ final class ArbiterHost {
         }
         do {
             // In the daemon's paths once, here: held-back events come through this function again.
-            let inDaemonPaths = namespaces[client]?.inbound(event) ?? event
+            let inDaemonPaths = connections.namespaces[client]?.inbound(event) ?? event
             var translated = inDaemonPaths
             if namesDocumentPortalPath(inDaemonPaths) {
                 if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }
@@ -249,13 +201,8 @@ final class ArbiterHost {
     /// decide claims in them until it reads the end: its leases stay for the recovery grace (§13.5).
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
-        guard connections.removeValue(forKey: client) != nil else { return }
-        let closedHere = closing.remove(client) != nil
-        clientArguments[client] = nil
-        namespaces[client] = nil
-        portalSpellings[client] = nil
-        portalWaits[client] = nil
-        timedOutClaims[client] = nil
+        guard let closedHere = connections.forget(client) else { return }
+        portalClients.forget(client)
         // The arbiter logs the disconnect itself.
         cluster?.checkFence()
         apply(router.disconnect(client, keepingLeasesFor: closedHere ? configuration.recoveryGrace : nil))
@@ -264,7 +211,7 @@ final class ArbiterHost {
     /// Sends a protocol error and closes one connection; nothing else is affected.
     func close(_ client: ClientID, because error: ProtocolError) {
         loop.preconditionInEventLoop()
-        guard let channel = connections[client], closing.insert(client).inserted else { return }
+        guard let channel = connections.startClosing(client) else { return }
         logger.warning("closing a connection: \(error)", metadata: ["client.id": "\(client.rawValue)"])
         write(Filecoord_V1_Frame(error), on: channel, for: client)
         // A close drops writes not flushed: what was written for this client goes out first.
@@ -277,7 +224,7 @@ final class ArbiterHost {
         loop.preconditionInEventLoop()
         shuttingDown = true
         holdersAtShutDown =
-            recovering || !router.arbiter.leaseSnapshots().isEmpty
+            recovery.isRecovering || !router.arbiter.leaseSnapshots().isEmpty
             || router.arbiter.snapshot().claims.contains { $0.phase == .granted && !$0.request.id.isHostGate }
         for (client, claim) in router.pendingClaims() {
             let failed = Filecoord_V1_ClaimFailed(
@@ -288,10 +235,8 @@ final class ArbiterHost {
             send(Filecoord_V1_Frame(.claimFailed(failed)), to: client)
         }
         flushPending()
-        for channel in connections.values { channel.close(promise: nil) }
-        deadlines.removeAll()
-        armedTimer?.task.cancel()
-        armedTimer = nil
+        for channel in connections.allChannels { channel.close(promise: nil) }
+        timers.removeAll()
     }
 
     /// The state as JSON, for `DumpRequest` (`fcdump`; the schema is docs/FCDUMP-SCHEMA.md). Read-only.
@@ -314,9 +259,9 @@ final class ArbiterHost {
     }
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
-        guard let channel = connections[client], !closing.contains(client) else { return }
+        guard let channel = connections.reachable(client) else { return }
         if case .claimFailed(let failed)? = frame.payload, failed.kind == .timedOut {
-            timedOutClaims[client, default: 0] += 1
+            connections.countTimedOutClaim(of: client)
         }
         write(frame, on: channel, for: client)
         // More than maximumQueuedBytes wait for a client that does not read (11.3): it cannot be reached, so it is
@@ -344,14 +289,7 @@ final class ArbiterHost {
             logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
             return
         }
-        flushStatistics.frames += 1
-        if unflushedClients.insert(client).inserted { unflushed.append(channel) }
-        if !flushScheduled {
-            flushScheduled = true
-            // Runs after the I/O events and tasks of this pass: every effect of the pass, whether it came from a
-            // read, a timer or the watcher, is flushed by it.
-            loop.assumeIsolated().execute { [weak self] in self?.flushPending() }
-        }
+        flushes.wrote(on: channel, for: client)
     }
 
     /// Writes and flushes at once, outside the batching: for the handshake, dumps and version store replies, which
@@ -370,24 +308,16 @@ final class ArbiterHost {
 
     /// Flushes every connection written to since the last flush, once each.
     func flushPending() {
-        loop.preconditionInEventLoop()
-        flushScheduled = false
-        let channels = unflushed
-        unflushed.removeAll(keepingCapacity: true)
-        unflushedClients.removeAll(keepingCapacity: true)
-        for channel in channels {
-            flushStatistics.flushes += 1
-            channel.flush()
-        }
+        flushes.flushPending()
     }
 
     func apply(_ routed: SessionRouter.Routed) {
         for effect in routed.host {
             switch effect {
             case .startTimer(let timer, let after):
-                deadlines.schedule(timer, at: .now() + .nanoseconds(after.nanoseconds))
+                timers.start(timer, after: after)
             case .cancelTimer(let timer):
-                deadlines.cancel(timer)
+                timers.cancel(timer)
             case .log(let record):
                 logger.log(record)
             case .watch(let directory):
@@ -416,7 +346,7 @@ final class ArbiterHost {
             )
         }
         for (client, effects) in routed.perClient {
-            let namespace = namespaces[client]
+            let namespace = connections.namespaces[client]
             for effect in effects {
                 let respelled = respellingDocumentPortalPaths(effect, for: client)
                 if let frame = Filecoord_V1_Frame(namespace?.outbound(respelled) ?? respelled) {
@@ -424,42 +354,11 @@ final class ArbiterHost {
                 }
             }
         }
-        if !firingTimers { armTimer() }
-    }
-
-    /// Arms the one NIO timer for the earliest deadline, unless one is armed that fires no later. A timer armed for
-    /// a deadline since cancelled is left to fire: it finds nothing due and arms the next (cheaper than cancelling
-    /// NIO's task on every cancel).
-    private func armTimer() {
-        guard let earliest = deadlines.earliest() else { return }
-        if let armed = armedTimer {
-            guard earliest < armed.deadline else { return }
-            armed.task.cancel()
-        }
-        let task: Scheduled<Void> = loop.assumeIsolated().scheduleTask(deadline: earliest) { [weak self] in
-            guard let self else { return }
-            self.fireDueTimers()
-        }
-        armedTimer = (earliest, task)
-    }
-
-    /// Fires every timer due now, in deadline order, then arms the NIO timer for the next.
-    private func fireDueTimers() {
-        guard let armed = armedTimer else { return }
-        armedTimer = nil
-        // NIO fires at or after the deadline; the armed deadline counts as now in case the clocks' readings differ.
-        let now = max(NIODeadline.now(), armed.deadline)
-        firingTimers = true
-        cluster?.checkFence()
-        while let timer = deadlines.popDue(at: now) {
-            apply(router.timerFired(timer))
-        }
-        firingTimers = false
-        armTimer()
+        timers.armUnlessFiring()
     }
 
     /// The number of arbiter timers scheduled (for tests).
-    var scheduledTimerCount: Int { deadlines.count }
+    var scheduledTimerCount: Int { timers.count }
 }
 
 extension Duration {

@@ -33,9 +33,9 @@ extension ArbiterHost {
             statistics: arbiter.statistics,
             deadlocks: arbiter.recentDeadlockReports,
             clients: router.clients,
-            clientArguments: clientArguments,
-            timedOutClaims: timedOutClaims,
-            portalNames: portalSpellings.values.reduce(into: [:]) { names, spellings in
+            clientArguments: connections.arguments,
+            timedOutClaims: connections.timedOutClaims,
+            portalNames: portalClients.spellings.values.reduce(into: [:]) { names, spellings in
                 for (host, portal) in spellings.names { names[host, default: []].insert(portal) }
             },
             watcher: dumpWatcher(),

@@ -17,7 +17,8 @@ import SystemPackage
 ///
 /// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
 // @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread (the ones not
-// `private` are shared with the extension in InotifyWatcher+LinkedFiles.swift, on that thread too).
+// `private` are shared with the extensions in InotifyWatcher+LinkedFiles.swift and
+// InotifyWatcher+ChangesBeforeWatch.swift, on that thread too).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
         case watch(ItemPath)
@@ -54,7 +55,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// undecided (an empty directory of a FUSE file system that the device does not name): asked again at its next
     /// event. At most one entry per watch.
     private var foldsNames: [Int32: Bool] = [:]
-    private var byPath: [ItemPath: Int32] = [:]
+    private(set) var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
     var status = WatcherStatus(backend: "inotify")
@@ -364,49 +365,13 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         noteEntries(in: directory, names: names, folds: folds)
     }
 
-    /// The item at `path` when its change time differs from `itemChangeTime` (it changed, or appeared, since the
-    /// registration), and each entry of a directory whose change time is not older than `since` (less a clock tick
-    /// when the directory's own change time moved): reported to `presenter` alone. O(entries) for a directory
-    /// presenter, once per registration (docs/ARCHITECTURE.md §10).
-    private func reportChanges(
-        since: Int64,
-        itemChangeTime: Int64?,
-        at path: ItemPath,
-        presenter: PresenterID,
-        into batch: inout [FileSystemEvent]
-    ) {
-        let text = String(decoding: path.bytes, as: UTF8.self)
-        guard let status = try? FileSystemCalls.status(text, followingLinks: false) else { return }
-        guard status.kind == .directory else {
-            // A file (or link): exactly when its change time moved, or it appeared, since the registration.
-            if let changed = try? ChangeTimes.changeTime(of: text), changed != itemChangeTime {
-                batch.append(.changedBeforeWatch(path, presenter: presenter))
-            }
-            return
-        }
-        // A folder: its entries changed since the registration (a folder's own change time moves with its entries,
-        // which inotify reports as subitem changes, not as a change of the folder). When the folder's own change time
-        // moved (an entry made, removed or renamed since), a clock tick of allowance: a new entry may be stamped up to
-        // a tick early by the kernel's coarse clock. Without it none, so nothing made before is reported.
-        let folderChanged = (try? ChangeTimes.changeTime(of: text)).map { $0 != itemChangeTime } ?? true
-        let threshold = folderChanged ? since - ChangeTimes.tickSlack : since
-        let folds = byPath[path].map { foldsNames($0, path) } ?? false
-        try? FileSystemCalls.forEachEntry(ofDirectory: text) { name in
-            if let time = try? ChangeTimes.changeTime(of: text + "/" + name), time >= threshold {
-                let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
-                batch.append(.changedBeforeWatch(path.appending(bytes), presenter: presenter))
-            }
-            return true
-        }
-    }
-
     func updateWatchCounts() {
         status.watches = byDescriptor.count + linked.count
         status.linkedFileWatches = linked.count
     }
 
     /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
-    private func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
+    func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
         if let known = foldsNames[descriptor] { return known }
         let path = String(decoding: directory.bytes, as: UTF8.self)
         guard let status = try? FileSystemCalls.status(path, followingLinks: true),
@@ -446,11 +411,4 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             add(directory, scan: true, into: &batch)
         }
     }
-}
-
-/// Why the watcher could not start.
-public struct WatcherError: Error, CustomStringConvertible {
-    /// What went wrong.
-    public var description: String
-    init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,82 @@
+import FCCore
+import FCSystem
+import Logging
+import NIOCore
+import SystemPackage
+
+/// The recovery grace after a crash of the previous daemon (docs/PROTOCOL.md "A daemon that restarts"): for the
+/// grace, only claims still held (`RequestClaim.held`) and leases given back are taken; every other event is held
+/// back, in order, and handed back when the grace ends, after the marker that started it is removed.
+///
+/// - Important: Everything runs on the arbiter's event loop, ``loop`` (``start(for:because:marker:then:)`` asserts
+///   it); not `Sendable`.
+final class RecoveryGate {
+    let loop: any EventLoop
+    let logger: Logger
+    /// Whether the grace runs.
+    private(set) var isRecovering = false
+    /// Events held back while the daemon recovers, in order.
+    private var heldBack: [(ClientID, ArbiterEvent)] = []
+    /// The marker that started this daemon's recovery, removed when the grace ends: a daemon stopped or crashed
+    /// before then leaves it to the next.
+    private var marker: String?
+
+    init(loop: any EventLoop, logger: Logger) {
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// Starts the grace; when it ends, `end` gets the events held back, in order.
+    func start(
+        for grace: Duration,
+        because reason: String,
+        marker: String?,
+        then end: @escaping (_ heldBack: [(ClientID, ArbiterEvent)]) -> Void
+    ) {
+        loop.preconditionInEventLoop()
+        isRecovering = true
+        self.marker = marker
+        logger.notice(
+            "\(reason): only claims still held are taken for \(grace)",
+            metadata: ["grace.seconds": "\(Double(grace.nanoseconds) / 1e9)"]
+        )
+        loop.assumeIsolated().scheduleTask(in: .nanoseconds(grace.nanoseconds)) { [weak self] in
+            guard let self else { return }
+            end(self.end())
+        }
+    }
+
+    /// Whether `event` from `client` is held back (then kept, in order, until the grace ends): during the grace,
+    /// every event but a claim still held and a lease given back.
+    func holdsBack(_ event: ArbiterEvent, from client: ClientID) -> Bool {
+        guard isRecovering else { return false }
+        if case .claimRequested(let request) = event, request.isHeld {
+            // Taken at once: it is what recovery waits for.
+            return false
+        } else if case .leaseReturned = event {
+            // So is a lease of the previous daemon given back with the claims still running in it.
+            return false
+        }
+        heldBack.append((client, event))
+        return true
+    }
+
+    /// Ends the grace: removes the marker, returns the events held back.
+    private func end() -> [(ClientID, ArbiterEvent)] {
+        isRecovering = false
+        if let marker {
+            self.marker = nil
+            do throws(Errno) {
+                try FileSystemCalls.removeFile(marker)
+            } catch {
+                if error != .noSuchFileOrDirectory {
+                    logger.warning("cannot remove the recovery marker: \(error)", metadata: ["marker": "\(marker)"])
+                }
+            }
+        }
+        let events = heldBack
+        heldBack = []
+        logger.info("recovery over", metadata: ["events.heldBack": "\(events.count)"])
+        return events
+    }
+}
