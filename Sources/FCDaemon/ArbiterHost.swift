@@ -64,7 +64,7 @@ final class ArbiterHost {
     /// Where the portal is asked: a serial queue of the daemon's own (tests: a closure of theirs).
     let portalLookups: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
-    /// call through uncoordinated after each, contrib/preload/README.md).
+    /// call through uncoordinated after each, Languages/preload/README.md).
     var timedOutClaims: [ClientID: Int] = [:]
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?

@@ -1,5 +1,5 @@
 /*
- * libfilecoord-preload: the parts of the library and how they meet (contrib/preload/README.md).
+ * libfilecoord-preload: the parts of the library and how they meet (Languages/preload/README.md).
  *
  *   interpose.c    the libc functions a program calls (open, close, rename, ...), each turned into a claim
  *   descriptors.c  which descriptor holds which claim, so that the last close of an open file ends its claim
