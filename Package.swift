@@ -30,7 +30,7 @@ let package = Package(
         .executable(name: "fc-load", targets: ["fc-load"]),
         // Coordination for shell scripts (issue 24): `fccoord read|write PATH... -- COMMAND`, move, delete, present.
         .executable(name: "fccoord", targets: ["fccoord"]),
-        // libfilecoord (issue 24): the C API (`filecoord.h`), as `libfilecoord.so`, for C, Python (bindings/python)
+        // libfilecoord (issue 24): the C API (`filecoord.h`), as `libfilecoord.so`, for C, Python (Languages/python)
         // and anything with a C FFI; installed with scripts/install-libfilecoord.sh.
         .library(name: "filecoord", type: .dynamic, targets: ["FileCoordinationC"]),
     ],
@@ -167,7 +167,8 @@ let package = Package(
             ]
         ),
         // FileCoordination's public API by plain paths, for the tools and bindings of other languages (issue 24):
-        // coordinated calls, move and delete, a presenter made of one closure, errors classified once.
+        // coordinated calls, move and delete, a presenter made of one closure, errors classified once. In Sources, not
+        // Languages/: a Swift module shared by fccoord and libfilecoord, which no other language sees.
         .target(
             name: "FCBridge",
             dependencies: [
@@ -183,11 +184,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The public header of libfilecoord (include/filecoord.h) and its ABI version; the functions are
-        // FileCoordinationC's.
-        .target(name: "CFileCoord"),
+        // The surfaces for other languages are in Languages/ (Languages/README.md): the C API's two targets in
+        // Languages/c, beside its pkg-config template and C test. The public header of libfilecoord
+        // (include/filecoord.h) and its ABI version; the functions are FileCoordinationC's.
+        .target(name: "CFileCoord", path: "Languages/c/CFileCoord"),
         // libfilecoord's functions: `@_cdecl` exports over FCBridge (filecoord.h documents them).
-        .target(name: "FileCoordinationC", dependencies: ["CFileCoord", "FCBridge", "FileCoordination", "FCToolkit"]),
+        .target(
+            name: "FileCoordinationC",
+            dependencies: ["CFileCoord", "FCBridge", "FileCoordination", "FCToolkit"],
+            path: "Languages/c/FileCoordinationC"
+        ),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).
         .target(
             name: "FCTestSupport",

@@ -3,13 +3,13 @@
 
     python3 scripts/check-cffi-declarations.py
 
-bindings/python/src/filecoord/_library.py keeps a copy of the declarations of Sources/CFileCoord/include/filecoord.h
-in its `CDEF` string, because cffi reads no preprocessor. This compares the two, declaration by declaration
-(functions, typedefs, structs), with comments removed and whitespace normalised, and reports every declaration
-that differs, every one of the header the binding lacks, and every one of the binding the header lacks. It also
-checks the numbers the binding restates in Python: `ABI_VERSION` against `FILECOORD_ABI_VERSION`, and each
-`NAME = value` of the package against the header's `FILECOORD_NAME = value` enumerators. Run by
-scripts/check-generated.sh; exits 1 on any difference.
+Languages/python/src/filecoord/_library.py keeps a copy of the declarations of
+Languages/c/CFileCoord/include/filecoord.h in its `CDEF` string, because cffi reads no preprocessor. This compares
+the two, declaration by declaration (functions, typedefs, structs), with comments removed and whitespace normalised,
+and reports every declaration that differs, every one of the header the binding lacks, and every one of the binding
+the header lacks. It also checks the numbers the binding restates in Python: `ABI_VERSION` against
+`FILECOORD_ABI_VERSION`, and each `NAME = value` of the package against the header's `FILECOORD_NAME = value`
+enumerators. Run by scripts/check-generated.sh; exits 1 on any difference.
 """
 
 import ast
@@ -19,9 +19,9 @@ import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-HEADER = "Sources/CFileCoord/include/filecoord.h"
-BINDING = "bindings/python/src/filecoord/_library.py"
-PACKAGE = "bindings/python/src/filecoord"
+HEADER = "Languages/c/CFileCoord/include/filecoord.h"
+BINDING = "Languages/python/src/filecoord/_library.py"
+PACKAGE = "Languages/python/src/filecoord"
 
 
 def without_comments(text):

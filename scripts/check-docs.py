@@ -14,8 +14,8 @@ Exits 1 and prints one line per mismatch, `file:line: what is wrong`, when any o
    it cites: the one named just before it ("docs/SEMANTICS.md §13", "PROTOCOL section 10", "ARCHITECTURE §8.4"),
    or the one it follows in a list ("§13.1 and §13.3"), else the document it is written in. A bare citation in
    docs/ARCHITECTURE.md may also be a rule of docs/SEMANTICS.md, as that page's preface says; in README.md a bare
-   citation has no document and is reported. In Swift, C and .proto files under Sources/, only citations that
-   name the document are checked. "RFC 7530 §10.4" and other citations of outside documents are skipped.
+   citation has no document and is reported. In Swift, C and .proto files under Sources/ and Languages/, only
+   citations that name the document are checked. "RFC 7530 §10.4" and other citations of outside documents are skipped.
 3. Payload tags. Every message table row of docs/PROTOCOL.md that starts with "`Name` [N]" gives Name's number
    in `Frame`'s `oneof payload` of Sources/FCProtocol/filecoord.proto, every payload is in such a row, and fields
    written "`type name` [N]" or "`Message.name` [N]" are that field's number in the message of the row.
@@ -198,9 +198,10 @@ def check_citations():
         fallbacks = ["SEMANTICS"] if name == "ARCHITECTURE" else []
         check_citations_in(os.path.relpath(relative, ROOT), name if name in table else None, fallbacks, False, table)
     check_citations_in("README.md", None, [], False, table)
-    for pattern in ("Sources/**/*.swift", "Sources/**/*.proto", "Sources/**/*.h", "Sources/**/*.c"):
+    patterns = [f"{top}/**/*.{ext}" for top in ("Sources", "Languages") for ext in ("swift", "proto", "h", "c")]
+    for pattern in patterns:
         for path in sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True)):
-            if "/Generated/" in path:
+            if "/Generated/" in path or "/generated/" in path:
                 continue  # generated from the .proto, whose comments are checked themselves
             check_citations_in(os.path.relpath(path, ROOT), None, [], True, table)
 

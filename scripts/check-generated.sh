@@ -3,13 +3,13 @@
 #
 #   scripts/check-generated.sh
 #
-# 1. The preload's protobuf-c code (contrib/preload/generated/filecoord.pb-c.{h,c}): regenerated from
+# 1. The preload's protobuf-c code (Languages/preload/generated/filecoord.pb-c.{h,c}): regenerated from
 #    Sources/FCProtocol/filecoord.proto by scripts/generate-preload-protocol.sh into a temporary folder and compared
 #    byte for byte with the committed files. Needs protoc-c (Debian's protobuf-c-compiler, which
 #    scripts/install-deps.sh installs). A different protobuf-c version writes a different version line: the
 #    committed files are protobuf-c 1.4.1's (Debian 12).
-# 2. The Python binding's cffi declarations (bindings/python/src/filecoord/_library.py, CDEF) against
-#    Sources/CFileCoord/include/filecoord.h, and the numbers the binding restates in Python:
+# 2. The Python binding's cffi declarations (Languages/python/src/filecoord/_library.py, CDEF) against
+#    Languages/c/CFileCoord/include/filecoord.h, and the numbers the binding restates in Python:
 #    scripts/check-cffi-declarations.py.
 #
 # Not checked: the Swift protobuf code (Sources/FCProtocol/Generated/filecoord.pb.swift). Regenerating it needs
@@ -29,7 +29,7 @@ if ! command -v "$protoc_c" >/dev/null 2>&1; then
 fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-# The generator writes into contrib/preload/generated of the tree it runs in: run it in a copy of the files it reads.
+# The generator writes into Languages/preload/generated of the tree it runs in: run it in a copy of the files it reads.
 mkdir -p "$tmp/tree/scripts" "$tmp/tree/Sources/FCProtocol"
 cp scripts/generate-preload-protocol.sh "$tmp/tree/scripts/"
 cp Sources/FCProtocol/filecoord.proto "$tmp/tree/Sources/FCProtocol/"
@@ -40,8 +40,8 @@ PROTOC_C="$protoc_c" bash "$tmp/tree/scripts/generate-preload-protocol.sh" 2>"$t
 }
 stale=0
 for file in filecoord.pb-c.h filecoord.pb-c.c; do
-    committed="contrib/preload/generated/$file"
-    fresh="$tmp/tree/contrib/preload/generated/$file"
+    committed="Languages/preload/generated/$file"
+    fresh="$tmp/tree/Languages/preload/generated/$file"
     if [[ ! -f "$committed" ]]; then
         echo "[check-generated] error: $committed is missing" >&2
         stale=1
@@ -53,7 +53,7 @@ for file in filecoord.pb-c.h filecoord.pb-c.c; do
     fi
 done
 [[ $stale -eq 0 ]] || exit 1
-log "contrib/preload/generated is current ($("$protoc_c" --version | head -n 1))"
+log "Languages/preload/generated is current ($("$protoc_c" --version | head -n 1))"
 
 # 2. cffi declarations.
 python3 scripts/check-cffi-declarations.py

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Fails when code outside the syscall layer calls the C library itself (docs/ARCHITECTURE.md §8.2, "The rule, and
 # CI's check"): every syscall of the package goes through Sources/FCSystem (C shims in Sources/CFCLinux).
+# The Swift of Languages/ (libfilecoord's exports, Languages/c/FileCoordinationC) is checked too.
 #
-#   scripts/check-raw-syscalls.sh            checks Sources; prints each offending line; exits 1 if there is one
+#   scripts/check-raw-syscalls.sh            checks Sources and Languages; prints each offending line; exits 1 if
+#                                            there is one
 #
 # Two lists of names:
 # - distinctive: names Swift code does not give its own methods, checked unqualified and qualified (`Glibc.rename`);
@@ -29,7 +31,7 @@ errno_use='(^|[^.[:alnum:]_])errno[[:space:]]*(==|!=)|rawValue:[[:space:]]*errno
 pattern="(^|[^.[:alnum:]_])($distinctive)[[:space:]]*\(|$libc\.($distinctive|$common)[[:space:]]*\(|$errno_use"
 
 set +e
-matches="$(grep -rnE --include='*.swift' "$pattern" Sources \
+matches="$(grep -rnE --include='*.swift' "$pattern" Sources Languages \
     | grep -vE '^Sources/(FCSystem|CFCLinux)/' \
     | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//')"
 set -e

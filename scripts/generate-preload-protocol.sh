@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates contrib/preload/generated/filecoord.pb-c.{h,c} from Sources/FCProtocol/filecoord.proto with protoc-c
-# (Debian's protobuf-c-compiler), for the preload library (contrib/preload/README.md).
+# Regenerates Languages/preload/generated/filecoord.pb-c.{h,c} from Sources/FCProtocol/filecoord.proto with protoc-c
+# (Debian's protobuf-c-compiler), for the preload library (Languages/preload/README.md).
 #
 #   scripts/generate-preload-protocol.sh
 #
@@ -24,7 +24,7 @@ if ! command -v "$protoc_c" >/dev/null 2>&1; then
     echo "[generate-preload-protocol] error: $protoc_c not found; install protobuf-c-compiler" >&2
     exit 1
 fi
-out_dir="contrib/preload/generated"
+out_dir="Languages/preload/generated"
 mkdir -p "$out_dir"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

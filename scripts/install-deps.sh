@@ -23,7 +23,7 @@ FC_APT_PACKAGES+=("exfatprogs" "exfat-fuse")
 FC_APT_PACKAGES+=("patchelf" "pkg-config" "valgrind")
 # The Python binding's tests install into a virtual environment of their own (scripts/test-languages.sh).
 FC_APT_PACKAGES+=("python3-venv")
-# Issue 25: the preload library (contrib/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
+# Issue 25: the preload library (Languages/preload: cc, make, libprotobuf-c-dev) and the real programs its tests run
 # under it (ed as the editor in batch mode, git).
 FC_APT_PACKAGES+=("libprotobuf-c-dev" "gcc" "make" "ed" "git")
 # Issue 27: the `notes` example is driven through tmux by its end-to-end tests and by scripts/run.sh.

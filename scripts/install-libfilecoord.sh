@@ -54,8 +54,9 @@ patchelf --set-soname "libfilecoord.so.$abi" "$library"
 patchelf --set-rpath "$runtime" "$library"
 ln -sf "libfilecoord.so.$version" "$prefix/lib/libfilecoord.so.$abi"
 ln -sf "libfilecoord.so.$abi" "$prefix/lib/libfilecoord.so"
-install -m 0644 Sources/CFileCoord/include/filecoord.h "$prefix/include/filecoord.h"
-sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" bindings/c/filecoord.pc.in > "$prefix/lib/pkgconfig/filecoord.pc"
+install -m 0644 Languages/c/CFileCoord/include/filecoord.h "$prefix/include/filecoord.h"
+sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" Languages/c/filecoord.pc.in \
+    > "$prefix/lib/pkgconfig/filecoord.pc"
 install -m 0755 "$bin/filecoordd" "$bin/fccoord" "$prefix/bin/"
 
 echo "installed libfilecoord $version under $prefix"

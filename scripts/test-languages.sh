@@ -46,7 +46,7 @@ readelf -d "$prefix/lib/libfilecoord.so" | grep -E 'SONAME|RUNPATH'
 
 if [[ "${FC_LANG_TESTS:-c}" == "c" || -z "${FC_LANG_TESTS:-}" ]]; then
     step "C: cc -Wall -Werror against the installed header and library (pkg-config filecoord $(pkg-config --modversion filecoord))"
-    cc -std=c11 -Wall -Wextra -Werror -o "$work/filecoord_test" bindings/c/filecoord_test.c \
+    cc -std=c11 -Wall -Wextra -Werror -o "$work/filecoord_test" Languages/c/filecoord_test.c \
         $(pkg-config --cflags --libs filecoord)
     mkdir -p "$work/c"
     step "C: the test under valgrind --tool=memcheck"
@@ -54,17 +54,17 @@ if [[ "${FC_LANG_TESTS:-c}" == "c" || -z "${FC_LANG_TESTS:-}" ]]; then
     # (metadata caches, the threads of Dispatch and of the library's connection) is "still reachable" or "possibly
     # lost" (interior pointers into Swift's allocations), and is not counted.
     valgrind --tool=memcheck --error-exitcode=3 --leak-check=full --show-leak-kinds=definite \
-        --errors-for-leak-kinds=definite --suppressions="$repo/bindings/c/valgrind.supp" --quiet \
+        --errors-for-leak-kinds=definite --suppressions="$repo/Languages/c/valgrind.supp" --quiet \
         "$work/filecoord_test" "$work/c"
 fi
 
 if [[ "${FC_LANG_TESTS:-python}" == "python" || -z "${FC_LANG_TESTS:-}" ]]; then
-    step "Python: pip install ./bindings/python into a virtual environment; pytest"
+    step "Python: pip install ./Languages/python into a virtual environment; pytest"
     # A virtual environment of the run's own, removed with it: the user's Python and its packages are not touched.
     python3 -m venv "$work/venv"
     venv_python="$work/venv/bin/python"
     "$venv_python" -m pip install --quiet --disable-pip-version-check cffi pytest wheel setuptools
-    "$venv_python" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$repo/bindings/python"
+    "$venv_python" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$repo/Languages/python"
     FILECOORD_LIBRARY="$prefix/lib/libfilecoord.so.1" FC_PRODUCTS="$bin" \
-        "$venv_python" -m pytest -q -p no:cacheprovider "$repo/bindings/python/tests"
+        "$venv_python" -m pytest -q -p no:cacheprovider "$repo/Languages/python/tests"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What libfilecoord-preload.so (contrib/preload) costs a program, each number against the same program without the
+# What libfilecoord-preload.so (Languages/preload) costs a program, each number against the same program without the
 # library in the same run, with a private filecoordd answering (issue 25). Prints a table and ratios; no threshold
 # (wall time is never gated in CI).
 #

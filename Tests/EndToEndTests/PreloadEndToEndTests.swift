@@ -7,7 +7,7 @@ import Testing
 @preconcurrency import Musl
 #endif
 
-// Issue 25: unmodified programs run under libfilecoord-preload.so (contrib/preload) take part in coordination: a
+// Issue 25: unmodified programs run under libfilecoord-preload.so (Languages/preload) take part in coordination: a
 // presenter in another process (fc-testhost) is asked first, a coordinated reader makes their writes wait, a
 // program killed mid-write releases its claim, and without a daemon every program behaves as without the library.
 // The library is built by scripts/build-preload.sh when the suite first needs it; a build that fails fails the

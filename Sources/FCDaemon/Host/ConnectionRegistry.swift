@@ -21,7 +21,7 @@ struct ConnectionRegistry {
     /// The path translation of each client in another mount namespace than the daemon's (issue 26).
     private(set) var namespaces: [ClientID: MountNamespaceTranslation] = [:]
     /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
-    /// call through uncoordinated after each, contrib/preload/README.md).
+    /// call through uncoordinated after each, Languages/preload/README.md).
     private(set) var timedOutClaims: [ClientID: Int] = [:]
 
     init(maximumConnections: Int) {

@@ -1,10 +1,12 @@
 /*
- * libfilecoord-preload: the parts of the library and how they meet (contrib/preload/README.md).
+ * libfilecoord-preload: the parts of the library and how they meet (Languages/preload/README.md).
  *
  *   interpose.c    the libc functions a program calls (open, close, rename, ...), each turned into a claim
  *   descriptors.c  which descriptor holds which claim, so that the last close of an open file ends its claim
  *   paths.c        absolute, canonical paths as the daemon compares them, and the paths never coordinated
- *   client.c       the connection to filecoordd: trust checks, Hello, RequestClaim/Granted/FinishClaim, ItemMoved
+ *   client.c       the client of filecoordd: its state, settings, the lock, fork (client.h lists its other parts:
+ *                  connection.c for trust checks and Hello, frames.c, claims.c for RequestClaim/Granted/FinishClaim
+ *                  and ItemMoved)
  *   real.c         the next definition of each wrapped function (dlsym(RTLD_NEXT))
  *
  * Threading: every piece of shared state is guarded by fcp_lock (client.c), taken only by the calls that need the

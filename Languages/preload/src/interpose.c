@@ -1,4 +1,4 @@
-/* The libc functions a program calls, each turned into a coordinated operation (contrib/preload/README.md):
+/* The libc functions a program calls, each turned into a coordinated operation (Languages/preload/README.md):
  *
  *   open, open64, openat, openat64, creat, creat64, fopen, fopen64, __open_2 and friends (_FORTIFY_SOURCE)
  *       with write intent (write access or O_TRUNC; with O_CREAT only when the name exists; never O_CREAT|O_EXCL,

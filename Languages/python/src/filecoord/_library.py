@@ -6,7 +6,7 @@ import subprocess
 
 from cffi import FFI
 
-# filecoord.h's declarations (cffi reads no preprocessor): keep in step with Sources/CFileCoord/include/filecoord.h.
+# filecoord.h's declarations (cffi reads no preprocessor): keep in step with Languages/c/CFileCoord/include/filecoord.h.
 CDEF = """
 int filecoord_abi_version(void);
 const char *filecoord_version(void);

@@ -1,0 +1,142 @@
+/* Claims: RequestClaim and the wait for its answer (the reader hands replies to their waiters), FinishClaim and
+ * ItemMoved. */
+#include "client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static uint64_t next_claim = 1;
+
+// MARK: Claims
+
+/* Waits until the slot is answered, the connection ends or the deadline passes. With the lock held. */
+static int await_locked(int slot, struct timespec deadline) {
+    while (1) {
+        if (pending[slot].state != WAITING) return pending[slot].state;
+        if (connection < 0) return GONE;
+        if (!before(now(), deadline)) return WAITING;
+        if (reader_active) {
+            pthread_cond_timedwait(&replied, &lock, &deadline);
+            continue;
+        }
+        reader_active = 1;
+        int fd = connection;
+        uint64_t read_generation = generation;
+        size_t room = sizeof receive_buffer - received;
+        pthread_mutex_unlock(&lock);
+        struct pollfd poller = {.fd = fd, .events = POLLIN};
+        int ready = poll(&poller, 1, milliseconds_until(deadline));
+        ssize_t count = 0;
+        int error = 0;
+        if (ready > 0) {
+            count = recv(fd, receive_buffer + received, room, MSG_DONTWAIT);
+            error = count < 0 ? errno : 0;
+        }
+        pthread_mutex_lock(&lock);
+        reader_active = 0;
+        if (close_after_read >= 0) {
+            fcp_real.close(close_after_read);
+            close_after_read = -1;
+        }
+        if (read_generation == generation && ready > 0) {
+            if (count == 0 || (count < 0 && error != EAGAIN && error != EINTR) || room == 0) {
+                disconnect_locked();
+            } else if (count > 0) {
+                received += (size_t)count;
+                if (!handle_frames_locked()) disconnect_locked();
+            }
+        }
+        pthread_cond_broadcast(&replied);
+    }
+}
+
+uint64_t fcp_claim(const struct fcp_item *items, size_t count) {
+    if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
+    if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
+    fcp_lock();
+    if (!connect_locked()) {
+        fcp_unlock();
+        return 0;
+    }
+    int slot = -1;
+    for (int index = 0; index < FCP_MAX_PENDING; index++) {
+        if (pending[index].claim == 0) {
+            slot = index;
+            break;
+        }
+    }
+    if (slot < 0) {
+        fcp_unlock();
+        return 0;
+    }
+    uint64_t claim = next_claim++;
+    pending[slot].claim = claim;
+    pending[slot].state = WAITING;
+
+    Filecoord__V1__ClaimItem wire_items[2];
+    Filecoord__V1__ClaimItem *item_pointers[2];
+    for (size_t index = 0; index < count; index++) {
+        Filecoord__V1__ClaimItem initial = FILECOORD__V1__CLAIM_ITEM__INIT;
+        wire_items[index] = initial;
+        wire_items[index].path.data = (uint8_t *)items[index].path;
+        wire_items[index].path.len = strlen(items[index].path);
+        wire_items[index].write = items[index].write;
+        wire_items[index].options = items[index].options;
+        item_pointers[index] = &wire_items[index];
+    }
+    Filecoord__V1__RequestClaim request = FILECOORD__V1__REQUEST_CLAIM__INIT;
+    request.claim_id = claim;
+    request.coordinator_id = 1;
+    request.purpose = purpose;
+    request.n_items = count;
+    request.items = item_pointers;
+    request.timeout_milliseconds = fcp_settings.timeout_ms;
+    Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
+    frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_REQUEST_CLAIM;
+    frame.request_claim = &request;
+
+    int state = GONE;
+    if (send_frame_locked(&frame)) {
+        /* The daemon answers TIMED_OUT after timeout_ms; a little longer here for a daemon that does not answer. */
+        state = await_locked(slot, after(now(), fcp_settings.timeout_ms + 2000));
+        if (state == WAITING) fcp_finish_locked(claim); /* abandoned: before the grant it counts as a cancel */
+    }
+    pending[slot].claim = 0;
+    fcp_unlock();
+    return state == GRANTED ? claim : 0;
+}
+
+void fcp_finish_locked(uint64_t claim) {
+    if (claim == 0 || connection < 0) return;
+    Filecoord__V1__FinishClaim finish = FILECOORD__V1__FINISH_CLAIM__INIT;
+    finish.claim_id = claim;
+    Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
+    frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_FINISH_CLAIM;
+    frame.finish_claim = &finish;
+    send_frame_locked(&frame);
+}
+
+void fcp_finish(uint64_t claim) {
+    if (claim == 0 || !fcp_same_process()) return;
+    fcp_lock();
+    fcp_finish_locked(claim);
+    fcp_unlock();
+}
+
+void fcp_moved(uint64_t claim, const char *from, const char *to) {
+    if (claim == 0 || !fcp_same_process()) return;
+    Filecoord__V1__ItemMoved moved = FILECOORD__V1__ITEM_MOVED__INIT;
+    moved.claim_id = claim;
+    moved.from.data = (uint8_t *)from;
+    moved.from.len = strlen(from);
+    moved.to.data = (uint8_t *)to;
+    moved.to.len = strlen(to);
+    Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
+    frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_ITEM_MOVED;
+    frame.item_moved = &moved;
+    fcp_lock();
+    send_frame_locked(&frame);
+    fcp_unlock();
+}

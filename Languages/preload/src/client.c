@@ -1,0 +1,147 @@
+/* The client of filecoordd (docs/PROTOCOL.md), spoken with protobuf-c from the same filecoord.proto as the Swift
+ * code. This file holds its shared state (client.h), the settings read at load, the re-entry guard, the lock and what
+ * a fork does to them; connection.c, frames.c and claims.c hold the rest.
+ *
+ * One connection per process, opened on the first call that needs it (nothing is done, and no descriptor exists,
+ * before), close-on-exec. With no daemon answering, or one that fails the trust checks, calls go through
+ * uncoordinated, and a new attempt is made at most once a second.
+ *
+ * Threading: fcp_lock guards everything here and the descriptor table. Frames are written with the lock held
+ * (small, with a send timeout). Replies are read by one waiting thread at a time (the reader), which drops the lock
+ * while it polls and hands each reply to its waiter through `pending` and a condition variable.
+ *
+ * No allocation on the paths a wrapper takes: frames are packed into a static buffer and unpacked with an arena
+ * allocator over a static buffer, both used with the lock held. */
+#include "client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+struct fcp_settings fcp_settings;
+
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t replied;
+
+int connection = -1;
+uint64_t generation;
+int reader_active;
+int close_after_read = -1;
+struct timespec retry_after;
+static pid_t own_pid;
+char purpose[96];
+char client_name[256];
+
+struct fcp_pending pending[FCP_MAX_PENDING];
+
+uint8_t receive_buffer[FCP_BUFFER_SIZE];
+size_t received;
+
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+int fcp_enter(void) {
+    if (busy) return 0;
+    busy = 1;
+    return 1;
+}
+
+void fcp_leave(void) { busy = 0; }
+
+void fcp_lock(void) { pthread_mutex_lock(&lock); }
+void fcp_unlock(void) { pthread_mutex_unlock(&lock); }
+
+int fcp_same_process(void) { return getpid() == own_pid; }
+
+void fcp_disable_process(void) { __atomic_store_n(&fcp_settings.disabled, 1, __ATOMIC_RELAXED); }
+
+// MARK: Settings, fork
+
+static void after_fork_prepare(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+
+/* The child keeps no connection and no claims: its parent's claims stay its parent's (its closes release
+ * nothing), and it connects on its own when it first needs the daemon. It keeps the parent's purpose, so that the
+ * two never wait for each other over a file they share. */
+static void after_fork_child(void) {
+    if (connection >= 0) fcp_real.close(connection);
+    if (close_after_read >= 0 && close_after_read != connection) fcp_real.close(close_after_read);
+    connection = -1;
+    close_after_read = -1;
+    generation++;
+    reader_active = 0;
+    received = 0;
+    memset(pending, 0, sizeof pending);
+    fcp_fd_forget_all();
+    own_pid = getpid();
+    retry_after.tv_sec = 0;
+    retry_after.tv_nsec = 0;
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&replied, &attributes);
+    pthread_mutex_unlock(&lock);
+}
+
+static uint64_t number_setting(const char *name, uint64_t fallback) {
+    const char *value = getenv(name);
+    if (!value || !*value) return fallback;
+    char *end;
+    unsigned long long parsed = strtoull(value, &end, 10);
+    return *end == '\0' ? (uint64_t)parsed : fallback;
+}
+
+static int flag_setting(const char *name) {
+    const char *value = getenv(name);
+    return value && strcmp(value, "1") == 0;
+}
+
+/* The socket path exactly as FCProtocol's DaemonAddress computes it. */
+static void resolve_socket_path(void) {
+    const char *explicit_path = getenv("FILECOORDD_SOCKET");
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    char *out = fcp_settings.socket_path;
+    size_t size = sizeof fcp_settings.socket_path;
+    if (explicit_path && explicit_path[0] == '/') {
+        snprintf(out, size, "%s", explicit_path);
+    } else if (runtime && runtime[0] == '/') {
+        snprintf(out, size, "%s/filecoordd/socket", runtime);
+    } else {
+        snprintf(out, size, "/tmp/filecoordd-%u/socket", (unsigned)getuid());
+    }
+    char folder[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s", out);
+    char *slash = strrchr(folder, '/');
+    if (slash && slash != folder) *slash = '\0';
+    char resolved[PATH_MAX];
+    const char *dir = realpath(folder, resolved) ? resolved : folder;
+    snprintf(fcp_settings.runtime_dir, sizeof fcp_settings.runtime_dir, "%s", dir);
+    fcp_settings.runtime_dir_len = strlen(fcp_settings.runtime_dir);
+    if (fcp_settings.runtime_dir_len == 1) fcp_settings.runtime_dir_len = 0; /* never ignore all of "/" */
+}
+
+__attribute__((constructor)) static void fcp_load(void) {
+    int saved = errno;
+    fcp_resolve_real();
+    own_pid = getpid();
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&replied, &attributes);
+    fcp_settings.coordinate_reads = flag_setting("FILECOORD_PRELOAD_READS");
+    fcp_settings.timeout_ms = number_setting("FILECOORD_PRELOAD_TIMEOUT_MS", 30000);
+    if (fcp_settings.timeout_ms == 0) fcp_settings.timeout_ms = 1;
+    fcp_settings.disabled = flag_setting("FILECOORD_PRELOAD_DISABLE") ||
+                            strcmp(program_invocation_short_name, "filecoordd") == 0;
+    resolve_socket_path();
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce) {
+        nonce = (uint64_t)now().tv_nsec ^ ((uint64_t)own_pid << 32);
+    }
+    snprintf(purpose, sizeof purpose, "filecoord-preload %d %016llx", (int)own_pid, (unsigned long long)nonce);
+    snprintf(client_name, sizeof client_name, "preload:%s", program_invocation_short_name);
+    pthread_atfork(after_fork_prepare, after_fork_parent, after_fork_child);
+    errno = saved;
+}

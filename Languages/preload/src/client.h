@@ -1,0 +1,88 @@
+/* The client's parts (docs/PROTOCOL.md), one file per concern, and the state they share:
+ *
+ *   client.c      the state below, the settings read at load, the re-entry guard, the lock and fork
+ *   connection.c  connecting to filecoordd (trust checks, the socket's address, Hello), disconnecting
+ *   frames.c      frames on the wire: packing and writing them, reading and unpacking replies and HelloReply
+ *   claims.c      RequestClaim and its wait, FinishClaim, ItemMoved
+ *
+ * Every name here is hidden: it is the library's own, never exported to the program it is loaded into. Guarded by
+ * fcp_lock (the mutex `lock`) unless said otherwise. */
+#ifndef FCP_CLIENT_H
+#define FCP_CLIENT_H
+
+#include "internal.h"
+
+#include "../generated/filecoord.pb-c.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#define FCP_HIDDEN __attribute__((visibility("hidden")))
+
+FCP_HIDDEN extern pthread_mutex_t lock;
+FCP_HIDDEN extern pthread_cond_t replied;
+
+/* The connection: -1 when there is none. `generation` changes on every connect and disconnect, so that a reader
+ * that polled a descriptor the program closed under it drops what it read. */
+FCP_HIDDEN extern int connection;
+FCP_HIDDEN extern uint64_t generation;
+FCP_HIDDEN extern int reader_active;
+FCP_HIDDEN extern int close_after_read;
+FCP_HIDDEN extern struct timespec retry_after;
+FCP_HIDDEN extern char purpose[96];
+FCP_HIDDEN extern char client_name[256];
+
+/* Replies awaited: one slot per thread waiting for a claim. */
+enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT };
+#define FCP_MAX_PENDING 64
+struct fcp_pending {
+    uint64_t claim; /* 0: free */
+    int state;
+};
+FCP_HIDDEN extern struct fcp_pending pending[FCP_MAX_PENDING];
+
+#define FCP_BUFFER_SIZE (256 * 1024)
+FCP_HIDDEN extern uint8_t receive_buffer[FCP_BUFFER_SIZE];
+FCP_HIDDEN extern size_t received;
+
+/* connection.c */
+FCP_HIDDEN int connect_locked(void);
+FCP_HIDDEN void disconnect_locked(void);
+
+/* frames.c */
+FCP_HIDDEN int send_frame_locked(Filecoord__V1__Frame *frame);
+FCP_HIDDEN int handle_frames_locked(void);
+FCP_HIDDEN int await_hello_reply(int fd);
+
+// MARK: Time
+
+static inline struct timespec now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t;
+}
+
+static inline struct timespec after(struct timespec t, uint64_t milliseconds) {
+    t.tv_sec += (time_t)(milliseconds / 1000);
+    t.tv_nsec += (long)(milliseconds % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+static inline int before(struct timespec a, struct timespec b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+static inline int milliseconds_until(struct timespec deadline) {
+    struct timespec t = now();
+    if (!before(t, deadline)) return 0;
+    int64_t ms = (int64_t)(deadline.tv_sec - t.tv_sec) * 1000 + (deadline.tv_nsec - t.tv_nsec) / 1000000 + 1;
+    return ms > 60000 ? 60000 : (int)ms;
+}
+
+#endif

@@ -1,0 +1,188 @@
+/* Connecting to filecoordd: the trust checks, the socket's address, the Hello handshake; and the connection's end,
+ * by us or by the program. One connection per process, opened on the first call that needs it, close-on-exec. */
+#include "client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* The connection is gone (closed by us or by the program): its waiting claims fail, and since the daemon releases
+ * its claims, the descriptors that held them hold nothing now. Under the lock. */
+static void forget_connection_locked(void) {
+    connection = -1;
+    generation++;
+    received = 0;
+    for (int index = 0; index < FCP_MAX_PENDING; index++) {
+        if (pending[index].claim != 0 && pending[index].state == WAITING) pending[index].state = GONE;
+    }
+    fcp_fd_forget_all();
+    retry_after = after(now(), 1000);
+    pthread_cond_broadcast(&replied);
+}
+
+void disconnect_locked(void) {
+    if (connection >= 0) {
+        if (reader_active) {
+            shutdown(connection, SHUT_RDWR); /* the reader closes it when it returns */
+            close_after_read = connection;
+        } else {
+            fcp_real.close(connection);
+        }
+    }
+    forget_connection_locked();
+}
+
+void fcp_descriptor_replaced(int fd) {
+    if (fd < 0 || __atomic_load_n(&connection, __ATOMIC_RELAXED) != fd) return;
+    fcp_lock();
+    if (connection == fd) {
+        /* The program closes or replaces the descriptor itself: forget it without closing it. */
+        forget_connection_locked();
+    }
+    fcp_unlock();
+}
+
+// MARK: Connecting
+
+/* The daemon is trusted only when its socket's folder is a real directory (not a link) owned by this user with no
+ * access for anyone else, the socket is owned by this user, and the peer runs as this user (SO_PEERCRED). An
+ * untrusted daemon is never sent a path: the call goes through uncoordinated. */
+static int trusted_folder(void) {
+    char folder[PATH_MAX];
+    snprintf(folder, sizeof folder, "%s", fcp_settings.socket_path);
+    char *slash = strrchr(folder, '/');
+    if (!slash || slash == folder) return 0;
+    *slash = '\0';
+    struct stat status;
+    if (lstat(folder, &status) != 0 || !S_ISDIR(status.st_mode) || status.st_uid != geteuid() ||
+        (status.st_mode & 077) != 0) {
+        return 0;
+    }
+    return lstat(fcp_settings.socket_path, &status) == 0 && S_ISSOCK(status.st_mode) && status.st_uid == geteuid();
+}
+
+static int trusted_peer(int fd) {
+    struct ucred credentials;
+    socklen_t size = sizeof credentials;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0 && credentials.uid == geteuid();
+}
+
+#ifndef O_PATH
+#define O_PATH 010000000
+#endif
+
+/// Moves the library's own descriptor `fd` (closing it) to a high number, so that the program's next open gets the
+/// lowest free number it expects (issue 42: a program that closes its standard output and opens a log gets it as
+/// descriptor 1, not the daemon's socket). The lowest number at or above half the soft limit of open files (at most
+/// 512, at least 10); `fd` itself when no such number is free. Returns the descriptor to use, or -1 for -1.
+static int high_descriptor(int fd) {
+    if (fd < 0) return fd;
+    struct rlimit limit;
+    long floor = 512;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && (long)limit.rlim_cur / 2 < floor) {
+        floor = (long)limit.rlim_cur / 2;
+    }
+    if (floor < 10 || fd >= floor) return fd;
+    int saved = errno;
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
+    if (moved < 0) {
+        errno = saved;
+        return fd;
+    }
+    fcp_real.close(fd);
+    errno = saved;
+    return moved;
+}
+
+/// Fills `address` with the daemon's socket path, or, when that is too long for `sun_path`, with
+/// `/proc/self/fd/N/NAME`, N a path-only descriptor of its folder left in `*folder` for the caller to close after
+/// connecting. Returns 0 when neither fits (the preload then does nothing, as without a daemon).
+static int socket_address(struct sockaddr_un *address, int *folder) {
+    const char *path = fcp_settings.socket_path;
+    size_t length = strlen(path);
+    if (length < sizeof address->sun_path) {
+        memcpy(address->sun_path, path, length + 1);
+        return 1;
+    }
+    const char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(slash - path) >= PATH_MAX) return 0;
+    char directory[PATH_MAX];
+    size_t directory_length = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(directory, path, directory_length);
+    directory[directory_length] = 0;
+    int fd;
+    do {
+        fd = fcp_real.open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    fd = high_descriptor(fd);
+    if (fd < 0) return 0;
+    int written = snprintf(address->sun_path, sizeof address->sun_path, "/proc/self/fd/%d/%s", fd, slash + 1);
+    if (written < 0 || (size_t)written >= sizeof address->sun_path) {
+        fcp_real.close(fd);
+        return 0;
+    }
+    *folder = fd;
+    return 1;
+}
+
+int connect_locked(void) {
+    if (connection >= 0) return 1;
+    if (fcp_settings.disabled || reader_active) return 0;
+    if (before(now(), retry_after)) return 0;
+    retry_after = after(now(), 1000);
+    if (!trusted_folder()) return 0;
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    // A path too long for a socket address is reached through its folder, as /proc/self/fd/N/NAME (the Swift
+    // client's AddressablePath, issue 37); the folder's descriptor lives only for the connect.
+    int folder = -1;
+    if (!socket_address(&address, &folder)) return 0;
+    int fd = high_descriptor(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (fd < 0) {
+        if (folder >= 0) fcp_real.close(folder);
+        return 0;
+    }
+    struct timeval send_timeout = {.tv_sec = 2};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+    int connected;
+    do {
+        connected = fcp_real.connect(fd, &address, (unsigned)sizeof address);
+    } while (connected != 0 && errno == EINTR);
+    if (folder >= 0) fcp_real.close(folder);
+    if (connected != 0 || !trusted_peer(fd)) {
+        fcp_real.close(fd);
+        return 0;
+    }
+    connection = fd;
+    generation++;
+    received = 0;
+    Filecoord__V1__Hello hello = FILECOORD__V1__HELLO__INIT;
+    hello.protocol_version = 1;
+    hello.client_name = client_name;
+    hello.pid = getpid();
+    Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
+    frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_HELLO;
+    frame.hello = &hello;
+    if (!send_frame_locked(&frame)) return 0;
+    if (!await_hello_reply(fd)) {
+        disconnect_locked();
+        return 0;
+    }
+    retry_after.tv_sec = 0;
+    retry_after.tv_nsec = 0;
+    return 1;
+}
+
+int fcp_is_daemon_address(const void *addr, unsigned int len) {
+    const struct sockaddr_un *address = addr;
+    if (!addr || len <= offsetof(struct sockaddr_un, sun_path) || address->sun_family != AF_UNIX) return 0;
+    size_t room = len - offsetof(struct sockaddr_un, sun_path);
+    size_t length = strnlen(address->sun_path, room < sizeof address->sun_path ? room : sizeof address->sun_path);
+    return length == strlen(fcp_settings.socket_path) &&
+           memcmp(address->sun_path, fcp_settings.socket_path, length) == 0;
+}
