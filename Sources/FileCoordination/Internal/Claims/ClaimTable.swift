@@ -16,17 +16,32 @@ final class ClaimTable: Sendable {
         var requested: [ClaimID: ClaimRequest] = [:]
         /// The claims granted and not finished: their accessors run.
         var held: [ClaimID: ClaimRequest] = [:]
+        /// The transport in charge, as the client's connection manager has it (set when one is put in charge,
+        /// cleared when it is lost): a claim registered here learns where it goes in the same lock.
+        var route: (any ArbiterTransport)?
     }
     private let state = Locked(State())
     /// This client's version store calls waiting for the daemon's replies (issue 15).
     let versionRequests = VersionRequestTable()
 
-    /// Registers the waiter of a claim about to be sent, and its request.
-    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) {
+    /// Registers the waiter of a claim about to be sent, and its request; returns the transport in charge, if any
+    /// (`nil`: the claim's sender asks the connection manager, which connects).
+    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) -> (any ArbiterTransport)? {
         state.withLock {
             $0.waiters[request.id] = waiter
             $0.requested[request.id] = request
+            return $0.route
         }
+    }
+
+    /// `transport` was put in charge.
+    func route(to transport: any ArbiterTransport) {
+        state.withLock { $0.route = transport }
+    }
+
+    /// `lost` is no longer in charge: claims registered from now on ask the connection manager.
+    func stopRouting(to lost: any ArbiterTransport) {
+        state.withLock { if $0.route === lost { $0.route = nil } }
     }
 
     /// `claim` was granted: it is held from now on; returns its waiter, to be resumed.

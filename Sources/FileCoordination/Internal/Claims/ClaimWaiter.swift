@@ -36,8 +36,15 @@ enum ClaimWait {
 /// One waiting claim: resumed once (by whoever reads the reply: the caller itself, the connection's listener, or the
 /// in-process arbiter's delivery queue), waited for by a blocked thread, an async task or a callback.
 ///
+/// A blocked thread's waiter (``blocksThread``) publishes its outcome without a lock: the first ``resume(_:)`` wins
+/// `phase` (pending to resuming), writes `published`, then marks it readable (published), and readers read it only
+/// after they see that mark. So the caller that reads its own reply checks for it, on every frame, with one atomic
+/// load. A task's or a callback's waiter keeps its outcome, continuation and callback under `state`.
+///
 /// - Important: Thread-safe. `state` is never held while a continuation, a callback or a reader runs.
-final class ClaimWaiter: Sendable {
+// @unchecked: `published` is written once, by the one thread that won `phase` (0 to 1), before `phase` is stored 2
+// with release ordering; it is read only after `phase` is loaded as 2 with acquire ordering.
+final class ClaimWaiter: @unchecked Sendable {
     /// Whether a thread blocks on this claim (a synchronous call), rather than a task or a callback: only such a
     /// caller can read its own reply.
     let blocksThread: Bool
@@ -49,6 +56,9 @@ final class ClaimWaiter: Sendable {
     }
 
     private let state = Locked(State())
+    /// A blocked thread's outcome: 0 pending, 1 being written, 2 published (in `published`).
+    private let phase = Atomic<UInt8>(0)
+    private var published: ClaimOutcome?
     /// Where a blocked caller sleeps: signalled by ``resume(_:)`` and by ``nudge()``.
     private let wakeUp = DispatchSemaphore(value: 0)
 
@@ -57,9 +67,19 @@ final class ClaimWaiter: Sendable {
     }
 
     /// The outcome, once there is one.
-    var outcome: ClaimOutcome? { state.withLock { $0.outcome } }
+    var outcome: ClaimOutcome? {
+        guard blocksThread else { return state.withLock { $0.outcome } }
+        return phase.load(ordering: .acquiring) == 2 ? published : nil
+    }
 
     func resume(_ result: ClaimOutcome) {
+        if blocksThread {
+            guard phase.compareExchange(expected: 0, desired: 1, ordering: .relaxed).exchanged else { return }
+            published = result
+            phase.store(2, ordering: .releasing)
+            wakeUp.signal()
+            return
+        }
         let resumed = state.withLock {
             state -> (CheckedContinuation<ClaimOutcome, Never>?, (@Sendable (ClaimOutcome) -> Void)?)? in
             guard state.outcome == nil else { return nil }
@@ -71,7 +91,6 @@ final class ClaimWaiter: Sendable {
             return (state.continuation, state.callback)
         }
         guard let (continuation, callback) = resumed else { return }
-        if blocksThread { wakeUp.signal() }
         continuation?.resume(returning: result)
         callback?(result)
     }
@@ -102,9 +121,10 @@ final class ClaimWaiter: Sendable {
         wakeUp.signal()
     }
 
-    /// Suspends the task until the claim is granted or fails.
+    /// Suspends the task until the claim is granted or fails. Not for a blocked thread's waiter.
     func value() async -> ClaimOutcome {
-        await withCheckedContinuation { continuation in
+        precondition(!blocksThread, "a blocked thread's claim waiter is waited for with wait(), not value()")
+        return await withCheckedContinuation { continuation in
             let known = state.withLock { state -> ClaimOutcome? in
                 if let outcome = state.outcome { return outcome }
                 state.continuation = continuation
@@ -117,6 +137,7 @@ final class ClaimWaiter: Sendable {
     /// Calls `body` once with the outcome: on the thread that resumes the waiter, or at once if it is known.
     /// No task and no Dispatch queue is involved, so a starved thread pool cannot delay it.
     func onOutcome(_ body: @escaping @Sendable (ClaimOutcome) -> Void) {
+        precondition(!blocksThread, "a blocked thread's claim waiter is waited for with wait(), not onOutcome")
         let known = state.withLock { state -> ClaimOutcome? in
             if let outcome = state.outcome { return outcome }
             state.callback = body

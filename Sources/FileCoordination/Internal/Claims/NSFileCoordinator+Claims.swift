@@ -17,6 +17,8 @@ extension NSFileCoordinator {
         var originals: [URL]
         var canonical: [ItemPath]
         var existedBefore: [Bool?]
+        /// The transport in charge when the claim was registered (`nil`: none yet; the submission connects).
+        var route: (any ArbiterTransport)?
         /// The daemon connection a blocked caller read its grant from: its finish goes there while it lasts.
         var sentOn: DaemonTransport?
 
@@ -189,7 +191,7 @@ extension NSFileCoordinator {
             isPreparation: isPreparation,
             timeout: timeout
         )
-        client.register(waiter, for: request)
+        let route = client.register(waiter, for: request)
         let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
             item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil
         }
@@ -200,7 +202,8 @@ extension NSFileCoordinator {
                 waiter: waiter,
                 originals: originals,
                 canonical: canonical,
-                existedBefore: existedBefore
+                existedBefore: existedBefore,
+                route: route
             )
         )
     }
@@ -253,7 +256,7 @@ extension NSFileCoordinator {
         case .failure(let error): return .failure(error)
         case .success(let prepared): request = prepared
         }
-        let wait = client.submitClaim(request.claimRequest, waiter: request.waiter)
+        let wait = client.submitClaim(request.claimRequest, waiter: request.waiter, route: request.route)
         if case .reading(let reader, _) = wait { request.sentOn = reader as? DaemonTransport }
         switch wait.outcome(of: request.waiter) {
         case .failed(let error): return .failure(error)

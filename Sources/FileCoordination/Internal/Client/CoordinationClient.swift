@@ -66,15 +66,23 @@ final class CoordinationClient: Sendable {
 
     func newID() -> UInt64 { ids.next() }
 
-    /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: connecting first if needed
-    /// (starting the daemon); the claim fails with the reason if no arbiter can be had.
+    /// ``submitClaim(_:waiter:route:)`` with no transport known yet.
     @discardableResult
     func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter) -> ClaimWait {
+        submitClaim(request, waiter: waiter, route: nil)
+    }
+
+    /// Sends a claim, registered with its waiter (``register(_:for:)``), to the arbiter: through `route`, the
+    /// transport in charge when it was registered, else connecting first if needed (starting the daemon); the claim
+    /// fails with the reason if no arbiter can be had.
+    @discardableResult
+    func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter, route: (any ArbiterTransport)?) -> ClaimWait {
         // Inside a lease held and not recalled: decided here, with no round trip (issue 23).
         if leases.heldCount.load(ordering: .relaxed) > 0, let outcomes = leases.submit(request) {
             deliver(outcomes)
             return .onWaiter
         }
+        if let route { return route.submitClaim(request, waiter: waiter) }
         switch connection.transport() {
         case .success(let transport): return transport.submitClaim(request, waiter: waiter)
         case .failure(let error):
@@ -249,8 +257,10 @@ final class CoordinationClient: Sendable {
     // MARK: Claims
 
     /// Registers the waiter of a claim about to be sent, and its request (kept until the claim ends, so that a claim
-    /// still held when the daemon crashes can be declared again to the next one).
-    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) {
+    /// still held when the daemon crashes can be declared again to the next one); returns the transport in charge,
+    /// if any, for ``submitClaim(_:waiter:route:)``.
+    @discardableResult
+    func register(_ waiter: ClaimWaiter, for request: ClaimRequest) -> (any ArbiterTransport)? {
         claims.register(waiter, for: request)
     }
 
@@ -340,6 +350,7 @@ extension CoordinationClient: ConnectionOwner {
         leases.dropAll(of: lost.serial)
         // A probe's connection that was never put in charge: nothing else depended on it.
         guard connection.lose(lost) else { return }
+        claims.stopRouting(to: lost)
         // The transport is cleared first: a claim registered after the waiters are taken below finds no transport
         // and reconnects, and one that found the lost transport fails there (DaemonTransport.submitClaim).
         presenters.dropReacquirers()
@@ -372,6 +383,7 @@ extension CoordinationClient: ConnectionOwner {
     func connected(to transport: any ArbiterTransport, install: () -> Void) {
         let registrations = registering.withLock {
             install()
+            claims.route(to: transport)
             return presenters.registrations
         }
         for registration in registrations { transport.send(.addPresenter(registration)) }
