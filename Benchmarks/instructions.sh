@@ -55,8 +55,11 @@ run() {
     local mode="$1" n="$2" dir="$work/$1-$2"
     mkdir -m 700 "$dir"
     mkfifo "$dir/control"
-    taskset -c "$cpu" valgrind --tool=callgrind --callgrind-out-file="$dir/daemon.out" "$work/driver" daemon "$dir/socket" \
-        <"$dir/control" >"$dir/daemon.stdout" 2>"$dir/daemon.log" &
+    # The daemon's path (read, write) is measured with a daemon that grants no lease, the client as a user runs it.
+    local leases=()
+    [[ "$mode" == leased-read ]] || leases=(no-leases)
+    taskset -c "$cpu" valgrind --tool=callgrind --callgrind-out-file="$dir/daemon.out" "$work/driver" daemon \
+        "$dir/socket" "${leases[@]}" <"$dir/control" >"$dir/daemon.stdout" 2>"$dir/daemon.log" &
     local daemon=$!
     exec 8>"$dir/control"
     local waited=0

@@ -2,11 +2,13 @@
 // instructions per claim repeat for the same binary and input whatever else the machine does, so CI gates them
 // where it cannot gate time.
 //
-//   InstructionCounts daemon SOCKET          serves SOCKET (leases granted at once, no back-off) until standard
-//                                            input closes; prints `ready` once it listens
+//   InstructionCounts daemon SOCKET [no-leases]
+//                                            serves SOCKET (leases granted at once, no back-off; none with
+//                                            `no-leases`) until standard input closes; prints `ready` once it listens
 //   InstructionCounts client SOCKET MODE N   makes the same warm-up, then N coordinated calls of one file, and exits;
-//                                            MODE is read, write (leases off) or leased-read (FILECOORD_LEASES=1,
-//                                            after the lease is granted)
+//                                            MODE is read or write (the daemon's path: the script starts the daemon
+//                                            with `no-leases`) or leased-read (after the lease is granted); the client
+//                                            runs with the settings a user gets (leases on) in every mode
 //
 // The script runs each with two values of N and divides the difference of the totals by the difference of N, so
 // that start-up, warm-up and exit cancel out. Both have a synchronous `main` that never calls `dispatchMain()`
@@ -25,10 +27,11 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-/// Serves `socketPath` until standard input closes.
-func serveDaemon(socketPath: String) -> Never {
+/// Serves `socketPath` until standard input closes; grants leases unless `grantsLeases` is false.
+func serveDaemon(socketPath: String, grantsLeases: Bool) -> Never {
     let logger = Logger(label: "filecoordd") { _ in SwiftLogNoOpLogHandler() }
     var configuration = DaemonConfiguration(socketPath: socketPath)
+    configuration.grantsLeases = grantsLeases
     configuration.leasePolicy.minimumHold = .zero
     configuration.leasePolicy.initialBackoff = .zero
     configuration.leasePolicy.maximumBackoff = .zero
@@ -65,11 +68,8 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
     setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)  // No daemon started behind the script's back.
     unsetenv("FILECOORD_ARBITER")
     let writing = mode == "write"
-    switch mode {
-    case "read", "write": setenv("FILECOORD_LEASES", "0", 1)
-    case "leased-read": setenv("FILECOORD_LEASES", "1", 1)
-    default: fail("unknown mode \(mode)")
-    }
+    guard ["read", "write", "leased-read"].contains(mode) else { fail("unknown mode \(mode)") }
+    unsetenv("FILECOORD_LEASES")  // The settings a user gets: the client answers recalls (issue 38).
     let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
         "fc-instructions-\(ProcessIdentity.processID)"
     )
@@ -94,10 +94,14 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
 let arguments = CommandLine.arguments
 switch (arguments.count, arguments.count > 1 ? arguments[1] : "") {
 case (3, "daemon"):
-    serveDaemon(socketPath: arguments[2])
+    serveDaemon(socketPath: arguments[2], grantsLeases: true)
+case (4, "daemon") where arguments[3] == "no-leases":
+    serveDaemon(socketPath: arguments[2], grantsLeases: false)
 case (5, "client"):
     guard let count = Int(arguments[4]), count >= 0 else { fail("N must be a count, not \(arguments[4])") }
     runClient(socketPath: arguments[2], mode: arguments[3], count: count)
 default:
-    fail("usage: InstructionCounts daemon SOCKET | InstructionCounts client SOCKET read|write|leased-read N")
+    fail(
+        "usage: InstructionCounts daemon SOCKET [no-leases] | InstructionCounts client SOCKET read|write|leased-read N"
+    )
 }

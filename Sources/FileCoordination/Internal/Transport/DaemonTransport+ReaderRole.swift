@@ -194,10 +194,12 @@ extension DaemonTransport {
         let drain = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { drain.deallocate() }
         var sweepAt: ContinuousClock.Instant?
+        // What to poll for, when the release of the role just read it (one lock for both).
+        var known: (Bool, Bool, ContinuousClock.Instant?)?
         while true {
-            let (readsData, closed, unattendedSince) = reading.withLock {
-                ($0.unaskedExpected, $0.closed, $0.unattendedSince)
-            }
+            let (readsData, closed, unattendedSince) =
+                known ?? reading.withLock { ($0.unaskedExpected, $0.closed, $0.unattendedSince) }
+            known = nil
             if closed { return }
             let watching = keepalive.enabled ? unattendedSince : nil
             var timeout = watching.map { _ in keepalive.policy.checkEvery }
@@ -243,7 +245,12 @@ extension DaemonTransport {
             }
             let frames = readFrames(blocking: false) { false }
             ReaderDiagnostics.listenerFrames.add(frames, ordering: .relaxed)
-            releaseRole()
+            let next: Wake
+            (next, known) = reading.withLock { state in
+                state.readerBusy = false
+                return (Self.nextReader(&state), (state.unaskedExpected, state.closed, state.unattendedSince))
+            }
+            next.wake(listener: listenerWakeUp)
         }
     }
 
