@@ -1,12 +1,14 @@
+import FCToolkit
 @_spi(Testing) import FileCoordination
 import Foundation
 
-// fc-testhost's `listener-wakeups PATH OTHER COUNT` (issue 12, the reader role; docs/ARCHITECTURE.md §8.1): how often
-// the connection's listener thread wakes while COUNT uncontended synchronous coordinated reads of PATH run, first
-// with no presenter in the process, then with a presenter of OTHER registered (the control: the listener then reads
-// every reply). Prints `listener-wakeups idle I presenting P reads COUNT frames FI FP`, where I and P are the
-// listener's voluntary context switches (/proc/self/task/TID/status) over each phase and FI and FP the frames the
-// process's listeners read over each (`ReaderDiagnostics`: a caller that reads its own reply leaves them at 0), or
+// fc-testhost's `listener-wakeups PATH OTHER COUNT` (issues 12 and 38, the reader role; docs/ARCHITECTURE.md §8.1): how
+// often the connection's listener thread wakes, and how many frames the process's listeners read
+// (`ReaderDiagnostics`), while COUNT uncontended synchronous coordinated reads of PATH run, first with no presenter in
+// the process, then with a presenter of OTHER registered, then (the control) while COUNT reads of PATH through the
+// intents API run, whose replies no caller reads: the listener reads each. Prints `listener-wakeups idle I presenting
+// P reads COUNT frames FI FP control C FC`, where I, P and C are the listener's voluntary context switches
+// (/proc/self/task/TID/status) over each phase and FI, FP and FC the frames read by listeners, or
 // `failed listener-wakeups MESSAGE`.
 //
 // It must be the process's first coordinated call: the listener is told apart as the one thread that the first
@@ -26,7 +28,8 @@ extension Host {
             case .success(let phases):
                 say(
                     "listener-wakeups idle \(phases.idle) presenting \(phases.presenting) reads \(count) "
-                        + "frames \(phases.idleFrames) \(phases.presentingFrames)"
+                        + "frames \(phases.idleFrames) \(phases.presentingFrames) "
+                        + "control \(phases.control) \(phases.controlFrames)"
                 )
             case .failure(let failure):
                 say("failed listener-wakeups \(failure.message)")
@@ -54,6 +57,9 @@ enum ListenerWakeups {
         /// The frames listeners read without presenters, then with one.
         var idleFrames: Int
         var presentingFrames: Int
+        /// The listener's voluntary context switches, and the frames listeners read, over the intents reads.
+        var control: Int
+        var controlFrames: Int
     }
 
     /// The listener's voluntary context switches and the frames it read over `reads` coordinated reads of `url`
@@ -89,8 +95,20 @@ enum ListenerWakeups {
             for _ in 0..<reads { try read(url) }
             let presenting = try voluntarySwitches(listener) - presentingStart
             let presentingFrames = ReaderDiagnostics.framesReadByListeners - presentingFramesStart
+            let controlStart = try voluntarySwitches(listener)
+            let controlFramesStart = ReaderDiagnostics.framesReadByListeners
+            for _ in 0..<reads { try readThroughIntents(url) }
+            let control = try voluntarySwitches(listener) - controlStart
+            let controlFrames = ReaderDiagnostics.framesReadByListeners - controlFramesStart
             return .success(
-                Phases(idle: idle, presenting: presenting, idleFrames: idleFrames, presentingFrames: presentingFrames)
+                Phases(
+                    idle: idle,
+                    presenting: presenting,
+                    idleFrames: idleFrames,
+                    presentingFrames: presentingFrames,
+                    control: control,
+                    controlFrames: controlFrames
+                )
             )
         } catch let failure as Failure {
             return .failure(failure)
@@ -108,6 +126,25 @@ enum ListenerWakeups {
             )
         }
     }
+
+    /// A read through the intents API, waited for: its caller does not block on the connection, so the listener
+    /// reads the reply.
+    private static func readThroughIntents(_ url: URL) throws {
+        let done = DispatchSemaphore(value: 0)
+        let failure = Locked<(any Error)?>(nil)
+        NSFileCoordinator().coordinate(with: [.readingIntent(with: url)], queue: intentsQueue) { error in
+            failure.withLock { $0 = error }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 30) == .success else {
+            throw Failure(message: "a read through the intents API did not end within 30 s")
+        }
+        if let error = failure.withLock({ $0 }) {
+            throw Failure(message: "a read through the intents API failed: \(error)")
+        }
+    }
+
+    private static let intentsQueue = OperationQueue()
 
     /// The calling thread's id (`/proc/thread-self` links to `PID/task/TID`).
     private static func currentThreadID() throws -> String {

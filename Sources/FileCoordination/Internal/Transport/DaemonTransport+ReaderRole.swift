@@ -51,20 +51,21 @@ extension DaemonTransport {
     }
 
     /// With the role free (under `reading`): the first parked caller still waiting (it reads everything that comes,
-    /// unasked frames included, until its own outcome); else the listener if it waits for the role (data it found
-    /// may still be unread).
+    /// unasked frames included, until its own outcome). The listener is not woken: one that found the role busy
+    /// looks again by itself within ``listenerBackoff``, so that a caller's release costs no wake-up.
     static func nextReader(_ state: inout ReadingState) -> Wake {
         guard !state.readerBusy else { return .nobody }
         while !state.parked.isEmpty {
             let waiter = state.parked.removeFirst()
             if waiter.outcome == nil { return .waiter(waiter) }
         }
-        if state.listenerParked {
-            state.listenerParked = false
-            return .listener
-        }
         return .nobody
     }
+
+    /// How long a listener that found the role busy (woken by a reply its caller reads) waits before it watches the
+    /// socket again: the longest an unasked frame that comes right after a call of this process waits to be read.
+    /// Measured against waking it at every release (issue 38, docs/ARCHITECTURE.md §8.1).
+    static let listenerBackoff: DispatchTimeInterval = .milliseconds(5)
 
     func releaseRole() {
         let next = reading.withLock { state -> Wake in
@@ -240,7 +241,9 @@ extension DaemonTransport {
                 return false
             }
             guard reads else {
-                listenerWakeUp.wait()
+                // A caller holds the role and reads what came; look again soon, unless the connection ends first.
+                _ = listenerWakeUp.wait(timeout: .now() + Self.listenerBackoff)
+                reading.withLock { $0.listenerParked = false }
                 continue
             }
             let frames = readFrames(blocking: false) { false }
