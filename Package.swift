@@ -17,6 +17,10 @@ let package = Package(
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
         // The syscall layer: the benchmarks' bare sockets use the package's one socket type.
         .library(name: "FCSystem", targets: ["FCSystem"]),
+        // Cluster mode's adapter and etcd client (issue 40): the cluster benchmarks run two hosts' daemons (FCDaemon with
+        // its ClusterHost, in helper processes) and time a bare etcd put and watch through the daemon's own client
+        // (Benchmarks/; the client is SPI, `EtcdRoundTrip`).
+        .library(name: "FCCluster", targets: ["FCCluster"]),
         // The version store: the fuzzing package (Fuzz/) reaches its repair through it.
         .library(name: "FCVersionStore", targets: ["FCVersionStore"]),
         // A document class for Linux apps (issue 27): coordinated open, save, autosave, reload, moves, conflicts.
@@ -50,8 +54,8 @@ let package = Package(
         // DocC catalogs of FileCoordination and FileCoordinationDocument (issue 27): `swift package
         // generate-documentation`. A plugin only: nothing of it is linked into apps.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // Cluster mode (issue 40): the daemon talks to etcd's JSON gateway over HTTP. Only FCDaemon links it, and
-        // only a daemon started with --cluster-endpoints makes a client.
+        // Cluster mode (issue 40): the daemon talks to etcd's JSON gateway over HTTP. Only FCCluster links it (so
+        // filecoordd and the cluster benchmarks), and only a daemon started with --cluster-endpoints makes a client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
@@ -131,8 +135,9 @@ let package = Package(
             ]
         ),
         // Cluster mode (issue 40): the daemon's cluster adapter (host leases on shared folders carried out against the
-        // arbiter's host gates) and its etcd client, AsyncHTTPClient on etcd's JSON gateway. Only filecoordd links it,
-        // so that FCDaemon (and the benchmarks and fuzzers that link it) carries no HTTP client.
+        // arbiter's host gates) and its etcd client, AsyncHTTPClient on etcd's JSON gateway. Only filecoordd and the
+        // cluster benchmarks (Benchmarks/, EndToEndBenchmarks) link it, so that FCDaemon (and the fuzzers that link it)
+        // carries no HTTP client.
         .target(
             name: "FCCluster",
             dependencies: [

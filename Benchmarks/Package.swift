@@ -43,6 +43,10 @@ let package = Package(
                 .product(name: "FCCore", package: "swift-file-coordination"),
                 .product(name: "FCDaemon", package: "swift-file-coordination"),
                 .product(name: "FCSystem", package: "swift-file-coordination"),
+                // The cluster benchmarks (ClusterBenchmarks.swift, issue 40): two hosts' daemons with their cluster
+                // adapters, and the bare etcd put and watch through the adapter's etcd client. It brings
+                // AsyncHTTPClient (and swift-nio-ssl, swift-nio-http2, swift-nio-extras) into this release build.
+                .product(name: "FCCluster", package: "swift-file-coordination"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Benchmark", package: "benchmark"),

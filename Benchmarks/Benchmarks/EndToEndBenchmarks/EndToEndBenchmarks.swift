@@ -15,6 +15,8 @@ import Foundation
 //   clientHotPath.*                  the client's mallocs per read and per write, the daemon in another process
 //                                    (gated: the only end-to-end thresholds), and the read of a client that answers
 //                                    lease recalls from a daemon that grants none (not gated)
+//   cluster.*                        cluster mode across two hosts through a real etcd cluster (ClusterBenchmarks.swift,
+//                                    issue 40), printing ratios of their own
 //
 // The daemon is `FCDaemon.DaemonService` under a `ServiceGroup` in the benchmark process, on a private socket; the
 // other parties are this executable re-run as helpers (HelperRoles.swift). Every benchmark runs in a process of its
@@ -60,6 +62,11 @@ let benchmarks: @Sendable () -> Void = {
     bareThreePartyRoundTrip(afterIdle: true)
     syncScan(coordinated: true)
     syncScan(coordinated: false)
+    clusterClaim(shared: false)
+    clusterClaim(shared: true)
+    bareEtcdPutWatch()
+    hostLeaseRecall()
+    contendedClaimsPerSecond()
 }
 
 // MARK: - Baselines

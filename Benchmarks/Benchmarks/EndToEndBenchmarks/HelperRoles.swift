@@ -24,6 +24,8 @@ import Synchronization
 //              from the presenter's queue (issue 13)
 //   holder     a client with leases (FILECOORD_LEASES=1): takes a lease on each folder it is sent a file of
 //              (LeaseBenchmarks.swift, issue 23)
+//   clusterHost  a daemon that joins an etcd cluster as one host sharing a folder, and a client of it: writes
+//              there on command (ClusterBenchmarks.swift, issue 40)
 enum HelperRole {
     /// Plays `role`, then exits.
     static func run(_ role: String) -> Never {
@@ -54,6 +56,8 @@ enum HelperRole {
             )
         case "holder":
             holdLeases()
+        case "clusterHost":
+            serveClusterHost()
         default:
             fail("unknown role \(role)")
         }

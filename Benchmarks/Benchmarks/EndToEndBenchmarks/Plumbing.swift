@@ -127,6 +127,18 @@ final class InProcessDaemon: Sendable {
         }
     }
 
+    /// Waits (up to `timeout` seconds) until the daemon has logged `message` (one of its `cluster: ...` lines: the
+    /// cluster benchmarks wait for `cluster: session open`).
+    func waitForLog(_ message: String, timeout: Double = 20) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !connections.logged(message) {
+            guard Date() < deadline else {
+                throw BenchmarkFailure("the in-process daemon did not log \"\(message)\" within \(timeout) s")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// Shuts the daemon down gracefully and waits for it.
     func stop() async {
         await group.triggerGracefulShutdown()
@@ -134,14 +146,18 @@ final class InProcessDaemon: Sendable {
     }
 }
 
-/// How many clients the daemon accepted.
+/// How many clients the daemon accepted, and which of its cluster messages (`cluster: ...`) it logged.
 final class ConnectionCounter: Sendable {
     private let count = Mutex(0)
+    private let clusterMessages = Mutex(Set<String>())
     var value: Int { count.withLock { $0 } }
     func increment() { count.withLock { $0 += 1 } }
+    func note(_ message: String) { _ = clusterMessages.withLock { $0.insert(message) } }
+    func logged(_ message: String) -> Bool { clusterMessages.withLock { $0.contains(message) } }
 }
 
-/// Counts "client connected"; prints warnings and worse to standard error; drops the rest.
+/// Counts "client connected", notes the cluster's messages; prints warnings and worse to standard error; drops the
+/// rest.
 struct CountingLogHandler: LogHandler {
     let connections: ConnectionCounter
     var metadata: Logger.Metadata = [:]
@@ -153,7 +169,12 @@ struct CountingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        if event.message.description == "client connected" { connections.increment() }
+        let message = event.message.description
+        if message == "client connected" {
+            connections.increment()
+        } else if message.hasPrefix("cluster: ") {
+            connections.note(message)
+        }
         if event.level >= .warning {
             FileHandle.standardError.write(Data("filecoordd (in process): \(event.message)\n".utf8))
         }
@@ -340,7 +361,7 @@ final class HelperProcess: @unchecked Sendable {
     }
 
     /// Sets close-on-exec on every open descriptor above standard error.
-    private static func markAllCloseOnExec() {
+    static func markAllCloseOnExec() {
         let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         for name in open {
             if let fd = Int32(name), fd > 2 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -418,6 +439,9 @@ final class WallClockRecord: @unchecked Sendable {
         let elapsed = DispatchTime.now().uptimeNanoseconds - started
         perOperation.append(Double(elapsed) / Double(operations))
     }
+
+    /// A sample the caller timed itself.
+    func add(perOperation nanoseconds: Double) { perOperation.append(nanoseconds) }
 
     /// The median of the samples' per-operation times, in nanoseconds.
     var median: Double? {
