@@ -48,6 +48,9 @@ public final class ClusterHost: ClusterAdapter {
     /// remove it), its create revision once a read of the folder's keys showed it, and the number of the first read
     /// issued after its put was acknowledged (a read issued before may not show it).
     var keys: [ItemPath: (key: String, revision: Int64?, readsFrom: Int)] = [:]
+    /// Keys whose delete was sent and not yet answered (the folder handed back): a read of the folder's keys that no
+    /// longer shows one is that delete, seen through the watch before its answer, not a key lost to the session.
+    var leaving: Set<String> = []
     /// Puts made in this session, for the keys' names.
     var puts = 0
     /// Reads of a folder's keys issued so far, and the folders with one in flight or another one due after it.
@@ -236,6 +239,7 @@ public final class ClusterHost: ClusterAdapter {
         lastError = nil
         session = (lease, ttl)
         keys = [:]
+        leaving = []
         logger.info(
             "cluster: session open",
             metadata: ["cluster.lease": "\(String(lease, radix: 16))", "cluster.ttl": "\(ttl)"]
@@ -262,6 +266,7 @@ public final class ClusterHost: ClusterAdapter {
         keepAliveTask = nil
         session = nil
         keys = [:]
+        leaving = []
         reading = []
         readAgain = []
         firstHost = [:]

@@ -254,7 +254,11 @@ struct ClusterEndToEndTests {
     @Test func oneMemberLostCoordinationGoesOnAllLostSharedClaimsFailLocalOnesDoNot() async throws {
         try await withHosts { environment, hosts in
             let item = try environment.file("share/doc.txt", "v1")
-            try await hosts.etcd.kill(member: 0)
+            // A follower: the leader's loss needs an election, which under load can outlast the tests' 2 s time to
+            // live, and a host that cannot renew within it fences itself (as it must; a real cluster's 10 s covers an
+            // election). Seen once in about 14 runs while member 0, killed here before, was the leader.
+            let follower = try #require(await hosts.etcd.follower(), "no etcd member said who leads")
+            try await hosts.etcd.kill(member: follower)
             // With two members of three the cluster has its quorum: a hand-over between the hosts still works.
             let writer = try await holdWrite(of: item, on: hosts.socketA, in: environment)
             let reader = try environment.startTool(

@@ -222,6 +222,25 @@ final class EtcdCluster: @unchecked Sendable {
         return object["health"] as? String == "true"
     }
 
+    /// A member that is not the cluster's leader, as the members' `maintenance/status` says (the JSON gateway):
+    /// killing the leader makes the members elect another, which may take longer than a short session time to live
+    /// (the tests' 2 s): a host then rightly fences itself. `nil` when no member tells.
+    func follower() async -> Int? {
+        for index in members.indices {
+            guard let url = URL(string: members[index].clientEndpoint + "/v3/maintenance/status") else { continue }
+            var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: 1)
+            request.httpMethod = "POST"
+            request.httpBody = Data("{}".utf8)
+            guard let (data, _) = try? await Self.healthSession.data(for: request),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let header = object["header"] as? [String: Any],
+                let member = header["member_id"] as? String, let leader = object["leader"] as? String
+            else { continue }
+            if member != leader { return index }
+        }
+        return nil
+    }
+
     /// Waits until each of `indices` (every member by default) is healthy; fails with the members' logs when one
     /// exits first or `timeout` passes.
     func waitUntilHealthy(_ indices: [Int]? = nil, timeout: Duration = defaultTimeout) async throws {
