@@ -192,8 +192,10 @@ struct ClusterEndToEndTests {
             // fails with the cause (were the fence not checked first, the still open gate would grant it).
             let other = try environment.file("share/other.txt", "o")
             try writer.send("read \(other)")
-            try await Task.sleep(for: quietTime)
-            #expect(ContinuousClock.now - stoppedAt > .seconds(ClusterHosts.ttl))
+            // Past its fence for sure: the fence comes at most a time to live after the stop (it counts from the last
+            // renewal A sent, before the stop). B's read may end sooner than that: etcd expires A's session a time to
+            // live after A's last renewal, which can be up to a third of it before the stop.
+            try await Task.sleep(until: stoppedAt + .seconds(ClusterHosts.ttl) + quietTime, clock: .continuous)
             hosts.a.signal(SIGCONT)
             let failed = try await writer.waitFor("failed read \(other)")
             #expect(failed.text.contains("FileCoordinationErrorDomain 12"), "\(failed)")

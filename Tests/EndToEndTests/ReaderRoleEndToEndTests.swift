@@ -101,12 +101,9 @@ import Testing
                 seen.presentingFrames <= 10,
                 "the listener read \(seen.presentingFrames) frames over \(Self.reads) reads with a presenter"
             )
-            // Woken by the replies its caller reads, the listener looks again only after its back-off (5 ms), not
-            // at every release: far fewer wake-ups than reads (before the back-off, two per read).
-            #expect(
-                seen.idle <= Self.reads / 2,
-                "the listener woke \(seen.idle) times over \(Self.reads) reads with leases on"
-            )
+            // How often the listener wakes here depends on how fast the reads come (woken by a reply its caller
+            // reads, it looks again after its 5 ms back-off): a loaded machine's slow reads wake it about once each.
+            // What it saves is a time, measured by the benchmarks (docs/ARCHITECTURE.md §8.1), not counted here.
             Self.expectControl(seen)
         }
     }
