@@ -33,20 +33,17 @@ extension DaemonTransport {
         }
         guard changed else { return }
         wakeListener()
-        next.wake(listener: listenerWakeUp)
+        next.wake()
     }
 
-    /// Who is woken when the role is free.
+    /// Who is woken when the role is free: a parked caller, or nobody (the listener is never woken for the role: it
+    /// looks again after its back-off).
     enum Wake {
-        case nobody, listener
+        case nobody
         case waiter(ClaimWaiter)
 
-        func wake(listener: DispatchSemaphore) {
-            switch self {
-            case .nobody: break
-            case .listener: listener.signal()
-            case .waiter(let waiter): waiter.nudge()
-            }
+        func wake() {
+            if case .waiter(let waiter) = self { waiter.nudge() }
         }
     }
 
@@ -72,7 +69,7 @@ extension DaemonTransport {
             state.readerBusy = false
             return Self.nextReader(&state)
         }
-        next.wake(listener: listenerWakeUp)
+        next.wake()
     }
 
     func awaitOutcome(of waiter: ClaimWaiter, holdingRole: Bool) -> ClaimOutcome {
@@ -117,7 +114,7 @@ extension DaemonTransport {
                     // role passes on, so that no other parked caller sleeps with it free.
                     return waiter.outcome == nil ? .nobody : Self.nextReader(&state)
                 }
-                next.wake(listener: listenerWakeUp)
+                next.wake()
                 if !woken { checkKeepalive(waitingSince: since) }
             }
         }
@@ -253,7 +250,7 @@ extension DaemonTransport {
                 state.readerBusy = false
                 return (Self.nextReader(&state), (state.unaskedExpected, state.closed, state.unattendedSince))
             }
-            next.wake(listener: listenerWakeUp)
+            next.wake()
         }
     }
 
