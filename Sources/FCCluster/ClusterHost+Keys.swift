@@ -3,7 +3,8 @@ import Foundation
 import NIOCore
 
 // The cluster adapter's keys in etcd and its watch (ClusterHost.swift has the rest): this host's key per shared
-// folder, the folder's keys read in create order after every change, and one watch over the cluster's prefix.
+// folder, one watch over the cluster's prefix, and the folder's keys read in create order after every change; what
+// they mean for the table is decided by FCCore's SharedFolderKeys.
 //
 // - Important: Every method runs on the adapter's loop, as ClusterHost's.
 
@@ -29,7 +30,7 @@ extension ClusterHost {
             return
         }
         let key = newKey(for: folder, lease: session.lease)
-        keys[folder] = (key, nil, Int.max)
+        views[folder, default: SharedFolderKeys(folder: folder)].putSent(name: key)
         let attempt = generation
         let (etcd, bound, value) = (self.etcd, self.bound, Array(configuration.hostName.utf8))
         Task {
@@ -46,32 +47,32 @@ extension ClusterHost {
     /// on another member after the first applied it answers with a later revision): the folder's keys are read,
     /// and the key's own create revision taken from them.
     func keyPut(_ folder: ItemPath, key: String, _ attempt: Int) {
-        guard attempt == generation, keys[folder]?.key == key else { return }
-        keys[folder]?.readsFrom = readsIssued + 1
+        guard attempt == generation, views[folder]?.putAcknowledged(name: key, readsFrom: readsIssued + 1) == true
+        else { return }
         readKeys(of: folder)
     }
 
     /// The put failed, or seemed to: it may have been applied all the same, leaving a key of this live session that
     /// would hold the folder for nobody. It is deleted (retried until it is, or the session is replaced).
     func keyPutFailed(_ folder: ItemPath, key: String, _ reason: String, _ attempt: Int) {
-        guard attempt == generation, keys[folder]?.key == key else { return }
+        guard attempt == generation, views[folder]?.forget(name: key) == true else { return }
         noteError("cannot put this host's key for \(folder): \(reason)")
-        keys[folder] = nil
+        views[folder] = nil
         removeKey(key, attempt)
         handle(.keyFailed(folder: folder, reason))
     }
 
+    /// Hands the folder back: deletes this host's key. Until etcd answers, the key is leaving: a read or a watch
+    /// event that no longer shows it is that delete, not a key lost to the session.
     func deleteKey(_ folder: ItemPath) {
-        guard let key = keys[folder]?.key else {
+        guard let key = views[folder]?.leave() else {
             handle(.keyDeleted(folder: folder))
             return
         }
         let attempt = generation
-        leaving.insert(key)
         removeKey(key, attempt) { host in
-            host.leaving.remove(key)
-            guard host.keys[folder]?.key == key else { return }
-            host.keys[folder] = nil
+            guard host.views[folder]?.forget(name: key) == true else { return }
+            host.views[folder] = nil
             host.handle(.keyDeleted(folder: folder))
         }
     }
@@ -101,11 +102,12 @@ extension ClusterHost {
         }
     }
 
-    /// Reads the folder's keys in create order and tells the table where this host's key stands. One read per
-    /// folder at a time: a change that comes while one is out asks for one more after it. A read that fails is
-    /// tried again (200 ms to 2 s apart) while this host has a key there.
+    /// Reads the folder's keys in create order and tells the table where this host's key stands
+    /// (``SharedFolderKeys/read(_:serial:)``). One read per folder at a time: a change that comes while one is out
+    /// asks for one more after it. A read that fails is tried again (200 ms to 2 s apart) while this host has a key
+    /// there.
     func readKeys(of folder: ItemPath, tries: Int = 0) {
-        guard keys[folder] != nil else { return }
+        guard views[folder]?.own != nil else { return }
         guard reading.insert(folder).inserted else {
             readAgain.insert(folder)
             return
@@ -139,35 +141,16 @@ extension ClusterHost {
         defer {
             if readAgain.remove(folder) != nil { readKeys(of: folder) }
         }
-        guard let mine = keys[folder] else { return }
-        // Handed back, its delete not answered yet: the watch saw the delete (or will), and nothing about a key on
-        // its way out is news; the delete's answer reports it gone (keyDeleted). Before this check, a read that
-        // overtook the delete's answer found the key missing and fenced the host (found by the cluster benchmarks:
-        // 2 runs in 5 of 60 quick hand-overs).
-        guard !leaving.contains(mine.key) else { return }
-        let ordered = kvs.sorted { $0.createRevision < $1.createRevision }
-        firstHost[folder] = ordered.first.map { String(decoding: $0.value, as: UTF8.self) }
-        guard let own = ordered.first(where: { $0.key == mine.key }) else {
-            // Issued after the put was acknowledged, a read that does not show the key means it is gone: deleted
-            // by hand, or by a late delete. This host cannot tell what another host was granted since: it fences.
-            if serial >= mine.readsFrom {
-                keys[folder] = nil
-                handle(.sessionLost("this host's key for \(folder) is gone from the cluster"))
-            }
-            return
+        let keys = kvs.map {
+            SharedFolderKeys.Key(
+                name: $0.key,
+                createRevision: $0.createRevision,
+                host: String(decoding: $0.value, as: UTF8.self)
+            )
         }
-        let revision = own.createRevision
-        if mine.revision == nil {
-            keys[folder]?.revision = revision
-            handle(.keyCreated(folder: folder, revision: revision))
-        }
-        if ordered.first?.createRevision == revision {
-            handle(.becameHolder(folder: folder, revision: revision))
-        }
-        if let next = ordered.first(where: { $0.createRevision > revision }) {
-            let host = String(decoding: next.value, as: UTF8.self)
-            handle(.otherHostWaiting(folder: folder, host: host, after: revision))
-        }
+        guard let events = views[folder]?.read(keys, serial: serial) else { return }
+        if views[folder]?.own == nil { views[folder] = nil }  // Gone: the read fences (sessionLost).
+        for event in events { handle(event) }
     }
 
     // MARK: Watch
@@ -185,7 +168,7 @@ extension ClusterHost {
                 for try await event in etcd.watch(prefix: prefix, fromRevision: next) {
                     next = event.modRevision + 1
                     delivered = true
-                    bound.execute { $0.watched(key: event.key) }
+                    bound.execute { $0.watched(event) }
                 }
             } catch {
                 if let failure = error as? EtcdError, case .watchCanceled = failure.reason { next = nil }
@@ -198,18 +181,35 @@ extension ClusterHost {
             bound.execute { host in
                 guard !host.stopped else { return }
                 host.startWatch(fromRevision: resume, pause: min(wait * 2, .seconds(5)))
-                for folder in host.keys.keys { host.readKeys(of: folder) }
+                for folder in host.views.keys { host.readKeys(of: folder) }
             }
         }
     }
 
-    func watched(key: String) {
+    /// A change under the cluster's prefix: for a folder this host has a key in, the view learns what the change
+    /// itself says (``SharedFolderKeys/watched(_:)``: another host waiting, the last key ahead gone), and the
+    /// folder's keys are read again for the rest.
+    func watched(_ event: EtcdWatchEvent) {
         let prefix = "\(configuration.keyPrefix)folders/"
-        guard key.hasPrefix(prefix) else { return }
-        let rest = key.dropFirst(prefix.count)
+        guard event.key.hasPrefix(prefix) else { return }
+        let rest = event.key.dropFirst(prefix.count)
         guard let slash = rest.firstIndex(of: "/"), let name = Self.unhex(String(rest[..<slash])),
-            let folder = folderByName[name]
+            let folder = folderByName[name], views[folder]?.own != nil
         else { return }
+        let change: SharedFolderKeys.Change =
+            switch event.type {
+            case .put:
+                .put(
+                    .init(
+                        name: event.key,
+                        createRevision: event.createRevision,
+                        host: String(decoding: event.value, as: UTF8.self)
+                    )
+                )
+            case .delete: .deleted(name: event.key)
+            }
+        let events = views[folder]?.watched(change) ?? []
+        for event in events { handle(event) }
         readKeys(of: folder)
     }
 }

@@ -44,21 +44,16 @@ public final class ClusterHost: ClusterAdapter {
     /// Whether an attempt to open a session is scheduled (one at a time).
     var retryScheduled = false
     var keepAliveTask: Scheduled<Void>?
-    /// This host's key per folder in this session (a new name for every put: a late delete of an earlier one cannot
-    /// remove it), its create revision once a read of the folder's keys showed it, and the number of the first read
-    /// issued after its put was acknowledged (a read issued before may not show it).
-    var keys: [ItemPath: (key: String, revision: Int64?, readsFrom: Int)] = [:]
-    /// Keys whose delete was sent and not yet answered (the folder handed back): a read of the folder's keys that no
-    /// longer shows one is that delete, seen through the watch before its answer, not a key lost to the session.
-    var leaving: Set<String> = []
+    /// What this host knows of each shared folder's keys in this session (``SharedFolderKeys``, in FCCore): its own
+    /// key (a new name for every put: a late delete of an earlier one cannot remove it), the keys ahead of it, and
+    /// what they tell the table. A folder is here while this host has a key there.
+    var views: [ItemPath: SharedFolderKeys] = [:]
     /// Puts made in this session, for the keys' names.
     var puts = 0
     /// Reads of a folder's keys issued so far, and the folders with one in flight or another one due after it.
     var readsIssued = 0
     var reading: Set<ItemPath> = []
     var readAgain: Set<ItemPath> = []
-    /// The host whose key comes first per folder (for the dump: whom a waiting claim waits for).
-    var firstHost: [ItemPath: String] = [:]
     /// The last error seen talking to etcd, for the dump and the log.
     var lastError: String?
     var timers: [HostLeaseTimer: Scheduled<Void>] = [:]
@@ -238,8 +233,7 @@ public final class ClusterHost: ClusterAdapter {
         retryDelay = .milliseconds(100)
         lastError = nil
         session = (lease, ttl)
-        keys = [:]
-        leaving = []
+        views = [:]
         logger.info(
             "cluster: session open",
             metadata: ["cluster.lease": "\(String(lease, radix: 16))", "cluster.ttl": "\(ttl)"]
@@ -265,11 +259,9 @@ public final class ClusterHost: ClusterAdapter {
         keepAliveTask?.cancel()
         keepAliveTask = nil
         session = nil
-        keys = [:]
-        leaving = []
+        views = [:]
         reading = []
         readAgain = []
-        firstHost = [:]
         generation += 1  // Answers about the old session are dropped from now on, a grant on its way included.
         opening = false
         retryLater()
@@ -359,7 +351,7 @@ public final class ClusterHost: ClusterAdapter {
                     state: record.map { "\($0.state)" } ?? "idle",
                     wanted: record?.wanted ?? false,
                     otherHostWaiting: record?.otherHostWaiting ?? false,
-                    firstHost: firstHost[folder.path],
+                    firstHost: views[folder.path]?.firstHost,
                     gate: gate.map { $0.draining ? "draining" : "closed" } ?? "open",
                     waitingClaims: gate?.waiting ?? 0
                 )

@@ -8,10 +8,15 @@ import FCTestSupport
 /// retried): a cut-off host's keep-alives reach the store late, or after its session expired.
 ///
 /// The store model keeps what the real adapter relies on: sessions with a time to live, renewed when a keep-alive
-/// arrives and expired (their keys deleted) when none did for that long; keys per folder in create-revision order;
-/// watches that tell each host, in order, the folder's keys as they stood at each change. Faults: a host cut off from
-/// the store for a while (a partition), a host whose daemon is stopped for a while (SIGSTOP: it handles nothing, its
-/// timers fire late), claims of any length.
+/// arrives and expired (their keys deleted) when none did for that long; keys per folder, each of a new name, in
+/// create-revision order; reads of a folder's keys answered as they stand when the read arrives; one watch per host
+/// that reports every put and delete, in revision order, on a channel of its own (so a read's answer and a watch event
+/// can overtake each other, as on two connections). Each host's adapter is modelled as ClusterHost works: a
+/// ``SharedFolderKeys`` per folder (the FCCore rules that turn reads and watch events into the table's events), its
+/// key put and deleted by name, a read after the put's answer and after every change watched (one at a time per
+/// folder, one more after it when a change came meanwhile). Faults: a host cut off from the store for a while (a
+/// partition), a host whose daemon is stopped for a while (SIGSTOP: it handles nothing, its timers fire late), claims
+/// of any length.
 ///
 /// Invariants, checked at each grant and at the end:
 /// 1. **No host grants what another may still grant**: when a host grants a local claim in a folder, no other host
@@ -38,6 +43,8 @@ struct ClusterSimulation {
         var fences = 0
         var lost = 0
         var failed = 0
+        /// Holders who learned it from a watch event (the last key ahead deleted) rather than from a read.
+        var heldFromWatch = 0
     }
 
     let seed: UInt64
@@ -57,6 +64,14 @@ struct ClusterSimulation {
         case finish(host: Int, claim: Int)
         case toStore(host: Int, StoreRequest)
         case toHost(host: Int, HostLeaseEvent)
+        /// The store's answer to a put of `name` in `session` (`failed`: its session had expired).
+        case putAnswer(host: Int, session: Int, folder: Int, name: String, failed: Bool)
+        /// The store's answer to a delete of `name`.
+        case deleteAnswer(host: Int, session: Int, folder: Int, name: String)
+        /// The store's answer to the host's `serial`th read of `folder`'s keys.
+        case readAnswer(host: Int, session: Int, folder: Int, keys: [SharedFolderKeys.Key], serial: Int)
+        /// A change the host's watch reports.
+        case watched(host: Int, folder: Int, SharedFolderKeys.Change)
         case opened(host: Int, session: Int, sentAt: Int)
         case local(host: Int, HostLeaseEvent)
         /// The store's answer to a keep-alive of `session`: the adapter hands it on only while that session is the
@@ -70,11 +85,13 @@ struct ClusterSimulation {
     private enum StoreRequest {
         case openSession(sentAt: Int)
         case keepAlive(session: Int, sentAt: Int)
-        case put(folder: Int, session: Int)
-        case delete(folder: Int, session: Int)
+        case put(folder: Int, session: Int, name: String)
+        case delete(folder: Int, session: Int, name: String)
+        case read(folder: Int, session: Int, serial: Int)
     }
 
     private struct Key {
+        var name: String
         var host: Int
         var session: Int
         var revision: Int64
@@ -100,6 +117,12 @@ struct ClusterSimulation {
         let table: HostLeaseTable
         var session: Int?
         var gates: [Int: Bool] = [:]
+        /// The adapter's state: what it knows of each folder's keys, its puts (for the keys' names), its reads.
+        var views: [Int: SharedFolderKeys] = [:]
+        var puts = 0
+        var readsIssued = 0
+        var reading: Set<Int> = []
+        var readAgain: Set<Int> = []
         var waiting: [Int: Int] = [:]
         var granted: [Int: Claim] = [:]
         var draining: Set<Int> = []
@@ -109,6 +132,8 @@ struct ClusterSimulation {
         /// When each direction's last message arrives, so that messages keep their order.
         var lastToStore = 0
         var lastToHost = 0
+        /// When the host's watch's last event arrives (the watch is a connection of its own).
+        var lastWatched = 0
     }
 
     init(seed: UInt64) {
@@ -235,6 +260,20 @@ struct ClusterSimulation {
         case .toHost(let host, let event):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             try handle(host, event)
+        case .putAnswer(let host, let session, let folder, let name, let failed):
+            guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
+            try putAnswered(host, session: session, folder: folder, name: name, failed: failed)
+        case .deleteAnswer(let host, let session, let folder, let name):
+            guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
+            guard hosts[host].session == session, hosts[host].views[folder]?.forget(name: name) == true else { return }
+            hosts[host].views[folder] = nil
+            try handle(host, .keyDeleted(folder: folders[folder]))
+        case .readAnswer(let host, let session, let folder, let keys, let serial):
+            guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
+            try keysRead(host, session: session, folder: folder, keys: keys, serial: serial)
+        case .watched(let host, let folder, let change):
+            guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
+            try watched(host, folder: folder, change)
         case .opened(let host, let session, let sentAt):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             hosts[host].session = session
@@ -298,19 +337,31 @@ struct ClusterSimulation {
                     .keepAliveAnswer(host: host, session: session, .sessionLost("the cluster session expired"))
                 )
             }
-        case .put(let folder, let session):
+        case .put(let folder, let session, let name):
             guard store.sessions[session] != nil else {
-                sendToHost(host, .keyFailed(folder: folders[folder], "requested lease not found"))
+                sendToHost(host, .putAnswer(host: host, session: session, folder: folder, name: name, failed: true))
                 return
             }
             store.revision += 1
-            store.keys[folder, default: []].append(Key(host: host, session: session, revision: store.revision))
-            sendToHost(host, .keyCreated(folder: folders[folder], revision: store.revision))
-            notifyWatchers(folder)
-        case .delete(let folder, let session):
-            store.keys[folder]?.removeAll { $0.session == session }
-            sendToHost(host, .keyDeleted(folder: folders[folder]))
-            notifyWatchers(folder)
+            let key = Key(name: name, host: host, session: session, revision: store.revision)
+            store.keys[folder, default: []].append(key)
+            sendToHost(host, .putAnswer(host: host, session: session, folder: folder, name: name, failed: false))
+            notifyWatchers(folder, .put(.init(name: name, createRevision: key.revision, host: "host\(host)")))
+        case .delete(let folder, let session, let name):
+            if store.keys[folder]?.contains(where: { $0.name == name }) == true {
+                store.revision += 1
+                store.keys[folder]?.removeAll { $0.name == name }
+                notifyWatchers(folder, .deleted(name: name))
+            }
+            sendToHost(host, .deleteAnswer(host: host, session: session, folder: folder, name: name))
+        case .read(let folder, let session, let serial):
+            let keys = (store.keys[folder] ?? []).map {
+                SharedFolderKeys.Key(name: $0.name, createRevision: $0.revision, host: "host\($0.host)")
+            }
+            sendToHost(
+                host,
+                .readAnswer(host: host, session: session, folder: folder, keys: keys, serial: serial)
+            )
         }
     }
 
@@ -319,26 +370,79 @@ struct ClusterSimulation {
         for (session, entry) in store.sessions.sorted(by: { $0.key < $1.key }) where entry.expiresAt <= now {
             store.sessions[session] = nil
             trace.append("\(now) ms: the store expired host\(entry.host)'s session \(session)")
-            for folder in folders.indices where store.keys[folder]?.contains(where: { $0.session == session }) == true {
-                store.keys[folder]?.removeAll { $0.session == session }
-                notifyWatchers(folder)
+            for folder in folders.indices {
+                for key in store.keys[folder] ?? [] where key.session == session {
+                    store.revision += 1
+                    store.keys[folder]?.removeAll { $0.name == key.name }
+                    notifyWatchers(folder, .deleted(name: key.name))
+                }
             }
         }
     }
 
-    /// Tells each host with a key in `folder` what its watch shows: holder when its key is the first, and that
-    /// another host waits when a key of another host comes after its own.
-    private mutating func notifyWatchers(_ folder: Int) {
-        let keys = store.keys[folder] ?? []
-        for (index, key) in keys.enumerated() {
-            if index == 0 { sendToHost(key.host, .becameHolder(folder: folders[folder], revision: key.revision)) }
-            if let later = keys[(index + 1)...].first(where: { $0.host != key.host }) {
-                sendToHost(
-                    key.host,
-                    .otherHostWaiting(folder: folders[folder], host: "host\(later.host)", after: key.revision)
-                )
-            }
+    /// Every host's watch reports `change` (each in order on its own channel; a host with no key there ignores it).
+    private mutating func notifyWatchers(_ folder: Int, _ change: SharedFolderKeys.Change) {
+        for host in hosts.indices {
+            let at = max(now + delay(), hosts[host].lastWatched)
+            hosts[host].lastWatched = at
+            schedule(.watched(host: host, folder: folder, change), at: at)
         }
+    }
+
+    // MARK: The adapter (ClusterHost+Keys.swift)
+
+    private mutating func putAnswered(
+        _ host: Int,
+        session: Int,
+        folder: Int,
+        name: String,
+        failed: Bool
+    ) throws(Failure) {
+        guard hosts[host].session == session else { return }
+        if failed {
+            guard hosts[host].views[folder]?.forget(name: name) == true else { return }
+            hosts[host].views[folder] = nil
+            try handle(host, .keyFailed(folder: folders[folder], "requested lease not found"))
+            return
+        }
+        let next = hosts[host].readsIssued + 1
+        guard hosts[host].views[folder]?.putAcknowledged(name: name, readsFrom: next) == true else { return }
+        readKeys(host, folder)
+    }
+
+    private mutating func readKeys(_ host: Int, _ folder: Int) {
+        guard hosts[host].views[folder]?.own != nil, let session = hosts[host].session else { return }
+        guard hosts[host].reading.insert(folder).inserted else {
+            hosts[host].readAgain.insert(folder)
+            return
+        }
+        hosts[host].readsIssued += 1
+        sendToStore(host, .read(folder: folder, session: session, serial: hosts[host].readsIssued))
+    }
+
+    private mutating func keysRead(
+        _ host: Int,
+        session: Int,
+        folder: Int,
+        keys: [SharedFolderKeys.Key],
+        serial: Int
+    ) throws(Failure) {
+        guard hosts[host].session == session else { return }
+        hosts[host].reading.remove(folder)
+        let events = hosts[host].views[folder]?.read(keys, serial: serial) ?? []
+        if hosts[host].views[folder]?.own == nil { hosts[host].views[folder] = nil }
+        for event in events { try handle(host, event) }
+        if hosts[host].readAgain.remove(folder) != nil { readKeys(host, folder) }
+    }
+
+    private mutating func watched(_ host: Int, folder: Int, _ change: SharedFolderKeys.Change) throws(Failure) {
+        guard hosts[host].views[folder]?.own != nil else { return }
+        let events = hosts[host].views[folder]?.watched(change) ?? []
+        for event in events {
+            if case .becameHolder = event { counts.heldFromWatch += 1 }
+            try handle(host, event)
+        }
+        readKeys(host, folder)
     }
 
     // MARK: A host
@@ -413,11 +517,22 @@ struct ClusterSimulation {
     private mutating func carryOut(_ effect: HostLeaseEffect, on host: Int) throws(Failure) {
         switch effect {
         case .putKey(let path):
-            guard let session = hosts[host].session else { return }
-            sendToStore(host, .put(folder: index(of: path), session: session))
+            guard let session = hosts[host].session else {
+                sendLocal(host, .keyFailed(folder: path, "no cluster session"))
+                return
+            }
+            let folder = index(of: path)
+            hosts[host].puts += 1
+            let name = "f\(folder)/host\(host)/\(session).\(hosts[host].puts)"
+            hosts[host].views[folder, default: SharedFolderKeys(folder: path)].putSent(name: name)
+            sendToStore(host, .put(folder: folder, session: session, name: name))
         case .deleteKey(let path):
-            guard let session = hosts[host].session else { return }
-            sendToStore(host, .delete(folder: index(of: path), session: session))
+            let folder = index(of: path)
+            guard let session = hosts[host].session, let name = hosts[host].views[folder]?.leave() else {
+                sendLocal(host, .keyDeleted(folder: path))
+                return
+            }
+            sendToStore(host, .delete(folder: folder, session: session, name: name))
         case .admit(let path, _):
             // The claims that waited are granted by the admit, even when the same batch drains the folder again
             // (another host waits, and the minimum hold has passed): the host served its turn in revision order.
@@ -449,6 +564,9 @@ struct ClusterSimulation {
             counts.fences += 1
             hosts[host].session = nil
             hosts[host].draining = []
+            hosts[host].views = [:]
+            hosts[host].reading = []
+            hosts[host].readAgain = []
             openSession(host)
         case .startTimer(let timer, let after):
             let generation = (hosts[host].timerGenerations[timer] ?? 0) + 1
