@@ -3,8 +3,8 @@ import Foundation
 import NIOCore
 
 // The cluster adapter's keys in etcd and its watch (ClusterHost.swift has the rest): this host's key per shared
-// folder, one watch over the cluster's prefix, and the folder's keys read in create order after every change; what
-// they mean for the table is decided by FCCore's SharedFolderKeys.
+// folder, and a copy of every shared folder's keys, from one list of the cluster's keys and one watch from the
+// list's revision on. What the copy means for the table is decided by FCCore's SharedFolderKeys.
 //
 // - Important: Every method runs on the adapter's loop, as ClusterHost's.
 
@@ -30,7 +30,7 @@ extension ClusterHost {
             return
         }
         let key = newKey(for: folder, lease: session.lease)
-        views[folder, default: SharedFolderKeys(folder: folder)].putSent(name: key)
+        views[folder]?.putSent(name: key)
         let attempt = generation
         let (etcd, bound, value) = (self.etcd, self.bound, Array(configuration.hostName.utf8))
         Task {
@@ -44,12 +44,11 @@ extension ClusterHost {
     }
 
     /// The put was acknowledged. Its answer's revision is not trusted as the key's create revision (a put retried
-    /// on another member after the first applied it answers with a later revision): the folder's keys are read,
-    /// and the key's own create revision taken from them.
+    /// on another member after the first applied it answers with a later revision): the key's revision comes from
+    /// the watch's report of the put (or from a list), and a list issued from now on must show the key.
     func keyPut(_ folder: ItemPath, key: String, _ attempt: Int) {
-        guard attempt == generation, views[folder]?.putAcknowledged(name: key, readsFrom: readsIssued + 1) == true
-        else { return }
-        readKeys(of: folder)
+        guard attempt == generation else { return }
+        _ = views[folder]?.putAcknowledged(name: key, listsFrom: listsIssued + 1)
     }
 
     /// The put failed, or seemed to: it may have been applied all the same, leaving a key of this live session that
@@ -57,7 +56,6 @@ extension ClusterHost {
     func keyPutFailed(_ folder: ItemPath, key: String, _ reason: String, _ attempt: Int) {
         guard attempt == generation, views[folder]?.forget(name: key) == true else { return }
         noteError("cannot put this host's key for \(folder): \(reason)")
-        views[folder] = nil
         removeKey(key, attempt)
         handle(.keyFailed(folder: folder, reason))
     }
@@ -72,7 +70,6 @@ extension ClusterHost {
         let attempt = generation
         removeKey(key, attempt) { host in
             guard host.views[folder]?.forget(name: key) == true else { return }
-            host.views[folder] = nil
             host.handle(.keyDeleted(folder: folder))
         }
     }
@@ -102,70 +99,62 @@ extension ClusterHost {
         }
     }
 
-    /// Reads the folder's keys in create order and tells the table where this host's key stands
-    /// (``SharedFolderKeys/read(_:serial:)``). One read per folder at a time: a change that comes while one is out
-    /// asks for one more after it. A read that fails is tried again (200 ms to 2 s apart) while this host has a key
-    /// there.
-    func readKeys(of folder: ItemPath, tries: Int = 0) {
-        guard views[folder]?.own != nil else { return }
-        guard reading.insert(folder).inserted else {
-            readAgain.insert(folder)
-            return
-        }
-        readsIssued += 1
-        let serial = readsIssued
-        let attempt = generation
-        let (etcd, bound, prefix) = (self.etcd, self.bound, folderPrefix(folder))
-        Task {
+    // MARK: Watch
+
+    /// Lists the cluster's keys (every shared folder's, in create order) into the copies, then watches them from the
+    /// list's revision on (``startWatch(fromRevision:pause:)``). A list that fails is tried again (200 ms to 2 s
+    /// apart).
+    func listAndWatch(tries: Int = 0) {
+        listsIssued += 1
+        let serial = listsIssued
+        let (etcd, bound, prefix) = (self.etcd, self.bound, "\(configuration.keyPrefix)folders/")
+        watchTask = Task {
             do {
                 let range = try await etcd.range(prefix: prefix)
-                bound.execute { $0.keysRead(folder, range.kvs, serial: serial, attempt) }
+                bound.execute { $0.listed(range.kvs, revision: range.revision, serial: serial) }
             } catch {
+                guard !Task.isCancelled else { return }
                 bound.execute { host in
-                    guard attempt == host.generation else { return }
-                    host.reading.remove(folder)
-                    host.noteError("cannot read the keys of \(folder): \(error)")
+                    guard !host.stopped else { return }
+                    host.noteError("cannot list the cluster's keys: \(error)")
                     let delay = Int64(200 << min(tries, 3))
                     host.loop.assumeIsolated().scheduleTask(in: .milliseconds(delay)) { [weak host] in
-                        guard let host, attempt == host.generation else { return }
-                        host.readKeys(of: folder, tries: tries + 1)
+                        guard let host, !host.stopped else { return }
+                        host.listAndWatch(tries: tries + 1)
                     }
                 }
             }
         }
     }
 
-    func keysRead(_ folder: ItemPath, _ kvs: [EtcdKeyValue], serial: Int, _ attempt: Int) {
-        guard attempt == generation else { return }
-        reading.remove(folder)
-        defer {
-            if readAgain.remove(folder) != nil { readKeys(of: folder) }
-        }
-        let keys = kvs.map {
-            SharedFolderKeys.Key(
-                name: $0.key,
-                createRevision: $0.createRevision,
-                host: String(decoding: $0.value, as: UTF8.self)
+    func listed(_ kvs: [EtcdKeyValue], revision: Int64, serial: Int) {
+        guard !stopped else { return }
+        var byFolder: [ItemPath: [SharedFolderKeys.Key]] = [:]
+        for kv in kvs {
+            guard let folder = folder(ofKey: kv.key) else { continue }
+            byFolder[folder, default: []].append(
+                .init(name: kv.key, createRevision: kv.createRevision, host: String(decoding: kv.value, as: UTF8.self))
             )
         }
-        guard let events = views[folder]?.read(keys, serial: serial) else { return }
-        if views[folder]?.own == nil { views[folder] = nil }  // Gone: the read fences (sessionLost).
+        var events: [HostLeaseEvent] = []
+        for folder in views.keys {
+            events += views[folder]?.listed(byFolder[folder] ?? [], serial: serial) ?? []
+        }
+        startWatch(fromRevision: revision + 1)
         for event in events { handle(event) }
     }
 
-    // MARK: Watch
-
-    /// One watch over every shared folder's keys: any change under a folder this host has a key in makes it read
-    /// that folder's keys again. A watch that ends is started again after a pause (0.5 s, doubling to 5 s while
-    /// it keeps failing), from the next revision, or from now after etcd cancelled it (its revision compacted);
-    /// every folder this host has a key in is read again then, for what it may have missed.
-    func startWatch(fromRevision revision: Int64?, pause: Duration = .milliseconds(500)) {
+    /// One watch over every shared folder's keys, from `revision` (the list's, plus one): each change goes to the
+    /// folder's copy. A watch that ends is started again after a pause (0.5 s, doubling to 5 s while it keeps
+    /// failing) from the revision after the last change it reported, which misses nothing; after etcd cancelled it
+    /// (that revision compacted), the keys are listed again first.
+    func startWatch(fromRevision revision: Int64, pause: Duration = .milliseconds(500)) {
         let (etcd, bound, prefix) = (self.etcd, self.bound, "\(configuration.keyPrefix)folders/")
         watchTask = Task {
-            var next = revision
+            var next: Int64? = revision
             var delivered = false
             do {
-                for try await event in etcd.watch(prefix: prefix, fromRevision: next) {
+                for try await event in etcd.watch(prefix: prefix, fromRevision: revision) {
                     next = event.modRevision + 1
                     delivered = true
                     bound.execute { $0.watched(event) }
@@ -180,22 +169,28 @@ extension ClusterHost {
             let resume = next
             bound.execute { host in
                 guard !host.stopped else { return }
-                host.startWatch(fromRevision: resume, pause: min(wait * 2, .seconds(5)))
-                for folder in host.views.keys { host.readKeys(of: folder) }
+                if let resume {
+                    host.startWatch(fromRevision: resume, pause: min(wait * 2, .seconds(5)))
+                } else {
+                    host.listAndWatch()
+                }
             }
         }
     }
 
-    /// A change under the cluster's prefix: for a folder this host has a key in, the view learns what the change
-    /// itself says (``SharedFolderKeys/watched(_:)``: another host waiting, the last key ahead gone), and the
-    /// folder's keys are read again for the rest.
-    func watched(_ event: EtcdWatchEvent) {
+    /// The shared folder a key of the cluster's prefix belongs to.
+    func folder(ofKey key: String) -> ItemPath? {
         let prefix = "\(configuration.keyPrefix)folders/"
-        guard event.key.hasPrefix(prefix) else { return }
-        let rest = event.key.dropFirst(prefix.count)
-        guard let slash = rest.firstIndex(of: "/"), let name = Self.unhex(String(rest[..<slash])),
-            let folder = folderByName[name], views[folder]?.own != nil
-        else { return }
+        guard key.hasPrefix(prefix) else { return nil }
+        let rest = key.dropFirst(prefix.count)
+        guard let slash = rest.firstIndex(of: "/"), let name = Self.unhex(String(rest[..<slash])) else { return nil }
+        return folderByName[name]
+    }
+
+    /// A change under the cluster's prefix: applied to the folder's copy (``SharedFolderKeys/watched(_:)``: this
+    /// host's key created or gone, another host waiting, the last key ahead gone).
+    func watched(_ event: EtcdWatchEvent) {
+        guard let folder = folder(ofKey: event.key) else { return }
         let change: SharedFolderKeys.Change =
             switch event.type {
             case .put:
@@ -208,8 +203,6 @@ extension ClusterHost {
                 )
             case .delete: .deleted(name: event.key)
             }
-        let events = views[folder]?.watched(change) ?? []
-        for event in events { handle(event) }
-        readKeys(of: folder)
+        for event in views[folder]?.watched(change) ?? [] { handle(event) }
     }
 }

@@ -12,13 +12,13 @@ import NIOCore
 ///
 /// - The table's effects: a key put or deleted in etcd (``EtcdClient``), a gate opened, closed, drained or failed in
 ///   the arbiter (``SessionRouter/hostGate(_:_:)``), a session replaced, a timer on the loop.
-/// - Its events: the session's grant and each keep-alive's answer, a key's revision, the folder's keys in create
-///   order after every change etcd reports under the folder (one watch over the cluster's prefix), the arbiter's
-///   ``ArbiterEffect/hostGateWanted(_:)`` and ``ArbiterEffect/hostGateDrained(_:)``.
+/// - Its events: the session's grant and each keep-alive's answer, what each folder's copy of its keys says
+///   (``SharedFolderKeys``: one list of the cluster's keys, then one watch over the cluster's prefix from the list's
+///   revision on), the arbiter's ``ArbiterEffect/hostGateWanted(_:)`` and ``ArbiterEffect/hostGateDrained(_:)``.
 ///
 /// The adapter contract the cluster simulator encodes (`ClusterSimulation`): news about a key names its revision (the
-/// table ignores news of a replaced session's key), a keep-alive answered for a replaced session is dropped, and after
-/// ``HostLeaseEvent/keyCreated(folder:revision:)`` the folder's keys are read again.
+/// table ignores news of a replaced session's key), a keep-alive answered for a replaced session is dropped, and
+/// ``HostLeaseEvent/keyCreated(folder:revision:)`` comes with the key's standing (holder, another host waiting).
 ///
 /// - Important: Every method runs on ``loop``, the arbiter's. etcd calls run in tasks of their own and come back to
 ///   the loop with their answers; the loop never waits for etcd.
@@ -44,16 +44,15 @@ public final class ClusterHost: ClusterAdapter {
     /// Whether an attempt to open a session is scheduled (one at a time).
     var retryScheduled = false
     var keepAliveTask: Scheduled<Void>?
-    /// What this host knows of each shared folder's keys in this session (``SharedFolderKeys``, in FCCore): its own
-    /// key (a new name for every put: a late delete of an earlier one cannot remove it), the keys ahead of it, and
-    /// what they tell the table. A folder is here while this host has a key there.
-    var views: [ItemPath: SharedFolderKeys] = [:]
+    /// What this host knows of each shared folder's keys (``SharedFolderKeys``, in FCCore): a copy of them, kept by
+    /// the list and the watch across sessions, and this host's own key in this session (a new name for every put: a
+    /// late delete of an earlier one cannot remove it).
+    var views: [ItemPath: SharedFolderKeys]
     /// Puts made in this session, for the keys' names.
     var puts = 0
-    /// Reads of a folder's keys issued so far, and the folders with one in flight or another one due after it.
-    var readsIssued = 0
-    var reading: Set<ItemPath> = []
-    var readAgain: Set<ItemPath> = []
+    /// Lists of the cluster's keys issued so far (a list answered before one issued after a put's answer may not
+    /// show the key).
+    var listsIssued = 0
     /// The last error seen talking to etcd, for the dump and the log.
     var lastError: String?
     var timers: [HostLeaseTimer: Scheduled<Void>] = [:]
@@ -77,6 +76,11 @@ public final class ClusterHost: ClusterAdapter {
         var byName: [String: ItemPath] = [:]
         for folder in configuration.sharedFolders { byName[folder.name] = folder.path }
         self.folderByName = byName
+        var views: [ItemPath: SharedFolderKeys] = [:]
+        for folder in configuration.sharedFolders {
+            views[folder.path] = SharedFolderKeys(folder: folder.path, host: configuration.hostName)
+        }
+        self.views = views
     }
 
     var now: Duration { .nanoseconds(BootClock.nanoseconds - origin) }
@@ -115,7 +119,7 @@ public final class ClusterHost: ClusterAdapter {
             ]
         )
         openSession()
-        startWatch(fromRevision: nil)
+        listAndWatch()
     }
 
     /// Stops the keep-alives, the watch and the timers, and returns what is left to do off the loop, once no claim
@@ -233,7 +237,7 @@ public final class ClusterHost: ClusterAdapter {
         retryDelay = .milliseconds(100)
         lastError = nil
         session = (lease, ttl)
-        views = [:]
+        forgetOwnKeys()
         logger.info(
             "cluster: session open",
             metadata: ["cluster.lease": "\(String(lease, radix: 16))", "cluster.ttl": "\(ttl)"]
@@ -259,12 +263,15 @@ public final class ClusterHost: ClusterAdapter {
         keepAliveTask?.cancel()
         keepAliveTask = nil
         session = nil
-        views = [:]
-        reading = []
-        readAgain = []
+        forgetOwnKeys()
         generation += 1  // Answers about the old session are dropped from now on, a grant on its way included.
         opening = false
         retryLater()
+    }
+
+    /// A new session has no key yet (the old one's stay in the copies until etcd deletes them).
+    func forgetOwnKeys() {
+        for folder in views.keys { views[folder]?.sessionReplaced() }
     }
 
     func retryLater() {

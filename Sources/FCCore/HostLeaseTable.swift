@@ -181,7 +181,7 @@ public final class HostLeaseTable {
         case .queued(let revision), .held(let revision, _), .recallDue(let revision, _), .draining(let revision):
             guard revision == key else { return }  // About a key of a replaced session.
         case .idle, .requested, .releasing:
-            return  // No key of this session, or its revision not known yet: the host re-reads after keyCreated.
+            return  // No key of this session, or its revision not known yet: the key's standing follows keyCreated.
         }
         record.otherHostWaiting = true
         folders[folder] = record

@@ -1,26 +1,26 @@
 /// What a host knows of one shared folder's keys in the cluster's store (issue 40; docs/SEMANTICS.md §14), and the
-/// ``HostLeaseEvent``s it tells the host's ``HostLeaseTable`` from it: this host's key, the keys ahead of it from
-/// the last read of the folder's keys, and the changes the store's watch reported since.
+/// ``HostLeaseEvent``s it tells the host's ``HostLeaseTable`` from it.
 ///
-/// Two sources, two speeds:
-/// - **A read** of the folder's keys (all of them, in create order; linearizable) says everything: whether this
-///   host's key is there (``HostLeaseEvent/keyCreated(folder:revision:)`` the first time; fenced when a read issued
-///   after the put was acknowledged does not show it), whether it is first
-///   (``HostLeaseEvent/becameHolder(folder:revision:)``), and which host comes next
-///   (``HostLeaseEvent/otherHostWaiting(folder:host:after:)``).
-/// - **A watch event** says one change, one round trip earlier than the read it makes the host issue:
-///   - a key put with a later create revision than this host's is another host waiting
-///     (``HostLeaseEvent/otherHostWaiting(folder:host:after:)``), which only makes the host give the folder up
-///     sooner;
-///   - a key deleted that the last read showed ahead of this host's is gone for good (every put makes a key of a new
-///     name, so no key comes back), and when it was the last of them this host holds the folder
-///     (``HostLeaseEvent/becameHolder(folder:revision:)``). This is safe because the keys ahead can only shrink: a
-///     read that shows this host's key was answered at a revision at or after the key's creation, so every key
-///     created before it that still exists was in that read, and nothing created later can come before it.
+/// The host keeps a copy of every shared folder's keys (``known``, in create order), as etcd clients keep a cache:
+/// one read of all the cluster's keys (a *list*, linearizable, answered at a store revision R), then the store's
+/// watch from revision R + 1, which reports every put and delete after the list, in order, once. From the copy:
+/// - its key's revision, from the watch's report of its own put (``HostLeaseEvent/keyCreated(folder:revision:)``);
+/// - that it holds the folder once no key is ahead of its own (``HostLeaseEvent/becameHolder(folder:revision:)``);
+/// - that another host waits once a key comes after its own
+///   (``HostLeaseEvent/otherHostWaiting(folder:host:after:)``);
+/// - that its key is gone (``HostLeaseEvent/sessionLost(_:)``: the host fences), when the watch reports its delete
+///   while the host did not delete it, or a list issued after its put was acknowledged lacks it.
 ///
-/// A read answered late (issued before a delete the watch already reported) may list a deleted key as ahead again:
-/// the host then waits for its next read, never holds early. The host issues a read after every change it watched
-/// anyway; the watch only makes the answer come sooner (the cluster benchmarks' recall: two etcd round trips fewer).
+/// **Why the copy is safe to grant on.** The list is complete at R, and the watch from R + 1 misses nothing, so the
+/// copy is the store's keys as of the last change reported; the store can only be ahead of it. Every put makes a key
+/// of a new name, so a deleted key never comes back, and a key put later than this host's comes after it: keys ahead
+/// of this host's key only leave, and the copy shows one as gone only after the store deleted it. A hand-over is
+/// then the waiting host's put, the holder's delete and their two watch reports, with no read on the way (the cluster
+/// benchmarks' recall).
+///
+/// A watch that ended is started again from the revision after the last change it reported, which misses nothing;
+/// when etcd can no longer serve that revision (compacted), the host lists again and watches from there
+/// (``listed(_:serial:)`` replaces the copy).
 ///
 /// - Important: A value; not thread-safe (its host's loop owns it).
 public struct SharedFolderKeys: Sendable {
@@ -53,42 +53,52 @@ public struct SharedFolderKeys: Sendable {
     public struct Own: Hashable, Sendable {
         /// Its name.
         public var name: String
-        /// Its create revision, once a read showed it.
+        /// Its create revision, once the copy shows it.
         public var revision: Int64?
-        /// The serial of the first read issued after its put was acknowledged (a read issued before may not show
-        /// it); `Int.max` while the put is out.
-        public var readsFrom: Int = .max
-        /// Its delete is out (the folder handed back): reads and the watch say nothing more about it, and the
-        /// delete's answer reports it gone.
+        /// The serial of the first list issued after its put was acknowledged (a list issued before may not show it);
+        /// `Int.max` while the put is out.
+        public var listsFrom: Int = .max
+        /// Its delete is out (the folder handed back): the copy says nothing more about it, and the delete's answer
+        /// reports it gone.
         public var leaving = false
     }
 
     /// The folder.
     public let folder: ItemPath
+    /// This host's name (the value of its keys).
+    public let host: String
     /// This host's key, if it has one there (in this session).
     public private(set) var own: Own?
-    /// The names of the keys ahead of this host's, from the last read that showed it, less those the watch reported
-    /// deleted since; `nil` until such a read.
-    public private(set) var ahead: Set<String>?
-    /// The host whose key came first in the last read (for the dump: whom a waiting claim waits for).
-    public private(set) var firstHost: String?
+    /// The folder's keys in create order, from the last list and the watch since; `nil` before the first list.
+    public private(set) var known: [Key]?
 
-    /// The keys of `folder`, before this host put any.
-    public init(folder: ItemPath) {
+    /// The keys of `folder`, seen by `host`, before they are listed.
+    public init(folder: ItemPath, host: String) {
         self.folder = folder
+        self.host = host
+    }
+
+    /// The host whose key comes first (for the dump: whom a waiting claim waits for).
+    public var firstHost: String? { known?.first?.host }
+
+    /// The names of the keys ahead of this host's, once the copy shows it.
+    public var ahead: [String]? {
+        guard let known, let name = own?.name, let index = known.firstIndex(where: { $0.name == name }) else {
+            return nil
+        }
+        return known[..<index].map(\.name)
     }
 
     /// This host sent the put of a key named `name` (it replaces any key it had).
     public mutating func putSent(name: String) {
         own = Own(name: name)
-        ahead = nil
     }
 
-    /// The put of `name` was acknowledged; reads from `serial` on must show the key. Returns whether `name` is
-    /// still this host's key (else the answer is about a key it has since replaced or given up).
-    public mutating func putAcknowledged(name: String, readsFrom serial: Int) -> Bool {
+    /// The put of `name` was acknowledged; lists from `serial` on must show the key. Returns whether `name` is still
+    /// this host's key (else the answer is about a key it has since replaced or given up).
+    public mutating func putAcknowledged(name: String, listsFrom serial: Int) -> Bool {
         guard own?.name == name else { return false }
-        own?.readsFrom = serial
+        own?.listsFrom = serial
         return true
     }
 
@@ -96,7 +106,6 @@ public struct SharedFolderKeys: Sendable {
     public mutating func leave() -> String? {
         guard own != nil else { return nil }
         own?.leaving = true
-        ahead = nil
         return own?.name
     }
 
@@ -106,49 +115,71 @@ public struct SharedFolderKeys: Sendable {
     public mutating func forget(name: String) -> Bool {
         guard own?.name == name else { return false }
         own = nil
-        ahead = nil
         return true
     }
 
-    /// A read of the folder's keys, the `serial`th this host issued, answered with `keys` (in any order).
-    public mutating func read(_ keys: [Key], serial: Int) -> [HostLeaseEvent] {
+    /// The session was replaced: this host has no key any more (its old session's keys stay in the copy until the
+    /// store deletes them).
+    public mutating func sessionReplaced() {
+        own = nil
+    }
+
+    /// A list of the cluster's keys, the `serial`th this host issued, answered with this folder's `keys` (in any
+    /// order): they replace the copy, and the watch goes on from the list's revision.
+    public mutating func listed(_ keys: [Key], serial: Int) -> [HostLeaseEvent] {
+        known = keys.sorted { $0.createRevision < $1.createRevision }
         guard let mine = own, !mine.leaving else { return [] }
-        let ordered = keys.sorted { $0.createRevision < $1.createRevision }
-        firstHost = ordered.first?.host
-        guard let key = ordered.first(where: { $0.name == mine.name }) else {
-            // Issued after the put was acknowledged, a read that does not show the key means it is gone: deleted by
+        guard let key = known?.first(where: { $0.name == mine.name }) else {
+            // Issued after the put was acknowledged, a list that does not show the key means it is gone: deleted by
             // hand, or by a late delete. This host cannot tell what another host was granted since: it fences.
-            guard serial >= mine.readsFrom else { return [] }
-            own = nil
-            ahead = nil
-            return [.sessionLost("this host's key for \(folder) is gone from the cluster")]
+            return serial >= mine.listsFrom ? fence() : []
         }
-        let revision = key.createRevision
-        var events: [HostLeaseEvent] = []
-        if mine.revision == nil {
-            own?.revision = revision
-            events.append(.keyCreated(folder: folder, revision: revision))
-        }
-        ahead = Set(ordered.prefix { $0.createRevision < revision }.map(\.name))
-        if ahead?.isEmpty == true {
-            events.append(.becameHolder(folder: folder, revision: revision))
-        }
-        if let next = ordered.first(where: { $0.createRevision > revision }) {
-            events.append(.otherHostWaiting(folder: folder, host: next.host, after: revision))
-        }
-        return events
+        return created(key) + standing()
     }
 
     /// A change the store's watch reported under the folder.
     public mutating func watched(_ change: Change) -> [HostLeaseEvent] {
-        guard let mine = own, !mine.leaving, let revision = mine.revision else { return [] }
+        guard known != nil else { return [] }  // Not listed yet: the watch starts after the list.
         switch change {
         case .put(let key):
-            guard key.name != mine.name, key.createRevision > revision else { return [] }
-            return [.otherHostWaiting(folder: folder, host: key.host, after: revision)]
+            guard !(known?.contains { $0.name == key.name } ?? false) else { return [] }
+            let index = known?.firstIndex { $0.createRevision > key.createRevision } ?? known?.count ?? 0
+            known?.insert(key, at: index)
+            guard let mine = own, !mine.leaving else { return [] }
+            return (key.name == mine.name ? created(key) : []) + standing()
         case .deleted(let name):
-            guard ahead?.remove(name) != nil, ahead?.isEmpty == true else { return [] }
-            return [.becameHolder(folder: folder, revision: revision)]
+            known?.removeAll { $0.name == name }
+            guard let mine = own, !mine.leaving else { return [] }
+            // This host's key, not deleted by this host (it is not leaving): gone with the session, or by hand.
+            guard name != mine.name else { return fence() }
+            return standing()
         }
+    }
+
+    // MARK: Private
+
+    /// The first time the copy shows this host's key: its revision.
+    private mutating func created(_ key: Key) -> [HostLeaseEvent] {
+        guard own?.revision == nil else { return [] }
+        own?.revision = key.createRevision
+        return [.keyCreated(folder: folder, revision: key.createRevision)]
+    }
+
+    /// Where this host's key stands in ``known``: holder when first, and the host of the key after it.
+    private func standing() -> [HostLeaseEvent] {
+        guard let known, let revision = own?.revision,
+            let index = known.firstIndex(where: { $0.name == own?.name })
+        else { return [] }
+        var events: [HostLeaseEvent] = []
+        if index == 0 { events.append(.becameHolder(folder: folder, revision: revision)) }
+        if index + 1 < known.count {
+            events.append(.otherHostWaiting(folder: folder, host: known[index + 1].host, after: revision))
+        }
+        return events
+    }
+
+    private mutating func fence() -> [HostLeaseEvent] {
+        own = nil
+        return [.sessionLost("this host's key for \(folder) is gone from the cluster")]
     }
 }

@@ -9,14 +9,14 @@ import FCTestSupport
 ///
 /// The store model keeps what the real adapter relies on: sessions with a time to live, renewed when a keep-alive
 /// arrives and expired (their keys deleted) when none did for that long; keys per folder, each of a new name, in
-/// create-revision order; reads of a folder's keys answered as they stand when the read arrives; one watch per host
-/// that reports every put and delete, in revision order, on a channel of its own (so a read's answer and a watch event
-/// can overtake each other, as on two connections). Each host's adapter is modelled as ClusterHost works: a
-/// ``SharedFolderKeys`` per folder (the FCCore rules that turn reads and watch events into the table's events), its
-/// key put and deleted by name, a read after the put's answer and after every change watched (one at a time per
-/// folder, one more after it when a change came meanwhile). Faults: a host cut off from the store for a while (a
-/// partition), a host whose daemon is stopped for a while (SIGSTOP: it handles nothing, its timers fire late), claims
-/// of any length.
+/// create-revision order; one watch per host that reports every put and delete, in revision order, on a channel of
+/// its own (so a put's or delete's answer and the watch's report of it come in either order, as on two
+/// connections). Each host's adapter is modelled as ClusterHost works: a ``SharedFolderKeys`` per folder (the FCCore
+/// rules that turn the copy of the folder's keys into the table's events), listed at the start (the store is empty
+/// then) and kept by the host's watch, its key put and deleted by name. Not modelled: a watch that etcd cancels
+/// (compacted) and the list that follows it (SharedFolderKeysTests covers the list). Faults: a host cut off from the
+/// store for a while (a partition), a host whose daemon is stopped for a while (SIGSTOP: it handles nothing, its
+/// timers fire late), claims of any length.
 ///
 /// Invariants, checked at each grant and at the end:
 /// 1. **No host grants what another may still grant**: when a host grants a local claim in a folder, no other host
@@ -43,8 +43,6 @@ struct ClusterSimulation {
         var fences = 0
         var lost = 0
         var failed = 0
-        /// Holders who learned it from a watch event (the last key ahead deleted) rather than from a read.
-        var heldFromWatch = 0
     }
 
     let seed: UInt64
@@ -68,8 +66,6 @@ struct ClusterSimulation {
         case putAnswer(host: Int, session: Int, folder: Int, name: String, failed: Bool)
         /// The store's answer to a delete of `name`.
         case deleteAnswer(host: Int, session: Int, folder: Int, name: String)
-        /// The store's answer to the host's `serial`th read of `folder`'s keys.
-        case readAnswer(host: Int, session: Int, folder: Int, keys: [SharedFolderKeys.Key], serial: Int)
         /// A change the host's watch reports.
         case watched(host: Int, folder: Int, SharedFolderKeys.Change)
         case opened(host: Int, session: Int, sentAt: Int)
@@ -87,7 +83,6 @@ struct ClusterSimulation {
         case keepAlive(session: Int, sentAt: Int)
         case put(folder: Int, session: Int, name: String)
         case delete(folder: Int, session: Int, name: String)
-        case read(folder: Int, session: Int, serial: Int)
     }
 
     private struct Key {
@@ -117,12 +112,10 @@ struct ClusterSimulation {
         let table: HostLeaseTable
         var session: Int?
         var gates: [Int: Bool] = [:]
-        /// The adapter's state: what it knows of each folder's keys, its puts (for the keys' names), its reads.
+        /// The adapter's state: its copy of each folder's keys (listed empty at the start, when the store is empty,
+        /// then kept by its watch), its puts (for the keys' names).
         var views: [Int: SharedFolderKeys] = [:]
         var puts = 0
-        var readsIssued = 0
-        var reading: Set<Int> = []
-        var readAgain: Set<Int> = []
         var waiting: [Int: Int] = [:]
         var granted: [Int: Claim] = [:]
         var draining: Set<Int> = []
@@ -148,7 +141,16 @@ struct ClusterSimulation {
         let folderCount = 1 + Int(rng.next() % 2)
         self.folders = (0..<folderCount).map { try! ItemPath(absolute: "/shared/f\($0)") }
         let policy = self.policy
-        self.hosts = (0..<hostCount).map { Host(name: "host\($0)", table: HostLeaseTable(policy: policy)) }
+        let folders = self.folders
+        self.hosts = (0..<hostCount).map { index in
+            var host = Host(name: "host\(index)", table: HostLeaseTable(policy: policy))
+            for (folder, path) in folders.enumerated() {
+                var view = SharedFolderKeys(folder: path, host: "host\(index)")
+                _ = view.listed([], serial: 0)
+                host.views[folder] = view
+            }
+            return host
+        }
         self.rng = rng
     }
 
@@ -266,11 +268,7 @@ struct ClusterSimulation {
         case .deleteAnswer(let host, let session, let folder, let name):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             guard hosts[host].session == session, hosts[host].views[folder]?.forget(name: name) == true else { return }
-            hosts[host].views[folder] = nil
             try handle(host, .keyDeleted(folder: folders[folder]))
-        case .readAnswer(let host, let session, let folder, let keys, let serial):
-            guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
-            try keysRead(host, session: session, folder: folder, keys: keys, serial: serial)
         case .watched(let host, let folder, let change):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             try watched(host, folder: folder, change)
@@ -354,14 +352,6 @@ struct ClusterSimulation {
                 notifyWatchers(folder, .deleted(name: name))
             }
             sendToHost(host, .deleteAnswer(host: host, session: session, folder: folder, name: name))
-        case .read(let folder, let session, let serial):
-            let keys = (store.keys[folder] ?? []).map {
-                SharedFolderKeys.Key(name: $0.name, createRevision: $0.revision, host: "host\($0.host)")
-            }
-            sendToHost(
-                host,
-                .readAnswer(host: host, session: session, folder: folder, keys: keys, serial: serial)
-            )
         }
     }
 
@@ -401,48 +391,15 @@ struct ClusterSimulation {
         guard hosts[host].session == session else { return }
         if failed {
             guard hosts[host].views[folder]?.forget(name: name) == true else { return }
-            hosts[host].views[folder] = nil
             try handle(host, .keyFailed(folder: folders[folder], "requested lease not found"))
             return
         }
-        let next = hosts[host].readsIssued + 1
-        guard hosts[host].views[folder]?.putAcknowledged(name: name, readsFrom: next) == true else { return }
-        readKeys(host, folder)
-    }
-
-    private mutating func readKeys(_ host: Int, _ folder: Int) {
-        guard hosts[host].views[folder]?.own != nil, let session = hosts[host].session else { return }
-        guard hosts[host].reading.insert(folder).inserted else {
-            hosts[host].readAgain.insert(folder)
-            return
-        }
-        hosts[host].readsIssued += 1
-        sendToStore(host, .read(folder: folder, session: session, serial: hosts[host].readsIssued))
-    }
-
-    private mutating func keysRead(
-        _ host: Int,
-        session: Int,
-        folder: Int,
-        keys: [SharedFolderKeys.Key],
-        serial: Int
-    ) throws(Failure) {
-        guard hosts[host].session == session else { return }
-        hosts[host].reading.remove(folder)
-        let events = hosts[host].views[folder]?.read(keys, serial: serial) ?? []
-        if hosts[host].views[folder]?.own == nil { hosts[host].views[folder] = nil }
-        for event in events { try handle(host, event) }
-        if hosts[host].readAgain.remove(folder) != nil { readKeys(host, folder) }
+        _ = hosts[host].views[folder]?.putAcknowledged(name: name, listsFrom: 1)  // No list after the first.
     }
 
     private mutating func watched(_ host: Int, folder: Int, _ change: SharedFolderKeys.Change) throws(Failure) {
-        guard hosts[host].views[folder]?.own != nil else { return }
         let events = hosts[host].views[folder]?.watched(change) ?? []
-        for event in events {
-            if case .becameHolder = event { counts.heldFromWatch += 1 }
-            try handle(host, event)
-        }
-        readKeys(host, folder)
+        for event in events { try handle(host, event) }
     }
 
     // MARK: A host
@@ -524,7 +481,7 @@ struct ClusterSimulation {
             let folder = index(of: path)
             hosts[host].puts += 1
             let name = "f\(folder)/host\(host)/\(session).\(hosts[host].puts)"
-            hosts[host].views[folder, default: SharedFolderKeys(folder: path)].putSent(name: name)
+            hosts[host].views[folder]?.putSent(name: name)
             sendToStore(host, .put(folder: folder, session: session, name: name))
         case .deleteKey(let path):
             let folder = index(of: path)
@@ -564,9 +521,7 @@ struct ClusterSimulation {
             counts.fences += 1
             hosts[host].session = nil
             hosts[host].draining = []
-            hosts[host].views = [:]
-            hosts[host].reading = []
-            hosts[host].readAgain = []
+            for folder in hosts[host].views.keys { hosts[host].views[folder]?.sessionReplaced() }
             openSession(host)
         case .startTimer(let timer, let after):
             let generation = (hosts[host].timerGenerations[timer] ?? 0) + 1

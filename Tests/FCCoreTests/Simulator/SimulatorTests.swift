@@ -150,21 +150,15 @@ import Testing
             total.fences += simulation.counts.fences
             total.lost += simulation.counts.lost
             total.failed += simulation.counts.failed
-            total.heldFromWatch += simulation.counts.heldFromWatch
             ran += 1
         }
         print(
             "cluster simulator shard \(shard): \(ran) schedules kept every invariant; grants \(total.grants), "
                 + "handovers between hosts \(total.handovers), fences \(total.fences), claims reported lost "
-                + "\(total.lost), claims failed \(total.failed), holders told by the watch \(total.heldFromWatch)"
+                + "\(total.lost), claims failed \(total.failed)"
         )
-        // A run that never handed a folder over, never fenced, never lost a claim or never took a folder on a watch
-        // event checked nothing of the rules.
-        #expect(
-            ran == 0
-                || (total.handovers > 0 && total.fences > 0 && total.lost > 0 && total.failed > 0
-                    && total.heldFromWatch > 0)
-        )
+        // A run that never handed a folder over, never fenced or never lost a claim checked nothing of the rules.
+        #expect(ran == 0 || (total.handovers > 0 && total.fences > 0 && total.lost > 0 && total.failed > 0))
     }
 
     @Test(.enabled(if: environment["FC_CLUSTER_SIM_SEED"] != nil, "set FC_CLUSTER_SIM_SEED to replay a seed"))
