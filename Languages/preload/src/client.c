@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -86,7 +87,7 @@ static void after_fork_child(void) {
 }
 
 static uint64_t number_setting(const char *name, uint64_t fallback) {
-    const char *value = getenv(name);
+    const char *value = secure_getenv(name);
     if (!value || !*value) return fallback;
     char *end;
     unsigned long long parsed = strtoull(value, &end, 10);
@@ -94,14 +95,14 @@ static uint64_t number_setting(const char *name, uint64_t fallback) {
 }
 
 static int flag_setting(const char *name) {
-    const char *value = getenv(name);
+    const char *value = secure_getenv(name);
     return value && strcmp(value, "1") == 0;
 }
 
 /* The socket path exactly as FCProtocol's DaemonAddress computes it. */
 static void resolve_socket_path(void) {
-    const char *explicit_path = getenv("FILECOORDD_SOCKET");
-    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    const char *explicit_path = secure_getenv("FILECOORDD_SOCKET");
+    const char *runtime = secure_getenv("XDG_RUNTIME_DIR");
     char *out = fcp_settings.socket_path;
     size_t size = sizeof fcp_settings.socket_path;
     if (explicit_path && explicit_path[0] == '/') {
@@ -133,7 +134,10 @@ __attribute__((constructor)) static void fcp_load(void) {
     fcp_settings.coordinate_reads = flag_setting("FILECOORD_PRELOAD_READS");
     fcp_settings.timeout_ms = number_setting("FILECOORD_PRELOAD_TIMEOUT_MS", 30000);
     if (fcp_settings.timeout_ms == 0) fcp_settings.timeout_ms = 1;
-    fcp_settings.disabled = flag_setting("FILECOORD_PRELOAD_DISABLE") ||
+    /* A program run with more privilege than its user (setuid, setgid, file capabilities: AT_SECURE) is never
+     * coordinated: its environment is not its user's to trust (secure_getenv reads none of it), and its files are
+     * not its user's daemon's business. filecoordd never coordinates with itself. */
+    fcp_settings.disabled = flag_setting("FILECOORD_PRELOAD_DISABLE") || getauxval(AT_SECURE) != 0 ||
                             strcmp(program_invocation_short_name, "filecoordd") == 0;
     resolve_socket_path();
     uint64_t nonce = 0;

@@ -39,7 +39,9 @@ void disconnect_locked(void) {
 }
 
 void fcp_descriptor_replaced(int fd) {
-    if (fd < 0 || __atomic_load_n(&connection, __ATOMIC_RELAXED) != fd) return;
+    /* A vfork child shares the parent's memory but has a descriptor table of its own: its close or dup2 of the
+     * number leaves the parent's connection open, which must not be forgotten (nor the parent's lock taken). */
+    if (fd < 0 || __atomic_load_n(&connection, __ATOMIC_RELAXED) != fd || !fcp_same_process()) return;
     fcp_lock();
     if (connection == fd) {
         /* The program closes or replaces the descriptor itself: forget it without closing it. */

@@ -59,10 +59,19 @@ void fcp_fd_attach(int fd, uint64_t claim) {
     fcp_unlock();
 }
 
-void fcp_fd_release(int fd) {
+uint64_t fcp_fd_detach(int fd) {
+    uint64_t ending = 0;
     fcp_lock();
-    drop_locked(fd);
+    if (fd >= 0 && fd < FCP_MAX_FDS && table[fd] != 0) {
+        struct open_file *file = &files[table[fd] - 1];
+        __atomic_store_n(&table[fd], 0, __ATOMIC_RELAXED);
+        if (--file->descriptors == 0) {
+            ending = file->claim;
+            file->claim = 0;
+        }
+    }
     fcp_unlock();
+    return ending;
 }
 
 void fcp_fd_duplicate(int from, int to) {

@@ -111,7 +111,10 @@ int fcp_is_regular(int dirfd, const char *path);
 
 /* The descriptor table (descriptors.c). Called with fcp_lock held unless said otherwise. */
 void fcp_fd_attach(int fd, uint64_t claim);       /* takes fcp_lock; finishes the claim if it cannot attach */
-void fcp_fd_release(int fd);                      /* takes fcp_lock; finishes the claim of the last descriptor */
+/* Takes fd out of the table before the program's close (takes fcp_lock): returns the claim to finish once the close
+ * is done when fd was its last descriptor, else 0. Detached first, so that another thread's open that gets the same
+ * number after the close attaches its own claim, which nothing here can then end early. */
+uint64_t fcp_fd_detach(int fd);
 void fcp_fd_duplicate(int from, int to);          /* takes fcp_lock */
 int fcp_fd_has_claim(int fd);                     /* lock-free read, a hint */
 void fcp_fd_forget_all(void);                     /* in a forked child, with fcp_lock held */

@@ -181,10 +181,10 @@ int close(int fd) {
     if (!fcp_real.close) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.close(fd);
     fcp_descriptor_replaced(fd);
-    int held = fcp_fd_has_claim(fd) && fcp_same_process();
+    uint64_t ending = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_detach(fd) : 0;
     int result = fcp_real.close(fd);
     int result_errno = errno;
-    if (held) fcp_fd_release(fd);
+    if (ending) fcp_finish(ending);
     fcp_leave();
     errno = result_errno;
     return result;
@@ -195,10 +195,10 @@ int fclose(FILE *file) {
     if (!fcp_enter()) return fcp_real.fclose(file);
     int fd = file ? fileno(file) : -1;
     fcp_descriptor_replaced(fd);
-    int held = fcp_fd_has_claim(fd) && fcp_same_process();
+    uint64_t ending = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_detach(fd) : 0;
     int result = fcp_real.fclose(file);
     int result_errno = errno;
-    if (held) fcp_fd_release(fd);
+    if (ending) fcp_finish(ending);
     fcp_leave();
     errno = result_errno;
     return result;

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+// Issue 42: the preload library never changes what a program does. Here, what it shares with the program's process:
+// the symbols it exports, and its connection's descriptor across a vfork.
+
+@Suite struct PreloadProcessTests {
+    /// The names the version script `Languages/preload/exports.map` exports (between `global:` and `local:`).
+    static func exportedNames() throws -> Set<String> {
+        let map = try String(
+            contentsOfFile: PreloadLibrary.repositoryRoot + "/Languages/preload/exports.map",
+            encoding: .utf8
+        )
+        let global = try #require(map.range(of: "global:"))
+        let local = try #require(map.range(of: "local:"))
+        return Set(
+            map[global.upperBound..<local.lowerBound].split { $0 == ";" || $0.isWhitespace }.map(String.init)
+        )
+    }
+
+    @Test("The library exports the libc functions it wraps and nothing else: no client symbol, no protobuf-c code")
+    func exportsOnlyTheWrappedFunctions() async throws {
+        let library = try PreloadLibrary.path()
+        try await TestEnvironment.run { env in
+            let result = try await env.runProgram(["nm", "-D", "--defined-only", library], preloaded: false)
+            #expect(result.status == 0, "\(result.error)")
+            let exported = Set(
+                result.output.split(separator: "\n").compactMap { $0.split(separator: " ").last }.map(String.init)
+            )
+            let expected = try Self.exportedNames()
+            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 29)
+            // Before the version script: 52 symbols, 23 of them the client's own (fcp_claim, fcp_lock, fcp_real...).
+            #expect(exported == expected, "exported beyond the list: \(exported.subtracting(expected).sorted())")
+        }
+    }
+
+    @Test("A vfork child that closes the daemon's connection leaves the parent's open: its next write is coordinated")
+    func aVforkChildLeavesTheParentsConnectionAlone() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let first = try env.file("first.txt", "")
+            let held = try env.file("held.txt", "")
+            let reader = try await env.host("R")
+            try reader.send("read \(held) hold")
+            _ = try await reader.waitFor("holding read \(held)")
+            // The program writes `first` (the library connects), finds the connection's descriptor, lets a vfork child
+            // close that number and exit, then writes `held`, which the reader holds, and prints how many sockets it
+            // opened. Before the fix the child's close made the library forget the parent's connection (shared
+            // memory, separate descriptor tables): the parent's descriptor stayed open, unused, and its write of `held`
+            // went through at once, uncoordinated (the library waits a second before it connects again).
+            let source = """
+                #define _GNU_SOURCE
+                #include <dirent.h>
+                #include <fcntl.h>
+                #include <stdio.h>
+                #include <stdlib.h>
+                #include <string.h>
+                #include <sys/wait.h>
+                #include <unistd.h>
+
+                /* The sockets open in this process; `mark` (when not NULL) flags each, and `fresh` gets one not
+                 * flagged before. */
+                static int sockets(char *mark, int *fresh) {
+                    int count = 0;
+                    DIR *dir = opendir("/proc/self/fd");
+                    struct dirent *entry;
+                    while ((entry = readdir(dir))) {
+                        char path[300], target[64];
+                        snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
+                        ssize_t length = readlink(path, target, sizeof target - 1);
+                        if (length <= 0) continue;
+                        target[length] = 0;
+                        if (strncmp(target, "socket:", 7) != 0) continue;
+                        int fd = atoi(entry->d_name);
+                        count++;
+                        if (fd < 4096 && mark && !mark[fd]) { mark[fd] = 1; if (fresh) *fresh = fd; }
+                    }
+                    closedir(dir);
+                    return count;
+                }
+
+                static void append(const char *file, const char *text) {
+                    int fd = open(file, O_WRONLY | O_APPEND);
+                    if (fd < 0 || write(fd, text, strlen(text)) < 0) exit(3);
+                    close(fd);
+                }
+
+                int main(int argc, char **argv) {
+                    static char mark[4096];
+                    int before = sockets(mark, NULL); /* any the program inherited */
+                    int connection = -1;
+                    append(argv[1], "first\\n");
+                    if (sockets(mark, &connection) != before + 1 || connection < 0) {
+                        fprintf(stderr, "no connection after the first write\\n");
+                        return 2;
+                    }
+                    pid_t child = vfork();
+                    if (child == 0) {
+                        close(connection);
+                        _exit(0);
+                    }
+                    waitpid(child, NULL, 0);
+                    append(argv[2], "second\\n");
+                    printf("%d\\n", sockets(NULL, NULL) - before);
+                    return 0;
+                }
+                """
+            let sourcePath = try env.file("vfork.c", source)
+            let program = env.path("vfork")
+            try await env.setUp(["cc", "-Wall", "-Werror", "-o", program, sourcePath])
+            let running = try env.startProgram([program, first, held])
+            let pid = running.process.processIdentifier
+            var listing = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline, running.process.isRunning {
+                listing = try await env.runTool("fcdump", ["clients"]).output
+                if listing.contains("preload:vfork pid \(pid): 0 presenters, 1 claims") { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(listing.contains("preload:vfork pid \(pid): 0 presenters, 1 claims"), "\(listing)")
+            #expect(env.contents(held) == "", "the write went through while the read held the file")
+            try reader.send("release")
+            _ = try await reader.waitFor("done read \(held)")
+            #expect(try await running.waitForExit() == 0, "\(running.error)")
+            #expect(running.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "sockets: \(running.output)")
+            #expect(env.contents(first) == "first\n")
+            #expect(env.contents(held) == "second\n")
+        }
+    }
+}
