@@ -45,14 +45,16 @@ extension ClusterHost {
 
     /// The put was acknowledged. Its answer's revision is not trusted as the key's create revision (a put retried
     /// on another member after the first applied it answers with a later revision): the key's revision comes from
-    /// the watch's report of the put (or from a list), and a list issued from now on must show the key.
+    /// the copy (the watch's report of the put, or a list), and a list issued from now on must show the key.
     func keyPut(_ folder: ItemPath, key: String, _ attempt: Int) {
         guard attempt == generation else { return }
-        _ = views[folder]?.putAcknowledged(name: key, listsFrom: listsIssued + 1)
+        for event in views[folder]?.putAcknowledged(name: key, listsFrom: listsIssued + 1) ?? [] { handle(event) }
     }
 
     /// The put failed, or seemed to: it may have been applied all the same, leaving a key of this live session that
-    /// would hold the folder for nobody. It is deleted (retried until it is, or the session is replaced).
+    /// would hold the folder for nobody. It is deleted (retried until it is, or the session is replaced); one applied
+    /// later still is deleted when the copy shows it (``deleteOrphans(in:)``). The table heard nothing of the key (the
+    /// copy speaks of a key only once its put returned), so it is still waiting for it and takes the failure.
     func keyPutFailed(_ folder: ItemPath, key: String, _ reason: String, _ attempt: Int) {
         guard attempt == generation, views[folder]?.forget(name: key) == true else { return }
         noteError("cannot put this host's key for \(folder): \(reason)")
@@ -111,7 +113,11 @@ extension ClusterHost {
         watchTask = Task {
             do {
                 let range = try await etcd.range(prefix: prefix)
-                bound.execute { $0.listed(range.kvs, revision: range.revision, serial: serial) }
+                bound.execute { host in
+                    guard !host.stopped else { return }
+                    host.listed(range.kvs, revision: range.revision, serial: serial)
+                    host.startWatch(fromRevision: range.revision + 1)
+                }
             } catch {
                 guard !Task.isCancelled else { return }
                 bound.execute { host in
@@ -127,8 +133,24 @@ extension ClusterHost {
         }
     }
 
+    /// Lists the keys again beside the watch, while this host has a key: a watch that stalls without ending (a
+    /// connection that stops moving) must not leave it waiting for ever, nor another host waiting for it. Called
+    /// with each keep-alive (a third of the time to live); the copy ignores a list older than what it shows.
+    func listAgainIfHolding() {
+        guard !stopped, views.values.contains(where: { $0.own != nil }) else { return }
+        listsIssued += 1
+        let serial = listsIssued
+        let (etcd, bound, prefix) = (self.etcd, self.bound, "\(configuration.keyPrefix)folders/")
+        Task {
+            guard let range = try? await etcd.range(prefix: prefix) else { return }  // The next one will do.
+            bound.execute { host in
+                guard !host.stopped else { return }
+                host.listed(range.kvs, revision: range.revision, serial: serial)
+            }
+        }
+    }
+
     func listed(_ kvs: [EtcdKeyValue], revision: Int64, serial: Int) {
-        guard !stopped else { return }
         var byFolder: [ItemPath: [SharedFolderKeys.Key]] = [:]
         for kv in kvs {
             guard let folder = folder(ofKey: kv.key) else { continue }
@@ -138,10 +160,24 @@ extension ClusterHost {
         }
         var events: [HostLeaseEvent] = []
         for folder in views.keys {
-            events += views[folder]?.listed(byFolder[folder] ?? [], serial: serial) ?? []
+            events += views[folder]?.listed(byFolder[folder] ?? [], serial: serial, revision: revision) ?? []
+            deleteOrphans(in: folder)
         }
-        startWatch(fromRevision: revision + 1)
         for event in events { handle(event) }
+    }
+
+    /// Deletes the keys of this host's live session in `folder` that are not its key: a put that failed or timed
+    /// out, applied late, or applied again by a retry after the host deleted the key. Left alone, such a key would
+    /// hold the folder for nobody until the session ends.
+    func deleteOrphans(in folder: ItemPath) {
+        guard let lease = session?.lease, let known = views[folder]?.known else { return }
+        let mine = "\(folderPrefix(folder))\(Self.hex(configuration.hostName))/\(String(lease, radix: 16))."
+        let own = views[folder]?.own?.name
+        for key in known where key.name.hasPrefix(mine) && key.name != own && !orphansDeleting.contains(key.name) {
+            orphansDeleting.insert(key.name)
+            noteError("deleting a key of this host's session that holds \(folder) for nobody: \(key.name)")
+            removeKey(key.name, generation) { $0.orphansDeleting.remove(key.name) }
+        }
     }
 
     /// One watch over every shared folder's keys, from `revision` (the list's, plus one): each change goes to the
@@ -203,6 +239,8 @@ extension ClusterHost {
                 )
             case .delete: .deleted(name: event.key)
             }
-        for event in views[folder]?.watched(change) ?? [] { handle(event) }
+        let events = views[folder]?.watched(change, revision: event.modRevision) ?? []
+        if event.type == .put { deleteOrphans(in: folder) }
+        for event in events { handle(event) }
     }
 }

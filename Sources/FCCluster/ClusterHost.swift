@@ -50,6 +50,8 @@ public final class ClusterHost: ClusterAdapter {
     var views: [ItemPath: SharedFolderKeys]
     /// Puts made in this session, for the keys' names.
     var puts = 0
+    /// Keys of this session that hold a folder for nobody, their delete sent (``deleteOrphans(in:)``).
+    var orphansDeleting: Set<String> = []
     /// Lists of the cluster's keys issued so far (a list answered before one issued after a put's answer may not
     /// show the key).
     var listsIssued = 0
@@ -238,6 +240,7 @@ public final class ClusterHost: ClusterAdapter {
         lastError = nil
         session = (lease, ttl)
         forgetOwnKeys()
+        orphansDeleting = []
         logger.info(
             "cluster: session open",
             metadata: ["cluster.lease": "\(String(lease, radix: 16))", "cluster.ttl": "\(ttl)"]
@@ -264,6 +267,7 @@ public final class ClusterHost: ClusterAdapter {
         keepAliveTask = nil
         session = nil
         forgetOwnKeys()
+        orphansDeleting = []
         generation += 1  // Answers about the old session are dropped from now on, a grant on its way included.
         opening = false
         retryLater()
@@ -310,6 +314,7 @@ public final class ClusterHost: ClusterAdapter {
             }
             bound.execute { $0.keptAlive(answer, sentAt: sentAt, attempt) }
         }
+        listAgainIfHolding()
         scheduleKeepAlive()
     }
 

@@ -4,7 +4,10 @@
 /// The host keeps a copy of every shared folder's keys (``known``, in create order), as etcd clients keep a cache:
 /// one read of all the cluster's keys (a *list*, linearizable, answered at a store revision R), then the store's
 /// watch from revision R + 1, which reports every put and delete after the list, in order, once. From the copy:
-/// - its key's revision, from the watch's report of its own put (``HostLeaseEvent/keyCreated(folder:revision:)``);
+/// - its key's revision, once its put was acknowledged and the copy shows the key
+///   (``HostLeaseEvent/keyCreated(folder:revision:)``; nothing is said of a key whose put has not returned, so that a
+///   put that fails after etcd applied it never leaves a host holding on a key it then deletes, and no retry of the
+///   put is still out when the host deletes the key);
 /// - that it holds the folder once no key is ahead of its own (``HostLeaseEvent/becameHolder(folder:revision:)``);
 /// - that another host waits once a key comes after its own
 ///   (``HostLeaseEvent/otherHostWaiting(folder:host:after:)``);
@@ -19,8 +22,10 @@
 /// benchmarks' recall).
 ///
 /// A watch that ended is started again from the revision after the last change it reported, which misses nothing;
-/// when etcd can no longer serve that revision (compacted), the host lists again and watches from there
-/// (``listed(_:serial:)`` replaces the copy).
+/// when etcd can no longer serve that revision (compacted), the host lists again and watches from there. A watch
+/// can also stall without ending (a connection that stops moving): while it has a key, the host lists the keys again
+/// every third of its session's time to live. The copy remembers the store revision it reflects (``revision``), so
+/// that a list or a change older than what it shows is ignored: the copy never goes back.
 ///
 /// - Important: A value; not thread-safe (its host's loop owns it).
 public struct SharedFolderKeys: Sendable {
@@ -71,6 +76,8 @@ public struct SharedFolderKeys: Sendable {
     public private(set) var own: Own?
     /// The folder's keys in create order, from the last list and the watch since; `nil` before the first list.
     public private(set) var known: [Key]?
+    /// The store revision the copy reflects: the last list's, or the last change's applied since.
+    public private(set) var revision: Int64 = 0
 
     /// The keys of `folder`, seen by `host`, before they are listed.
     public init(folder: ItemPath, host: String) {
@@ -94,12 +101,14 @@ public struct SharedFolderKeys: Sendable {
         own = Own(name: name)
     }
 
-    /// The put of `name` was acknowledged; lists from `serial` on must show the key. Returns whether `name` is still
-    /// this host's key (else the answer is about a key it has since replaced or given up).
-    public mutating func putAcknowledged(name: String, listsFrom serial: Int) -> Bool {
-        guard own?.name == name else { return false }
+    /// The put of `name` was acknowledged; lists from `serial` on must show the key. Returns `nil` when `name` is
+    /// not this host's key any more (the answer is about a key it has since replaced or given up), else what the
+    /// copy says of it now (nothing until the copy shows it).
+    public mutating func putAcknowledged(name: String, listsFrom serial: Int) -> [HostLeaseEvent]? {
+        guard let mine = own, mine.name == name else { return nil }
         own?.listsFrom = serial
-        return true
+        guard !mine.leaving, let key = known?.first(where: { $0.name == name }) else { return [] }
+        return created(key) + standing()
     }
 
     /// This host sent the delete of its key: returns its name, or `nil` when it has none.
@@ -124,11 +133,13 @@ public struct SharedFolderKeys: Sendable {
         own = nil
     }
 
-    /// A list of the cluster's keys, the `serial`th this host issued, answered with this folder's `keys` (in any
-    /// order): they replace the copy, and the watch goes on from the list's revision.
-    public mutating func listed(_ keys: [Key], serial: Int) -> [HostLeaseEvent] {
+    /// A list of the cluster's keys, the `serial`th this host issued, answered at store revision `revision` with
+    /// this folder's `keys` (in any order): they replace the copy, unless it already reflects a later revision.
+    public mutating func listed(_ keys: [Key], serial: Int, revision: Int64) -> [HostLeaseEvent] {
+        guard known == nil || revision > self.revision else { return [] }
         known = keys.sorted { $0.createRevision < $1.createRevision }
-        guard let mine = own, !mine.leaving else { return [] }
+        self.revision = revision
+        guard let mine = own, !mine.leaving, mine.listsFrom != .max else { return [] }
         guard let key = known?.first(where: { $0.name == mine.name }) else {
             // Issued after the put was acknowledged, a list that does not show the key means it is gone: deleted by
             // hand, or by a late delete. This host cannot tell what another host was granted since: it fences.
@@ -137,19 +148,21 @@ public struct SharedFolderKeys: Sendable {
         return created(key) + standing()
     }
 
-    /// A change the store's watch reported under the folder.
-    public mutating func watched(_ change: Change) -> [HostLeaseEvent] {
-        guard known != nil else { return [] }  // Not listed yet: the watch starts after the list.
+    /// A change the store's watch reported under the folder, made at store revision `revision`.
+    public mutating func watched(_ change: Change, revision: Int64) -> [HostLeaseEvent] {
+        // Not listed yet (the watch starts after the list), or already in the copy (a list answered later).
+        guard known != nil, revision > self.revision else { return [] }
+        self.revision = revision
         switch change {
         case .put(let key):
             guard !(known?.contains { $0.name == key.name } ?? false) else { return [] }
             let index = known?.firstIndex { $0.createRevision > key.createRevision } ?? known?.count ?? 0
             known?.insert(key, at: index)
-            guard let mine = own, !mine.leaving else { return [] }
+            guard let mine = own, !mine.leaving, mine.listsFrom != .max else { return [] }
             return (key.name == mine.name ? created(key) : []) + standing()
         case .deleted(let name):
             known?.removeAll { $0.name == name }
-            guard let mine = own, !mine.leaving else { return [] }
+            guard let mine = own, !mine.leaving, mine.listsFrom != .max else { return [] }
             // This host's key, not deleted by this host (it is not leaving): gone with the session, or by hand.
             guard name != mine.name else { return fence() }
             return standing()

@@ -43,6 +43,8 @@ struct ClusterSimulation {
         var fences = 0
         var lost = 0
         var failed = 0
+        /// Puts applied but answered as failed.
+        var appliedButFailed = 0
     }
 
     let seed: UInt64
@@ -67,7 +69,9 @@ struct ClusterSimulation {
         /// The store's answer to a delete of `name`.
         case deleteAnswer(host: Int, session: Int, folder: Int, name: String)
         /// A change the host's watch reports.
-        case watched(host: Int, folder: Int, SharedFolderKeys.Change)
+        /// The host's watch delivers its next report (``Host/watchQueue``: the stream is in revision order, even when
+        /// a cut or a stop makes the deliveries themselves wait).
+        case watched(host: Int)
         case opened(host: Int, session: Int, sentAt: Int)
         case local(host: Int, HostLeaseEvent)
         /// The store's answer to a keep-alive of `session`: the adapter hands it on only while that session is the
@@ -127,6 +131,8 @@ struct ClusterSimulation {
         var lastToHost = 0
         /// When the host's watch's last event arrives (the watch is a connection of its own).
         var lastWatched = 0
+        /// The watch's reports not delivered yet, in revision order.
+        var watchQueue: [(folder: Int, change: SharedFolderKeys.Change, revision: Int64)] = []
     }
 
     init(seed: UInt64) {
@@ -146,7 +152,7 @@ struct ClusterSimulation {
             var host = Host(name: "host\(index)", table: HostLeaseTable(policy: policy))
             for (folder, path) in folders.enumerated() {
                 var view = SharedFolderKeys(folder: path, host: "host\(index)")
-                _ = view.listed([], serial: 0)
+                _ = view.listed([], serial: 0, revision: 1)
                 host.views[folder] = view
             }
             return host
@@ -269,9 +275,10 @@ struct ClusterSimulation {
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             guard hosts[host].session == session, hosts[host].views[folder]?.forget(name: name) == true else { return }
             try handle(host, .keyDeleted(folder: folders[folder]))
-        case .watched(let host, let folder, let change):
+        case .watched(let host):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
-            try watched(host, folder: folder, change)
+            let (folder, change, revision) = hosts[host].watchQueue.removeFirst()
+            try watched(host, folder: folder, change, revision: revision)
         case .opened(let host, let session, let sentAt):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             hosts[host].session = session
@@ -343,7 +350,11 @@ struct ClusterSimulation {
             store.revision += 1
             let key = Key(name: name, host: host, session: session, revision: store.revision)
             store.keys[folder, default: []].append(key)
-            sendToHost(host, .putAnswer(host: host, session: session, folder: folder, name: name, failed: false))
+            // One put in twenty is applied but answered as failed (a timeout, an error from the member a retry went
+            // to): the host deletes the key it believes it never got, and must not have held the folder on it.
+            let failed = random(20) == 0
+            if failed { counts.appliedButFailed += 1 }
+            sendToHost(host, .putAnswer(host: host, session: session, folder: folder, name: name, failed: failed))
             notifyWatchers(folder, .put(.init(name: name, createRevision: key.revision, host: "host\(host)")))
         case .delete(let folder, let session, let name):
             if store.keys[folder]?.contains(where: { $0.name == name }) == true {
@@ -375,7 +386,8 @@ struct ClusterSimulation {
         for host in hosts.indices {
             let at = max(now + delay(), hosts[host].lastWatched)
             hosts[host].lastWatched = at
-            schedule(.watched(host: host, folder: folder, change), at: at)
+            hosts[host].watchQueue.append((folder, change, store.revision))
+            schedule(.watched(host: host), at: at)
         }
     }
 
@@ -391,14 +403,24 @@ struct ClusterSimulation {
         guard hosts[host].session == session else { return }
         if failed {
             guard hosts[host].views[folder]?.forget(name: name) == true else { return }
+            // The put may have been applied: its key is deleted (ClusterHost.keyPutFailed).
+            sendToStore(host, .delete(folder: folder, session: session, name: name))
             try handle(host, .keyFailed(folder: folders[folder], "requested lease not found"))
             return
         }
-        _ = hosts[host].views[folder]?.putAcknowledged(name: name, listsFrom: 1)  // No list after the first.
+        // No list after the first.
+        for event in hosts[host].views[folder]?.putAcknowledged(name: name, listsFrom: 1) ?? [] {
+            try handle(host, event)
+        }
     }
 
-    private mutating func watched(_ host: Int, folder: Int, _ change: SharedFolderKeys.Change) throws(Failure) {
-        let events = hosts[host].views[folder]?.watched(change) ?? []
+    private mutating func watched(
+        _ host: Int,
+        folder: Int,
+        _ change: SharedFolderKeys.Change,
+        revision: Int64
+    ) throws(Failure) {
+        let events = hosts[host].views[folder]?.watched(change, revision: revision) ?? []
         for event in events { try handle(host, event) }
     }
 
