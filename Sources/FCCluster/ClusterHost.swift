@@ -48,7 +48,7 @@ public final class ClusterHost: ClusterAdapter {
     /// the list and the watch across sessions, and this host's own key in this session (a new name for every put: a
     /// late delete of an earlier one cannot remove it).
     var views: [ItemPath: SharedFolderKeys]
-    /// Puts made in this session, for the keys' names.
+    /// Puts made by this adapter, for the keys' names (with the session's lease in the name, unique).
     var puts = 0
     /// Keys of this session that hold a folder for nobody, their delete sent (``deleteOrphans(in:)``).
     var orphansDeleting: Set<String> = []

@@ -16,8 +16,9 @@
 ///
 /// **Why the copy is safe to grant on.** The list is complete at R, and the watch from R + 1 misses nothing, so the
 /// copy is the store's keys as of the last change reported; the store can only be ahead of it. Every put makes a key
-/// of a new name, so a deleted key never comes back, and a key put later than this host's comes after it: keys ahead
-/// of this host's key only leave, and the copy shows one as gone only after the store deleted it. A hand-over is
+/// of a new name, and a key created later than this host's comes after it (a put that etcd applies late, even one
+/// that re-creates a deleted name, gets a later revision): keys ahead of this host's key only leave, and the copy
+/// shows one as gone only after the store deleted it. A hand-over is
 /// then the waiting host's put, the holder's delete and their two watch reports, with no read on the way (the cluster
 /// benchmarks' recall).
 ///
