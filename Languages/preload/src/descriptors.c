@@ -4,6 +4,12 @@
  * Fixed sizes, no allocation: descriptors up to FCP_MAX_FDS and FCP_MAX_OPEN_FILES claimed open files at once;
  * beyond either, an open goes through uncoordinated (its claim is finished at once).
  *
+ * The table is changed around the program's real call, never after it alone: another thread may close or reuse
+ * a number between the two (issue 42). A close marks its entry `closing` before the real close and drops it after
+ * (unless an open or a dup that got the number meanwhile dropped it already); a dup takes a hold on the source's
+ * open file before the real call and places it on the new number after (or gives it back when the call failed), so
+ * the source closed and its number reused in between changes nothing.
+ *
  * A forked child forgets the table (fcp_fd_forget_all): its closes never end its parent's claims. Descriptors a
  * program closes without close/fclose/dup2 (close_range, closefrom, the kernel at exit) keep their claims until
  * the process exits, when the daemon sees its connection close and releases them. */
@@ -20,22 +26,31 @@ struct open_file {
 };
 
 static uint16_t table[FCP_MAX_FDS]; /* 1 + index into files, or 0 */
+static uint8_t closing[FCP_MAX_FDS]; /* the entry's descriptor is being closed: dropped by whoever comes first */
 static struct open_file files[FCP_MAX_OPEN_FILES];
 
 int fcp_fd_has_claim(int fd) {
     return fd >= 0 && fd < FCP_MAX_FDS && __atomic_load_n(&table[fd], __ATOMIC_RELAXED) != 0;
 }
 
-/* Drops fd's hold on its open file; finishes the claim when it was the last. With fcp_lock held. */
-static void drop_locked(int fd) {
-    if (fd < 0 || fd >= FCP_MAX_FDS || table[fd] == 0) return;
-    struct open_file *file = &files[table[fd] - 1];
-    __atomic_store_n(&table[fd], 0, __ATOMIC_RELAXED);
+/* Gives back one hold on the open file `slot` (1 + index); finishes its claim when it was the last. With fcp_lock
+ * held. */
+static void release_locked(uint16_t slot) {
+    struct open_file *file = &files[slot - 1];
     if (--file->descriptors == 0) {
         uint64_t claim = file->claim;
         file->claim = 0;
         fcp_finish_locked(claim);
     }
+}
+
+/* Drops fd's hold on its open file. With fcp_lock held. */
+static void drop_locked(int fd) {
+    if (fd < 0 || fd >= FCP_MAX_FDS || table[fd] == 0) return;
+    uint16_t slot = table[fd];
+    __atomic_store_n(&table[fd], 0, __ATOMIC_RELAXED);
+    closing[fd] = 0;
+    release_locked(slot);
 }
 
 void fcp_fd_attach(int fd, uint64_t claim) {
@@ -59,33 +74,51 @@ void fcp_fd_attach(int fd, uint64_t claim) {
     fcp_unlock();
 }
 
-uint64_t fcp_fd_detach(int fd) {
-    uint64_t ending = 0;
+int fcp_fd_closing(int fd) {
+    if (fd < 0 || fd >= FCP_MAX_FDS) return 0;
     fcp_lock();
-    if (fd >= 0 && fd < FCP_MAX_FDS && table[fd] != 0) {
-        struct open_file *file = &files[table[fd] - 1];
-        __atomic_store_n(&table[fd], 0, __ATOMIC_RELAXED);
-        if (--file->descriptors == 0) {
-            ending = file->claim;
-            file->claim = 0;
-        }
-    }
+    int slot = table[fd];
+    if (slot != 0) closing[fd] = 1;
     fcp_unlock();
-    return ending;
+    return slot;
 }
 
-void fcp_fd_duplicate(int from, int to) {
-    if (to < 0 || to >= FCP_MAX_FDS || from == to) return;
+void fcp_fd_closed(int fd, int slot) {
+    if (slot == 0) return;
     fcp_lock();
-    drop_locked(to);
-    if (from >= 0 && from < FCP_MAX_FDS && table[from] != 0) {
-        files[table[from] - 1].descriptors++;
-        __atomic_store_n(&table[to], table[from], __ATOMIC_RELAXED);
+    if (table[fd] == slot && closing[fd]) drop_locked(fd);
+    fcp_unlock();
+}
+
+int fcp_fd_hold(int fd) {
+    if (fd < 0 || fd >= FCP_MAX_FDS) return 0;
+    fcp_lock();
+    int slot = table[fd];
+    if (slot != 0) files[slot - 1].descriptors++;
+    fcp_unlock();
+    return slot;
+}
+
+void fcp_fd_place(int to, int slot) {
+    fcp_lock();
+    if (to < 0 || to >= FCP_MAX_FDS) {
+        if (slot != 0) release_locked((uint16_t)slot);
+    } else {
+        drop_locked(to); /* what the number held before: closed by the call itself */
+        if (slot != 0) __atomic_store_n(&table[to], (uint16_t)slot, __ATOMIC_RELAXED);
     }
+    fcp_unlock();
+}
+
+void fcp_fd_unhold(int slot) {
+    if (slot == 0) return;
+    fcp_lock();
+    release_locked((uint16_t)slot);
     fcp_unlock();
 }
 
 void fcp_fd_forget_all(void) {
     memset(table, 0, sizeof table);
+    memset(closing, 0, sizeof closing);
     memset(files, 0, sizeof files);
 }

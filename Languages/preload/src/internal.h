@@ -111,11 +111,17 @@ int fcp_is_regular(int dirfd, const char *path);
 
 /* The descriptor table (descriptors.c). Called with fcp_lock held unless said otherwise. */
 void fcp_fd_attach(int fd, uint64_t claim);       /* takes fcp_lock; finishes the claim if it cannot attach */
-/* Takes fd out of the table before the program's close (takes fcp_lock): returns the claim to finish once the close
- * is done when fd was its last descriptor, else 0. Detached first, so that another thread's open that gets the same
- * number after the close attaches its own claim, which nothing here can then end early. */
-uint64_t fcp_fd_detach(int fd);
-void fcp_fd_duplicate(int from, int to);          /* takes fcp_lock */
+/* Around a close of fd (each takes fcp_lock): fcp_fd_closing marks fd's entry before the real close and returns its
+ * open file (0: none); fcp_fd_closed drops it after, finishing the claim of the last descriptor, unless an open or a
+ * dup that got the number in between dropped it already. */
+int fcp_fd_closing(int fd);
+void fcp_fd_closed(int fd, int slot);
+/* Around a dup of `from` (each takes fcp_lock): fcp_fd_hold takes a hold on from's open file before the real call
+ * and returns it (0: none); after it, fcp_fd_place puts the hold on the new number (dropping what the number held),
+ * or fcp_fd_unhold gives it back when the call failed. */
+int fcp_fd_hold(int from);
+void fcp_fd_place(int to, int slot);
+void fcp_fd_unhold(int slot);
 int fcp_fd_has_claim(int fd);                     /* lock-free read, a hint */
 void fcp_fd_forget_all(void);                     /* in a forked child, with fcp_lock held */
 

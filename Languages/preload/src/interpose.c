@@ -57,9 +57,14 @@ static uint64_t claim_for_open(int dirfd, const char *path, int flags, int inten
     return fcp_claim(&item, 1);
 }
 
-/* What an open call returned: its descriptor holds the claim, or the claim ends at once. */
+/* What an open call returned: its descriptor holds the claim, or the claim ends at once. A number opened without a
+ * claim loses what the table still held for it (a descriptor closed by close_range or closefrom, which the library
+ * does not see), so that a later dup of it does not prolong that claim. */
 static void opened(int fd, uint64_t claim) {
-    if (claim == 0) return;
+    if (claim == 0) {
+        if (fd >= 0 && fcp_fd_has_claim(fd) && fcp_same_process()) fcp_fd_place(fd, 0);
+        return;
+    }
     if (fd >= 0) {
         fcp_fd_attach(fd, claim);
     } else {
@@ -181,10 +186,10 @@ int close(int fd) {
     if (!fcp_real.close) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.close(fd);
     fcp_descriptor_replaced(fd);
-    uint64_t ending = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_detach(fd) : 0;
+    int slot = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_closing(fd) : 0;
     int result = fcp_real.close(fd);
     int result_errno = errno;
-    if (ending) fcp_finish(ending);
+    fcp_fd_closed(fd, slot);
     fcp_leave();
     errno = result_errno;
     return result;
@@ -193,28 +198,38 @@ int close(int fd) {
 int fclose(FILE *file) {
     if (!fcp_real.fclose) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.fclose(file);
-    int fd = file ? fileno(file) : -1;
+    int saved = errno;
+    int fd = file ? fileno(file) : -1; /* -1 and EBADF for a FILE with no descriptor (fmemopen) */
+    errno = saved;
     fcp_descriptor_replaced(fd);
-    uint64_t ending = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_detach(fd) : 0;
+    int slot = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_closing(fd) : 0;
     int result = fcp_real.fclose(file);
     int result_errno = errno;
-    if (ending) fcp_finish(ending);
+    fcp_fd_closed(fd, slot);
     fcp_leave();
     errno = result_errno;
     return result;
 }
 
-/* After a call made `to` a copy of `from` (or closed `to` in passing). */
-static void duplicated(int from, int to) {
-    if ((fcp_fd_has_claim(from) || fcp_fd_has_claim(to)) && fcp_same_process()) fcp_fd_duplicate(from, to);
+/* Before a call that makes a copy of `from`: a hold on its open file (0: none, or a vfork child). */
+static int holding(int from) { return fcp_fd_has_claim(from) && fcp_same_process() ? fcp_fd_hold(from) : 0; }
+
+/* After it: the copy `to` (-1: the call failed) gets the hold, and loses what it held before. */
+static void duplicated(int slot, int to) {
+    if (to < 0) {
+        fcp_fd_unhold(slot);
+    } else if ((slot != 0 || fcp_fd_has_claim(to)) && fcp_same_process()) {
+        fcp_fd_place(to, slot);
+    }
 }
 
 int dup(int fd) {
     if (!fcp_real.dup) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.dup(fd);
+    int slot = holding(fd);
     int result = fcp_real.dup(fd);
     int result_errno = errno;
-    if (result >= 0) duplicated(fd, result);
+    duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
     return result;
@@ -224,9 +239,10 @@ int dup2(int from, int to) {
     if (!fcp_real.dup2) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.dup2(from, to);
     if (from != to) fcp_descriptor_replaced(to);
+    int slot = from != to ? holding(from) : 0;
     int result = fcp_real.dup2(from, to);
     int result_errno = errno;
-    if (result >= 0 && from != to) duplicated(from, to);
+    if (from != to) duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
     return result;
@@ -236,9 +252,10 @@ int dup3(int from, int to, int flags) {
     if (!fcp_real.dup3) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.dup3(from, to, flags);
     if (from != to) fcp_descriptor_replaced(to);
+    int slot = from != to ? holding(from) : 0; /* dup3 fails (EINVAL) when they are equal */
     int result = fcp_real.dup3(from, to, flags);
     int result_errno = errno;
-    if (result >= 0) duplicated(from, to);
+    if (from != to) duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
     return result;
@@ -248,9 +265,10 @@ static int coordinated_fcntl(int large, int fd, int command, void *argument) {
     if (!fcp_real.fcntl) fcp_resolve_real();
     int (*call)(int, int, ...) = large && fcp_real.fcntl64 ? fcp_real.fcntl64 : fcp_real.fcntl;
     if ((command != F_DUPFD && command != F_DUPFD_CLOEXEC) || !fcp_enter()) return call(fd, command, argument);
+    int slot = holding(fd);
     int result = call(fd, command, argument);
     int result_errno = errno;
-    if (result >= 0) duplicated(fd, result);
+    duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
     return result;
@@ -374,12 +392,14 @@ int truncate64(const char *path, off_t length) {
 
 int connect(int fd, const struct sockaddr *address, socklen_t length) {
     if (!fcp_real.connect) fcp_resolve_real();
-    if (fcp_is_daemon_address(address, length)) fcp_disable_process();
+    /* Not from a vfork child (shared memory): its connect says nothing of its parent. */
+    if (fcp_is_daemon_address(address, length) && fcp_same_process()) fcp_disable_process();
     return fcp_real.connect(fd, address, length);
 }
 
 int bind(int fd, const struct sockaddr *address, socklen_t length) {
     if (!fcp_real.bind) fcp_resolve_real();
-    if (fcp_is_daemon_address(address, length)) fcp_disable_process();
+    /* Not from a vfork child (shared memory): its connect says nothing of its parent. */
+    if (fcp_is_daemon_address(address, length) && fcp_same_process()) fcp_disable_process();
     return fcp_real.bind(fd, address, length);
 }
