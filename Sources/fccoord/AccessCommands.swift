@@ -10,7 +10,10 @@ struct ReadCommand: ParsableCommand {
         discussion: """
             Presenters of the items save their changes first (unless --without-changes) and relinquish until the \
             command exits; writers wait. The paths to use (where the items are when the claims are granted) are in \
-            FCCOORD_PATH_1, FCCOORD_PATH_2, ... of the command's environment. fccoord exits with the command's status.
+            FCCOORD_PATH_1, FCCOORD_PATH_2, ... of the command's environment. FILECOORD_PURPOSE carries the claims' \
+            purpose (--purpose, or a new one), which a nested fccoord and the preload library take as theirs: the \
+            command's own coordinated calls never wait for the claims they run inside. fccoord exits with the \
+            command's status.
             """
     )
 
@@ -46,7 +49,9 @@ struct WriteCommand: ParsableCommand {
         discussion: """
             Presenters relinquish (and save, accommodate a deletion, as the option asks) before the command runs; \
             readers and writers wait until it exits. The paths to use are in FCCOORD_PATH_1, FCCOORD_PATH_2, ... of \
-            the command's environment. fccoord exits with the command's status.
+            the command's environment. FILECOORD_PURPOSE carries the claims' purpose (--purpose, or a new one), which \
+            a nested fccoord and the preload library take as theirs: the command's own coordinated calls never wait \
+            for the claims they run inside. fccoord exits with the command's status.
             """
     )
 

@@ -12,11 +12,25 @@ import SystemPackage
 /// the signal's number (the daemon drops its claims with its connection). While the command runs, `SIGTERM` and
 /// `SIGHUP` are passed on to it and `SIGINT` and `SIGQUIT` are not (from a terminal, the command has them already);
 /// fccoord keeps its claims until the command has exited, so that nothing else writes while it still runs.
+///
+/// The command runs inside fccoord's claims (issue 42): its environment carries the claims' purpose identifier in
+/// `FILECOORD_PURPOSE` (a new one when `--purpose` gave none), which the preload library and fccoord take as their
+/// own, so that the command's coordinated opens and a nested fccoord never wait for the claims they run inside.
 enum CommandRunner {
     private static let signals = [SIGINT, SIGQUIT, SIGTERM, SIGHUP]
+    /// The environment variable that carries the purpose of the claims a command runs inside.
+    static let purposeVariable = "FILECOORD_PURPOSE"
+
+    /// The purpose of the claims this fccoord runs inside, when a command of another one started it.
+    static var inheritedPurpose: String? {
+        ProcessInfo.processInfo.environment[purposeVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
 
     /// Runs `command` holding `items` and returns the exit code to end with.
-    static func run(_ command: [String], holding items: [CoordinatedItem], settings: CallSettings) -> ExitCode {
+    static func run(_ command: [String], holding items: [CoordinatedItem], settings given: CallSettings) -> ExitCode {
+        var settings = given
+        let purpose = settings.purpose ?? "fccoord \(UUID().uuidString)"
+        settings.purpose = purpose
         let child = Locked<ChildProcess.Running?>(nil)
         let commandStarted = Locked(false)
         SignalWaiting.block(signals)
@@ -41,6 +55,7 @@ enum CommandRunner {
         let outcome = Coordination.access(items, settings: settings) { paths -> ExitCode in
             var environment = ProcessInfo.processInfo.environment
             for (index, path) in paths.enumerated() { environment["FCCOORD_PATH_\(index + 1)"] = path }
+            environment[purposeVariable] = purpose
             commandStarted.withLock { $0 = true }
             return start(command, environment: environment.map { "\($0)=\($1)" }, child: child)
         }

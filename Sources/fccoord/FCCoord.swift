@@ -73,7 +73,13 @@ struct CommonOptions: ParsableArguments {
         if let purpose, purpose.isEmpty { throw ValidationError("--purpose must not be empty") }
     }
 
+    /// The call's settings. Without `--purpose`, the purpose of the claim fccoord runs inside, when it was started
+    /// by a command another fccoord runs (`FILECOORD_PURPOSE`, which ``CommandRunner`` sets): the inner claims are
+    /// its parent's, and never wait for them.
     var settings: CallSettings {
-        CallSettings(timeout: timeout.map { .milliseconds(Int64(($0 * 1_000).rounded(.up))) }, purpose: purpose)
+        CallSettings(
+            timeout: timeout.map { .milliseconds(Int64(($0 * 1_000).rounded(.up))) },
+            purpose: purpose ?? CommandRunner.inheritedPurpose
+        )
     }
 }

@@ -38,6 +38,46 @@ struct FccoordTests {
         }
     }
 
+    @Test func aCommandUnderThePreloadLibraryWritesInsideFccoordsClaim() async throws {
+        // Issue 42: under a session-wide preload, the README's own example waited out the preload's timeout behind its
+        // parent's claim (the shell's open asked for a write the claim it runs inside held), then wrote uncoordinated.
+        // fccoord passes its claim's purpose to the command (FILECOORD_PURPOSE), and the library takes it.
+        let library = try PreloadLibrary.path()
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("notes.txt", "first\n")
+            let result = try await environment.runTool(
+                "fccoord",
+                ["write", item, "--", "/bin/sh", "-c", "echo second >> \"$FCCOORD_PATH_1\""],
+                environment: ["LD_PRELOAD": library, "FILECOORD_PRELOAD_TIMEOUT_MS": "600000"]
+            )
+            #expect(result.status == 0, "\(result.error)")
+            #expect(try String(contentsOfFile: item, encoding: .utf8) == "first\nsecond\n")
+        }
+    }
+
+    @Test func aNestedFccoordRunsInsideItsParentsClaim() async throws {
+        // The inner fccoord takes the outer one's purpose from its environment: before, it waited for the claim it
+        // runs inside until its --timeout (status 124).
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("notes.txt", "text")
+            let fccoord = try Products.executable("fccoord").path
+            let result = try await environment.runTool(
+                "fccoord",
+                ["write", item, "--", fccoord, "read", "--timeout", "20", item, "--", "/bin/cat", item]
+            )
+            #expect(result.status == 0, "\(result.error)")
+            #expect(result.output == "text")
+            // A purpose given explicitly is the one passed on.
+            let explicit = try await environment.runTool(
+                "fccoord",
+                ["write", "--purpose", "backup", item, "--", "/bin/sh", "-c", "echo $FILECOORD_PURPOSE"]
+            )
+            #expect(explicit.output == "backup\n")
+        }
+    }
+
     @Test func theCommandWaitsForASwiftWriterAndItsStatusIsFccoordsStatus() async throws {
         try await TestEnvironment.run { environment in
             _ = try await environment.startDaemon()

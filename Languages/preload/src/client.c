@@ -33,7 +33,7 @@ int reader_active;
 int close_after_read = -1;
 struct timespec retry_after;
 static pid_t own_pid;
-char purpose[96];
+char purpose[256];
 char client_name[256];
 
 struct fcp_pending pending[FCP_MAX_PENDING];
@@ -144,7 +144,13 @@ __attribute__((constructor)) static void fcp_load(void) {
     if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce) {
         nonce = (uint64_t)now().tv_nsec ^ ((uint64_t)own_pid << 32);
     }
-    snprintf(purpose, sizeof purpose, "filecoord-preload %d %016llx", (int)own_pid, (unsigned long long)nonce);
+    /* Run by a command that holds claims (fccoord sets FILECOORD_PURPOSE): this process's claims are inside them. */
+    const char *inherited = secure_getenv("FILECOORD_PURPOSE");
+    if (inherited && *inherited && strlen(inherited) < sizeof purpose) {
+        snprintf(purpose, sizeof purpose, "%s", inherited);
+    } else {
+        snprintf(purpose, sizeof purpose, "filecoord-preload %d %016llx", (int)own_pid, (unsigned long long)nonce);
+    }
     snprintf(client_name, sizeof client_name, "preload:%s", program_invocation_short_name);
     pthread_atfork(after_fork_prepare, after_fork_parent, after_fork_child);
     errno = saved;

@@ -31,7 +31,7 @@ FCP_HIDDEN extern uint64_t generation;
 FCP_HIDDEN extern int reader_active;
 FCP_HIDDEN extern int close_after_read;
 FCP_HIDDEN extern struct timespec retry_after;
-FCP_HIDDEN extern char purpose[96];
+FCP_HIDDEN extern char purpose[256];
 FCP_HIDDEN extern char client_name[256];
 
 /* Replies awaited: one slot per thread waiting for a claim. */
