@@ -71,7 +71,12 @@ public enum FileSystemCalls {
         if readingMount, hasExtendedStatus.load(ordering: .relaxed) {
             var extended = cfc_status()
             do {
-                _ = try retryOnInterrupt { cfc_statx(path, followingLinks ? 1 : 0, &extended) }
+                // `withCString`: a `String` passed as `const char *` is copied into an array first (issue 39).
+                _ = try path.withCString { path in
+                    Result { () throws(Errno) in
+                        try retryOnInterrupt { cfc_statx(path, followingLinks ? 1 : 0, &extended) }
+                    }
+                }.get()
                 return FileStatus(extended)
             } catch {
                 guard error == .noFunction || error == .notPermitted else { throw error }
@@ -80,7 +85,11 @@ public enum FileSystemCalls {
             }
         }
         var buffer = stat()
-        _ = try retryOnInterrupt { followingLinks ? stat(path, &buffer) : lstat(path, &buffer) }
+        _ = try path.withCString { path in
+            Result { () throws(Errno) in
+                try retryOnInterrupt { followingLinks ? stat(path, &buffer) : lstat(path, &buffer) }
+            }
+        }.get()
         return FileStatus(buffer)
     }
 

@@ -68,7 +68,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         var cancelled = false
         var callTimeout: Duration?
     }
-    let settings: Locked<Settings>
+    /// A `Mutex` kept in the object, not a box of its own: one allocation less per coordinator (issue 39).
+    let settings: Mutex<Settings>
     /// `true` until a setting changes (a purpose set, a timeout, a cancel), stored under `settings` when one does: a
     /// call of a coordinator nobody changed (the common case) reads it and the `let`s below, not the lock.
     let settingsUnchanged = Atomic<Bool>(true)
@@ -84,7 +85,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         self.presenter = filePresenter
         self.coordinatorID = CoordinatorID(client.newID())
         self.initialPurpose = Self.purpose(for: filePresenter)
-        self.settings = Locked(Settings(purpose: initialPurpose))
+        self.settings = Mutex(Settings(purpose: initialPurpose))
         super.init()
     }
 
@@ -95,7 +96,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         self.presenter = filePresenter
         self.coordinatorID = CoordinatorID(client.newID())
         self.initialPurpose = Self.purpose(for: filePresenter)
-        self.settings = Locked(Settings(purpose: initialPurpose))
+        self.settings = Mutex(Settings(purpose: initialPurpose))
         super.init()
     }
 
@@ -121,7 +122,29 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                 count = (count >> 8) + (sum >> 8)
             }
         }
-        return Self.uuidString(bytes)
+        // Bytes 0-9 never change: their 24 characters are spelled once (issue 39), the last 12 here.
+        return withUnsafeBytes(of: bytes) { bytes in
+            String(unsafeUninitializedCapacity: 36) { buffer in
+                var out = 0
+                for byte in purposePrefix {
+                    buffer[out] = byte
+                    out += 1
+                }
+                for index in 10..<16 {
+                    buffer[out] = hexDigit(bytes[index] >> 4)
+                    buffer[out + 1] = hexDigit(bytes[index] & 0x0F)
+                    out += 2
+                }
+                return out
+            }
+        }
+    }
+
+    /// The first 24 characters of every purpose of this process (``uniquePurpose()``).
+    private static let purposePrefix: [UInt8] = Array(uuidString(purposeBase).utf8.prefix(24))
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
     /// `bytes` as `UUID.uuidString` spells them (upper-case hex, 8-4-4-4-12), without its `snprintf` (a tenth of a
@@ -233,9 +256,13 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
             outError?.pointee = error.map { $0 as NSError }
             return
         }
-        let error = access([(url, .read(FCCore.ReadingOptions(options)))], refusesNestedWrite: true) { urls in
-            reader(urls[0])
+        let read = Access.read(FCCore.ReadingOptions(options))
+        // Granted at once by a lease this process holds: no waiter, no round trip (issue 39).
+        if case .ran = accessInLease(url, read, reader) {
+            outError?.pointee = nil
+            return
         }
+        let error = access([(url, read)], refusesNestedWrite: true) { urls in reader(urls[0]) }
         outError?.pointee = error.map { $0 as NSError }
     }
 
@@ -247,9 +274,13 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         error outError: NSErrorPointer,
         byAccessor writer: (URL) -> Void
     ) {
-        let error = access([(url, .write(FCCore.WritingOptions(options)))], refusesNestedWrite: true) { urls in
-            writer(urls[0])
+        let write = Access.write(FCCore.WritingOptions(options))
+        // Granted at once by a lease this process holds: no waiter, no round trip (issue 39).
+        if case .ran = accessInLease(url, write, writer) {
+            outError?.pointee = nil
+            return
         }
+        let error = access([(url, write)], refusesNestedWrite: true) { urls in writer(urls[0]) }
         outError?.pointee = error.map { $0 as NSError }
     }
 

@@ -15,8 +15,8 @@ import Testing
     /// The connection whose daemon granted the lease (`DaemonTransport.serial`).
     let connection: UInt64 = 7
 
-    func table() -> LeaseTable {
-        let table = LeaseTable(enabled: true, idleReturn: .seconds(2)) {
+    func table(claims: ClaimTable = ClaimTable()) -> LeaseTable {
+        let table = LeaseTable(enabled: true, idleReturn: .seconds(2), claims: claims) {
             Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         }
         table.grant(lease, subtree: subtree, connection: connection) { false }
@@ -89,11 +89,75 @@ import Testing
     /// A grant read after its connection was marked lost is not kept: the drop may already have run, and the lease
     /// would decide claims that no daemon knows of.
     @Test func aGrantOfALostConnectionIsNotKept() throws {
-        let table = LeaseTable(enabled: true, idleReturn: .seconds(2)) {
+        let table = LeaseTable(enabled: true, idleReturn: .seconds(2), claims: ClaimTable()) {
             Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         }
         table.grant(lease, subtree: subtree, connection: connection) { true }
         #expect(!table.holdsLeases(on: connection))
         #expect(table.submit(read(1)) == nil, "a lease of a lost connection decided a claim")
+    }
+
+    // MARK: Claims granted at once (issue 39: NSFileCoordinator+LeasedClaim.swift)
+
+    /// A claim granted through `grantAtOnce` is its lease's alone, not in the claim table; a lost connection moves it
+    /// there as held, so that the client declares it to the next daemon, and its finish then goes the usual way.
+    @Test func aClaimGrantedAtOnceIsHeldOnceItsConnectionIsLost() throws {
+        let claims = ClaimTable()
+        let table = table(claims: claims)
+        let lease = try #require(table.grantAtOnce(read(1)))
+        #expect(claims.heldRequests.isEmpty)
+        for _ in 0..<3 { #expect(sweep(table).isEmpty, "a lease was returned while its claim granted at once ran") }
+        table.dropAll(of: connection)
+        #expect(claims.heldRequests.map(\.id) == [ClaimID(1)], "the running claim would not be declared again")
+        #expect(!table.finishAtOnce(ClaimID(1), in: lease), "a dropped lease ended a claim the next daemon knows")
+    }
+
+    /// A recall declares the claim granted at once as running, with the return, and the claim table holds it.
+    @Test func aRecallDeclaresAClaimGrantedAtOnce() throws {
+        let claims = ClaimTable()
+        let table = table(claims: claims)
+        let lease = try #require(table.grantAtOnce(read(1)))
+        var declared: [ClaimRequest] = []
+        let waiting = table.recall(LeaseTable.Key(connection: connection, lease: self.lease)) { declared = $0 }
+        #expect(waiting.isEmpty)
+        #expect(declared.map(\.id) == [ClaimID(1)] && declared.allSatisfy(\.isHeld))
+        #expect(claims.heldRequests.map(\.id) == [ClaimID(1)])
+        #expect(!table.finishAtOnce(ClaimID(1), in: lease))
+    }
+
+    /// A second claim in the lease enters the first in the lease's arbiter: a write waits for the running read, the
+    /// read's finish then goes to the arbiter and grants the write.
+    @Test func aSecondClaimEntersTheClaimGrantedAtOnce() throws {
+        let claims = ClaimTable()
+        let table = table(claims: claims)
+        let lease = try #require(table.grantAtOnce(read(1)))
+        var write = read(2)
+        write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
+        #expect(table.grantAtOnce(write) == nil, "a write was granted at once while a read ran")
+        #expect(try #require(table.submit(write)).isEmpty, "the write did not wait for the running read")
+        #expect(claims.heldRequests.map(\.id) == [ClaimID(1)])
+        #expect(!table.finishAtOnce(ClaimID(1), in: lease))
+        let outcomes = try #require(table.handle(.finishClaim(ClaimID(1), created: [])))
+        #expect(outcomes.map(\.0) == [ClaimID(2)])
+    }
+
+    /// The usual way of a claim granted at once: its finish leaves nothing behind, and the next is granted at once.
+    @Test func aClaimGrantedAtOnceEndsWithoutATrace() throws {
+        let claims = ClaimTable()
+        let table = table(claims: claims)
+        for id in 1...3 {
+            let lease = try #require(table.grantAtOnce(read(UInt64(id))))
+            #expect(table.finishAtOnce(ClaimID(UInt64(id)), in: lease))
+        }
+        #expect(claims.heldRequests.isEmpty)
+        #expect(table.decidedInProcess == 3)
+        let outside = ClaimRequest(
+            id: ClaimID(9),
+            client: ClientID(1),
+            coordinator: CoordinatorID(9),
+            purpose: PurposeID("p9"),
+            items: [ClaimItem(path: try ItemPath(absolute: "/work/other.txt"), access: .read([]))]
+        )
+        #expect(table.grantAtOnce(outside) == nil, "a claim outside the lease was granted in it")
     }
 }

@@ -1,5 +1,5 @@
 import Benchmark
-import FileCoordination
+@_spi(Benchmarking) import FileCoordination
 import Foundation
 @preconcurrency import Glibc
 
@@ -15,7 +15,11 @@ import Foundation
 //                                    leasing client takes it in a folder it shares; its wall clock against
 //                                    clientHotPath.uncontendedRead's, in the same run (no threshold file)
 //
-// Wall clock of the clientHotPath pair is reported, never gated; its threshold files hold `mallocCountTotal` only.
+//   clientHotPath.leasedRead         the mallocs of one coordinated read decided in a lease this process holds
+//                                    (issue 39), from the same helper's daemon granting leases (gated: Thresholds/6.3)
+//
+// Wall clock of the clientHotPath benchmarks is reported, never gated; their threshold files hold `mallocCountTotal`
+// only.
 
 /// The client's hot path, `read` or `write`: `mallocCountTotal` per 1,000 uncontended coordinated calls in a
 /// process whose only other party is a daemon in a helper process.
@@ -68,6 +72,72 @@ func clientHotPath(_ operation: String, answeringRecalls: Bool = false) {
             }
             guard daemon.send(line: "clients"), try daemon.receiveLine() == "1" else {
                 throw BenchmarkFailure("\(name): the call did not reach the helper's daemon (in-process fallback?)")
+            }
+        },
+        teardown: {
+            if let value = fixture.value {
+                value.daemon.finish()
+                value.directory.remove()
+            }
+            RunResults.record(name, record)
+        }
+    )
+}
+
+/// The client's leased path: `mallocCountTotal` per 1,000 coordinated reads that a lease held by this process decides,
+/// the lease granted by a daemon in a helper process. Per read: the coordinator, its purpose, the URL's path and the
+/// claim's one item (issue 39, Benchmarks/README.md). Tolerance as ``clientHotPath(_:answeringRecalls:)``'s.
+func clientHotPathLeasedRead() {
+    let name = "EndToEnd.clientHotPath.leasedRead"
+    let record = WallClockRecord()
+    let fixture = Slot<(directory: ScratchDirectory, daemon: HelperProcess, url: URL)>()
+    Benchmark(
+        name,
+        configuration: .init(
+            metrics: [.mallocCountTotal, .wallClock],
+            scalingFactor: .kilo,
+            maxDuration: .seconds(1),
+            thresholds: [.mallocCountTotal: .init(absolute: [.p90: 2_000])]
+        ),
+        closure: { benchmark in
+            let url = fixture.value!.url
+            let decided = LeaseBenchmarkSPI.decidedInProcess
+            record.start()
+            for _ in benchmark.scaledIterations {
+                if let error = coordinatedCall(url, writing: false) {
+                    return benchmark.error("coordinated read failed: \(error)")
+                }
+            }
+            record.stop(operations: benchmark.scaledIterations.count)
+            let inLease = LeaseBenchmarkSPI.decidedInProcess - decided
+            if inLease != benchmark.scaledIterations.count {
+                return benchmark.error(
+                    "\(name): \(inLease) of \(benchmark.scaledIterations.count) reads were decided in the lease"
+                )
+            }
+        },
+        setup: {
+            let directory = try ScratchDirectory()
+            let socketPath = directory.path + "/daemon/socket"
+            let daemon = try HelperProcess(role: "daemon", environment: ["FC_E2E_SOCKET": socketPath])
+            try FileManager.default.createDirectory(
+                atPath: directory.path + "/leased",
+                withIntermediateDirectories: true
+            )
+            fixture.value = (directory, daemon, URL(fileURLWithPath: try directory.file("leased/read.txt")))
+            guard try daemon.receiveLine() == "ready" else { throw BenchmarkFailure("the daemon did not start") }
+            setenv("FILECOORDD_SOCKET", socketPath, 1)
+            setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)
+            setenv("FILECOORD_LEASES", "1", 1)
+            unsetenv("FILECOORD_ARBITER")
+            // The grant follows the first read's finish and is read by the listener: read until a read is decided
+            // in the lease (each one a round trip to the daemon until then), for at most 10 s.
+            let deadline = Date().addingTimeInterval(10)
+            while LeaseBenchmarkSPI.decidedInProcess == 0 {
+                if let error = coordinatedCall(fixture.value!.url, writing: false) {
+                    throw BenchmarkFailure("a coordinated read failed: \(error)")
+                }
+                guard Date() < deadline else { throw BenchmarkFailure("\(name): no lease was granted within 10 s") }
             }
         },
         teardown: {

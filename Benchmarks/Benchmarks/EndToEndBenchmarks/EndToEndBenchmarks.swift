@@ -51,6 +51,7 @@ let benchmarks: @Sendable () -> Void = {
     clientHotPath("read")
     clientHotPath("write")
     clientHotPath("read", answeringRecalls: true)
+    clientHotPathLeasedRead()
     bareThreePartyRoundTrip()
     writeWithRelinquishingPresenter()
     claimsPerSecond8Clients()

@@ -26,6 +26,8 @@ struct CanonicalPath: Hashable, Sendable {
     /// The file had more than one name (`st_nlink` above 1) in the same `lstat`: a lease never decides its claims in
     /// process (issue 23 with 26). `false` for a directory or an item that does not exist.
     var hasOtherNames = false
+    /// Whether the item existed when its last component was looked up (a file or a directory).
+    var exists = false
 }
 
 /// Why a path could not be made canonical.
@@ -70,8 +72,12 @@ final class PathCanonicalizer: Sendable {
 
     init(mountAliases: MountAliases? = .shared) {
         self.mountAliases = mountAliases
+        self.files = CanonicalFileCache(readsMounts: mountAliases != nil)
     }
-    private let directories = Locked<[String: Walk]>([:])
+    /// Keyed by the bytes of the parent as spelled (``PathBytes``): NFC and NFD spellings are two directories.
+    private let directories = Locked<[PathBytes: Walk]>([:])
+    /// The files already made canonical, under their path as given (the last step of the cached way, kept).
+    private let files: CanonicalFileCache
 
     /// The state of a walk: the resolved prefix so far.
     struct Walk: Sendable {
@@ -146,7 +152,8 @@ final class PathCanonicalizer: Sendable {
                 followedFinalLink: followedFinalLink,
                 foldedKey: foldedKey,
                 identity: exists && !isDirectory ? identity : nil,
-                hasOtherNames: exists && !isDirectory && linkCount > 1
+                hasOtherNames: exists && !isDirectory && linkCount > 1,
+                exists: exists
             )
         }
     }
@@ -155,7 +162,9 @@ final class PathCanonicalizer: Sendable {
     /// component is resolved (a link named with a trailing slash always is).
     func canonicalize(_ path: String, followingFinalLink: Bool) throws(CanonicalizationError) -> CanonicalPath {
         guard path.utf8.first == UInt8(ascii: "/") else { throw .relative }
-        guard !path.utf8.contains(0) else { throw .containsNUL }
+        // A path with a NUL byte is never kept: the cache is asked first.
+        if let known = files.canonical(path) { return known }
+        guard !Self.containsNUL(path) else { throw .containsNUL }
         if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
         var walk = try rootWalk()
         try self.walk(&walk, Self.components(path), followingFinalLink)
@@ -179,6 +188,7 @@ final class PathCanonicalizer: Sendable {
     /// Forgets every cached directory (tests, and the benchmark's cold case).
     func removeAllCached() {
         directories.withLock { $0.removeAll() }
+        files.removeAll()
     }
 
     /// Forgets the cached directories and every case-sensitivity answer (tests).
@@ -209,10 +219,10 @@ final class PathCanonicalizer: Sendable {
         let parentPath = slash == trimmed.startIndex ? "/" : String(Substring(trimmed[..<slash]))
         let name = Substring(trimmed[trimmed.index(after: slash)...])
         let parent: Walk
-        if let known = directories.withLock({ $0[parentPath] }), let identity = known.identity,
+        if let known = directories.withLock({ $0[PathBytes(parentPath)] }), let identity = known.identity,
             let status = try? FileSystemCalls.status(parentPath, followingLinks: true, readingMount: readsMounts),
             status.identity == identity, status.mountID == known.mountID,
-            known.spelling == parentPath
+            known.spelling.utf8.elementsEqual(parentPath.utf8)
                 || (try? FileSystemCalls.status(known.spelling, followingLinks: true, readingMount: readsMounts)
                     .identity) == identity
         {
@@ -228,7 +238,7 @@ final class PathCanonicalizer: Sendable {
             if walk.rule != nil, walk.foldedKeys == nil {
                 directories.withLock { directories in
                     if directories.count >= Self.capacity { directories.removeAll(keepingCapacity: true) }
-                    directories[parentPath] = walk
+                    directories[PathBytes(parentPath)] = walk
                 }
             }
             parent = walk
@@ -238,10 +248,34 @@ final class PathCanonicalizer: Sendable {
         if trailingSlash { components.append("") }
         try self.walk(&walk, components, followingFinalLink)
         decideMount(&walk)
-        return walk.canonical
+        let canonical = walk.canonical
+        // Kept for the next call on the same path when the parent is one the cache keeps and the name was no link.
+        if !trailingSlash, parent.rule != nil, parent.foldedKeys == nil, walk.foldedKeys == nil,
+            !walk.followedFinalLink, walk.links == parent.links, let parentIdentity = parent.identity
+        {
+            files.record(
+                path,
+                CanonicalFileCache.Entry(
+                    parentSpelling: parentPath,
+                    parentIdentity: parentIdentity,
+                    parentMountID: parent.mountID,
+                    parentResolvedSpelling: parent.spelling.utf8.elementsEqual(parentPath.utf8) ? nil : parent.spelling,
+                    key: canonical.key,
+                    spelling: canonical.spelling,
+                    mountID: walk.mountID
+                )
+            )
+        }
+        return canonical
     }
 
     private static let slash = UInt8(ascii: "/")
+
+    /// Whether `path` holds a NUL byte, searched in a native string's buffer (the string's own `contains` decoded
+    /// each byte in turn: a twentieth of a leased read's instructions, issue 39).
+    static func containsNUL(_ path: String) -> Bool {
+        path.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? path.utf8.contains(0)
+    }
 
     /// Whether `path` (absolute, without trailing slashes) can take the cached way: no empty, `.` or `..`
     /// component. One pass over the bytes.

@@ -41,6 +41,15 @@ enum URLMapping {
                 url: url
             )
         }
+        return try canonical(given, of: url, followingFinalLink: followingFinalLink)
+    }
+
+    /// The canonicaliser's full answer for `given`, the absolute path of the `file:` URL `url` (named in errors).
+    static func canonical(
+        _ given: String,
+        of url: URL,
+        followingFinalLink: Bool
+    ) throws(FileCoordinationError) -> CanonicalPath {
         let canonicalizer = PathCanonicalizer.shared
         let canonical: CanonicalPath
         do {
@@ -71,7 +80,8 @@ enum URLMapping {
             }
         }
         // A name spelled as its key (the common case) needs no record, whatever the folders' case rules.
-        if !canonical.key.bytes.elementsEqual(given.utf8), canonicalizer.caseSensitivity.anyInsensitive {
+        // (The case rules first: with no case-insensitive folder, the usual machine, the bytes are not compared.)
+        if canonicalizer.caseSensitivity.anyInsensitive, !canonical.key.bytes.elementsEqual(given.utf8) {
             SpellingBook.shared.record(given, for: canonical.key)
         }
         return canonical

@@ -52,6 +52,12 @@ final class ClaimTable: Sendable {
         }
     }
 
+    /// `request`, granted in process by a lease without a waiter (``LeaseTable/grantAtOnce(_:)``), is held from now
+    /// on: declared to the next daemon if the connection is lost before it finishes.
+    func hold(_ request: ClaimRequest) {
+        state.withLock { $0.held[request.id] = request }
+    }
+
     /// `claim` failed: returns its waiter, to be resumed.
     func failed(_ claim: ClaimID) -> ClaimWaiter? {
         state.withLock {

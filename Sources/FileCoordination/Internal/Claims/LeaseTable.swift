@@ -44,19 +44,27 @@ final class LeaseTable: @unchecked Sendable {
         static func < (a: Key, b: Key) -> Bool { (a.connection, a.lease.rawValue) < (b.connection, b.lease.rawValue) }
     }
 
-    private struct Lease {
+    /// A class, reached only under the table's lock: the table and a claim granted at once share it, so that the
+    /// claim's finish finds its lease without a lookup, and a lookup copies no fields (issue 39).
+    final class Lease {
         let subtree: ItemPath
         var arbiter: InProcessArbiter
-        /// Claims granted without the arbiter (``Arbiter/grantsAtOnce(_:)``: it held nothing when each came), not yet
-        /// entered in it. A claim that ends before anything else happens in the lease (a loop of reads) costs no
-        /// arbiter work; anything else enters them first, as held claims (``enterGrantedAtOnce(_:state:)``).
-        var grantedAtOnce: [ClaimID: ClaimRequest] = [:]
+        /// The claim granted without the arbiter (``Arbiter/grantsAtOnce(_:)``: it held nothing when it came, and no
+        /// other claim was granted so), not yet entered in it. A claim that ends before anything else happens in the
+        /// lease (a loop of reads) costs no arbiter work; anything else enters it first, as a held claim
+        /// (``enterGrantedAtOnce(_:state:)``). One at most: a second claim finds the first and goes to the arbiter.
+        var grantedAtOnce: ClaimRequest?
         /// A claim was offered to the lease since the last idle sweep (or it was granted since): not idle.
         var usedSinceSweep = true
 
-        /// Records `request`, granted without the arbiter, and the lease's use: one access to the table's entry.
-        mutating func grantAtOnce(_ request: ClaimRequest) {
-            grantedAtOnce[request.id] = request
+        init(subtree: ItemPath, arbiter: InProcessArbiter) {
+            self.subtree = subtree
+            self.arbiter = arbiter
+        }
+
+        /// Records `request`, granted without the arbiter, and the lease's use.
+        func grantAtOnce(_ request: ClaimRequest) {
+            grantedAtOnce = request
             usedSinceSweep = true
         }
     }
@@ -67,6 +75,29 @@ final class LeaseTable: @unchecked Sendable {
         var requests: [ClaimID: ClaimRequest] = [:]
         /// Claims decided in process since the client started, for tests and benchmarks.
         var decided = 0
+        /// The lease that took the last claim offered through ``grantAtOnce(_:)``, looked at first: a program
+        /// working through one folder (a sync agent's scan) finds its lease without going through the others.
+
+        var lastUsedLease: Lease?
+
+        /// A lease held that may decide `request`, if any: the last used first, then every lease.
+        mutating func lease(deciding request: ClaimRequest) -> Lease? {
+            if let lastUsedLease, request.mayBeDecided(inLeaseOn: lastUsedLease.subtree) { return lastUsedLease }
+            let found = leases.first { _, lease in request.mayBeDecided(inLeaseOn: lease.subtree) }?.value
+            if found != nil { lastUsedLease = found }
+            return found
+        }
+
+        /// Takes lease `key` out of the table (recalled, returned, dropped): it decides nothing more, and the claim
+        /// it granted at once, if any, is no longer its own: it is entered in `claims` as held (declared to the next
+        /// daemon if the connection is lost) and its finish goes the usual way.
+        mutating func remove(_ key: Key, holdingIn claims: ClaimTable) {
+            guard let lease = leases.removeValue(forKey: key) else { return }
+            lease.arbiter.cancelTimers()
+            if let running = lease.grantedAtOnce { claims.hold(running) }
+            lease.grantedAtOnce = nil
+            if lastUsedLease === lease { lastUsedLease = nil }
+        }
     }
     private let state = Locked(State())
     /// `state.leases.count`, stored under the lock whenever it changes, read without it: the listener asks
@@ -84,9 +115,14 @@ final class LeaseTable: @unchecked Sendable {
     private let logger: @Sendable () -> Logger
     /// Where outcomes decided on a timer (a claim's deadline, a deadlock check) go: the client.
     weak var owner: CoordinationClient?
+    /// The client's claims: a claim granted through ``grantAtOnce(_:)`` is entered there as held only once it is no
+    /// longer its lease's claim granted at once while it runs (``State/remove(_:holdingIn:)``,
+    /// ``enterGrantedAtOnce(_:state:)``); until then its lease holds it, and a lost connection moves it there.
+    private let claims: ClaimTable
 
-    init(enabled: Bool, idleReturn: Duration, logger: @escaping @Sendable () -> Logger) {
+    init(enabled: Bool, idleReturn: Duration, claims: ClaimTable, logger: @escaping @Sendable () -> Logger) {
         self.enabled = enabled
+        self.claims = claims
         self.idleReturn = idleReturn
         self.logger = logger
     }
@@ -127,12 +163,11 @@ final class LeaseTable: @unchecked Sendable {
     /// granted yet, to be sent to the daemon.
     func recall(_ key: Key, returning: ([ClaimRequest]) -> Void) -> [ClaimRequest] {
         state.withLock { state in
-            guard var lease = state.leases[key] else {
+            guard let lease = state.leases[key] else {
                 returning([])
                 return []
             }
-            lease.arbiter.cancelTimers()
-            var running = lease.grantedAtOnce.values.sorted { $0.id < $1.id }
+            var running = lease.grantedAtOnce.map { [$0] } ?? []
             var waiting: [ClaimRequest] = []
             let snapshot = lease.arbiter.arbiter.snapshot()
             for claim in snapshot.claims {
@@ -143,7 +178,7 @@ final class LeaseTable: @unchecked Sendable {
                 state.owner[request.id] = nil
                 state.requests[request.id] = nil
             }
-            state.leases[key] = nil
+            state.remove(key, holdingIn: claims)
             heldCount.store(state.leases.count, ordering: .relaxed)
             returning(
                 running.map {
@@ -179,7 +214,7 @@ final class LeaseTable: @unchecked Sendable {
             let busy = Set(state.owner.values)
             var returned: [Key] = []
             for (key, lease) in state.leases.sorted(by: { $0.key < $1.key }) where key.connection == connection {
-                if busy.contains(key) || !lease.grantedAtOnce.isEmpty {
+                if busy.contains(key) || lease.grantedAtOnce != nil {
                     // A claim runs: this period counts as used, and the idle time starts when the last one ends.
                     state.leases[key]?.usedSinceSweep = true
                     continue
@@ -188,8 +223,7 @@ final class LeaseTable: @unchecked Sendable {
                     state.leases[key]?.usedSinceSweep = false
                     continue
                 }
-                state.leases[key]?.arbiter.cancelTimers()
-                state.leases[key] = nil
+                state.remove(key, holdingIn: claims)
                 returned.append(key)
             }
             heldCount.store(state.leases.count, ordering: .relaxed)
@@ -206,10 +240,7 @@ final class LeaseTable: @unchecked Sendable {
     func dropAll(of connection: UInt64) {
         state.withLock { state in
             let dropped = state.leases.keys.filter { $0.connection == connection }
-            for key in dropped {
-                state.leases[key]?.arbiter.cancelTimers()
-                state.leases[key] = nil
-            }
+            for key in dropped { state.remove(key, holdingIn: claims) }
             heldCount.store(state.leases.count, ordering: .relaxed)
             for (claim, key) in state.owner where key.connection == connection {
                 state.owner[claim] = nil
@@ -235,7 +266,7 @@ final class LeaseTable: @unchecked Sendable {
             state.owner[request.id] = id
             state.requests[request.id] = request
             state.decided += 1
-            if lease.grantedAtOnce.isEmpty, lease.arbiter.arbiter.grantsAtOnce(request) {
+            if lease.grantedAtOnce == nil, lease.arbiter.arbiter.grantsAtOnce(request) {
                 state.leases[id]?.grantAtOnce(request)
                 return [(request.id, .granted(request.items.map(\.path)))]
             }
@@ -265,7 +296,8 @@ final class LeaseTable: @unchecked Sendable {
                 return nil
             }
             guard let lease = state.owner[claim] else { return nil }
-            if case .finishClaim = message, state.leases[lease]?.grantedAtOnce.removeValue(forKey: claim) != nil {
+            if case .finishClaim = message, let held = state.leases[lease], held.grantedAtOnce?.id == claim {
+                held.grantedAtOnce = nil
                 state.owner[claim] = nil
                 state.requests[claim] = nil
                 return []
@@ -280,18 +312,53 @@ final class LeaseTable: @unchecked Sendable {
         }
     }
 
+    /// Grants `request` in a lease held if the lease may decide it and decides nothing else now (no claim in its
+    /// arbiter, none granted at once: ``Arbiter/grantsAtOnce(_:)``), and returns that lease; `nil` otherwise (the
+    /// caller submits the claim the usual way). The claim is the lease's ``Lease/grantedAtOnce`` and nothing more:
+    /// its finish goes through ``finishAtOnce(_:in:)`` (issue 39: no dictionary entry made or removed per claim).
+    ///
+    /// The claim table hears of the claim only if it leaves its lease while it runs (``State/remove(_:holdingIn:)``,
+    /// under this lock: a connection lost after the grant finds it, and the client declares it to the next daemon).
+    func grantAtOnce(_ request: ClaimRequest) -> Lease? {
+        guard heldCount.load(ordering: .relaxed) > 0, request.filePresenter == nil, request.fromPresenterQueue == nil
+        else { return nil }
+        return state.withLock { state -> Lease? in
+            guard let lease = state.lease(deciding: request), lease.grantedAtOnce == nil,
+                lease.arbiter.arbiter.grantsAtOnce(request)
+            else { return nil }
+            lease.grantAtOnce(request)
+            state.decided += 1
+            return lease
+        }
+    }
+
+    /// Ends `claim`, granted by ``grantAtOnce(_:)`` in lease `key`, when it is still that lease's claim granted at
+    /// once; `false` when it is not (the lease was recalled, returned or dropped, or something else happened in it):
+    /// the caller then finishes it the usual way (``CoordinationClient/send(_:preferring:)``), which reaches the
+    /// lease's arbiter or the daemon.
+    func finishAtOnce(_ claim: ClaimID, in lease: Lease) -> Bool {
+        state.withLock { _ in
+            guard lease.grantedAtOnce?.id == claim else { return false }
+            lease.grantedAtOnce = nil
+            return true
+        }
+    }
+
     // MARK: The leases' arbiters
 
     /// Under the lock: enters the claims the lease granted at once in its arbiter, as held claims (granted at once,
     /// asking nobody; their only effect is a log line, dropped), so that it decides what comes next against them.
     private func enterGrantedAtOnce(_ id: Key, state: inout State) {
-        guard let lease = state.leases[id], !lease.grantedAtOnce.isEmpty else { return }
-        state.leases[id]?.grantedAtOnce = [:]
-        for request in lease.grantedAtOnce.values.sorted(by: { $0.id < $1.id }) {
-            var held = request
-            held.isHeld = true
-            _ = lease.arbiter.arbiter.handle(.claimRequested(held))
-        }
+        guard let request = state.leases[id]?.grantedAtOnce else { return }
+        state.leases[id]?.grantedAtOnce = nil
+        // A claim granted through ``grantAtOnce(_:)`` was not recorded as the lease's, nor as held: from now on its
+        // messages (its finish) go to the arbiter, and a lost connection declares it.
+        state.owner[request.id] = id
+        state.requests[request.id] = request
+        claims.hold(request)
+        var held = request
+        held.isHeld = true
+        _ = state.leases[id]?.arbiter.arbiter.handle(.claimRequested(held))
     }
 
     private func timerFired(_ timer: TimerID, in lease: Key) {

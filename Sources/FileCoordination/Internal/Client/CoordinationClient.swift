@@ -59,7 +59,12 @@ final class CoordinationClient: Sendable {
         self.presenters = PresenterRegistry(client: clientID, ids: ids)
         self.claims = ClaimTable()
         self.connection = ConnectionManager(policy: policy, clientID: clientID, logger: logger)
-        self.leases = LeaseTable(enabled: policy.answersRecalls, idleReturn: policy.leaseIdleReturn, logger: logger)
+        self.leases = LeaseTable(
+            enabled: policy.answersRecalls,
+            idleReturn: policy.leaseIdleReturn,
+            claims: claims,
+            logger: logger
+        )
         connection.owner = self
         leases.owner = self
     }

@@ -1,0 +1,105 @@
+import FCCore
+import FCSystem
+import FCToolkit
+
+/// The canonical paths of files already made canonical, kept under the path as given (issue 39): a call that names
+/// the same path again costs a dictionary lookup and the same two syscalls as ``PathCanonicalizer``'s cached way
+/// (`stat` of the parent as spelled, `lstat` of the path), without walking the last name again, copying the parent's
+/// walk or building the key.
+///
+/// An entry holds what the parent's cached walk held, plus the key it gave the name. It is used only while what it
+/// was made from still holds, checked on each use:
+///
+/// - the parent as spelled is the same directory (`(st_dev, st_ino)` and mount id), and so is its canonical spelling
+///   when links were followed to it: the parent cache's own check, so the key is the one a walk would make now;
+/// - the path itself is not a symbolic link (a link is resolved, or not, by the walk) and is reached through the same
+///   mount the key's bind-mount mapping was decided for.
+///
+/// The identity and link count of the file come from the fresh `lstat`, never from the entry. Only plain paths
+/// (absolute, no `.`, `..`, repeated or trailing slash) whose parent has a decided case rule are kept.
+///
+/// Paths are compared by their bytes (``PathBytes``): two names that are one `String` (NFC and NFD) are two files.
+///
+/// At most ``capacity`` entries are kept (about 300 bytes each with paths of 60 bytes: some 5 MB at most); the cache
+/// is dropped whole when full, as the parent cache is.
+///
+/// - Important: Thread-safe; the lock guards the dictionary only, never a syscall.
+final class CanonicalFileCache: Sendable {
+    /// At most this many files are kept: a sync agent's scan of 10,000 files stays cached from one pass to the next.
+    static let capacity = 16_384
+
+    struct Entry: Sendable {
+        /// The parent as the path spells it, and what it was when the entry was made.
+        var parentSpelling: String
+        var parentIdentity: FileIdentity
+        var parentMountID: UInt64?
+        /// The parent's canonical spelling, when links were followed to it (else `nil`): it must still name the
+        /// same directory.
+        var parentResolvedSpelling: String?
+        /// The path's canonical key and its spelling on disk (links resolved, names not folded).
+        var key: ItemPath
+        var spelling: String
+        /// The mount the key's mapping was decided for: the file's when it existed, else the parent's.
+        var mountID: UInt64?
+    }
+
+    private let entries = Locked<[PathBytes: Entry]>([:])
+    private let readsMounts: Bool
+
+    init(readsMounts: Bool) {
+        self.readsMounts = readsMounts
+    }
+
+    /// The canonical form of `path`, a plain absolute path, from its entry, or `nil` when there is none or it no
+    /// longer holds (the caller walks the path).
+    func canonical(_ path: String) -> CanonicalPath? {
+        let key = PathBytes(path)
+        guard let entry = entries.withLock({ $0[key] }) else { return nil }
+        guard
+            let parent = try? FileSystemCalls.status(
+                entry.parentSpelling,
+                followingLinks: true,
+                readingMount: readsMounts
+            ),
+            parent.identity == entry.parentIdentity, parent.mountID == entry.parentMountID
+        else { return nil }
+        if let resolved = entry.parentResolvedSpelling {
+            guard
+                (try? FileSystemCalls.status(resolved, followingLinks: true, readingMount: readsMounts))?.identity
+                    == entry.parentIdentity
+            else { return nil }
+        }
+        let status: FileStatus?
+        do {
+            status = try FileSystemCalls.status(path, followingLinks: false, readingMount: readsMounts)
+        } catch {
+            // As the walk does, any failure to look the name up leaves it as given, not existing.
+            status = nil
+        }
+        if let status, status.kind == .symbolicLink { return nil }
+        guard (status?.mountID ?? entry.parentMountID) == entry.mountID else { return nil }
+        let isFile = status.map { $0.kind != .directory } ?? false
+        return CanonicalPath(
+            key: entry.key,
+            spelling: entry.spelling,
+            followedFinalLink: false,
+            foldedKey: nil,
+            identity: isFile ? status?.identity : nil,
+            hasOtherNames: isFile && (status?.linkCount ?? 1) > 1,
+            exists: status != nil
+        )
+    }
+
+    /// Keeps `entry` for `path`.
+    func record(_ path: String, _ entry: Entry) {
+        let key = PathBytes(path)
+        entries.withLock { entries in
+            if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
+            entries[key] = entry
+        }
+    }
+
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+}
