@@ -285,6 +285,36 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// Issue 42, item 3: an editor that saves by renaming the document to its backup name and writing a new one
+    /// (Emacs by default, Vim with `backupcopy=no`), then removes the backup. Before, the rename was reported as a
+    /// move: the presenter followed the document to `doc.txt~`, and accommodated a deletion when Vim removed it.
+    /// (`backupskip=`: Vim makes no backup of files under /tmp by default, where the test runs.)
+    @Test("vim saving by backup rename: the presenter stays with the document and hears did change, not a move")
+    func saveByBackupRenameKeepsThePresenter() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let host = try await env.host("P")
+            try await host.present("R", document)
+            let result = try await env.runProgram([
+                "vim", "-u", "NONE", "-i", "NONE", "-N", "-n", "-e", "-s",
+                "-c", "set nobackup writebackup backupcopy=no backupskip=", "-c", "$put ='new'", "-c", "wq", "doc.txt",
+            ])
+            #expect(result.status == 0, "\(result.error)")
+            #expect((try? String(contentsOfFile: document, encoding: .utf8)) == "old\nnew\n")
+            #expect(!FileManager.default.fileExists(atPath: env.path("doc.txt~")), "vim kept its backup")
+            let events = try await host.settledPresenterEvents("R", count: 1)
+            #expect(events.contains("didChange"), "\(events)")
+            #expect(!events.contains { $0.hasPrefix("didMove") }, "the presenter followed the save: \(events)")
+            #expect(!events.contains("accommodateDeletion"), "the presenter was deleted with the backup: \(events)")
+            // The presenter still presents the document: a write of it asks it again.
+            let again = try await env.runProgram(["sh", "-c", "echo more >> doc.txt"])
+            #expect(again.status == 0, "\(again.error)")
+            let later = try await host.settledPresenterEvents("R", count: events.count + 1)
+            #expect(later.count > events.count, "the document's next write did not reach its presenter: \(later)")
+        }
+    }
+
     @Test(
         "A coordinated reader in a Swift process makes the program's write wait until the read ends; fcdump shows the program"
     )

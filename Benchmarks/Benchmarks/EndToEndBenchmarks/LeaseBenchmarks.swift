@@ -8,13 +8,14 @@ import Foundation
 // Leases (issue 23; docs/SEMANTICS.md §13), each against a baseline measured in the same run:
 //
 //   leasedRead, leasedWrite  a process alone in a folder, after its lease is granted (FILECOORD_LEASES=1): against
-//                            bareSocketRoundTrip (target <= 0.3x) and openFlockClose (target within 2x)
+//                            bareSocketRoundTrip (target <= 0.3x) and openFlockClose (target <= 1x, issue 39)
 //   leaseRecall              the first claim of a second process on a file a helper process holds a lease on:
 //                            recall, return, grant; against bareThreePartyRoundTrip (target <= 3x), and against
 //                            bareThreePartyRoundTripAfterIdle, the same round trip 20 ms after the last, as each
-//                            recall comes 20 ms after the holder's read (the same regime: cores that slept)
+//                            recall comes 20 ms after the holder's read (the same regime: cores that slept; target
+//                            <= 2x, issue 39)
 //   syncScan                 coordinated reads of 10,000 files in 100 folders under leases, as a sync agent hashes
-//                            them, against syncScanUncoordinated (the same reads without coordination)
+//                            them, against syncScanUncoordinated (the same reads without coordination; target <= 1.5x)
 //
 // The lease ratios are printed by whichever of these benchmarks runs last once their baselines are known
 // (`LeaseResults`); run them with `--filter 'EndToEnd\.(lease|leased|syncScan|bare|openFlock).*'`.
@@ -68,11 +69,11 @@ enum LeaseResults {
             bareThreePartyRoundTripAfterIdle \(RunResults.format(idle))
             \(line("leasedRead", "bareSocketRoundTrip", read, "<= 0.3", read <= 0.3))
             \(line("leasedWrite", "bareSocketRoundTrip", write, "<= 0.3", write <= 0.3))
-            \(line("leasedRead", "openFlockClose", readFlock, "<= 2", readFlock <= 2))
-            \(line("leasedWrite", "openFlockClose", writeFlock, "<= 2", writeFlock <= 2))
-            \(line("leaseRecall", "bareThreePartyRoundTrip", recall, "<= 3", recall <= 3))
-            \(line("leaseRecall", "bareThreePartyRoundTripAfterIdle", recallIdle, "<= 3", recallIdle <= 3))
-            syncScan / syncScanUncoordinated = \(RunResults.ratio(scan))  (reported)
+            \(line("leasedRead", "openFlockClose", readFlock, "<= 1", readFlock <= 1))
+            \(line("leasedWrite", "openFlockClose", writeFlock, "<= 1", writeFlock <= 1))
+            leaseRecall / bareThreePartyRoundTrip = \(RunResults.ratio(recall))  (reported)
+            \(line("leaseRecall", "bareThreePartyRoundTripAfterIdle", recallIdle, "<= 2", recallIdle <= 2))
+            \(line("syncScan", "syncScanUncoordinated", scan, "<= 1.5", scan <= 1.5))
             ===============================================================================================
 
             """

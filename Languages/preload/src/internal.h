@@ -108,6 +108,10 @@ int fcp_canonical(int dirfd, const char *path, int follow_final_link, char *out)
 int fcp_exists(int dirfd, const char *path, int follow_final_link);
 /* Whether a path names an existing regular file (following links). */
 int fcp_is_regular(int dirfd, const char *path);
+/* Whether canonical path `to_path` names a backup of `from_path` as editors name it when they save by renaming the
+ * document away and writing a new one under its name: the same folder, and the name followed by `~` (Emacs, Vim),
+ * `.~N~` (Emacs's numbered backups) or `.bak`. */
+int fcp_is_backup_name(const char *from_path, const char *to_path);
 
 /* The descriptor table (descriptors.c). Called with fcp_lock held unless said otherwise. */
 void fcp_fd_attach(int fd, uint64_t claim);       /* takes fcp_lock; finishes the claim if it cannot attach */

@@ -7,7 +7,10 @@
  *   close, fclose, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC): the descriptors that hold a claim.
  *   rename, renameat, renameat2: a write claim on both names (forMoving on the old name, a plain write on the
  *       new one). To a free name, ItemMoved after the move, so that presenters of the old name follow it; over an
- *       existing name (a save by rename), no ItemMoved, so that presenters of the new name hear did change.
+ *       existing name (a save by rename), no ItemMoved, so that presenters of the new name hear did change. To the
+ *       old name's backup name (`doc.txt~`, `doc.txt.~1~`, `doc.txt.bak`: an editor's save that renames the document
+ *       away and writes a new one), a plain write on both names and no ItemMoved: the document's presenters stay
+ *       with the document and hear did change.
  *   unlink, unlinkat, rmdir: a deleting write claim (forDeleting), for the call.
  *   truncate, truncate64: a write claim for the call.
  *   connect, bind: a process that talks to the daemon itself (a FileCoordination client, fcdump) or serves its
@@ -308,9 +311,13 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
     /* RENAME_NOREPLACE over an existing name fails with EEXIST and changes nothing (`mv` tries it first): asking
      * presenters would only tell them of a change that never happened. */
     if (replaces && (flags & RENAME_NOREPLACE)) have_from = have_to = 0;
+    /* A rename to the document's backup name is the first half of a save (Emacs by default, Vim with
+     * `backupcopy=no`): the document is written, not moved, and its presenters must not follow it to the backup
+     * (they would present the backup from then on, and accommodate its deletion when the editor removes it). */
+    int backup = have_from && have_to && !exchange && !replaces && fcp_is_backup_name(from_path, to_path);
     struct fcp_item items[2];
     size_t count = 0;
-    if (have_from) items[count++] = (struct fcp_item){from_path, 1, FCP_FOR_MOVING};
+    if (have_from) items[count++] = (struct fcp_item){from_path, 1, backup ? 0 : FCP_FOR_MOVING};
     if (have_to && !(have_from && strcmp(from_path, to_path) == 0)) {
         /* The destination is written, not replaced: a rename over an existing file is how editors, `sed -i` and
          * `mv` save, and its presenters should hear that its contents changed (did change), not that it went
@@ -324,7 +331,7 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
                              : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
     int result_errno = errno;
     if (claim) {
-        if (result == 0 && have_from && have_to && !exchange && !replaces && strcmp(from_path, to_path) != 0) {
+        if (result == 0 && have_from && have_to && !exchange && !replaces && !backup && strcmp(from_path, to_path) != 0) {
             fcp_moved(claim, from_path, to_path);
         }
         fcp_finish(claim);

@@ -97,3 +97,23 @@ int fcp_is_regular(int dirfd, const char *path) {
     struct stat status;
     return path && fstatat(dirfd, path, &status, 0) == 0 && S_ISREG(status.st_mode);
 }
+
+int fcp_is_backup_name(const char *from_path, const char *to_path) {
+    const char *from_slash = strrchr(from_path, '/');
+    const char *to_slash = strrchr(to_path, '/');
+    if (!from_slash || !to_slash) return 0;
+    size_t parent = (size_t)(from_slash - from_path);
+    if ((size_t)(to_slash - to_path) != parent || strncmp(from_path, to_path, parent) != 0) return 0;
+    const char *name = from_slash + 1;
+    const char *backup = to_slash + 1;
+    size_t length = strlen(name);
+    if (length == 0 || strncmp(name, backup, length) != 0) return 0;
+    const char *suffix = backup + length;
+    if (strcmp(suffix, "~") == 0 || strcmp(suffix, ".bak") == 0) return 1;
+    /* `.~N~`: Emacs's numbered backups. */
+    if (strncmp(suffix, ".~", 2) != 0) return 0;
+    const char *digit = suffix + 2;
+    if (*digit < '0' || *digit > '9') return 0;
+    while (*digit >= '0' && *digit <= '9') digit++;
+    return strcmp(digit, "~") == 0;
+}
