@@ -315,6 +315,42 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// Issue 42, item 6: a daemon that stops answering after the program connected (stopped here) cost every later
+    /// write-open the claim's timeout and 2 s more; one that never answers Hello, 2 s at every call a second apart.
+    /// Now the first call that finds it silent waits, and the daemon behind that socket file is not asked again for
+    /// a minute: the calls after it pass at once.
+    @Test("a stopped daemon costs one write-open its wait, not every one, before and after the program connected")
+    func aStoppedDaemonCostsOneWait() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            for name in ["f0.txt", "f1.txt", "f2.txt", "f3.txt"] { _ = try env.file(name, "") }
+            defer { kill(daemon.pid, SIGCONT) }
+            // Connected first (f0), then the daemon stops: f1 waits 0.5 s and 2 s more; before, f2 and f3 did too.
+            var started = ContinuousClock.now
+            let connected = try await env.runProgram(
+                [
+                    "sh", "-c",
+                    "echo a > f0.txt; kill -STOP \(daemon.pid); echo b > f1.txt; echo c > f2.txt; echo d > f3.txt",
+                ],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "500"]
+            )
+            var elapsed = ContinuousClock.now - started
+            #expect(connected.status == 0, "\(connected.error)")
+            #expect(elapsed < .seconds(5), "three writes to a stopped daemon took \(elapsed) (one wait is 2.5 s)")
+            // Stopped before the program's first call: its Hello goes unanswered for 2 s; before, so did the calls
+            // a second or more later.
+            started = ContinuousClock.now
+            let fresh = try await env.runProgram(
+                ["sh", "-c", "echo a > f1.txt; sleep 1.2; echo b > f2.txt; sleep 1.2; echo c > f3.txt"],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "500"]
+            )
+            elapsed = ContinuousClock.now - started
+            #expect(fresh.status == 0, "\(fresh.error)")
+            #expect(elapsed < .seconds(5.5), "three spaced writes to a silent daemon took \(elapsed) (2.4 s of sleeps)")
+            #expect((try? String(contentsOfFile: env.path("f3.txt"), encoding: .utf8)) == "c\n")
+        }
+    }
+
     @Test(
         "A coordinated reader in a Swift process makes the program's write wait until the read ends; fcdump shows the program"
     )

@@ -101,7 +101,12 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count) {
     if (send_frame_locked(&frame)) {
         /* The daemon answers TIMED_OUT after timeout_ms; a little longer here for a daemon that does not answer. */
         state = await_locked(slot, after(now(), fcp_settings.timeout_ms + 2000));
-        if (state == WAITING) fcp_finish_locked(claim); /* abandoned: before the grant it counts as a cancel */
+        if (state == WAITING) {
+            /* Not even TIMED_OUT: the daemon is stopped or hung. Abandoned (before the grant a finish counts as a
+             * cancel), and the daemon is not asked again for a while: each later call would wait as long. */
+            fcp_finish_locked(claim);
+            daemon_silent_locked();
+        }
     }
     pending[slot].claim = 0;
     fcp_unlock();

@@ -50,6 +50,12 @@ FCP_HIDDEN extern size_t received;
 /* connection.c */
 FCP_HIDDEN int connect_locked(void);
 FCP_HIDDEN void disconnect_locked(void);
+/* The daemon did not answer (its HelloReply, or a claim by the claim's own timeout and 2 s more): the connection is
+ * closed, and the daemon behind this socket file is not asked again for FCP_SILENT_BACKOFF_MS, while the socket is
+ * the same file (a new daemon makes a new one and is asked at once). Until then every call passes through at once,
+ * as without a daemon. */
+FCP_HIDDEN void daemon_silent_locked(void);
+#define FCP_SILENT_BACKOFF_MS 60000
 
 /* frames.c */
 FCP_HIDDEN int send_frame_locked(Filecoord__V1__Frame *frame);

@@ -50,6 +50,35 @@ void fcp_descriptor_replaced(int fd) {
     fcp_unlock();
 }
 
+// MARK: A daemon that does not answer
+
+/* The socket file of the daemon that last did not answer, and until when it is not asked again. */
+static dev_t silent_device;
+static ino_t silent_inode;
+static struct timespec silent_until;
+
+static int socket_identity(dev_t *device, ino_t *inode) {
+    struct stat status;
+    if (lstat(fcp_settings.socket_path, &status) != 0) return 0;
+    *device = status.st_dev;
+    *inode = status.st_ino;
+    return 1;
+}
+
+void daemon_silent_locked(void) {
+    disconnect_locked();
+    if (!socket_identity(&silent_device, &silent_inode)) return;
+    silent_until = after(now(), FCP_SILENT_BACKOFF_MS);
+}
+
+/* Whether the daemon behind the socket is one that did not answer a moment ago. */
+static int known_silent(void) {
+    if (!before(now(), silent_until)) return 0;
+    dev_t device;
+    ino_t inode;
+    return socket_identity(&device, &inode) && device == silent_device && inode == silent_inode;
+}
+
 // MARK: Connecting
 
 /* The daemon is trusted only when its socket's folder is a real directory (not a link) owned by this user with no
@@ -138,6 +167,7 @@ int connect_locked(void) {
     if (fcp_settings.disabled || reader_active) return 0;
     if (before(now(), retry_after)) return 0;
     retry_after = after(now(), 1000);
+    if (known_silent()) return 0;
     if (!trusted_folder()) return 0;
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     // A path too long for a socket address is reached through its folder, as /proc/self/fd/N/NAME (the Swift
@@ -172,7 +202,7 @@ int connect_locked(void) {
     frame.hello = &hello;
     if (!send_frame_locked(&frame)) return 0;
     if (!await_hello_reply(fd)) {
-        disconnect_locked();
+        daemon_silent_locked();
         return 0;
     }
     retry_after.tv_sec = 0;
