@@ -34,7 +34,7 @@ import Testing
                 result.output.split(separator: "\n").compactMap { $0.split(separator: " ").last }.map(String.init)
             )
             let expected = try Self.exportedNames()
-            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 29)
+            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 34)
             // Before the version script: 52 symbols, 23 of them the client's own (fcp_claim, fcp_lock, fcp_real...).
             #expect(exported == expected, "exported beyond the list: \(exported.subtracting(expected).sorted())")
         }
@@ -131,6 +131,49 @@ import Testing
             #expect(running.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "sockets: \(running.output)")
             #expect(env.contents(first) == "first\n")
             #expect(env.contents(held) == "second\n")
+        }
+    }
+
+    /// Issue 42, item 6: `remove` (glibc reaches `unlink` and `rmdir` through internal calls), `freopen` (its open is
+    /// internal too) and `link` were not coordinated: a presenter of each name heard of the change only from the
+    /// watcher, after it, and was never asked to relinquish first.
+    @Test("remove, freopen and link under the preload: each name's presenter is asked before the call")
+    func removeFreopenAndLinkAreCoordinated() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let removed = try env.file("removed.txt", "gone\n")
+            let log = try env.file("log.txt", "old\n")
+            _ = try env.file("original.txt", "linked\n")
+            let linked = env.path("linked.txt")
+            let host = try await env.host("P")
+            try await host.present("D", removed)
+            try await host.present("L", log)
+            try await host.present("N", linked)
+            let source = """
+                #include <stdio.h>
+                #include <unistd.h>
+
+                int main(void) {
+                    if (remove("removed.txt") != 0) return 2;
+                    if (!freopen("log.txt", "w", stdout)) return 3;
+                    printf("new\\n");
+                    if (fclose(stdout) != 0) return 4;
+                    if (link("original.txt", "linked.txt") != 0) return 5;
+                    return 0;
+                }
+                """
+            let sourcePath = try env.file("names.c", source)
+            let program = env.path("names")
+            try await env.setUp(["cc", "-Wall", "-Werror", "-o", program, sourcePath])
+            let result = try await env.runProgram([program])
+            #expect(result.status == 0, "\(result.error)")
+            #expect(env.contents(removed) == nil)
+            #expect(env.contents(log) == "new\n")
+            #expect(env.contents(linked) == "linked\n")
+            for presenter in ["D", "L", "N"] {
+                let events = try await host.settledPresenterEvents(presenter, count: 1)
+                #expect(events.first == "relinquishToWriter", "\(presenter) was not asked first: \(events)")
+            }
         }
     }
 }

@@ -37,6 +37,8 @@ struct fcp_real {
     int (*creat64)(const char *, mode_t);
     FILE *(*fopen)(const char *, const char *);
     FILE *(*fopen64)(const char *, const char *);
+    FILE *(*freopen)(const char *, const char *, FILE *);
+    FILE *(*freopen64)(const char *, const char *, FILE *);
     int (*fclose)(FILE *);
     int (*close)(int);
     int (*dup)(int);
@@ -50,6 +52,9 @@ struct fcp_real {
     int (*unlink)(const char *);
     int (*unlinkat)(int, const char *, int);
     int (*rmdir)(const char *);
+    int (*remove)(const char *);
+    int (*link)(const char *, const char *);
+    int (*linkat)(int, const char *, int, const char *, int);
     int (*truncate)(const char *, off_t);
     int (*truncate64)(const char *, off_t);
     int (*connect)(int, const void *, unsigned int);

@@ -11,7 +11,9 @@
  *       old name's backup name (`doc.txt~`, `doc.txt.~1~`, `doc.txt.bak`: an editor's save that renames the document
  *       away and writes a new one), a plain write on both names and no ItemMoved: the document's presenters stay
  *       with the document and hear did change.
- *   unlink, unlinkat, rmdir: a deleting write claim (forDeleting), for the call.
+ *   unlink, unlinkat, rmdir, remove: a deleting write claim (forDeleting), for the call.
+ *   freopen, freopen64: the stream's old descriptor's claim ends, the new open's claim is taken as fopen's.
+ *   link, linkat: a write claim on the new name, for the call.
  *   truncate, truncate64: a write claim for the call.
  *   connect, bind: a process that talks to the daemon itself (a FileCoordination client, fcdump) or serves its
  *       socket stops coordinating through this library, so that it never waits for its own claims.
@@ -183,6 +185,34 @@ static FILE *coordinated_fopen(int large, const char *path, const char *mode) {
 FILE *fopen(const char *path, const char *mode) { return coordinated_fopen(0, path, mode); }
 FILE *fopen64(const char *path, const char *mode) { return coordinated_fopen(1, path, mode); }
 
+/* freopen closes the stream's descriptor and opens `path` in its place through glibc's internal calls, which the
+ * library does not see: the old descriptor's claim ends here, as at its close, and the new open takes the claim its
+ * intent needs, as fopen's would. With no path (the same file in another mode) nothing changes hands. */
+static FILE *coordinated_freopen(int large, const char *path, const char *mode, FILE *stream) {
+    if (!fcp_real.freopen) fcp_resolve_real();
+    FILE *(*call)(const char *, const char *, FILE *) =
+        large && fcp_real.freopen64 ? fcp_real.freopen64 : fcp_real.freopen;
+    if (!path || !stream || !active() || !fcp_enter()) return call(path, mode, stream);
+    int saved = errno;
+    int flags = fopen_flags(mode);
+    uint64_t claim = claim_for_open(AT_FDCWD, path, flags, open_intent(AT_FDCWD, path, flags), 1);
+    int old = fileno(stream);
+    int slot = old >= 0 && fcp_fd_has_claim(old) && fcp_same_process() ? fcp_fd_closing(old) : 0;
+    errno = saved;
+    FILE *file = call(path, mode, stream);
+    int result_errno = errno;
+    if (old >= 0) fcp_fd_closed(old, slot);
+    opened(file ? fileno(file) : -1, claim);
+    fcp_leave();
+    errno = result_errno;
+    return file;
+}
+
+FILE *freopen(const char *path, const char *mode, FILE *stream) { return coordinated_freopen(0, path, mode, stream); }
+FILE *freopen64(const char *path, const char *mode, FILE *stream) {
+    return coordinated_freopen(1, path, mode, stream);
+}
+
 // MARK: Descriptors
 
 int close(int fd) {
@@ -331,7 +361,8 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
                              : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
     int result_errno = errno;
     if (claim) {
-        if (result == 0 && have_from && have_to && !exchange && !replaces && !backup && strcmp(from_path, to_path) != 0) {
+        int moved = have_from && have_to && !exchange && !replaces && !backup && strcmp(from_path, to_path) != 0;
+        if (result == 0 && moved) {
             fcp_moved(claim, from_path, to_path);
         }
         fcp_finish(claim);
@@ -385,6 +416,16 @@ int unlinkat(int dirfd, const char *path, int flags) {
 }
 
 int rmdir(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.rmdir(path)); }
+
+/* glibc's remove reaches unlink and rmdir through internal calls the library does not see. */
+int remove(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.remove(path)); }
+
+/* A new name for an existing file: a write claim on the new name (its folder's presenters hear of it). */
+int link(const char *from, const char *to) { NAME_CALL(claim_name(AT_FDCWD, to, 0, 0), fcp_real.link(from, to)); }
+
+int linkat(int from_dir, const char *from, int to_dir, const char *to, int flags) {
+    NAME_CALL(claim_name(to_dir, to, 0, 0), fcp_real.linkat(from_dir, from, to_dir, to, flags));
+}
 
 int truncate(const char *path, off_t length) {
     NAME_CALL(claim_name(AT_FDCWD, path, 1, 0), fcp_real.truncate(path, length));

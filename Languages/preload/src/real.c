@@ -25,6 +25,8 @@ void fcp_resolve_real(void) {
     RESOLVE(creat64, "creat64");
     RESOLVE(fopen, "fopen");
     RESOLVE(fopen64, "fopen64");
+    RESOLVE(freopen, "freopen");
+    RESOLVE(freopen64, "freopen64");
     RESOLVE(fclose, "fclose");
     RESOLVE(close, "close");
     RESOLVE(dup, "dup");
@@ -38,6 +40,9 @@ void fcp_resolve_real(void) {
     RESOLVE(unlink, "unlink");
     RESOLVE(unlinkat, "unlinkat");
     RESOLVE(rmdir, "rmdir");
+    RESOLVE(remove, "remove");
+    RESOLVE(link, "link");
+    RESOLVE(linkat, "linkat");
     RESOLVE(truncate, "truncate");
     RESOLVE(truncate64, "truncate64");
     RESOLVE(connect, "connect");
