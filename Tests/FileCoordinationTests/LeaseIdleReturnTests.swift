@@ -160,4 +160,49 @@ import Testing
         )
         #expect(table.grantAtOnce(outside) == nil, "a claim outside the lease was granted in it")
     }
+
+    /// The review's first finding: a claim granted at once the general way (`submit`, registered in the claim table)
+    /// whose finish left the claim table just before its lease was dropped, or before a second claim entered it, was
+    /// entered as held again and never left: every later daemon would have been told it still ran.
+    @Test(arguments: [false, true])
+    func aGeneralClaimFinishingAsItsLeaseChangesIsNotHeldAgain(secondClaim: Bool) throws {
+        let claims = ClaimTable()
+        let table = table(claims: claims)
+        let request = read(1)
+        _ = claims.register(ClaimWaiter(blocksThread: false), for: request)
+        #expect(try #require(table.submit(request)).count == 1)
+        _ = claims.granted(ClaimID(1))
+        // The client's finish: the claim table first, then the lease; in between the lease changes.
+        claims.finished(ClaimID(1))
+        if secondClaim {
+            var write = read(2)
+            write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
+            #expect(try #require(table.submit(write)).isEmpty)
+        } else {
+            table.dropAll(of: connection)
+        }
+        _ = table.handle(.finishClaim(ClaimID(1), created: []))
+        #expect(claims.heldRequests.isEmpty, "a finished claim would be declared to every later daemon")
+    }
+
+    /// The review's second finding: a move reported inside the accessor of a claim of the straight path went to the
+    /// daemon, which knows nothing of the claim and dropped it; in the lease the mover did not hold the new name, and a
+    /// read of it was granted while the write ran. The move now enters the claim in its lease's arbiter first.
+    @Test func aMoveReportedInsideAClaimOfTheStraightPathReachesItsLease() throws {
+        let claims = ClaimTable()
+        let table = table(claims: claims)
+        var write = read(1)
+        write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
+        let lease = try #require(table.grantAtOnce(write))
+        let moved = subtree.appending(Array("moved.txt".utf8))
+        let outcomes = table.handle(.itemMoved(ClaimID(1), from: write.items[0].path, to: moved, fromName: nil))
+        #expect(outcomes != nil, "the move went to the daemon, which knows nothing of the claim")
+        var readMoved = read(2)
+        readMoved.items = [ClaimItem(path: moved, access: .read([]))]
+        #expect(try #require(table.submit(readMoved)).isEmpty, "a read of the moved item ran while the write did")
+        #expect(!table.finishAtOnce(ClaimID(1), in: lease))
+        #expect(claims.heldRequests.map(\.id) == [ClaimID(1)])
+        let after = try #require(table.handle(.finishClaim(ClaimID(1), created: [])))
+        #expect(after.map(\.0) == [ClaimID(2)])
+    }
 }

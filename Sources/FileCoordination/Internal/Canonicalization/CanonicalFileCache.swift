@@ -20,13 +20,17 @@ import FCToolkit
 ///
 /// Paths are compared by their bytes (``PathBytes``): two names that are one `String` (NFC and NFD) are two files.
 ///
-/// At most ``capacity`` entries are kept (about 300 bytes each with paths of 60 bytes: some 5 MB at most); the cache
-/// is dropped whole when full, as the parent cache is.
+/// At most ``capacity`` entries are kept, and at most ``byteBudget`` bytes of them, counted from their paths and
+/// components (paths of 60 bytes take about 400 bytes an entry; long paths fill the budget sooner): the cache is
+/// dropped whole when either is reached, as the parent cache is. A file that is a mount point of its own (a file
+/// bind-mounted over another) is not kept: its mount's mapping is decided again at each call.
 ///
 /// - Important: Thread-safe; the lock guards the dictionary only, never a syscall.
 final class CanonicalFileCache: Sendable {
     /// At most this many files are kept: a sync agent's scan of 10,000 files stays cached from one pass to the next.
     static let capacity = 16_384
+    /// At most about this many bytes are kept (8 MiB).
+    static let byteBudget = 8 << 20
 
     struct Entry: Sendable {
         /// The parent as the path spells it, and what it was when the entry was made.
@@ -43,7 +47,11 @@ final class CanonicalFileCache: Sendable {
         var mountID: UInt64?
     }
 
-    private let entries = Locked<[PathBytes: Entry]>([:])
+    private struct Entries {
+        var byPath: [PathBytes: Entry] = [:]
+        var bytes = 0
+    }
+    private let entries = Locked(Entries())
     private let readsMounts: Bool
 
     init(readsMounts: Bool) {
@@ -54,7 +62,7 @@ final class CanonicalFileCache: Sendable {
     /// longer holds (the caller walks the path).
     func canonical(_ path: String) -> CanonicalPath? {
         let key = PathBytes(path)
-        guard let entry = entries.withLock({ $0[key] }) else { return nil }
+        guard let entry = entries.withLock({ $0.byPath[key] }) else { return nil }
         guard
             let parent = try? FileSystemCalls.status(
                 entry.parentSpelling,
@@ -92,14 +100,21 @@ final class CanonicalFileCache: Sendable {
 
     /// Keeps `entry` for `path`.
     func record(_ path: String, _ entry: Entry) {
+        // The path, the parent's spelling, the spelling and the key's bytes, an array per component, the rest.
+        let cost = 4 * path.utf8.count + 32 * entry.key.components.count + 256
         let key = PathBytes(path)
         entries.withLock { entries in
-            if entries.count >= Self.capacity, entries[key] == nil { entries.removeAll(keepingCapacity: true) }
-            entries[key] = entry
+            guard entries.byPath[key] == nil else { return }
+            if entries.byPath.count >= Self.capacity || entries.bytes + cost > Self.byteBudget {
+                entries.byPath.removeAll()
+                entries.bytes = 0
+            }
+            entries.byPath[key] = entry
+            entries.bytes += cost
         }
     }
 
     func removeAll() {
-        entries.withLock { $0.removeAll() }
+        entries.withLock { $0 = Entries() }
     }
 }

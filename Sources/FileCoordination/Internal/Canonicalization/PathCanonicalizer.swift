@@ -250,8 +250,11 @@ final class PathCanonicalizer: Sendable {
         decideMount(&walk)
         let canonical = walk.canonical
         // Kept for the next call on the same path when the parent is one the cache keeps and the name was no link.
+        // A name on a mount of its own (a file bind-mounted over another) is left out: its mount's mapping is
+        // decided again at each call, as mount ids are reused by later mounts.
         if !trailingSlash, parent.rule != nil, parent.foldedKeys == nil, walk.foldedKeys == nil,
-            !walk.followedFinalLink, walk.links == parent.links, let parentIdentity = parent.identity
+            !walk.followedFinalLink, walk.links == parent.links, walk.mountID == parent.mountID,
+            let parentIdentity = parent.identity
         {
             files.record(
                 path,

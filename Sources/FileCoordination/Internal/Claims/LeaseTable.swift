@@ -54,6 +54,11 @@ final class LeaseTable: @unchecked Sendable {
         /// lease (a loop of reads) costs no arbiter work; anything else enters it first, as a held claim
         /// (``enterGrantedAtOnce(_:state:)``). One at most: a second claim finds the first and goes to the arbiter.
         var grantedAtOnce: ClaimRequest?
+        /// Whether ``grantedAtOnce`` came through ``LeaseTable/grantAtOnce(_:)`` (the leased claim's straight path),
+        /// and so is in no table but this slot: not in the claim table's held claims, not in `owner`. A claim granted
+        /// at once by ``LeaseTable/submit(_:)`` has its entries there already, and must not be entered again (its
+        /// finish may have removed it from the claim table a moment before: it would stay held for ever).
+        var grantedOnStraightPath = false
         /// A claim was offered to the lease since the last idle sweep (or it was granted since): not idle.
         var usedSinceSweep = true
 
@@ -63,9 +68,20 @@ final class LeaseTable: @unchecked Sendable {
         }
 
         /// Records `request`, granted without the arbiter, and the lease's use.
-        func grantAtOnce(_ request: ClaimRequest) {
+        func grantAtOnce(_ request: ClaimRequest, onStraightPath: Bool) {
             grantedAtOnce = request
+            grantedOnStraightPath = onStraightPath
             usedSinceSweep = true
+        }
+
+        /// Empties the slot of the claim granted at once; returns it when it came through the straight path (the
+        /// caller then enters it where a running claim must be known).
+        func takeGrantedAtOnce() -> (request: ClaimRequest, onStraightPath: Bool)? {
+            guard let request = grantedAtOnce else { return nil }
+            let onStraightPath = grantedOnStraightPath
+            grantedAtOnce = nil
+            grantedOnStraightPath = false
+            return (request, onStraightPath)
         }
     }
     private struct State {
@@ -77,7 +93,6 @@ final class LeaseTable: @unchecked Sendable {
         var decided = 0
         /// The lease that took the last claim offered through ``grantAtOnce(_:)``, looked at first: a program
         /// working through one folder (a sync agent's scan) finds its lease without going through the others.
-
         var lastUsedLease: Lease?
 
         /// A lease held that may decide `request`, if any: the last used first, then every lease.
@@ -89,14 +104,24 @@ final class LeaseTable: @unchecked Sendable {
         }
 
         /// Takes lease `key` out of the table (recalled, returned, dropped): it decides nothing more, and the claim
-        /// it granted at once, if any, is no longer its own: it is entered in `claims` as held (declared to the next
-        /// daemon if the connection is lost) and its finish goes the usual way.
+        /// it granted at once, if any, is no longer its own: one that came through the straight path is entered in
+        /// `claims` as held (declared to the next daemon if the connection is lost), and its finish goes the usual
+        /// way.
         mutating func remove(_ key: Key, holdingIn claims: ClaimTable) {
             guard let lease = leases.removeValue(forKey: key) else { return }
             lease.arbiter.cancelTimers()
-            if let running = lease.grantedAtOnce { claims.hold(running) }
-            lease.grantedAtOnce = nil
+            if let running = lease.takeGrantedAtOnce(), running.onStraightPath { claims.hold(running.request) }
             if lastUsedLease === lease { lastUsedLease = nil }
+        }
+
+        /// The lease whose claim granted at once through the straight path is `claim`, if any (its messages, a move
+        /// reported inside its accessor, are not in `owner`): the last used first, then every lease.
+        func straightPathLease(of claim: ClaimID) -> Key? {
+            func holds(_ lease: Lease) -> Bool { lease.grantedOnStraightPath && lease.grantedAtOnce?.id == claim }
+            if let lastUsedLease, holds(lastUsedLease) {
+                return leases.first { $0.value === lastUsedLease }?.key
+            }
+            return leases.first { holds($0.value) }?.key
         }
     }
     private let state = Locked(State())
@@ -267,7 +292,7 @@ final class LeaseTable: @unchecked Sendable {
             state.requests[request.id] = request
             state.decided += 1
             if lease.grantedAtOnce == nil, lease.arbiter.arbiter.grantsAtOnce(request) {
-                state.leases[id]?.grantAtOnce(request)
+                lease.grantAtOnce(request, onStraightPath: false)
                 return [(request.id, .granted(request.items.map(\.path)))]
             }
             state.leases[id]?.usedSinceSweep = true
@@ -280,7 +305,6 @@ final class LeaseTable: @unchecked Sendable {
     func handle(_ message: ClientMessage) -> Outcomes? {
         guard heldCount.load(ordering: .relaxed) > 0 else { return nil }
         return state.withLock { state -> Outcomes? in
-            guard !state.owner.isEmpty else { return nil }
             let claim: ClaimID
             switch message {
             case .finishClaim(let id, _, _), .cancelClaim(let id), .preparationReturned(let id),
@@ -295,9 +319,24 @@ final class LeaseTable: @unchecked Sendable {
                 .returnLease:
                 return nil
             }
-            guard let lease = state.owner[claim] else { return nil }
+            let lease: Key
+            if let owner = state.owner[claim] {
+                lease = owner
+            } else if case .finishClaim = message {
+                // A claim of the straight path ends through finishAtOnce: one that reaches here left its lease.
+                return nil
+            } else if let straight = state.straightPathLease(of: claim) {
+                // A message from inside a claim of the straight path (a move reported by its accessor): the claim is
+                // entered in its lease's arbiter first, which then hears the message, as it would have on the general
+                // way. (The daemon knows nothing of such a claim and would drop it.)
+                enterGrantedAtOnce(straight, state: &state)
+                lease = straight
+            } else {
+                return nil
+            }
             if case .finishClaim = message, let held = state.leases[lease], held.grantedAtOnce?.id == claim {
                 held.grantedAtOnce = nil
+                held.grantedOnStraightPath = false
                 state.owner[claim] = nil
                 state.requests[claim] = nil
                 return []
@@ -326,20 +365,20 @@ final class LeaseTable: @unchecked Sendable {
             guard let lease = state.lease(deciding: request), lease.grantedAtOnce == nil,
                 lease.arbiter.arbiter.grantsAtOnce(request)
             else { return nil }
-            lease.grantAtOnce(request)
+            lease.grantAtOnce(request, onStraightPath: true)
             state.decided += 1
             return lease
         }
     }
 
-    /// Ends `claim`, granted by ``grantAtOnce(_:)`` in lease `key`, when it is still that lease's claim granted at
+    /// Ends `claim`, granted by ``grantAtOnce(_:)`` in `lease`, when it is still that lease's claim granted at
     /// once; `false` when it is not (the lease was recalled, returned or dropped, or something else happened in it):
     /// the caller then finishes it the usual way (``CoordinationClient/send(_:preferring:)``), which reaches the
     /// lease's arbiter or the daemon.
     func finishAtOnce(_ claim: ClaimID, in lease: Lease) -> Bool {
         state.withLock { _ in
             guard lease.grantedAtOnce?.id == claim else { return false }
-            lease.grantedAtOnce = nil
+            _ = lease.takeGrantedAtOnce()
             return true
         }
     }
@@ -349,13 +388,15 @@ final class LeaseTable: @unchecked Sendable {
     /// Under the lock: enters the claims the lease granted at once in its arbiter, as held claims (granted at once,
     /// asking nobody; their only effect is a log line, dropped), so that it decides what comes next against them.
     private func enterGrantedAtOnce(_ id: Key, state: inout State) {
-        guard let request = state.leases[id]?.grantedAtOnce else { return }
-        state.leases[id]?.grantedAtOnce = nil
-        // A claim granted through ``grantAtOnce(_:)`` was not recorded as the lease's, nor as held: from now on its
-        // messages (its finish) go to the arbiter, and a lost connection declares it.
-        state.owner[request.id] = id
-        state.requests[request.id] = request
-        claims.hold(request)
+        guard let (request, onStraightPath) = state.leases[id]?.takeGrantedAtOnce() else { return }
+        if onStraightPath {
+            // A claim granted through ``grantAtOnce(_:)`` was not recorded as the lease's, nor as held: from now on
+            // its messages (its finish) go to the arbiter, and a lost connection declares it. (One granted at once by
+            // ``submit(_:)`` has both already; its finish may even have left the claim table a moment ago.)
+            state.owner[request.id] = id
+            state.requests[request.id] = request
+            claims.hold(request)
+        }
         var held = request
         held.isHeld = true
         _ = state.leases[id]?.arbiter.arbiter.handle(.claimRequested(held))
