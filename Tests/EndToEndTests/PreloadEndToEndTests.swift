@@ -325,28 +325,46 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
             let daemon = try await env.startDaemon()
             for name in ["f0.txt", "f1.txt", "f2.txt", "f3.txt"] { _ = try env.file(name, "") }
             defer { kill(daemon.pid, SIGCONT) }
+            // The program times the writes after the one that finds the daemon silent (`date`, in nanoseconds): the
+            // library's waits are at least 2 s each whatever the machine's load, the writes themselves take
+            // milliseconds, so the bound below tells one from the other on a loaded machine too.
+            let timed = "t1=$(date +%s%N); %@; t2=$(date +%s%N); echo $((t2 - t1))"
             // Connected first (f0), then the daemon stops: f1 waits 0.5 s and 2 s more; before, f2 and f3 did too.
-            var started = ContinuousClock.now
             let connected = try await env.runProgram(
                 [
                     "sh", "-c",
-                    "echo a > f0.txt; kill -STOP \(daemon.pid); echo b > f1.txt; echo c > f2.txt; echo d > f3.txt",
+                    "echo a > f0.txt; kill -STOP \(daemon.pid); "
+                        // SIGSTOP takes effect after kill returns: the daemon could still answer f1.
+                        + "until [ \"$(cut -d' ' -f3 /proc/\(daemon.pid)/stat)\" = T ]; do :; done; echo b > f1.txt; "
+                        + timed.replacingOccurrences(of: "%@", with: "echo c > f2.txt; echo d > f3.txt"),
                 ],
                 environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "500"]
             )
-            var elapsed = ContinuousClock.now - started
             #expect(connected.status == 0, "\(connected.error)")
-            #expect(elapsed < .seconds(5), "three writes to a stopped daemon took \(elapsed) (one wait is 2.5 s)")
+            let afterWait = Int64(connected.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            #expect(
+                (0..<2_000_000_000).contains(afterWait),
+                "the two writes after the wait took \(afterWait) ns (each waited 2.5 s before the fix)"
+            )
             // Stopped before the program's first call: its Hello goes unanswered for 2 s; before, so did the calls
             // a second or more later.
-            started = ContinuousClock.now
             let fresh = try await env.runProgram(
-                ["sh", "-c", "echo a > f1.txt; sleep 1.2; echo b > f2.txt; sleep 1.2; echo c > f3.txt"],
+                [
+                    "sh", "-c",
+                    "echo a > f1.txt; "
+                        + timed.replacingOccurrences(
+                            of: "%@",
+                            with: "sleep 1.2; echo b > f2.txt; sleep 1.2; echo c > f3.txt"
+                        ),
+                ],
                 environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "500"]
             )
-            elapsed = ContinuousClock.now - started
             #expect(fresh.status == 0, "\(fresh.error)")
-            #expect(elapsed < .seconds(5.5), "three spaced writes to a silent daemon took \(elapsed) (2.4 s of sleeps)")
+            let spaced = Int64(fresh.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            #expect(
+                (0..<4_000_000_000).contains(spaced),
+                "two writes a second apart took \(spaced) ns with 2.4 s of sleeps (each waited 2 s more before the fix)"
+            )
             #expect((try? String(contentsOfFile: env.path("f3.txt"), encoding: .utf8)) == "c\n")
         }
     }
