@@ -150,10 +150,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// `bytes` as `UUID.uuidString` spells them (upper-case hex, 8-4-4-4-12), without its `snprintf` (a tenth of a
     /// leased read's instructions, issue 23).
     static func uuidString(_ bytes: uuid_t) -> String {
-        func digit(_ nibble: UInt8) -> UInt8 {
-            nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
-        }
-        return withUnsafeBytes(of: bytes) { bytes in
+        withUnsafeBytes(of: bytes) { bytes in
             String(unsafeUninitializedCapacity: 36) { buffer in
                 var out = 0
                 for index in 0..<16 {
@@ -161,8 +158,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                         buffer[out] = UInt8(ascii: "-")
                         out += 1
                     }
-                    buffer[out] = digit(bytes[index] >> 4)
-                    buffer[out + 1] = digit(bytes[index] & 0x0F)
+                    buffer[out] = hexDigit(bytes[index] >> 4)
+                    buffer[out + 1] = hexDigit(bytes[index] & 0x0F)
                     out += 2
                 }
                 return out

@@ -28,6 +28,16 @@ import Foundation
 /// runs each, README), so the committed p90 is the measured one and the margin is the tolerance: ±2,000 per 1,000
 /// calls, so that three mallocs more (or fewer) per call fail the check. The tool's check fails on an improvement
 /// too: re-measure with `thresholds update` (README) when the client changes.
+/// The configuration of every clientHotPath benchmark: mallocs per 1,000 calls, gated within 2,000 of the threshold.
+var clientHotPathConfiguration: Benchmark.Configuration {
+    .init(
+        metrics: [.mallocCountTotal, .wallClock],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(1),
+        thresholds: [.mallocCountTotal: .init(absolute: [.p90: 2_000])]
+    )
+}
+
 func clientHotPath(_ operation: String, answeringRecalls: Bool = false) {
     let name =
         "EndToEnd.clientHotPath.uncontended\(operation == "read" ? "Read" : "Write")"
@@ -37,12 +47,7 @@ func clientHotPath(_ operation: String, answeringRecalls: Bool = false) {
     let coordinate: @Sendable (URL) -> NSError? = { coordinatedCall($0, writing: operation != "read") }
     Benchmark(
         name,
-        configuration: .init(
-            metrics: [.mallocCountTotal, .wallClock],
-            scalingFactor: .kilo,
-            maxDuration: .seconds(1),
-            thresholds: [.mallocCountTotal: .init(absolute: [.p90: 2_000])]
-        ),
+        configuration: clientHotPathConfiguration,
         closure: { benchmark in
             let url = fixture.value!.url
             record.start()
@@ -93,12 +98,7 @@ func clientHotPathLeasedRead() {
     let fixture = Slot<(directory: ScratchDirectory, daemon: HelperProcess, url: URL)>()
     Benchmark(
         name,
-        configuration: .init(
-            metrics: [.mallocCountTotal, .wallClock],
-            scalingFactor: .kilo,
-            maxDuration: .seconds(1),
-            thresholds: [.mallocCountTotal: .init(absolute: [.p90: 2_000])]
-        ),
+        configuration: clientHotPathConfiguration,
         closure: { benchmark in
             let url = fixture.value!.url
             let decided = LeaseBenchmarkSPI.decidedInProcess

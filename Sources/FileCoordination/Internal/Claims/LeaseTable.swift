@@ -335,8 +335,7 @@ final class LeaseTable: @unchecked Sendable {
                 return nil
             }
             if case .finishClaim = message, let held = state.leases[lease], held.grantedAtOnce?.id == claim {
-                held.grantedAtOnce = nil
-                held.grantedOnStraightPath = false
+                _ = held.takeGrantedAtOnce()
                 state.owner[claim] = nil
                 state.requests[claim] = nil
                 return []
