@@ -184,14 +184,22 @@ final class Worker: @unchecked Sendable {
         return live
     }
 
-    /// `true` while `pid` runs (or is stopped): not gone, and not a zombie that its parent has not reaped yet (a
-    /// killed client holds nothing: the daemon released its claims when its connection closed).
+    /// `true` while `pid` runs (or is stopped): not gone, not a zombie that its parent has not reaped yet, and not
+    /// exiting (a killed client holds nothing: the daemon released its claims when its connection closed).
+    ///
+    /// Exiting counts as dead: the kernel closes a dying process's descriptors (so the daemon sees its connection
+    /// end and grants the next claim) before the process becomes a zombie, and on a loaded machine the gap between
+    /// the two spans another client's whole read (a soak run of 2026-12-03, seed 365149973, reported a killed
+    /// writer's marker as live to a reader that entered and left after its claim had been released). `PF_EXITING`
+    /// (`0x4` in the flags, field 9 of `/proc/PID/stat`) is set when the process starts to exit, before that close.
     static func isAlive(_ pid: Int32) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
         else { return false }
-        let state = stat[stat.index(after: close)...].split(separator: " ").first ?? ""
-        return state != "Z" && state != "X"
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 6, let flags = UInt64(fields[6]) else { return false }
+        let exiting: UInt64 = 0x4
+        return fields[0] != "Z" && fields[0] != "X" && flags & exiting == 0
     }
 
     private func markerName(_ url: URL, _ kind: String) -> String {
