@@ -148,7 +148,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "FCClusterTests", dependencies: ["FCCluster"]),
+        .testTarget(name: "FCClusterTests", dependencies: ["FCCluster", "FCCore"]),
         // The per-user arbiter daemon: a thin command over FCDaemon.
         .executableTarget(
             name: "filecoordd",

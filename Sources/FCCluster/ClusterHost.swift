@@ -62,6 +62,10 @@ public final class ClusterHost: ClusterAdapter {
     var stopped = false
     /// Shared folders by their cluster name (for the watch's keys).
     let folderByName: [String: ItemPath]
+    /// The shared folders' paths as every host reads them (issue 41).
+    let sharedPaths: SharedPaths
+    /// Presenters across hosts: this host's published, the other hosts' stand-ins, the mail (issue 41).
+    var exchange = PresenterExchange()
 
     /// An adapter for `configuration`, driving `gates`.
     public init(configuration: ClusterConfiguration, gates: ClusterGates, logger: Logger) {
@@ -78,6 +82,7 @@ public final class ClusterHost: ClusterAdapter {
         var byName: [String: ItemPath] = [:]
         for folder in configuration.sharedFolders { byName[folder.name] = folder.path }
         self.folderByName = byName
+        self.sharedPaths = SharedPaths(configuration.sharedFolders)
         var views: [ItemPath: SharedFolderKeys] = [:]
         for folder in configuration.sharedFolders {
             views[folder.path] = SharedFolderKeys(folder: folder.path, host: configuration.hostName)
@@ -122,6 +127,8 @@ public final class ClusterHost: ClusterAdapter {
         )
         openSession()
         listAndWatch()
+        watchPresence()
+        watchMail()
     }
 
     /// Stops the keep-alives, the watch and the timers, and returns what is left to do off the loop, once no claim
@@ -132,6 +139,8 @@ public final class ClusterHost: ClusterAdapter {
         stopped = true
         keepAliveTask?.cancel()
         watchTask?.cancel()
+        exchange.presenceWatch?.cancel()
+        exchange.mailWatch?.cancel()
         for timer in timers.values { timer.cancel() }
         timers = [:]
         let (etcd, httpClient, lease) = (self.etcd, self.httpClient, revoking ? session?.lease : nil)
@@ -247,6 +256,7 @@ public final class ClusterHost: ClusterAdapter {
         )
         handle(.sessionStarted(sentAt: sentAt))
         scheduleKeepAlive()
+        presenceSessionOpened()
     }
 
     func sessionFailed(_ reason: String, _ attempt: Int) {
@@ -267,6 +277,7 @@ public final class ClusterHost: ClusterAdapter {
         keepAliveTask = nil
         session = nil
         forgetOwnKeys()
+        presenceSessionLost()
         orphansDeleting = []
         generation += 1  // Answers about the old session are dropped from now on, a grant on its way included.
         opening = false

@@ -192,6 +192,21 @@ struct EtcdClient: Sendable {
         try await delete(key: Array(key.utf8), timeout: timeout)
     }
 
+    /// Deletes every key that starts with `prefix` (not empty); returns the store's revision after it.
+    @discardableResult
+    func delete(prefix: String, timeout: Duration = defaultTimeout) async throws -> Int64 {
+        precondition(!prefix.isEmpty, "a delete of every key")
+        let path = "/v3/kv/deleterange"
+        let (key, end) = EtcdWire.prefixRange(Array(prefix.utf8))
+        let response = try await post(
+            path,
+            EtcdWire.DeleteRequest(key: Data(key), range_end: Data(end)),
+            as: EtcdWire.HeaderResponse.self,
+            timeout: timeout
+        )
+        return try EtcdWire.revision(response.value.header, operation: path, endpoint: response.endpoint)
+    }
+
     // MARK: - Health
 
     /// Whether the member at `endpoint` (one of ``endpoints`` or any other) is healthy: `GET /health` answers

@@ -261,6 +261,8 @@ enum EtcdWire {
     /// `POST /v3/kv/deleterange` of one key.
     struct DeleteRequest: Encodable, Sendable {
         var key: Data
+        /// With a range end: every key in `[key, range_end)`.
+        var range_end: Data?
     }
 
     /// `POST /v3/watch`: the one request of the stream.

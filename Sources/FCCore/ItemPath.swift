@@ -173,7 +173,8 @@ public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible 
     static let slash = UInt8(ascii: "/")
     static let dot = UInt8(ascii: ".")
 
-    static func isValidComponent(_ component: [UInt8]) -> Bool {
+    /// Whether `component` can be one of a path's components: non-empty, no `/` or NUL, not `.` or `..`.
+    public static func isValidComponent(_ component: [UInt8]) -> Bool {
         !component.isEmpty && !component.contains(slash) && !component.contains(0) && component != [dot]
             && component != [dot, dot]
     }

@@ -51,6 +51,9 @@ final class ArbiterHost {
     var watchedDirectories: Set<ItemPath> = []
     /// The cluster adapter, when the daemon shares folders with other hosts (issue 40; ClusterAdapter.swift).
     var cluster: (any ClusterAdapter)?
+    /// The clients that stand in for other hosts' presenters (issue 41; ``ClusterGates/connectRemoteHost(_:)``):
+    /// their effects go to the cluster adapter, not to a connection.
+    var remoteClients: Set<ClientID> = []
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -345,7 +348,23 @@ final class ArbiterHost {
                 presenter: registered.presenter
             )
         }
+        if let cluster {
+            if !routed.presenterChanges.isEmpty {
+                let local = routed.presenterChanges.filter { change in
+                    switch change {
+                    case .added(let registration): !remoteClients.contains(registration.client)
+                    case .removed(_, let client), .moved(_, let client, _): !remoteClients.contains(client)
+                    }
+                }
+                if !local.isEmpty { cluster.presentersChanged(local) }
+            }
+            for (request, reply) in routed.relayReplies { cluster.relayReplied(request, reply) }
+        }
         for (client, effects) in routed.perClient {
+            if !remoteClients.isEmpty && remoteClients.contains(client) {
+                cluster?.deliver(effects, toRemote: client)
+                continue
+            }
             let namespace = connections.namespaces[client]
             for effect in effects {
                 let respelled = respellingDocumentPortalPaths(effect, for: client)

@@ -1,5 +1,6 @@
 public import FCCore
 public import FCDumpModel
+import Logging
 public import NIOCore
 
 /// What the daemon asks of its cluster adapter (issue 40; FCCluster's `ClusterHost`, docs/ARCHITECTURE.md §15).
@@ -23,6 +24,14 @@ public protocol ClusterAdapter: AnyObject {
     func stop(revoking: Bool) -> @Sendable () async -> Void
     /// What fcdump shows of the cluster.
     func dump() -> DaemonDump.Cluster
+    /// Presenters of this daemon's clients came, went or moved (issue 41): those in shared folders are published to
+    /// the other hosts. Never called with the presenters of another host (``ClusterGates/connectRemoteHost(_:)``).
+    func presentersChanged(_ changes: [SessionRouter.PresenterChange])
+    /// The arbiter's effects for another host's presenters (``ClusterGates/connectRemoteHost(_:)``), in the order it
+    /// emitted them: sent on to that host.
+    func deliver(_ effects: [ArbiterEffect], toRemote client: ClientID)
+    /// A presenter of this daemon answered a message another host asked it to relay (``ClusterGates/relay(_:)``).
+    func relayReplied(_ request: RequestID, _ reply: PresenterReply)
 }
 
 /// The arbiter's host gates, as a cluster adapter drives them (``ClusterAdapter``).
@@ -42,6 +51,47 @@ public final class ClusterGates {
     public func command(_ folder: ItemPath, _ command: HostGateCommand) {
         loop.preconditionInEventLoop()
         host.apply(host.router.hostGate(folder, command))
+    }
+
+    /// Stands in for another host's presenters (issue 41): a client of the arbiter that no connection serves, whose
+    /// effects go to the adapter (``ClusterAdapter/deliver(_:toRemote:)``). Returns its id.
+    public func connectRemoteHost(_ name: String) -> ClientID {
+        loop.preconditionInEventLoop()
+        let client = host.router.connect(pid: 0, name: name)
+        host.remoteClients.insert(client)
+        return client
+    }
+
+    /// The other host's presenters are all gone: its stand-in client leaves, as a disconnected client does.
+    public func disconnectRemoteHost(_ client: ClientID) {
+        loop.preconditionInEventLoop()
+        guard host.remoteClients.remove(client) != nil else { return }
+        host.apply(host.router.disconnect(client))
+    }
+
+    /// An event of another host's stand-in client, in its own ids (a presenter added, moved or removed, a reply).
+    /// `false`, with the reason logged, when the router refuses it (a limit).
+    @discardableResult
+    public func remote(_ event: ArbiterEvent, from client: ClientID) -> Bool {
+        loop.preconditionInEventLoop()
+        guard host.remoteClients.contains(client) else { return false }
+        host.cluster?.checkFence()
+        do {
+            host.apply(try host.router.handle(event, from: client))
+            return true
+        } catch {
+            host.logger.warning("cluster: another host's presenter refused: \(error)")
+            return false
+        }
+    }
+
+    /// Delivers a message another host sends to one of this daemon's presenters (``SessionRouter/relay(_:)``).
+    /// Returns whether the presenter is here, and the relay request id of a message that needs a reply.
+    public func relay(_ message: PresenterMessage) -> (delivered: Bool, request: RequestID?) {
+        loop.preconditionInEventLoop()
+        guard let (routed, request) = host.router.relay(message) else { return (false, nil) }
+        host.apply(routed)
+        return (true, request)
     }
 
     /// The gates there are now, for the dump.

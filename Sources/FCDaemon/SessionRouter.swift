@@ -19,6 +19,22 @@ public final class SessionRouter {
         /// A presenter registered with its registration time (issue 37): the host asks the watcher, after the
         /// watches above, for what changed at its item since then.
         public var registered: (presenter: PresenterID, path: ItemPath, since: Int64, changeTime: Int64?)?
+        /// Presenters added, removed or moved by this event, in global ids (issue 41: a cluster adapter tells the
+        /// other hosts of those in shared folders). Empty unless the event was about a presenter.
+        public var presenterChanges: [PresenterChange] = []
+        /// Replies to messages another host asked this daemon to relay (``relay(_:)``), in the relay's request ids:
+        /// they go back to that host, not to the arbiter.
+        public var relayReplies: [(RequestID, PresenterReply)] = []
+    }
+
+    /// A presenter that came, went or moved (``Routed/presenterChanges``), in global ids.
+    public enum PresenterChange: Sendable {
+        /// Registered (the registration in global ids).
+        case added(PresenterRegistration)
+        /// Removed, or its client went away.
+        case removed(PresenterID, client: ClientID)
+        /// Its client says its URL changed (after a move, or a nil URL that became real).
+        case moved(PresenterID, client: ClientID, to: ItemPath?)
     }
 
     /// Why a client's request was refused before it reached the arbiter.
@@ -44,13 +60,17 @@ public final class SessionRouter {
     private let maximumClaims: Int
     private let maximumPresenters: Int
     private var sessions: [ClientID: Session] = [:]
-    private var presenterOwner: [PresenterID: (ClientID, UInt64)] = [:]
+    var presenterOwner: [PresenterID: (ClientID, UInt64)] = [:]
     private var claimOwner: [ClaimID: (ClientID, UInt64)] = [:]
     /// The client whose presenter owes the reply to each open request: only that client may answer it. An entry
     /// lives from the request until its reply (or the client's disconnect), so the table holds only unanswered
     /// requests; a reacquire names an answered request and needs none.
     private var requestOwner: [RequestID: ClientID] = [:]
     private var nextGlobal: UInt64 = 0
+    /// The open requests of messages relayed for another host (``relay(_:)``): their replies go back to it.
+    var relayed: Set<RequestID> = []
+    /// The last relay request id given (``relay(_:)``; ``RequestID/relayBit`` set, apart from the arbiter's ids).
+    var nextRelay: UInt64 = 0
 
     private struct Session {
         var info: ClientInfo
@@ -106,10 +126,18 @@ public final class SessionRouter {
         guard let session = sessions.removeValue(forKey: client) else { return Routed() }
         let event: ArbiterEvent =
             kept.map { .clientClosed(client, keepingLeasesFor: $0) } ?? .clientDisconnected(client)
-        let routed = route(arbiter.handle(event, at: now()))
-        for presenter in session.presenters.values { presenterOwner[presenter] = nil }
+        var routed = route(arbiter.handle(event, at: now()))
+        for presenter in session.presenters.values {
+            presenterOwner[presenter] = nil
+            routed.presenterChanges.append(.removed(presenter, client: client))
+        }
         for claim in session.claims.values { claimOwner[claim] = nil }
-        for request in session.requests { requestOwner[request] = nil }
+        for request in session.requests {
+            requestOwner[request] = nil
+            // A relayed request its presenter cannot answer any more: the host that asked is told it is gone by
+            // the presenter's removal (the key it published), and stops waiting then.
+            relayed.remove(request)
+        }
         return routed
     }
 
@@ -213,6 +241,12 @@ public final class SessionRouter {
             // Answered: a second reply is not this client's to send either (the arbiter ignores one anyway).
             requestOwner[request] = nil
             session.requests.remove(request)
+            if relayed.remove(request) != nil {
+                sessions[client] = session
+                var routed = Routed()
+                routed.relayReplies = [(request, reply)]
+                return routed
+            }
             global = .presenterReplied(request, reply)
         case .itemMoved(let local, let from, let to, let fromName):
             guard let id = session.claims[local.rawValue] else { return Routed() }
@@ -227,6 +261,13 @@ public final class SessionRouter {
             let since = registration.registeredAt
         {
             routed.registered = (registration.id, path, since, registration.changeTimeAtRegistration)
+        }
+        switch global {
+        case .presenterAdded(let registration): routed.presenterChanges.append(.added(registration))
+        case .presenterRemoved(let id): routed.presenterChanges.append(.removed(id, client: client))
+        case .presenterURLChanged(let id, let path):
+            routed.presenterChanges.append(.moved(id, client: client, to: path))
+        default: break
         }
         if let finished, arbiter.phase(of: finished) == nil,
             let (owner, local) = claimOwner.removeValue(forKey: finished)
@@ -257,7 +298,7 @@ public final class SessionRouter {
     }
 
     /// Translates effects to each client's ids, and forgets claims that failed.
-    private func route(_ effects: [ArbiterEffect]) -> Routed {
+    func route(_ effects: [ArbiterEffect]) -> Routed {
         var routed = Routed()
         var order: [ClientID] = []
         var buckets: [ClientID: [ArbiterEffect]] = [:]

@@ -23,7 +23,11 @@ struct ClusterHosts {
     static let ttl = 2
 
     /// Starts the etcd cluster and both daemons, each joined and with its session open.
-    static func start(in environment: TestEnvironment) async throws -> ClusterHosts {
+    ///
+    /// `watching`: whether the daemons watch presented items with inotify. Off for the presenter tests: the two
+    /// "hosts" here share one kernel, so each would see the other's writes as its own uncoordinated changes, where
+    /// hosts that share a network file system do not (its changes reach inotify only on the host that made them).
+    static func start(in environment: TestEnvironment, watching: Bool = true) async throws -> ClusterHosts {
         let etcd = try await EtcdCluster.start(in: environment.path("etcd"))
         let share = environment.path("share")
         try FileManager.default.createDirectory(atPath: share, withIntermediateDirectories: true)
@@ -35,7 +39,7 @@ struct ClusterHosts {
                 arguments: [
                     "--cluster-endpoints", etcd.clientEndpoints.joined(separator: ","), "--host-name", name,
                     "--cluster-ttl", "\(ttl)", "--shared-folder", share,
-                ],
+                ] + (watching ? [] : ["--no-watching"]),
                 socket: socket
             )
             try await daemon.waitForLog("cluster: session open")

@@ -1,0 +1,240 @@
+import FCCore
+public import FCDaemon
+import Foundation
+import Logging
+import NIOCore
+
+// Presenters across hosts, part one (issue 41; docs/ARCHITECTURE.md §15.1): each host publishes its presenters in
+// shared folders under its session, `<prefix>presenters/<folder, hex>/<host, hex>/<lease, hex>.<presenter, hex>`,
+// and keeps a copy of the other hosts' (one list, then one watch), each as a presenter of a stand-in client of its
+// own arbiter. A claim in a subtree where no other host presents meets no stand-in and costs what a local one does.
+//
+// - Important: Every method runs on the adapter's loop, as ClusterHost's.
+
+extension ClusterHost {
+    var presencePrefix: String { "\(configuration.keyPrefix)presenters/" }
+    var hostHex: String { Self.hex(configuration.hostName) }
+
+    // MARK: This host's presenters
+
+    /// This daemon's presenters came, went or moved: those in shared folders are published, updated or withdrawn.
+    public func presentersChanged(_ changes: [SessionRouter.PresenterChange]) {
+        for change in changes {
+            switch change {
+            case .added(let registration):
+                exchange.callbacks[registration.id] = (registration.callbacks.rawValue, registration.isPackage)
+                publish(registration.id, at: registration.path)
+            case .moved(let id, _, let path):
+                publish(id, at: path)
+            case .removed(let id, _):
+                exchange.callbacks[id] = nil
+                publish(id, at: nil)
+            }
+        }
+    }
+
+    /// Publishes the presenter `id` at `path`, or withdraws it (`nil`, or a path outside every shared folder).
+    func publish(_ id: PresenterID, at path: ItemPath?) {
+        let wire = path.flatMap(sharedPaths.wire)
+        let old = exchange.published[id]
+        guard let wire, let (callbacks, isPackage) = exchange.callbacks[id] else {
+            guard let old else { return }
+            exchange.published[id] = nil
+            if let key = old.key { queuePresence(key, nil) }
+            return
+        }
+        let record = PresenceRecord(path: wire, callbacks: callbacks, isPackage: isPackage)
+        guard old?.record != record else { return }
+        let key = session.map { presenceKey(id, record, lease: $0.lease) }
+        if let oldKey = old?.key, oldKey != key { queuePresence(oldKey, nil) }
+        exchange.published[id] = (record, key)
+        if let key { queuePresence(key, record) }
+    }
+
+    func presenceKey(_ id: PresenterID, _ record: PresenceRecord, lease: Int64) -> String {
+        "\(presencePrefix)\(Self.hex(record.path.folder))/\(hostHex)/\(String(lease, radix: 16))."
+            + String(id.rawValue, radix: 16)
+    }
+
+    /// A new session: every presenter is published again under it (the old session's keys go with it).
+    func presenceSessionOpened() {
+        guard let lease = session?.lease else { return }
+        exchange.presenceQueue = []
+        for (id, entry) in exchange.published {
+            let key = presenceKey(id, entry.record, lease: lease)
+            exchange.published[id] = (entry.record, key)
+            queuePresence(key, entry.record)
+        }
+    }
+
+    /// The session is gone: nothing is published until the next one.
+    func presenceSessionLost() {
+        exchange.presenceQueue = []
+        for id in exchange.published.keys { exchange.published[id]?.key = nil }
+    }
+
+    func queuePresence(_ key: String, _ record: PresenceRecord?) {
+        let value = record.flatMap { try? JSONEncoder().encode($0) }.map { Array($0) }
+        exchange.presenceQueue.append((key, value))
+        sendPresence()
+    }
+
+    /// Sends the first put or delete of presence keys, one at a time, retrying (200 ms apart) until etcd takes it
+    /// or the session is replaced.
+    func sendPresence() {
+        guard !exchange.presenceSending, !stopped, let session, let (key, value) = exchange.presenceQueue.first
+        else { return }
+        exchange.presenceSending = true
+        let (etcd, bound, attempt) = (self.etcd, self.bound, generation)
+        Task {
+            var failure: String?
+            do {
+                if let value {
+                    _ = try await etcd.put(key: key, value: value, lease: session.lease)
+                } else {
+                    _ = try await etcd.delete(key: key)
+                }
+            } catch { failure = "\(error)" }
+            let failed = failure
+            bound.execute { $0.presenceSent(attempt, failed) }
+        }
+    }
+
+    func presenceSent(_ attempt: Int, _ failure: String?) {
+        exchange.presenceSending = false
+        guard attempt == generation else {
+            sendPresence()  // The queue is the new session's.
+            return
+        }
+        if let failure {
+            noteError("cannot publish this host's presenters: \(failure)")
+            loop.assumeIsolated().scheduleTask(in: .milliseconds(200)) { [weak self] in self?.sendPresence() }
+            return
+        }
+        if !exchange.presenceQueue.isEmpty { exchange.presenceQueue.removeFirst() }
+        sendPresence()
+    }
+
+    // MARK: The other hosts' presenters
+
+    /// Lists the other hosts' presenters (when `revision` is `nil`), then watches them from the list's revision
+    /// on; a watch that ends is started again from where it stopped, or after a compaction from a new list.
+    func watchPresence(from revision: Int64? = nil, tries: Int = 0) {
+        let (etcd, bound, prefix) = (self.etcd, self.bound, presencePrefix)
+        exchange.presenceWatch = Task {
+            var next = revision
+            var delivered = false
+            do {
+                if next == nil {
+                    let range = try await etcd.range(prefix: prefix)
+                    bound.execute { $0.presenceListed(range.kvs) }
+                    next = range.revision + 1
+                }
+                for try await event in etcd.watch(prefix: prefix, fromRevision: next) {
+                    next = event.modRevision + 1
+                    delivered = true
+                    bound.execute { $0.presenceWatched(event) }
+                }
+            } catch {
+                if let failure = error as? EtcdError, case .watchCanceled = failure.reason { next = nil }
+                bound.execute { $0.noteError("the watch of the other hosts' presenters ended: \(error)") }
+            }
+            guard !Task.isCancelled else { return }
+            let failures = delivered ? 0 : tries + 1
+            try? await Task.sleep(for: .milliseconds(100 << min(failures, 5)))
+            let resume = next
+            bound.execute { host in
+                guard !host.stopped else { return }
+                host.watchPresence(from: resume, tries: failures)
+            }
+        }
+    }
+
+    /// A list of every host's presenters: the copy becomes it.
+    func presenceListed(_ kvs: [EtcdKeyValue]) {
+        var seen: Set<String> = []
+        for kv in kvs {
+            seen.insert(kv.key)
+            proxyPut(kv.key, kv.value)
+        }
+        for key in exchange.proxies.keys where !seen.contains(key) { removeProxy(key) }
+    }
+
+    func presenceWatched(_ event: EtcdWatchEvent) {
+        switch event.type {
+        case .put: proxyPut(event.key, event.value)
+        case .delete: removeProxy(event.key)
+        }
+    }
+
+    /// Another host's presenter, published or moved: its stand-in in this arbiter is added or moved.
+    func proxyPut(_ key: String, _ value: [UInt8]) {
+        // <folder, hex>/<host, hex>/<lease, hex>.<presenter, hex>
+        let parts = key.dropFirst(presencePrefix.count).split(separator: "/")
+        guard key.hasPrefix(presencePrefix), parts.count == 3, String(parts[1]) != hostHex else { return }
+        let tail = parts[2].split(separator: ".")
+        guard tail.count == 2, let presenter = UInt64(tail[1], radix: 16), let host = Self.unhex(String(parts[1])),
+            let record = try? JSONDecoder().decode(PresenceRecord.self, from: Data(value)),
+            let path = sharedPaths.local(record.path)
+        else {
+            noteError("another host's presenter key cannot be read, ignored: \(key)")
+            return
+        }
+        let sessionKey = "\(parts[1])/\(tail[0])"
+        if let proxy = exchange.proxies[key], let client = exchange.remoteSessions[proxy.session]?.client {
+            gates.remote(.presenterURLChanged(PresenterID(presenter), to: path), from: client)
+            return
+        }
+        let client: ClientID
+        if let existing = exchange.remoteSessions[sessionKey] {
+            client = existing.client
+        } else {
+            client = gates.connectRemoteHost("host \(host)")
+            exchange.remoteSessions[sessionKey] = (host, String(tail[0]), client, 0)
+            exchange.sessionOfClient[client] = sessionKey
+            logger.info(
+                "cluster: another host presents items in shared folders",
+                metadata: ["cluster.host": "\(host)", "cluster.lease": "\(tail[0])", "client.id": "\(client.rawValue)"]
+            )
+        }
+        let registration = PresenterRegistration(
+            id: PresenterID(presenter),
+            client: client,
+            path: path,
+            callbacks: PresenterCallbacks(rawValue: record.callbacks),
+            isPackage: record.isPackage
+        )
+        guard gates.remote(.presenterAdded(registration), from: client) else {
+            if exchange.remoteSessions[sessionKey]?.presenters == 0 { leaveRemoteSession(sessionKey) }
+            return
+        }
+        exchange.proxies[key] = (sessionKey, presenter)
+        exchange.remoteSessions[sessionKey]?.presenters += 1
+    }
+
+    /// Another host's presenter is gone (removed, or its session ended): its stand-in goes, and what it was asked
+    /// counts as answered, as for a local presenter that went away.
+    func removeProxy(_ key: String) {
+        guard let proxy = exchange.proxies.removeValue(forKey: key),
+            let remote = exchange.remoteSessions[proxy.session]
+        else { return }
+        gates.remote(.presenterRemoved(PresenterID(proxy.presenter)), from: remote.client)
+        exchange.remoteSessions[proxy.session]?.presenters -= 1
+        if remote.presenters <= 1 { leaveRemoteSession(proxy.session) }
+    }
+
+    /// The last presenter of another host's session is gone: its stand-in client leaves, and the mail this host
+    /// left for that session is deleted (nobody will read it).
+    func leaveRemoteSession(_ sessionKey: String) {
+        guard let remote = exchange.remoteSessions.removeValue(forKey: sessionKey) else { return }
+        exchange.sessionOfClient[remote.client] = nil
+        exchange.outbox[sessionKey] = nil
+        gates.disconnectRemoteHost(remote.client)
+        logger.info(
+            "cluster: another host presents nothing in shared folders any more",
+            metadata: ["cluster.host": "\(remote.host)", "cluster.lease": "\(remote.lease)"]
+        )
+        let (etcd, prefix) = (self.etcd, "\(configuration.keyPrefix)mail/\(sessionKey)/\(hostHex)/")
+        Task { _ = try? await etcd.delete(prefix: prefix) }
+    }
+}

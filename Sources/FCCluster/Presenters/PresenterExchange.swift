@@ -1,0 +1,58 @@
+import FCCore
+
+/// What the cluster adapter keeps to carry presenters across hosts (issue 41; docs/ARCHITECTURE.md §15.1). A value in
+/// ``ClusterHost``, read and written only on its loop.
+///
+/// Every table is bounded: by this host's presenters, by the other hosts' published presenters (each host's router
+/// limit applies to its stand-in client), or by ``maximumOpenRelays``.
+struct PresenterExchange {
+    // MARK: This host's presenters, published
+
+    /// This host's presenters in shared folders: the record the other hosts read, and its key in etcd under the
+    /// current session (`nil` until it has one).
+    var published: [PresenterID: (record: PresenceRecord, key: String?)] = [:]
+    /// What every presenter of this daemon implements (`PresenterCallbacks.rawValue`, package or not), for one that
+    /// moves into a shared folder.
+    var callbacks: [PresenterID: (UInt32, Bool)] = [:]
+    /// Puts and deletes of presence keys, in order, one at a time (a delete must never overtake its put: a key left
+    /// behind would stand for a presenter that never answers until the session ends).
+    var presenceQueue: [(key: String, value: [UInt8]?)] = []
+    var presenceSending = false
+
+    // MARK: The other hosts' presenters, in this arbiter
+
+    /// A stand-in client per session of another host (`<host, hex>/<lease, hex>`): the host's name, its lease, the
+    /// client, and how many presenters it stands in for now (it leaves at zero).
+    var remoteSessions: [String: (host: String, lease: String, client: ClientID, presenters: Int)] = [:]
+    /// The session of each stand-in client (for the mail of its presenters).
+    var sessionOfClient: [ClientID: String] = [:]
+    /// Each other host's presence key this arbiter knows: its session and the presenter's id there (also its id in
+    /// the stand-in client).
+    var proxies: [String: (session: String, presenter: UInt64)] = [:]
+
+    // MARK: Mail
+
+    /// Letters waiting to go, per receiving session (`<host, hex>/<lease, hex>`), one put in flight per receiver so
+    /// that they arrive in order.
+    var outbox: [String: [MailItem]] = [:]
+    var sending: Set<String> = []
+    /// Puts of mail made by this adapter (for the keys' names).
+    var mailPuts = 0
+    /// Relayed messages waiting for this host's presenter: the relay request id → the sender's session and request.
+    var relayOrigin: [RequestID: (session: String, request: UInt64)] = [:]
+    /// A relinquish relayed and answered with a reacquirer: `<sender session>#<sender's request>` → the relay request
+    /// id the presenter's client knows the reacquirer by.
+    var reacquirers: [String: RequestID] = [:]
+    /// The most relayed requests and reacquirers kept; past it, a new one is answered at once (and logged).
+    static let maximumOpenRelays = 65_536
+    /// The most letters waiting for one receiver; past it, letters are dropped (and logged): the receiver's
+    /// presenters count as not answering.
+    static let maximumOutbox = 4_096
+    /// The most letters in one put.
+    static let lettersPerPut = 64
+
+    // MARK: Watches
+
+    var presenceWatch: Task<Void, Never>?
+    var mailWatch: Task<Void, Never>?
+}
