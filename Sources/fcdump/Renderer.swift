@@ -88,6 +88,8 @@ struct Renderer {
 
     private func client(_ id: UInt64) -> String {
         guard let client = clientsByID[id] else { return "client#\(id) (gone)" }
+        // Pid 0: the stand-in of another host's presenters (issue 41), named `host NAME`.
+        if client.pid == 0 { return "\(client.name) (another host, client#\(id))" }
         return "\(client.name) (pid \(client.pid), client#\(id))"
     }
 
@@ -271,7 +273,9 @@ struct Renderer {
         var out = summary() + "\n"
         for client in dump.clients {
             out +=
-                paint("client#\(client.id)", "1") + " \(client.name) pid \(client.pid): "
+                paint("client#\(client.id)", "1")
+                + (client.pid == 0
+                    ? " \(client.name), another host's presenters: " : " \(client.name) pid \(client.pid): ")
                 + "\(client.presenters.count) presenters, \(client.claims.count) claims"
                 + (client.timedOutClaims > 0 ? ", \(client.timedOutClaims) timed out" : "")
                 + (client.name.hasPrefix("preload:") ? " (through libfilecoord-preload)" : "") + "\n"

@@ -66,6 +66,14 @@ struct ClusterPresenterEndToEndTests {
                 relinquished.round <= granted.round,
                 "host A granted its write before host B's presenter relinquished"
             )
+            // fcdump on host A shows host B's presenter, with its host.
+            let dump = try await environment.runTool(
+                "fcdump",
+                ["clients"],
+                environment: ClusterHosts.client(of: hosts.socketA)
+            )
+            #expect(dump.output.contains("host hostB, another host's presenters"), "\(dump.output)")
+            #expect(dump.output.contains(doc), "\(dump.output)")
             // A read on A asks B's presenter to save and relinquish to the reader.
             try a.send("read \(doc)")
             try await a.waitFor("done read \(doc)")
