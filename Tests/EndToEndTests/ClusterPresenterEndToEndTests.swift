@@ -79,6 +79,15 @@ struct ClusterPresenterEndToEndTests {
             try await a.waitFor("done read \(doc)")
             let events = try await b.settledPresenterEvents("P", count: 6)
             #expect(Array(events.dropFirst(3)).sorted() == ["reacquire", "relinquishToReader", "save"].sorted())
+            // A script's write on host A (fccoord): asked first, told after, as for an app's.
+            let script = try await environment.runTool(
+                "fccoord",
+                ["write", doc, "--", "/bin/sh", "-c", "echo v3 > \"$FCCOORD_PATH_1\""],
+                environment: ClusterHosts.client(of: hosts.socketA)
+            )
+            #expect(script.status == 0, "\(script.error)")
+            let scripted = try await b.settledPresenterEvents("P", count: 9)
+            #expect(Array(scripted.dropFirst(6)) == ["relinquishToWriter", "didChange", "reacquire"], "\(scripted)")
         }
     }
 
@@ -152,6 +161,81 @@ struct ClusterPresenterEndToEndTests {
             try a.send("write \(doc) v2")
             try await a.waitFor("done write \(doc)")
             #expect(ContinuousClock.now - start < .seconds(4), "host A waited for a presenter of a dead host")
+        }
+    }
+
+    /// Host B mounts the shared folder elsewhere (a bind mount in a mount namespace of its own, where its daemon and
+    /// its client run): a move on host A reaches B's presenter in B's spelling.
+    @Test(.enabled(if: MountNamespaces.shouldRun))
+    func aMoveOnOneHostReachesThePresenterOnTheOtherInItsOwnSpelling() async throws {
+        try await TestEnvironment.run { environment in
+            let etcd = try await EtcdCluster.start(in: environment.path("etcd"))
+            defer { etcd.shutdown() }
+            try await MountNamespaces.withOwnFileSystem(environment) { fs, share, view in
+                // Host B's mount namespace sees the folder at `view` alone (as a container sees a folder mounted into
+                // it), held by a process that sleeps; B's daemon and client join it.
+                let holder = Process()
+                holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+                holder.arguments =
+                    Array(MountNamespaces.bound(share, at: view, hiding: fs).dropFirst()) + ["/bin/sleep", "100000"]
+                try holder.run()
+                defer { holder.terminate() }
+                try await eventually("host B's bind mount") {
+                    let mounts =
+                        (try? String(contentsOfFile: "/proc/\(holder.processIdentifier)/mountinfo", encoding: .utf8))
+                        ?? ""
+                    return mounts.contains(" \(view) ") && !mounts.contains(" \(fs) ") || !holder.isRunning
+                }
+                try #require(holder.isRunning, "cannot bind-mount the shared folder in a namespace of its own")
+                let joining = MountNamespaces.joining(holder.processIdentifier)
+                func daemon(
+                    _ name: String,
+                    _ socket: String,
+                    _ folder: String,
+                    _ wrapper: [String]
+                ) async throws
+                    -> DaemonProcess
+                {
+                    let daemon = try await environment.startDaemon(
+                        presenterTimeout: "5",
+                        arguments: [
+                            "--cluster-endpoints", etcd.clientEndpoints.joined(separator: ","), "--host-name", name,
+                            "--cluster-ttl", "\(ClusterHosts.ttl)", "--shared-folder", "docs=\(folder)",
+                            "--no-watching",
+                        ],
+                        socket: socket,
+                        wrapper: wrapper
+                    )
+                    try await daemon.waitForLog("cluster: session open")
+                    return daemon
+                }
+                let socketA = environment.path("hostA/socket")
+                let socketB = environment.path("hostB/socket")
+                let a = try await daemon("hostA", socketA, share, [])
+                let daemonB = try await daemon("hostB", socketB, view, joining)
+
+                let original = share + "/original.txt"
+                try "text".write(toFile: original, atomically: false, encoding: .utf8)
+                let b = try await environment.host(
+                    "B",
+                    mayStartDaemon: false,
+                    environment: ClusterHosts.client(of: socketB),
+                    wrapper: joining
+                )
+                try b.send("present M \(view)/original.txt")
+                try await b.waitFor("presenting M ")
+                do {
+                    try await a.waitForLog("cluster: another host presents items in shared folders")
+                } catch {
+                    throw HarnessError(description: "\(error)\n--- host B ---\n\(daemonB.log())")
+                }
+
+                let writer = try await client("A", of: socketA, in: environment)
+                try writer.send("move \(original) \(share)/moved.txt")
+                try await writer.waitFor("done move \(original)")
+                let moves = try await b.settledPresenterEvents("M", count: 3)
+                #expect(moves == ["relinquishToWriter", "didMove \(view)/moved.txt", "reacquire"], "\(moves)")
+            }
         }
     }
 }

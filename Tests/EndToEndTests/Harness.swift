@@ -289,11 +289,13 @@ final class TestEnvironment: @unchecked Sendable {
         deadlockDelay: String = "1",
         arguments extra: [String] = [],
         environment variables: [String: String] = [:],
-        socket: String? = nil
+        socket: String? = nil,
+        wrapper: [String] = []
     ) async throws -> DaemonProcess {
         let daemon = try DaemonProcess(
             environment: self,
             variables: variables,
+            wrapper: wrapper,
             arguments: [
                 "--foreground", "--socket", socket ?? self.socket, "--presenter-timeout", presenterTimeout,
                 "--deadlock-delay",
@@ -491,6 +493,7 @@ final class DaemonProcess: @unchecked Sendable {
     fileprivate init(
         environment: TestEnvironment,
         variables: [String: String] = [:],
+        wrapper: [String] = [],
         arguments: [String],
         logPath: String
     ) throws {
@@ -500,9 +503,12 @@ final class DaemonProcess: @unchecked Sendable {
             throw HarnessError(description: "cannot open \(logPath)")
         }
         defer { try? log.close() }
+        // A wrapper (`nsenter` into a mount namespace: issue 41's second spelling) runs the daemon after its own
+        // arguments.
+        let product = try Products.executable("filecoordd")
         process = try launch(
-            try Products.executable("filecoordd"),
-            arguments,
+            wrapper.first.map { URL(fileURLWithPath: $0) } ?? product,
+            wrapper.isEmpty ? arguments : Array(wrapper.dropFirst()) + [product.path] + arguments,
             environment: try childEnvironment(socket: environment.socket).merging(variables) { $1 },
             input: FileHandle.nullDevice,
             output: log,
