@@ -2,7 +2,7 @@ import FCCore
 import Foundation
 
 // What hosts tell each other about presenters through etcd (issue 41; docs/ARCHITECTURE.md §15.1, the keys in
-// docs/PROTOCOL.md §12): a presenter's record under the host's session, and the mail between daemons (presenter
+// docs/PROTOCOL.md §11): a presenter's record under the host's session, and the mail between daemons (presenter
 // messages one way, replies the other). JSON: etcd's values are bytes, and these are read by another build of
 // this daemon, perhaps a later one; unknown fields are ignored, a value that does not decode is logged and dropped.
 
