@@ -238,4 +238,61 @@ struct ClusterPresenterEndToEndTests {
             }
         }
     }
+
+    /// The examples across hosts: `notes` (a `CoordinatedDocument`) edits a file of the shared folder on host A, and
+    /// `mirror` on host B keeps that folder in step with a folder of B's own. Typing on A reaches B's copy; a write of
+    /// B's copy reaches the editor on A, which reloads.
+    @Test func theNotesEditorOnOneHostAndTheMirrorOnTheOtherKeepOneFileInStep() async throws {
+        try await withHosts { environment, hosts in
+            let path = try environment.file("share/notes.txt", "hello")
+            let other = environment.path("b-local")
+            try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: false)
+            let mirror = try await environment.host(
+                "mirror",
+                mayStartDaemon: false,
+                arguments: [hosts.share, other],
+                environment: ClusterHosts.client(of: hosts.socketB),
+                executable: "mirror",
+                readyLine: "mirror: watching"
+            )
+            try await eventually("the mirror's first copy") { contents(other + "/notes.txt") == "hello" }
+            try await hosts.a.waitForLog("cluster: another host presents items in shared folders")
+
+            var variables = try childEnvironment(socket: hosts.socketA)
+            variables["FILECOORDD_PATH"] = "/nonexistent/filecoordd"
+            let tmux = TmuxSession(socket: environment.path("tmux.sock"))
+            try await tmux.start(
+                environment: variables.filter { ["FILECOORDD_SOCKET", "FILECOORDD_PATH"].contains($0.key) },
+                command: [try Products.executable("notes").path, "--autosave", "0.2", path]
+            )
+            do {
+                try await tmux.waitForScreen("opened notes.txt")
+                try await tmux.keys("End")
+                try await tmux.type(" world")
+                // Saved on host A, heard by the mirror on host B, copied to B's own folder.
+                try await eventually("the mirror's copy of the typed text") {
+                    contents(other + "/notes.txt") == "hello world"
+                }
+                try await mirror.waitFor("mirror: copied notes.txt from this to other")
+
+                // A coordinated write of B's copy: the mirror copies it into the shared folder on host B, and the
+                // editor on host A hears it and reloads.
+                let tool = try await client("tool", of: hosts.socketB, in: environment)
+                try tool.send("write \(other)/notes.txt from-host-b")
+                try await tool.waitFor("done write \(other)/notes.txt")
+                try await mirror.waitFor("mirror: copied notes.txt from other to this")
+                try await tmux.waitForScreen("reloaded: the file changed on disk")
+                try await tmux.waitForScreen("from-host-b")
+                #expect(contents(path) == "from-host-b")
+            } catch {
+                await tmux.kill()
+                throw error
+            }
+            await tmux.kill()
+        }
+    }
+
+    private func contents(_ path: String) -> String {
+        (try? String(contentsOfFile: path, encoding: .utf8)) ?? "<missing>"
+    }
 }
