@@ -5,13 +5,17 @@
 # Starts a three-member etcd cluster on 127.0.0.1 (ports the kernel picks), two filecoordd daemons as the hosts
 # "studio" and "render" (each with its own socket, both sharing one folder), then: a write held on studio holds back
 # a read on render until it ends; fcdump shows both hosts' view; studio's daemon is killed while it holds a write, and
-# render's read is granted only once studio's session has expired in etcd. Every wait is for an event, bounded.
+# render's read is granted only once studio's session has expired in etcd; the notes editor on render reloads when
+# studio writes its file (issue 41: presenters on other hosts are asked and told through etcd). Every wait is for an
+# event, bounded.
 set -euo pipefail
 
 bin="$1"
 demo="$(mktemp -d /tmp/fc-cluster-XXXXXX)"
 pids=()
+tmux_socket="$demo/tmux.sock"
 cleanup() {
+    tmux -S "$tmux_socket" kill-server 2>/dev/null || true
     for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
     bash scripts/etcd-cluster.sh stop "$demo/etcd"
     wait 2>/dev/null || true
@@ -42,7 +46,7 @@ start_host() {
     mkdir -p "$demo/$name"
     chmod 700 "$demo/$name"
     "$bin/filecoordd" --foreground --socket "$demo/$name/socket" --cluster-endpoints "$endpoints" \
-        --host-name "$name" --cluster-ttl 3 --shared-folder "$share" >"$demo/$name.log" 2>&1 &
+        --host-name "$name" --cluster-ttl 3 --shared-folder "$share" --no-watching >"$demo/$name.log" 2>&1 &
     pids+=("$!")
     disown "$!"  # killed on purpose below: no job notice
     await "$name's session" grep -q "cluster: session open" "$demo/$name.log"
@@ -75,6 +79,27 @@ wait "$writer" "$reader"
 echo
 echo "== fcdump cluster on render, after: render holds the folder now"
 on render "$bin/fcdump" cluster | sed 's/^/  /'
+
+echo
+echo "== the notes editor opens scene.txt on render (in tmux); studio then writes the file"
+echo "   (both daemons run with --no-watching: on one machine each would also see the other's write through inotify,"
+echo "   which hosts sharing a network file system do not; what render's editor hears comes from studio, through etcd)"
+if command -v tmux >/dev/null; then
+    tmux -S "$tmux_socket" new-session -d -s notes -x 80 -y 8 \
+        -e "FILECOORDD_SOCKET=$demo/render/socket" -e "FILECOORDD_PATH=/nonexistent" \
+        "$bin/notes" --autosave 0.5 "$share/scene.txt"
+    screen() { tmux -S "$tmux_socket" capture-pane -p -t notes; }
+    screen_has() { screen | grep -qF -- "$1"; }
+    await "the editor on render to open scene.txt" screen_has "opened scene.txt"
+    await "studio to learn of render's editor" grep -q "another host presents items" "$demo/studio.log"
+    on studio "$bin/fccoord" write "$share/scene.txt" -- sh -c 'echo "third draft, from studio" > "$FCCOORD_PATH_1"'
+    await "the editor on render to reload" screen_has "third draft, from studio"
+    echo "  [studio] wrote 'third draft, from studio'; the editor on render, asked first and told after, reloaded:"
+    screen | sed '/^$/d; s/^/   | /'
+    tmux -S "$tmux_socket" kill-server
+else
+    echo "  (tmux is not installed: skipped)"
+fi
 
 echo
 echo "== studio writes again, and its daemon is killed (kill -9) while the write runs"
