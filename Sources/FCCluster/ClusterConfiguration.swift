@@ -35,6 +35,9 @@ public struct ClusterConfiguration: Hashable, Sendable {
     public var sharedFolders: [SharedFolder]
     /// The prefix of every key this cluster keeps in etcd.
     public var keyPrefix = "/filecoord/v1/"
+    /// How often this host examines the items its presenters present in shared folders for changes made without
+    /// coordination on another host (`--shared-scan-interval`, issue 41); `nil` (the default): never.
+    public var sharedScanInterval: Duration?
 
     /// A configuration for `hostName` reaching etcd at `endpoints`.
     public init(endpoints: [String], hostName: String, policy: HostLeasePolicy, sharedFolders: [SharedFolder]) {

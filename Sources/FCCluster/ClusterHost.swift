@@ -129,6 +129,7 @@ public final class ClusterHost: ClusterAdapter {
         listAndWatch()
         watchPresence()
         watchMail()
+        scheduleSharedScan()
     }
 
     /// Stops the keep-alives, the watch and the timers, and returns what is left to do off the loop, once no claim
@@ -141,6 +142,7 @@ public final class ClusterHost: ClusterAdapter {
         watchTask?.cancel()
         exchange.presenceWatch?.cancel()
         exchange.mailWatch?.cancel()
+        exchange.scanTask?.cancel()
         for timer in timers.values { timer.cancel() }
         timers = [:]
         let (etcd, httpClient, lease) = (self.etcd, self.httpClient, revoking ? session?.lease : nil)

@@ -26,13 +26,17 @@ public struct ClusterSettingsFile: Hashable, Sendable {
     }
 
     /// The keys the file may hold.
-    public static let keys: Set<String> = ["cluster-endpoints", "host-name", "cluster-ttl", "shared-folder"]
+    public static let keys: Set<String> = [
+        "cluster-endpoints", "host-name", "cluster-ttl", "shared-folder", "shared-scan-interval",
+    ]
     /// The most a file may hold (a settings file, not data): larger ones are refused.
     public static let maximumBytes = 64 * 1024
 
     public var endpoints: String?
     public var hostName: String?
     public var ttl: Int?
+    /// `shared-scan-interval`, in seconds.
+    public var sharedScanInterval: Double?
     public var sharedFolders: [String] = []
 
     /// Reads `text`, the contents of the file at `path` (named in failures).
@@ -65,6 +69,15 @@ public struct ClusterSettingsFile: Hashable, Sendable {
                     throw Failure(path: path, line: index + 1, reason: "`cluster-ttl` takes whole seconds")
                 }
                 ttl = seconds
+            case "shared-scan-interval":
+                guard let seconds = Double(value), seconds.isFinite, seconds > 0 else {
+                    throw Failure(
+                        path: path,
+                        line: index + 1,
+                        reason: "`shared-scan-interval` takes a number of seconds above 0"
+                    )
+                }
+                sharedScanInterval = seconds
             default: sharedFolders.append(value)
             }
         }

@@ -94,6 +94,14 @@ public final class ClusterGates {
         return (true, request)
     }
 
+    /// Changes the cluster adapter found itself (issue 41: the scan of presented items in shared folders), handed to
+    /// the arbiter as the watcher's are, with the items' states when read.
+    public func fileSystemChanged(_ events: [FileSystemEvent], observed: [ItemPath: ItemStamp]) {
+        loop.preconditionInEventLoop()
+        host.cluster?.checkFence()
+        host.apply(host.router.fileSystemChanged(events, observed: observed))
+    }
+
     /// The gates there are now, for the dump.
     public func snapshots() -> [HostGateSnapshot] {
         loop.preconditionInEventLoop()

@@ -96,6 +96,15 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Every SECONDS, examine the items this host's presenters present in shared folders, and report changes "
+                + "made without coordination (by another host) as the file watcher does (default: never).",
+            valueName: "seconds"
+        )
+    )
+    var sharedScanInterval: Double?
+
+    @Option(
+        help: ArgumentHelp(
             "A folder shared with the other hosts, as PATH or NAME=PATH (NAME: the folder's name on every host, "
                 + "default the path); repeatable. FILECOORDD_SHARED_FOLDERS adds more, separated by colons.",
             valueName: "[name=]path"
@@ -201,12 +210,19 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         guard !host.isEmpty, host.utf8.count <= 255 else {
             throw ValidationError("--host-name takes a name of 1 to 255 bytes")
         }
-        return ClusterConfiguration(
+        var configuration = ClusterConfiguration(
             endpoints: endpoints,
             hostName: host,
             policy: HostLeasePolicy(sessionTTL: .seconds(ttl)),
             sharedFolders: folders
         )
+        if let scan = sharedScanInterval ?? file?.sharedScanInterval {
+            guard scan.isFinite, scan >= 0.1, scan <= 86_400 else {
+                throw ValidationError("--shared-scan-interval takes seconds from 0.1 to 86400 (given: \(scan))")
+            }
+            configuration.sharedScanInterval = .milliseconds(Int64(scan * 1000))
+        }
+        return configuration
     }
 
     func run() async throws {

@@ -27,26 +27,31 @@ struct ClusterHosts {
     /// `watching`: whether the daemons watch presented items with inotify. Off for the presenter tests: the two
     /// "hosts" here share one kernel, so each would see the other's writes as its own uncoordinated changes, where
     /// hosts that share a network file system do not (its changes reach inotify only on the host that made them).
-    static func start(in environment: TestEnvironment, watching: Bool = true) async throws -> ClusterHosts {
+    /// `hostB`: more options for host B's daemon.
+    static func start(
+        in environment: TestEnvironment,
+        watching: Bool = true,
+        hostB: [String] = []
+    ) async throws -> ClusterHosts {
         let etcd = try await EtcdCluster.start(in: environment.path("etcd"))
         let share = environment.path("share")
         try FileManager.default.createDirectory(atPath: share, withIntermediateDirectories: true)
         let socketA = environment.path("hostA/socket")
         let socketB = environment.path("hostB/socket")
-        func daemon(_ name: String, _ socket: String) async throws -> DaemonProcess {
+        func daemon(_ name: String, _ socket: String, _ more: [String] = []) async throws -> DaemonProcess {
             let daemon = try await environment.startDaemon(
                 presenterTimeout: "5",
                 arguments: [
                     "--cluster-endpoints", etcd.clientEndpoints.joined(separator: ","), "--host-name", name,
                     "--cluster-ttl", "\(ttl)", "--shared-folder", share,
-                ] + (watching ? [] : ["--no-watching"]),
+                ] + (watching ? [] : ["--no-watching"]) + more,
                 socket: socket
             )
             try await daemon.waitForLog("cluster: session open")
             return daemon
         }
         let a = try await daemon("hostA", socketA)
-        let b = try await daemon("hostB", socketB)
+        let b = try await daemon("hostB", socketB, hostB)
         return ClusterHosts(etcd: etcd, share: share, socketA: socketA, socketB: socketB, a: a, b: b)
     }
 

@@ -13,9 +13,12 @@ import Testing
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct ClusterPresenterEndToEndTests {
-    private func withHosts(_ body: (TestEnvironment, ClusterHosts) async throws -> Void) async throws {
+    private func withHosts(
+        hostB: [String] = [],
+        _ body: (TestEnvironment, ClusterHosts) async throws -> Void
+    ) async throws {
         try await TestEnvironment.run { environment in
-            let hosts = try await ClusterHosts.start(in: environment, watching: false)
+            let hosts = try await ClusterHosts.start(in: environment, watching: false, hostB: hostB)
             defer { hosts.etcd.shutdown() }
             do {
                 try await body(environment, hosts)
@@ -294,5 +297,33 @@ struct ClusterPresenterEndToEndTests {
 
     private func contents(_ path: String) -> String {
         (try? String(contentsOfFile: path, encoding: .utf8)) ?? "<missing>"
+    }
+
+    /// `--shared-scan-interval` on host B: a change made without coordination (here by this test, as a program on
+    /// another host would; B's daemon does not watch with inotify, as it could not see another host's write) reaches
+    /// B's presenter once; a coordinated write on host A reaches it once too, by A's messages, not again by the scan.
+    @Test func theSharedScanReportsAChangeMadeWithoutCoordinationOnceAndACoordinatedOneNotAgain() async throws {
+        try await withHosts(hostB: ["--shared-scan-interval", "0.1"]) { environment, hosts in
+            let doc = try environment.file("share/doc.txt", "v1")
+            let b = try await client("B", of: hosts.socketB, in: environment)
+            try await presentOnB("P", doc, by: b, hosts: hosts)
+            // Two scans at least, so that the first state is known.
+            try await Task.sleep(for: .milliseconds(300))
+            try "changed without coordination".write(toFile: doc, atomically: false, encoding: .utf8)
+            try await b.waitFor("presenter P didChange")
+            #expect(try await b.settledPresenterEvents("P", count: 1) == ["didChange"])
+
+            let a = try await client("A", of: hosts.socketA, in: environment)
+            for round in 1...3 {
+                try a.send("write \(doc) v\(round + 1)")
+                try await a.waitFor("done write \(doc)", count: round)
+                let events = try await b.settledPresenterEvents("P", count: 1 + 3 * round)
+                #expect(
+                    Array(events.suffix(3)) == ["relinquishToWriter", "didChange", "reacquire"]
+                        && events.count == 1 + 3 * round,
+                    "round \(round): \(events)"
+                )
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@ import Testing
                 cluster-ttl = 6
                 shared-folder = /mnt/projects
                 shared-folder = home=/net/home
+                shared-scan-interval = 2.5
                 """,
             path: "cluster.conf"
         )
@@ -20,6 +21,7 @@ import Testing
         #expect(file.hostName == "studio-3")
         #expect(file.ttl == 6)
         #expect(file.sharedFolders == ["/mnt/projects", "home=/net/home"])
+        #expect(file.sharedScanInterval == 2.5)
     }
 
     @Test(arguments: [
@@ -27,6 +29,8 @@ import Testing
         ("host-name", "expected `key = value`"),
         ("cluster-ttl = ten", "whole seconds"),
         ("shared-folder =", "has no value"),
+        ("shared-scan-interval = 0", "a number of seconds above 0"),
+        ("shared-scan-interval = often", "a number of seconds above 0"),
     ])
     func aBadLineIsNamedWithItsNumber(line: String, reason: String) {
         #expect {

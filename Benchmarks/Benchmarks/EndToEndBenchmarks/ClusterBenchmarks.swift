@@ -37,6 +37,7 @@ enum ClusterResults {
     static let names = [
         "EndToEnd.cluster.localClaim", "EndToEnd.cluster.hostLeasedClaim", "EndToEnd.cluster.bareEtcdPutWatch",
         "EndToEnd.cluster.hostLeaseRecall", "EndToEnd.cluster.contendedClaimsPerSecond",
+        "EndToEnd.cluster.writeWithLocalPresenter", "EndToEnd.cluster.writeWithRemotePresenter",
     ]
 
     /// This run's cluster results: a file of their own beside ``RunResults/path`` (which is removed once the other
@@ -72,6 +73,9 @@ enum ClusterResults {
         let bare = value("bareEtcdPutWatch")
         let recall = value("hostLeaseRecall")
         let rate = 1e9 / value("contendedClaimsPerSecond")
+        let localPresenter = value("writeWithLocalPresenter")
+        let remotePresenter = value("writeWithRemotePresenter")
+        let presenterRatio = remotePresenter / localPresenter
         let leasedRatio = leased / local
         let recallRatio = recall / bare
         RunResults.report(
@@ -88,6 +92,9 @@ enum ClusterResults {
             \(verdict(recallRatio <= 3)))
             contendedClaimsPerSecond         \(Int(rate)) claims/s (two hosts, one subtree; \
             \(RunResults.ratio(rate / (1e9 / leased)))x one host's sequential hostLeasedClaim rate)
+            writeWithRemotePresenter / writeWithLocalPresenter = \(RunResults.ratio(presenterRatio))  \
+            (target <= 3x + one bareEtcdPutWatch: \(verdict(remotePresenter <= 3 * localPresenter + bare)); \
+            \(RunResults.format(remotePresenter)) against \(RunResults.format(localPresenter)))
             =================================================================================================
 
             """
@@ -543,7 +550,8 @@ extension HelperRole {
     /// through the etcd members FC_E2E_ETCD (minimum hold FC_E2E_HOLD_MS, version store FC_E2E_VERSIONS), and a
     /// client of it. Prints `ready` once its session is open; then, per line: `write PATH` makes one coordinated
     /// write and prints `done`; `run PATH MS` writes PATH for MS milliseconds and prints how many writes it made;
-    /// `clients` prints how many clients the daemon accepted.
+    /// `clients` prints how many clients the daemon accepted; `present PATH` adds a presenter that relinquishes to
+    /// writers and prints `ready`; `count` prints how many times its presenters relinquished.
     static func serveClusterHost() {
         let environment = ProcessInfo.processInfo.environment
         let daemon = Slot<InProcessDaemon>()
@@ -577,6 +585,7 @@ extension HelperRole {
             fail("the cluster host did not start: \(failure.value ?? "?")")
         }
         say("ready")
+        var presenters: [RelinquishingPresenter] = []
         while let line = readLine() {
             let words = line.split(separator: " ", maxSplits: 2).map(String.init)
             switch words.first {
@@ -594,6 +603,14 @@ extension HelperRole {
                 say("\(claims)")
             case "clients":
                 say("\(running.clients)")
+            case "present" where words.count == 2:
+                // A presenter of this host that relinquishes to writers (ClusterPresenterBenchmarks.swift).
+                let presenter = RelinquishingPresenter(url: URL(fileURLWithPath: words[1]))
+                NSFileCoordinator.addFilePresenter(presenter)
+                presenters.append(presenter)
+                say("ready")
+            case "count":
+                say("\(presenters.reduce(0) { $0 + $1.relinquished })")
             default:
                 fail("unknown command \(line)")
             }

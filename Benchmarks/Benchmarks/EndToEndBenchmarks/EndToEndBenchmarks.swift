@@ -67,6 +67,8 @@ let benchmarks: @Sendable () -> Void = {
     clusterClaim(shared: true)
     bareEtcdPutWatch()
     hostLeaseRecall()
+    clusterPresenterWrite(remote: false)
+    clusterPresenterWrite(remote: true)
     contendedClaimsPerSecond()
 }
 

@@ -175,6 +175,7 @@ extension ClusterHost {
             movedFromName: letter.movedFromName.flatMap(SharedPaths.unhex)
         )
         let (delivered, relay) = gates.relay(message)
+        if delivered && configuration.sharedScanInterval != nil { scanHeard(kind, for: PresenterID(presenter)) }
         guard let request = letter.request, kind.needsReply else { return }
         if delivered, let relay {
             exchange.relayOrigin[relay] = (sender, request)

@@ -40,6 +40,9 @@ extension ClusterHost {
         guard let wire, let (callbacks, isPackage) = exchange.callbacks[id] else {
             guard let old else { return }
             exchange.published[id] = nil
+            exchange.scanStamps[id] = nil
+            exchange.scanQuiet.remove(id)
+            exchange.scanHeld[id] = nil
             if let key = old.key { queuePresence(key, nil) }
             return
         }

@@ -1,4 +1,5 @@
 import FCCore
+import NIOCore
 
 /// What the cluster adapter keeps to carry presenters across hosts (issue 41; docs/ARCHITECTURE.md §15.1). A value in
 /// ``ClusterHost``, read and written only on its loop.
@@ -50,6 +51,19 @@ struct PresenterExchange {
     static let maximumOutbox = 4_096
     /// The most letters in one put.
     static let lettersPerPut = 64
+
+    // MARK: The scan for changes made on other hosts (`--shared-scan-interval`)
+
+    /// The state of each published presenter's item at the last scan.
+    var scanStamps: [PresenterID: ItemStamp] = [:]
+    /// Presenters another host told of a change since the last scan: the next scan takes their state as it finds it,
+    /// and reports nothing (they heard already).
+    var scanQuiet: Set<PresenterID> = []
+    /// Presenters another host asked to relinquish, until it tells them what happened (or a minute passed): the scan
+    /// leaves them alone, so that the other host's coordinated change is not reported a second time.
+    var scanHeld: [PresenterID: NIODeadline] = [:]
+    var scanTask: Scheduled<Void>?
+    var scanning = false
 
     // MARK: Watches
 
