@@ -164,6 +164,7 @@ extension ClusterHost {
             deleteOrphans(in: folder)
         }
         for event in events { handle(event) }
+        sweepReacquirers()
     }
 
     /// Deletes the keys of this host's live session in `folder` that are not its key: a put that failed or timed
@@ -240,7 +241,7 @@ extension ClusterHost {
             case .delete: .deleted(name: event.key)
             }
         let events = views[folder]?.watched(change, revision: event.modRevision) ?? []
-        if event.type == .put { deleteOrphans(in: folder) }
+        if event.type == .put { deleteOrphans(in: folder) } else { sweepReacquirers() }
         for event in events { handle(event) }
     }
 }

@@ -192,6 +192,19 @@ struct EtcdClient: Sendable {
         try await delete(key: Array(key.utf8), timeout: timeout)
     }
 
+    /// Deletes every key in `[from, to)`; returns the store's revision after it.
+    @discardableResult
+    func delete(from: String, to end: String, timeout: Duration = defaultTimeout) async throws -> Int64 {
+        let path = "/v3/kv/deleterange"
+        let response = try await post(
+            path,
+            EtcdWire.DeleteRequest(key: Data(from.utf8), range_end: Data(end.utf8)),
+            as: EtcdWire.HeaderResponse.self,
+            timeout: timeout
+        )
+        return try EtcdWire.revision(response.value.header, operation: path, endpoint: response.endpoint)
+    }
+
     /// Deletes every key that starts with `prefix` (not empty); returns the store's revision after it.
     @discardableResult
     func delete(prefix: String, timeout: Duration = defaultTimeout) async throws -> Int64 {

@@ -359,6 +359,7 @@ final class ArbiterHost {
                 if !local.isEmpty { cluster.presentersChanged(local) }
             }
             for (request, reply) in routed.relayReplies { cluster.relayReplied(request, reply) }
+            for request in routed.relayDropped { cluster.relayReplied(request, nil) }
         }
         for (client, effects) in routed.perClient {
             if !remoteClients.isEmpty && remoteClients.contains(client) {

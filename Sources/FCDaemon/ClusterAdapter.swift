@@ -30,8 +30,9 @@ public protocol ClusterAdapter: AnyObject {
     /// The arbiter's effects for another host's presenters (``ClusterGates/connectRemoteHost(_:)``), in the order it
     /// emitted them: sent on to that host.
     func deliver(_ effects: [ArbiterEffect], toRemote client: ClientID)
-    /// A presenter of this daemon answered a message another host asked it to relay (``ClusterGates/relay(_:)``).
-    func relayReplied(_ request: RequestID, _ reply: PresenterReply)
+    /// A presenter of this daemon answered a message another host asked it to relay (``ClusterGates/relay(_:)``);
+    /// `nil`: it went away without answering.
+    func relayReplied(_ request: RequestID, _ reply: PresenterReply?)
 }
 
 /// The arbiter's host gates, as a cluster adapter drives them (``ClusterAdapter``).
@@ -89,7 +90,10 @@ public final class ClusterGates {
     /// Returns whether the presenter is here, and the relay request id of a message that needs a reply.
     public func relay(_ message: PresenterMessage) -> (delivered: Bool, request: RequestID?) {
         loop.preconditionInEventLoop()
-        guard let (routed, request) = host.router.relay(message) else { return (false, nil) }
+        // Only a presenter of a client of this host: never another host's stand-in (no mail is forwarded on).
+        guard let owner = host.router.presenterOwner[message.presenter]?.0, !host.remoteClients.contains(owner),
+            let (routed, request) = host.router.relay(message)
+        else { return (false, nil) }
         host.apply(routed)
         return (true, request)
     }

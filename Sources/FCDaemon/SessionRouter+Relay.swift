@@ -28,7 +28,7 @@ extension SessionRouter {
             nextRelay += 1
             let request = RequestID(RequestID.relayBit | nextRelay)
             message.request = request
-            relayed.insert(request)
+            relayed[request] = message.presenter
         }
         return (route([.message(message)]), message.request)
     }

@@ -25,6 +25,9 @@ public final class SessionRouter {
         /// Replies to messages another host asked this daemon to relay (``relay(_:)``), in the relay's request ids:
         /// they go back to that host, not to the arbiter.
         public var relayReplies: [(RequestID, PresenterReply)] = []
+        /// Relayed requests whose presenter went away unanswered (removed, or its client left): the host that asked
+        /// is answered as a presenter that left answers.
+        public var relayDropped: [RequestID] = []
     }
 
     /// A presenter that came, went or moved (``Routed/presenterChanges``), in global ids.
@@ -67,8 +70,9 @@ public final class SessionRouter {
     /// requests; a reacquire names an answered request and needs none.
     private var requestOwner: [RequestID: ClientID] = [:]
     private var nextGlobal: UInt64 = 0
-    /// The open requests of messages relayed for another host (``relay(_:)``): their replies go back to it.
-    var relayed: Set<RequestID> = []
+    /// The open requests of messages relayed for another host (``relay(_:)``), with the presenter asked: their
+    /// replies go back to it.
+    var relayed: [RequestID: PresenterID] = [:]
     /// The last relay request id given (``relay(_:)``; ``RequestID/relayBit`` set, apart from the arbiter's ids).
     var nextRelay: UInt64 = 0
 
@@ -134,9 +138,8 @@ public final class SessionRouter {
         for claim in session.claims.values { claimOwner[claim] = nil }
         for request in session.requests {
             requestOwner[request] = nil
-            // A relayed request its presenter cannot answer any more: the host that asked is told it is gone by
-            // the presenter's removal (the key it published), and stops waiting then.
-            relayed.remove(request)
+            // A relayed request its presenter cannot answer any more: the host that asked is answered now.
+            if relayed.removeValue(forKey: request) != nil { routed.relayDropped.append(request) }
         }
         return routed
     }
@@ -164,6 +167,7 @@ public final class SessionRouter {
         defer { if sessions[client] == nil { sessions[client] = session } }
         let global: ArbiterEvent
         var finished: ClaimID?
+        var dropped: [RequestID] = []
         switch event {
         case .clientConnected, .clientDisconnected, .clientClosed, .timerFired, .fileSystemChanged, .hostGate:
             return Routed()  // Not a client's to send.
@@ -208,6 +212,14 @@ public final class SessionRouter {
         case .presenterRemoved(let local):
             guard let id = session.presenters.removeValue(forKey: local.rawValue) else { return Routed() }
             presenterOwner[id] = nil
+            if !relayed.isEmpty {
+                for (request, presenter) in relayed where presenter == id {
+                    relayed[request] = nil
+                    requestOwner[request] = nil
+                    session.requests.remove(request)
+                    dropped.append(request)
+                }
+            }
             global = .presenterRemoved(id)
         case .presenterURLChanged(let local, let path):
             guard let id = session.presenters[local.rawValue] else { return Routed() }
@@ -241,7 +253,7 @@ public final class SessionRouter {
             // Answered: a second reply is not this client's to send either (the arbiter ignores one anyway).
             requestOwner[request] = nil
             session.requests.remove(request)
-            if relayed.remove(request) != nil {
+            if relayed.removeValue(forKey: request) != nil {
                 sessions[client] = session
                 var routed = Routed()
                 routed.relayReplies = [(request, reply)]
@@ -257,6 +269,7 @@ public final class SessionRouter {
         }
         sessions[client] = session
         var routed = route(arbiter.handle(global, at: now()))
+        routed.relayDropped = dropped
         if case .presenterAdded(let registration) = global, let path = registration.path,
             let since = registration.registeredAt
         {

@@ -326,4 +326,23 @@ struct ClusterPresenterEndToEndTests {
             }
         }
     }
+
+    /// Found by review: a presenter on host B that relinquished with a reacquirer to a write of host A whose daemon
+    /// then died never had its reacquirer run (A's reacquire letter never comes). Once A's key is gone from the shared
+    /// folder (its session expired), every claim of A there has ended: B runs the reacquirer, as a local claimer's
+    /// reacquirers run when its process dies.
+    @Test func aPresentersReacquirerRunsWhenTheWritingHostDiesInsideItsWrite() async throws {
+        try await withHosts { environment, hosts in
+            let doc = try environment.file("share/doc.txt", "v1")
+            let b = try await client("B", of: hosts.socketB, in: environment)
+            try await presentOnB("P", doc, by: b, hosts: hosts)
+            let writer = try await client("A", of: hosts.socketA, in: environment)
+            try writer.send("write \(doc) v2 hold")
+            try await writer.waitFor("holding write \(doc)")
+            try await b.waitFor("presenter P relinquishToWriter")
+            kill(hosts.a.pid, SIGKILL)
+            // A's session (2 s) expires, its key goes, B runs the reacquirer.
+            try await b.waitFor("presenter P reacquire", timeout: .seconds(20))
+        }
+    }
 }

@@ -105,4 +105,37 @@ import Testing
         }
         #expect(id == global && to == Self.path("/share/new"))
     }
+
+    /// Found by review: a relayed request whose presenter went away unanswered stayed in the router and in the
+    /// adapter for ever, and the asking host was never answered.
+    @Test func aRelayedRequestWhosePresenterGoesIsReportedDropped() throws {
+        let router = router()
+        let client = router.connect(pid: 10, name: "editor")
+        let global = try present(router, client)
+        let relinquish = PresenterMessage(
+            presenter: global,
+            client: ClientID(0),
+            request: nil,
+            claim: nil,
+            kind: .relinquishToWriter
+        )
+        let first = router.relay(relinquish)?.request
+        #expect(first != nil)
+        let removed = try router.handle(.presenterRemoved(PresenterID(5)), from: client)
+        #expect(removed.relayDropped == [first].compactMap { $0 })
+        #expect(router.openRelayCount == 0 && router.openRequestCount == 0)
+
+        let again = try present(router, client)
+        let save = PresenterMessage(
+            presenter: again,
+            client: ClientID(0),
+            request: nil,
+            claim: nil,
+            kind: .savePresentedItemChanges
+        )
+        let second = router.relay(save)?.request
+        #expect(second != nil)
+        #expect(router.disconnect(client).relayDropped == [second].compactMap { $0 })
+        #expect(router.openRelayCount == 0)
+    }
 }

@@ -50,6 +50,7 @@ extension ClusterHost {
         guard old?.record != record else { return }
         let key = session.map { presenceKey(id, record, lease: $0.lease) }
         if let oldKey = old?.key, oldKey != key { queuePresence(oldKey, nil) }
+        if old?.record.path != record.path { exchange.scanStamps[id] = nil }  // Another item: no change to report.
         exchange.published[id] = (record, key)
         if let key { queuePresence(key, record) }
     }
@@ -62,6 +63,9 @@ extension ClusterHost {
     /// A new session: every presenter is published again under it (the old session's keys go with it).
     func presenceSessionOpened() {
         guard let lease = session?.lease else { return }
+        exchange.ownLeases.insert(String(lease, radix: 16))
+        // Letters that waited for a session go now.
+        for receiver in exchange.outbox.keys { sendMail(to: receiver) }
         exchange.presenceQueue = []
         for (id, entry) in exchange.published {
             let key = presenceKey(id, entry.record, lease: lease)
@@ -231,13 +235,21 @@ extension ClusterHost {
     func leaveRemoteSession(_ sessionKey: String) {
         guard let remote = exchange.remoteSessions.removeValue(forKey: sessionKey) else { return }
         exchange.sessionOfClient[remote.client] = nil
-        exchange.outbox[sessionKey] = nil
         gates.disconnectRemoteHost(remote.client)
         logger.info(
             "cluster: another host presents nothing in shared folders any more",
             metadata: ["cluster.host": "\(remote.host)", "cluster.lease": "\(remote.lease)"]
         )
-        let (etcd, prefix) = (self.etcd, "\(configuration.keyPrefix)mail/\(sessionKey)/\(hostHex)/")
-        Task { _ = try? await etcd.delete(prefix: prefix) }
+        // The session may live on with no presenter (its claims still get replies): the mail left for it is deleted
+        // only if, twice its time to live later, nothing is on its way to it and it presents nothing again (a session
+        // that ended took its reader with it; what it left unread would stay until this host's session ends).
+        let wait = configuration.policy.sessionTTL * 2
+        loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [weak self] in
+            guard let self, !self.stopped, self.exchange.remoteSessions[sessionKey] == nil,
+                self.exchange.outbox[sessionKey] == nil, self.exchange.inFlight[sessionKey] == nil
+            else { return }
+            let (etcd, prefix) = (self.etcd, "\(self.configuration.keyPrefix)mail/\(sessionKey)/\(self.hostHex)/")
+            Task { _ = try? await etcd.delete(prefix: prefix) }
+        }
     }
 }

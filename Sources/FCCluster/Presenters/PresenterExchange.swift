@@ -36,14 +36,27 @@ struct PresenterExchange {
     /// Letters waiting to go, per receiving session (`<host, hex>/<lease, hex>`), one put in flight per receiver so
     /// that they arrive in order.
     var outbox: [String: [MailItem]] = [:]
-    var sending: Set<String> = []
-    /// Puts of mail made by this adapter (for the keys' names).
-    var mailPuts = 0
+    /// Puts on their way, per receiving session (at most ``putsInFlight``).
+    var inFlight: [String: Int] = [:]
+    /// The number of the last put to each receiving session: a series of its own per receiver, from 1.
+    var sequences: [String: Int] = [:]
+    /// The next number this host reads from each sender's series (`<own lease>/<sender host>/<sender lease>`), the
+    /// batches that came ahead of it, and the series whose wait for a missing number is running.
+    var expected: [String: Int] = [:]
+    var early: [String: [Int: MailBatch]] = [:]
+    var gapTimers: Set<String> = []
+    /// The last letter read per sender's session (its keys' prefix), until the range up to it is deleted; and the
+    /// prefixes whose delete is on its way (one at a time each).
+    var readUpTo: [String: String] = [:]
+    var deletingRead: Set<String> = []
     /// Relayed messages waiting for this host's presenter: the relay request id → the sender's session and request.
-    var relayOrigin: [RequestID: (session: String, request: UInt64)] = [:]
+    var relayOrigin: [RequestID: (session: String, request: UInt64, relinquish: Bool, presenter: UInt64)] = [:]
     /// A relinquish relayed and answered with a reacquirer: `<sender session>#<sender's request>` → the relay request
-    /// id the presenter's client knows the reacquirer by.
-    var reacquirers: [String: RequestID] = [:]
+    /// id the presenter's client knows the reacquirer by, and the presenter.
+    var reacquirers: [String: (relay: RequestID, presenter: UInt64)] = [:]
+    var sweepScheduled = false
+    /// Every session lease this process opened (hexadecimal): mail for any of them is for its presenters.
+    var ownLeases: Set<String> = []
     /// The most relayed requests and reacquirers kept; past it, a new one is answered at once (and logged).
     static let maximumOpenRelays = 65_536
     /// The most letters waiting for one receiver; past it, letters are dropped (and logged): the receiver's
@@ -51,6 +64,8 @@ struct PresenterExchange {
     static let maximumOutbox = 4_096
     /// The most letters in one put.
     static let lettersPerPut = 64
+    /// The most puts on their way to one receiver: a letter does not wait for the put before it to be answered.
+    static let putsInFlight = 4
 
     // MARK: The scan for changes made on other hosts (`--shared-scan-interval`)
 
