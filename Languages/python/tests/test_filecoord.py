@@ -2,6 +2,7 @@
 killed with kill -9, and a hundred threads keeping mutual exclusion."""
 
 import os
+import subprocess
 import threading
 
 import pytest
@@ -182,3 +183,28 @@ def test_a_hundred_threads_keep_mutual_exclusion(tmp_path):
     assert not failures, failures[:3]
     assert not violations
     assert item.read_text() == "300"
+
+
+def test_a_command_run_inside_a_python_claim_is_inside_it(tmp_path):
+    """Issue 42: a program a Python holder runs (here fccoord, as a script would) is inside the holder's claim: it
+    does not wait for it (it waited the whole timeout, then failed, before FILECOORD_PURPOSE was passed on)."""
+    from conftest import products
+
+    item = tmp_path / "log.txt"
+    item.write_text("")
+    fccoord = os.path.join(products(), "fccoord")
+    with filecoord.writing(item) as path:
+        result = subprocess.run(
+            [fccoord, "write", "--timeout", "10", path, "--", "sh", "-c", 'echo child >> "$FCCOORD_PATH_1"'],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert result.returncode == 0, result.stderr
+    assert item.read_text() == "child\n"
+    assert "FILECOORD_PURPOSE" not in os.environ
+    # Its own claims, in another thread and outside any block, still exclude each other (purposes of their own).
+    with filecoord.writing(item):
+        with pytest.raises(filecoord.TimedOut):
+            with filecoord.reading(item, timeout=0.3):
+                pass

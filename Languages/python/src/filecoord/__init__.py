@@ -16,6 +16,7 @@ Presenter methods run on a thread of the library's, one at a time per presenter.
 
 import contextlib
 import os
+import uuid
 
 from . import errors
 from ._library import ffi, lib
@@ -84,6 +85,7 @@ class _Coordinator:
 
     def __init__(self, timeout=None, purpose=None):
         self.handle = ffi.NULL
+        purpose = purpose or _INHERITED_PURPOSE
         if timeout is None and purpose is None:
             return
         self.handle = lib.filecoord_coordinator_new()
@@ -109,10 +111,24 @@ class _Coordinator:
         self.close()
 
 
+#: The environment variable that carries the purpose of the claims a command runs inside (docs/SEMANTICS.md §2 rule 4).
+PURPOSE_VARIABLE = "FILECOORD_PURPOSE"
+
+#: The purpose of the claims this interpreter was started inside (by ``fccoord``, or another Python holder), read once
+#: at import: its claims take it, so that they never wait for the claims that run it.
+_INHERITED_PURPOSE = os.environ.get(PURPOSE_VARIABLE) or None
+
+
 @contextlib.contextmanager
 def coordinate(items, timeout=None, purpose=None):
     """Claims several items at once: `items` is a list of ``(path, "read"|"write", options)``; yields the paths to
-    use, in the same order, while every claim is held."""
+    use, in the same order, while every claim is held.
+
+    While the block runs, ``os.environ["FILECOORD_PURPOSE"]`` carries the claims' purpose, so that a program it starts
+    (``subprocess``) is inside them: ``fccoord``, the preload library and this package in that program never wait
+    for them. Without `purpose` the claims take the one this interpreter was started inside, or a new one. The
+    variable is the process's: with claims held in several threads at once, a child gets the latest one's."""
+    purpose = purpose or _INHERITED_PURPOSE or "python " + uuid.uuid4().hex
     keep = []
     array = ffi.new("filecoord_item[]", len(items))
     for index, (path, kind, options) in enumerate(items):
@@ -126,6 +142,8 @@ def coordinate(items, timeout=None, purpose=None):
         claim = lib.filecoord_claim_begin(coordinator, array, len(items), error)
         if claim == ffi.NULL:
             _raise(error)
+        previous = os.environ.get(PURPOSE_VARIABLE)
+        os.environ[PURPOSE_VARIABLE] = purpose
         try:
             paths = [
                 os.fsdecode(ffi.string(lib.filecoord_claim_path(claim, index)))
@@ -133,6 +151,12 @@ def coordinate(items, timeout=None, purpose=None):
             ]
             yield paths
         finally:
+            # Put back as it was, unless another block changed it meanwhile (a thread's): then that one's stays.
+            if os.environ.get(PURPOSE_VARIABLE) == purpose:
+                if previous is None:
+                    del os.environ[PURPOSE_VARIABLE]
+                else:
+                    os.environ[PURPOSE_VARIABLE] = previous
             lib.filecoord_claim_end(claim)
 
 
