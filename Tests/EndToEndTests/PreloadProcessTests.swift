@@ -34,7 +34,7 @@ import Testing
                 result.output.split(separator: "\n").compactMap { $0.split(separator: " ").last }.map(String.init)
             )
             let expected = try Self.exportedNames()
-            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 34)
+            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 35)
             // Before the version script: 52 symbols, 23 of them the client's own (fcp_claim, fcp_lock, fcp_real...).
             #expect(exported == expected, "exported beyond the list: \(exported.subtracting(expected).sorted())")
         }
@@ -174,6 +174,79 @@ import Testing
                 let events = try await host.settledPresenterEvents(presenter, count: 1)
                 #expect(events.first == "relinquishToWriter", "\(presenter) was not asked first: \(events)")
             }
+        }
+    }
+
+    /// Issue 42, item 4: two programs sharing a database. Each keeps it open (a write-intent open: a write claim until
+    /// the last close) and coordinates with the other by its own locks; the second one waited the whole preload
+    /// timeout behind the first's claim. A program's own lock (fcntl's record locks, flock) now ends the claim of the
+    /// open file it locks.
+    @Test("A program that locks its file itself ends its claim: a second sqlite3 on an open database does not wait")
+    func aProgramsOwnLockEndsItsClaim() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let database = env.path("shared.db")
+            let timeout = ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
+            // The database exists (an open that creates a file takes no claim).
+            let created = try await env.runProgram(["sqlite3", database, "create table t (x)"], preloaded: false)
+            #expect(created.status == 0, "\(created.error)")
+            // The first program keeps its connection (and so its descriptor) open for a minute after its write.
+            let holder = try env.startProgram(
+                [
+                    "python3", "-c",
+                    "import sqlite3, time; db = sqlite3.connect('shared.db'); "
+                        + "db.execute('insert into t values (1)'); db.commit(); "
+                        + "print('written', flush=True); time.sleep(60)",
+                ],
+                environment: timeout
+            )
+            try await eventually("the first program's write") { holder.output.contains("written") }
+            let start = ContinuousClock.now
+            let second = try await env.runProgram(
+                ["sqlite3", database, "insert into t values (2); select count(*) from t;"],
+                environment: timeout
+            )
+            let waited = ContinuousClock.now - start
+            kill(holder.process.processIdentifier, SIGKILL)
+            #expect(second.status == 0, "\(second.error)")
+            #expect(second.output.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(second.output)")
+            #expect(waited < .seconds(5), "the second sqlite3 waited \(waited) behind the first one's open database")
+        }
+    }
+
+    /// The same rule for `flock`: a program that flocks a log it keeps open lets the next writer in, and a write
+    /// without a lock of its own still holds it back.
+    @Test("flock ends the claim of the open file it locks; an open without a lock keeps its claim")
+    func flockEndsTheClaimAndNoLockKeepsIt() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            _ = try env.file("log.txt", "")
+            let timeout = ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
+            func holder(locking: Bool) throws -> Program {
+                let lock = locking ? "import fcntl; fcntl.flock(f, fcntl.LOCK_EX); " : ""
+                return try env.startProgram(
+                    [
+                        "python3", "-c",
+                        "import time; f = open('log.txt', 'a'); \(lock)f.write('held\\n'); f.flush(); "
+                            + "print('open', flush=True); time.sleep(60)",
+                    ],
+                    environment: timeout
+                )
+            }
+            let locked = try holder(locking: true)
+            try await eventually("the locking holder") { locked.output.contains("open") }
+            let start = ContinuousClock.now
+            let appended = try await env.runProgram(["sh", "-c", "echo next >> log.txt"], environment: timeout)
+            #expect(appended.status == 0 && ContinuousClock.now - start < .seconds(5), "waited behind a flocked log")
+            kill(locked.process.processIdentifier, SIGKILL)
+
+            let unlocked = try holder(locking: false)
+            try await eventually("the holder without a lock") { unlocked.output.contains("open") }
+            let writer = try env.startProgram(["sh", "-c", "echo last >> log.txt; echo done"], environment: timeout)
+            try await Task.sleep(for: quietTime)
+            #expect(!writer.output.contains("done"), "a write went through while another program's claim was held")
+            kill(unlocked.process.processIdentifier, SIGKILL)
+            try await eventually("the write after the holder died") { writer.output.contains("done") }
         }
     }
 }

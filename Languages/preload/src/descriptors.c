@@ -21,9 +21,11 @@
 #define FCP_MAX_OPEN_FILES 4096
 
 struct open_file {
-    uint64_t claim; /* 0: free */
+    uint64_t claim; /* 0: free; FCP_CLAIM_ENDED: in use, its claim ended early (fcp_fd_own_lock) */
     uint32_t descriptors;
 };
+
+#define FCP_CLAIM_ENDED UINT64_MAX
 
 static uint16_t table[FCP_MAX_FDS]; /* 1 + index into files, or 0 */
 static uint8_t closing[FCP_MAX_FDS]; /* the entry's descriptor is being closed: dropped by whoever comes first */
@@ -40,7 +42,7 @@ static void release_locked(uint16_t slot) {
     if (--file->descriptors == 0) {
         uint64_t claim = file->claim;
         file->claim = 0;
-        fcp_finish_locked(claim);
+        if (claim != FCP_CLAIM_ENDED) fcp_finish_locked(claim);
     }
 }
 
@@ -114,6 +116,18 @@ void fcp_fd_unhold(int slot) {
     if (slot == 0) return;
     fcp_lock();
     release_locked((uint16_t)slot);
+    fcp_unlock();
+}
+
+void fcp_fd_own_lock(int fd) {
+    if (fd < 0 || fd >= FCP_MAX_FDS) return;
+    fcp_lock();
+    int slot = table[fd];
+    if (slot != 0 && files[slot - 1].claim != FCP_CLAIM_ENDED) {
+        uint64_t claim = files[slot - 1].claim;
+        files[slot - 1].claim = FCP_CLAIM_ENDED; /* still in use: its descriptors' closes finish nothing */
+        fcp_finish_locked(claim);
+    }
     fcp_unlock();
 }
 

@@ -46,6 +46,7 @@ struct fcp_real {
     int (*dup3)(int, int, int);
     int (*fcntl)(int, int, ...);
     int (*fcntl64)(int, int, ...);
+    int (*flock)(int, int);
     int (*rename)(const char *, const char *);
     int (*renameat)(int, const char *, int, const char *);
     int (*renameat2)(int, const char *, int, const char *, unsigned int);
@@ -132,6 +133,10 @@ int fcp_fd_hold(int from);
 void fcp_fd_place(int to, int slot);
 void fcp_fd_unhold(int slot);
 int fcp_fd_has_claim(int fd);                     /* lock-free read, a hint */
+/* The program took a lock of its own (fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW, flock) on fd: the claim of
+ * fd's open file ends now (issue 42: a database, a log with its own locking, is coordinated by its lock with its
+ * peers; held to the last close, the claim kept every other process waiting). Takes fcp_lock. */
+void fcp_fd_own_lock(int fd);
 void fcp_fd_forget_all(void);                     /* in a forked child, with fcp_lock held */
 
 void fcp_lock(void);

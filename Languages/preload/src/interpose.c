@@ -5,6 +5,8 @@
  *       O_TMPFILE or O_PATH): a write claim held until the last descriptor of the open file is closed. With
  *       FILECOORD_PRELOAD_READS=1, a read-only open of a regular file: a read claim, held the same way.
  *   close, fclose, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC): the descriptors that hold a claim.
+ *   fcntl(F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW), flock: a lock of the program's own ends the claim of the
+ *       open file it locks (databases and logs coordinate with their peers by their locks).
  *   freopen, freopen64: the stream's old descriptor's claim ends, the new open's claim is taken as fopen's.
  *   rename, unlink, rmdir, remove, link, truncate and their variants: names.c.
  *   connect, bind: a process that talks to the daemon itself (a FileCoordination client, fcdump) or serves its
@@ -16,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <string.h>
@@ -286,9 +289,30 @@ int dup3(int from, int to, int flags) {
     return result;
 }
 
+/* Whether `command` takes a lock of the program's own (fcntl's record locks, classic or open file description). */
+static int is_lock_command(int command) {
+    return command == F_SETLK || command == F_SETLKW || command == F_OFD_SETLK || command == F_OFD_SETLKW;
+}
+
+/* After the program's own lock on fd was taken: the claim of fd's open file ends (fcp_fd_own_lock). A lock's
+ * release (F_UNLCK, LOCK_UN) changes nothing. */
+static void took_own_lock(int fd) {
+    if (!fcp_fd_has_claim(fd) || !fcp_enter()) return;
+    fcp_fd_own_lock(fd);
+    fcp_leave();
+}
+
 static int coordinated_fcntl(int large, int fd, int command, void *argument) {
     if (!fcp_real.fcntl) fcp_resolve_real();
     int (*call)(int, int, ...) = large && fcp_real.fcntl64 ? fcp_real.fcntl64 : fcp_real.fcntl;
+    if (is_lock_command(command)) {
+        int result = call(fd, command, argument);
+        int result_errno = errno;
+        const struct flock *lock = argument;
+        if (result == 0 && lock && lock->l_type != F_UNLCK) took_own_lock(fd);
+        errno = result_errno;
+        return result;
+    }
     if ((command != F_DUPFD && command != F_DUPFD_CLOEXEC) || !fcp_enter()) return call(fd, command, argument);
     int slot = holding(fd);
     int result = call(fd, command, argument);
@@ -313,6 +337,15 @@ int fcntl64(int fd, int command, ...) {
     void *argument = va_arg(arguments, void *);
     va_end(arguments);
     return coordinated_fcntl(1, fd, command, argument);
+}
+
+int flock(int fd, int operation) {
+    if (!fcp_real.flock) fcp_resolve_real();
+    int result = fcp_real.flock(fd, operation);
+    int result_errno = errno;
+    if (result == 0 && (operation & (LOCK_SH | LOCK_EX))) took_own_lock(fd);
+    errno = result_errno;
+    return result;
 }
 
 // MARK: The daemon's own socket

@@ -13,6 +13,7 @@ struct fcp_real fcp_real;
     } while (0)
 
 void fcp_resolve_real(void) {
+    RESOLVE(flock, "flock");
     RESOLVE(open, "open");
     RESOLVE(open64, "open64");
     RESOLVE(openat, "openat");
