@@ -82,6 +82,24 @@ struct ClusterHosts {
             .filter { $0.contains("/\(Self.hex(host))/") }
     }
 
+    /// Runs `body` in a test environment with two hosts (``start(in:watching:hostB:)``), and stops the etcd cluster
+    /// whatever it does; a failure carries etcd's logs.
+    static func run(
+        watching: Bool = true,
+        hostB: [String] = [],
+        _ body: (TestEnvironment, ClusterHosts) async throws -> Void
+    ) async throws {
+        try await TestEnvironment.run { environment in
+            let hosts = try await ClusterHosts.start(in: environment, watching: watching, hostB: hostB)
+            defer { hosts.etcd.shutdown() }
+            do {
+                try await body(environment, hosts)
+            } catch {
+                throw HarnessError(description: "\(error)\n--- etcd ---\n\(hosts.etcd.logs())")
+            }
+        }
+    }
+
     /// A host's name as its keys spell it (hexadecimal UTF-8).
     static func hex(_ host: String) -> String {
         host.utf8.map { String(format: "%02x", $0) }.joined()
@@ -90,17 +108,8 @@ struct ClusterHosts {
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct ClusterEndToEndTests {
-    /// Runs `body` with two hosts, and stops the etcd cluster whatever it does.
     private func withHosts(_ body: (TestEnvironment, ClusterHosts) async throws -> Void) async throws {
-        try await TestEnvironment.run { environment in
-            let hosts = try await ClusterHosts.start(in: environment)
-            defer { hosts.etcd.shutdown() }
-            do {
-                try await body(environment, hosts)
-            } catch {
-                throw HarnessError(description: "\(error)\n--- etcd ---\n\(hosts.etcd.logs())")
-            }
-        }
+        try await ClusterHosts.run(body)
     }
 
     /// An `fc-testhost` client of the host at `socket` holding a coordinated write of `item` (until `release`).

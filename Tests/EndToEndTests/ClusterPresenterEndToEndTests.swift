@@ -13,19 +13,12 @@ import Testing
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct ClusterPresenterEndToEndTests {
+    /// Two hosts that do not watch with inotify (they share one kernel: ``ClusterHosts/start(in:watching:hostB:)``).
     private func withHosts(
         hostB: [String] = [],
         _ body: (TestEnvironment, ClusterHosts) async throws -> Void
     ) async throws {
-        try await TestEnvironment.run { environment in
-            let hosts = try await ClusterHosts.start(in: environment, watching: false, hostB: hostB)
-            defer { hosts.etcd.shutdown() }
-            do {
-                try await body(environment, hosts)
-            } catch {
-                throw HarnessError(description: "\(error)\n--- etcd ---\n\(hosts.etcd.logs())")
-            }
-        }
+        try await ClusterHosts.run(watching: false, hostB: hostB, body)
     }
 
     /// A client of host `socket`, named `name`.

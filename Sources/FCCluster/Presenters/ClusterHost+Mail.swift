@@ -138,38 +138,15 @@ extension ClusterHost {
         }
     }
 
-    /// Lists this host's mail (when `revision` is `nil`), then watches it from the list's revision on, as
-    /// ``watchPresence(from:tries:)`` does.
-    func watchMail(from revision: Int64? = nil, tries: Int = 0) {
-        let (etcd, bound, prefix) = (self.etcd, self.bound, mailPrefix)
-        exchange.mailWatch = Task {
-            var next = revision
-            var delivered = false
-            do {
-                if next == nil {
-                    let range = try await etcd.range(prefix: prefix)
-                    bound.execute { host in for kv in range.kvs { host.mailArrived(kv.key, kv.value) } }
-                    next = range.revision + 1
-                }
-                for try await event in etcd.watch(prefix: prefix, fromRevision: next) {
-                    next = event.modRevision + 1
-                    delivered = true
-                    guard event.type == .put else { continue }
-                    bound.execute { $0.mailArrived(event.key, event.value) }
-                }
-            } catch {
-                if let failure = error as? EtcdError, case .watchCanceled = failure.reason { next = nil }
-                bound.execute { $0.noteError("the watch of this host's mail ended: \(error)") }
-            }
-            guard !Task.isCancelled else { return }
-            let failures = delivered ? 0 : tries + 1
-            try? await Task.sleep(for: .milliseconds(100 << min(failures, 5)))
-            let resume = next
-            bound.execute { host in
-                guard !host.stopped else { return }
-                host.watchMail(from: resume, tries: failures)
-            }
-        }
+    /// Lists this host's mail, then watches it (``followPrefix(_:_:into:listed:watched:from:tries:)``).
+    func watchMail() {
+        followPrefix(
+            mailPrefix,
+            "this host's mail",
+            into: \.mailWatch,
+            listed: { host, kvs in for kv in kvs { host.mailArrived(kv.key, kv.value) } },
+            watched: { host, event in if event.type == .put { host.mailArrived(event.key, event.value) } }
+        )
     }
 
     /// A batch of letters: deleted from etcd, then each handed on in order. Letters for an earlier session of this

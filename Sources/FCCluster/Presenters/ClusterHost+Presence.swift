@@ -124,37 +124,15 @@ extension ClusterHost {
 
     // MARK: The other hosts' presenters
 
-    /// Lists the other hosts' presenters (when `revision` is `nil`), then watches them from the list's revision
-    /// on; a watch that ends is started again from where it stopped, or after a compaction from a new list.
-    func watchPresence(from revision: Int64? = nil, tries: Int = 0) {
-        let (etcd, bound, prefix) = (self.etcd, self.bound, presencePrefix)
-        exchange.presenceWatch = Task {
-            var next = revision
-            var delivered = false
-            do {
-                if next == nil {
-                    let range = try await etcd.range(prefix: prefix)
-                    bound.execute { $0.presenceListed(range.kvs) }
-                    next = range.revision + 1
-                }
-                for try await event in etcd.watch(prefix: prefix, fromRevision: next) {
-                    next = event.modRevision + 1
-                    delivered = true
-                    bound.execute { $0.presenceWatched(event) }
-                }
-            } catch {
-                if let failure = error as? EtcdError, case .watchCanceled = failure.reason { next = nil }
-                bound.execute { $0.noteError("the watch of the other hosts' presenters ended: \(error)") }
-            }
-            guard !Task.isCancelled else { return }
-            let failures = delivered ? 0 : tries + 1
-            try? await Task.sleep(for: .milliseconds(100 << min(failures, 5)))
-            let resume = next
-            bound.execute { host in
-                guard !host.stopped else { return }
-                host.watchPresence(from: resume, tries: failures)
-            }
-        }
+    /// Lists the other hosts' presenters, then watches them (``followPrefix(_:_:into:listed:watched:from:tries:)``).
+    func watchPresence() {
+        followPrefix(
+            presencePrefix,
+            "the other hosts' presenters",
+            into: \.presenceWatch,
+            listed: { $0.presenceListed($1) },
+            watched: { $0.presenceWatched($1) }
+        )
     }
 
     /// A list of every host's presenters: the copy becomes it.
