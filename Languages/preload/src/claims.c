@@ -11,14 +11,17 @@ static uint64_t next_claim = 1;
 
 // MARK: Claims
 
-/* Waits until the slot is answered, the connection ends or the deadline passes. With the lock held. */
+/* Waits until the slot is answered, the connection ends or the deadline passes (WAITING), or the daemon's HelloReply
+ * is late (SILENT). With the lock held; the reader drops it while it polls. */
 static int await_locked(int slot, struct timespec deadline) {
     while (1) {
         if (pending[slot].state != WAITING) return pending[slot].state;
         if (connection < 0) return GONE;
+        if (hello_awaited && !before(now(), hello_deadline)) return SILENT;
         if (!before(now(), deadline)) return WAITING;
+        struct timespec until = hello_awaited && before(hello_deadline, deadline) ? hello_deadline : deadline;
         if (reader_active) {
-            pthread_cond_timedwait(&replied, &lock, &deadline);
+            pthread_cond_timedwait(&replied, &lock, &until);
             continue;
         }
         reader_active = 1;
@@ -27,7 +30,7 @@ static int await_locked(int slot, struct timespec deadline) {
         size_t room = sizeof receive_buffer - received;
         pthread_mutex_unlock(&lock);
         struct pollfd poller = {.fd = fd, .events = POLLIN};
-        int ready = poll(&poller, 1, milliseconds_until(deadline));
+        int ready = poll(&poller, 1, milliseconds_until(until));
         ssize_t count = 0;
         int error = 0;
         if (ready > 0) {
@@ -55,8 +58,9 @@ static int await_locked(int slot, struct timespec deadline) {
 uint64_t fcp_claim(const struct fcp_item *items, size_t count) {
     if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
     if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
-    fcp_lock();
-    if (!connect_locked()) {
+    int in_handler = fcp_in_signal_handler();
+    if (!fcp_lock_for(in_handler)) return 0;
+    if (in_handler ? connection < 0 : !connect_locked()) {
         fcp_unlock();
         return 0;
     }
@@ -100,8 +104,13 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count) {
     int state = GONE;
     if (send_frame_locked(&frame)) {
         /* The daemon answers TIMED_OUT after timeout_ms; a little longer here for a daemon that does not answer. */
-        state = await_locked(slot, after(now(), fcp_settings.timeout_ms + 2000));
-        if (state == WAITING) {
+        uint64_t wait = in_handler ? FCP_SIGNAL_WAIT_MS : fcp_settings.timeout_ms + 2000;
+        state = await_locked(slot, after(now(), wait));
+        if (state == SILENT) {
+            daemon_silent_locked(); /* no HelloReply: nothing was granted */
+        } else if (state == WAITING && in_handler) {
+            fcp_finish_locked(claim); /* cancelled: the handler's call goes through */
+        } else if (state == WAITING) {
             /* Not even TIMED_OUT: the daemon is stopped or hung. Abandoned (before the grant a finish counts as a
              * cancel), and the daemon is not asked again for a while: each later call would wait as long. */
             fcp_finish_locked(claim);

@@ -15,6 +15,7 @@
 #include "client.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@ uint64_t generation;
 int reader_active;
 int close_after_read = -1;
 struct timespec retry_after;
+int hello_awaited;
+struct timespec hello_deadline;
 static pid_t own_pid;
 char purpose[256];
 char client_name[256];
@@ -54,6 +57,40 @@ void fcp_leave(void) { busy = 0; }
 void fcp_lock(void) { pthread_mutex_lock(&lock); }
 void fcp_unlock(void) { pthread_mutex_unlock(&lock); }
 
+int fcp_lock_for(int in_handler) {
+    if (!in_handler) {
+        pthread_mutex_lock(&lock);
+        return 1;
+    }
+    struct timespec deadline = after(now(), FCP_SIGNAL_WAIT_MS);
+    return pthread_mutex_clocklock(&lock, CLOCK_MONOTONIC, &deadline) == 0;
+}
+
+/* The signals blocked when the library was loaded: a mask the program inherited (a parent may leave nearly every
+ * signal blocked) says nothing about handlers. */
+static sigset_t inherited_mask;
+
+/* Reads, never changes, the thread's signal mask and the signals' dispositions: one system call for a thread that
+ * blocks no more than it inherited (the common case), one more per other blocked signal. */
+int fcp_in_signal_handler(void) {
+    sigset_t blocked;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0) return 0;
+    int any = 0;
+    for (int number = 1; number < NSIG && !any; number++) {
+        any = sigismember(&blocked, number) == 1 && sigismember(&inherited_mask, number) != 1;
+    }
+    if (!any) return 0;
+    stack_t stack;
+    if (sigaltstack(NULL, &stack) == 0 && (stack.ss_flags & SS_ONSTACK)) return 1;
+    for (int number = 1; number < NSIG; number++) {
+        if (sigismember(&blocked, number) != 1 || sigismember(&inherited_mask, number) == 1) continue;
+        struct sigaction action;
+        if (sigaction(number, NULL, &action) != 0) continue;
+        if ((action.sa_flags & SA_SIGINFO) || (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN)) return 1;
+    }
+    return 0;
+}
+
 int fcp_same_process(void) { return getpid() == own_pid; }
 
 void fcp_disable_process(void) { __atomic_store_n(&fcp_settings.disabled, 1, __ATOMIC_RELAXED); }
@@ -73,6 +110,7 @@ static void after_fork_child(void) {
     close_after_read = -1;
     generation++;
     reader_active = 0;
+    hello_awaited = 0;
     received = 0;
     memset(pending, 0, sizeof pending);
     fcp_fd_forget_all();
@@ -127,6 +165,7 @@ __attribute__((constructor)) static void fcp_load(void) {
     int saved = errno;
     fcp_resolve_real();
     own_pid = getpid();
+    pthread_sigmask(SIG_BLOCK, NULL, &inherited_mask);
     pthread_condattr_t attributes;
     pthread_condattr_init(&attributes);
     pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);

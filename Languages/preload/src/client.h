@@ -31,11 +31,16 @@ FCP_HIDDEN extern uint64_t generation;
 FCP_HIDDEN extern int reader_active;
 FCP_HIDDEN extern int close_after_read;
 FCP_HIDDEN extern struct timespec retry_after;
+/* The HelloReply is not yet read: the Hello went out with the first claim behind it (no wait of its own, and none
+ * with the lock held), and whoever waits for that claim's answer reads it. Past `hello_deadline` without it, the
+ * daemon is taken as silent. */
+FCP_HIDDEN extern int hello_awaited;
+FCP_HIDDEN extern struct timespec hello_deadline;
 FCP_HIDDEN extern char purpose[256];
 FCP_HIDDEN extern char client_name[256];
 
 /* Replies awaited: one slot per thread waiting for a claim. */
-enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT };
+enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT, SILENT };
 #define FCP_MAX_PENDING 64
 struct fcp_pending {
     uint64_t claim; /* 0: free */
@@ -48,6 +53,7 @@ FCP_HIDDEN extern uint8_t receive_buffer[FCP_BUFFER_SIZE];
 FCP_HIDDEN extern size_t received;
 
 /* connection.c */
+/* Connects and sends Hello when there is no connection; returns at once, the HelloReply unread (hello_awaited). */
 FCP_HIDDEN int connect_locked(void);
 FCP_HIDDEN void disconnect_locked(void);
 /* The daemon did not answer (its HelloReply, or a claim by the claim's own timeout and 2 s more): the connection is
@@ -56,11 +62,12 @@ FCP_HIDDEN void disconnect_locked(void);
  * as without a daemon. */
 FCP_HIDDEN void daemon_silent_locked(void);
 #define FCP_SILENT_BACKOFF_MS 60000
+/* How long a HelloReply is awaited. */
+#define FCP_HELLO_WAIT_MS 2000
 
 /* frames.c */
 FCP_HIDDEN int send_frame_locked(Filecoord__V1__Frame *frame);
 FCP_HIDDEN int handle_frames_locked(void);
-FCP_HIDDEN int await_hello_reply(int fd);
 
 // MARK: Time
 

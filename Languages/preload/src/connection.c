@@ -18,6 +18,7 @@ static void forget_connection_locked(void) {
     connection = -1;
     generation++;
     received = 0;
+    hello_awaited = 0;
     for (int index = 0; index < FCP_MAX_PENDING; index++) {
         if (pending[index].claim != 0 && pending[index].state == WAITING) pending[index].state = GONE;
     }
@@ -201,12 +202,10 @@ int connect_locked(void) {
     frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_HELLO;
     frame.hello = &hello;
     if (!send_frame_locked(&frame)) return 0;
-    if (!await_hello_reply(fd)) {
-        daemon_silent_locked();
-        return 0;
-    }
-    retry_after.tv_sec = 0;
-    retry_after.tv_nsec = 0;
+    /* The answer is read with the first claim's (issue 42, item 6: awaited here, it held the library's lock, and every
+     * other thread's call and the program's fork with it, for up to 2 s with a silent daemon). */
+    hello_awaited = 1;
+    hello_deadline = after(now(), FCP_HELLO_WAIT_MS);
     return 1;
 }
 

@@ -78,7 +78,9 @@ void fcp_fd_attach(int fd, uint64_t claim) {
 
 int fcp_fd_closing(int fd) {
     if (fd < 0 || fd >= FCP_MAX_FDS) return 0;
-    fcp_lock();
+    /* In a signal handler, with the lock not free at once, the close keeps the entry: the number's next open drops
+     * it, as after close_range. */
+    if (!fcp_lock_for(fcp_in_signal_handler())) return 0;
     int slot = table[fd];
     if (slot != 0) closing[fd] = 1;
     fcp_unlock();
@@ -94,7 +96,7 @@ void fcp_fd_closed(int fd, int slot) {
 
 int fcp_fd_hold(int fd) {
     if (fd < 0 || fd >= FCP_MAX_FDS) return 0;
-    fcp_lock();
+    if (!fcp_lock_for(fcp_in_signal_handler())) return 0; /* the copy holds nothing; the source keeps its claim */
     int slot = table[fd];
     if (slot != 0) files[slot - 1].descriptors++;
     fcp_unlock();

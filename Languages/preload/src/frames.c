@@ -82,7 +82,16 @@ int handle_frames_locked(void) {
             ok = 0;
             break;
         }
+        if (hello_awaited && frame->payload_case != FILECOORD__V1__FRAME__PAYLOAD_HELLO_REPLY) {
+            ok = 0; /* the daemon answers Hello first, or refuses and closes */
+            break;
+        }
         switch (frame->payload_case) {
+        case FILECOORD__V1__FRAME__PAYLOAD_HELLO_REPLY:
+            hello_awaited = 0;
+            retry_after.tv_sec = 0;
+            retry_after.tv_nsec = 0;
+            break;
         case FILECOORD__V1__FRAME__PAYLOAD_GRANTED:
             settle(frame->granted->claim_id, GRANTED);
             break;
@@ -106,36 +115,4 @@ int handle_frames_locked(void) {
         received -= at;
     }
     return ok;
-}
-
-/* Reads until the handshake's answer arrived; 1 for HelloReply. With the lock held (no reader can be active: no
- * connection existed). */
-int await_hello_reply(int fd) {
-    struct timespec deadline = after(now(), 2000);
-    while (1) {
-        if (received >= 4) {
-            uint32_t length = (uint32_t)receive_buffer[0] << 24 | (uint32_t)receive_buffer[1] << 16 |
-                              (uint32_t)receive_buffer[2] << 8 | receive_buffer[3];
-            if (length == 0 || length > FCP_BUFFER_SIZE - 4) return 0;
-            if (received - 4 >= length) {
-                arena_used = 0;
-                Filecoord__V1__Frame *frame =
-                    filecoord__v1__frame__unpack(&arena_allocator, length, receive_buffer + 4);
-                if (!frame || frame->payload_case != FILECOORD__V1__FRAME__PAYLOAD_HELLO_REPLY) return 0;
-                memmove(receive_buffer, receive_buffer + 4 + length, received - 4 - length);
-                received -= 4 + length;
-                return 1;
-            }
-        }
-        int wait = milliseconds_until(deadline);
-        if (wait == 0) return 0;
-        struct pollfd poller = {.fd = fd, .events = POLLIN};
-        int ready = poll(&poller, 1, wait);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) return 0;
-        ssize_t count = recv(fd, receive_buffer + received, sizeof receive_buffer - received, MSG_DONTWAIT);
-        if (count < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (count <= 0) return 0;
-        received += (size_t)count;
-    }
 }

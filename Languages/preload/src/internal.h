@@ -141,6 +141,18 @@ void fcp_fd_forget_all(void);                     /* in a forked child, with fcp
 
 void fcp_lock(void);
 void fcp_unlock(void);
+
+/* Signal handlers (issue 42, item 6): a call made in one waits for the library at most FCP_SIGNAL_WAIT_MS, for its
+ * lock and for a claim's answer, and connects to no daemon; past that it goes through uncoordinated. A thread is
+ * taken to be in a handler when a signal that has a handler, and that was not blocked when the library loaded (a
+ * mask inherited from the parent), is blocked in it (the kernel blocks the signal while its handler runs, unless
+ * installed with SA_NODEFER), or, with such a signal blocked, when it runs on its alternate signal stack. A thread
+ * that blocks such a signal outside the handler (to leave it to another thread) is taken for one too: its claims
+ * wait as briefly, never longer than without the library. A handler for a signal blocked at load is not seen. */
+#define FCP_SIGNAL_WAIT_MS 5
+int fcp_in_signal_handler(void);
+/* fcp_lock, or in a signal handler the lock within FCP_SIGNAL_WAIT_MS; 0 when not taken. */
+int fcp_lock_for(int in_handler);
 /* Sends FinishClaim with fcp_lock held. */
 void fcp_finish_locked(uint64_t claim);
 

@@ -1,0 +1,184 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
+// Issue 42, item 6: where the preload library may make a program wait. Never with its lock held for the daemon's
+// answer (another thread's call and the program's fork would wait with it), and never more than a few milliseconds in
+// a signal handler.
+
+@Suite struct PreloadWaitTests {
+    /// Compiles a C program of the test into the test's folder; returns its path.
+    static func compile(_ source: String, named name: String, in env: TestEnvironment) async throws -> String {
+        let sourcePath = try env.file("\(name).c", source)
+        let program = env.path(name)
+        try await env.setUp(["cc", "-Wall", "-Werror", "-pthread", "-o", program, sourcePath])
+        return program
+    }
+
+    /// Waits until the daemon's process is stopped (SIGSTOP takes effect after kill returns).
+    static func waitUntilStopped(_ pid: Int32) async throws {
+        try await eventually("filecoordd \(pid) to stop") {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            return stat.split(separator: " ").dropFirst(2).first == "T"
+        }
+    }
+
+    @Test("A fork while another thread waits for a silent daemon's HelloReply does not wait with it")
+    func forkDoesNotWaitForHello() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let file = try env.file("doc.txt", "old\n")
+            defer { kill(daemon.pid, SIGCONT) }
+            kill(daemon.pid, SIGSTOP)
+            try await Self.waitUntilStopped(daemon.pid)
+            // A thread opens the file for writing: the library connects (the stopped daemon's listening socket
+            // accepts) and sends Hello, which is never answered. Once the socket exists, the main thread forks and
+            // prints how long fork took. Before the fix the HelloReply was awaited with the library's lock held for
+            // 2 s, and fork (which takes the lock, pthread_atfork) waited the rest of those 2 s. (Sockets the program
+            // inherited are not the library's.)
+            let source = """
+                #define _GNU_SOURCE
+                #include <dirent.h>
+                #include <fcntl.h>
+                #include <pthread.h>
+                #include <stdio.h>
+                #include <stdlib.h>
+                #include <string.h>
+                #include <sys/wait.h>
+                #include <time.h>
+                #include <unistd.h>
+
+                static int sockets(void) {
+                    int found = 0;
+                    DIR *dir = opendir("/proc/self/fd");
+                    struct dirent *entry;
+                    while ((entry = readdir(dir))) {
+                        char path[300], target[64];
+                        snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
+                        ssize_t length = readlink(path, target, sizeof target - 1);
+                        if (length > 0) { target[length] = 0; if (!strncmp(target, "socket:", 7)) found++; }
+                    }
+                    closedir(dir);
+                    return found;
+                }
+
+                static void *writer(void *file) {
+                    int fd = open(file, O_WRONLY | O_APPEND);
+                    if (fd >= 0) { if (write(fd, "new\\n", 4) < 0) exit(4); close(fd); }
+                    return NULL;
+                }
+
+                static long long milliseconds(void) {
+                    struct timespec t;
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+                }
+
+                int main(int argc, char **argv) {
+                    int inherited = sockets();
+                    pthread_t thread;
+                    pthread_create(&thread, NULL, writer, argv[1]);
+                    while (sockets() == inherited) usleep(200);
+                    long long start = milliseconds();
+                    pid_t child = fork();
+                    if (child == 0) _exit(0);
+                    long long took = milliseconds() - start;
+                    waitpid(child, NULL, 0);
+                    pthread_join(thread, NULL);
+                    printf("%lld\\n", took);
+                    return 0;
+                }
+                """
+            let program = try await Self.compile(source, named: "fork-while-connecting", in: env)
+            let result = try await env.runProgram([program, file])
+            #expect(result.status == 0, "\(result.error)")
+            let took = Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            #expect((0..<1000).contains(took), "fork took \(took) ms (about 2,000 before the fix)")
+            #expect(env.contents(file) == "old\nnew\n")
+        }
+    }
+
+    @Test("A signal handler's unlink of a file a reader holds waits milliseconds, not the claim's timeout")
+    func signalHandlerWaitsBriefly() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let first = try env.file("first.txt", "")
+            let pidFile = try env.file("program.pid", "1234\n")
+            let reader = try await env.host("R")
+            try reader.send("read \(pidFile) hold")
+            _ = try await reader.waitFor("holding read \(pidFile)")
+            // The program connects (a write of `first`), then raises SIGTERM, whose handler unlinks the pid file
+            // and records how long that took. Before the fix the handler waited for its deleting claim as any call
+            // does: the whole timeout (20 s here), while the reader held the file.
+            let source = """
+                #define _GNU_SOURCE
+                #include <fcntl.h>
+                #include <signal.h>
+                #include <stdio.h>
+                #include <stdlib.h>
+                #include <string.h>
+                #include <time.h>
+                #include <unistd.h>
+
+                static const char *pid_file;
+                static volatile long long took = -1;
+                static volatile int result = -2;
+
+                static long long milliseconds(void) {
+                    struct timespec t;
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+                }
+
+                static void on_term(int signal) {
+                    (void)signal;
+                    long long start = milliseconds();
+                    result = unlink(pid_file);
+                    took = milliseconds() - start;
+                }
+
+                int main(int argc, char **argv) {
+                    /* Started again with no signal blocked: the test's process leaves nearly all of them blocked in
+                     * its children, and the library does not take a signal blocked when it loaded for a handler's. */
+                    if (argc == 3) {
+                        sigset_t none;
+                        sigemptyset(&none);
+                        sigprocmask(SIG_SETMASK, &none, NULL);
+                        execl(argv[0], argv[0], argv[1], argv[2], "again", (char *)NULL);
+                        return 5;
+                    }
+                    pid_file = argv[2];
+                    int fd = open(argv[1], O_WRONLY | O_APPEND);
+                    if (fd < 0 || write(fd, "first\\n", 6) < 0) return 3;
+                    close(fd);
+                    struct sigaction action;
+                    memset(&action, 0, sizeof action);
+                    action.sa_handler = on_term;
+                    sigaction(SIGTERM, &action, NULL);
+                    raise(SIGTERM);
+                    printf("%d %lld\\n", result, took);
+                    return 0;
+                }
+                """
+            let program = try await Self.compile(source, named: "unlink-in-handler", in: env)
+            let result = try await env.runProgram(
+                [program, first, pidFile],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
+            )
+            #expect(result.status == 0, "\(result.error)")
+            let fields = result.output.split(whereSeparator: \.isWhitespace)
+            #expect(fields.first == "0", "unlink's result: \(result.output)")
+            let took = fields.count == 2 ? Int(fields[1]) ?? -1 : -1
+            #expect((0..<1000).contains(took), "the handler's unlink took \(took) ms (20,000 before the fix)")
+            #expect(!FileManager.default.fileExists(atPath: pidFile))
+            #expect(env.contents(first) == "first\n")
+            try reader.send("release")
+            _ = try await reader.waitFor("done read \(pidFile)")
+        }
+    }
+}
