@@ -3,7 +3,9 @@
 #
 #   Fuzz/run.sh [SECONDS] [TARGET...]     default 30 s each, every target
 #
-# Targets: frame-decoder, handshake, version-store-repair. New inputs libFuzzer finds go to a scratch corpus
+# Targets: frame-decoder, handshake, version-store-repair (Swift, Fuzz/Sources) and preload-frames (C: the preload
+# library's frame reader, Fuzz/preload, built with the toolchain's clang under AddressSanitizer and
+# UndefinedBehaviorSanitizer; needs Debian's libprotobuf-c-dev). New inputs libFuzzer finds go to a scratch corpus
 # (.build-fuzz/corpus/<target>), never into the committed one; a crash leaves its input in .build-fuzz/crashes/ and
 # fails the run. Turn every crash into a regression test (see README, "Fuzzing"). For a long run:
 #   Fuzz/run.sh 3600 frame-decoder
@@ -14,7 +16,7 @@ if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(frame-decoder handshake version-store-repair)
+[[ ${#targets[@]} -gt 0 ]] || targets=(frame-decoder handshake version-store-repair preload-frames)
 
 scratch="$PWD/.build-fuzz"
 build=(--package-path Fuzz --scratch-path "$scratch/build" -c debug
@@ -22,6 +24,13 @@ build=(--package-path Fuzz --scratch-path "$scratch/build" -c debug
 swift build "${build[@]}"
 bin="$(swift build "${build[@]}" --show-bin-path)"
 mkdir -p "$scratch/crashes"
+# The C target: the preload's client sources without its wrappers (interpose.c, names.c would wrap the fuzzer's own
+# calls), and its protobuf-c code.
+preload=Languages/preload
+"$(dirname "$(command -v swift)")/clang" -fuse-ld=bfd -g -O1 -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined $(pkg-config --cflags libprotobuf-c) -o "$bin/fuzz-preload-frames" \
+    Fuzz/preload/fuzz-preload-frames.c "$preload"/src/{claims,client,connection,descriptors,frames,paths,real}.c \
+    "$preload/generated/filecoord.pb-c.c" -lprotobuf-c -ldl -lpthread
 for target in "${targets[@]}"; do
     corpus="$scratch/corpus/$target"
     mkdir -p "$corpus"

@@ -53,7 +53,10 @@ int send_frame_locked(Filecoord__V1__Frame *frame) {
     return 1;
 }
 
+/* Hands a claim's answer to its waiter. Claim 0 is no claim (a free slot's id): an answer for it settles nothing
+ * (found by the fuzzer, Fuzz/preload). */
 static void settle(uint64_t claim, int state) {
+    if (claim == 0) return;
     for (int index = 0; index < FCP_MAX_PENDING; index++) {
         if (pending[index].claim == claim && pending[index].state == WAITING) {
             pending[index].state = state;
