@@ -1,0 +1,99 @@
+/* The preload library's side of the wire conformance test (PreloadWireConformanceTests.swift): its own client code
+ * (Languages/preload/src without the wrappers) makes three claims, reports a move and finishes claims against a
+ * socket this program serves itself. The daemon's side is a file of frames the Swift code encoded: this program
+ * writes them to the library's connection one by one, each after the Hello or RequestClaim it answers, and saves every
+ * byte the library sent, for the Swift code to decode and compare with its own encoding of the same messages.
+ *
+ *   preload-wire REPLIES SENT      (FILECOORDD_SOCKET names the socket to serve, in a folder of mode 0700)
+ *
+ * Prints what each claim returned: "claims 1 0 3" when the library read the replies as the Swift code meant them. */
+#include "../src/client.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int listener;
+static const char *replies_path, *sent_path;
+
+static void fail(const char *what) {
+    perror(what);
+    exit(2);
+}
+
+/* The next frame of `buffer` (length prefix and body) from `*at`, or 0 bytes when none is complete. */
+static size_t next_frame(const uint8_t *buffer, size_t size, size_t at) {
+    if (size - at < 4) return 0;
+    size_t length = (size_t)buffer[at] << 24 | (size_t)buffer[at + 1] << 16 | (size_t)buffer[at + 2] << 8 | buffer[at + 3];
+    return size - at - 4 < length ? 0 : 4 + length;
+}
+
+/* The daemon's side: accepts the library's connection and answers as a daemon does, in step: the next reply after
+ * each Hello and RequestClaim the library sends; saves every byte it sends until it closes the connection. */
+static void *serve(void *unused) {
+    (void)unused;
+    int peer = accept(listener, NULL, NULL);
+    if (peer < 0) fail("accept");
+    FILE *file = fopen(replies_path, "rb");
+    if (!file) fail("replies");
+    static uint8_t replies[1 << 16], received[1 << 16];
+    size_t replies_size = fread(replies, 1, sizeof replies, file), replies_at = 0;
+    fclose(file);
+    FILE *sent = fopen(sent_path, "wb");
+    if (!sent) fail("sent");
+    size_t size = 0, at = 0;
+    ssize_t got;
+    while ((got = read(peer, received + size, sizeof received - size)) > 0) {
+        fwrite(received + size, 1, (size_t)got, sent);
+        size += (size_t)got;
+        size_t frame;
+        while ((frame = next_frame(received, size, at)) > 0) {
+            Filecoord__V1__Frame *unpacked = filecoord__v1__frame__unpack(NULL, frame - 4, received + at + 4);
+            if (!unpacked) fail("a frame the library sent does not decode");
+            int answered = unpacked->payload_case == FILECOORD__V1__FRAME__PAYLOAD_HELLO ||
+                           unpacked->payload_case == FILECOORD__V1__FRAME__PAYLOAD_REQUEST_CLAIM;
+            filecoord__v1__frame__free_unpacked(unpacked, NULL);
+            at += frame;
+            size_t reply = answered ? next_frame(replies, replies_size, replies_at) : 0;
+            if (reply > 0 && write(peer, replies + replies_at, reply) != (ssize_t)reply) fail("write reply");
+            replies_at += reply;
+        }
+    }
+    fclose(sent);
+    close(peer);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 64;
+    replies_path = argv[1];
+    sent_path = argv[2];
+    listener = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    if (strlen(fcp_settings.socket_path) >= sizeof address.sun_path) return 65;
+    memcpy(address.sun_path, fcp_settings.socket_path, strlen(fcp_settings.socket_path) + 1);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&address, sizeof address) != 0 || listen(listener, 4) != 0) {
+        fail("listen");
+    }
+    pthread_t server;
+    pthread_create(&server, NULL, serve, NULL);
+
+    struct fcp_item merging = {"/d/a.txt", 1, FCP_FOR_MERGING};
+    uint64_t first = fcp_claim(&merging, 1);
+    struct fcp_item two[2] = {{"/d/b.txt", 1, FCP_FOR_MOVING}, {"/d/c.txt", 1, 0}};
+    uint64_t second = fcp_claim(two, 2);
+    fcp_moved(first, "/d/a.txt", "/d/e.txt");
+    fcp_finish(first);
+    struct fcp_item reading = {"/d/\xc3\xa9t\xc3\xa9.txt", 0, 0};
+    uint64_t third = fcp_claim(&reading, 1);
+    fcp_finish(third);
+    printf("claims %llu %llu %llu\n", (unsigned long long)first, (unsigned long long)second,
+           (unsigned long long)third);
+    fcp_lock();
+    disconnect_locked();
+    fcp_unlock();
+    pthread_join(server, NULL);
+    return 0;
+}
