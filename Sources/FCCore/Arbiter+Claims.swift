@@ -43,6 +43,8 @@ final class ClaimRecord {
     var batchReturnedAt: Duration?
     /// `true` while the timer of the claim's own deadline runs (``ClaimRequest/timeout``).
     var deadlineArmed = false
+    /// `true` while the timer of the claim's longest hold runs (``ClaimRequest/maximumHold``).
+    var holdLimitArmed = false
     /// File-system events under the claim's written items read while it was granted, to judge when it ends: an
     /// echo of the write, or a change made after its accessor returned whose event beat the finish (issue 37).
     var held = HeldEvents()
@@ -134,11 +136,13 @@ extension Arbiter {
     /// the queue (rule 5); a grant lets claims exempt from the granted one pass the claims that wait for it (§5). So
     /// a pass that started or granted anything while claims are pending is followed by another one.
     func reevaluatePending() {
-        var started = true
-        while started {
-            started = false
-            reevaluationPass(started: &started)
-        }
+        repeat {
+            var started = true
+            while started {
+                started = false
+                reevaluationPass(started: &started)
+            }
+        } while endOverdueHolds()
     }
 
     private func reevaluationPass(started: inout Bool) {
@@ -151,6 +155,7 @@ extension Arbiter {
             }
             if claim.phase == .waiting {
                 if let blocker = firstStartBlocker(claim) {
+                    noteOverdueHolds(blocking: claim)
                     // A claim that came to wait for a lease some other way than by arriving (a move): recall it.
                     if let lease = blocker.id.lease { requestRecall(lease) }
                     // A claim that came to wait at a closed host gate (after a move, or behind a claim that ended):
@@ -175,6 +180,7 @@ extension Arbiter {
                 // Failed while preparing: its presenter plans were empty and something refused.
                 continue
             }
+            if claim.phase == .preparing { noteOverdueHolds(blocking: claim) }
             if claim.phase == .preparing, claim.outstanding.isEmpty, claim.plans.isEmpty, !hasGrantedConflict(claim) {
                 grant(claim)
                 pendingOrder.remove(at: index)
@@ -242,6 +248,7 @@ extension Arbiter {
         cancelDeadline(claim)
         claim.phase = .granted
         claim.grantedAt = now
+        armHoldLimit(claim)
         statistics.claimsGranted += 1
         // The grant names the requested items; entries after them are other names of the same files (issue 26).
         let paths = claim.entries.prefix(claim.request.items.count).map(\.path)
@@ -329,6 +336,7 @@ extension Arbiter {
 
     func remove(_ claim: ClaimRecord) {
         unpark(on: claim.id)
+        cancelHoldLimit(claim)
         if claim.phase != .granted {
             cancelDeadlockCheck(claim)
             cancelDeadline(claim)

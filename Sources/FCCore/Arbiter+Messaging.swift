@@ -155,6 +155,8 @@ extension Arbiter {
             deadlockCheck(claimID)
         case .claimDeadline(let claimID):
             deadlinePassed(claimID)
+        case .claimHoldLimit(let claimID):
+            holdLimitPassed(claimID)
         case .fileSystemWindow:
             watchWindowElapsed()
         case .leaseMinimumHold(let lease):

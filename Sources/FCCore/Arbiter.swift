@@ -26,6 +26,10 @@ public final class Arbiter {
     var pendingOrder: [ClaimID] = []
     /// Waiting claims set aside until the active claim they wait for ends, by that claim (``park(_:on:)``).
     var parked: [ClaimID: [ClaimID]] = [:]
+    /// Granted claims held past their ``ClaimRequest/maximumHold`` (ClaimHoldLimit.swift), and those of them a
+    /// waiting claim found, to end once the current pass is over.
+    var overdueHolds: Set<ClaimID> = []
+    var holdsToEnd: [ClaimID] = []
     /// Bumped by every event that can change the wait-for graph (all but a deadlock check's timer).
     var graphGeneration = 0
     /// Wait-for nodes from which no cycle is reachable, valid while `acyclicGeneration == graphGeneration`.
@@ -322,6 +326,8 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var leaseRecallTimeouts = 0
     /// Claims of a lease's holder handed back to it, as lying inside the lease (sent before the grant reached it).
     public var claimsHandedToLeases = 0
+    /// Claims ended because they held past their ``ClaimRequest/maximumHold`` while another claim waited (issue 42).
+    public var holdsEnded = 0
     /// Creates counters that are all zero.
     public init() {}
 }

@@ -112,6 +112,11 @@ public struct ClaimRequest: Hashable, Sendable {
     /// nobody, and holds back conflicting claims until it finishes, so that a daemon's crash never lets another
     /// process in while an accessor still runs.
     public var isHeld: Bool = false
+    /// The longest this claim may hold back others (issue 42; ``Arbiter`` ends it, docs/SEMANTICS.md §2 rule 8):
+    /// once it has been granted this long, it ends as soon as a conflicting claim waits for it, as if its client had
+    /// finished it. `nil`: it holds until its client finishes it. The preload library sets it on the claims of a
+    /// program's opens, which last as long as the program keeps the file open.
+    public var maximumHold: Duration? = nil
 
     /// The longest ``timeout`` (about 31 years): whoever builds a request from outside input (the library, the wire
     /// decoder) cuts longer ones to it, so that no timer arithmetic downstream can overflow.
@@ -151,6 +156,8 @@ public enum TimerID: Hashable, Sendable {
     case deadlockCheck(ClaimID)
     /// A claim's own deadline (``ClaimRequest/timeout``) has passed.
     case claimDeadline(ClaimID)
+    /// A granted claim has held for its ``ClaimRequest/maximumHold``.
+    case claimHoldLimit(ClaimID)
     /// The coalescing window of file-system notifications (``ArbiterConfiguration/coalescingWindow``) elapsed.
     case fileSystemWindow
     /// A lease's minimum hold time (``LeasePolicy/minimumHold``) has passed.

@@ -12,8 +12,9 @@ public enum ProtocolVersion {
     /// The additions made within ``current`` that this build's daemon understands, announced in
     /// `HelloReply.revision`: a client sends a client-to-daemon message added within the version only to a daemon
     /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`. 2: `Ping`
-    /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23).
-    public static let revision: UInt32 = 3
+    /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23). 4: a
+    /// claim's longest hold (`RequestClaim.maximum_hold_milliseconds`; issue 42), which an older daemon ignores.
+    public static let revision: UInt32 = 4
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -24,6 +25,9 @@ public enum ProtocolVersion {
     /// The revision that added leases: a client returns leases (`LeaseReturned`) only to a daemon of at least this
     /// revision, which is also the only kind that grants them.
     public static let leasesRevision: UInt32 = 3
+    /// The revision that honours `RequestClaim.maximum_hold_milliseconds` (an older daemon ignores the field: the
+    /// claim then holds until its client finishes it).
+    public static let maximumHoldRevision: UInt32 = 4
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1

@@ -249,4 +249,32 @@ import Testing
             try await eventually("the write after the holder died") { writer.output.contains("done") }
         }
     }
+
+    /// Issue 42, item 4: a file a program keeps open without a lock of its own (`exec 3>>log`) held its claim, and
+    /// so every other writer, until the program closed it: here a minute. Now the claim holds others back for the
+    /// preload's timeout at most (`RequestClaim.maximum_hold_milliseconds`): past it, the daemon ends it as soon as a
+    /// claim waits for it.
+    @Test("A log kept open by a shell holds a waiting writer back for the preload's timeout, not until it closes")
+    func aFileKeptOpenHoldsOthersBackForTheTimeoutAtMost() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let log = try env.file("log.txt", "first\n")
+            let holder = try env.startProgram(
+                ["sh", "-c", "exec 3>>log.txt; echo second >&3; echo held; sleep 60"],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "1000"]
+            )
+            try await eventually("the shell to hold the log open") { holder.output.contains("held") }
+            let writer = try await env.host("W")
+            let start = ContinuousClock.now
+            try writer.send("write \(log) swift")
+            // Before the fix this waited for the shell's close, a minute away (and timed out here after 30 s).
+            _ = try await writer.waitFor("granted write \(log)")
+            let waited = ContinuousClock.now - start
+            _ = try await writer.waitFor("done write \(log)")
+            #expect(waited < .seconds(15), "the writer waited \(waited) behind a log another program keeps open")
+            #expect(holder.process.isRunning, "the shell goes on as without the library")
+            kill(holder.process.processIdentifier, SIGKILL)
+            try await daemon.waitForLog("held past its maximum hold of 1.000 s")
+        }
+    }
 }

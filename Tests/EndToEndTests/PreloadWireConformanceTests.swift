@@ -7,7 +7,7 @@ import Testing
 // library's own client code (Languages/preload/conformance/preload-wire.c runs it against a socket of its own) reads
 // replies the Swift code encoded, and what it sends is decoded by the Swift code and compared, byte for byte, with
 // the Swift encoding of the same messages: Hello, RequestClaim (one and two items, write options, a read of a
-// non-ASCII name, the purpose and the timeout from the environment), ItemMoved and FinishClaim.
+// non-ASCII name, the purpose and the timeout from the environment, a longest hold), ItemMoved and FinishClaim.
 
 @Suite struct PreloadWireConformanceTests {
     static func item(_ path: String, _ access: Access) throws -> ClaimItem {
@@ -15,17 +15,17 @@ import Testing
     }
 
     /// The Swift encoding of a claim the library asks for.
-    static func claim(_ id: UInt64, _ items: [ClaimItem]) -> Filecoord_V1_Frame {
-        Filecoord_V1_Frame(
-            claim: ClaimRequest(
-                id: ClaimID(id),
-                client: ClientID(1),
-                coordinator: CoordinatorID(1),
-                purpose: PurposeID("conformance purpose"),
-                items: items,
-                timeout: .milliseconds(1_234)
-            )
+    static func claim(_ id: UInt64, _ items: [ClaimItem], maximumHold: Duration? = nil) -> Filecoord_V1_Frame {
+        var request = ClaimRequest(
+            id: ClaimID(id),
+            client: ClientID(1),
+            coordinator: CoordinatorID(1),
+            purpose: PurposeID("conformance purpose"),
+            items: items,
+            timeout: .milliseconds(1_234)
         )
+        request.maximumHold = maximumHold
+        return Filecoord_V1_Frame(claim: request)
     }
 
     @Test("The preload's frames are the Swift code's, byte for byte, and it reads the Swift code's replies as meant")
@@ -93,7 +93,7 @@ import Testing
             let pid = running.process.processIdentifier
             let expected: [Filecoord_V1_Frame] = [
                 Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "preload:preload-wire", pid: pid))),
-                Self.claim(1, [try Self.item("/d/a.txt", .write([.forMerging]))]),
+                Self.claim(1, [try Self.item("/d/a.txt", .write([.forMerging]))], maximumHold: .seconds(5)),
                 Self.claim(
                     2,
                     [try Self.item("/d/b.txt", .write([.forMoving])), try Self.item("/d/c.txt", .write([]))]

@@ -81,13 +81,13 @@ int main(int argc, char **argv) {
     pthread_create(&server, NULL, serve, NULL);
 
     struct fcp_item merging = {"/d/a.txt", 1, FCP_FOR_MERGING};
-    uint64_t first = fcp_claim(&merging, 1);
+    uint64_t first = fcp_claim(&merging, 1, 5000);
     struct fcp_item two[2] = {{"/d/b.txt", 1, FCP_FOR_MOVING}, {"/d/c.txt", 1, 0}};
-    uint64_t second = fcp_claim(two, 2);
+    uint64_t second = fcp_claim(two, 2, 0);
     fcp_moved(first, "/d/a.txt", "/d/e.txt");
     fcp_finish(first);
     struct fcp_item reading = {"/d/\xc3\xa9t\xc3\xa9.txt", 0, 0};
-    uint64_t third = fcp_claim(&reading, 1);
+    uint64_t third = fcp_claim(&reading, 1, 0);
     fcp_finish(third);
     printf("claims %llu %llu %llu\n", (unsigned long long)first, (unsigned long long)second,
            (unsigned long long)third);

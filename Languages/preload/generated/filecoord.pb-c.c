@@ -2356,7 +2356,7 @@ const ProtobufCMessageDescriptor filecoord__v1__presenter_urlchanged__descriptor
   (ProtobufCMessageInit) filecoord__v1__presenter_urlchanged__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__request_claim__field_descriptors[10] =
+static const ProtobufCFieldDescriptor filecoord__v1__request_claim__field_descriptors[11] =
 {
   {
     "claim_id",
@@ -2478,6 +2478,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__request_claim__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "maximum_hold_milliseconds",
+    90,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RequestClaim, maximum_hold_milliseconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__request_claim__field_indices_by_name[] = {
   0,   /* field[0] = claim_id */
@@ -2488,14 +2500,16 @@ static const unsigned filecoord__v1__request_claim__field_indices_by_name[] = {
   9,   /* field[9] = held */
   6,   /* field[6] = is_preparation */
   5,   /* field[5] = items */
+  10,   /* field[10] = maximum_hold_milliseconds */
   2,   /* field[2] = purpose */
   7,   /* field[7] = timeout_milliseconds */
 };
-static const ProtobufCIntRange filecoord__v1__request_claim__number_ranges[2 + 1] =
+static const ProtobufCIntRange filecoord__v1__request_claim__number_ranges[3 + 1] =
 {
   { 1, 0 },
   { 80, 9 },
-  { 0, 10 }
+  { 90, 10 },
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
 {
@@ -2505,10 +2519,10 @@ const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
   "Filecoord__V1__RequestClaim",
   "filecoord.v1",
   sizeof(Filecoord__V1__RequestClaim),
-  10,
+  11,
   filecoord__v1__request_claim__field_descriptors,
   filecoord__v1__request_claim__field_indices_by_name,
-  2,  filecoord__v1__request_claim__number_ranges,
+  3,  filecoord__v1__request_claim__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__request_claim__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

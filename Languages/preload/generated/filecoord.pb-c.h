@@ -482,10 +482,18 @@ struct  Filecoord__V1__RequestClaim
    * conflicting claims until it finishes (docs/PROTOCOL.md, "A daemon that restarts").
    */
   protobuf_c_boolean held;
+  /*
+   * The longest the claim may hold back others (issue 42; revision 4): once it has been granted this long, the
+   * daemon ends it as soon as a conflicting claim waits for it, as if the client had finished it, and logs it. The
+   * client is not told: its later FinishClaim, ItemMoved and VersionChanged for it are ignored. The preload library
+   * sets it on the claims of opens (its timeout), so that a file kept open holds nobody back for longer than a
+   * claim of its own may wait. Absent: no limit.
+   */
+  uint64_t maximum_hold_milliseconds;
 };
 #define FILECOORD__V1__REQUEST_CLAIM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__request_claim__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, 0, 0, 0, 0 }
+    , 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, 0, 0, 0, 0, 0 }
 
 
 /*

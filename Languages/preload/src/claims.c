@@ -55,7 +55,7 @@ static int await_locked(int slot, struct timespec deadline) {
     }
 }
 
-uint64_t fcp_claim(const struct fcp_item *items, size_t count) {
+uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_hold_ms) {
     if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
     if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
     int in_handler = fcp_in_signal_handler();
@@ -97,6 +97,7 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count) {
     request.n_items = count;
     request.items = item_pointers;
     request.timeout_milliseconds = fcp_settings.timeout_ms;
+    request.maximum_hold_milliseconds = maximum_hold_ms; /* 0 is not sent: no limit */
     Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
     frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_REQUEST_CLAIM;
     frame.request_claim = &request;

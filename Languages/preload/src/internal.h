@@ -92,8 +92,10 @@ struct fcp_item {
 #define FCP_FOR_REPLACING (1u << 3)
 
 /* Asks the daemon for a claim and waits for it. Returns the claim id (> 0) when granted, 0 when the call must go
- * through uncoordinated (no daemon, not trusted, timed out, refused). Takes and releases fcp_lock. */
-uint64_t fcp_claim(const struct fcp_item *items, size_t count);
+ * through uncoordinated (no daemon, not trusted, timed out, refused). `maximum_hold_ms` (0: none) is the longest the
+ * claim may hold back another one (RequestClaim.maximum_hold_milliseconds): past it, the daemon ends the claim as soon
+ * as a conflicting claim waits for it. Takes and releases fcp_lock. */
+uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_hold_ms);
 /* Ends a granted claim (FinishClaim). Takes fcp_lock. */
 void fcp_finish(uint64_t claim);
 /* Reports a move inside a granted write claim (ItemMoved). Takes fcp_lock. */

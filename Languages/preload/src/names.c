@@ -49,7 +49,7 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
          * away (accommodate deletion, which forReplacing would ask). */
         items[count++] = (struct fcp_item){to_path, 1, exchange ? FCP_FOR_MOVING : 0};
     }
-    uint64_t claim = count > 0 ? fcp_claim(items, count) : 0;
+    uint64_t claim = count > 0 ? fcp_claim(items, count, 0) : 0;
     errno = saved;
     int result = kind == 0   ? fcp_real.rename(from, to)
                  : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
@@ -86,7 +86,7 @@ static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t opt
     char canonical[PATH_MAX];
     if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
     struct fcp_item item = {canonical, 1, options};
-    return fcp_claim(&item, 1);
+    return fcp_claim(&item, 1, 0);
 }
 
 #define NAME_CALL(setup, call)                                                                                         \

@@ -93,6 +93,7 @@ extension Filecoord_V1_RequestClaim {
         isPreparation = request.isPreparation
         held = request.isHeld
         if let timeout = request.timeout { timeoutMilliseconds = wireMilliseconds(timeout) }
+        if let hold = request.maximumHold { maximumHoldMilliseconds = wireMilliseconds(hold) }
     }
 }
 
@@ -156,6 +157,9 @@ extension ClaimRequest {
                 ? .milliseconds(Int64(min(wire.timeoutMilliseconds, maximumTimeoutMilliseconds))) : nil
         )
         isHeld = wire.held
+        if wire.hasMaximumHoldMilliseconds {
+            maximumHold = .milliseconds(Int64(min(wire.maximumHoldMilliseconds, maximumTimeoutMilliseconds)))
+        }
     }
 }
 

@@ -699,6 +699,20 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   /// conflicting claims until it finishes (docs/PROTOCOL.md, "A daemon that restarts").
   public var held: Bool = false
 
+  /// The longest the claim may hold back others (issue 42; revision 4): once it has been granted this long, the
+  /// daemon ends it as soon as a conflicting claim waits for it, as if the client had finished it, and logs it. The
+  /// client is not told: its later FinishClaim, ItemMoved and VersionChanged for it are ignored. The preload library
+  /// sets it on the claims of opens (its timeout), so that a file kept open holds nobody back for longer than a
+  /// claim of its own may wait. Absent: no limit.
+  public var maximumHoldMilliseconds: UInt64 {
+    get {_maximumHoldMilliseconds ?? 0}
+    set {_maximumHoldMilliseconds = newValue}
+  }
+  /// Returns true if `maximumHoldMilliseconds` has been explicitly set.
+  public var hasMaximumHoldMilliseconds: Bool {self._maximumHoldMilliseconds != nil}
+  /// Clears the value of `maximumHoldMilliseconds`. Subsequent reads from it will return its default value.
+  public mutating func clearMaximumHoldMilliseconds() {self._maximumHoldMilliseconds = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -707,6 +721,7 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   fileprivate var _fromPresenterQueue: UInt64? = nil
   fileprivate var _timeoutMilliseconds: UInt64? = nil
   fileprivate var _fromCallback: UInt32? = nil
+  fileprivate var _maximumHoldMilliseconds: UInt64? = nil
 }
 
 /// One item of a claim.
@@ -2386,7 +2401,7 @@ nonisolated extension Filecoord_V1_PresenterURLChanged: SwiftProtobuf.Message, S
 
 nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RequestClaim"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0\u{2}G\u{1}held\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0\u{2}G\u{1}held\0\u{4}\u{a}maximum_hold_milliseconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2404,6 +2419,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
       case 8: try { try decoder.decodeSingularUInt64Field(value: &self._timeoutMilliseconds) }()
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self._fromCallback) }()
       case 80: try { try decoder.decodeSingularBoolField(value: &self.held) }()
+      case 90: try { try decoder.decodeSingularUInt64Field(value: &self._maximumHoldMilliseconds) }()
       default: break
       }
     }
@@ -2444,6 +2460,9 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if self.held != false {
       try visitor.visitSingularBoolField(value: self.held, fieldNumber: 80)
     }
+    try { if let v = self._maximumHoldMilliseconds {
+      try visitor.visitSingularUInt64Field(value: v, fieldNumber: 90)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2458,6 +2477,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if lhs._timeoutMilliseconds != rhs._timeoutMilliseconds {return false}
     if lhs._fromCallback != rhs._fromCallback {return false}
     if lhs.held != rhs.held {return false}
+    if lhs._maximumHoldMilliseconds != rhs._maximumHoldMilliseconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

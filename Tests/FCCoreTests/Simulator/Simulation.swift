@@ -29,6 +29,7 @@ import FCTestSupport
 ///    what it left behind (in most finishes), every random event is a change made after (a later time, a new size),
 ///    and some events repeat a write's own state (its echoes). Checked for a batch of one event while no write claim
 ///    is granted (a granted write holds the events under it; a lease's holder may write unseen).
+/// 9. Hold limits (issue 42): HoldLimitModel.swift, in one seed of three.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -100,6 +101,9 @@ struct Simulation {
     private var gateClosed = false
     private var drainPending = false
     private(set) var gateCounts = (commands: 0, drained: 0, failedAtGate: 0)
+    /// Invariant 9 (issue 42): claims with a longest hold, in one seed of three.
+    private let holdLimitsOn: Bool
+    private(set) var holds = HoldLimitModel()
     /// The shared folder of the schedules with a host gate.
     static let gateFolder = try! ItemPath(absolute: "/r/a")
 
@@ -144,6 +148,7 @@ struct Simulation {
         // Issue 23: leases in six seeds of seven, with a minimum hold and back-off that only the random timers end.
         self.leasesOn = seed % 7 != 0
         self.gatesOn = seed % 5 == 3
+        self.holdLimitsOn = seed % 3 == 2
         if leasesOn { configuration.leases = LeasePolicy() }
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
@@ -158,6 +163,12 @@ struct Simulation {
             // From the seed, not the generator, so that each seed's schedule is unchanged.
             if leasesOn, seed % 3 == 1, step == steps / 2 { excludeLeases(around: Self.excludedFromLeases) }
             try check()
+            // A step of its own (the checks compare each step with the one before).
+            if holdLimitsOn, rng.chance(10) {
+                step += 1
+                fireHoldTimer()
+                try check()
+            }
         }
         try drain()
     }
@@ -410,17 +421,23 @@ struct Simulation {
         }
         let snapshot = arbiter.snapshot()
         for claim in snapshot.claims where ending.contains(claim.request.id) && claim.phase == .granted {
-            for (path, item) in zip(claim.paths, claim.request.items) where item.access.isWrite {
-                unsaid[path] = windowTicks + 8
-                // A file's other names are the claim's entries too (issue 26).
-                guard let identity = identity(of: item.path) else { continue }
-                for (name, other) in Self.identities where other == identity { unsaid[name] = windowTicks + 8 }
-            }
-            for path in claimMoves[claim.request.id] ?? [] { unsaid[path] = windowTicks + 8 }
+            noteEndedUnsaid(claim)
         }
         if case .claimFinished(_, let created, _) = event {
             for path in created { unsaid[path] = windowTicks + 8 }
         }
+    }
+
+    /// A granted claim ends without saying what it left behind (its client's finish without an outcome, its client
+    /// gone, its hold limit passed): its written items' events are echoes for a while.
+    private mutating func noteEndedUnsaid(_ claim: ArbiterSnapshot.Claim) {
+        for (path, item) in zip(claim.paths, claim.request.items) where item.access.isWrite {
+            unsaid[path] = windowTicks + 8
+            // A file's other names are the claim's entries too (issue 26).
+            guard let identity = identity(of: item.path) else { continue }
+            for (name, other) in Self.identities where other == identity { unsaid[name] = windowTicks + 8 }
+        }
+        for path in claimMoves[claim.request.id] ?? [] { unsaid[path] = windowTicks + 8 }
     }
 
     /// `true` when an item, or a folder enclosing it, was written by a write that ended unsaid within the retention.
@@ -550,7 +567,7 @@ struct Simulation {
                 items.append(item(path, access))
             }
         }
-        let request = ClaimRequest(
+        var request = ClaimRequest(
             id: ClaimID(newID()),
             client: client,
             coordinator: coordinator,
@@ -560,8 +577,17 @@ struct Simulation {
             items: items,
             timeout: rng.chance(20) ? .milliseconds(Int.random(in: 0...2_000, using: &rng)) : nil
         )
+        if holdLimitsOn, rng.chance(40) { request.maximumHold = .seconds(30) }
         claimInfo[request.id] = request
         send(.claimRequested(request))
+    }
+
+    /// Fires a hold limit's timer (issue 42): a due one, or a late one, which must change nothing.
+    private mutating func fireHoldTimer() {
+        let late = claimInfo.keys.sorted().randomElement(using: &rng)
+        guard let (id, due) = holds.timerToFire(late: late, using: &rng) else { return }
+        let effects = send(.timerFired(.claimHoldLimit(id)))
+        if !due && !effects.isEmpty { violations.append("a late hold-limit timer of \(id) did \(effects)") }
     }
 
     // MARK: Leases (issue 23)
@@ -836,8 +862,10 @@ struct Simulation {
 
     // MARK: Feeding the arbiter and recording what it says
 
-    private mutating func send(_ event: ArbiterEvent) {
+    @discardableResult
+    private mutating func send(_ event: ArbiterEvent) -> [ArbiterEffect] {
         if recordTrace { trace.append("step \(step): \(Self.traced(event))") }
+        let beforeForHolds: ArbiterSnapshot? = holdLimitsOn && !holds.overdue.isEmpty ? arbiter.snapshot() : nil
         if case .timerFired(.fileSystemWindow) = event {
             fileSystemNotificationsThisWindow = []
             windowTicks += 1
@@ -916,6 +944,18 @@ struct Simulation {
         // Requests owed by presenters that are gone count as answered.
         let stillOpen = arbiter.snapshot().outstandingRequests
         openRequests.removeAll { stillOpen[$0] == nil }
+        if holdLimitsOn {
+            for effect in effects { holds.record(effect) }
+            let (found, ended) = holds.check(
+                after: event,
+                before: beforeForHolds,
+                arbiter: arbiter,
+                packageExtensions: packageExtensions
+            )
+            violations += found
+            for claim in ended { noteEndedUnsaid(claim) }
+        }
+        return effects
     }
 
     private var violations: [String] = []

@@ -35,6 +35,7 @@ import Testing
         var otherNamesWritten = 0
         var echoes = (laterChanges: 0, echoesRepeated: 0)
         var gates = (commands: 0, drained: 0, failedAtGate: 0)
+        var holdsEnded = 0
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -49,6 +50,7 @@ import Testing
                 gates.commands += simulation.gateCounts.commands
                 gates.drained += simulation.gateCounts.drained
                 gates.failedAtGate += simulation.gateCounts.failedAtGate
+                holdsEnded += simulation.holds.endedByRule
             }
             do {
                 try simulation.run()
@@ -67,7 +69,7 @@ import Testing
                 + "closed by the host; \(otherNamesWritten) writes of files with other names reported; "
                 + "\(echoes.laterChanges) changes after a write reported, \(echoes.echoesRepeated) write echoes repeated; "
                 + "host gates: \(gates.commands) commands, \(gates.drained) drains ended, \(gates.failedAtGate) claims "
-                + "failed at a gate"
+                + "failed at a gate; \(holdsEnded) claims ended past their hold limit"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -75,6 +77,7 @@ import Testing
             #expect(otherNamesWritten > 0, "issue 26: no ended write of a file with other names was reported")
             #expect(echoes.laterChanges > 0 && echoes.echoesRepeated > 0, "issue 37: no write echo was told apart")
             #expect(gates.drained > 0 && gates.failedAtGate > 0, "issue 40: no host gate drained or failed a claim")
+            #expect(holdsEnded > 0, "issue 42: no claim ended past its hold limit")
         }
     }
 
