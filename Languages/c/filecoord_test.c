@@ -10,14 +10,20 @@
 #include <filecoord.h>
 
 #include <errno.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 static int failures = 0;
+
+#define FILECOORD_PURPOSE_PREFIX "FILECOORD_PURPOSE="
 
 #define CHECK(condition, ...)                                                                                         \
     do {                                                                                                              \
@@ -34,6 +40,30 @@ static int failures = 0;
     } while (0)
 
 static char directory[512];
+
+/* Runs `fccoord write --timeout 2 PATH -- true` (FCCOORD names it) with `purpose` as FILECOORD_PURPOSE (NULL: none,
+ * removed from the environment); returns its exit status, -1 when it could not run. */
+static int fccoord_write(const char *path, const char *purpose) {
+    const char *fccoord = getenv("FCCOORD");
+    if (!fccoord) return -1;
+    static char variable[1024];
+    char *environment[256];
+    size_t count = 0;
+    for (char **entry = environ; *entry && count < 254; entry++) {
+        if (strncmp(*entry, FILECOORD_PURPOSE_PREFIX, strlen(FILECOORD_PURPOSE_PREFIX)) != 0) environment[count++] = *entry;
+    }
+    if (purpose) {
+        snprintf(variable, sizeof variable, "%s%s", FILECOORD_PURPOSE_PREFIX, purpose);
+        environment[count++] = variable;
+    }
+    environment[count] = NULL;
+    char *const arguments[] = {(char *)fccoord, "write", "--timeout", "2", (char *)path, "--", "true", NULL};
+    pid_t child;
+    if (posix_spawn(&child, fccoord, NULL, NULL, arguments, environment) != 0) return -1;
+    int status;
+    if (waitpid(child, &status, 0) != child) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 static void path_in(char *buffer, size_t size, const char *name) { snprintf(buffer, size, "%s/%s", directory, name); }
 
@@ -194,9 +224,20 @@ int main(int argc, char **argv) {
 
     /* A claim held between calls; a coordinator with a timeout gives up on it. */
     filecoord_item held_item = {document, 1, 0};
-    filecoord_claim *claim = filecoord_claim_begin(NULL, &held_item, 1, &error);
+    filecoord_coordinator *holder = filecoord_coordinator_new();
+    filecoord_claim *claim = filecoord_claim_begin(holder, &held_item, 1, &error);
     CHECK(claim != NULL && filecoord_claim_count(claim) == 1 && strcmp(filecoord_claim_path(claim, 0), document) == 0,
           "claim held between calls");
+    /* A command run inside the claim with its purpose (issue 42): fccoord's write is inside it; without the purpose
+     * it waits for it and gives up (status 124). */
+    char *purpose = filecoord_coordinator_copy_purpose(holder);
+    CHECK(purpose != NULL && purpose[0] != '\0', "the holder's purpose: %s", purpose ? purpose : "NULL");
+    int inside = fccoord_write(document, purpose);
+    CHECK(inside == 0, "fccoord run with FILECOORD_PURPOSE writes inside the held claim (status %d)", inside);
+    int outside = fccoord_write(document, NULL);
+    CHECK(outside == 124, "fccoord run without it waits for the claim and gives up (status %d)", outside);
+    filecoord_free(purpose);
+    CHECK(filecoord_coordinator_copy_purpose(NULL) == NULL, "no purpose for a NULL coordinator");
     filecoord_coordinator *coordinator = filecoord_coordinator_new();
     filecoord_coordinator_set_timeout(coordinator, 0.3);
     ran = 0;
@@ -206,6 +247,7 @@ int main(int argc, char **argv) {
     filecoord_error_free(error);
     error = NULL;
     filecoord_claim_end(claim);
+    filecoord_coordinator_free(holder);
     status = filecoord_read(coordinator, document, 0, read_first_line, line, &error);
     CHECK(status == FILECOORD_OK, "the read is granted once the claim ended");
     CHECK(filecoord_coordinator_set_purpose(coordinator, "c-test", &error) == FILECOORD_OK, "purpose set");

@@ -75,6 +75,12 @@ public func filecoord_coordinator_set_purpose(
     }
 }
 
+@_cdecl("filecoord_coordinator_copy_purpose")
+public func filecoord_coordinator_copy_purpose(_ coordinator: OpaquePointer?) -> UnsafeMutablePointer<CChar>? {
+    guard let coordinator else { return nil }
+    return strdup(Handle.get(coordinator, as: CoordinatorBox.self).coordinator.purposeIdentifier)
+}
+
 @_cdecl("filecoord_coordinator_cancel")
 public func filecoord_coordinator_cancel(_ coordinator: OpaquePointer?) {
     guard let coordinator else { return }

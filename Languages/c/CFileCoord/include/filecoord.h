@@ -94,6 +94,12 @@ void filecoord_coordinator_set_timeout(filecoord_coordinator *coordinator, doubl
 /* The purpose identifier: coordinators with the same one never block each other. Once, before any call. */
 int filecoord_coordinator_set_purpose(filecoord_coordinator *coordinator, const char *purpose,
                                       filecoord_error **error);
+/* The purpose identifier (the one set, or the coordinator's own unique one), to run a command inside its claims:
+ * give the command FILECOORD_PURPOSE=<purpose> in its environment (posix_spawn's envp; setenv before fork only in a
+ * program with one thread) and its coordinated calls (fccoord, the preload library, the Python package) are inside
+ * this coordinator's claims instead of waiting for them (issue 42; docs/SEMANTICS.md §2 rule 4). libfilecoord itself
+ * does not read the variable. A string to free with filecoord_free; NULL for a NULL coordinator. */
+char *filecoord_coordinator_copy_purpose(const filecoord_coordinator *coordinator);
 /* Fails this coordinator's waiting and later calls with FILECOORD_ERR_CANCELLED. Any thread. */
 void filecoord_coordinator_cancel(filecoord_coordinator *coordinator);
 /* Frees it; no call of it may be running. */

@@ -22,6 +22,7 @@ filecoord_coordinator *filecoord_coordinator_new(void);
 void filecoord_coordinator_set_timeout(filecoord_coordinator *coordinator, double seconds);
 int filecoord_coordinator_set_purpose(filecoord_coordinator *coordinator, const char *purpose,
                                       filecoord_error **error);
+char *filecoord_coordinator_copy_purpose(const filecoord_coordinator *coordinator);
 void filecoord_coordinator_cancel(filecoord_coordinator *coordinator);
 void filecoord_coordinator_free(filecoord_coordinator *coordinator);
 
