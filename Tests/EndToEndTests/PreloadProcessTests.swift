@@ -40,7 +40,9 @@ import Testing
         }
     }
 
-    @Test("A vfork child that closes the daemon's connection leaves the parent's open: its next write is coordinated")
+    @Test(
+        "A vfork or posix_spawn child that closes the daemon's connection leaves the parent's: its next write is coordinated"
+    )
     func aVforkChildLeavesTheParentsConnectionAlone() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
@@ -58,11 +60,14 @@ import Testing
                 #define _GNU_SOURCE
                 #include <dirent.h>
                 #include <fcntl.h>
+                #include <spawn.h>
                 #include <stdio.h>
                 #include <stdlib.h>
                 #include <string.h>
                 #include <sys/wait.h>
                 #include <unistd.h>
+
+                extern char **environ;
 
                 /* The sockets open in this process; `mark` (when not NULL) flags each, and `fresh` gets one not
                  * flagged before. */
@@ -106,6 +111,17 @@ import Testing
                         _exit(0);
                     }
                     waitpid(child, NULL, 0);
+                    /* posix_spawn's child shares the parent's memory too (CLONE_VFORK), and its file actions close
+                     * and replace the connection's number (through glibc's internal calls). */
+                    posix_spawn_file_actions_t actions;
+                    posix_spawn_file_actions_init(&actions);
+                    posix_spawn_file_actions_addclose(&actions, connection);
+                    posix_spawn_file_actions_adddup2(&actions, 2, connection);
+                    char *const arguments[] = {"true", NULL};
+                    pid_t spawned;
+                    if (posix_spawnp(&spawned, "true", &actions, NULL, arguments, environ) != 0) exit(4);
+                    waitpid(spawned, NULL, 0);
+                    posix_spawn_file_actions_destroy(&actions);
                     append(argv[2], "second\\n");
                     printf("%d\\n", sockets(NULL, NULL) - before);
                     return 0;

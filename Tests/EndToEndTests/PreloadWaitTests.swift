@@ -181,4 +181,35 @@ import Testing
             _ = try await reader.waitFor("done read \(pidFile)")
         }
     }
+
+    /// Issue 42: a daemon that fails the trust checks (here its socket's folder opened to group and others, as
+    /// anybody's could be) is sent nothing, not even a path: the program's write goes through at once, as without the
+    /// library, though a reader holds the file.
+    @Test("An untrusted daemon is sent nothing: the write goes through at once, as without the library")
+    func anUntrustedDaemonIsSentNothing() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let document = try env.file("doc.txt", "old\n")
+            let reader = try await env.host("R")
+            try reader.send("read \(document) hold")
+            _ = try await reader.waitFor("holding read \(document)")
+            let folder = (env.socket as NSString).deletingLastPathComponent
+            #expect(chmod(folder, 0o755) == 0)
+            defer { chmod(folder, 0o700) }
+            let start = ContinuousClock.now
+            let result = try await env.runProgram(
+                ["sh", "-c", "echo new > doc.txt"],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
+            )
+            let took = ContinuousClock.now - start
+            #expect(result.status == 0, "\(result.error)")
+            #expect(took < .seconds(10), "the write waited \(took) for a daemon it must not trust")
+            #expect(env.contents(document) == "new\n")
+            // The daemon saw no client of the library: the connection was never made.
+            #expect(!daemon.log().contains("client.name=preload:"), "\(daemon.log())")
+            chmod(folder, 0o700)
+            try reader.send("release")
+            _ = try await reader.waitFor("done read \(document)")
+        }
+    }
 }
