@@ -67,6 +67,8 @@ extension Arbiter {
         case .drain:
             let gate = closeHostGate(folder)
             gate.draining = true
+            // The drain waits for the claims granted inside: those past their longest hold end now (issue 42).
+            if let claim = claims[gate.claim] { noteOverdueHolds(blocking: claim) }
             // The process leases inside come back with their running claims, which the drain then waits for.
             recallLeases(inside: folder)
         case .failWaiting(let reason):

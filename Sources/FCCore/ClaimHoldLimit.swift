@@ -2,7 +2,8 @@
 ///
 /// The timer `.claimHoldLimit(id)` starts when the claim is granted and is cancelled when it ends. When it fires, the
 /// claim is *overdue*: from then on a claim that waits for it (conflicts with it, is not exempt from it and is not
-/// granted) ends it at once, as if its client had finished it: presenters hear of the write and get their
+/// granted), or a host gate that drains over it (another host waits for the folder, docs/SEMANTICS.md §14), ends it
+/// at once, as if its client had finished it: presenters hear of the write and get their
 /// reacquirers, and the claims that waited go on. Its client is not told (the preload library, the one client that
 /// asks for a limit, goes on writing through the descriptor it opened, as it would without the library), and its
 /// later finish is ignored as a finish of an unknown claim.
@@ -38,14 +39,22 @@ extension Arbiter {
         forEachConflicting(
             claim,
             until: { other in
-                if other.phase != .granted, !exempt(other.request, claim.request) { waitedFor = true }
+                if other.phase != .granted || isDrainingGate(other), !exempt(other.request, claim.request) {
+                    waitedFor = true
+                }
                 return !waitedFor
             }
         )
         if waitedFor { holdsToEnd.append(id) }
     }
 
-    /// A claim not granted, looked at in a pass: the overdue claims it waits for are to end.
+    /// Whether `claim` stands for a host gate that drains: it waits for every claim granted in its folder.
+    func isDrainingGate(_ claim: ClaimRecord) -> Bool {
+        claim.id.isHostGate && hostGate(standingAs: claim.id)?.draining == true
+    }
+
+    /// A claim not granted, looked at in a pass, or a host gate that starts draining: the overdue claims it waits for
+    /// are to end.
     func noteOverdueHolds(blocking waiting: ClaimRecord) {
         guard !overdueHolds.isEmpty else { return }
         forEachConflicting(

@@ -212,4 +212,93 @@ import Testing
             _ = try await reader.waitFor("done read \(document)")
         }
     }
+
+    /// Review of issue 42's signal rule: a thread that blocks a handled signal from its start (the JVM's threads and
+    /// SIGQUIT; workers made with a signal left to the main thread) is not in a handler. Judged by the mask at load,
+    /// such a worker was taken for one: it never connected, and its write went through at once, uncoordinated.
+    @Test("A worker thread born with a handled signal blocked is coordinated: its write waits for the reader")
+    func aThreadBornWithAHandledSignalBlockedIsCoordinated() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let held = try env.file("held.txt", "")
+            let reader = try await env.host("R")
+            try reader.send("read \(held) hold")
+            _ = try await reader.waitFor("holding read \(held)")
+            let source = """
+                #define _GNU_SOURCE
+                #include <fcntl.h>
+                #include <pthread.h>
+                #include <signal.h>
+                #include <stdio.h>
+                #include <string.h>
+                #include <unistd.h>
+
+                static void on_usr1(int signal) { (void)signal; }
+
+                static void *worker(void *file) {
+                    int fd = open(file, O_WRONLY | O_APPEND);
+                    if (fd >= 0) { if (write(fd, "worker\\n", 7) < 0) return NULL; close(fd); }
+                    return NULL;
+                }
+
+                int main(int argc, char **argv) {
+                    if (argc == 2) { /* again with no signal blocked, as in signalHandlerWaitsBriefly */
+                        sigset_t none;
+                        sigemptyset(&none);
+                        sigprocmask(SIG_SETMASK, &none, NULL);
+                        execl(argv[0], argv[0], argv[1], "again", (char *)NULL);
+                        return 5;
+                    }
+                    struct sigaction action;
+                    memset(&action, 0, sizeof action);
+                    action.sa_handler = on_usr1;
+                    sigaction(SIGUSR1, &action, NULL);
+                    sigset_t usr1;
+                    sigemptyset(&usr1);
+                    sigaddset(&usr1, SIGUSR1);
+                    pthread_sigmask(SIG_BLOCK, &usr1, NULL); /* the worker is born with it blocked */
+                    pthread_t thread;
+                    pthread_create(&thread, NULL, worker, argv[1]);
+                    pthread_join(thread, NULL);
+                    printf("done\\n");
+                    return 0;
+                }
+                """
+            let program = try await Self.compile(source, named: "blocked-worker", in: env)
+            let running = try env.startProgram([program, held], environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"])
+            var listing = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline, running.process.isRunning {
+                listing = try await env.runTool("fcdump", ["clients"]).output
+                if listing.contains("preload:blocked-worker pid") && listing.contains("1 claims") { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(listing.contains("preload:blocked-worker pid"), "the worker's write never asked: \(listing)")
+            #expect(env.contents(held) == "", "the worker wrote while the reader held the file")
+            try reader.send("release")
+            _ = try await reader.waitFor("done read \(held)")
+            #expect(try await running.waitForExit() == 0, "\(running.error)")
+            #expect(env.contents(held) == "worker\n")
+        }
+    }
+
+    /// Review of issue 42's handshake: a daemon that refuses (here: at its connection limit) was asked again a second
+    /// later, by every later call, each costing a connection and a warning in its log. Now it counts as a daemon that
+    /// does not answer: not asked again for a minute.
+    @Test("A daemon that refuses the connection is not asked again at every call")
+    func aRefusingDaemonIsNotAskedAgainAtOnce() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon(arguments: ["--max-connections", "1"])
+            for name in ["a.txt", "b.txt", "c.txt"] { _ = try env.file(name, "") }
+            let host = try await env.host("P")
+            try await host.present("R", env.path("elsewhere.txt"))  // the one connection allowed
+            let result = try await env.runProgram(
+                ["sh", "-c", "echo 1 > a.txt; sleep 1.2; echo 2 > b.txt; sleep 1.2; echo 3 > c.txt"]
+            )
+            #expect(result.status == 0, "\(result.error)")
+            #expect(env.contents(env.path("c.txt")) == "3\n")
+            let refusals = daemon.log().components(separatedBy: "\n").filter { $0.contains("max-connections") }
+            #expect(refusals.count == 1, "the daemon refused \(refusals.count) connections: \(daemon.log())")
+        }
+    }
 }

@@ -98,4 +98,30 @@ import Testing
         #expect(h.isGranted(held))
         #expect(h.arbiter.statistics.holdsEnded == 0)
     }
+
+    /// A host gate that drains waits for every claim granted in its folder (another host waits for it, §14): an
+    /// overdue one ends, whether the drain begins after its limit passed or before.
+    @Test func aDrainingHostGateEndsAnOverdueHolder() throws {
+        let h = ArbiterHarness(configuration: ArbiterConfiguration(presenterTimeout: .seconds(30)))
+        let drained = { (effects: [ArbiterEffect]) -> Bool in
+            effects.contains { if case .hostGateDrained = $0 { true } else { false } }
+        }
+        let program = h.connect("preload:sh")
+        for drainFirst in [false, true] {
+            h.send(.hostGate(ArbiterHarness.path("/share"), .close))
+            h.send(.hostGate(ArbiterHarness.path("/share"), .open(revision: 1)))
+            let held = limitedWrite(h, drainFirst ? 2 : 1, "/share/log", client: program)
+            #expect(h.isGranted(held))
+            if drainFirst {
+                h.send(.hostGate(ArbiterHarness.path("/share"), .drain))
+                #expect(!drained(h.lastEffects))
+                h.send(.timerFired(.claimHoldLimit(held)))
+            } else {
+                h.send(.timerFired(.claimHoldLimit(held)))
+                h.send(.hostGate(ArbiterHarness.path("/share"), .drain))
+            }
+            #expect(drained(h.lastEffects), "the drain still waits for the overdue \(held)")
+        }
+        #expect(h.arbiter.statistics.holdsEnded == 2)
+    }
 }

@@ -12,14 +12,19 @@ static uint64_t next_claim = 1;
 // MARK: Claims
 
 /* Waits until the slot is answered, the connection ends or the deadline passes (WAITING), or the daemon's HelloReply
- * is late (SILENT). With the lock held; the reader drops it while it polls. */
+ * is late or did not come (SILENT: refused, or the connection ended before it). With the lock held; the reader drops
+ * it while it polls. */
 static int await_locked(int slot, struct timespec deadline) {
     while (1) {
         if (pending[slot].state != WAITING) return pending[slot].state;
-        if (connection < 0) return GONE;
-        if (hello_awaited && !before(now(), hello_deadline)) return SILENT;
+        if (connection < 0) return hello_refused ? SILENT : GONE;
+        struct timespec until = deadline;
+        /* Only a thread that could read the HelloReply judges it late: a reader may hold it, unhandled yet. */
+        if (hello_awaited && !reader_active) {
+            if (!before(now(), hello_deadline)) return SILENT;
+            if (before(hello_deadline, until)) until = hello_deadline;
+        }
         if (!before(now(), deadline)) return WAITING;
-        struct timespec until = hello_awaited && before(hello_deadline, deadline) ? hello_deadline : deadline;
         if (reader_active) {
             pthread_cond_timedwait(&replied, &lock, &until);
             continue;
@@ -108,7 +113,7 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_
         uint64_t wait = in_handler ? FCP_SIGNAL_WAIT_MS : fcp_settings.timeout_ms + 2000;
         state = await_locked(slot, after(now(), wait));
         if (state == SILENT) {
-            daemon_silent_locked(); /* no HelloReply: nothing was granted */
+            daemon_silent_locked(); /* no HelloReply: nothing was granted, and this daemon is not asked for a while */
         } else if (state == WAITING && in_handler) {
             fcp_finish_locked(claim); /* cancelled: the handler's call goes through */
         } else if (state == WAITING) {

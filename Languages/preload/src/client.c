@@ -34,6 +34,7 @@ int reader_active;
 int close_after_read = -1;
 struct timespec retry_after;
 int hello_awaited;
+int hello_refused;
 struct timespec hello_deadline;
 static pid_t own_pid;
 char purpose[256];
@@ -67,28 +68,51 @@ int fcp_lock_for(int in_handler) {
 }
 
 /* The signals blocked when the library was loaded: a mask the program inherited (a parent may leave nearly every
- * signal blocked) says nothing about handlers. */
+ * signal blocked) says nothing about handlers. The main thread's baseline to start with. */
 static sigset_t inherited_mask;
 
-/* Reads, never changes, the thread's signal mask and the signals' dispositions: one system call for a thread that
- * blocks no more than it inherited (the common case), one more per other blocked signal. */
-int fcp_in_signal_handler(void) {
-    sigset_t blocked;
-    if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0) return 0;
-    int any = 0;
-    for (int number = 1; number < NSIG && !any; number++) {
-        any = sigismember(&blocked, number) == 1 && sigismember(&inherited_mask, number) != 1;
+/* Per thread: the signals the thread blocks of its own accord (its baseline), as seen at its calls outside handlers:
+ * the mask of its first call (the main thread: the mask at load), narrowed at each later call outside a handler to
+ * what is still blocked. A signal blocked beyond it, with a handler, is taken for a handler running (issue 42). A
+ * thread that blocks a handled signal from its start (the JVM's threads and SIGQUIT, workers created with a signal
+ * left to another thread) is not taken for a handler. */
+static __thread sigset_t thread_baseline __attribute__((tls_model("initial-exec")));
+static __thread int thread_baseline_set __attribute__((tls_model("initial-exec")));
+
+/* Whether a signal blocked in `blocked` beyond the thread's baseline has a handler. */
+static int handled_beyond_baseline(const sigset_t *blocked) {
+    int beyond = 0;
+    for (int number = 1; number < NSIG && !beyond; number++) {
+        beyond = sigismember(blocked, number) == 1 && sigismember(&thread_baseline, number) != 1;
     }
-    if (!any) return 0;
+    if (!beyond) return 0;
     stack_t stack;
     if (sigaltstack(NULL, &stack) == 0 && (stack.ss_flags & SS_ONSTACK)) return 1;
     for (int number = 1; number < NSIG; number++) {
-        if (sigismember(&blocked, number) != 1 || sigismember(&inherited_mask, number) == 1) continue;
+        if (sigismember(blocked, number) != 1 || sigismember(&thread_baseline, number) == 1) continue;
         struct sigaction action;
         if (sigaction(number, NULL, &action) != 0) continue;
         if ((action.sa_flags & SA_SIGINFO) || (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN)) return 1;
     }
     return 0;
+}
+
+/* Reads, never changes, the thread's signal mask and the signals' dispositions: one system call for a thread that
+ * blocks no more than its baseline (the common case), one more per other blocked signal. errno is kept. */
+int fcp_in_signal_handler(void) {
+    int saved = errno;
+    sigset_t blocked;
+    int in_handler = 0;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0) {
+        if (!thread_baseline_set) {
+            thread_baseline = gettid() == getpid() ? inherited_mask : blocked;
+            thread_baseline_set = 1;
+        }
+        in_handler = handled_beyond_baseline(&blocked);
+        if (!in_handler) sigandset(&thread_baseline, &thread_baseline, &blocked);
+    }
+    errno = saved;
+    return in_handler;
 }
 
 int fcp_same_process(void) { return getpid() == own_pid; }
@@ -97,8 +121,20 @@ void fcp_disable_process(void) { __atomic_store_n(&fcp_settings.disabled, 1, __A
 
 // MARK: Settings, fork
 
-static void after_fork_prepare(void) { pthread_mutex_lock(&lock); }
-static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+/* While the lock is held for a fork, the forking thread's wrappers pass straight through (`busy`): a signal handler
+ * run there, between this handler and the next, would otherwise wait for the lock its own thread holds. */
+static __thread int busy_before_fork __attribute__((tls_model("initial-exec")));
+
+static void after_fork_prepare(void) {
+    pthread_mutex_lock(&lock);
+    busy_before_fork = busy;
+    busy = 1;
+}
+
+static void after_fork_parent(void) {
+    busy = busy_before_fork;
+    pthread_mutex_unlock(&lock);
+}
 
 /* The child keeps no connection and no claims: its parent's claims stay its parent's (its closes release
  * nothing), and it connects on its own when it first needs the daemon. It keeps the parent's purpose, so that the
@@ -111,6 +147,7 @@ static void after_fork_child(void) {
     generation++;
     reader_active = 0;
     hello_awaited = 0;
+    hello_refused = 0;
     received = 0;
     memset(pending, 0, sizeof pending);
     fcp_fd_forget_all();
@@ -121,6 +158,7 @@ static void after_fork_child(void) {
     pthread_condattr_init(&attributes);
     pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
     pthread_cond_init(&replied, &attributes);
+    busy = busy_before_fork;
     pthread_mutex_unlock(&lock);
 }
 

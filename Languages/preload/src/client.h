@@ -35,6 +35,9 @@ FCP_HIDDEN extern struct timespec retry_after;
  * with the lock held), and whoever waits for that claim's answer reads it. Past `hello_deadline` without it, the
  * daemon is taken as silent. */
 FCP_HIDDEN extern int hello_awaited;
+/* The connection ended while its HelloReply was awaited (refused, closed, a protocol error): the daemon is treated as
+ * one that does not answer (daemon_silent_locked), not asked again for a while. Cleared at the next connect. */
+FCP_HIDDEN extern int hello_refused;
 FCP_HIDDEN extern struct timespec hello_deadline;
 FCP_HIDDEN extern char purpose[256];
 FCP_HIDDEN extern char client_name[256];

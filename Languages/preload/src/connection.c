@@ -20,7 +20,9 @@ static void forget_connection_locked(void) {
     received = 0;
     hello_awaited = 0;
     for (int index = 0; index < FCP_MAX_PENDING; index++) {
-        if (pending[index].claim != 0 && pending[index].state == WAITING) pending[index].state = GONE;
+        if (pending[index].claim != 0 && pending[index].state == WAITING) {
+            pending[index].state = hello_refused ? SILENT : GONE;
+        }
     }
     fcp_fd_forget_all();
     retry_after = after(now(), 1000);
@@ -28,6 +30,7 @@ static void forget_connection_locked(void) {
 }
 
 void disconnect_locked(void) {
+    if (hello_awaited) hello_refused = 1; /* ended before its HelloReply: a refusal, or a daemon that closes */
     if (connection >= 0) {
         if (reader_active) {
             shutdown(connection, SHUT_RDWR); /* the reader closes it when it returns */
@@ -194,6 +197,7 @@ int connect_locked(void) {
     connection = fd;
     generation++;
     received = 0;
+    hello_refused = 0;
     Filecoord__V1__Hello hello = FILECOORD__V1__HELLO__INIT;
     hello.protocol_version = 1;
     hello.client_name = client_name;

@@ -866,6 +866,9 @@ struct Simulation {
     private mutating func send(_ event: ArbiterEvent) -> [ArbiterEffect] {
         if recordTrace { trace.append("step \(step): \(Self.traced(event))") }
         let beforeForHolds: ArbiterSnapshot? = holdLimitsOn && !holds.overdue.isEmpty ? arbiter.snapshot() : nil
+        let drainingBefore = Set(
+            beforeForHolds == nil ? [] : arbiter.hostGateSnapshots().filter(\.draining).map(\.claim)
+        )
         if case .timerFired(.fileSystemWindow) = event {
             fileSystemNotificationsThisWindow = []
             windowTicks += 1
@@ -945,10 +948,12 @@ struct Simulation {
         let stillOpen = arbiter.snapshot().outstandingRequests
         openRequests.removeAll { stillOpen[$0] == nil }
         if holdLimitsOn {
-            for effect in effects { holds.record(effect) }
             let (found, ended) = holds.check(
                 after: event,
+                effects: effects,
+                requests: claimInfo,
                 before: beforeForHolds,
+                drainingGatesBefore: drainingBefore,
                 arbiter: arbiter,
                 packageExtensions: packageExtensions
             )
