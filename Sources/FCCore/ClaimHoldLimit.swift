@@ -3,10 +3,10 @@
 /// The timer `.claimHoldLimit(id)` starts when the claim is granted and is cancelled when it ends. When it fires, the
 /// claim is *overdue*: from then on a claim that waits for it (conflicts with it, is not exempt from it and is not
 /// granted), or a host gate that drains over it (another host waits for the folder, docs/SEMANTICS.md §14), ends it
-/// at once, as if its client had finished it: presenters hear of the write and get their
-/// reacquirers, and the claims that waited go on. Its client is not told (the preload library, the one client that
-/// asks for a limit, goes on writing through the descriptor it opened, as it would without the library), and its
-/// later finish is ignored as a finish of an unknown claim.
+/// at once, as if its client had finished it: presenters hear of the write and get their reacquirers, and the claims
+/// that waited go on. Its client is not told (the preload library, the one client that asks for a limit, goes on
+/// writing through the descriptor it opened, as it would without the library), and its later finish is ignored as a
+/// finish of an unknown claim.
 ///
 /// Checked when the timer fires (the claims waiting then) and for every claim not granted that a pass looks at while
 /// some claim is overdue (the claims that come to wait later); a claim parked on another blocker is looked at again
