@@ -374,8 +374,15 @@ final class Driver {
         if end.rssKiB > max(baseline.rssKiB * 12 / 10, baseline.rssKiB + 8 * 1024) {
             failures.append("daemon RSS grew from \(baseline.rssKiB) KiB to \(end.rssKiB) KiB")
         }
-        if end.descriptors > baseline.descriptors + 4 {
-            failures.append("daemon descriptors grew from \(baseline.descriptors) to \(end.descriptors)")
+        // Across hosts the daemon also keeps connections to etcd's members: AsyncHTTPClient's pool keeps up to its
+        // soft limit of idle HTTP/1.1 connections per member (8, FCCluster's EtcdClient.httpClientConfiguration) for a
+        // minute after a burst, and the watches hold theirs; bounded, and not a leak, so the check allows it.
+        let members = clusterEndpoints.map { $0.split(separator: ",").count } ?? 0
+        let allowed = 4 + 8 * members
+        if end.descriptors > baseline.descriptors + allowed {
+            failures.append(
+                "daemon descriptors grew from \(baseline.descriptors) to \(end.descriptors) (\(allowed) allowed)"
+            )
         }
         for failure in failures { say("FAILED: \(failure)") }
         say(failures.isEmpty ? "fc-load: passed" : "fc-load: failed (seed \(seed))")
