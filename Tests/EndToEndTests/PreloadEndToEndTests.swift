@@ -137,6 +137,31 @@ extension TestEnvironment {
     /// The text of a file, `nil` when it does not exist.
     func contents(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
 
+    /// `fcdump clients` read again every 20 ms until `condition` holds of it, `program` exits, or `timeout` passes;
+    /// returns the last listing (to check, and to print when it does not say what was awaited).
+    func clientsListing(
+        until condition: (String) -> Bool,
+        while program: Program,
+        timeout: Duration = defaultTimeout
+    ) async throws -> String {
+        var listing = ""
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, program.process.isRunning {
+            listing = try await runTool("fcdump", ["clients"]).output
+            if condition(listing) { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return listing
+    }
+
+    /// Compiles a test's C program (`-Wall -Werror -pthread`, and `flags`) into the test's folder; returns its path.
+    func compileC(_ source: String, named name: String, flags: [String] = []) async throws -> String {
+        let sourcePath = try file("\(name).c", source)
+        let program = path(name)
+        try await setUp(["cc", "-Wall", "-Werror", "-pthread"] + flags + ["-o", program, sourcePath])
+        return program
+    }
+
     /// Runs a command without the library (test setup), failing on a non-zero status.
     func setUp(_ command: [String], in workingDirectory: String? = nil) async throws {
         let result = try await runProgram(command, preloaded: false, in: workingDirectory)

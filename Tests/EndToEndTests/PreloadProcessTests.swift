@@ -132,13 +132,10 @@ import Testing
             try await env.setUp(["cc", "-Wall", "-Werror", "-o", program, sourcePath])
             let running = try env.startProgram([program, first, held])
             let pid = running.process.processIdentifier
-            var listing = ""
-            let deadline = ContinuousClock.now + defaultTimeout
-            while ContinuousClock.now < deadline, running.process.isRunning {
-                listing = try await env.runTool("fcdump", ["clients"]).output
-                if listing.contains("preload:vfork pid \(pid): 0 presenters, 1 claims") { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let listing = try await env.clientsListing(
+                until: { $0.contains("preload:vfork pid \(pid): 0 presenters, 1 claims") },
+                while: running
+            )
             #expect(listing.contains("preload:vfork pid \(pid): 0 presenters, 1 claims"), "\(listing)")
             #expect(env.contents(held) == "", "the write went through while the read held the file")
             try reader.send("release")

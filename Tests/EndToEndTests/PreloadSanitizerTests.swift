@@ -108,9 +108,7 @@ import Testing
         let held = try env.file("held.txt", "")
         let folder = env.path("files")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        let sourcePath = try env.file("stress.c", source)
-        let program = env.path("stress")
-        try await env.setUp(["cc", "-g", "-Wall", "-Werror", "-pthread", "-o", program, sourcePath])
+        let program = try await env.compileC(source, named: "stress", flags: ["-g"])
         let reader = try await env.host("R")
         try reader.send("read \(held) hold")
         _ = try await reader.waitFor("holding read \(held)")
@@ -122,13 +120,11 @@ import Testing
             environment: variables
         )
         // Its first write waits for the reader: fcdump shows the program with a claim.
-        var listing = ""
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline, running.process.isRunning {
-            listing = try await env.runTool("fcdump", ["clients"]).output
-            if listing.contains("1 claims (through libfilecoord-preload)") { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let listing = try await env.clientsListing(
+            until: { $0.contains("1 claims (through libfilecoord-preload)") },
+            while: running,
+            timeout: .seconds(60)
+        )
         #expect(listing.contains("1 claims (through libfilecoord-preload)"), "\(listing) \(running.error)")
         #expect(env.contents(held) == "", "the write went through while the reader held the file")
         try reader.send("release")

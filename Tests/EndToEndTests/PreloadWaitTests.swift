@@ -12,14 +12,6 @@ import Testing
 // a signal handler.
 
 @Suite struct PreloadWaitTests {
-    /// Compiles a C program of the test into the test's folder; returns its path.
-    static func compile(_ source: String, named name: String, in env: TestEnvironment) async throws -> String {
-        let sourcePath = try env.file("\(name).c", source)
-        let program = env.path(name)
-        try await env.setUp(["cc", "-Wall", "-Werror", "-pthread", "-o", program, sourcePath])
-        return program
-    }
-
     /// Waits until the daemon's process is stopped (SIGSTOP takes effect after kill returns).
     static func waitUntilStopped(_ pid: Int32) async throws {
         try await eventually("filecoordd \(pid) to stop") {
@@ -94,7 +86,7 @@ import Testing
                     return 0;
                 }
                 """
-            let program = try await Self.compile(source, named: "fork-while-connecting", in: env)
+            let program = try await env.compileC(source, named: "fork-while-connecting")
             let result = try await env.runProgram([program, file])
             #expect(result.status == 0, "\(result.error)")
             let took = Int(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
@@ -165,7 +157,7 @@ import Testing
                     return 0;
                 }
                 """
-            let program = try await Self.compile(source, named: "unlink-in-handler", in: env)
+            let program = try await env.compileC(source, named: "unlink-in-handler")
             let result = try await env.runProgram(
                 [program, first, pidFile],
                 environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
@@ -264,15 +256,12 @@ import Testing
                     return 0;
                 }
                 """
-            let program = try await Self.compile(source, named: "blocked-worker", in: env)
+            let program = try await env.compileC(source, named: "blocked-worker")
             let running = try env.startProgram([program, held], environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"])
-            var listing = ""
-            let deadline = ContinuousClock.now + defaultTimeout
-            while ContinuousClock.now < deadline, running.process.isRunning {
-                listing = try await env.runTool("fcdump", ["clients"]).output
-                if listing.contains("preload:blocked-worker pid") && listing.contains("1 claims") { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let listing = try await env.clientsListing(
+                until: { $0.contains("preload:blocked-worker pid") && $0.contains("1 claims") },
+                while: running
+            )
             #expect(listing.contains("preload:blocked-worker pid"), "the worker's write never asked: \(listing)")
             #expect(env.contents(held) == "", "the worker wrote while the reader held the file")
             try reader.send("release")
