@@ -349,17 +349,29 @@ def check_test_counts():
                           "`Tests/` folder: name what is counted, or drop the number")
 
 
+def check_c_manual():
+    """docs/man/filecoord.3 names every function filecoord.h declares, in its NAME and SYNOPSIS (issue 43)."""
+    header = read("Languages/c/CFileCoord/include/filecoord.h")
+    manual = read("docs/man/filecoord.3")
+    for function in sorted(set(re.findall(r"\b(filecoord_[a-z0-9_]+)\(", header))):
+        if f".Nm {function}" not in manual:
+            error("docs/man/filecoord.3", 1, f"{function} (filecoord.h) is missing from NAME")
+        if f".Fn {function} " not in manual:
+            error("docs/man/filecoord.3", 1, f"{function} (filecoord.h) is missing from SYNOPSIS")
+
+
 def main():
     check_modules()
     check_citations()
     check_payload_tags()
     check_test_counts()
+    check_c_manual()
     if errors:
         for line in errors:
             print(line, file=sys.stderr)
         print(f"check-docs: {len(errors)} mismatch(es) between the docs and the code", file=sys.stderr)
         return 1
-    print("check-docs: module table, cited sections, payload tags and test counts agree with the code")
+    print("check-docs: module table, cited sections, payload tags, test counts and the C manual agree with the code")
     return 0
 
 

@@ -64,7 +64,7 @@ if [[ "${FC_LANG_TESTS:-python}" == "python" || -z "${FC_LANG_TESTS:-}" ]]; then
     # A virtual environment of the run's own, removed with it: the user's Python and its packages are not touched.
     python3 -m venv "$work/venv"
     venv_python="$work/venv/bin/python"
-    "$venv_python" -m pip install --quiet --disable-pip-version-check cffi pytest wheel setuptools
+    "$venv_python" -m pip install --quiet --disable-pip-version-check cffi pytest wheel setuptools mypy
     "$venv_python" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$repo/Languages/python"
     FILECOORD_LIBRARY="$prefix/lib/libfilecoord.so.1" FC_PRODUCTS="$bin" \
         "$venv_python" -m pytest -q -p no:cacheprovider "$repo/Languages/python/tests"

@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
     struct counts counts;
     memset(&counts, 0, sizeof counts);
     filecoord_presenter_callbacks callbacks = presenter_callbacks();
-    filecoord_presenter *presenter = filecoord_presenter_add(document, &callbacks, &counts, &error);
+    filecoord_presenter *presenter = filecoord_presenter_add(document, &callbacks, &counts, 0, &error);
     CHECK(presenter != NULL && error == NULL, "presenter registered");
     status = filecoord_write(NULL, document, FILECOORD_WRITE_FOR_MERGING, write_hello, &count, &error);
     CHECK(status == FILECOORD_OK, "write .forMerging with a presenter");
@@ -246,6 +246,15 @@ int main(int argc, char **argv) {
           error ? filecoord_error_message(error) : "no error");
     filecoord_error_free(error);
     error = NULL;
+    /* Registering a presenter waits behind the write claim, at most its timeout (issue 43; before, without end). */
+    struct counts late_counts;
+    memset(&late_counts, 0, sizeof late_counts);
+    filecoord_presenter *late = filecoord_presenter_add(document, &callbacks, &late_counts, 0.3, &error);
+    CHECK(late == NULL && filecoord_error_code(error) == FILECOORD_ERR_TIMED_OUT,
+          "a presenter added behind the held write claim gives up after its timeout (%s)",
+          error ? filecoord_error_message(error) : "no error");
+    filecoord_error_free(error);
+    error = NULL;
     filecoord_claim_end(claim);
     filecoord_coordinator_free(holder);
     status = filecoord_read(coordinator, document, 0, read_first_line, line, &error);
@@ -284,6 +293,53 @@ int main(int argc, char **argv) {
     status = filecoord_add_conflict_version(NULL, document, copy, "laptop", &error);
     CHECK(status == FILECOORD_OK, "conflict version added (%s)", error ? filecoord_error_message(error) : "-");
     filecoord_error_free(error);
+    error = NULL;
+
+    /* Move, delete and conflict-version calls run on the caller's coordinator (issue 43): its purpose puts them
+     * inside a claim of the same purpose (before, each ran on a coordinator of its own and waited for the claim
+     * until its timeout), and its cancellation fails them (before, they went ahead). */
+    char guarded[512], guarded_moved[512];
+    path_in(guarded, sizeof guarded, "guarded.txt");
+    path_in(guarded_moved, sizeof guarded_moved, "guarded-moved.txt");
+    write_file(guarded, "guarded\n");
+    filecoord_item guarded_item = {guarded, 1, 0};
+    filecoord_coordinator *owner = filecoord_coordinator_new();
+    filecoord_claim *guard = filecoord_claim_begin(owner, &guarded_item, 1, &error);
+    CHECK(guard != NULL, "a write claim held on %s", guarded);
+    char *owner_purpose = filecoord_coordinator_copy_purpose(owner);
+    filecoord_coordinator *inside_claim = filecoord_coordinator_new();
+    filecoord_coordinator_set_timeout(inside_claim, 2);
+    CHECK(filecoord_coordinator_set_purpose(inside_claim, owner_purpose, &error) == FILECOORD_OK, "purpose shared");
+    filecoord_free(owner_purpose);
+    status = filecoord_add_conflict_version(inside_claim, guarded, copy, "laptop", &error);
+    CHECK(status == FILECOORD_OK, "a conflict version added inside the claim of its purpose (%s)",
+          error ? filecoord_error_message(error) : "-");
+    status = filecoord_move(inside_claim, guarded, guarded_moved, &error);
+    CHECK(status == FILECOORD_OK && access(guarded_moved, F_OK) == 0, "a move inside the claim of its purpose (%s)",
+          error ? filecoord_error_message(error) : "-");
+    status = filecoord_delete(inside_claim, guarded_moved, &error);
+    CHECK(status == FILECOORD_OK && access(guarded_moved, F_OK) != 0, "a delete inside the claim of its purpose (%s)",
+          error ? filecoord_error_message(error) : "-");
+    filecoord_claim_end(guard);
+    filecoord_coordinator_free(owner);
+    filecoord_coordinator_free(inside_claim);
+
+    filecoord_coordinator *cancelled = filecoord_coordinator_new();
+    filecoord_coordinator_cancel(cancelled);
+    write_file(guarded, "guarded\n");
+    status = filecoord_move(cancelled, guarded, guarded_moved, &error);
+    CHECK(status == FILECOORD_ERR_CANCELLED && access(guarded, F_OK) == 0, "a cancelled coordinator's move fails");
+    filecoord_error_free(error);
+    error = NULL;
+    status = filecoord_delete(cancelled, guarded, &error);
+    CHECK(status == FILECOORD_ERR_CANCELLED && access(guarded, F_OK) == 0, "a cancelled coordinator's delete fails");
+    filecoord_error_free(error);
+    error = NULL;
+    status = filecoord_add_conflict_version(cancelled, guarded, copy, "laptop", &error);
+    CHECK(status == FILECOORD_ERR_CANCELLED, "a cancelled coordinator's conflict version fails");
+    filecoord_error_free(error);
+    error = NULL;
+    filecoord_coordinator_free(cancelled);
 
     printf("all C checks passed\n");
     return failures == 0 ? 0 : 1;

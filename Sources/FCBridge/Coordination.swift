@@ -52,6 +52,14 @@ public enum Coordination {
         return coordinator
     }
 
+    /// The coordinator a call runs on: `given` (a caller's own, whose purpose and cancellation then apply, with the
+    /// call's timeout), or a new one with `settings`.
+    private static func coordinator(_ settings: CallSettings, given: NSFileCoordinator?) -> NSFileCoordinator {
+        guard let given else { return coordinator(settings) }
+        given.timeout = settings.timeout
+        return given
+    }
+
     /// Runs `body` with the paths to use while `items` are claimed; returns its result, or the call's failure (the
     /// body then did not run).
     public static func access<T>(
@@ -61,8 +69,7 @@ public enum Coordination {
         body: ([String]) -> T
     ) -> Result<T, BridgeError> {
         guard !items.isEmpty else { return .failure(BridgeError(.invalidArgument, "No path to coordinate.")) }
-        let coordinator = given ?? self.coordinator(settings)
-        if given != nil { coordinator.timeout = settings.timeout }
+        let coordinator = self.coordinator(settings, given: given)
         var result: T?
         var error: NSError?
         switch (items.count, items.first!.access) {
@@ -122,9 +129,10 @@ public enum Coordination {
     public static func move(
         _ source: String,
         to destination: String,
-        settings: CallSettings = CallSettings()
+        settings: CallSettings = CallSettings(),
+        coordinator given: NSFileCoordinator? = nil
     ) -> Result<Void, BridgeError> {
-        let coordinator = self.coordinator(settings)
+        let coordinator = self.coordinator(settings, given: given)
         var error: NSError?
         var outcome: Result<Void, BridgeError> = .failure(BridgeError(.other, "The accessor did not run."))
         coordinator.coordinate(
@@ -150,8 +158,12 @@ public enum Coordination {
 
     /// Deletes `path` (a directory with what is in it) in a coordinated write with `.forDeleting`, so that its
     /// presenters accommodate the deletion first.
-    public static func delete(_ path: String, settings: CallSettings = CallSettings()) -> Result<Void, BridgeError> {
-        let coordinator = self.coordinator(settings)
+    public static func delete(
+        _ path: String,
+        settings: CallSettings = CallSettings(),
+        coordinator given: NSFileCoordinator? = nil
+    ) -> Result<Void, BridgeError> {
+        let coordinator = self.coordinator(settings, given: given)
         var error: NSError?
         var outcome: Result<Void, BridgeError> = .failure(BridgeError(.other, "The accessor did not run."))
         coordinator.coordinate(writingItemAt: URL(fileURLWithPath: path), options: .forDeleting, error: &error) {
@@ -180,9 +192,10 @@ public enum Coordination {
         of path: String,
         contentsOf contentsPath: String,
         savingComputer: String,
-        settings: CallSettings = CallSettings()
+        settings: CallSettings = CallSettings(),
+        coordinator given: NSFileCoordinator? = nil
     ) -> Result<Void, BridgeError> {
-        let coordinator = self.coordinator(settings)
+        let coordinator = self.coordinator(settings, given: given)
         var error: NSError?
         var outcome: Result<Void, BridgeError> = .failure(BridgeError(.other, "The accessor did not run."))
         coordinator.coordinate(writingItemAt: URL(fileURLWithPath: path), options: [], error: &error) { url in

@@ -48,9 +48,13 @@ public func filecoord_coordinator_new() -> OpaquePointer? {
 @_cdecl("filecoord_coordinator_set_timeout")
 public func filecoord_coordinator_set_timeout(_ coordinator: OpaquePointer?, _ seconds: Double) {
     guard let coordinator else { return }
-    let timeout: Duration? =
-        seconds > 0 && seconds.isFinite ? .milliseconds(Int64(min(seconds, 1e9) * 1_000)) : nil
+    let timeout = waitLimit(seconds: seconds)
     Handle.get(coordinator, as: CoordinatorBox.self).timeout.withLock { $0 = timeout }
+}
+
+/// A C timeout in seconds as a wait's limit: none for 0 or less (or not a number), as filecoord.h says.
+func waitLimit(seconds: Double) -> Duration? {
+    seconds > 0 && seconds.isFinite ? .milliseconds(Int64(min(seconds, 1e9) * 1_000)) : nil
 }
 
 @_cdecl("filecoord_coordinator_set_purpose")
@@ -275,8 +279,14 @@ public func filecoord_claim_end(_ claim: OpaquePointer?) {
 
 // MARK: Operations
 
-private func settingsAndCheck(_ coordinator: OpaquePointer?) -> CallSettings {
-    coordinator.map { Handle.get($0, as: CoordinatorBox.self).settings } ?? CallSettings()
+/// The settings and the coordinator of a call made with `coordinator` (NULL: defaults and a coordinator of its own):
+/// the caller's coordinator itself, so that its purpose and its cancellation apply, as filecoord.h says.
+private func callCoordinator(
+    _ coordinator: OpaquePointer?
+) -> (settings: CallSettings, coordinator: NSFileCoordinator?) {
+    guard let coordinator else { return (CallSettings(), nil) }
+    let box = Handle.get(coordinator, as: CoordinatorBox.self)
+    return (box.settings, box.coordinator)
 }
 
 @_cdecl("filecoord_move")
@@ -288,7 +298,8 @@ public func filecoord_move(
 ) -> Int32 {
     let outcome = string(source, "source").flatMap { source in
         string(destination, "destination").flatMap { destination in
-            Coordination.move(source, to: destination, settings: settingsAndCheck(coordinator))
+            let call = callCoordinator(coordinator)
+            return Coordination.move(source, to: destination, settings: call.settings, coordinator: call.coordinator)
         }
     }
     if case .failure(let failure) = outcome { return report(failure, error) }
@@ -301,7 +312,10 @@ public func filecoord_delete(
     _ path: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    let outcome = string(path, "path").flatMap { Coordination.delete($0, settings: settingsAndCheck(coordinator)) }
+    let call = callCoordinator(coordinator)
+    let outcome = string(path, "path").flatMap {
+        Coordination.delete($0, settings: call.settings, coordinator: call.coordinator)
+    }
     if case .failure(let failure) = outcome { return report(failure, error) }
     return 0
 }
@@ -314,6 +328,7 @@ public func filecoord_add_conflict_version(
     _ savingComputer: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
+    let call = callCoordinator(coordinator)
     let outcome = string(path, "path").flatMap { path in
         string(contentsPath, "contents_path").flatMap { contents in
             string(savingComputer, "saving_computer").flatMap { computer in
@@ -321,7 +336,8 @@ public func filecoord_add_conflict_version(
                     of: path,
                     contentsOf: contents,
                     savingComputer: computer,
-                    settings: settingsAndCheck(coordinator)
+                    settings: call.settings,
+                    coordinator: call.coordinator
                 )
             }
         }

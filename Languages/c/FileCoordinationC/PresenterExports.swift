@@ -103,6 +103,7 @@ public func filecoord_presenter_add(
     _ pathArgument: UnsafePointer<CChar>?,
     _ callbacks: UnsafePointer<filecoord_presenter_callbacks>?,
     _ context: UnsafeMutableRawPointer?,
+    _ timeoutSeconds: Double,
     _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> OpaquePointer? {
     let path: String
@@ -120,9 +121,11 @@ public func filecoord_presenter_add(
     let presenter = BridgePresenter.register(path: path, callbacks: declared(copied.callbacks)) { event in
         copied.deliver(event)
     }
-    // A coordinated read on the presenter's behalf is granted only once the arbiter has registered it.
+    // A coordinated read on the presenter's behalf is granted only once the arbiter has registered it. It waits
+    // behind a write claim on the item, so it is bounded by the caller's timeout (none when 0 or less).
     let barrier = Coordination.access(
         [CoordinatedItem(path: path, access: .read(.withoutChanges))],
+        settings: CallSettings(timeout: waitLimit(seconds: timeoutSeconds)),
         coordinator: NSFileCoordinator(filePresenter: presenter)
     ) { _ in }
     if case .failure(let failure) = barrier {

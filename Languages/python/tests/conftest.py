@@ -5,6 +5,7 @@ FILECOORDD_SOCKET / FILECOORDD_PATH (a private daemon, started on demand by the 
 bounded and waits for an event.
 """
 
+import json
 import os
 import queue
 import subprocess
@@ -23,6 +24,34 @@ def products():
     if not folder:
         pytest.fail("FC_PRODUCTS must name the folder with filecoordd and fc-testhost (scripts/test-languages.sh)")
     return folder
+
+
+def claims_of(pid):
+    """The daemon's claims of the clients with process id `pid` (`fcdump clients --json`, docs/FCDUMP-SCHEMA.md),
+    or None when no client of that process is connected."""
+    result = subprocess.run(
+        [os.path.join(products(), "fcdump"), "clients", "--json"], capture_output=True, text=True, timeout=TIMEOUT
+    )
+    assert result.returncode == 0, result.stderr
+    dump = json.loads(result.stdout)
+    clients = [client for client in dump["clients"] if client["pid"] == pid]
+    if not clients:
+        return None
+    ids = {claim for client in clients for claim in client["claims"]}
+    return [claim for claim in dump["claims"] if claim["id"] in ids]
+
+
+def claims_once(pid, condition, timeout=TIMEOUT):
+    """`claims_of(pid)` read again every 20 ms (as the Swift end-to-end tests read `fcdump clients`) until
+    `condition` holds of it; fails after `timeout` seconds with the last listing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        claims = claims_of(pid)
+        if condition(claims):
+            return claims
+        if time.monotonic() > deadline:
+            raise AssertionError("the daemon's claims of pid %d never matched within %ss: %r" % (pid, timeout, claims))
+        time.sleep(0.02)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -132,7 +161,7 @@ def testhost(spawn):
 def python_child(spawn):
     """Starts `python -c CODE` with the bindings importable."""
 
-    def start(code):
-        return spawn([sys.executable, "-c", code])
+    def start(code, **kwargs):
+        return spawn([sys.executable, "-c", code], **kwargs)
 
     return start

@@ -1,6 +1,7 @@
 """The Python bindings across processes and languages: Python and Swift presenters and writers, a Python holder
 killed with kill -9, and a hundred threads keeping mutual exclusion."""
 
+import errno
 import os
 import subprocess
 import threading
@@ -40,9 +41,42 @@ def test_errors_are_exceptions_with_the_library_codes(tmp_path):
         thread.join(10)
     assert isinstance(outcome[0], filecoord.TimedOut), outcome
     assert outcome[0].code == 10 and outcome[0].message
+    # Also the built-in exception for the same failure.
+    assert isinstance(outcome[0], TimeoutError)
     with pytest.raises(filecoord.OperationFailed) as raised:
         filecoord.delete(tmp_path / "missing")
     assert raised.value.code == 22 and raised.value.errno == 2
+
+
+def test_errors_are_also_the_matching_built_in_exceptions(tmp_path, python_child):
+    """Code written against the standard library catches them: TimeoutError, FileNotFoundError, ConnectionError."""
+    item = tmp_path / "held.txt"
+    item.write_text("x")
+    with filecoord.writing(item):
+        with pytest.raises(TimeoutError) as timed_out:
+            with filecoord.reading(item, timeout=0.2):
+                pass
+    assert isinstance(timed_out.value, filecoord.TimedOut) and timed_out.value.code == 10
+    for call in (lambda: filecoord.delete(tmp_path / "missing"), lambda: filecoord.move(tmp_path / "missing", item)):
+        with pytest.raises(FileNotFoundError) as not_found:
+            call()
+        assert isinstance(not_found.value, filecoord.FileNotFound)
+        assert isinstance(not_found.value, filecoord.OperationFailed)
+        assert not_found.value.code == 22 and not_found.value.errno == errno.ENOENT
+    assert item.read_text() == "x"
+    # Unreachable: a daemon socket whose own name is too long for any address fails the first call at once
+    # (docs/SEMANTICS.md §9), in a process of its own (this one is connected already).
+    socket = str(tmp_path / ("s" * 120))
+    child = python_child(
+        "import filecoord\n"
+        "try:\n"
+        "    with filecoord.reading(%r):\n"
+        "        print('granted', flush=True)\n"
+        "except ConnectionError as error:\n"
+        "    print('unreachable', type(error).__name__, error.code, flush=True)\n" % str(item),
+        env=dict(os.environ, FILECOORDD_SOCKET=socket),
+    )
+    assert child.wait_for("unreachable") == "unreachable Unreachable 1"
 
 
 def test_move_and_delete_tell_presenters(tmp_path):
@@ -126,10 +160,17 @@ def test_swift_presenter_hears_a_python_writer(tmp_path, testhost):
         with open(path, "w") as file:
             file.write("v2 from python")
     host.wait_for("presenter P relinquishToWriter")
-    host.wait_for("presenter P save")
-    host.wait_for("presenter P didChange")
-    relinquished = host.lines.index("presenter P relinquishToWriter")
-    assert relinquished >= 0
+    host.wait_for("presenter P reacquire", count=2)
+    # The write's messages, in the order docs/SEMANTICS.md §3 gives (relinquish, save for .forMerging, then after
+    # the write did change, then the reacquirer), after those of the host's own read.
+    events = [line for line in host.lines if line.startswith("presenter P ")]
+    write = events[events.index("presenter P relinquishToWriter") :]
+    assert write == [
+        "presenter P relinquishToWriter",
+        "presenter P save",
+        "presenter P didChange",
+        "presenter P reacquire",
+    ], events
 
 
 def test_a_python_holder_killed_with_kill_9_releases_its_claims(tmp_path, python_child, testhost):
@@ -208,3 +249,25 @@ def test_a_command_run_inside_a_python_claim_is_inside_it(tmp_path):
         with pytest.raises(filecoord.TimedOut):
             with filecoord.reading(item, timeout=0.3):
                 pass
+
+
+def test_registering_a_presenter_waits_behind_a_writer_for_at_most_its_timeout(tmp_path, testhost):
+    item = tmp_path / "held.txt"
+    item.write_text("x")
+    host = testhost()
+    host.send("write %s swift hold" % item)
+    host.wait_for("holding write")
+
+    class Watcher(filecoord.Presenter):
+        def presented_item_did_change(self):
+            pass
+
+    with pytest.raises(TimeoutError) as raised:
+        with Watcher(item, timeout=0.3):
+            pass
+    assert isinstance(raised.value, filecoord.TimedOut) and raised.value.code == 10
+    host.send("release")
+    host.wait_for("done write")
+    # Once the writer is done it registers, and starts with the writer's result.
+    with Watcher(item, timeout=10) as watcher:
+        assert open(watcher.presented_item_path).read() == "swift"

@@ -4,8 +4,11 @@
  * filecoordd (started on demand) exactly as a Swift app does, so C programs, Swift apps, `fccoord` and the Python
  * bindings coordinate with one another.
  *
- * Build and install: scripts/install-libfilecoord.sh PREFIX (README, "Other languages"); then
+ * Install: the Debian packages libfilecoord1 and libfilecoord-dev (scripts/package-deb.sh), or
+ * scripts/install-libfilecoord.sh PREFIX (README, "Other languages"); then
  *     cc prog.c $(pkg-config --cflags --libs filecoord)
+ * The library exports only the functions below (version node FILECOORD_1) and carries Swift's runtime inside it: it
+ * depends on Debian's libraries alone. man 3 filecoord has all of this as a manual page.
  *
  * ABI. FILECOORD_ABI_VERSION is the major version of the ABI: it is the soname's number (libfilecoord.so.1) and
  * changes whenever a function, type or constant below changes incompatibly. filecoord_abi_version() says which ABI
@@ -23,6 +26,17 @@
  *
  * Memory. The library never writes to standard output or error, never installs a signal handler and keeps no
  * descriptor of the caller's. Every handle it returns is freed by the function named with it.
+ *
+ * fork. The library runs threads of its own (its connection to the daemon, presenter callbacks) from the first call
+ * on, so after fork() the child of a program that has called it may call no function of this header (nor anything
+ * but async-signal-safe functions, as POSIX says of every multithreaded program) until it calls exec; a program it
+ * then runs may use the library from the start. The child's descriptor of the daemon connection is closed on exec
+ * (it is opened with O_CLOEXEC), and claims held by the parent stay the parent's: a command that must run inside
+ * them is given the coordinator's purpose (filecoord_coordinator_copy_purpose).
+ *
+ * Signals. No function here is async-signal-safe: none may be called from a signal handler. A handler that must end
+ * a wait calls nothing of the library; it tells a thread (a self-pipe, an eventfd, a flag) that then calls
+ * filecoord_coordinator_cancel, which may be called from any thread while a call of that coordinator waits.
  */
 #ifndef FILECOORD_H
 #define FILECOORD_H
@@ -140,7 +154,8 @@ const char *filecoord_claim_path(const filecoord_claim *claim, size_t index);
 void filecoord_claim_end(filecoord_claim *claim);
 
 /* Moves `source` to `destination` (replacing a file there) in one coordinated write of both (.forMoving,
- * .forReplacing); presenters hear that it moved. */
+ * .forReplacing); presenters hear that it moved. Like every call here, it runs on `coordinator`: its timeout, its
+ * purpose (inside the claims of the same purpose) and its cancellation apply. */
 int filecoord_move(filecoord_coordinator *coordinator, const char *source, const char *destination,
                    filecoord_error **error);
 /* Deletes `path` (a directory with its contents) in a coordinated write .forDeleting. */
@@ -179,9 +194,12 @@ typedef struct filecoord_presenter_callbacks {
 typedef struct filecoord_presenter filecoord_presenter;
 
 /* Registers a presenter of `path`; returns once the arbiter has it (so an access that starts after this returns
- * reaches it), or NULL with the error. `callbacks` is copied; `context` is passed to every callback. */
+ * reaches it), or NULL with the error. `callbacks` is copied; `context` is passed to every callback. Registering
+ * waits behind a write claim on the item (the presenter then starts with the writer's result): at most
+ * `timeout_seconds` (0 or less: as long as it takes), then it fails with FILECOORD_ERR_TIMED_OUT and nothing is
+ * registered. */
 filecoord_presenter *filecoord_presenter_add(const char *path, const filecoord_presenter_callbacks *callbacks,
-                                             void *context, filecoord_error **error);
+                                             void *context, double timeout_seconds, filecoord_error **error);
 /* Where the presented item is now (it follows moves): a string to free with filecoord_free. */
 char *filecoord_presenter_copy_path(const filecoord_presenter *presenter);
 /* Unregisters the presenter, waits until none of its callbacks runs (unless called from one of them), and frees

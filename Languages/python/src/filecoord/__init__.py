@@ -1,30 +1,37 @@
 """File coordination for Python: NSFileCoordinator and NSFilePresenter through libfilecoord and filecoordd.
 
-Coordinated access::
+Coordinated access, with ``with`` or, in a coroutine, ``async with``::
 
     with filecoord.reading(path) as p: ...            # p: the path to use while the read is held
-    with filecoord.writing(path, merging=True) as p: ...
-    filecoord.move(source, destination)
+    async with filecoord.writing(path, merging=True) as p: ...
+    filecoord.move(source, destination)                # await filecoord.aio.move(...) in a coroutine
     filecoord.delete(path)
 
 Presenters: subclass :class:`Presenter`, implement the methods you need, and register it with ``with``.
 
-Threads: ``reading``/``writing`` block the calling thread until granted (other Python threads keep running: the
-GIL is released while waiting); the claim is held until the ``with`` block ends, whichever thread that is on.
-Presenter methods run on a thread of the library's, one at a time per presenter.
+Threads: ``reading``/``writing``/``coordinate`` block the calling thread until granted (other Python threads keep
+running: the GIL is released while waiting); the claim is held until the ``with`` block ends, whichever thread that is
+on. On the main thread the wait can be interrupted: Ctrl-C (or any exception a signal handler raises) cancels the
+request, leaves nothing held and raises KeyboardInterrupt. ``async with`` waits without blocking the event loop, and
+cancelling the task cancels the request. Presenter methods run on a thread of the library's, one at a time per
+presenter.
 """
 
-import contextlib
+from __future__ import annotations
+
 import os
 import uuid
+from types import TracebackType
+from typing import Any, Callable, Generic, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
-from . import errors
+from . import _waiting, errors
 from ._library import ffi, lib
-from .errors import (  # noqa: F401 (re-exported)
+from .errors import (
     BadPath,
     Cancelled,
     Deadlock,
     FileCoordinationError,
+    FileNotFound,
     InvalidArgument,
     OperationFailed,
     PresenterTimeout,
@@ -40,8 +47,10 @@ __all__ = [
     "move",
     "delete",
     "add_conflict_version",
+    "Claim",
     "Presenter",
     "library_version",
+    "StrPath",
     "FileCoordinationError",
     "Unreachable",
     "Deadlock",
@@ -51,7 +60,15 @@ __all__ = [
     "Cancelled",
     "Refused",
     "OperationFailed",
+    "FileNotFound",
     "InvalidArgument",
+    "READ_WITHOUT_CHANGES",
+    "READ_RESOLVES_SYMBOLIC_LINK",
+    "WRITE_FOR_DELETING",
+    "WRITE_FOR_MOVING",
+    "WRITE_FOR_MERGING",
+    "WRITE_FOR_REPLACING",
+    "PURPOSE_VARIABLE",
 ]
 
 READ_WITHOUT_CHANGES = 1 << 0
@@ -61,54 +78,20 @@ WRITE_FOR_MOVING = 1 << 1
 WRITE_FOR_MERGING = 1 << 2
 WRITE_FOR_REPLACING = 1 << 3
 
+#: A path: a string or an ``os.PathLike`` (``pathlib.Path``).
+StrPath = Union[str, "os.PathLike[str]"]
 
-def library_version():
+#: What a :class:`Claim` yields: the path of ``reading``/``writing``, the list of paths of ``coordinate``.
+Paths = TypeVar("Paths", str, List[str])
+
+
+def library_version() -> str:
     """libfilecoord's version string."""
-    return ffi.string(lib.filecoord_version()).decode()
+    return str(ffi.string(lib.filecoord_version()).decode())
 
 
-def _path(path):
+def _path(path: StrPath) -> bytes:
     return os.fsencode(os.path.abspath(os.fspath(path)))
-
-
-def _raise(error_out):
-    error = error_out[0]
-    code = lib.filecoord_error_code(error)
-    message = ffi.string(lib.filecoord_error_message(error)).decode("utf-8", "replace")
-    number = lib.filecoord_error_errno(error)
-    lib.filecoord_error_free(error)
-    raise errors.error_for(code, message, number)
-
-
-class _Coordinator:
-    """A libfilecoord coordinator with a timeout and a purpose, freed when done."""
-
-    def __init__(self, timeout=None, purpose=None):
-        self.handle = ffi.NULL
-        purpose = purpose or _INHERITED_PURPOSE
-        if timeout is None and purpose is None:
-            return
-        self.handle = lib.filecoord_coordinator_new()
-        if timeout is not None:
-            if timeout <= 0:
-                raise InvalidArgument("timeout must be positive", code=errors.ERR_INVALID_ARGUMENT)
-            lib.filecoord_coordinator_set_timeout(self.handle, float(timeout))
-        if purpose is not None:
-            error = ffi.new("filecoord_error **")
-            if lib.filecoord_coordinator_set_purpose(self.handle, purpose.encode(), error) != 0:
-                self.close()
-                _raise(error)
-
-    def close(self):
-        if self.handle != ffi.NULL:
-            lib.filecoord_coordinator_free(self.handle)
-            self.handle = ffi.NULL
-
-    def __enter__(self):
-        return self.handle
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 #: The environment variable that carries the purpose of the claims a command runs inside (docs/SEMANTICS.md §2 rule 4).
@@ -119,97 +102,261 @@ PURPOSE_VARIABLE = "FILECOORD_PURPOSE"
 _INHERITED_PURPOSE = os.environ.get(PURPOSE_VARIABLE) or None
 
 
-@contextlib.contextmanager
-def coordinate(items, timeout=None, purpose=None):
-    """Claims several items at once: `items` is a list of ``(path, "read"|"write", options)``; yields the paths to
-    use, in the same order, while every claim is held.
+def _coordinator(timeout: Optional[float], purpose: Optional[str] = None) -> _waiting.Coordinator:
+    if timeout is not None and not timeout > 0:
+        raise InvalidArgument("timeout must be positive", code=errors.ERR_INVALID_ARGUMENT)
+    return _waiting.Coordinator(timeout, purpose or _INHERITED_PURPOSE)
 
-    While the block runs, ``os.environ["FILECOORD_PURPOSE"]`` carries the claims' purpose, so that a program it starts
-    (``subprocess``) is inside them: ``fccoord``, the preload library and this package in that program never wait
-    for them. Without `purpose` the claims take the one this interpreter was started inside, or a new one. The
-    variable is the process's: with claims held in several threads at once, a child gets the latest one's."""
-    purpose = purpose or _INHERITED_PURPOSE or "python " + uuid.uuid4().hex
-    keep = []
-    array = ffi.new("filecoord_item[]", len(items))
-    for index, (path, kind, options) in enumerate(items):
-        encoded = ffi.new("char[]", _path(path))
-        keep.append(encoded)
-        array[index].path = encoded
-        array[index].write = 1 if kind == "write" else 0
-        array[index].options = options
-    with _Coordinator(timeout, purpose) as coordinator:
+
+class Claim(Generic[Paths]):
+    """Coordinated access to items, held while a ``with`` or ``async with`` block runs: what :func:`reading`,
+    :func:`writing` and :func:`coordinate` return. Entering it waits until every claim is granted and gives the
+    path(s) to use; leaving the block releases them. Each Claim is entered once.
+
+    ``with``: waits on the calling thread. On the main thread an exception raised while waiting (KeyboardInterrupt
+    from Ctrl-C, or whatever a signal handler raises) cancels the request through the library
+    (``filecoord_coordinator_cancel``) and propagates once nothing is held or asked for any more.
+
+    ``async with``: waits on a helper thread without blocking the event loop; cancelling the task cancels the request
+    the same way, and the task sees CancelledError once nothing is held or asked for any more.
+
+    While the block runs, ``os.environ["FILECOORD_PURPOSE"]`` carries the claims' purpose, so that a program it
+    starts (``subprocess``) is inside them: ``fccoord``, the preload library and this package in that program never
+    wait for them. The variable is the process's: with claims held in several threads (or tasks) at once, a child
+    gets the latest one's.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[Tuple[StrPath, str, int]],
+        timeout: Optional[float],
+        purpose: Optional[str],
+        result: Callable[[List[str]], Paths],
+    ) -> None:
+        if timeout is not None and not timeout > 0:
+            raise InvalidArgument("timeout must be positive", code=errors.ERR_INVALID_ARGUMENT)
+        self._items = [(_path(path), 1 if kind == "write" else 0, int(options)) for path, kind, options in items]
+        self._timeout = timeout
+        self._purpose = purpose or _INHERITED_PURPOSE or "python " + uuid.uuid4().hex
+        self._result: Callable[[List[str]], Paths] = result
+        self._entered = False
+        self._coordinator: Optional[_waiting.Coordinator] = None
+        self._claim: Any = None
+        self._previous_purpose: Optional[str] = None
+
+    def _start(self) -> _waiting.Coordinator:
+        if self._entered:
+            raise RuntimeError("a filecoord.Claim is entered once; call reading/writing/coordinate again")
+        self._entered = True
+        return _coordinator(self._timeout, self._purpose)
+
+    def _begin(self, coordinator: _waiting.Coordinator) -> Tuple[Any, List[str]]:
+        """filecoord_claim_begin (on the thread that waits): the claim and the paths to use."""
+        encoded = [ffi.new("char[]", path) for path, _, _ in self._items]
+        array = ffi.new("filecoord_item[]", len(self._items))
+        for index, (_, write, options) in enumerate(self._items):
+            array[index].path = encoded[index]
+            array[index].write = write
+            array[index].options = options
         error = ffi.new("filecoord_error **")
-        claim = lib.filecoord_claim_begin(coordinator, array, len(items), error)
+        claim = lib.filecoord_claim_begin(coordinator.handle, array, len(self._items), error)
         if claim == ffi.NULL:
-            _raise(error)
-        previous = os.environ.get(PURPOSE_VARIABLE)
-        os.environ[PURPOSE_VARIABLE] = purpose
+            _waiting.raise_error(error)
+        paths = [
+            os.fsdecode(ffi.string(lib.filecoord_claim_path(claim, index)))
+            for index in range(lib.filecoord_claim_count(claim))
+        ]
+        return claim, paths
+
+    @staticmethod
+    def _give_back(begun: Tuple[Any, List[str]]) -> None:
+        lib.filecoord_claim_end(begun[0])
+
+    def _hold(self, coordinator: _waiting.Coordinator, begun: Tuple[Any, List[str]]) -> Paths:
+        self._coordinator, self._claim = coordinator, begun[0]
         try:
-            paths = [
-                os.fsdecode(ffi.string(lib.filecoord_claim_path(claim, index)))
-                for index in range(lib.filecoord_claim_count(claim))
-            ]
-            yield paths
-        finally:
+            self._previous_purpose = os.environ.get(PURPOSE_VARIABLE)
+            os.environ[PURPOSE_VARIABLE] = self._purpose
+            return self._result(begun[1])
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        coordinator, claim = self._coordinator, self._claim
+        self._coordinator = self._claim = None
+        if coordinator is None:
+            return
+        try:
             # Put back as it was, unless another block changed it meanwhile (a thread's): then that one's stays.
-            if os.environ.get(PURPOSE_VARIABLE) == purpose:
-                if previous is None:
+            if os.environ.get(PURPOSE_VARIABLE) == self._purpose:
+                if self._previous_purpose is None:
                     del os.environ[PURPOSE_VARIABLE]
                 else:
-                    os.environ[PURPOSE_VARIABLE] = previous
+                    os.environ[PURPOSE_VARIABLE] = self._previous_purpose
+        finally:
             lib.filecoord_claim_end(claim)
+            coordinator.close()
+
+    def __enter__(self) -> Paths:
+        coordinator = self._start()
+        try:
+            begun = _waiting.wait(coordinator, lambda: self._begin(coordinator), self._give_back)
+        except BaseException:
+            coordinator.close()
+            raise
+        return self._hold(coordinator, begun)
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self._release()
+
+    async def __aenter__(self) -> Paths:
+        coordinator = self._start()
+        try:
+            begun = await _waiting.wait_async(coordinator, lambda: self._begin(coordinator), self._give_back)
+        except BaseException:
+            coordinator.close()
+            raise
+        return self._hold(coordinator, begun)
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        # filecoord_claim_end waits until the daemon has the release: off the event loop.
+        await _waiting.run_async(self._release)
 
 
-@contextlib.contextmanager
-def reading(path, without_changes=False, resolves_symbolic_link=False, timeout=None, purpose=None):
+def coordinate(
+    items: Sequence[Tuple[StrPath, str, int]],
+    timeout: Optional[float] = None,
+    purpose: Optional[str] = None,
+) -> Claim[List[str]]:
+    """Claims several items at once: `items` is a list of ``(path, "read"|"write", options)``; the block gets the
+    paths to use, in the same order, while every claim is held (``with`` or ``async with``, see :class:`Claim`).
+
+    Without `purpose` the claims take the one this interpreter was started inside, or a new one."""
+    return Claim(items, timeout, purpose, list)
+
+
+def _first(paths: List[str]) -> str:
+    return paths[0]
+
+
+def reading(
+    path: StrPath,
+    without_changes: bool = False,
+    resolves_symbolic_link: bool = False,
+    timeout: Optional[float] = None,
+    purpose: Optional[str] = None,
+) -> Claim[str]:
     """A coordinated read of `path`: presenters elsewhere save (unless `without_changes`) and relinquish, writers
-    wait; yields the path to use until the block ends. `timeout` (seconds) raises :class:`TimedOut`."""
+    wait; the block gets the path to use (``with`` or ``async with``, see :class:`Claim`). `timeout` (seconds)
+    raises :class:`TimedOut`."""
     options = (READ_WITHOUT_CHANGES if without_changes else 0) | (
         READ_RESOLVES_SYMBOLIC_LINK if resolves_symbolic_link else 0
     )
-    with coordinate([(path, "read", options)], timeout=timeout, purpose=purpose) as paths:
-        yield paths[0]
+    return Claim([(path, "read", options)], timeout, purpose, _first)
 
 
-@contextlib.contextmanager
-def writing(path, deleting=False, moving=False, merging=False, replacing=False, timeout=None, purpose=None):
-    """A coordinated write of `path`, with Apple's writing options; yields the path to use until the block ends."""
+def writing(
+    path: StrPath,
+    deleting: bool = False,
+    moving: bool = False,
+    merging: bool = False,
+    replacing: bool = False,
+    timeout: Optional[float] = None,
+    purpose: Optional[str] = None,
+) -> Claim[str]:
+    """A coordinated write of `path`, with Apple's writing options; the block gets the path to use (``with`` or
+    ``async with``, see :class:`Claim`)."""
     options = (
         (WRITE_FOR_DELETING if deleting else 0)
         | (WRITE_FOR_MOVING if moving else 0)
         | (WRITE_FOR_MERGING if merging else 0)
         | (WRITE_FOR_REPLACING if replacing else 0)
     )
-    with coordinate([(path, "write", options)], timeout=timeout, purpose=purpose) as paths:
-        yield paths[0]
+    return Claim([(path, "write", options)], timeout, purpose, _first)
 
 
-def move(source, destination, timeout=None):
-    """Moves `source` to `destination` in one coordinated write of both; presenters hear that it moved."""
-    with _Coordinator(timeout) as coordinator:
+def _nothing(_: None) -> None:
+    pass
+
+
+#: An operation ready to run: its coordinator and the call (raising on failure).
+_Prepared = Tuple[_waiting.Coordinator, Callable[[], None]]
+
+
+def _operation(timeout: Optional[float], call: Callable[[Any, Any], int]) -> _Prepared:
+    """A coordinator and the library call `call(coordinator, error)` that raises on failure."""
+    coordinator = _coordinator(timeout)
+
+    def run() -> None:
         error = ffi.new("filecoord_error **")
-        if lib.filecoord_move(coordinator, _path(source), _path(destination), error) != 0:
-            _raise(error)
+        if call(coordinator.handle, error) != 0:
+            _waiting.raise_error(error)
+
+    return coordinator, run
 
 
-def delete(path, timeout=None):
-    """Deletes `path` (a directory with its contents) in a coordinated write; presenters accommodate first."""
-    with _Coordinator(timeout) as coordinator:
-        error = ffi.new("filecoord_error **")
-        if lib.filecoord_delete(coordinator, _path(path), error) != 0:
-            _raise(error)
+def _move(source: StrPath, destination: StrPath, timeout: Optional[float]) -> _Prepared:
+    source_bytes, destination_bytes = _path(source), _path(destination)
+    return _operation(
+        timeout, lambda handle, error: int(lib.filecoord_move(handle, source_bytes, destination_bytes, error))
+    )
 
 
-def add_conflict_version(path, contents_path, saving_computer, timeout=None):
+def _delete(path: StrPath, timeout: Optional[float]) -> _Prepared:
+    path_bytes = _path(path)
+    return _operation(timeout, lambda handle, error: int(lib.filecoord_delete(handle, path_bytes, error)))
+
+
+def _add_conflict_version(
+    path: StrPath, contents_path: StrPath, saving_computer: str, timeout: Optional[float]
+) -> _Prepared:
+    path_bytes, contents_bytes, computer = _path(path), _path(contents_path), saving_computer.encode()
+    return _operation(
+        timeout,
+        lambda handle, error: int(
+            lib.filecoord_add_conflict_version(handle, path_bytes, contents_bytes, computer, error)
+        ),
+    )
+
+
+def _perform(prepared: _Prepared) -> None:
+    coordinator, run = prepared
+    try:
+        _waiting.wait(coordinator, run, _nothing)
+    finally:
+        coordinator.close()
+
+
+def move(source: StrPath, destination: StrPath, timeout: Optional[float] = None) -> None:
+    """Moves `source` to `destination` (replacing a file there) in one coordinated write of both; presenters hear
+    that it moved. Raises :class:`FileNotFound` when `source` does not exist."""
+    _perform(_move(source, destination, timeout))
+
+
+def delete(path: StrPath, timeout: Optional[float] = None) -> None:
+    """Deletes `path` (a directory with its contents) in a coordinated write; presenters accommodate first. Raises
+    :class:`FileNotFound` when it does not exist."""
+    _perform(_delete(path, timeout))
+
+
+def add_conflict_version(
+    path: StrPath, contents_path: StrPath, saving_computer: str, timeout: Optional[float] = None
+) -> None:
     """For sync tools: records the file at `contents_path` as an unresolved conflict version of `path` (from
     `saving_computer`), in a coordinated write of `path`; document apps find it among the item's conflicts."""
-    with _Coordinator(timeout) as coordinator:
-        error = ffi.new("filecoord_error **")
-        status = lib.filecoord_add_conflict_version(
-            coordinator, _path(path), _path(contents_path), saving_computer.encode(), error
-        )
-        if status != 0:
-            _raise(error)
+    _perform(_add_conflict_version(path, contents_path, saving_computer, timeout))
 
 
+from . import aio  # noqa: E402, F401  (filecoord.aio; it needs the names above)
 from .presenter import Presenter  # noqa: E402

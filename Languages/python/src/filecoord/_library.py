@@ -1,8 +1,11 @@
 """libfilecoord through cffi (ABI mode): the declarations of filecoord.h and where the library is found."""
 
+from __future__ import annotations
+
 import ctypes.util
 import os
 import subprocess
+from typing import Any, Iterator, List
 
 from cffi import FFI
 
@@ -72,7 +75,7 @@ typedef struct filecoord_presenter_callbacks {
 
 typedef struct filecoord_presenter filecoord_presenter;
 filecoord_presenter *filecoord_presenter_add(const char *path, const filecoord_presenter_callbacks *callbacks,
-                                             void *context, filecoord_error **error);
+                                             void *context, double timeout_seconds, filecoord_error **error);
 char *filecoord_presenter_copy_path(const filecoord_presenter *presenter);
 void filecoord_presenter_remove(filecoord_presenter *presenter);
 void filecoord_free(void *pointer);
@@ -81,11 +84,11 @@ void filecoord_free(void *pointer);
 #: The ABI these bindings are written for (FILECOORD_ABI_VERSION).
 ABI_VERSION = 1
 
-ffi = FFI()
+ffi: Any = FFI()
 ffi.cdef(CDEF)
 
 
-def _candidates():
+def _candidates() -> Iterator[str]:
     explicit = os.environ.get("FILECOORD_LIBRARY")
     if explicit:
         yield explicit
@@ -104,8 +107,8 @@ def _candidates():
         pass
 
 
-def _load():
-    tried = []
+def _load() -> Any:
+    tried: List[str] = []
     for candidate in _candidates():
         try:
             # RTLD_NODELETE: the library is never unmapped, not even when the interpreter unloads it at exit. Its
@@ -125,4 +128,5 @@ def _load():
     )
 
 
-lib = _load()
+#: The loaded library (cffi's view of it: every function of CDEF, untyped).
+lib: Any = _load()

@@ -1,4 +1,16 @@
-"""The library's errors as Python exceptions: one class per FILECOORD_ERR_* code, with `code`, `message`, `errno`."""
+"""The library's errors as Python exceptions: one class per FILECOORD_ERR_* code, with `code`, `message`, `errno`.
+
+Each class also derives from the built-in exception a Python program would catch for the same failure, so that code
+written against the standard library handles it without knowing this package: :class:`TimedOut` is a
+:class:`TimeoutError`, :class:`Unreachable` a :class:`ConnectionError`, :class:`InvalidArgument` a :class:`ValueError`,
+:class:`OperationFailed` an :class:`OSError`, and :class:`FileNotFound` (an :class:`OperationFailed` with errno ENOENT)
+a :class:`FileNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+from typing import Dict, Optional, Type
 
 OK = 0
 ERR_UNREACHABLE = 1
@@ -19,29 +31,40 @@ ERR_OTHER = 99
 
 
 class FileCoordinationError(Exception):
-    """A coordinated call failed; `code` is the library's FILECOORD_ERR_* value."""
+    """A coordinated call failed; `code` is the library's FILECOORD_ERR_* value, `message` its text and `errno` the
+    system's error number of an :data:`ERR_IO` failure (else 0)."""
 
-    code = ERR_OTHER
+    code: int = ERR_OTHER
+    message: str
+    errno: Optional[int]
 
-    def __init__(self, message, code=None, errno=0):
+    def __init__(self, message: str, code: Optional[int] = None, errno: Optional[int] = 0) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.errno = errno
 
+    def __str__(self) -> str:
+        return self.message
 
-class Unreachable(FileCoordinationError):
-    """No daemon answered and none could be started, or the connection to it was lost (codes 1, 2, 6)."""
+
+class Unreachable(FileCoordinationError, ConnectionError):
+    """No daemon answered and none could be started, the connection to it was lost while the call waited, or it
+    speaks another protocol (codes 1, 2, 6). Also a :class:`ConnectionError`."""
 
     code = ERR_UNREACHABLE
 
 
 class Deadlock(FileCoordinationError):
+    """The call was failed to break a deadlock; the message has the daemon's report (code 3)."""
+
     code = ERR_DEADLOCK
 
 
 class PresenterTimeout(FileCoordinationError):
+    """A presenter did not answer in time (code 4)."""
+
     code = ERR_PRESENTER_TIMEOUT
 
 
@@ -51,31 +74,41 @@ class BadPath(FileCoordinationError):
     code = ERR_UNSUPPORTED_PATH
 
 
-class TimedOut(FileCoordinationError):
+class TimedOut(FileCoordinationError, TimeoutError):
+    """Not granted within the call's `timeout` (code 10). Also a :class:`TimeoutError`."""
+
     code = ERR_TIMED_OUT
 
 
 class Cancelled(FileCoordinationError):
+    """The call's coordinator was cancelled (code 20)."""
+
     code = ERR_CANCELLED
 
 
 class Refused(FileCoordinationError):
-    """A presenter refused to save or to accommodate a deletion."""
+    """A presenter refused to save or to accommodate a deletion (code 21)."""
 
     code = ERR_REFUSED
 
 
 class OperationFailed(FileCoordinationError, OSError):
-    """The move or delete itself failed; `errno` says why."""
+    """The move or delete itself failed; `errno` says why (code 22). Also an :class:`OSError`."""
 
     code = ERR_IO
 
 
+class FileNotFound(OperationFailed, FileNotFoundError):
+    """The move or delete found no such file (code 22, errno ENOENT). Also a :class:`FileNotFoundError`."""
+
+
 class InvalidArgument(FileCoordinationError, ValueError):
+    """A missing or empty argument, or one out of range (code 23). Also a :class:`ValueError`."""
+
     code = ERR_INVALID_ARGUMENT
 
 
-_CLASSES = {
+_CLASSES: Dict[int, Type[FileCoordinationError]] = {
     ERR_UNREACHABLE: Unreachable,
     ERR_CONNECTION_LOST: Unreachable,
     ERR_PROTOCOL_VERSION: Unreachable,
@@ -90,7 +123,15 @@ _CLASSES = {
     ERR_INVALID_ARGUMENT: InvalidArgument,
 }
 
+#: The subclasses of :class:`OperationFailed` by errno (the built-in OSError subclass they also derive from).
+_IO_CLASSES: Dict[int, Type[OperationFailed]] = {
+    _errno.ENOENT: FileNotFound,
+}
 
-def error_for(code, message, errno=0):
+
+def error_for(code: int, message: str, errno: int = 0) -> FileCoordinationError:
     """The exception for a library error."""
-    return _CLASSES.get(code, FileCoordinationError)(message, code=code, errno=errno)
+    cls = _CLASSES.get(code, FileCoordinationError)
+    if cls is OperationFailed:
+        cls = _IO_CLASSES.get(errno, OperationFailed)
+    return cls(message, code=code, errno=errno)
