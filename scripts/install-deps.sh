@@ -37,6 +37,9 @@ FC_APT_PACKAGES+=("protobuf-c-compiler")
 # Issue 40: cluster mode's tests start a real three-member etcd cluster on 127.0.0.1 (etcd-server) and read its keys
 # with etcdctl (etcd-client), a client the daemons share no code with.
 FC_APT_PACKAGES+=("etcd-server" "etcd-client")
+# Issue 43: the Debian packages are built with dpkg-deb, their dependencies found by dpkg-shlibdeps (dpkg-dev), and
+# scripts/test-package.sh reads their manual pages with man (man-db).
+FC_APT_PACKAGES+=("dpkg-dev" "man-db")
 FC_SWIFT_FALLBACK_DIR="/opt/swift/usr/bin"
 
 fc_deps_log() { printf '[install-deps] %s\n' "$*" >&2; }

@@ -65,7 +65,10 @@ if [[ "${FC_LANG_TESTS:-python}" == "python" || -z "${FC_LANG_TESTS:-}" ]]; then
     python3 -m venv "$work/venv"
     venv_python="$work/venv/bin/python"
     "$venv_python" -m pip install --quiet --disable-pip-version-check cffi pytest wheel setuptools mypy
-    "$venv_python" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$repo/Languages/python"
+    # FILECOORD_BUNDLE=0: the package is built without a copy of the library in it (Languages/python/setup.py), and
+    # loads the debug build installed above (FILECOORD_LIBRARY); scripts/test-package.sh tests the wheel's own copy.
+    FILECOORD_BUNDLE=0 "$venv_python" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+        "$repo/Languages/python"
     FILECOORD_LIBRARY="$prefix/lib/libfilecoord.so.1" FC_PRODUCTS="$bin" \
         "$venv_python" -m pytest -q -p no:cacheprovider "$repo/Languages/python/tests"
 fi

@@ -282,7 +282,8 @@ def test_the_type_hints_check_with_mypy_strict(tmp_path):
         "with Editor('x') as editor:\n"
         "    reveal_type(editor)\n"
     )
-    out, err, status = api.run(["--strict", "--no-incremental", str(program)])
+    cache = str(tmp_path / "mypy-cache")
+    out, err, status = api.run(["--strict", "--no-incremental", "--cache-dir", cache, str(program)])
     assert status == 0, out + err
     revealed = [line.split("Revealed type is ")[1] for line in out.split("\n") if "Revealed type is" in line]
     # Older mypy spells the names with their module (builtins.str).

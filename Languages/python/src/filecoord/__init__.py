@@ -24,7 +24,7 @@ import uuid
 from types import TracebackType
 from typing import Any, Callable, Generic, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
-from . import _waiting, errors
+from . import _library, _waiting, errors
 from ._library import ffi, lib
 from .errors import (
     BadPath,
@@ -50,6 +50,7 @@ __all__ = [
     "Claim",
     "Presenter",
     "library_version",
+    "library_path",
     "StrPath",
     "FileCoordinationError",
     "Unreachable",
@@ -88,6 +89,12 @@ Paths = TypeVar("Paths", str, List[str])
 def library_version() -> str:
     """libfilecoord's version string."""
     return str(ffi.string(lib.filecoord_version()).decode())
+
+
+def library_path() -> str:
+    """Where libfilecoord was loaded from: the copy this package carries, the installed one's soname, or
+    FILECOORD_LIBRARY."""
+    return _library.path
 
 
 def _path(path: StrPath) -> bytes:

@@ -89,10 +89,16 @@ ffi.cdef(CDEF)
 
 
 def _candidates() -> Iterator[str]:
+    """Where libfilecoord is looked for, in order: FILECOORD_LIBRARY alone when set; the library the wheel carries
+    (setup.py bundles it when it can build it); the installed one (the Debian package libfilecoord1, through the
+    loader's path and cache); pkg-config's libdir (an install under another prefix)."""
     explicit = os.environ.get("FILECOORD_LIBRARY")
     if explicit:
         yield explicit
         return
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", "libfilecoord.so.%d" % ABI_VERSION)
+    if os.path.isfile(bundled):
+        yield bundled
     yield "libfilecoord.so.%d" % ABI_VERSION
     found = ctypes.util.find_library("filecoord")
     if found:
@@ -121,12 +127,18 @@ def _load() -> Any:
         if library.filecoord_abi_version() != ABI_VERSION:
             tried.append("%s (ABI %d, not %d)" % (candidate, library.filecoord_abi_version(), ABI_VERSION))
             continue
+        global path
+        path = candidate
         return library
     raise ImportError(
-        "libfilecoord not found: install it with scripts/install-libfilecoord.sh PREFIX, or set FILECOORD_LIBRARY; "
-        "tried " + "; ".join(tried)
+        "libfilecoord not found: install the Debian package libfilecoord1 (scripts/package-deb.sh), reinstall this "
+        "package where a Swift toolchain can build the library into it, or set FILECOORD_LIBRARY; tried "
+        + "; ".join(tried)
     )
 
+
+#: Where the loaded library was found (a path, or the soname the loader resolved).
+path = ""
 
 #: The loaded library (cffi's view of it: every function of CDEF, untyped).
 lib: Any = _load()
