@@ -31,10 +31,14 @@ public struct CallSettings: Sendable {
     public var timeout: Duration?
     /// The coordinator's purpose identifier; `nil` for a unique one.
     public var purpose: String?
+    /// `true`: the call fails at once with ``BridgeError/Code/wouldWait`` instead of waiting for a conflicting claim
+    /// of another coordinator (`fccoord -n`; docs/SEMANTICS.md §2 rule 9).
+    public var nonblocking: Bool
 
-    public init(timeout: Duration? = nil, purpose: String? = nil) {
+    public init(timeout: Duration? = nil, purpose: String? = nil, nonblocking: Bool = false) {
         self.timeout = timeout
         self.purpose = purpose
+        self.nonblocking = nonblocking
     }
 }
 
@@ -49,6 +53,7 @@ public enum Coordination {
         let coordinator = NSFileCoordinator(filePresenter: nil)
         if let purpose = settings.purpose, !purpose.isEmpty { coordinator.purposeIdentifier = purpose }
         coordinator.timeout = settings.timeout
+        if settings.nonblocking { coordinator.refusesToWait = true }
         return coordinator
     }
 
@@ -62,7 +67,10 @@ public enum Coordination {
     ) -> Result<T, BridgeError> {
         guard !items.isEmpty else { return .failure(BridgeError(.invalidArgument, "No path to coordinate.")) }
         let coordinator = given ?? self.coordinator(settings)
-        if given != nil { coordinator.timeout = settings.timeout }
+        if given != nil {
+            coordinator.timeout = settings.timeout
+            coordinator.refusesToWait = settings.nonblocking
+        }
         var result: T?
         var error: NSError?
         switch (items.count, items.first!.access) {
