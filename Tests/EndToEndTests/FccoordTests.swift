@@ -319,9 +319,10 @@ struct FccoordTests {
             try host.send("write \(item) swift")
             try await waitUntilAClaimWaits(environment)
             #expect(shell.process.isRunning)
-            // The subshell exits: the claim ends, and the writer is granted.
+            // The subshell exits: the claim ends, and the writer is granted (well before the holder's 30 s recheck:
+            // the exit is what ended it).
             try await release(fifo)
-            _ = try await host.waitFor("granted write \(item)")
+            _ = try await host.waitFor("granted write \(item)", timeout: .seconds(15))
             #expect(try await shell.waitForExit() == 0)
             #expect(shell.output == "held\nout\n", "the holder writes nothing to the script's output")
         }
@@ -349,7 +350,7 @@ struct FccoordTests {
             try await waitUntilAClaimWaits(environment)
             // exec 9>&-: the claim ends while the shell still runs (it waits on the second FIFO).
             try await release(closeIt)
-            _ = try await host.waitFor("granted write \(item)")
+            _ = try await host.waitFor("granted write \(item)", timeout: .seconds(15))
             #expect(shell.process.isRunning)
             try await release(end)
             #expect(try await shell.waitForExit() == 0)
