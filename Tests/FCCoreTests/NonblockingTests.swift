@@ -149,6 +149,27 @@ import Testing
         #expect(isWouldWait(h.failure(claim)))
     }
 
+    @Test func anOverdueHolderRefusesItAndIsNotEnded() throws {
+        // Rule 8 ends an overdue holder for a claim that waits; a claim that must not wait does not wait.
+        let h = ArbiterHarness()
+        let program = h.connect("preload:sh")
+        let script = h.connect("fccoord")
+        var request = ClaimRequest(
+            id: ClaimID(800),
+            client: program,
+            coordinator: h.coordinator(),
+            purpose: PurposeID("held open"),
+            items: [ArbiterHarness.write("/d/log")]
+        )
+        request.maximumHold = .seconds(30)
+        h.send(.claimRequested(request))
+        h.send(.timerFired(.claimHoldLimit(ClaimID(800))))
+        let refused = nonblocking(h, 1, [ArbiterHarness.write("/d/log")], client: script)
+        #expect(isWouldWait(h.failure(refused)))
+        #expect(h.isGranted(ClaimID(800)))
+        #expect(h.arbiter.statistics.holdsEnded == 0)
+    }
+
     @Test func aClaimDeclaredAsHeldIgnoresTheFlag() throws {
         let h = ArbiterHarness()
         let script = h.connect("fccoord")

@@ -88,15 +88,23 @@ struct NonblockingModel {
         return names
     }
 
-    /// Whether an item of `request`, by its path or another name of its file, conflicts with one of `other`'s, by
-    /// rules 1 to 3.
+    /// Whether an item of `request`, by its path, another name of its file, or the file itself, conflicts with one of
+    /// `other`'s, by rules 1 to 3.
     private static func conflict(
         _ request: ClaimRequest,
         _ other: ArbiterSnapshot.Claim,
         names: [ItemIdentity: Set<ItemPath>],
         packageExtensions: Set<[UInt8]>
     ) -> Bool {
-        request.items.contains { item in
+        // A file with other names waits for every lease (docs/SEMANTICS.md §13: its names may lie in any).
+        if other.request.id.isLease, request.items.contains(where: \.hasOtherNames) { return true }
+        // One file in both, written by either (its names may have moved with a granted claim since it was named).
+        for a in request.items where a.identity != nil {
+            for b in other.request.items where b.identity == a.identity && (a.access.isWrite || b.access.isWrite) {
+                return true
+            }
+        }
+        return request.items.contains { item in
             let spellings = [item.path] + (item.identity.flatMap { names[$0] }.map(Array.init) ?? [])
             return spellings.contains { name in
                 let mine = SpecModel.effectivePath(name, packageExtensions: packageExtensions)

@@ -106,7 +106,7 @@ struct Simulation {
     private let holdLimitsOn: Bool
     private(set) var holds = HoldLimitModel()
     /// Invariant 10 (issue 43): claims that must not wait, in one seed of three (not by shard: seeds go to shards by
-    /// four).
+    /// four; never with hold limits, whose seeds are `seed % 3 == 2`: NonblockingTests covers the two together).
     private let nonblockingOn: Bool
     private(set) var nonblocking = NonblockingModel()
     /// The shared folder of the schedules with a host gate.
