@@ -61,12 +61,13 @@ struct WriteCommand: ParsableCommand {
             a nested fccoord and the preload library take as theirs: the command's own coordinated calls never wait \
             for the claims they run inside. fccoord exits with the command's status.
 
-            With --fd N instead of a command, as flock -n 9 in a script: fccoord returns 0 once the claims are \
+            With --fd N instead of a command, as `flock 9` in a script: fccoord returns 0 once the claims are \
             granted, and a process of its own (detached, in a session of its own, writing nothing) holds them until \
             the shell that ran fccoord no longer has its descriptor N open on the same file, or exits: \
             ( fccoord write -n --fd 9 doc || exit 1; commands ) 9>doc, or exec 9>doc; fccoord write --fd 9 doc; \
             commands; exec 9>&-. A close is seen when it closes the last descriptor of that open file: a command \
-            still running with a copy of it keeps the claims until it closes it too, or the shell exits. The \
+            still running with a copy of it keeps the claims until it closes it too, or the shell exits (a close \
+            inotify does not report is found within 30 s). fccoord ended before the grant holds nothing. The \
             commands in between are not given the claims' purpose (a nested fccoord of the same items waits) \
             unless the script passes --purpose P and exports FILECOORD_PURPOSE=P itself.
             """
