@@ -310,6 +310,8 @@ struct FccoordTests {
             let fccoord = try Products.executable("fccoord").path
             let script = #"( "$0" write -n --fd 9 "$1" || exit 1; echo held; read line < "$2" ) 9>"$1"; echo out"#
             let shell = try environment.startProgram(["/bin/sh", "-c", script, fccoord, item, fifo], preloaded: false)
+            // A failed check leaves the shell waiting on its FIFO: it goes (and its holder with it).
+            defer { if shell.process.isRunning { kill(shell.process.processIdentifier, SIGKILL) } }
             try await eventually("the subshell to hold the claim: \(shell.error)") { shell.output.contains("held") }
 
             // Another writer would wait: -n is refused, and a Swift writer is queued.
@@ -344,6 +346,7 @@ struct FccoordTests {
                 ["/bin/sh", "-c", script, fccoord, item, closeIt, end],
                 preloaded: false
             )
+            defer { if shell.process.isRunning { kill(shell.process.processIdentifier, SIGKILL) } }
             try await eventually("the shell to hold the claim: \(shell.error)") { shell.output.contains("held") }
             let host = try await environment.host("writer")
             try host.send("write \(item) swift")
