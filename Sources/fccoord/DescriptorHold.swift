@@ -43,7 +43,10 @@ enum DescriptorHold {
 
     /// fccoord's part, or the holder's when ``holderVariable`` says so; returns the status to exit with.
     static func run(holding items: [CoordinatedItem], descriptor: Int32, options: CommonOptions) -> ExitCode {
-        if let shell = ProcessInfo.processInfo.environment[holderVariable].flatMap({ Int32($0) }) {
+        // The holder's descriptor 3 is its report pipe: a variable left in some other environment is not obeyed.
+        if let shell = ProcessInfo.processInfo.environment[holderVariable].flatMap({ Int32($0) }),
+            (try? FileSystemCalls.symbolicLinkTarget("/proc/self/fd/3"))?.hasPrefix("pipe:") == true
+        {
             hold(items, for: shell, descriptor: descriptor, options: options)
         }
         return start(descriptor: descriptor)
