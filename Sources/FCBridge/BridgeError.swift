@@ -31,6 +31,9 @@ public struct BridgeError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unresolvablePath = Code(rawValue: 9)
         /// Not granted within the timeout.
         public static let timedOut = Code(rawValue: 10)
+        /// The call must not wait (``CallSettings/nonblocking``) and a conflicting claim held it back
+        /// (`FileCoordinationError.Code.wouldWait`).
+        public static let wouldWait = Code(rawValue: 13)
         /// The call was cancelled.
         public static let cancelled = Code(rawValue: 20)
         /// A presenter refused (its save or accommodation failed); the message names its error.

@@ -31,10 +31,14 @@ public struct CallSettings: Sendable {
     public var timeout: Duration?
     /// The coordinator's purpose identifier; `nil` for a unique one.
     public var purpose: String?
+    /// `true`: the call fails at once with ``BridgeError/Code/wouldWait`` instead of waiting for a conflicting claim
+    /// of another coordinator (`fccoord -n`; docs/SEMANTICS.md §2 rule 9).
+    public var nonblocking: Bool
 
-    public init(timeout: Duration? = nil, purpose: String? = nil) {
+    public init(timeout: Duration? = nil, purpose: String? = nil, nonblocking: Bool = false) {
         self.timeout = timeout
         self.purpose = purpose
+        self.nonblocking = nonblocking
     }
 }
 
@@ -49,14 +53,16 @@ public enum Coordination {
         let coordinator = NSFileCoordinator(filePresenter: nil)
         if let purpose = settings.purpose, !purpose.isEmpty { coordinator.purposeIdentifier = purpose }
         coordinator.timeout = settings.timeout
+        if settings.nonblocking { coordinator.refusesToWait = true }
         return coordinator
     }
 
     /// The coordinator a call runs on: `given` (a caller's own, whose purpose and cancellation then apply, with the
-    /// call's timeout), or a new one with `settings`.
+    /// call's timeout and whether it may wait), or a new one with `settings`.
     private static func coordinator(_ settings: CallSettings, given: NSFileCoordinator?) -> NSFileCoordinator {
         guard let given else { return coordinator(settings) }
         given.timeout = settings.timeout
+        given.refusesToWait = settings.nonblocking
         return given
     }
 

@@ -155,6 +155,9 @@ extension Arbiter {
             }
             if claim.phase == .waiting {
                 if let blocker = firstStartBlocker(claim) {
+                    // A claim that must not wait is refused here, unless only leases being recalled hold it back
+                    // (ClaimNonblocking.swift).
+                    if claim.request.nonblocking, refuseIfWaitingForClaims(claim) { continue }
                     noteOverdueHolds(blocking: claim)
                     // A claim that came to wait for a lease some other way than by arriving (a move): recall it.
                     if let lease = blocker.id.lease { requestRecall(lease) }
@@ -166,7 +169,9 @@ extension Arbiter {
                     }
                     // Held back by a claim that is active: nothing but that claim's end (or a move, or a package
                     // declaration) can let it start, so it leaves the list looked at on every event (issue 11.2).
-                    if blocker.phase != .waiting, !claim.madeWhileAnswering {
+                    // Not a claim that must not wait: it is looked at again on every event, so that a recall left
+                    // unanswered refuses it at once.
+                    if blocker.phase != .waiting, !claim.madeWhileAnswering, !claim.request.nonblocking {
                         pendingOrder.remove(at: index)
                         park(claim, on: blocker)
                         continue

@@ -16,6 +16,9 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
     /// The claim lies in a shared folder and this host cannot decide it (issue 40; docs/SEMANTICS.md §14): its
     /// cluster session is lost or could not be renewed in time, or the cluster did not take its request.
     case clusterUnreachable(String)
+    /// The claim must not wait (``ClaimRequest/nonblocking``) and a conflicting claim held it back; the report names
+    /// that claim (issue 43; docs/SEMANTICS.md §2 rule 9).
+    case wouldWait(String)
 
     /// A short explanation of the failure, for logs.
     public var description: String {
@@ -27,6 +30,7 @@ public enum ClaimFailure: Hashable, Sendable, CustomStringConvertible {
         case .deadlock(let report): "deadlock: \(report)"
         case .timedOut(let report): "timed out: \(report)"
         case .clusterUnreachable(let reason): reason
+        case .wouldWait(let report): "would wait: \(report)"
         }
     }
 }

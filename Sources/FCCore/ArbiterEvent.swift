@@ -117,6 +117,12 @@ public struct ClaimRequest: Hashable, Sendable {
     /// finished it. `nil`: it holds until its client finishes it. The preload library sets it on the claims of a
     /// program's opens, which last as long as the program keeps the file open.
     public var maximumHold: Duration? = nil
+    /// `true` for a claim that must not wait for another claim (issue 43; `fccoord -n`; docs/SEMANTICS.md §2 rule 9):
+    /// held back by a conflicting claim it is not exempt from (granted, being prepared, or queued ahead of it), it
+    /// fails with ``ClaimFailure/wouldWait(_:)`` instead of waiting. Asking presenters and recalling a lease are not
+    /// waiting for a claim: it waits for those, and is refused if a claim the lease's holder declares running when it
+    /// returns the lease holds it back.
+    public var nonblocking: Bool = false
 
     /// The longest ``timeout`` (about 31 years): whoever builds a request from outside input (the library, the wire
     /// decoder) cuts longer ones to it, so that no timer arithmetic downstream can overflow.

@@ -21,6 +21,8 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// The claim lies in a shared folder this host cannot decide claims in (``ClaimFailure/clusterUnreachable(_:)``).
     case clusterUnreachable(String)
+    /// The claim must not wait and a conflicting claim held it back (``ClaimFailure/wouldWait(_:)``).
+    case wouldWait(String)
 
     /// The reason for an arbiter failure. A presenter id is copied as it is: the daemon maps it to the receiving
     /// client's numbering first, or passes a reason with `presenter: nil` when the presenter is another client's.
@@ -32,6 +34,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .deadlock(let report): self = .deadlock(report)
         case .timedOut(let report): self = .timedOut(report)
         case .clusterUnreachable(let reason): self = .clusterUnreachable(reason)
+        case .wouldWait(let report): self = .wouldWait(report)
         }
     }
 
@@ -45,6 +48,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .deadlock(let report): .deadlock(report)
         case .timedOut(let report): .timedOut(report)
         case .clusterUnreachable(let reason): .clusterUnreachable(reason)
+        case .wouldWait(let report): .wouldWait(report)
         case .presenterError(_, nil), .shuttingDown, .limitExceeded: nil
         }
     }
@@ -61,6 +65,7 @@ public enum ClaimFailedReason: Hashable, Sendable, CustomStringConvertible {
         case .limitExceeded(let reason): "limit exceeded: \(reason)"
         case .timedOut(let report): "timed out: \(report)"
         case .clusterUnreachable(let reason): reason
+        case .wouldWait(let report): "would wait: \(report)"
         }
     }
 }

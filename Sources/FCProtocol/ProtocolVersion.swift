@@ -13,8 +13,9 @@ public enum ProtocolVersion {
     /// `HelloReply.revision`: a client sends a client-to-daemon message added within the version only to a daemon
     /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`. 2: `Ping`
     /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23). 4: a
-    /// claim's longest hold (`RequestClaim.maximum_hold_milliseconds`; issue 42), which an older daemon ignores.
-    public static let revision: UInt32 = 4
+    /// claim's longest hold (`RequestClaim.maximum_hold_milliseconds`; issue 42), which an older daemon ignores. 5: a
+    /// claim that must not wait (`RequestClaim.nonblocking`, `ClaimFailed.FAILURE_KIND_WOULD_WAIT`; issue 43).
+    public static let revision: UInt32 = 5
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -28,6 +29,10 @@ public enum ProtocolVersion {
     /// The revision that honours `RequestClaim.maximum_hold_milliseconds` (an older daemon ignores the field: the
     /// claim then holds until its client finishes it).
     public static let maximumHoldRevision: UInt32 = 4
+    /// The revision that honours `RequestClaim.nonblocking`: an older daemon would ignore the field and let the claim
+    /// wait, so a client sends a claim that must not wait only to a daemon of this revision or later, and fails it
+    /// itself otherwise.
+    public static let nonblockingRevision: UInt32 = 5
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1

@@ -21,6 +21,9 @@ public enum DetachedProcess {
     /// Starts `executable` with `arguments` (the first is its `argv[0]`) and `environment` (`NAME=value` strings),
     /// its output appended to `logPath` (created with mode 0600 if needed).
     ///
+    /// `passing`: a descriptor of the caller that becomes the program's descriptor 3, the one it gets besides the
+    /// standard ones (`fccoord --fd`'s holder: the pipe it reports on).
+    ///
     /// - Returns: The started process's pid (a `pid_t`).
     /// - Throws: The `Errno` of the step that failed: opening the log, forking, or executing the program (a missing
     ///   or non-executable file is reported here, not lost in the log).
@@ -28,7 +31,8 @@ public enum DetachedProcess {
         executable: String,
         arguments: [String],
         environment: [String],
-        logPath: String
+        logPath: String,
+        passing descriptor: Int32? = nil
     ) throws(Errno) -> Int32 {
         let input = try retryOnInterrupt { open("/dev/null", O_RDONLY | O_CLOEXEC) }
         defer { close(input) }
@@ -42,7 +46,7 @@ public enum DetachedProcess {
             for pointer in envp { free(pointer) }
         }
         var pid: pid_t = 0
-        let result = cfc_spawn_detached(executable, &argv, &envp, input, log, &pid)
+        let result = cfc_spawn_detached_passing(executable, &argv, &envp, input, log, descriptor ?? -1, &pid)
         guard result == 0 else { throw Errno(rawValue: result) }
         return pid
     }

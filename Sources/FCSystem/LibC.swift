@@ -12,6 +12,10 @@ func libcClose(_ descriptor: Int32) -> Int32 { close(descriptor) }
 
 func libcOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
 
+func libcRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
+
 func libcWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int { write(descriptor, bytes, count) }
 
 func libcRename(_ source: String, _ destination: String) -> Int32 { rename(source, destination) }

@@ -46,6 +46,10 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
         /// time, or the cluster did not take its request. The message names the cause; local items are unaffected
         /// (docs/SEMANTICS.md §14).
         public static let clusterUnreachable = Code(rawValue: 12)
+        /// The call must not wait (`NSFileCoordinator.refusesToWait`, the package's own option: `fccoord -n`) and
+        /// a conflicting claim of another coordinator held it back (code 13); the message names that claim
+        /// (docs/SEMANTICS.md §2 rule 9). Only calls of this package's tools can fail so.
+        package static let wouldWait = Code(rawValue: 13)
 
         /// The code's name.
         public var description: String {
@@ -62,6 +66,7 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
             case .timedOut: "timedOut"
             case .untrustedDaemon: "untrustedDaemon"
             case .clusterUnreachable: "clusterUnreachable"
+            case .wouldWait: "wouldWait"
             default: "code\(rawValue)"
             }
         }

@@ -67,6 +67,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         var purposeAssigned = false
         var cancelled = false
         var callTimeout: Duration?
+        var refusesToWait = false
     }
     /// A `Mutex` kept in the object, not a box of its own: one allocation less per coordinator (issue 39).
     let settings: Mutex<Settings>

@@ -27,8 +27,8 @@ enum CommandRunner {
     }
 
     /// Runs `command` holding `items` and returns the exit code to end with.
-    static func run(_ command: [String], holding items: [CoordinatedItem], settings given: CallSettings) -> ExitCode {
-        var settings = given
+    static func run(_ command: [String], holding items: [CoordinatedItem], options: CommonOptions) -> ExitCode {
+        var settings = options.settings
         let purpose = settings.purpose ?? "fccoord \(UUID().uuidString)"
         settings.purpose = purpose
         let child = Locked<ChildProcess.Running?>(nil)
@@ -61,7 +61,7 @@ enum CommandRunner {
         }
         switch outcome {
         case .success(let code): return code
-        case .failure(let error): return ExitStatus.fail(error)
+        case .failure(let error): return options.fail(error)
         }
     }
 

@@ -57,7 +57,7 @@ struct PresentCommand: ParsableCommand {
         ) { _ in }
         if case .failure(let error) = barrier {
             presenter.remove()
-            throw ExitStatus.fail(error)
+            throw options.fail(error)
         }
         JSONLines.print([
             "event": "ready", "path": presenter.path, "pid": Int(ProcessIdentity.processID),

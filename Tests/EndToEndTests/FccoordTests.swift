@@ -1,6 +1,6 @@
 // fccoord (issue 24) against a private filecoordd, with Swift clients (fc-testhost) on the other side: claims held
-// while the command runs, presenters answering first, move and delete, the JSON presenter with its hooks, and every
-// documented exit status.
+// while the command runs, presenters answering first, move and delete, the JSON presenter with its hooks, every
+// documented exit status, and flock(1)'s options (issue 43: -n, -E, -w, --fd).
 
 import Foundation
 import Testing
@@ -221,6 +221,142 @@ struct FccoordTests {
             let failed = try await host.waitFor("failed write \(item)")
             #expect(failed.text.contains("FileCoordinationBridgePresenter 3"), "\(failed.text)")
             #expect(try String(contentsOfFile: item, encoding: .utf8) == "v1")
+        }
+    }
+
+    // MARK: flock(1)'s options (issue 43)
+
+    /// Waits until the daemon has a claim waiting (fcdump's listing): the claim was queued.
+    private func waitUntilAClaimWaits(_ environment: TestEnvironment) async throws {
+        let deadline = ContinuousClock.now + defaultTimeout
+        while true {
+            let listing = try await environment.runTool("fcdump", []).output
+            if listing.contains("waiting claim#") { return }
+            if ContinuousClock.now >= deadline {
+                throw HarnessError(description: "no claim waited; fcdump listed:\n\(listing)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Writes a line into the FIFO at `path` (opening it waits for its reader, the script), off the test's threads.
+    private func release(_ path: String) async throws {
+        try await Task.detached {
+            guard let handle = FileHandle(forWritingAtPath: path) else {
+                throw HarnessError(description: "cannot open the FIFO \(path)")
+            }
+            handle.write(Data("go\n".utf8))
+            try handle.close()
+        }.value
+    }
+
+    @Test func nonblockFailsAtOnceWhileASwiftHostHoldsAndSucceedsWhenNothingConflicts() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("held.txt", "x")
+            let free = try environment.file("free.txt", "y")
+            let host = try await environment.host("writer")
+            try host.send("write \(item) swift hold")
+            _ = try await host.waitFor("holding write \(item)")
+
+            // Without -n, the claim would wait the 30 s of -w and end with 124.
+            let started = ContinuousClock.now
+            let refused = try await environment.runTool("fccoord", ["write", "-n", "-w", "30", item, "--", "true"])
+            #expect(refused.status == 119, "\(refused.error)")
+            #expect(refused.error.contains("would wait for"), "\(refused.error)")
+            #expect(ContinuousClock.now - started < .seconds(20))
+            let reading = try await environment.runTool("fccoord", ["read", "--nonblock", item, "--", "true"])
+            #expect(reading.status == 119, "\(reading.error)")
+            // -E sets the status.
+            let custom = try await environment.runTool("fccoord", ["write", "-n", "-E", "3", item, "--", "true"])
+            #expect(custom.status == 3, "\(custom.error)")
+            // Nothing conflicts: the command runs.
+            let fine = try await environment.runTool("fccoord", ["write", "-n", free, "--", "/bin/sh", "-c", "exit 6"])
+            #expect(fine.status == 6, "\(fine.error)")
+
+            try host.send("release")
+            _ = try await host.waitFor("done write \(item)")
+            // Its end may leave the host a lease on the folder: recalled, and waited for (no claim runs in it).
+            let after = try await environment.runTool("fccoord", ["write", "-n", item, "--", "true"])
+            #expect(after.status == 0, "\(after.error)")
+        }
+    }
+
+    @Test func wIsTheTimeoutAndEChangesItsStatus() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("held.txt", "x")
+            let host = try await environment.host("writer")
+            try host.send("write \(item) swift hold")
+            _ = try await host.waitFor("holding write \(item)")
+
+            let timedOut = try await environment.runTool("fccoord", ["read", "-w", "0.3", item, "--", "true"])
+            #expect(timedOut.status == 124, "\(timedOut.error)")
+            #expect(timedOut.error.contains("within its timeout of 0.300 s"), "\(timedOut.error)")
+            let custom = try await environment.runTool("fccoord", ["read", "-w", "0.3", "-E", "5", item, "--", "true"])
+            #expect(custom.status == 5, "\(custom.error)")
+            let bad = try await environment.runTool("fccoord", ["read", "-E", "256", item, "--", "true"])
+            #expect(bad.status == 64, "\(bad.error)")
+            try host.send("release")
+        }
+    }
+
+    @Test func fdHoldsTheClaimUntilTheSubshellExits() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("doc.txt", "v1")
+            let fifo = environment.path("release")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let fccoord = try Products.executable("fccoord").path
+            let script = #"( "$0" write -n --fd 9 "$1" || exit 1; echo held; read line < "$2" ) 9>"$1"; echo out"#
+            let shell = try environment.startProgram(["/bin/sh", "-c", script, fccoord, item, fifo], preloaded: false)
+            // A failed check leaves the shell waiting on its FIFO: it goes (and its holder with it).
+            defer { if shell.process.isRunning { kill(shell.process.processIdentifier, SIGKILL) } }
+            try await eventually("the subshell to hold the claim: \(shell.error)") { shell.output.contains("held") }
+
+            // Another writer would wait: -n is refused, and a Swift writer is queued.
+            let refused = try await environment.runTool("fccoord", ["write", "-n", item, "--", "true"])
+            #expect(refused.status == 119, "\(refused.error)")
+            let host = try await environment.host("writer")
+            try host.send("write \(item) swift")
+            try await waitUntilAClaimWaits(environment)
+            #expect(shell.process.isRunning)
+            // The subshell exits: the claim ends, and the writer is granted (well before the holder's 30 s recheck:
+            // the exit is what ended it).
+            try await release(fifo)
+            _ = try await host.waitFor("granted write \(item)", timeout: .seconds(15))
+            #expect(try await shell.waitForExit() == 0)
+            #expect(shell.output == "held\nout\n", "the holder writes nothing to the script's output")
+        }
+    }
+
+    @Test func fdHoldsTheClaimUntilTheShellClosesTheDescriptor() async throws {
+        try await TestEnvironment.run { environment in
+            _ = try await environment.startDaemon()
+            let item = try environment.file("doc.txt", "v1")
+            let closeIt = environment.path("close")
+            let end = environment.path("end")
+            #expect(mkfifo(closeIt, 0o600) == 0 && mkfifo(end, 0o600) == 0)
+            let fccoord = try Products.executable("fccoord").path
+            let script = #"""
+                exec 9>"$1"; "$0" write --fd 9 "$1" || exit 1; echo held
+                read line < "$2"; exec 9>&-; echo closed; read line < "$3"
+                """#
+            let shell = try environment.startProgram(
+                ["/bin/sh", "-c", script, fccoord, item, closeIt, end],
+                preloaded: false
+            )
+            defer { if shell.process.isRunning { kill(shell.process.processIdentifier, SIGKILL) } }
+            try await eventually("the shell to hold the claim: \(shell.error)") { shell.output.contains("held") }
+            let host = try await environment.host("writer")
+            try host.send("write \(item) swift")
+            try await waitUntilAClaimWaits(environment)
+            // exec 9>&-: the claim ends while the shell still runs (it waits on the second FIFO).
+            try await release(closeIt)
+            _ = try await host.waitFor("granted write \(item)", timeout: .seconds(15))
+            #expect(shell.process.isRunning)
+            try await release(end)
+            #expect(try await shell.waitForExit() == 0)
         }
     }
 }

@@ -2356,7 +2356,7 @@ const ProtobufCMessageDescriptor filecoord__v1__presenter_urlchanged__descriptor
   (ProtobufCMessageInit) filecoord__v1__presenter_urlchanged__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__request_claim__field_descriptors[11] =
+static const ProtobufCFieldDescriptor filecoord__v1__request_claim__field_descriptors[12] =
 {
   {
     "claim_id",
@@ -2490,6 +2490,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__request_claim__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "nonblocking",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__RequestClaim, nonblocking),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__request_claim__field_indices_by_name[] = {
   0,   /* field[0] = claim_id */
@@ -2501,15 +2513,17 @@ static const unsigned filecoord__v1__request_claim__field_indices_by_name[] = {
   6,   /* field[6] = is_preparation */
   5,   /* field[5] = items */
   10,   /* field[10] = maximum_hold_milliseconds */
+  11,   /* field[11] = nonblocking */
   2,   /* field[2] = purpose */
   7,   /* field[7] = timeout_milliseconds */
 };
-static const ProtobufCIntRange filecoord__v1__request_claim__number_ranges[3 + 1] =
+static const ProtobufCIntRange filecoord__v1__request_claim__number_ranges[4 + 1] =
 {
   { 1, 0 },
   { 80, 9 },
   { 90, 10 },
-  { 0, 11 }
+  { 100, 11 },
+  { 0, 12 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
 {
@@ -2519,10 +2533,10 @@ const ProtobufCMessageDescriptor filecoord__v1__request_claim__descriptor =
   "Filecoord__V1__RequestClaim",
   "filecoord.v1",
   sizeof(Filecoord__V1__RequestClaim),
-  11,
+  12,
   filecoord__v1__request_claim__field_descriptors,
   filecoord__v1__request_claim__field_indices_by_name,
-  3,  filecoord__v1__request_claim__number_ranges,
+  4,  filecoord__v1__request_claim__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__request_claim__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -3817,7 +3831,7 @@ const ProtobufCMessageDescriptor filecoord__v1__granted__descriptor =
   (ProtobufCMessageInit) filecoord__v1__granted__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue filecoord__v1__claim_failed__failure_kind__enum_values_by_number[9] =
+static const ProtobufCEnumValue filecoord__v1__claim_failed__failure_kind__enum_values_by_number[10] =
 {
   { "FAILURE_KIND_UNSPECIFIED", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_UNSPECIFIED", 0 },
   { "FAILURE_KIND_CANCELLED", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CANCELLED", 1 },
@@ -3828,11 +3842,12 @@ static const ProtobufCEnumValue filecoord__v1__claim_failed__failure_kind__enum_
   { "FAILURE_KIND_LIMIT_EXCEEDED", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_LIMIT_EXCEEDED", 6 },
   { "FAILURE_KIND_TIMED_OUT", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_TIMED_OUT", 7 },
   { "FAILURE_KIND_CLUSTER_UNREACHABLE", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CLUSTER_UNREACHABLE", 8 },
+  { "FAILURE_KIND_WOULD_WAIT", "FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_WOULD_WAIT", 9 },
 };
 static const ProtobufCIntRange filecoord__v1__claim_failed__failure_kind__value_ranges[] = {
-{0, 0},{0, 9}
+{0, 0},{0, 10}
 };
-static const ProtobufCEnumValueIndex filecoord__v1__claim_failed__failure_kind__enum_values_by_name[9] =
+static const ProtobufCEnumValueIndex filecoord__v1__claim_failed__failure_kind__enum_values_by_name[10] =
 {
   { "FAILURE_KIND_CANCELLED", 1 },
   { "FAILURE_KIND_CLUSTER_UNREACHABLE", 8 },
@@ -3843,6 +3858,7 @@ static const ProtobufCEnumValueIndex filecoord__v1__claim_failed__failure_kind__
   { "FAILURE_KIND_SHUTTING_DOWN", 5 },
   { "FAILURE_KIND_TIMED_OUT", 7 },
   { "FAILURE_KIND_UNSPECIFIED", 0 },
+  { "FAILURE_KIND_WOULD_WAIT", 9 },
 };
 const ProtobufCEnumDescriptor filecoord__v1__claim_failed__failure_kind__descriptor =
 {
@@ -3851,9 +3867,9 @@ const ProtobufCEnumDescriptor filecoord__v1__claim_failed__failure_kind__descrip
   "FailureKind",
   "Filecoord__V1__ClaimFailed__FailureKind",
   "filecoord.v1",
-  9,
+  10,
   filecoord__v1__claim_failed__failure_kind__enum_values_by_number,
-  9,
+  10,
   filecoord__v1__claim_failed__failure_kind__enum_values_by_name,
   1,
   filecoord__v1__claim_failed__failure_kind__value_ranges,

@@ -94,7 +94,12 @@ typedef enum _Filecoord__V1__ClaimFailed__FailureKind {
    * The claim lies in a shared folder (docs/SEMANTICS.md §14) and this host cannot decide it: its cluster session
    * is lost or cannot be renewed in time, or the cluster did not take its request. message says which.
    */
-  FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CLUSTER_UNREACHABLE = 8
+  FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_CLUSTER_UNREACHABLE = 8,
+  /*
+   * RequestClaim.nonblocking was set and the claim would have waited for a conflicting claim (revision 5): message
+   * names that claim.
+   */
+  FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_WOULD_WAIT = 9
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND)
 } Filecoord__V1__ClaimFailed__FailureKind;
 typedef enum _Filecoord__V1__PresenterMessage__Kind {
@@ -490,10 +495,19 @@ struct  Filecoord__V1__RequestClaim
    * claim of its own may wait. Absent: no limit.
    */
   uint64_t maximum_hold_milliseconds;
+  /*
+   * The claim must not wait for another claim (issue 43; revision 5; `fccoord -n`): if a conflicting claim it is not
+   * exempt from is granted, being prepared, or queued ahead of it when the daemon first looks at it, or comes to hold
+   * it back later (a leased item's holder declares a running claim when it returns the lease), it fails with
+   * FAILURE_KIND_WOULD_WAIT instead of waiting. Asking presenters to relinquish, save or accommodate, and recalling
+   * a lease, are not waiting for a claim (docs/SEMANTICS.md §2 rule 9). A daemon before revision 5 does not know the
+   * field: a client sends it only to a daemon of revision 5 or later.
+   */
+  protobuf_c_boolean nonblocking;
 };
 #define FILECOORD__V1__REQUEST_CLAIM__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__request_claim__descriptor) \
-    , 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, 0, 0, 0, 0, 0 }
+    , 0, 0, (char *)protobuf_c_empty_string, 0, 0, 0,NULL, 0, 0, 0, 0, 0, 0 }
 
 
 /*

@@ -50,8 +50,10 @@ static inline void cfc_close_from(int first, int keep) {
 ///
 /// Returns 0 and the daemon's pid in `*pid`, or an errno value: of pipe2 or fork here, of setsid or fork in the
 /// middle process, or of execve in the daemon (so a missing or non-executable file is reported to the caller).
-static inline int cfc_spawn_detached(const char *path, char *const argv[], char *const envp[], int stdin_fd,
-                                     int log_fd, pid_t *pid) {
+/// `passed_fd`, when not -1, is the started program's descriptor 3 (not close-on-exec there): the one descriptor of
+/// the caller it gets besides the standard ones (``cfc_spawn_detached_passing``).
+static inline int cfc_spawn_detached_passing(const char *path, char *const argv[], char *const envp[], int stdin_fd,
+                                             int log_fd, int passed_fd, pid_t *pid) {
     int status_pipe[2];
     if (syscall(SYS_pipe2, status_pipe, O_CLOEXEC) != 0) return errno;
     pid_t middle = fork();
@@ -79,13 +81,24 @@ static inline int cfc_spawn_detached(const char *path, char *const argv[], char 
         }
         // The daemon. The status pipe moves above the standard descriptors (it may be 0, 1 or 2 if the caller
         // closed those), keeping close-on-exec, so that a successful execve closes it.
-        int report = fcntl(status_pipe[1], F_DUPFD_CLOEXEC, 3);
+        // With a descriptor to pass, it goes above them too, and 3 stays free for it.
+        int report = fcntl(status_pipe[1], F_DUPFD_CLOEXEC, passed_fd >= 0 ? 4 : 3);
         if (report < 0) _exit(127);
+        int passed = passed_fd >= 0 ? fcntl(passed_fd, F_DUPFD_CLOEXEC, 4) : -1;
+        if (passed_fd >= 0 && passed < 0) {
+            cfc_report(report, 3, errno);
+            _exit(127);
+        }
         if (dup2(stdin_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
             cfc_report(report, 3, errno);
             _exit(127);
         }
-        cfc_close_from(3, report);
+        // dup2 onto 3 clears close-on-exec there (`passed` is 4 or above, never 3 itself).
+        if (passed >= 0 && dup2(passed, 3) < 0) {
+            cfc_report(report, 3, errno);
+            _exit(127);
+        }
+        cfc_close_from(passed >= 0 ? 4 : 3, report);
         // Default dispositions for every signal, the reserved ones included (raw rt_sigaction: glibc refuses
         // those), and an empty mask. An all-zero kernel sigaction is SIG_DFL with no flags whatever its layout.
         unsigned char default_action[64];
@@ -122,6 +135,26 @@ static inline int cfc_spawn_detached(const char *path, char *const argv[], char 
     close(status_pipe[0]);
     return result;
 }
+
+/// ``cfc_spawn_detached_passing`` with no descriptor to pass.
+static inline int cfc_spawn_detached(const char *path, char *const argv[], char *const envp[], int stdin_fd,
+                                     int log_fd, pid_t *pid) {
+    return cfc_spawn_detached_passing(path, argv, envp, stdin_fd, log_fd, -1, pid);
+}
+
+/// `pidfd_open(pid, 0)` (Linux 5.3+): a descriptor, close-on-exec, that polls readable once the process has exited;
+/// -1 and errno (ENOSYS on an older kernel, ESRCH when no such process).
+static inline int cfc_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0u);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/// `pipe2(ends, O_CLOEXEC)` (GNU-only in glibc's header, so through syscall()): 0, or -1 and errno.
+static inline int cfc_pipe_cloexec(int ends[2]) { return (int)syscall(SYS_pipe2, ends, O_CLOEXEC); }
 
 /// Makes this process ignore `signal` (`sigaction` with `SIG_IGN`): 0, or the errno. (`SIG_IGN` and `SIG_ERR` are
 /// casts Swift cannot import.)

@@ -94,6 +94,7 @@ extension Filecoord_V1_RequestClaim {
         held = request.isHeld
         if let timeout = request.timeout { timeoutMilliseconds = wireMilliseconds(timeout) }
         if let hold = request.maximumHold { maximumHoldMilliseconds = wireMilliseconds(hold) }
+        nonblocking = request.nonblocking
     }
 }
 
@@ -160,6 +161,7 @@ extension ClaimRequest {
         if wire.hasMaximumHoldMilliseconds {
             maximumHold = .milliseconds(Int64(min(wire.maximumHoldMilliseconds, maximumTimeoutMilliseconds)))
         }
+        nonblocking = wire.nonblocking
     }
 }
 
@@ -307,6 +309,7 @@ extension ClaimFailedReason {
         case .limitExceeded: self = .limitExceeded(wire.message)
         case .timedOut: self = .timedOut(wire.message)
         case .clusterUnreachable: self = .clusterUnreachable(wire.message)
+        case .wouldWait: self = .wouldWait(wire.message)
         case .unspecified, .UNRECOGNIZED:
             throw ProtocolError(.invalidValue, "ClaimFailed.kind \(wire.kind.rawValue) is not valid")
         }
@@ -344,6 +347,9 @@ extension Filecoord_V1_ClaimFailed {
         case .clusterUnreachable(let reason):
             kind = .clusterUnreachable
             if message == nil { self.message = reason }
+        case .wouldWait(let report):
+            kind = .wouldWait
+            if message == nil { self.message = report }
         }
     }
 

@@ -713,6 +713,14 @@ public nonisolated struct Filecoord_V1_RequestClaim: Sendable {
   /// Clears the value of `maximumHoldMilliseconds`. Subsequent reads from it will return its default value.
   public mutating func clearMaximumHoldMilliseconds() {self._maximumHoldMilliseconds = nil}
 
+  /// The claim must not wait for another claim (issue 43; revision 5; `fccoord -n`): if a conflicting claim it is not
+  /// exempt from is granted, being prepared, or queued ahead of it when the daemon first looks at it, or comes to hold
+  /// it back later (a leased item's holder declares a running claim when it returns the lease), it fails with
+  /// FAILURE_KIND_WOULD_WAIT instead of waiting. Asking presenters to relinquish, save or accommodate, and recalling
+  /// a lease, are not waiting for a claim (docs/SEMANTICS.md §2 rule 9). A daemon before revision 5 does not know the
+  /// field: a client sends it only to a daemon of revision 5 or later.
+  public var nonblocking: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1258,6 +1266,10 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
     /// The claim lies in a shared folder (docs/SEMANTICS.md §14) and this host cannot decide it: its cluster session
     /// is lost or cannot be renewed in time, or the cluster did not take its request. message says which.
     case clusterUnreachable // = 8
+
+    /// RequestClaim.nonblocking was set and the claim would have waited for a conflicting claim (revision 5): message
+    /// names that claim.
+    case wouldWait // = 9
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -1275,6 +1287,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       case 6: self = .limitExceeded
       case 7: self = .timedOut
       case 8: self = .clusterUnreachable
+      case 9: self = .wouldWait
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -1290,6 +1303,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       case .limitExceeded: return 6
       case .timedOut: return 7
       case .clusterUnreachable: return 8
+      case .wouldWait: return 9
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -1305,6 +1319,7 @@ public nonisolated struct Filecoord_V1_ClaimFailed: Sendable {
       .limitExceeded,
       .timedOut,
       .clusterUnreachable,
+      .wouldWait,
     ]
 
   }
@@ -2401,7 +2416,7 @@ nonisolated extension Filecoord_V1_PresenterURLChanged: SwiftProtobuf.Message, S
 
 nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RequestClaim"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0\u{2}G\u{1}held\0\u{4}\u{a}maximum_hold_milliseconds\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}claim_id\0\u{3}coordinator_id\0\u{1}purpose\0\u{3}file_presenter_id\0\u{3}from_presenter_queue\0\u{1}items\0\u{3}is_preparation\0\u{3}timeout_milliseconds\0\u{3}from_callback\0\u{2}G\u{1}held\0\u{4}\u{a}maximum_hold_milliseconds\0\u{2}\u{a}nonblocking\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2420,6 +2435,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
       case 9: try { try decoder.decodeSingularUInt32Field(value: &self._fromCallback) }()
       case 80: try { try decoder.decodeSingularBoolField(value: &self.held) }()
       case 90: try { try decoder.decodeSingularUInt64Field(value: &self._maximumHoldMilliseconds) }()
+      case 100: try { try decoder.decodeSingularBoolField(value: &self.nonblocking) }()
       default: break
       }
     }
@@ -2463,6 +2479,9 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     try { if let v = self._maximumHoldMilliseconds {
       try visitor.visitSingularUInt64Field(value: v, fieldNumber: 90)
     } }()
+    if self.nonblocking != false {
+      try visitor.visitSingularBoolField(value: self.nonblocking, fieldNumber: 100)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2478,6 +2497,7 @@ nonisolated extension Filecoord_V1_RequestClaim: SwiftProtobuf.Message, SwiftPro
     if lhs._fromCallback != rhs._fromCallback {return false}
     if lhs.held != rhs.held {return false}
     if lhs._maximumHoldMilliseconds != rhs._maximumHoldMilliseconds {return false}
+    if lhs.nonblocking != rhs.nonblocking {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3437,7 +3457,7 @@ nonisolated extension Filecoord_V1_ClaimFailed: SwiftProtobuf.Message, SwiftProt
 }
 
 nonisolated extension Filecoord_V1_ClaimFailed.FailureKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FAILURE_KIND_UNSPECIFIED\0\u{1}FAILURE_KIND_CANCELLED\0\u{1}FAILURE_KIND_PRESENTER_ERROR\0\u{1}FAILURE_KIND_INVALID_REQUEST\0\u{1}FAILURE_KIND_DEADLOCK\0\u{1}FAILURE_KIND_SHUTTING_DOWN\0\u{1}FAILURE_KIND_LIMIT_EXCEEDED\0\u{1}FAILURE_KIND_TIMED_OUT\0\u{1}FAILURE_KIND_CLUSTER_UNREACHABLE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0FAILURE_KIND_UNSPECIFIED\0\u{1}FAILURE_KIND_CANCELLED\0\u{1}FAILURE_KIND_PRESENTER_ERROR\0\u{1}FAILURE_KIND_INVALID_REQUEST\0\u{1}FAILURE_KIND_DEADLOCK\0\u{1}FAILURE_KIND_SHUTTING_DOWN\0\u{1}FAILURE_KIND_LIMIT_EXCEEDED\0\u{1}FAILURE_KIND_TIMED_OUT\0\u{1}FAILURE_KIND_CLUSTER_UNREACHABLE\0\u{1}FAILURE_KIND_WOULD_WAIT\0")
 }
 
 nonisolated extension Filecoord_V1_PresenterMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

@@ -30,6 +30,7 @@ import FCTestSupport
 ///    and some events repeat a write's own state (its echoes). Checked for a batch of one event while no write claim
 ///    is granted (a granted write holds the events under it; a lease's holder may write unseen).
 /// 9. Hold limits (issue 42): HoldLimitModel.swift, in one seed of three.
+/// 10. Claims that must not wait (issue 43): NonblockingModel.swift, in one seed of three.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -104,6 +105,10 @@ struct Simulation {
     /// Invariant 9 (issue 42): claims with a longest hold, in one seed of three.
     private let holdLimitsOn: Bool
     private(set) var holds = HoldLimitModel()
+    /// Invariant 10 (issue 43): claims that must not wait, in one seed of three (not by shard: seeds go to shards by
+    /// four; never with hold limits, whose seeds are `seed % 3 == 2`: NonblockingTests covers the two together).
+    private let nonblockingOn: Bool
+    private(set) var nonblocking = NonblockingModel()
     /// The shared folder of the schedules with a host gate.
     static let gateFolder = try! ItemPath(absolute: "/r/a")
 
@@ -149,6 +154,7 @@ struct Simulation {
         self.leasesOn = seed % 7 != 0
         self.gatesOn = seed % 5 == 3
         self.holdLimitsOn = seed % 3 == 2
+        self.nonblockingOn = seed % 3 == 0
         if leasesOn { configuration.leases = LeasePolicy() }
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
@@ -578,6 +584,7 @@ struct Simulation {
             timeout: rng.chance(20) ? .milliseconds(Int.random(in: 0...2_000, using: &rng)) : nil
         )
         if holdLimitsOn, rng.chance(40) { request.maximumHold = .seconds(30) }
+        if nonblockingOn, rng.chance(25) { request.nonblocking = true }
         claimInfo[request.id] = request
         send(.claimRequested(request))
     }
@@ -866,6 +873,8 @@ struct Simulation {
     private mutating func send(_ event: ArbiterEvent) -> [ArbiterEffect] {
         if recordTrace { trace.append("step \(step): \(Self.traced(event))") }
         let beforeForHolds: ArbiterSnapshot? = holdLimitsOn && !holds.overdue.isEmpty ? arbiter.snapshot() : nil
+        let beforeForNonblocking: ArbiterSnapshot? =
+            nonblockingOn && nonblocking.needsSnapshot(before: event) ? beforeForHolds ?? arbiter.snapshot() : nil
         let drainingBefore = Set(
             beforeForHolds == nil ? [] : arbiter.hostGateSnapshots().filter(\.draining).map(\.claim)
         )
@@ -959,6 +968,16 @@ struct Simulation {
             )
             violations += found
             for claim in ended { noteEndedUnsaid(claim) }
+        }
+        if nonblockingOn {
+            violations += nonblocking.check(
+                after: event,
+                effects: effects,
+                requests: claimInfo,
+                before: beforeForNonblocking,
+                arbiter: arbiter,
+                packageExtensions: packageExtensions
+            )
         }
         return effects
     }

@@ -36,6 +36,7 @@ import Testing
         var echoes = (laterChanges: 0, echoesRepeated: 0)
         var gates = (commands: 0, drained: 0, failedAtGate: 0)
         var holdsEnded = 0
+        var nonblocking = (granted: 0, refused: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -51,6 +52,8 @@ import Testing
                 gates.drained += simulation.gateCounts.drained
                 gates.failedAtGate += simulation.gateCounts.failedAtGate
                 holdsEnded += simulation.holds.endedByRule
+                nonblocking.granted += simulation.nonblocking.granted
+                nonblocking.refused += simulation.nonblocking.refused
             }
             do {
                 try simulation.run()
@@ -69,7 +72,8 @@ import Testing
                 + "closed by the host; \(otherNamesWritten) writes of files with other names reported; "
                 + "\(echoes.laterChanges) changes after a write reported, \(echoes.echoesRepeated) write echoes repeated; "
                 + "host gates: \(gates.commands) commands, \(gates.drained) drains ended, \(gates.failedAtGate) claims "
-                + "failed at a gate; \(holdsEnded) claims ended past their hold limit"
+                + "failed at a gate; \(holdsEnded) claims ended past their hold limit; claims that must not wait: "
+                + "\(nonblocking.granted) granted, \(nonblocking.refused) refused"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -78,6 +82,10 @@ import Testing
             #expect(echoes.laterChanges > 0 && echoes.echoesRepeated > 0, "issue 37: no write echo was told apart")
             #expect(gates.drained > 0 && gates.failedAtGate > 0, "issue 40: no host gate drained or failed a claim")
             #expect(holdsEnded > 0, "issue 42: no claim ended past its hold limit")
+            #expect(
+                nonblocking.granted > 0 && nonblocking.refused > 0,
+                "issue 43: no claim that must not wait was granted, or none refused"
+            )
         }
     }
 

@@ -31,6 +31,8 @@ enum ClaimFailureMapping {
             return FileCoordinationError(.invalidRequest, message)
         case .clusterUnreachable(let message):
             return FileCoordinationError(.clusterUnreachable, message)
+        case .wouldWait(let report):
+            return FileCoordinationError(.wouldWait, report)
         }
     }
 }

@@ -105,10 +105,10 @@ extension NSFileCoordinator {
         timeout: Duration? = nil
     ) -> Result<PreparedClaim, any Error> {
         // Unchanged since it was made (the common case): not cancelled, no timeout, the first purpose, no lock.
-        let (isCancelled, ownTimeout, storedPurpose) =
+        let (isCancelled, ownTimeout, storedPurpose, refusesToWait) =
             settingsUnchanged.load(ordering: .acquiring)
-            ? (false, nil, initialPurpose)
-            : settings.withLock { ($0.cancelled, $0.callTimeout, $0.purpose) }
+            ? (false, nil, initialPurpose, false)
+            : settings.withLock { ($0.cancelled, $0.callTimeout, $0.purpose, $0.refusesToWait) }
         if isCancelled { return .failure(CocoaError(.userCancelled)) }
         let timeout = (timeout ?? ownTimeout).map { min(max($0, .zero), ClaimRequest.longestTimeout) }
         var canonical: [ItemPath] = []
@@ -171,7 +171,7 @@ extension NSFileCoordinator {
         let held = blocksThread ? client.presenterQueueHeldHere() : nil
         let id = ClaimID(client.newID())
         let waiter = ClaimWaiter(blocksThread: blocksThread)
-        let request = ClaimRequest(
+        var request = ClaimRequest(
             id: id,
             client: client.clientID,
             coordinator: coordinatorID,
@@ -191,6 +191,7 @@ extension NSFileCoordinator {
             isPreparation: isPreparation,
             timeout: timeout
         )
+        request.nonblocking = refusesToWait
         let route = client.register(waiter, for: request)
         let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
             item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil

@@ -87,13 +87,29 @@ final class CoordinationClient: Sendable {
             deliver(outcomes)
             return .onWaiter
         }
-        if let route { return route.submitClaim(request, waiter: waiter) }
-        switch connection.transport() {
-        case .success(let transport): return transport.submitClaim(request, waiter: waiter)
-        case .failure(let error):
-            fail(request.id, with: error)
+        let transport: any ArbiterTransport
+        if let route {
+            transport = route
+        } else {
+            switch connection.transport() {
+            case .success(let connected): transport = connected
+            case .failure(let error):
+                fail(request.id, with: error)
+                return .onWaiter
+            }
+        }
+        // A daemon that does not know `nonblocking` would let the claim wait: it is not sent (issue 43).
+        if request.nonblocking, let daemon = transport as? DaemonTransport,
+            daemon.daemonRevision < ProtocolVersion.nonblockingRevision
+        {
+            let message =
+                "filecoordd speaks protocol revision \(daemon.daemonRevision), which cannot refuse a claim that "
+                + "would wait (revision \(ProtocolVersion.nonblockingRevision) or later can); restart filecoordd "
+                + "from this release."
+            fail(request.id, with: FileCoordinationError(.invalidRequest, message))
             return .onWaiter
         }
+        return transport.submitClaim(request, waiter: waiter)
     }
 
     /// Sends a message to the arbiter, through a live transport only: without one it belongs to a connection that
