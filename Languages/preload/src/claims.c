@@ -122,6 +122,8 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_
             fcp_finish_locked(claim);
             daemon_silent_locked();
         }
+    } else if (hello_refused) {
+        daemon_silent_locked(); /* the daemon closed before its HelloReply, found by this send: refused */
     }
     pending[slot].claim = 0;
     fcp_unlock();

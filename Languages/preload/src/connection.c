@@ -205,11 +205,16 @@ int connect_locked(void) {
     Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
     frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_HELLO;
     frame.hello = &hello;
-    if (!send_frame_locked(&frame)) return 0;
     /* The answer is read with the first claim's (issue 42, item 6: awaited here, it held the library's lock, and every
-     * other thread's call and the program's fork with it, for up to 2 s with a silent daemon). */
+     * other thread's call and the program's fork with it, for up to 2 s with a silent daemon). Awaited from before the
+     * send: a connection that ends before its HelloReply is a refusal, found by a read or, when the daemon closed
+     * first, by this send or the claim's (disconnect_locked). */
     hello_awaited = 1;
     hello_deadline = after(now(), FCP_HELLO_WAIT_MS);
+    if (!send_frame_locked(&frame)) {
+        daemon_silent_locked(); /* accepted and closed at once (at its connection limit): not asked for a while */
+        return 0;
+    }
     return 1;
 }
 
