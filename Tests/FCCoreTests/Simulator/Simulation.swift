@@ -437,8 +437,11 @@ struct Simulation {
     /// A granted claim ends without saying what it left behind (its client's finish without an outcome, its client
     /// gone, its hold limit passed): its written items' events are echoes for a while.
     private mutating func noteEndedUnsaid(_ claim: ArbiterSnapshot.Claim) {
-        for (path, item) in zip(claim.paths, claim.request.items) where item.access.isWrite {
-            unsaid[path] = windowTicks + 8
+        // Every entry the claim writes, as the arbiter records its echoes: its items, the other names of their files
+        // where they are now (a waiting claim's other name follows another claim's move, issue 26), and the new
+        // locations of its own moves.
+        for (path, access) in zip(claim.paths, claim.accesses) where access.isWrite { unsaid[path] = windowTicks + 8 }
+        for item in claim.request.items where item.access.isWrite {
             // A file's other names are the claim's entries too (issue 26).
             guard let identity = identity(of: item.path) else { continue }
             for (name, other) in Self.identities where other == identity { unsaid[name] = windowTicks + 8 }
