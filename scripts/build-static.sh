@@ -27,7 +27,7 @@ command -v swift >/dev/null || export PATH="$PATH:/opt/swift/usr/bin"
 mkdir -p "$out/bin" "$out/lib"
 out="$(cd "$out" && pwd)"
 
-version="1.0.0"
+version="$(scripts/library-version.sh)"
 abi="${version%%.*}"
 scratch="$PWD/.build-static"
 toolchain="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")"

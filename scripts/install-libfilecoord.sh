@@ -31,7 +31,7 @@ prefix="$1"
 mkdir -p "$prefix"
 prefix="$(cd "$prefix" && pwd)"
 configuration="${FC_CONFIGURATION:-release}"
-version="$(sed -n 's/.*filecoord_version(void) { return "\([0-9.]*\)"; }.*/\1/p' Languages/c/CFileCoord/abi_version.c)"
+version="$(scripts/library-version.sh)"
 abi="${version%%.*}"
 
 command -v swift >/dev/null || export PATH="$PATH:/opt/swift/usr/bin"

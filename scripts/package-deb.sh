@@ -22,9 +22,8 @@ out="${1:-$repo/.build-deb}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-version="$(sed -n 's/.*filecoord_version(void) { return "\([0-9.]*\)"; }.*/\1/p' Languages/c/CFileCoord/abi_version.c)"
+version="$(scripts/library-version.sh)"
 abi="${version%%.*}"
-[[ -n "$version" ]] || { echo "error: no version in Languages/c/CFileCoord/abi_version.c" >&2; exit 1; }
 architecture="$(dpkg --print-architecture)"
 multiarch="$(dpkg-architecture -qDEB_HOST_MULTIARCH)"
 maintainer="swift-file-coordination authors <filecoord@localhost>"

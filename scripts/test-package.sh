@@ -75,13 +75,18 @@ for tool in filecoordd fccoord fcdump; do ln -s "/usr/bin/$tool" "$work/products
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install --quiet --disable-pip-version-check cffi pytest setuptools wheel mypy
 
+# Runs the script $1 (with the arguments after it) in a private mount namespace, with the toolchain and this clone
+# hidden under empty tmpfs and the work folder as its working directory.
+hidden() {
+    unshare --mount --propagation private bash -c \
+        'set -e; mount -t tmpfs -o size=1m fc-hidden "$1"; mount -t tmpfs -o size=1m fc-hidden "$2"; cd "$3"
+         shift 3; exec bash "$@"' hidden "$toolchain" "$repo" "$work" "$@"
+}
+
 step "In a private mount namespace, with $toolchain and $repo hidden under empty tmpfs"
 cat > "$work/inside.sh" <<'EOF'
 set -euo pipefail
 work="$1"; multiarch="$2"; toolchain="$3"; repo="$4"
-mount -t tmpfs -o size=1m fc-hidden "$toolchain"
-mount -t tmpfs -o size=1m fc-hidden "$repo"
-cd "$work"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 unset FILECOORDD_PATH LD_LIBRARY_PATH FILECOORD_ARBITER FILECOORD_LIBRARY
 export FILECOORDD_SOCKET="$work/run/socket" FILECOORD_VERSIONS_DIR="$work/versions"
@@ -128,7 +133,7 @@ pid="$(tr -dc '0-9' < "$work/run/socket.lock")"
 kill "$pid" 2>/dev/null || true
 timeout 10 tail --pid="$pid" -f /dev/null
 EOF
-unshare --mount --propagation private bash "$work/inside.sh" "$work" "$multiarch" "$toolchain" "$repo"
+hidden "$work/inside.sh" "$work" "$multiarch" "$toolchain" "$repo"
 
 step "apt-get purge: nothing the packages installed is left"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq -o Dpkg::Use-Pty=0 "${packages[@]}"
@@ -149,10 +154,7 @@ python3 -m venv "$work/quickstart"
 "$work/quickstart/bin/pip" install --quiet --disable-pip-version-check ./Languages/python
 cat > "$work/quickstart.sh" <<'INNER'
 set -euo pipefail
-work="$1"; toolchain="$2"; repo="$3"
-mount -t tmpfs -o size=1m fc-hidden "$toolchain"
-mount -t tmpfs -o size=1m fc-hidden "$repo"
-cd "$work"
+work="$1"
 printf 'draft\n' > "$work/quickstart.txt"
 FILECOORDD_SOCKET="$work/run/socket" FILECOORDD_PATH="$work/staged/bin/filecoordd" \
     "$work/quickstart/bin/python" - "$work/quickstart.txt" <<'PYTHON'
@@ -166,4 +168,4 @@ print("import filecoord: the wheel's own", filecoord.library_path(), "- a coordi
 PYTHON
 grep -qx 'from the quick start' "$work/quickstart.txt"
 INNER
-unshare --mount --propagation private bash "$work/quickstart.sh" "$work" "$toolchain" "$repo"
+hidden "$work/quickstart.sh" "$work"
