@@ -138,8 +138,10 @@ sleep 0.5
 printf '\n- bread' >> "$other/notes.txt"
 wait_until "the mirror to bring it over" grep -qF "bread" "$this/notes.txt"
 wait_until "the editor to reload" screen_has "bread"
-echo "   the daemon's watcher saw the append; the mirror copied it over with a coordinated write; the editor, told"
-echo "   the file changed, read it again:"
+wait_until "the editor to count the mirror's copy" screen_has "copies in:"
+echo "   the daemon's watcher saw the append; the mirror copied it over with a coordinated write, under a file"
+echo "   progress it published (the status line counts the copies in); the editor, told the file changed, read it"
+echo "   again:"
 show_screen
 show_mirror
 

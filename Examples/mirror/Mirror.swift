@@ -132,13 +132,21 @@ final class Mirror: @unchecked Sendable {
         }
     }
 
-    /// Writes `data` to the file on `side` in a coordinated write made for that side's presenter.
+    /// Writes `data` to the file on `side` in a coordinated write made for that side's presenter, with a file
+    /// progress published about the copy (issue 44): an editor subscribed to the file's folder shows it.
     private func write(_ data: Data, to side: Side, _ name: String) {
+        let progress = Progress(totalUnitCount: Int64(data.count))
+        progress.kind = .file
+        progress.fileURL = url(side, name)
+        progress.fileOperationKind = .copying
+        progress.publish()
+        defer { progress.unpublish() }
         var error: NSError?
         coordinator(side).coordinate(writingItemAt: url(side, name), options: [], error: &error) { file in
             do {
                 try data.write(to: file, options: .atomic)
                 base[name] = data
+                progress.completedUnitCount = Int64(data.count)
             } catch {
                 say("mirror: cannot write \(file.path): \(error)")
             }

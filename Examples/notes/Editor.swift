@@ -22,6 +22,10 @@ final class Editor: @unchecked Sendable {
     /// The conflict versions listed while the picker is open, else `nil`.
     private var picker: [NSFileVersion]?
     private var closedBecauseDeleted = false
+    /// Copies into the file that another program (the mirror) published a file progress for: running now, and
+    /// finished since the editor opened (issue 44).
+    private var copiesRunning: [ObjectIdentifier: Progress] = [:]
+    private var copiesFinished = 0
     private var quitting = false
 
     init(document: PlainTextDocument, terminal: Terminal) {
@@ -66,6 +70,23 @@ final class Editor: @unchecked Sendable {
                 message = "the file was deleted; the document is closed (^Q quits)"
             }
         }
+        draw()
+    }
+
+    // MARK: File progress
+
+    /// A program published a file progress about an item in the document's folder (on `queue`): shown while it
+    /// runs if it is about the document.
+    func progressAppeared(_ progress: Progress) {
+        guard progress.fileURL?.lastPathComponent == document.fileURL.lastPathComponent else { return }
+        copiesRunning[ObjectIdentifier(progress)] = progress
+        draw()
+    }
+
+    /// That progress ended (on `queue`).
+    func progressEnded(_ progress: Progress) {
+        guard copiesRunning.removeValue(forKey: ObjectIdentifier(progress)) != nil else { return }
+        copiesFinished += 1
         draw()
     }
 
@@ -249,6 +270,10 @@ final class Editor: @unchecked Sendable {
         if others.writers > 0 { status += " | another program is writing" }
         if others.readers > 0 { status += " | another program is reading" }
         if conflictCount > 0 { status += " | conflicts: \(conflictCount)" }
+        for copy in copiesRunning.values {
+            status += " | copying in \(Int((copy.fractionCompleted * 100).rounded(.down)))%"
+        }
+        if copiesFinished > 0 { status += " | copies in: \(copiesFinished)" }
         status += " | " + message
         line(status, reverse: true)
         screen += String(" ^S save  ^R revert  ^K conflicts  ^Q quit".prefix(columns)) + "\u{1B}[K"

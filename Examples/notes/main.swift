@@ -3,9 +3,10 @@
 //   notes [--autosave SECONDS] FILE
 //
 // It edits FILE as a PlainTextDocument: coordinated open, save (^S) and autosave, revert (^R); the status line says
-// when another program reads or writes the file, and the text is read again when another program changes it (with
-// or without coordination); it follows a rename, closes when the file is deleted, and lists the conflict versions a
-// sync tool added (^K) to keep one. ^Q saves and quits. Run it in a terminal (or in tmux, as the tests do).
+// when another program reads or writes the file, and shows the copies into it a sync agent publishes a file progress
+// for; the text is read again when another program changes it (with or without coordination); it follows a rename,
+// closes when the file is deleted, and lists the conflict versions a sync tool added (^K) to keep one. ^Q saves and
+// quits. Run it in a terminal (or in tmux, as the tests do).
 
 import FileCoordination
 import FileCoordinationDocument
@@ -46,9 +47,22 @@ Task {
         exit(1)
     }
     editor.queue.async { editor.opened() }
+    // File progress published about items of the document's folder (the mirror's copies, issue 44).
+    _ = Progress.addSubscriber(forFileURL: url.deletingLastPathComponent()) { progress in
+        let shown = UncheckedProgress(progress)
+        editor.queue.async { editor.progressAppeared(shown.value) }
+        return { editor.queue.async { editor.progressEnded(shown.value) } }
+    }
     for await event in document.events {
         editor.queue.async { editor.handle(event) }
     }
+}
+
+/// A progress handed to the editor's queue.
+// @unchecked: swift-corelibs-foundation's Progress is not Sendable; the editor only reads it, on its queue.
+struct UncheckedProgress: @unchecked Sendable {
+    let value: Progress
+    init(_ value: Progress) { self.value = value }
 }
 
 // Keys are read on a thread of their own (a blocking read) and handled on the editor's queue.

@@ -44,6 +44,8 @@ final class ArbiterHost {
     let documentPortal: DocumentPortalMapping
     /// Each client's portal spellings and events that wait for the portal (``waitsForPortal(_:inDaemonPaths:from:)``).
     let portalClients: DocumentPortalClients
+    /// File progress published and subscribed to (issue 44; Progress/ArbiterHost+Progress.swift).
+    let progress = ProgressBoard()
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?
@@ -206,6 +208,7 @@ final class ArbiterHost {
         loop.preconditionInEventLoop()
         guard let closedHere = connections.forget(client) else { return }
         portalClients.forget(client)
+        progressClientLeft(client)
         // The arbiter logs the disconnect itself.
         cluster?.checkFence()
         apply(router.disconnect(client, keepingLeasesFor: closedHere ? configuration.recoveryGrace : nil))

@@ -57,7 +57,8 @@ extension ArbiterHost {
                 recalls: arbiter.statistics.leaseRecalls,
                 recallTimeouts: arbiter.statistics.leaseRecallTimeouts
             ),
-            cluster: cluster?.dump()
+            cluster: cluster?.dump(),
+            progress: progress.dumpItems()
         )
     }
 }
@@ -87,6 +88,7 @@ struct DumpState: Sendable {
     var leases: [DaemonDump.Lease] = []
     var leasing: DaemonDump.Leasing?
     var cluster: DaemonDump.Cluster?
+    var progress: [DaemonDump.ProgressItem] = []
 
     /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
     /// in a debug build, which is why it runs off the event loop.
@@ -197,6 +199,7 @@ struct DumpState: Sendable {
         dump.leases = leases
         dump.leasing = leasing
         dump.cluster = cluster
+        dump.progress = progress
         do {
             return try dump.jsonBytes()
         } catch {

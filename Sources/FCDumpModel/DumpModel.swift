@@ -40,6 +40,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
     /// The cluster this daemon shares folders with (issue 40), `nil` when it shares none. Added within schema
     /// version 1: `nil` from an older daemon.
     public var cluster: Cluster?
+    /// File progress by item (issue 44; added within version 1, absent from older daemons).
+    public var progress: [ProgressItem] = []
 
     /// Creates a dump.
     public init(
@@ -69,7 +71,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, daemonPID, clients, presenters, claims, tree, waitFor, statistics, deadlocks, nodeCount
-        case watcher, leases, leasing, cluster
+        case watcher, leases, leasing, cluster, progress
     }
 
     /// Decodes a dump; `leases` and `leasing` may be absent (older daemons).
@@ -89,6 +91,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         self.leases = try container.decodeIfPresent([Lease].self, forKey: .leases) ?? []
         self.leasing = try container.decodeIfPresent(Leasing.self, forKey: .leasing)
         self.cluster = try container.decodeIfPresent(Cluster.self, forKey: .cluster)
+        self.progress = try container.decodeIfPresent([ProgressItem].self, forKey: .progress) ?? []
     }
 
     /// Encodes every key, `watcher` as `null` when absent.
@@ -108,6 +111,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         try container.encode(leases, forKey: .leases)
         try container.encode(leasing, forKey: .leasing)
         try container.encode(cluster, forKey: .cluster)
+        try container.encode(progress, forKey: .progress)
     }
 
     /// A connected client.

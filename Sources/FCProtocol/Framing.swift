@@ -35,6 +35,10 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .pong: .toClient
         case .leaseReturned: .toDaemon
         case .leaseGranted, .leaseRecalled, .claimInsideLease: .toClient
+        case .progressPublish, .progressUpdate, .progressUnpublish, .progressSubscribe, .progressUnsubscribe,
+            .progressControl:
+            .toDaemon
+        case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested: .toClient
         }
     }
 
@@ -70,6 +74,16 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .leaseGranted: "LeaseGranted"
         case .leaseRecalled: "LeaseRecalled"
         case .claimInsideLease: "ClaimInsideLease"
+        case .progressPublish: "ProgressPublish"
+        case .progressUpdate: "ProgressUpdate"
+        case .progressUnpublish: "ProgressUnpublish"
+        case .progressSubscribe: "ProgressSubscribe"
+        case .progressUnsubscribe: "ProgressUnsubscribe"
+        case .progressControl: "ProgressControl"
+        case .progressAppeared: "ProgressAppeared"
+        case .progressChanged: "ProgressChanged"
+        case .progressGone: "ProgressGone"
+        case .progressControlRequested: "ProgressControlRequested"
         }
     }
 }

@@ -14,8 +14,9 @@ public enum ProtocolVersion {
     /// whose revision is at least the message's (docs/PROTOCOL.md, section 2). 1: `PreparationReturned`. 2: `Ping`
     /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23). 4: a
     /// claim's longest hold (`RequestClaim.maximum_hold_milliseconds`; issue 42), which an older daemon ignores. 5: a
-    /// claim that must not wait (`RequestClaim.nonblocking`, `ClaimFailed.FAILURE_KIND_WOULD_WAIT`; issue 43).
-    public static let revision: UInt32 = 5
+    /// claim that must not wait (`RequestClaim.nonblocking`, `ClaimFailed.FAILURE_KIND_WOULD_WAIT`; issue 43). 6:
+    /// file progress (`ProgressPublish` and the messages after it; issue 44).
+    public static let revision: UInt32 = 6
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -33,6 +34,9 @@ public enum ProtocolVersion {
     /// wait, so a client sends a claim that must not wait only to a daemon of this revision or later, and fails it
     /// itself otherwise.
     public static let nonblockingRevision: UInt32 = 5
+    /// The revision that added file progress (`ProgressPublish`, `ProgressSubscribe` and the rest of docs/PROTOCOL.md
+    /// section 12): a client sends them only to a daemon of this revision or later.
+    public static let progressRevision: UInt32 = 6
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1

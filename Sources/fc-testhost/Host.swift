@@ -240,6 +240,9 @@ final class Host: @unchecked Sendable {
             runVersionCommand(command, arguments, background: background)
         case "doc", "doc-edit", "doc-text", "doc-save", "doc-revert", "doc-close", "doc-conflicts", "doc-pick":
             runDocumentCommand(command, arguments)
+        case "publish", "progress-set", "progress-count", "unpublish", "subscribe", "unsubscribe", "proxy-cancel",
+            "proxy-pause", "proxy-resume", "proxy-updates":
+            ProgressCommands.shared.run(command, arguments)
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }
             semaphore?.signal()

@@ -82,6 +82,8 @@
 //                                                                    then with a presenter of OTHER
 //                                                                    (ListenerWakeups.swift; the process's first
 //                                                                    coordinated call)
+//   publish, progress-set, progress-count, unpublish, subscribe, unsubscribe, proxy-cancel, proxy-pause,
+//   proxy-resume, proxy-updates                                      file progress (ProgressCommands.swift)
 //   sleep MS
 //   ignore SIGNAL                                                    set SIGNAL (a number) to SIG_IGN in this process
 //   exit

@@ -22,6 +22,7 @@ struct FCDump: ParsableCommand {
               watcher    the inotify watches against their limits, the watched directories and the watcher's counters
               leases     the leases held (holder, subtree, state, age, recalls) and the lease counters
               cluster    this host in its cluster: session, shared folders, host leases, whom claims wait for
+              progress   per item, the file progress published about it and the processes subscribed at it
             --json prints the whole state as JSON (schema: docs/FCDUMP-SCHEMA.md). Exit status 1 when no daemon \
             answers.
             """
@@ -29,10 +30,10 @@ struct FCDump: ParsableCommand {
 
     /// What to show.
     enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case tree, clients, deadlocks, graph, watcher, leases, cluster
+        case tree, clients, deadlocks, graph, watcher, leases, cluster, progress
     }
 
-    @Argument(help: "tree, clients, deadlocks, graph, watcher, leases or cluster.")
+    @Argument(help: "tree, clients, deadlocks, graph, watcher, leases, cluster or progress.")
     var mode: Mode = .tree
 
     @Option(help: "The daemon's socket (default: FILECOORDD_SOCKET, else the per-user socket).")
@@ -122,6 +123,7 @@ struct FCDump: ParsableCommand {
         case .watcher: return renderer.watcher()
         case .leases: return renderer.leases()
         case .cluster: return renderer.cluster()
+        case .progress: return renderer.progress()
         }
     }
 }

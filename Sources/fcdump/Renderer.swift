@@ -25,6 +25,7 @@ extension DaemonDump {
         copy.claims = claims.filter { $0.items.contains { inside($0.path) } }
         copy.presenters = presenters.filter { $0.path.map(inside) ?? false }
         // A lease above the prefix covers it too.
+        copy.progress = progress.filter { inside($0.path) }
         copy.leases = leases.filter { inside($0.subtree) || prefix.hasPrefix($0.subtree + "/") || $0.subtree == "/" }
         let names = Set(copy.claims.map { "claim#\($0.id)" } + copy.presenters.map { "presenter#\($0.id)" })
         copy.waitFor = waitFor.filter { names.contains($0.from) || names.contains($0.to) }
@@ -149,6 +150,35 @@ struct Renderer {
             }
             if folder.otherHostWaiting { line += ", another host waits" }
             out += line + "\n"
+        }
+        return out
+    }
+
+    // MARK: progress
+
+    /// Per item: the progresses published about it and the clients subscribed at it (issue 44).
+    func progress() -> String {
+        var out = summary() + "\n"
+        guard !dump.progress.isEmpty else { return out + "no file progress published or subscribed to\n" }
+        for item in dump.progress {
+            out += paint(item.path, "1") + "\n"
+            for publisher in item.publishers {
+                let percent = Int((publisher.fractionCompleted * 100).rounded(.down))
+                var line =
+                    "    \(paint("published", "36")) progress#\(publisher.id) by \(client(publisher.client)): "
+                    + "\(publisher.completedUnitCount) of \(publisher.totalUnitCount) (\(percent)%)"
+                let operation = publisher.fileOperationKind.replacingOccurrences(
+                    of: "NSProgressFileOperationKind",
+                    with: ""
+                )
+                if !operation.isEmpty { line += ", \(operation.lowercased())" }
+                if publisher.paused { line += ", paused" }
+                if publisher.cancelled { line += ", cancelled" }
+                out += line + "\n"
+            }
+            for subscriber in item.subscribers {
+                out += "    \(paint("subscribed", "33")) by \(client(subscriber))\n"
+            }
         }
         return out
     }

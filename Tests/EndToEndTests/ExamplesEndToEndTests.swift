@@ -228,4 +228,50 @@ final class TmuxSession: Sendable {
             await tmux.kill()
         }
     }
+
+    @Test("notes shows the mirror's copies into its file, which the mirror publishes as file progress (issue 44)")
+    func notesShowsTheMirrorsCopies() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--versions-directory", env.path("versions")])
+            let versions: [String: String?] = ["FILECOORD_VERSIONS_DIR": env.path("versions")]
+            let this = env.path("this")
+            let other = env.path("other")
+            try FileManager.default.createDirectory(atPath: this, withIntermediateDirectories: false)
+            try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: false)
+            let path = try env.file("this/notes.txt", "hello")
+            let mirror = try await env.host(
+                "mirror",
+                arguments: [this, other],
+                environment: versions,
+                executable: "mirror",
+                readyLine: "mirror: watching"
+            )
+            let environment = try childEnvironment(socket: env.socket)
+            let tmux = TmuxSession(socket: env.path("tmux.sock"))
+            try await tmux.start(
+                environment: environment.filter { ["FILECOORDD_SOCKET", "FILECOORDD_PATH"].contains($0.key) },
+                command: [try Products.executable("notes").path, "--autosave", "0.2", path]
+            )
+            do {
+                try await tmux.waitForScreen("opened notes.txt")
+                // The laptop's copy changes; the mirror copies it into the editor's file under a published progress.
+                let tool = try await env.host("tool", environment: versions)
+                try tool.send("write \(other)/notes.txt from-the-laptop")
+                try await mirror.waitFor("mirror: copied notes.txt from other to this")
+                try await tmux.waitForScreen("from-the-laptop")
+                try await tmux.waitForScreen("copies in: 1")
+                // A copy the other way (the editor's save) is about the laptop's file: not counted here.
+                try await tmux.keys("End")
+                try await tmux.type(" and more")
+                try await mirror.waitFor("mirror: copied notes.txt from this to other", count: 2)
+                try tool.send("write \(other)/notes.txt second")
+                try await tmux.waitForScreen("copies in: 2")
+                #expect(!(try await tmux.screen()).contains("copies in: 3"))
+            } catch {
+                await tmux.kill()
+                throw error
+            }
+            await tmux.kill()
+        }
+    }
 }

@@ -1639,7 +1639,502 @@ void   filecoord__v1__version_store_reply__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__version_store_reply__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[29] =
+void   filecoord__v1__progress_state__init
+                     (Filecoord__V1__ProgressState         *message)
+{
+  static const Filecoord__V1__ProgressState init_value = FILECOORD__V1__PROGRESS_STATE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_state__get_packed_size
+                     (const Filecoord__V1__ProgressState *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_state__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_state__pack
+                     (const Filecoord__V1__ProgressState *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_state__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_state__pack_to_buffer
+                     (const Filecoord__V1__ProgressState *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_state__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressState *
+       filecoord__v1__progress_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressState *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_state__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_state__free_unpacked
+                     (Filecoord__V1__ProgressState *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_state__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_publish__init
+                     (Filecoord__V1__ProgressPublish         *message)
+{
+  static const Filecoord__V1__ProgressPublish init_value = FILECOORD__V1__PROGRESS_PUBLISH__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_publish__get_packed_size
+                     (const Filecoord__V1__ProgressPublish *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_publish__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_publish__pack
+                     (const Filecoord__V1__ProgressPublish *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_publish__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_publish__pack_to_buffer
+                     (const Filecoord__V1__ProgressPublish *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_publish__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressPublish *
+       filecoord__v1__progress_publish__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressPublish *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_publish__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_publish__free_unpacked
+                     (Filecoord__V1__ProgressPublish *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_publish__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_update__init
+                     (Filecoord__V1__ProgressUpdate         *message)
+{
+  static const Filecoord__V1__ProgressUpdate init_value = FILECOORD__V1__PROGRESS_UPDATE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_update__get_packed_size
+                     (const Filecoord__V1__ProgressUpdate *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_update__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_update__pack
+                     (const Filecoord__V1__ProgressUpdate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_update__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_update__pack_to_buffer
+                     (const Filecoord__V1__ProgressUpdate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_update__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressUpdate *
+       filecoord__v1__progress_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressUpdate *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_update__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_update__free_unpacked
+                     (Filecoord__V1__ProgressUpdate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_update__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_unpublish__init
+                     (Filecoord__V1__ProgressUnpublish         *message)
+{
+  static const Filecoord__V1__ProgressUnpublish init_value = FILECOORD__V1__PROGRESS_UNPUBLISH__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_unpublish__get_packed_size
+                     (const Filecoord__V1__ProgressUnpublish *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_unpublish__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_unpublish__pack
+                     (const Filecoord__V1__ProgressUnpublish *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_unpublish__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_unpublish__pack_to_buffer
+                     (const Filecoord__V1__ProgressUnpublish *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_unpublish__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressUnpublish *
+       filecoord__v1__progress_unpublish__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressUnpublish *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_unpublish__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_unpublish__free_unpacked
+                     (Filecoord__V1__ProgressUnpublish *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_unpublish__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_subscribe__init
+                     (Filecoord__V1__ProgressSubscribe         *message)
+{
+  static const Filecoord__V1__ProgressSubscribe init_value = FILECOORD__V1__PROGRESS_SUBSCRIBE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_subscribe__get_packed_size
+                     (const Filecoord__V1__ProgressSubscribe *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_subscribe__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_subscribe__pack
+                     (const Filecoord__V1__ProgressSubscribe *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_subscribe__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_subscribe__pack_to_buffer
+                     (const Filecoord__V1__ProgressSubscribe *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_subscribe__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressSubscribe *
+       filecoord__v1__progress_subscribe__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressSubscribe *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_subscribe__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_subscribe__free_unpacked
+                     (Filecoord__V1__ProgressSubscribe *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_subscribe__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_unsubscribe__init
+                     (Filecoord__V1__ProgressUnsubscribe         *message)
+{
+  static const Filecoord__V1__ProgressUnsubscribe init_value = FILECOORD__V1__PROGRESS_UNSUBSCRIBE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_unsubscribe__get_packed_size
+                     (const Filecoord__V1__ProgressUnsubscribe *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_unsubscribe__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_unsubscribe__pack
+                     (const Filecoord__V1__ProgressUnsubscribe *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_unsubscribe__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_unsubscribe__pack_to_buffer
+                     (const Filecoord__V1__ProgressUnsubscribe *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_unsubscribe__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressUnsubscribe *
+       filecoord__v1__progress_unsubscribe__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressUnsubscribe *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_unsubscribe__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_unsubscribe__free_unpacked
+                     (Filecoord__V1__ProgressUnsubscribe *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_unsubscribe__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_control__init
+                     (Filecoord__V1__ProgressControl         *message)
+{
+  static const Filecoord__V1__ProgressControl init_value = FILECOORD__V1__PROGRESS_CONTROL__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_control__get_packed_size
+                     (const Filecoord__V1__ProgressControl *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_control__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_control__pack
+                     (const Filecoord__V1__ProgressControl *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_control__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_control__pack_to_buffer
+                     (const Filecoord__V1__ProgressControl *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_control__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressControl *
+       filecoord__v1__progress_control__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressControl *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_control__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_control__free_unpacked
+                     (Filecoord__V1__ProgressControl *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_control__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_appeared__init
+                     (Filecoord__V1__ProgressAppeared         *message)
+{
+  static const Filecoord__V1__ProgressAppeared init_value = FILECOORD__V1__PROGRESS_APPEARED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_appeared__get_packed_size
+                     (const Filecoord__V1__ProgressAppeared *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_appeared__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_appeared__pack
+                     (const Filecoord__V1__ProgressAppeared *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_appeared__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_appeared__pack_to_buffer
+                     (const Filecoord__V1__ProgressAppeared *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_appeared__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressAppeared *
+       filecoord__v1__progress_appeared__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressAppeared *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_appeared__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_appeared__free_unpacked
+                     (Filecoord__V1__ProgressAppeared *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_appeared__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_changed__init
+                     (Filecoord__V1__ProgressChanged         *message)
+{
+  static const Filecoord__V1__ProgressChanged init_value = FILECOORD__V1__PROGRESS_CHANGED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_changed__get_packed_size
+                     (const Filecoord__V1__ProgressChanged *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_changed__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_changed__pack
+                     (const Filecoord__V1__ProgressChanged *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_changed__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_changed__pack_to_buffer
+                     (const Filecoord__V1__ProgressChanged *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_changed__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressChanged *
+       filecoord__v1__progress_changed__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressChanged *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_changed__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_changed__free_unpacked
+                     (Filecoord__V1__ProgressChanged *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_changed__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_gone__init
+                     (Filecoord__V1__ProgressGone         *message)
+{
+  static const Filecoord__V1__ProgressGone init_value = FILECOORD__V1__PROGRESS_GONE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_gone__get_packed_size
+                     (const Filecoord__V1__ProgressGone *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_gone__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_gone__pack
+                     (const Filecoord__V1__ProgressGone *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_gone__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_gone__pack_to_buffer
+                     (const Filecoord__V1__ProgressGone *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_gone__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressGone *
+       filecoord__v1__progress_gone__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressGone *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_gone__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_gone__free_unpacked
+                     (Filecoord__V1__ProgressGone *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_gone__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__progress_control_requested__init
+                     (Filecoord__V1__ProgressControlRequested         *message)
+{
+  static const Filecoord__V1__ProgressControlRequested init_value = FILECOORD__V1__PROGRESS_CONTROL_REQUESTED__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__progress_control_requested__get_packed_size
+                     (const Filecoord__V1__ProgressControlRequested *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_control_requested__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__progress_control_requested__pack
+                     (const Filecoord__V1__ProgressControlRequested *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_control_requested__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__progress_control_requested__pack_to_buffer
+                     (const Filecoord__V1__ProgressControlRequested *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__progress_control_requested__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__ProgressControlRequested *
+       filecoord__v1__progress_control_requested__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__ProgressControlRequested *)
+     protobuf_c_message_unpack (&filecoord__v1__progress_control_requested__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__progress_control_requested__free_unpacked
+                     (Filecoord__V1__ProgressControlRequested *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__progress_control_requested__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[39] =
 {
   {
     "hello",
@@ -1989,6 +2484,126 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[29
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "progress_publish",
+    80,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_publish),
+    &filecoord__v1__progress_publish__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_update",
+    81,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_update),
+    &filecoord__v1__progress_update__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_unpublish",
+    82,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_unpublish),
+    &filecoord__v1__progress_unpublish__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_subscribe",
+    83,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_subscribe),
+    &filecoord__v1__progress_subscribe__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_unsubscribe",
+    84,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_unsubscribe),
+    &filecoord__v1__progress_unsubscribe__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_control",
+    85,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_control),
+    &filecoord__v1__progress_control__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_appeared",
+    90,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_appeared),
+    &filecoord__v1__progress_appeared__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_changed",
+    91,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_changed),
+    &filecoord__v1__progress_changed__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_gone",
+    92,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_gone),
+    &filecoord__v1__progress_gone__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "progress_control_requested",
+    93,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, progress_control_requested),
+    &filecoord__v1__progress_control_requested__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
@@ -2011,6 +2626,16 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   18,   /* field[18] = presenter_message */
   8,   /* field[8] = presenter_reply */
   3,   /* field[3] = presenter_url_changed */
+  35,   /* field[35] = progress_appeared */
+  36,   /* field[36] = progress_changed */
+  34,   /* field[34] = progress_control */
+  38,   /* field[38] = progress_control_requested */
+  37,   /* field[37] = progress_gone */
+  29,   /* field[29] = progress_publish */
+  32,   /* field[32] = progress_subscribe */
+  31,   /* field[31] = progress_unpublish */
+  33,   /* field[33] = progress_unsubscribe */
+  30,   /* field[30] = progress_update */
   19,   /* field[19] = protocol_error */
   15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
@@ -2021,7 +2646,7 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   23,   /* field[23] = version_store_request */
   22,   /* field[22] = watch_unavailable */
 };
-static const ProtobufCIntRange filecoord__v1__frame__number_ranges[6 + 1] =
+static const ProtobufCIntRange filecoord__v1__frame__number_ranges[8 + 1] =
 {
   { 1, 0 },
   { 16, 14 },
@@ -2029,7 +2654,9 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[6 + 1] =
   { 50, 23 },
   { 60, 25 },
   { 70, 26 },
-  { 0, 29 }
+  { 80, 29 },
+  { 90, 35 },
+  { 0, 39 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -2039,10 +2666,10 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  29,
+  39,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
-  6,  filecoord__v1__frame__number_ranges,
+  8,  filecoord__v1__frame__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -4777,6 +5404,762 @@ const ProtobufCMessageDescriptor filecoord__v1__version_store_reply__descriptor 
   (ProtobufCMessageInit) filecoord__v1__version_store_reply__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor filecoord__v1__progress_state__field_descriptors[17] =
+{
+  {
+    "total_unit_count",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, total_unit_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "completed_unit_count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, completed_unit_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fraction_completed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, fraction_completed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "indeterminate",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, indeterminate),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cancellable",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, cancellable),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pausable",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, pausable),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cancelled",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, cancelled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "paused",
+    8,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, paused),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "finished",
+    9,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, finished),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    10,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, kind),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file_operation_kind",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, file_operation_kind),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "localized_description",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, localized_description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "localized_additional_description",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, localized_additional_description),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file_total_count",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, file_total_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "file_completed_count",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, file_completed_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "estimated_time_remaining",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, estimated_time_remaining),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "throughput",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressState, throughput),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_state__field_indices_by_name[] = {
+  4,   /* field[4] = cancellable */
+  6,   /* field[6] = cancelled */
+  1,   /* field[1] = completed_unit_count */
+  15,   /* field[15] = estimated_time_remaining */
+  14,   /* field[14] = file_completed_count */
+  10,   /* field[10] = file_operation_kind */
+  13,   /* field[13] = file_total_count */
+  8,   /* field[8] = finished */
+  2,   /* field[2] = fraction_completed */
+  3,   /* field[3] = indeterminate */
+  9,   /* field[9] = kind */
+  12,   /* field[12] = localized_additional_description */
+  11,   /* field[11] = localized_description */
+  5,   /* field[5] = pausable */
+  7,   /* field[7] = paused */
+  16,   /* field[16] = throughput */
+  0,   /* field[0] = total_unit_count */
+};
+static const ProtobufCIntRange filecoord__v1__progress_state__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 17 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_state__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressState",
+  "ProgressState",
+  "Filecoord__V1__ProgressState",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressState),
+  17,
+  filecoord__v1__progress_state__field_descriptors,
+  filecoord__v1__progress_state__field_indices_by_name,
+  1,  filecoord__v1__progress_state__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_state__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_publish__field_descriptors[3] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressPublish, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "path",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressPublish, path),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressPublish, state),
+    &filecoord__v1__progress_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_publish__field_indices_by_name[] = {
+  1,   /* field[1] = path */
+  0,   /* field[0] = publication_id */
+  2,   /* field[2] = state */
+};
+static const ProtobufCIntRange filecoord__v1__progress_publish__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_publish__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressPublish",
+  "ProgressPublish",
+  "Filecoord__V1__ProgressPublish",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressPublish),
+  3,
+  filecoord__v1__progress_publish__field_descriptors,
+  filecoord__v1__progress_publish__field_indices_by_name,
+  1,  filecoord__v1__progress_publish__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_publish__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_update__field_descriptors[2] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressUpdate, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressUpdate, state),
+    &filecoord__v1__progress_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_update__field_indices_by_name[] = {
+  0,   /* field[0] = publication_id */
+  1,   /* field[1] = state */
+};
+static const ProtobufCIntRange filecoord__v1__progress_update__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_update__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressUpdate",
+  "ProgressUpdate",
+  "Filecoord__V1__ProgressUpdate",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressUpdate),
+  2,
+  filecoord__v1__progress_update__field_descriptors,
+  filecoord__v1__progress_update__field_indices_by_name,
+  1,  filecoord__v1__progress_update__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_update__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_unpublish__field_descriptors[1] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressUnpublish, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_unpublish__field_indices_by_name[] = {
+  0,   /* field[0] = publication_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_unpublish__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_unpublish__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressUnpublish",
+  "ProgressUnpublish",
+  "Filecoord__V1__ProgressUnpublish",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressUnpublish),
+  1,
+  filecoord__v1__progress_unpublish__field_descriptors,
+  filecoord__v1__progress_unpublish__field_indices_by_name,
+  1,  filecoord__v1__progress_unpublish__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_unpublish__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_subscribe__field_descriptors[2] =
+{
+  {
+    "subscription_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressSubscribe, subscription_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "path",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressSubscribe, path),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_subscribe__field_indices_by_name[] = {
+  1,   /* field[1] = path */
+  0,   /* field[0] = subscription_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_subscribe__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_subscribe__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressSubscribe",
+  "ProgressSubscribe",
+  "Filecoord__V1__ProgressSubscribe",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressSubscribe),
+  2,
+  filecoord__v1__progress_subscribe__field_descriptors,
+  filecoord__v1__progress_subscribe__field_indices_by_name,
+  1,  filecoord__v1__progress_subscribe__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_subscribe__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_unsubscribe__field_descriptors[1] =
+{
+  {
+    "subscription_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressUnsubscribe, subscription_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_unsubscribe__field_indices_by_name[] = {
+  0,   /* field[0] = subscription_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_unsubscribe__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_unsubscribe__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressUnsubscribe",
+  "ProgressUnsubscribe",
+  "Filecoord__V1__ProgressUnsubscribe",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressUnsubscribe),
+  1,
+  filecoord__v1__progress_unsubscribe__field_descriptors,
+  filecoord__v1__progress_unsubscribe__field_indices_by_name,
+  1,  filecoord__v1__progress_unsubscribe__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_unsubscribe__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_control__field_descriptors[2] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressControl, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressControl, action),
+    &filecoord__v1__progress_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_control__field_indices_by_name[] = {
+  1,   /* field[1] = action */
+  0,   /* field[0] = publication_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_control__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_control__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressControl",
+  "ProgressControl",
+  "Filecoord__V1__ProgressControl",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressControl),
+  2,
+  filecoord__v1__progress_control__field_descriptors,
+  filecoord__v1__progress_control__field_indices_by_name,
+  1,  filecoord__v1__progress_control__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_control__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_appeared__field_descriptors[4] =
+{
+  {
+    "subscription_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressAppeared, subscription_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "publication_id",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressAppeared, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "path",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressAppeared, path),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressAppeared, state),
+    &filecoord__v1__progress_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_appeared__field_indices_by_name[] = {
+  2,   /* field[2] = path */
+  1,   /* field[1] = publication_id */
+  3,   /* field[3] = state */
+  0,   /* field[0] = subscription_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_appeared__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_appeared__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressAppeared",
+  "ProgressAppeared",
+  "Filecoord__V1__ProgressAppeared",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressAppeared),
+  4,
+  filecoord__v1__progress_appeared__field_descriptors,
+  filecoord__v1__progress_appeared__field_indices_by_name,
+  1,  filecoord__v1__progress_appeared__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_appeared__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_changed__field_descriptors[2] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressChanged, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "state",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressChanged, state),
+    &filecoord__v1__progress_state__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_changed__field_indices_by_name[] = {
+  0,   /* field[0] = publication_id */
+  1,   /* field[1] = state */
+};
+static const ProtobufCIntRange filecoord__v1__progress_changed__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_changed__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressChanged",
+  "ProgressChanged",
+  "Filecoord__V1__ProgressChanged",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressChanged),
+  2,
+  filecoord__v1__progress_changed__field_descriptors,
+  filecoord__v1__progress_changed__field_indices_by_name,
+  1,  filecoord__v1__progress_changed__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_changed__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_gone__field_descriptors[1] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressGone, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_gone__field_indices_by_name[] = {
+  0,   /* field[0] = publication_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_gone__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_gone__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressGone",
+  "ProgressGone",
+  "Filecoord__V1__ProgressGone",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressGone),
+  1,
+  filecoord__v1__progress_gone__field_descriptors,
+  filecoord__v1__progress_gone__field_indices_by_name,
+  1,  filecoord__v1__progress_gone__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_gone__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__progress_control_requested__field_descriptors[2] =
+{
+  {
+    "publication_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressControlRequested, publication_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "action",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_ENUM,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__ProgressControlRequested, action),
+    &filecoord__v1__progress_action__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__progress_control_requested__field_indices_by_name[] = {
+  1,   /* field[1] = action */
+  0,   /* field[0] = publication_id */
+};
+static const ProtobufCIntRange filecoord__v1__progress_control_requested__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__progress_control_requested__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressControlRequested",
+  "ProgressControlRequested",
+  "Filecoord__V1__ProgressControlRequested",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__ProgressControlRequested),
+  2,
+  filecoord__v1__progress_control_requested__field_descriptors,
+  filecoord__v1__progress_control_requested__field_indices_by_name,
+  1,  filecoord__v1__progress_control_requested__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__progress_control_requested__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue filecoord__v1__version_change_kind__enum_values_by_number[4] =
 {
   { "VERSION_CHANGE_KIND_UNSPECIFIED", "FILECOORD__V1__VERSION_CHANGE_KIND__VERSION_CHANGE_KIND_UNSPECIFIED", 0 },
@@ -4853,5 +6236,37 @@ const ProtobufCEnumDescriptor filecoord__v1__version_store_operation__descriptor
   filecoord__v1__version_store_operation__enum_values_by_name,
   1,
   filecoord__v1__version_store_operation__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue filecoord__v1__progress_action__enum_values_by_number[4] =
+{
+  { "PROGRESS_ACTION_UNSPECIFIED", "FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_UNSPECIFIED", 0 },
+  { "PROGRESS_ACTION_CANCEL", "FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_CANCEL", 1 },
+  { "PROGRESS_ACTION_PAUSE", "FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_PAUSE", 2 },
+  { "PROGRESS_ACTION_RESUME", "FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_RESUME", 3 },
+};
+static const ProtobufCIntRange filecoord__v1__progress_action__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex filecoord__v1__progress_action__enum_values_by_name[4] =
+{
+  { "PROGRESS_ACTION_CANCEL", 1 },
+  { "PROGRESS_ACTION_PAUSE", 2 },
+  { "PROGRESS_ACTION_RESUME", 3 },
+  { "PROGRESS_ACTION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor filecoord__v1__progress_action__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "filecoord.v1.ProgressAction",
+  "ProgressAction",
+  "Filecoord__V1__ProgressAction",
+  "filecoord.v1",
+  4,
+  filecoord__v1__progress_action__enum_values_by_number,
+  4,
+  filecoord__v1__progress_action__enum_values_by_name,
+  1,
+  filecoord__v1__progress_action__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };

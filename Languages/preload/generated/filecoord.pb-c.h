@@ -53,6 +53,17 @@ typedef struct Filecoord__V1__WatchUnavailable Filecoord__V1__WatchUnavailable;
 typedef struct Filecoord__V1__VersionStoreRequest Filecoord__V1__VersionStoreRequest;
 typedef struct Filecoord__V1__StoredVersionRecord Filecoord__V1__StoredVersionRecord;
 typedef struct Filecoord__V1__VersionStoreReply Filecoord__V1__VersionStoreReply;
+typedef struct Filecoord__V1__ProgressState Filecoord__V1__ProgressState;
+typedef struct Filecoord__V1__ProgressPublish Filecoord__V1__ProgressPublish;
+typedef struct Filecoord__V1__ProgressUpdate Filecoord__V1__ProgressUpdate;
+typedef struct Filecoord__V1__ProgressUnpublish Filecoord__V1__ProgressUnpublish;
+typedef struct Filecoord__V1__ProgressSubscribe Filecoord__V1__ProgressSubscribe;
+typedef struct Filecoord__V1__ProgressUnsubscribe Filecoord__V1__ProgressUnsubscribe;
+typedef struct Filecoord__V1__ProgressControl Filecoord__V1__ProgressControl;
+typedef struct Filecoord__V1__ProgressAppeared Filecoord__V1__ProgressAppeared;
+typedef struct Filecoord__V1__ProgressChanged Filecoord__V1__ProgressChanged;
+typedef struct Filecoord__V1__ProgressGone Filecoord__V1__ProgressGone;
+typedef struct Filecoord__V1__ProgressControlRequested Filecoord__V1__ProgressControlRequested;
 
 
 /* --- enums --- */
@@ -215,6 +226,19 @@ typedef enum _Filecoord__V1__VersionStoreOperation {
   FILECOORD__V1__VERSION_STORE_OPERATION__VERSION_STORE_OPERATION_TEMPORARY_DIRECTORY = 10
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__VERSION_STORE_OPERATION)
 } Filecoord__V1__VersionStoreOperation;
+/*
+ * What a subscriber (or the daemon) asks of a publisher.
+ */
+typedef enum _Filecoord__V1__ProgressAction {
+  /*
+   * never valid
+   */
+  FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_UNSPECIFIED = 0,
+  FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_CANCEL = 1,
+  FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_PAUSE = 2,
+  FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_RESUME = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__PROGRESS_ACTION)
+} Filecoord__V1__ProgressAction;
 
 /* --- messages --- */
 
@@ -248,7 +272,17 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_RETURNED = 60,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED = 70,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_RECALLED = 71,
-  FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE = 72
+  FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE = 72,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_PUBLISH = 80,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_UPDATE = 81,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_UNPUBLISH = 82,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_SUBSCRIBE = 83,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_UNSUBSCRIBE = 84,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CONTROL = 85,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_APPEARED = 90,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CHANGED = 91,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_GONE = 92,
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CONTROL_REQUESTED = 93
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
 
@@ -310,6 +344,20 @@ struct  Filecoord__V1__Frame
     Filecoord__V1__LeaseGranted *lease_granted;
     Filecoord__V1__LeaseRecalled *lease_recalled;
     Filecoord__V1__ClaimInsideLease *claim_inside_lease;
+    /*
+     * File progress (issue 44; revision 6; docs/PROTOCOL.md section 12): client -> daemon 80-89, daemon -> client
+     * 90-99.
+     */
+    Filecoord__V1__ProgressPublish *progress_publish;
+    Filecoord__V1__ProgressUpdate *progress_update;
+    Filecoord__V1__ProgressUnpublish *progress_unpublish;
+    Filecoord__V1__ProgressSubscribe *progress_subscribe;
+    Filecoord__V1__ProgressUnsubscribe *progress_unsubscribe;
+    Filecoord__V1__ProgressControl *progress_control;
+    Filecoord__V1__ProgressAppeared *progress_appeared;
+    Filecoord__V1__ProgressChanged *progress_changed;
+    Filecoord__V1__ProgressGone *progress_gone;
+    Filecoord__V1__ProgressControlRequested *progress_control_requested;
   };
 };
 #define FILECOORD__V1__FRAME__INIT \
@@ -1163,6 +1211,199 @@ struct  Filecoord__V1__VersionStoreReply
     , 0, 0,NULL, {0,NULL}, 0, 0, (char *)protobuf_c_empty_string }
 
 
+/*
+ * What a published progress shows, as its publisher last sampled it. Strings are at most 1024 bytes of UTF-8.
+ */
+struct  Filecoord__V1__ProgressState
+{
+  ProtobufCMessage base;
+  int64_t total_unit_count;
+  int64_t completed_unit_count;
+  /*
+   * The publisher's fractionCompleted (its children included), 0...1.
+   */
+  double fraction_completed;
+  protobuf_c_boolean indeterminate;
+  protobuf_c_boolean cancellable;
+  protobuf_c_boolean pausable;
+  protobuf_c_boolean cancelled;
+  protobuf_c_boolean paused;
+  protobuf_c_boolean finished;
+  /*
+   * ProgressKind's raw value ("NSProgressKindFile"), or empty.
+   */
+  char *kind;
+  /*
+   * Progress.FileOperationKind's raw value ("NSProgressFileOperationKindDownloading", ...), or empty.
+   */
+  char *file_operation_kind;
+  char *localized_description;
+  char *localized_additional_description;
+  int64_t file_total_count;
+  int64_t file_completed_count;
+  /*
+   * seconds
+   */
+  double estimated_time_remaining;
+  /*
+   * bytes per second
+   */
+  int64_t throughput;
+};
+#define FILECOORD__V1__PROGRESS_STATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_state__descriptor) \
+    , 0, 0, 0, 0, 0, 0, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0, 0 }
+
+
+/*
+ * A progress about the item at `path` is published (Progress.publish()). `publication_id` is the client's own,
+ * unique among its live publications. Subscribers of the item or of its parent folder hear ProgressAppeared.
+ */
+struct  Filecoord__V1__ProgressPublish
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+  ProtobufCBinaryData path;
+  Filecoord__V1__ProgressState *state;
+};
+#define FILECOORD__V1__PROGRESS_PUBLISH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_publish__descriptor) \
+    , 0, {0,NULL}, NULL }
+
+
+/*
+ * The publication's state changed. The client sends at most a few per second per publication (it samples).
+ */
+struct  Filecoord__V1__ProgressUpdate
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+  Filecoord__V1__ProgressState *state;
+};
+#define FILECOORD__V1__PROGRESS_UPDATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_update__descriptor) \
+    , 0, NULL }
+
+
+/*
+ * The publication ended (Progress.unpublish()). Its subscribers hear ProgressGone. A client that goes away
+ * unpublishes everything it published.
+ */
+struct  Filecoord__V1__ProgressUnpublish
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+};
+#define FILECOORD__V1__PROGRESS_UNPUBLISH__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_unpublish__descriptor) \
+    , 0 }
+
+
+/*
+ * Progress.addSubscriber(forFileURL:withPublishingHandler:): the client wants to hear of progress published about the
+ * item at `path` and about the items directly inside it. `subscription_id` is the client's own. The daemon answers
+ * with one ProgressAppeared per publication that matches now, then per publication that matches later.
+ */
+struct  Filecoord__V1__ProgressSubscribe
+{
+  ProtobufCMessage base;
+  uint64_t subscription_id;
+  ProtobufCBinaryData path;
+};
+#define FILECOORD__V1__PROGRESS_SUBSCRIBE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_subscribe__descriptor) \
+    , 0, {0,NULL} }
+
+
+/*
+ * Progress.removeSubscriber(_:): no more ProgressAppeared for this subscription.
+ */
+struct  Filecoord__V1__ProgressUnsubscribe
+{
+  ProtobufCMessage base;
+  uint64_t subscription_id;
+};
+#define FILECOORD__V1__PROGRESS_UNSUBSCRIBE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_unsubscribe__descriptor) \
+    , 0 }
+
+
+/*
+ * A subscriber cancels, pauses or resumes a publication it was told of (by the daemon's publication id). The daemon
+ * passes it on only from a client with a subscription that matches the publication, and only what the publication
+ * allows (cancellable, pausable).
+ */
+struct  Filecoord__V1__ProgressControl
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+  Filecoord__V1__ProgressAction action;
+};
+#define FILECOORD__V1__PROGRESS_CONTROL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_control__descriptor) \
+    , 0, FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_UNSPECIFIED }
+
+
+/*
+ * A publication matches a subscription of this client: sent once per (subscription, publication). `publication_id`
+ * is the DAEMON's id for it, the same in every message about it to any client. `path` is the item's, in the
+ * client's spelling.
+ */
+struct  Filecoord__V1__ProgressAppeared
+{
+  ProtobufCMessage base;
+  uint64_t subscription_id;
+  uint64_t publication_id;
+  ProtobufCBinaryData path;
+  Filecoord__V1__ProgressState *state;
+};
+#define FILECOORD__V1__PROGRESS_APPEARED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_appeared__descriptor) \
+    , 0, 0, {0,NULL}, NULL }
+
+
+/*
+ * A publication this client heard of (through any of its subscriptions) changed: sent once per client.
+ */
+struct  Filecoord__V1__ProgressChanged
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+  Filecoord__V1__ProgressState *state;
+};
+#define FILECOORD__V1__PROGRESS_CHANGED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_changed__descriptor) \
+    , 0, NULL }
+
+
+/*
+ * A publication this client heard of ended: unpublished, or its publisher went away. Sent once per client; every
+ * proxy of it ends.
+ */
+struct  Filecoord__V1__ProgressGone
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+};
+#define FILECOORD__V1__PROGRESS_GONE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_gone__descriptor) \
+    , 0 }
+
+
+/*
+ * A subscriber asks this client's publication (the client's own id) to cancel, pause or resume.
+ */
+struct  Filecoord__V1__ProgressControlRequested
+{
+  ProtobufCMessage base;
+  uint64_t publication_id;
+  Filecoord__V1__ProgressAction action;
+};
+#define FILECOORD__V1__PROGRESS_CONTROL_REQUESTED__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__progress_control_requested__descriptor) \
+    , 0, FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_UNSPECIFIED }
+
+
 /* Filecoord__V1__Frame methods */
 void   filecoord__v1__frame__init
                      (Filecoord__V1__Frame         *message);
@@ -1853,6 +2094,215 @@ Filecoord__V1__VersionStoreReply *
 void   filecoord__v1__version_store_reply__free_unpacked
                      (Filecoord__V1__VersionStoreReply *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressState methods */
+void   filecoord__v1__progress_state__init
+                     (Filecoord__V1__ProgressState         *message);
+size_t filecoord__v1__progress_state__get_packed_size
+                     (const Filecoord__V1__ProgressState   *message);
+size_t filecoord__v1__progress_state__pack
+                     (const Filecoord__V1__ProgressState   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_state__pack_to_buffer
+                     (const Filecoord__V1__ProgressState   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressState *
+       filecoord__v1__progress_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_state__free_unpacked
+                     (Filecoord__V1__ProgressState *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressPublish methods */
+void   filecoord__v1__progress_publish__init
+                     (Filecoord__V1__ProgressPublish         *message);
+size_t filecoord__v1__progress_publish__get_packed_size
+                     (const Filecoord__V1__ProgressPublish   *message);
+size_t filecoord__v1__progress_publish__pack
+                     (const Filecoord__V1__ProgressPublish   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_publish__pack_to_buffer
+                     (const Filecoord__V1__ProgressPublish   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressPublish *
+       filecoord__v1__progress_publish__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_publish__free_unpacked
+                     (Filecoord__V1__ProgressPublish *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressUpdate methods */
+void   filecoord__v1__progress_update__init
+                     (Filecoord__V1__ProgressUpdate         *message);
+size_t filecoord__v1__progress_update__get_packed_size
+                     (const Filecoord__V1__ProgressUpdate   *message);
+size_t filecoord__v1__progress_update__pack
+                     (const Filecoord__V1__ProgressUpdate   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_update__pack_to_buffer
+                     (const Filecoord__V1__ProgressUpdate   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressUpdate *
+       filecoord__v1__progress_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_update__free_unpacked
+                     (Filecoord__V1__ProgressUpdate *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressUnpublish methods */
+void   filecoord__v1__progress_unpublish__init
+                     (Filecoord__V1__ProgressUnpublish         *message);
+size_t filecoord__v1__progress_unpublish__get_packed_size
+                     (const Filecoord__V1__ProgressUnpublish   *message);
+size_t filecoord__v1__progress_unpublish__pack
+                     (const Filecoord__V1__ProgressUnpublish   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_unpublish__pack_to_buffer
+                     (const Filecoord__V1__ProgressUnpublish   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressUnpublish *
+       filecoord__v1__progress_unpublish__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_unpublish__free_unpacked
+                     (Filecoord__V1__ProgressUnpublish *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressSubscribe methods */
+void   filecoord__v1__progress_subscribe__init
+                     (Filecoord__V1__ProgressSubscribe         *message);
+size_t filecoord__v1__progress_subscribe__get_packed_size
+                     (const Filecoord__V1__ProgressSubscribe   *message);
+size_t filecoord__v1__progress_subscribe__pack
+                     (const Filecoord__V1__ProgressSubscribe   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_subscribe__pack_to_buffer
+                     (const Filecoord__V1__ProgressSubscribe   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressSubscribe *
+       filecoord__v1__progress_subscribe__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_subscribe__free_unpacked
+                     (Filecoord__V1__ProgressSubscribe *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressUnsubscribe methods */
+void   filecoord__v1__progress_unsubscribe__init
+                     (Filecoord__V1__ProgressUnsubscribe         *message);
+size_t filecoord__v1__progress_unsubscribe__get_packed_size
+                     (const Filecoord__V1__ProgressUnsubscribe   *message);
+size_t filecoord__v1__progress_unsubscribe__pack
+                     (const Filecoord__V1__ProgressUnsubscribe   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_unsubscribe__pack_to_buffer
+                     (const Filecoord__V1__ProgressUnsubscribe   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressUnsubscribe *
+       filecoord__v1__progress_unsubscribe__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_unsubscribe__free_unpacked
+                     (Filecoord__V1__ProgressUnsubscribe *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressControl methods */
+void   filecoord__v1__progress_control__init
+                     (Filecoord__V1__ProgressControl         *message);
+size_t filecoord__v1__progress_control__get_packed_size
+                     (const Filecoord__V1__ProgressControl   *message);
+size_t filecoord__v1__progress_control__pack
+                     (const Filecoord__V1__ProgressControl   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_control__pack_to_buffer
+                     (const Filecoord__V1__ProgressControl   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressControl *
+       filecoord__v1__progress_control__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_control__free_unpacked
+                     (Filecoord__V1__ProgressControl *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressAppeared methods */
+void   filecoord__v1__progress_appeared__init
+                     (Filecoord__V1__ProgressAppeared         *message);
+size_t filecoord__v1__progress_appeared__get_packed_size
+                     (const Filecoord__V1__ProgressAppeared   *message);
+size_t filecoord__v1__progress_appeared__pack
+                     (const Filecoord__V1__ProgressAppeared   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_appeared__pack_to_buffer
+                     (const Filecoord__V1__ProgressAppeared   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressAppeared *
+       filecoord__v1__progress_appeared__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_appeared__free_unpacked
+                     (Filecoord__V1__ProgressAppeared *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressChanged methods */
+void   filecoord__v1__progress_changed__init
+                     (Filecoord__V1__ProgressChanged         *message);
+size_t filecoord__v1__progress_changed__get_packed_size
+                     (const Filecoord__V1__ProgressChanged   *message);
+size_t filecoord__v1__progress_changed__pack
+                     (const Filecoord__V1__ProgressChanged   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_changed__pack_to_buffer
+                     (const Filecoord__V1__ProgressChanged   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressChanged *
+       filecoord__v1__progress_changed__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_changed__free_unpacked
+                     (Filecoord__V1__ProgressChanged *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressGone methods */
+void   filecoord__v1__progress_gone__init
+                     (Filecoord__V1__ProgressGone         *message);
+size_t filecoord__v1__progress_gone__get_packed_size
+                     (const Filecoord__V1__ProgressGone   *message);
+size_t filecoord__v1__progress_gone__pack
+                     (const Filecoord__V1__ProgressGone   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_gone__pack_to_buffer
+                     (const Filecoord__V1__ProgressGone   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressGone *
+       filecoord__v1__progress_gone__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_gone__free_unpacked
+                     (Filecoord__V1__ProgressGone *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__ProgressControlRequested methods */
+void   filecoord__v1__progress_control_requested__init
+                     (Filecoord__V1__ProgressControlRequested         *message);
+size_t filecoord__v1__progress_control_requested__get_packed_size
+                     (const Filecoord__V1__ProgressControlRequested   *message);
+size_t filecoord__v1__progress_control_requested__pack
+                     (const Filecoord__V1__ProgressControlRequested   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__progress_control_requested__pack_to_buffer
+                     (const Filecoord__V1__ProgressControlRequested   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__ProgressControlRequested *
+       filecoord__v1__progress_control_requested__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__progress_control_requested__free_unpacked
+                     (Filecoord__V1__ProgressControlRequested *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Filecoord__V1__Frame_Closure)
@@ -1969,6 +2419,39 @@ typedef void (*Filecoord__V1__StoredVersionRecord_Closure)
 typedef void (*Filecoord__V1__VersionStoreReply_Closure)
                  (const Filecoord__V1__VersionStoreReply *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__ProgressState_Closure)
+                 (const Filecoord__V1__ProgressState *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressPublish_Closure)
+                 (const Filecoord__V1__ProgressPublish *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressUpdate_Closure)
+                 (const Filecoord__V1__ProgressUpdate *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressUnpublish_Closure)
+                 (const Filecoord__V1__ProgressUnpublish *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressSubscribe_Closure)
+                 (const Filecoord__V1__ProgressSubscribe *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressUnsubscribe_Closure)
+                 (const Filecoord__V1__ProgressUnsubscribe *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressControl_Closure)
+                 (const Filecoord__V1__ProgressControl *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressAppeared_Closure)
+                 (const Filecoord__V1__ProgressAppeared *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressChanged_Closure)
+                 (const Filecoord__V1__ProgressChanged *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressGone_Closure)
+                 (const Filecoord__V1__ProgressGone *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__ProgressControlRequested_Closure)
+                 (const Filecoord__V1__ProgressControlRequested *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -1977,6 +2460,7 @@ typedef void (*Filecoord__V1__VersionStoreReply_Closure)
 
 extern const ProtobufCEnumDescriptor    filecoord__v1__version_change_kind__descriptor;
 extern const ProtobufCEnumDescriptor    filecoord__v1__version_store_operation__descriptor;
+extern const ProtobufCEnumDescriptor    filecoord__v1__progress_action__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor;
@@ -2017,6 +2501,17 @@ extern const ProtobufCMessageDescriptor filecoord__v1__watch_unavailable__descri
 extern const ProtobufCMessageDescriptor filecoord__v1__version_store_request__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__stored_version_record__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__version_store_reply__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_state__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_publish__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_update__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_unpublish__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_subscribe__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_unsubscribe__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_control__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_appeared__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_changed__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_gone__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__progress_control_requested__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -59,6 +59,10 @@ final class SessionHandler: ChannelInboundHandler {
             var pong = Filecoord_V1_Pong()
             pong.nonce = ping.nonce
             host.writeNow(Filecoord_V1_Frame(.pong(pong)), on: context.channel, pid: pid)
+        case .progressPublish?, .progressUpdate?, .progressUnpublish?, .progressSubscribe?, .progressUnsubscribe?,
+            .progressControl?:
+            // File progress (issue 44): the host's progress board, not the arbiter.
+            try host.receiveProgress(frame.payload!, from: client, limits: limits)
         default:
             let event: ArbiterEvent?
             do {

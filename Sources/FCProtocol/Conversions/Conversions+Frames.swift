@@ -111,6 +111,12 @@ extension ArbiterEvent {
         case .versionStoreRequest:
             // Answered by the daemon's version store (FCDaemon.VersionStoreService), not by the arbiter.
             throw ProtocolError(.unexpectedMessage, "VersionStoreRequest is no arbiter event")
+        case .progressPublish, .progressUpdate, .progressUnpublish, .progressSubscribe, .progressUnsubscribe,
+            .progressControl:
+            // File progress (issue 44) goes to the daemon's progress board, not to the arbiter.
+            throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
+        case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested:
+            throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         }
     }
 }

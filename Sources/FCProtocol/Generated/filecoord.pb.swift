@@ -186,6 +186,51 @@ public nonisolated enum Filecoord_V1_VersionStoreOperation: SwiftProtobuf.Enum, 
 
 }
 
+/// What a subscriber (or the daemon) asks of a publisher.
+public nonisolated enum Filecoord_V1_ProgressAction: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+
+  /// never valid
+  case unspecified // = 0
+  case cancel // = 1
+  case pause // = 2
+  case resume // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .cancel
+    case 2: self = .pause
+    case 3: self = .resume
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .cancel: return 1
+    case .pause: return 2
+    case .resume: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Filecoord_V1_ProgressAction] = [
+    .unspecified,
+    .cancel,
+    .pause,
+    .resume,
+  ]
+
+}
+
 /// One message on the wire.
 public nonisolated struct Filecoord_V1_Frame: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -433,6 +478,88 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .claimInsideLease(newValue)}
   }
 
+  /// File progress (issue 44; revision 6; docs/PROTOCOL.md section 12): client -> daemon 80-89, daemon -> client
+  /// 90-99.
+  public var progressPublish: Filecoord_V1_ProgressPublish {
+    get {
+      if case .progressPublish(let v)? = payload {return v}
+      return Filecoord_V1_ProgressPublish()
+    }
+    set {payload = .progressPublish(newValue)}
+  }
+
+  public var progressUpdate: Filecoord_V1_ProgressUpdate {
+    get {
+      if case .progressUpdate(let v)? = payload {return v}
+      return Filecoord_V1_ProgressUpdate()
+    }
+    set {payload = .progressUpdate(newValue)}
+  }
+
+  public var progressUnpublish: Filecoord_V1_ProgressUnpublish {
+    get {
+      if case .progressUnpublish(let v)? = payload {return v}
+      return Filecoord_V1_ProgressUnpublish()
+    }
+    set {payload = .progressUnpublish(newValue)}
+  }
+
+  public var progressSubscribe: Filecoord_V1_ProgressSubscribe {
+    get {
+      if case .progressSubscribe(let v)? = payload {return v}
+      return Filecoord_V1_ProgressSubscribe()
+    }
+    set {payload = .progressSubscribe(newValue)}
+  }
+
+  public var progressUnsubscribe: Filecoord_V1_ProgressUnsubscribe {
+    get {
+      if case .progressUnsubscribe(let v)? = payload {return v}
+      return Filecoord_V1_ProgressUnsubscribe()
+    }
+    set {payload = .progressUnsubscribe(newValue)}
+  }
+
+  public var progressControl: Filecoord_V1_ProgressControl {
+    get {
+      if case .progressControl(let v)? = payload {return v}
+      return Filecoord_V1_ProgressControl()
+    }
+    set {payload = .progressControl(newValue)}
+  }
+
+  public var progressAppeared: Filecoord_V1_ProgressAppeared {
+    get {
+      if case .progressAppeared(let v)? = payload {return v}
+      return Filecoord_V1_ProgressAppeared()
+    }
+    set {payload = .progressAppeared(newValue)}
+  }
+
+  public var progressChanged: Filecoord_V1_ProgressChanged {
+    get {
+      if case .progressChanged(let v)? = payload {return v}
+      return Filecoord_V1_ProgressChanged()
+    }
+    set {payload = .progressChanged(newValue)}
+  }
+
+  public var progressGone: Filecoord_V1_ProgressGone {
+    get {
+      if case .progressGone(let v)? = payload {return v}
+      return Filecoord_V1_ProgressGone()
+    }
+    set {payload = .progressGone(newValue)}
+  }
+
+  public var progressControlRequested: Filecoord_V1_ProgressControlRequested {
+    get {
+      if case .progressControlRequested(let v)? = payload {return v}
+      return Filecoord_V1_ProgressControlRequested()
+    }
+    set {payload = .progressControlRequested(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -472,6 +599,18 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case leaseGranted(Filecoord_V1_LeaseGranted)
     case leaseRecalled(Filecoord_V1_LeaseRecalled)
     case claimInsideLease(Filecoord_V1_ClaimInsideLease)
+    /// File progress (issue 44; revision 6; docs/PROTOCOL.md section 12): client -> daemon 80-89, daemon -> client
+    /// 90-99.
+    case progressPublish(Filecoord_V1_ProgressPublish)
+    case progressUpdate(Filecoord_V1_ProgressUpdate)
+    case progressUnpublish(Filecoord_V1_ProgressUnpublish)
+    case progressSubscribe(Filecoord_V1_ProgressSubscribe)
+    case progressUnsubscribe(Filecoord_V1_ProgressUnsubscribe)
+    case progressControl(Filecoord_V1_ProgressControl)
+    case progressAppeared(Filecoord_V1_ProgressAppeared)
+    case progressChanged(Filecoord_V1_ProgressChanged)
+    case progressGone(Filecoord_V1_ProgressGone)
+    case progressControlRequested(Filecoord_V1_ProgressControlRequested)
 
   }
 
@@ -1688,6 +1827,320 @@ public nonisolated struct Filecoord_V1_VersionStoreReply: Sendable {
   public init() {}
 }
 
+/// What a published progress shows, as its publisher last sampled it. Strings are at most 1024 bytes of UTF-8.
+public nonisolated struct Filecoord_V1_ProgressState: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var totalUnitCount: Int64 {
+    get {_storage._totalUnitCount}
+    set {_uniqueStorage()._totalUnitCount = newValue}
+  }
+
+  public var completedUnitCount: Int64 {
+    get {_storage._completedUnitCount}
+    set {_uniqueStorage()._completedUnitCount = newValue}
+  }
+
+  /// The publisher's fractionCompleted (its children included), 0...1.
+  public var fractionCompleted: Double {
+    get {_storage._fractionCompleted}
+    set {_uniqueStorage()._fractionCompleted = newValue}
+  }
+
+  public var indeterminate: Bool {
+    get {_storage._indeterminate}
+    set {_uniqueStorage()._indeterminate = newValue}
+  }
+
+  public var cancellable: Bool {
+    get {_storage._cancellable}
+    set {_uniqueStorage()._cancellable = newValue}
+  }
+
+  public var pausable: Bool {
+    get {_storage._pausable}
+    set {_uniqueStorage()._pausable = newValue}
+  }
+
+  public var cancelled: Bool {
+    get {_storage._cancelled}
+    set {_uniqueStorage()._cancelled = newValue}
+  }
+
+  public var paused: Bool {
+    get {_storage._paused}
+    set {_uniqueStorage()._paused = newValue}
+  }
+
+  public var finished: Bool {
+    get {_storage._finished}
+    set {_uniqueStorage()._finished = newValue}
+  }
+
+  /// ProgressKind's raw value ("NSProgressKindFile"), or empty.
+  public var kind: String {
+    get {_storage._kind}
+    set {_uniqueStorage()._kind = newValue}
+  }
+
+  /// Progress.FileOperationKind's raw value ("NSProgressFileOperationKindDownloading", ...), or empty.
+  public var fileOperationKind: String {
+    get {_storage._fileOperationKind}
+    set {_uniqueStorage()._fileOperationKind = newValue}
+  }
+
+  public var localizedDescription: String {
+    get {_storage._localizedDescription}
+    set {_uniqueStorage()._localizedDescription = newValue}
+  }
+
+  public var localizedAdditionalDescription: String {
+    get {_storage._localizedAdditionalDescription}
+    set {_uniqueStorage()._localizedAdditionalDescription = newValue}
+  }
+
+  public var fileTotalCount: Int64 {
+    get {_storage._fileTotalCount ?? 0}
+    set {_uniqueStorage()._fileTotalCount = newValue}
+  }
+  /// Returns true if `fileTotalCount` has been explicitly set.
+  public var hasFileTotalCount: Bool {_storage._fileTotalCount != nil}
+  /// Clears the value of `fileTotalCount`. Subsequent reads from it will return its default value.
+  public mutating func clearFileTotalCount() {_uniqueStorage()._fileTotalCount = nil}
+
+  public var fileCompletedCount: Int64 {
+    get {_storage._fileCompletedCount ?? 0}
+    set {_uniqueStorage()._fileCompletedCount = newValue}
+  }
+  /// Returns true if `fileCompletedCount` has been explicitly set.
+  public var hasFileCompletedCount: Bool {_storage._fileCompletedCount != nil}
+  /// Clears the value of `fileCompletedCount`. Subsequent reads from it will return its default value.
+  public mutating func clearFileCompletedCount() {_uniqueStorage()._fileCompletedCount = nil}
+
+  /// seconds
+  public var estimatedTimeRemaining: Double {
+    get {_storage._estimatedTimeRemaining ?? 0}
+    set {_uniqueStorage()._estimatedTimeRemaining = newValue}
+  }
+  /// Returns true if `estimatedTimeRemaining` has been explicitly set.
+  public var hasEstimatedTimeRemaining: Bool {_storage._estimatedTimeRemaining != nil}
+  /// Clears the value of `estimatedTimeRemaining`. Subsequent reads from it will return its default value.
+  public mutating func clearEstimatedTimeRemaining() {_uniqueStorage()._estimatedTimeRemaining = nil}
+
+  /// bytes per second
+  public var throughput: Int64 {
+    get {_storage._throughput ?? 0}
+    set {_uniqueStorage()._throughput = newValue}
+  }
+  /// Returns true if `throughput` has been explicitly set.
+  public var hasThroughput: Bool {_storage._throughput != nil}
+  /// Clears the value of `throughput`. Subsequent reads from it will return its default value.
+  public mutating func clearThroughput() {_uniqueStorage()._throughput = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A progress about the item at `path` is published (Progress.publish()). `publication_id` is the client's own,
+/// unique among its live publications. Subscribers of the item or of its parent folder hear ProgressAppeared.
+public nonisolated struct Filecoord_V1_ProgressPublish: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var path: Data = Data()
+
+  public var state: Filecoord_V1_ProgressState {
+    get {_state ?? Filecoord_V1_ProgressState()}
+    set {_state = newValue}
+  }
+  /// Returns true if `state` has been explicitly set.
+  public var hasState: Bool {self._state != nil}
+  /// Clears the value of `state`. Subsequent reads from it will return its default value.
+  public mutating func clearState() {self._state = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _state: Filecoord_V1_ProgressState? = nil
+}
+
+/// The publication's state changed. The client sends at most a few per second per publication (it samples).
+public nonisolated struct Filecoord_V1_ProgressUpdate: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var state: Filecoord_V1_ProgressState {
+    get {_state ?? Filecoord_V1_ProgressState()}
+    set {_state = newValue}
+  }
+  /// Returns true if `state` has been explicitly set.
+  public var hasState: Bool {self._state != nil}
+  /// Clears the value of `state`. Subsequent reads from it will return its default value.
+  public mutating func clearState() {self._state = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _state: Filecoord_V1_ProgressState? = nil
+}
+
+/// The publication ended (Progress.unpublish()). Its subscribers hear ProgressGone. A client that goes away
+/// unpublishes everything it published.
+public nonisolated struct Filecoord_V1_ProgressUnpublish: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Progress.addSubscriber(forFileURL:withPublishingHandler:): the client wants to hear of progress published about the
+/// item at `path` and about the items directly inside it. `subscription_id` is the client's own. The daemon answers
+/// with one ProgressAppeared per publication that matches now, then per publication that matches later.
+public nonisolated struct Filecoord_V1_ProgressSubscribe: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var subscriptionID: UInt64 = 0
+
+  public var path: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Progress.removeSubscriber(_:): no more ProgressAppeared for this subscription.
+public nonisolated struct Filecoord_V1_ProgressUnsubscribe: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var subscriptionID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A subscriber cancels, pauses or resumes a publication it was told of (by the daemon's publication id). The daemon
+/// passes it on only from a client with a subscription that matches the publication, and only what the publication
+/// allows (cancellable, pausable).
+public nonisolated struct Filecoord_V1_ProgressControl: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var action: Filecoord_V1_ProgressAction = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A publication matches a subscription of this client: sent once per (subscription, publication). `publication_id`
+/// is the DAEMON's id for it, the same in every message about it to any client. `path` is the item's, in the
+/// client's spelling.
+public nonisolated struct Filecoord_V1_ProgressAppeared: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var subscriptionID: UInt64 = 0
+
+  public var publicationID: UInt64 = 0
+
+  public var path: Data = Data()
+
+  public var state: Filecoord_V1_ProgressState {
+    get {_state ?? Filecoord_V1_ProgressState()}
+    set {_state = newValue}
+  }
+  /// Returns true if `state` has been explicitly set.
+  public var hasState: Bool {self._state != nil}
+  /// Clears the value of `state`. Subsequent reads from it will return its default value.
+  public mutating func clearState() {self._state = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _state: Filecoord_V1_ProgressState? = nil
+}
+
+/// A publication this client heard of (through any of its subscriptions) changed: sent once per client.
+public nonisolated struct Filecoord_V1_ProgressChanged: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var state: Filecoord_V1_ProgressState {
+    get {_state ?? Filecoord_V1_ProgressState()}
+    set {_state = newValue}
+  }
+  /// Returns true if `state` has been explicitly set.
+  public var hasState: Bool {self._state != nil}
+  /// Clears the value of `state`. Subsequent reads from it will return its default value.
+  public mutating func clearState() {self._state = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _state: Filecoord_V1_ProgressState? = nil
+}
+
+/// A publication this client heard of ended: unpublished, or its publisher went away. Sent once per client; every
+/// proxy of it ends.
+public nonisolated struct Filecoord_V1_ProgressGone: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A subscriber asks this client's publication (the client's own id) to cancel, pause or resume.
+public nonisolated struct Filecoord_V1_ProgressControlRequested: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var publicationID: UInt64 = 0
+
+  public var action: Filecoord_V1_ProgressAction = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "filecoord.v1"
@@ -1700,9 +2153,13 @@ nonisolated extension Filecoord_V1_VersionStoreOperation: SwiftProtobuf._ProtoNa
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0VERSION_STORE_OPERATION_UNSPECIFIED\0\u{1}VERSION_STORE_OPERATION_LIST\0\u{1}VERSION_STORE_OPERATION_FIND\0\u{1}VERSION_STORE_OPERATION_ADD\0\u{1}VERSION_STORE_OPERATION_REMOVE\0\u{1}VERSION_STORE_OPERATION_REMOVE_ALL\0\u{1}VERSION_STORE_OPERATION_RESOLVE\0\u{1}VERSION_STORE_OPERATION_DISCARDABLE\0\u{1}VERSION_STORE_OPERATION_REPLACE\0\u{1}VERSION_STORE_OPERATION_MOVED\0\u{1}VERSION_STORE_OPERATION_TEMPORARY_DIRECTORY\0")
 }
 
+nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0PROGRESS_ACTION_UNSPECIFIED\0\u{1}PROGRESS_ACTION_CANCEL\0\u{1}PROGRESS_ACTION_PAUSE\0\u{1}PROGRESS_ACTION_RESUME\0")
+}
+
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2087,6 +2544,136 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .claimInsideLease(v)
         }
       }()
+      case 80: try {
+        var v: Filecoord_V1_ProgressPublish?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressPublish(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressPublish(v)
+        }
+      }()
+      case 81: try {
+        var v: Filecoord_V1_ProgressUpdate?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressUpdate(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressUpdate(v)
+        }
+      }()
+      case 82: try {
+        var v: Filecoord_V1_ProgressUnpublish?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressUnpublish(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressUnpublish(v)
+        }
+      }()
+      case 83: try {
+        var v: Filecoord_V1_ProgressSubscribe?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressSubscribe(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressSubscribe(v)
+        }
+      }()
+      case 84: try {
+        var v: Filecoord_V1_ProgressUnsubscribe?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressUnsubscribe(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressUnsubscribe(v)
+        }
+      }()
+      case 85: try {
+        var v: Filecoord_V1_ProgressControl?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressControl(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressControl(v)
+        }
+      }()
+      case 90: try {
+        var v: Filecoord_V1_ProgressAppeared?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressAppeared(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressAppeared(v)
+        }
+      }()
+      case 91: try {
+        var v: Filecoord_V1_ProgressChanged?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressChanged(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressChanged(v)
+        }
+      }()
+      case 92: try {
+        var v: Filecoord_V1_ProgressGone?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressGone(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressGone(v)
+        }
+      }()
+      case 93: try {
+        var v: Filecoord_V1_ProgressControlRequested?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .progressControlRequested(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .progressControlRequested(v)
+        }
+      }()
       default: break
       }
     }
@@ -2213,6 +2800,46 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .claimInsideLease?: try {
       guard case .claimInsideLease(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 72)
+    }()
+    case .progressPublish?: try {
+      guard case .progressPublish(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 80)
+    }()
+    case .progressUpdate?: try {
+      guard case .progressUpdate(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 81)
+    }()
+    case .progressUnpublish?: try {
+      guard case .progressUnpublish(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 82)
+    }()
+    case .progressSubscribe?: try {
+      guard case .progressSubscribe(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 83)
+    }()
+    case .progressUnsubscribe?: try {
+      guard case .progressUnsubscribe(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 84)
+    }()
+    case .progressControl?: try {
+      guard case .progressControl(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 85)
+    }()
+    case .progressAppeared?: try {
+      guard case .progressAppeared(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 90)
+    }()
+    case .progressChanged?: try {
+      guard case .progressChanged(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 91)
+    }()
+    case .progressGone?: try {
+      guard case .progressGone(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 92)
+    }()
+    case .progressControlRequested?: try {
+      guard case .progressControlRequested(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 93)
     }()
     case nil: break
     }
@@ -3886,6 +4513,554 @@ nonisolated extension Filecoord_V1_VersionStoreReply: SwiftProtobuf.Message, Swi
     if lhs.found != rhs.found {return false}
     if lhs.errorCode != rhs.errorCode {return false}
     if lhs.errorMessage != rhs.errorMessage {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressState: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressState"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}total_unit_count\0\u{3}completed_unit_count\0\u{3}fraction_completed\0\u{1}indeterminate\0\u{1}cancellable\0\u{1}pausable\0\u{1}cancelled\0\u{1}paused\0\u{1}finished\0\u{1}kind\0\u{3}file_operation_kind\0\u{3}localized_description\0\u{3}localized_additional_description\0\u{3}file_total_count\0\u{3}file_completed_count\0\u{3}estimated_time_remaining\0\u{1}throughput\0")
+
+  fileprivate class _StorageClass {
+    var _totalUnitCount: Int64 = 0
+    var _completedUnitCount: Int64 = 0
+    var _fractionCompleted: Double = 0
+    var _indeterminate: Bool = false
+    var _cancellable: Bool = false
+    var _pausable: Bool = false
+    var _cancelled: Bool = false
+    var _paused: Bool = false
+    var _finished: Bool = false
+    var _kind: String = String()
+    var _fileOperationKind: String = String()
+    var _localizedDescription: String = String()
+    var _localizedAdditionalDescription: String = String()
+    var _fileTotalCount: Int64? = nil
+    var _fileCompletedCount: Int64? = nil
+    var _estimatedTimeRemaining: Double? = nil
+    var _throughput: Int64? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _totalUnitCount = source._totalUnitCount
+      _completedUnitCount = source._completedUnitCount
+      _fractionCompleted = source._fractionCompleted
+      _indeterminate = source._indeterminate
+      _cancellable = source._cancellable
+      _pausable = source._pausable
+      _cancelled = source._cancelled
+      _paused = source._paused
+      _finished = source._finished
+      _kind = source._kind
+      _fileOperationKind = source._fileOperationKind
+      _localizedDescription = source._localizedDescription
+      _localizedAdditionalDescription = source._localizedAdditionalDescription
+      _fileTotalCount = source._fileTotalCount
+      _fileCompletedCount = source._fileCompletedCount
+      _estimatedTimeRemaining = source._estimatedTimeRemaining
+      _throughput = source._throughput
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularInt64Field(value: &_storage._totalUnitCount) }()
+        case 2: try { try decoder.decodeSingularInt64Field(value: &_storage._completedUnitCount) }()
+        case 3: try { try decoder.decodeSingularDoubleField(value: &_storage._fractionCompleted) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._indeterminate) }()
+        case 5: try { try decoder.decodeSingularBoolField(value: &_storage._cancellable) }()
+        case 6: try { try decoder.decodeSingularBoolField(value: &_storage._pausable) }()
+        case 7: try { try decoder.decodeSingularBoolField(value: &_storage._cancelled) }()
+        case 8: try { try decoder.decodeSingularBoolField(value: &_storage._paused) }()
+        case 9: try { try decoder.decodeSingularBoolField(value: &_storage._finished) }()
+        case 10: try { try decoder.decodeSingularStringField(value: &_storage._kind) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._fileOperationKind) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._localizedDescription) }()
+        case 13: try { try decoder.decodeSingularStringField(value: &_storage._localizedAdditionalDescription) }()
+        case 14: try { try decoder.decodeSingularInt64Field(value: &_storage._fileTotalCount) }()
+        case 15: try { try decoder.decodeSingularInt64Field(value: &_storage._fileCompletedCount) }()
+        case 16: try { try decoder.decodeSingularDoubleField(value: &_storage._estimatedTimeRemaining) }()
+        case 17: try { try decoder.decodeSingularInt64Field(value: &_storage._throughput) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._totalUnitCount != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._totalUnitCount, fieldNumber: 1)
+      }
+      if _storage._completedUnitCount != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._completedUnitCount, fieldNumber: 2)
+      }
+      if _storage._fractionCompleted.bitPattern != 0 {
+        try visitor.visitSingularDoubleField(value: _storage._fractionCompleted, fieldNumber: 3)
+      }
+      if _storage._indeterminate != false {
+        try visitor.visitSingularBoolField(value: _storage._indeterminate, fieldNumber: 4)
+      }
+      if _storage._cancellable != false {
+        try visitor.visitSingularBoolField(value: _storage._cancellable, fieldNumber: 5)
+      }
+      if _storage._pausable != false {
+        try visitor.visitSingularBoolField(value: _storage._pausable, fieldNumber: 6)
+      }
+      if _storage._cancelled != false {
+        try visitor.visitSingularBoolField(value: _storage._cancelled, fieldNumber: 7)
+      }
+      if _storage._paused != false {
+        try visitor.visitSingularBoolField(value: _storage._paused, fieldNumber: 8)
+      }
+      if _storage._finished != false {
+        try visitor.visitSingularBoolField(value: _storage._finished, fieldNumber: 9)
+      }
+      if !_storage._kind.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._kind, fieldNumber: 10)
+      }
+      if !_storage._fileOperationKind.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._fileOperationKind, fieldNumber: 11)
+      }
+      if !_storage._localizedDescription.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._localizedDescription, fieldNumber: 12)
+      }
+      if !_storage._localizedAdditionalDescription.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._localizedAdditionalDescription, fieldNumber: 13)
+      }
+      try { if let v = _storage._fileTotalCount {
+        try visitor.visitSingularInt64Field(value: v, fieldNumber: 14)
+      } }()
+      try { if let v = _storage._fileCompletedCount {
+        try visitor.visitSingularInt64Field(value: v, fieldNumber: 15)
+      } }()
+      try { if let v = _storage._estimatedTimeRemaining {
+        try visitor.visitSingularDoubleField(value: v, fieldNumber: 16)
+      } }()
+      try { if let v = _storage._throughput {
+        try visitor.visitSingularInt64Field(value: v, fieldNumber: 17)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressState, rhs: Filecoord_V1_ProgressState) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._totalUnitCount != rhs_storage._totalUnitCount {return false}
+        if _storage._completedUnitCount != rhs_storage._completedUnitCount {return false}
+        if _storage._fractionCompleted != rhs_storage._fractionCompleted {return false}
+        if _storage._indeterminate != rhs_storage._indeterminate {return false}
+        if _storage._cancellable != rhs_storage._cancellable {return false}
+        if _storage._pausable != rhs_storage._pausable {return false}
+        if _storage._cancelled != rhs_storage._cancelled {return false}
+        if _storage._paused != rhs_storage._paused {return false}
+        if _storage._finished != rhs_storage._finished {return false}
+        if _storage._kind != rhs_storage._kind {return false}
+        if _storage._fileOperationKind != rhs_storage._fileOperationKind {return false}
+        if _storage._localizedDescription != rhs_storage._localizedDescription {return false}
+        if _storage._localizedAdditionalDescription != rhs_storage._localizedAdditionalDescription {return false}
+        if _storage._fileTotalCount != rhs_storage._fileTotalCount {return false}
+        if _storage._fileCompletedCount != rhs_storage._fileCompletedCount {return false}
+        if _storage._estimatedTimeRemaining != rhs_storage._estimatedTimeRemaining {return false}
+        if _storage._throughput != rhs_storage._throughput {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressPublish: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressPublish"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0\u{1}path\0\u{1}state\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.path) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._state) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularBytesField(value: self.path, fieldNumber: 2)
+    }
+    try { if let v = self._state {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressPublish, rhs: Filecoord_V1_ProgressPublish) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs._state != rhs._state {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressUpdate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressUpdate"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0\u{1}state\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._state) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    try { if let v = self._state {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressUpdate, rhs: Filecoord_V1_ProgressUpdate) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs._state != rhs._state {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressUnpublish: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressUnpublish"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressUnpublish, rhs: Filecoord_V1_ProgressUnpublish) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressSubscribe: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressSubscribe"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}path\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.subscriptionID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.path) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.subscriptionID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.subscriptionID, fieldNumber: 1)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularBytesField(value: self.path, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressSubscribe, rhs: Filecoord_V1_ProgressSubscribe) -> Bool {
+    if lhs.subscriptionID != rhs.subscriptionID {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressUnsubscribe: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressUnsubscribe"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.subscriptionID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.subscriptionID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.subscriptionID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressUnsubscribe, rhs: Filecoord_V1_ProgressUnsubscribe) -> Bool {
+    if lhs.subscriptionID != rhs.subscriptionID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressControl: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressControl"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0\u{1}action\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressControl, rhs: Filecoord_V1_ProgressControl) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressAppeared: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressAppeared"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{3}publication_id\0\u{1}path\0\u{1}state\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.subscriptionID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.path) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._state) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.subscriptionID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.subscriptionID, fieldNumber: 1)
+    }
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 2)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularBytesField(value: self.path, fieldNumber: 3)
+    }
+    try { if let v = self._state {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressAppeared, rhs: Filecoord_V1_ProgressAppeared) -> Bool {
+    if lhs.subscriptionID != rhs.subscriptionID {return false}
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs.path != rhs.path {return false}
+    if lhs._state != rhs._state {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressChanged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressChanged"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0\u{1}state\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._state) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    try { if let v = self._state {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressChanged, rhs: Filecoord_V1_ProgressChanged) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs._state != rhs._state {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressGone: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressGone"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressGone, rhs: Filecoord_V1_ProgressGone) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_ProgressControlRequested: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ProgressControlRequested"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}publication_id\0\u{1}action\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.publicationID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.action) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.publicationID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.publicationID, fieldNumber: 1)
+    }
+    if self.action != .unspecified {
+      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_ProgressControlRequested, rhs: Filecoord_V1_ProgressControlRequested) -> Bool {
+    if lhs.publicationID != rhs.publicationID {return false}
+    if lhs.action != rhs.action {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

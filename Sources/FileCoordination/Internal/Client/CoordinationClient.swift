@@ -33,6 +33,8 @@ final class CoordinationClient: Sendable {
     let connection: ConnectionManager
     /// The leases this client holds, which decide the claims inside them in process (issue 23).
     let leases: LeaseTable
+    /// The file progress this client publishes and subscribes to (issue 44).
+    let progress: ProgressCenter
     /// Where this client logs: every log line of its calls goes here (read at each use).
     let logger: @Sendable () -> Logger
     /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
@@ -65,6 +67,7 @@ final class CoordinationClient: Sendable {
             claims: claims,
             logger: logger
         )
+        self.progress = ProgressCenter(ids: ids, connection: connection, logger: logger)
         connection.owner = self
         leases.owner = self
     }
@@ -346,6 +349,7 @@ extension CoordinationClient: ConnectionOwner {
             transport.wakeListener()
         case .leaseRecalled(let lease, let transport): recall(lease, on: transport)
         case .claimInsideLease(let claim, let lease, let transport): decideInLease(claim, lease: lease, on: transport)
+        case .progress(let news, let transport): progress.receive(news, on: transport)
         }
     }
 
@@ -365,6 +369,7 @@ extension CoordinationClient: ConnectionOwner {
     /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
         claims.versionRequests.transportLost(lost)
+        progress.transportLost(lost)
         // Its leases went with it (the daemon dropped them): nothing more is decided in process; claims granted in
         // them that still run are held, and declared to the next daemon below (connected(to:install:)). Only its
         // own: a lease a newer connection's daemon granted meanwhile stays.
@@ -397,7 +402,7 @@ extension CoordinationClient: ConnectionOwner {
         }
     }
 
-    var needsConnection: Bool { !presenters.isEmpty || claims.holdsAny }
+    var needsConnection: Bool { !presenters.isEmpty || claims.holdsAny || progress.needsConnection }
 
     /// Registers every presenter of this client with `transport`, just put in charge, and declares again the
     /// claims whose accessors still run: a new daemon (after a crash) knew nothing of them.
@@ -408,6 +413,7 @@ extension CoordinationClient: ConnectionOwner {
             return presenters.registrations
         }
         for registration in registrations { transport.send(.addPresenter(registration)) }
+        if let daemon = transport as? DaemonTransport { progress.connected(to: daemon) }
         let holding = claims.heldRequests
         for request in holding {
             var declared = request

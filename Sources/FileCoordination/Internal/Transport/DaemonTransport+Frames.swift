@@ -108,6 +108,22 @@ extension DaemonTransport {
         }
     }
 
+    /// Sends a file progress frame (issue 44), and from then on has the listener read what comes unasked for the
+    /// process's publications and subscriptions. Returns `false` when the daemon is too old for file progress or the
+    /// frame could not be written (the loss is reported as for any frame).
+    @discardableResult
+    func sendProgress(_ frame: Filecoord_V1_Frame) -> Bool {
+        guard daemonRevision >= ProtocolVersion.progressRevision else { return false }
+        if !reading.withLock({ $0.progress }) { updateReading { $0.progress = true } }
+        do {
+            try sendFrame(frame)
+            return true
+        } catch {
+            connectionLost("writing to filecoordd failed: \(error)")
+            return false
+        }
+    }
+
     /// A version store request was answered (or could not be sent): the listener need not read for it any more.
     func versionRequestEnded() {
         updateReading { $0.versionRequests = max(0, $0.versionRequests - 1) }
@@ -150,6 +166,23 @@ extension DaemonTransport {
             let claim = ClaimID(message.claimID)
             claimEnded(claim)
             delegate.receive(.claimInsideLease(claim, lease: LeaseID(message.leaseID), on: self))
+        case .progressAppeared(let message)?:
+            guard let path = try? ItemPath(wire: message.path) else { return }
+            let news = ProgressNews.appeared(
+                subscription: message.subscriptionID,
+                publication: message.publicationID,
+                path: path,
+                state: ProgressSnapshot(wire: message.state)
+            )
+            delegate.receive(.progress(news, on: self))
+        case .progressChanged(let message)?:
+            let news = ProgressNews.changed(publication: message.publicationID, ProgressSnapshot(wire: message.state))
+            delegate.receive(.progress(news, on: self))
+        case .progressGone(let message)?:
+            delegate.receive(.progress(.gone(publication: message.publicationID), on: self))
+        case .progressControlRequested(let message)?:
+            guard let action = ProgressAction(wire: message.action) else { return }
+            delegate.receive(.progress(.control(publication: message.publicationID, action), on: self))
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:

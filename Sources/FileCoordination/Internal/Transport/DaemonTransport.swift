@@ -64,6 +64,9 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         var unattendedClaims: Set<ClaimID> = []
         /// Version store requests sent and not answered yet: the listener reads their replies.
         var versionRequests = 0
+        /// This client publishes or subscribes to file progress on this connection (issue 44): subscribers' news and
+        /// publishers' controls come unasked.
+        var progress = false
         /// Since when ``unattendedClaims`` is not empty: the listener then watches the daemon's silence for them.
         var unattendedSince: ContinuousClock.Instant?
         /// The client may be granted leases (issue 23): their grants and recalls come unasked, and a recall must be
@@ -77,7 +80,7 @@ final class DaemonTransport: ArbiterTransport, ReplyReader, @unchecked Sendable 
         /// Whether frames may come that no blocked caller asked for: then the listener reads data whenever the role
         /// is free, rather than only watching for the connection's end. Callers read their replies either way.
         var unaskedExpected: Bool {
-            answersRecalls || !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0
+            answersRecalls || !presenters.isEmpty || !unattendedClaims.isEmpty || versionRequests > 0 || progress
         }
     }
     let reading = Locked(ReadingState())

@@ -22,4 +22,6 @@ enum InboundMessage: Sendable {
     case leaseRecalled(LeaseID, on: DaemonTransport)
     /// The claim lies inside lease `lease` of this client: decide it there (or send it again if the lease is gone).
     case claimInsideLease(ClaimID, lease: LeaseID, on: DaemonTransport)
+    /// File progress news from the daemon of connection `on` (issue 44).
+    case progress(ProgressNews, on: DaemonTransport)
 }

@@ -1,0 +1,56 @@
+// The file progress part of the dump (issue 44; docs/FCDUMP-SCHEMA.md): per item, who publishes a progress about it
+// and who subscribes to it.
+
+extension DaemonDump {
+    /// An item with file progress published about it or subscriptions at it.
+    public struct ProgressItem: Codable, Hashable, Sendable {
+        /// The item's path, escaped as node paths are.
+        public var path: String
+        /// The progresses published about it.
+        public var publishers: [ProgressPublisher]
+        /// The clients subscribed at it (each subscription once, by client id, in id order).
+        public var subscribers: [UInt64]
+
+        public init(path: String, publishers: [ProgressPublisher], subscribers: [UInt64]) {
+            self.path = path
+            self.publishers = publishers
+            self.subscribers = subscribers
+        }
+    }
+
+    /// One published progress, as its publisher last sent it.
+    public struct ProgressPublisher: Codable, Hashable, Sendable {
+        /// The daemon's id for the publication (as in `ProgressAppeared`).
+        public var id: UInt64
+        /// The publisher's client id.
+        public var client: UInt64
+        public var completedUnitCount: Int64
+        public var totalUnitCount: Int64
+        /// 0 to 1, children included.
+        public var fractionCompleted: Double
+        /// `Progress.FileOperationKind`'s raw value, or empty.
+        public var fileOperationKind: String
+        public var cancelled: Bool
+        public var paused: Bool
+
+        public init(
+            id: UInt64,
+            client: UInt64,
+            completedUnitCount: Int64,
+            totalUnitCount: Int64,
+            fractionCompleted: Double,
+            fileOperationKind: String,
+            cancelled: Bool,
+            paused: Bool
+        ) {
+            self.id = id
+            self.client = client
+            self.completedUnitCount = completedUnitCount
+            self.totalUnitCount = totalUnitCount
+            self.fractionCompleted = fractionCompleted
+            self.fileOperationKind = fileOperationKind
+            self.cancelled = cancelled
+            self.paused = paused
+        }
+    }
+}
