@@ -417,10 +417,12 @@ import Testing
         #expect(NSPredicate(format: "kMDItemPath == nil").evaluate(with: item))
     }
 
-    @Test func otherObjectsSatisfyNothing() {
+    @Test func otherObjectsHaveNoAttributes() {
         for object: Any? in [nil, "kMDItemFSName", 3, [1, 2], NSObject()] {
-            #expect(!NSPredicate(format: "kMDItemFSName == nil").evaluate(with: object))
-            #expect(!NSPredicate(format: "NOT kMDItemFSName == 'x'").evaluate(with: object))
+            #expect(NSPredicate(format: "TRUEPREDICATE").evaluate(with: object))
+            #expect(NSPredicate(format: "kMDItemFSName == nil").evaluate(with: object))
+            #expect(!NSPredicate(format: "kMDItemFSName == 'x'").evaluate(with: object))
+            #expect(!NSPredicate(format: "kMDItemFSSize > 0").evaluate(with: object))
         }
         #expect(NSPredicate(format: "a == 1").evaluate(with: NSDictionary(dictionary: ["a": 1])))
         #expect(NSPredicate(format: "a == 1").evaluate(with: ["a": 1] as [String: Int]))

@@ -8,7 +8,8 @@ import Foundation
 // - Numbers compare by value whatever their types (Int64, Double, NSNumber, Bool); dates by time; strings
 //   lexicographically, folded by `[c]`/`[d]`; values of different kinds are unequal and unordered (a string compared
 //   with a number is false, and `!=` true).
-// - Objects other than `[String: Any]` dictionaries and PredicateAttributeSource adopters satisfy no predicate.
+// - Objects other than `[String: Any]` dictionaries and PredicateAttributeSource adopters (nil included) have no
+//   attributes: TRUEPREDICATE holds for them, and `== nil`, as on macOS; every other comparison is false.
 //
 // Pure functions of the tree and the object; callable from any thread.
 
@@ -17,7 +18,7 @@ enum PredicateFormatEvaluator {
         // Cast once: a dictionary of another value type (`[String: Int]`) would be converted at every key otherwise.
         if let source = object as? any PredicateAttributeSource { return evaluate(predicate.root, source) }
         if let dictionary = object as? [String: Any] { return evaluate(predicate.root, dictionary) }
-        return false
+        return evaluate(predicate.root, object ?? NSNull())
     }
 
     private static func evaluate(_ node: PredicateFormatNode, _ object: Any) -> Bool {

@@ -1,0 +1,62 @@
+public import Foundation
+
+/// A file's metadata as a metadata query hands it out, with Apple's Swift signatures (issue 44): the attributes of
+/// NSMetadataAttributes.h that a local file system has (`NSMetadataItemFSNameKey`, `…DisplayNameKey`, `…URLKey`,
+/// `…PathKey`, `…FSSizeKey`, `…FSCreationDateKey`, `…FSContentChangeDateKey`, `…ContentTypeKey`,
+/// `…ContentTypeTreeKey`), read once when the item is made. A format predicate (`NSPredicate(format:)`) evaluates
+/// against it by those names.
+///
+/// Differences from Apple: the attributes are read from the file system when the item is made, not from a Spotlight
+/// index, so an item does not change after it was made (a query hands out a new item for a changed file); the content
+/// type comes from the name's extension through a table of common types, `public.data`
+/// for a file it does not know and `public.folder` for a folder; attributes Spotlight extracts from contents (authors,
+/// pixel sizes) are not there.
+///
+/// - Important: Immutable once made: usable from any thread.
+// @unchecked: every stored property is a `let` of Sendable values; NSObject's own state is not used.
+open class NSMetadataItem: NSObject, @unchecked Sendable {
+    private let values: [String: any Sendable]
+
+    /// The item for the file or folder at `url`, or `nil` when `url` is not a `file:` URL or names nothing.
+    public init?(url: URL) {
+        guard url.isFileURL,
+            let resources = try? url.resourceValues(forKeys: [
+                .fileSizeKey, .contentModificationDateKey, .creationDateKey, .isDirectoryKey, .nameKey,
+            ])
+        else { return nil }
+        let path = url.standardizedFileURL.path
+        let name = resources.name ?? url.lastPathComponent
+        let isDirectory = resources.isDirectory ?? false
+        let type = MetadataContentTypes.type(ofName: name, isDirectory: isDirectory)
+        var values: [String: any Sendable] = [
+            NSMetadataItemFSNameKey: name,
+            NSMetadataItemDisplayNameKey: name,
+            NSMetadataItemPathKey: path,
+            NSMetadataItemURLKey: URL(fileURLWithPath: path, isDirectory: isDirectory),
+            NSMetadataItemContentTypeKey: type,
+            NSMetadataItemContentTypeTreeKey: MetadataContentTypes.tree(of: type),
+        ]
+        if !isDirectory, let size = resources.fileSize { values[NSMetadataItemFSSizeKey] = NSNumber(value: size) }
+        if let changed = resources.contentModificationDate { values[NSMetadataItemFSContentChangeDateKey] = changed }
+        if let created = resources.creationDate { values[NSMetadataItemFSCreationDateKey] = created }
+        self.values = values
+        super.init()
+    }
+
+    /// The value of the attribute `key` (one of the `NSMetadataItem…Key` names), or `nil` when the item has none.
+    open func value(forAttribute key: String) -> Any? { values[key] }
+
+    /// The values of the attributes `keys` the item has, by key.
+    open func values(forAttributes keys: [String]) -> [String: Any]? {
+        var found: [String: Any] = [:]
+        for key in keys { if let value = values[key] { found[key] = value } }
+        return found
+    }
+
+    /// The names of the attributes the item has.
+    open var attributes: [String] { values.keys.sorted() }
+}
+
+extension NSMetadataItem: PredicateAttributeSource {
+    func predicateValue(forKey key: String) -> Any? { value(forAttribute: key) }
+}
