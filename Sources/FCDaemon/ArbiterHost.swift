@@ -46,6 +46,12 @@ final class ArbiterHost {
     let portalClients: DocumentPortalClients
     /// File progress published and subscribed to (issue 44; Progress/ArbiterHost+Progress.swift).
     let progress = ProgressBoard()
+    /// Live queries of folder trees (issue 44; Queries/ArbiterHost+Queries.swift): the service, each client's live
+    /// query ids, and the folders watched for queries (how many trees want each) beside those the arbiter wants.
+    var queries: QueryService?
+    var liveQueries: [ClientID: Set<UInt64>] = [:]
+    var queryWatches: [ItemPath: Int] = [:]
+    var arbiterWatches: Set<ItemPath> = []
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?
@@ -209,6 +215,7 @@ final class ArbiterHost {
         guard let closedHere = connections.forget(client) else { return }
         portalClients.forget(client)
         progressClientLeft(client)
+        queryClientLeft(client)
         // The arbiter logs the disconnect itself.
         cluster?.checkFence()
         apply(router.disconnect(client, keepingLeasesFor: closedHere ? configuration.recoveryGrace : nil))
@@ -327,9 +334,13 @@ final class ArbiterHost {
             case .log(let record):
                 logger.log(record)
             case .watch(let directory):
-                watcher?.watch(directory)
+                if arbiterWatches.insert(directory).inserted, queryWatches[directory] == nil {
+                    watcher?.watch(directory)
+                }
             case .unwatch(let directory):
-                watcher?.unwatch(directory)
+                if arbiterWatches.remove(directory) != nil, queryWatches[directory] == nil {
+                    watcher?.unwatch(directory)
+                }
             case .fileWithOtherNamesWritten(let identity):
                 watcher?.fileWritten(identity)
             case .hostGateWanted(let folder):

@@ -58,7 +58,16 @@ extension ArbiterHost {
                 recallTimeouts: arbiter.statistics.leaseRecallTimeouts
             ),
             cluster: cluster?.dump(),
-            progress: progress.dumpItems()
+            progress: progress.dumpItems(),
+            queries: (queries?.summaries ?? []).map {
+                DaemonDump.QueryTree(
+                    root: $0.root.escapedDescription,
+                    queries: $0.queries.map(\.client.rawValue),
+                    items: $0.items,
+                    directories: $0.directories,
+                    gathered: $0.gathered
+                )
+            }
         )
     }
 }
@@ -89,6 +98,7 @@ struct DumpState: Sendable {
     var leasing: DaemonDump.Leasing?
     var cluster: DaemonDump.Cluster?
     var progress: [DaemonDump.ProgressItem] = []
+    var queries: [DaemonDump.QueryTree] = []
 
     /// The dump as JSON (docs/FCDUMP-SCHEMA.md). Costs O(state); for 10,000 presenters a few hundred milliseconds
     /// in a debug build, which is why it runs off the event loop.
@@ -200,6 +210,7 @@ struct DumpState: Sendable {
         dump.leasing = leasing
         dump.cluster = cluster
         dump.progress = progress
+        dump.queries = queries
         do {
             return try dump.jsonBytes()
         } catch {

@@ -54,3 +54,27 @@ extension DaemonDump {
         }
     }
 }
+
+extension DaemonDump {
+    /// A folder tree that live queries watch (issue 44).
+    public struct QueryTree: Codable, Hashable, Sendable {
+        /// The tree's folder, escaped as node paths are.
+        public var root: String
+        /// The client id of each query that uses it (one entry per query).
+        public var queries: [UInt64]
+        /// Items in the tree (the folder itself not counted).
+        public var items: Int
+        /// Folders watched for it, the root included.
+        public var directories: Int
+        /// The first gathering is done.
+        public var gathered: Bool
+
+        public init(root: String, queries: [UInt64], items: Int, directories: Int, gathered: Bool) {
+            self.root = root
+            self.queries = queries
+            self.items = items
+            self.directories = directories
+            self.gathered = gathered
+        }
+    }
+}

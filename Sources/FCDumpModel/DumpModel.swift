@@ -42,6 +42,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
     public var cluster: Cluster?
     /// File progress by item (issue 44; added within version 1, absent from older daemons).
     public var progress: [ProgressItem] = []
+    /// The folder trees live queries watch (issue 44; added within version 1, absent from older daemons).
+    public var queries: [QueryTree] = []
 
     /// Creates a dump.
     public init(
@@ -71,7 +73,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, daemonPID, clients, presenters, claims, tree, waitFor, statistics, deadlocks, nodeCount
-        case watcher, leases, leasing, cluster, progress
+        case watcher, leases, leasing, cluster, progress, queries
     }
 
     /// Decodes a dump; `leases` and `leasing` may be absent (older daemons).
@@ -92,6 +94,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         self.leasing = try container.decodeIfPresent(Leasing.self, forKey: .leasing)
         self.cluster = try container.decodeIfPresent(Cluster.self, forKey: .cluster)
         self.progress = try container.decodeIfPresent([ProgressItem].self, forKey: .progress) ?? []
+        self.queries = try container.decodeIfPresent([QueryTree].self, forKey: .queries) ?? []
     }
 
     /// Encodes every key, `watcher` as `null` when absent.
@@ -112,6 +115,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         try container.encode(leasing, forKey: .leasing)
         try container.encode(cluster, forKey: .cluster)
         try container.encode(progress, forKey: .progress)
+        try container.encode(queries, forKey: .queries)
     }
 
     /// A connected client.

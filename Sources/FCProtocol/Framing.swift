@@ -39,6 +39,8 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .progressControl:
             .toDaemon
         case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested: .toClient
+        case .queryStart, .queryStop: .toDaemon
+        case .queryItems: .toClient
         }
     }
 
@@ -84,6 +86,9 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .progressChanged: "ProgressChanged"
         case .progressGone: "ProgressGone"
         case .progressControlRequested: "ProgressControlRequested"
+        case .queryStart: "QueryStart"
+        case .queryStop: "QueryStop"
+        case .queryItems: "QueryItems"
         }
     }
 }

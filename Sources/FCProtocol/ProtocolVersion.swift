@@ -15,7 +15,8 @@ public enum ProtocolVersion {
     /// and `Pong` (the keepalive, issue 28). 3: leases (`LeaseReturned`, `Hello.answers_recalls`; issue 23). 4: a
     /// claim's longest hold (`RequestClaim.maximum_hold_milliseconds`; issue 42), which an older daemon ignores. 5: a
     /// claim that must not wait (`RequestClaim.nonblocking`, `ClaimFailed.FAILURE_KIND_WOULD_WAIT`; issue 43). 6:
-    /// file progress (`ProgressPublish` and the messages after it; issue 44).
+    /// file progress (`ProgressPublish` and the messages after it) and live queries (`QueryStart`, `QueryStop`,
+    /// `QueryItems`; issue 44).
     public static let revision: UInt32 = 6
 
     /// The revision that added `PreparationReturned`.
@@ -37,6 +38,9 @@ public enum ProtocolVersion {
     /// The revision that added file progress (`ProgressPublish`, `ProgressSubscribe` and the rest of docs/PROTOCOL.md
     /// section 12): a client sends them only to a daemon of this revision or later.
     public static let progressRevision: UInt32 = 6
+    /// The revision that added live queries of folder trees (`QueryStart`, `QueryStop`, `QueryItems`; docs/PROTOCOL.md
+    /// section 13).
+    public static let queriesRevision: UInt32 = 6
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1

@@ -23,6 +23,7 @@ struct FCDump: ParsableCommand {
               leases     the leases held (holder, subtree, state, age, recalls) and the lease counters
               cluster    this host in its cluster: session, shared folders, host leases, whom claims wait for
               progress   per item, the file progress published about it and the processes subscribed at it
+              queries    the folder trees live queries watch: their queries, items and watched folders
             --json prints the whole state as JSON (schema: docs/FCDUMP-SCHEMA.md). Exit status 1 when no daemon \
             answers.
             """
@@ -30,10 +31,10 @@ struct FCDump: ParsableCommand {
 
     /// What to show.
     enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case tree, clients, deadlocks, graph, watcher, leases, cluster, progress
+        case tree, clients, deadlocks, graph, watcher, leases, cluster, progress, queries
     }
 
-    @Argument(help: "tree, clients, deadlocks, graph, watcher, leases, cluster or progress.")
+    @Argument(help: "tree, clients, deadlocks, graph, watcher, leases, cluster, progress or queries.")
     var mode: Mode = .tree
 
     @Option(help: "The daemon's socket (default: FILECOORDD_SOCKET, else the per-user socket).")
@@ -124,6 +125,7 @@ struct FCDump: ParsableCommand {
         case .leases: return renderer.leases()
         case .cluster: return renderer.cluster()
         case .progress: return renderer.progress()
+        case .queries: return renderer.queries()
         }
     }
 }

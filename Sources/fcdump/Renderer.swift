@@ -26,6 +26,7 @@ extension DaemonDump {
         copy.presenters = presenters.filter { $0.path.map(inside) ?? false }
         // A lease above the prefix covers it too.
         copy.progress = progress.filter { inside($0.path) }
+        copy.queries = queries.filter { inside($0.root) }
         copy.leases = leases.filter { inside($0.subtree) || prefix.hasPrefix($0.subtree + "/") || $0.subtree == "/" }
         let names = Set(copy.claims.map { "claim#\($0.id)" } + copy.presenters.map { "presenter#\($0.id)" })
         copy.waitFor = waitFor.filter { names.contains($0.from) || names.contains($0.to) }
@@ -179,6 +180,22 @@ struct Renderer {
             for subscriber in item.subscribers {
                 out += "    \(paint("subscribed", "33")) by \(client(subscriber))\n"
             }
+        }
+        return out
+    }
+
+    // MARK: queries
+
+    /// Per folder tree that live queries watch: its queries, items and watched folders (issue 44).
+    func queries() -> String {
+        var out = summary() + "\n"
+        guard !dump.queries.isEmpty else { return out + "no live queries\n" }
+        for tree in dump.queries {
+            out += paint(tree.root, "1") + "\n"
+            out +=
+                "    \(tree.items) items, \(tree.directories) folders watched"
+                + (tree.gathered ? "" : ", gathering") + "\n"
+            for client in tree.queries { out += "    \(paint("query", "36")) of \(self.client(client))\n" }
         }
         return out
     }

@@ -70,6 +70,8 @@ let benchmarks: @Sendable () -> Void = {
     clusterPresenterWrite(remote: false)
     clusterPresenterWrite(remote: true)
     contendedClaimsPerSecond()
+    plainRecursiveListing()
+    queryGathering()
 }
 
 // MARK: - Baselines

@@ -2134,7 +2134,187 @@ void   filecoord__v1__progress_control_requested__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__progress_control_requested__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[39] =
+void   filecoord__v1__query_start__init
+                     (Filecoord__V1__QueryStart         *message)
+{
+  static const Filecoord__V1__QueryStart init_value = FILECOORD__V1__QUERY_START__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_start__get_packed_size
+                     (const Filecoord__V1__QueryStart *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_start__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_start__pack
+                     (const Filecoord__V1__QueryStart *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_start__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_start__pack_to_buffer
+                     (const Filecoord__V1__QueryStart *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_start__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryStart *
+       filecoord__v1__query_start__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryStart *)
+     protobuf_c_message_unpack (&filecoord__v1__query_start__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_start__free_unpacked
+                     (Filecoord__V1__QueryStart *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_start__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__query_stop__init
+                     (Filecoord__V1__QueryStop         *message)
+{
+  static const Filecoord__V1__QueryStop init_value = FILECOORD__V1__QUERY_STOP__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_stop__get_packed_size
+                     (const Filecoord__V1__QueryStop *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_stop__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_stop__pack
+                     (const Filecoord__V1__QueryStop *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_stop__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_stop__pack_to_buffer
+                     (const Filecoord__V1__QueryStop *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_stop__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryStop *
+       filecoord__v1__query_stop__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryStop *)
+     protobuf_c_message_unpack (&filecoord__v1__query_stop__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_stop__free_unpacked
+                     (Filecoord__V1__QueryStop *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_stop__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__query_item__init
+                     (Filecoord__V1__QueryItem         *message)
+{
+  static const Filecoord__V1__QueryItem init_value = FILECOORD__V1__QUERY_ITEM__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_item__get_packed_size
+                     (const Filecoord__V1__QueryItem *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_item__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_item__pack
+                     (const Filecoord__V1__QueryItem *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_item__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_item__pack_to_buffer
+                     (const Filecoord__V1__QueryItem *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_item__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryItem *
+       filecoord__v1__query_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryItem *)
+     protobuf_c_message_unpack (&filecoord__v1__query_item__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_item__free_unpacked
+                     (Filecoord__V1__QueryItem *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_item__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__query_items__init
+                     (Filecoord__V1__QueryItems         *message)
+{
+  static const Filecoord__V1__QueryItems init_value = FILECOORD__V1__QUERY_ITEMS__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_items__get_packed_size
+                     (const Filecoord__V1__QueryItems *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_items__pack
+                     (const Filecoord__V1__QueryItems *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_items__pack_to_buffer
+                     (const Filecoord__V1__QueryItems *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryItems *
+       filecoord__v1__query_items__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryItems *)
+     protobuf_c_message_unpack (&filecoord__v1__query_items__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_items__free_unpacked
+                     (Filecoord__V1__QueryItems *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[42] =
 {
   {
     "hello",
@@ -2604,6 +2784,42 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[39
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "query_start",
+    100,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, query_start),
+    &filecoord__v1__query_start__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "query_stop",
+    101,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, query_stop),
+    &filecoord__v1__query_stop__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "query_items",
+    110,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, query_items),
+    &filecoord__v1__query_items__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
@@ -2637,6 +2853,9 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   33,   /* field[33] = progress_unsubscribe */
   30,   /* field[30] = progress_update */
   19,   /* field[19] = protocol_error */
+  41,   /* field[41] = query_items */
+  39,   /* field[39] = query_start */
+  40,   /* field[40] = query_stop */
   15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
   4,   /* field[4] = request_claim */
@@ -2646,7 +2865,7 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   23,   /* field[23] = version_store_request */
   22,   /* field[22] = watch_unavailable */
 };
-static const ProtobufCIntRange filecoord__v1__frame__number_ranges[8 + 1] =
+static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
 {
   { 1, 0 },
   { 16, 14 },
@@ -2656,7 +2875,9 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[8 + 1] =
   { 70, 26 },
   { 80, 29 },
   { 90, 35 },
-  { 0, 39 }
+  { 100, 39 },
+  { 110, 41 },
+  { 0, 42 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -2666,10 +2887,10 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  39,
+  42,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
-  8,  filecoord__v1__frame__number_ranges,
+  10,  filecoord__v1__frame__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -6158,6 +6379,288 @@ const ProtobufCMessageDescriptor filecoord__v1__progress_control_requested__desc
   filecoord__v1__progress_control_requested__field_indices_by_name,
   1,  filecoord__v1__progress_control_requested__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__progress_control_requested__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_start__field_descriptors[2] =
+{
+  {
+    "query_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryStart, query_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "scopes",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Filecoord__V1__QueryStart, n_scopes),
+    offsetof(Filecoord__V1__QueryStart, scopes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_start__field_indices_by_name[] = {
+  0,   /* field[0] = query_id */
+  1,   /* field[1] = scopes */
+};
+static const ProtobufCIntRange filecoord__v1__query_start__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_start__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryStart",
+  "QueryStart",
+  "Filecoord__V1__QueryStart",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryStart),
+  2,
+  filecoord__v1__query_start__field_descriptors,
+  filecoord__v1__query_start__field_indices_by_name,
+  1,  filecoord__v1__query_start__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_start__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_stop__field_descriptors[1] =
+{
+  {
+    "query_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryStop, query_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_stop__field_indices_by_name[] = {
+  0,   /* field[0] = query_id */
+};
+static const ProtobufCIntRange filecoord__v1__query_stop__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_stop__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryStop",
+  "QueryStop",
+  "Filecoord__V1__QueryStop",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryStop),
+  1,
+  filecoord__v1__query_stop__field_descriptors,
+  filecoord__v1__query_stop__field_indices_by_name,
+  1,  filecoord__v1__query_stop__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_stop__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_item__field_descriptors[5] =
+{
+  {
+    "path",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItem, path),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_INT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItem, size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "is_directory",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItem, is_directory),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "modified",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItem, modified),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_DOUBLE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItem, created),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_item__field_indices_by_name[] = {
+  4,   /* field[4] = created */
+  2,   /* field[2] = is_directory */
+  3,   /* field[3] = modified */
+  0,   /* field[0] = path */
+  1,   /* field[1] = size */
+};
+static const ProtobufCIntRange filecoord__v1__query_item__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_item__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryItem",
+  "QueryItem",
+  "Filecoord__V1__QueryItem",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryItem),
+  5,
+  filecoord__v1__query_item__field_descriptors,
+  filecoord__v1__query_item__field_indices_by_name,
+  1,  filecoord__v1__query_item__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_item__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_items__field_descriptors[6] =
+{
+  {
+    "query_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItems, query_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "added",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__QueryItems, n_added),
+    offsetof(Filecoord__V1__QueryItems, added),
+    &filecoord__v1__query_item__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "changed",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__QueryItems, n_changed),
+    offsetof(Filecoord__V1__QueryItems, changed),
+    &filecoord__v1__query_item__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Filecoord__V1__QueryItems, n_removed),
+    offsetof(Filecoord__V1__QueryItems, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gathered",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItems, gathered),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gathered_count",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryItems, gathered_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_items__field_indices_by_name[] = {
+  1,   /* field[1] = added */
+  2,   /* field[2] = changed */
+  4,   /* field[4] = gathered */
+  5,   /* field[5] = gathered_count */
+  0,   /* field[0] = query_id */
+  3,   /* field[3] = removed */
+};
+static const ProtobufCIntRange filecoord__v1__query_items__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_items__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryItems",
+  "QueryItems",
+  "Filecoord__V1__QueryItems",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryItems),
+  6,
+  filecoord__v1__query_items__field_descriptors,
+  filecoord__v1__query_items__field_indices_by_name,
+  1,  filecoord__v1__query_items__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_items__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue filecoord__v1__version_change_kind__enum_values_by_number[4] =

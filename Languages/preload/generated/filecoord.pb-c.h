@@ -64,6 +64,10 @@ typedef struct Filecoord__V1__ProgressAppeared Filecoord__V1__ProgressAppeared;
 typedef struct Filecoord__V1__ProgressChanged Filecoord__V1__ProgressChanged;
 typedef struct Filecoord__V1__ProgressGone Filecoord__V1__ProgressGone;
 typedef struct Filecoord__V1__ProgressControlRequested Filecoord__V1__ProgressControlRequested;
+typedef struct Filecoord__V1__QueryStart Filecoord__V1__QueryStart;
+typedef struct Filecoord__V1__QueryStop Filecoord__V1__QueryStop;
+typedef struct Filecoord__V1__QueryItem Filecoord__V1__QueryItem;
+typedef struct Filecoord__V1__QueryItems Filecoord__V1__QueryItems;
 
 
 /* --- enums --- */
@@ -282,7 +286,10 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_APPEARED = 90,
   FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CHANGED = 91,
   FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_GONE = 92,
-  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CONTROL_REQUESTED = 93
+  FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CONTROL_REQUESTED = 93,
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_START = 100,
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_STOP = 101,
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_ITEMS = 110
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
 
@@ -358,6 +365,13 @@ struct  Filecoord__V1__Frame
     Filecoord__V1__ProgressChanged *progress_changed;
     Filecoord__V1__ProgressGone *progress_gone;
     Filecoord__V1__ProgressControlRequested *progress_control_requested;
+    /*
+     * Live queries of folder trees (issue 44; revision 6; docs/PROTOCOL.md section 13): client -> daemon 100-109,
+     * daemon -> client 110-119.
+     */
+    Filecoord__V1__QueryStart *query_start;
+    Filecoord__V1__QueryStop *query_stop;
+    Filecoord__V1__QueryItems *query_items;
   };
 };
 #define FILECOORD__V1__FRAME__INIT \
@@ -1404,6 +1418,92 @@ struct  Filecoord__V1__ProgressControlRequested
     , 0, FILECOORD__V1__PROGRESS_ACTION__PROGRESS_ACTION_UNSPECIFIED }
 
 
+/*
+ * Start a query of the trees under `scopes` (absolute folders). `query_id` is the client's own, unique among its
+ * live queries. The daemon answers with QueryItems: the gathered items in pieces, the last with `gathered` set, then
+ * one QueryItems per batch of changes for as long as the query lives.
+ */
+struct  Filecoord__V1__QueryStart
+{
+  ProtobufCMessage base;
+  uint64_t query_id;
+  size_t n_scopes;
+  ProtobufCBinaryData *scopes;
+};
+#define FILECOORD__V1__QUERY_START__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_start__descriptor) \
+    , 0, 0,NULL }
+
+
+/*
+ * Stop a query: no more QueryItems for it (some may already be on their way).
+ */
+struct  Filecoord__V1__QueryStop
+{
+  ProtobufCMessage base;
+  uint64_t query_id;
+};
+#define FILECOORD__V1__QUERY_STOP__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_stop__descriptor) \
+    , 0 }
+
+
+/*
+ * One item of a query's tree, as the daemon last read it.
+ */
+struct  Filecoord__V1__QueryItem
+{
+  ProtobufCMessage base;
+  /*
+   * in the client's spelling
+   */
+  ProtobufCBinaryData path;
+  /*
+   * bytes; 0 for a folder
+   */
+  int64_t size;
+  protobuf_c_boolean is_directory;
+  /*
+   * content change time, seconds since 1970
+   */
+  double modified;
+  /*
+   * birth time where the file system keeps one, else the change time
+   */
+  double created;
+};
+#define FILECOORD__V1__QUERY_ITEM__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_item__descriptor) \
+    , {0,NULL}, 0, 0, 0, 0 }
+
+
+/*
+ * Items of a query: gathered (until `gathered`), then changes.
+ */
+struct  Filecoord__V1__QueryItems
+{
+  ProtobufCMessage base;
+  uint64_t query_id;
+  size_t n_added;
+  Filecoord__V1__QueryItem **added;
+  size_t n_changed;
+  Filecoord__V1__QueryItem **changed;
+  size_t n_removed;
+  ProtobufCBinaryData *removed;
+  /*
+   * Set on the last piece of the gathering; every QueryItems after it carries changes.
+   */
+  protobuf_c_boolean gathered;
+  /*
+   * While gathering: items found so far in all, for NSMetadataQueryGatheringProgress.
+   */
+  uint64_t gathered_count;
+};
+#define FILECOORD__V1__QUERY_ITEMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_items__descriptor) \
+    , 0, 0,NULL, 0,NULL, 0,NULL, 0, 0 }
+
+
 /* Filecoord__V1__Frame methods */
 void   filecoord__v1__frame__init
                      (Filecoord__V1__Frame         *message);
@@ -2303,6 +2403,82 @@ Filecoord__V1__ProgressControlRequested *
 void   filecoord__v1__progress_control_requested__free_unpacked
                      (Filecoord__V1__ProgressControlRequested *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryStart methods */
+void   filecoord__v1__query_start__init
+                     (Filecoord__V1__QueryStart         *message);
+size_t filecoord__v1__query_start__get_packed_size
+                     (const Filecoord__V1__QueryStart   *message);
+size_t filecoord__v1__query_start__pack
+                     (const Filecoord__V1__QueryStart   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_start__pack_to_buffer
+                     (const Filecoord__V1__QueryStart   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryStart *
+       filecoord__v1__query_start__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_start__free_unpacked
+                     (Filecoord__V1__QueryStart *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryStop methods */
+void   filecoord__v1__query_stop__init
+                     (Filecoord__V1__QueryStop         *message);
+size_t filecoord__v1__query_stop__get_packed_size
+                     (const Filecoord__V1__QueryStop   *message);
+size_t filecoord__v1__query_stop__pack
+                     (const Filecoord__V1__QueryStop   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_stop__pack_to_buffer
+                     (const Filecoord__V1__QueryStop   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryStop *
+       filecoord__v1__query_stop__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_stop__free_unpacked
+                     (Filecoord__V1__QueryStop *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryItem methods */
+void   filecoord__v1__query_item__init
+                     (Filecoord__V1__QueryItem         *message);
+size_t filecoord__v1__query_item__get_packed_size
+                     (const Filecoord__V1__QueryItem   *message);
+size_t filecoord__v1__query_item__pack
+                     (const Filecoord__V1__QueryItem   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_item__pack_to_buffer
+                     (const Filecoord__V1__QueryItem   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryItem *
+       filecoord__v1__query_item__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_item__free_unpacked
+                     (Filecoord__V1__QueryItem *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryItems methods */
+void   filecoord__v1__query_items__init
+                     (Filecoord__V1__QueryItems         *message);
+size_t filecoord__v1__query_items__get_packed_size
+                     (const Filecoord__V1__QueryItems   *message);
+size_t filecoord__v1__query_items__pack
+                     (const Filecoord__V1__QueryItems   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_items__pack_to_buffer
+                     (const Filecoord__V1__QueryItems   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryItems *
+       filecoord__v1__query_items__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_items__free_unpacked
+                     (Filecoord__V1__QueryItems *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Filecoord__V1__Frame_Closure)
@@ -2452,6 +2628,18 @@ typedef void (*Filecoord__V1__ProgressGone_Closure)
 typedef void (*Filecoord__V1__ProgressControlRequested_Closure)
                  (const Filecoord__V1__ProgressControlRequested *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__QueryStart_Closure)
+                 (const Filecoord__V1__QueryStart *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__QueryStop_Closure)
+                 (const Filecoord__V1__QueryStop *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__QueryItem_Closure)
+                 (const Filecoord__V1__QueryItem *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__QueryItems_Closure)
+                 (const Filecoord__V1__QueryItems *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -2512,6 +2700,10 @@ extern const ProtobufCMessageDescriptor filecoord__v1__progress_appeared__descri
 extern const ProtobufCMessageDescriptor filecoord__v1__progress_changed__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__progress_gone__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__progress_control_requested__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_start__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_stop__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_item__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_items__descriptor;
 
 PROTOBUF_C__END_DECLS
 

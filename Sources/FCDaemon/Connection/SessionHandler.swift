@@ -63,6 +63,9 @@ final class SessionHandler: ChannelInboundHandler {
             .progressControl?:
             // File progress (issue 44): the host's progress board, not the arbiter.
             try host.receiveProgress(frame.payload!, from: client, limits: limits)
+        case .queryStart?, .queryStop?:
+            // Live queries (issue 44): the host's query service, not the arbiter.
+            try host.receiveQuery(frame.payload!, from: client, limits: limits)
         default:
             let event: ArbiterEvent?
             do {

@@ -10,6 +10,9 @@ extension ArbiterHost {
         watcherStatus = report.status
         for directory in report.unwatched { watchedDirectories.remove(directory) }
         for directory in report.watched { watchedDirectories.insert(directory) }
+        // The queries read the events first, then the barriers passed after them (issue 44).
+        if !liveQueries.isEmpty, !report.events.isEmpty { queries?.fileSystemChanged(report.events) }
+        if !report.barriers.isEmpty { queries?.barriersPassed(report.barriers) }
         guard !report.events.isEmpty else { return }
         cluster?.checkFence()
         apply(router.fileSystemChanged(report.events, observed: report.observed))

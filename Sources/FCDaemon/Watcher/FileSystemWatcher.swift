@@ -28,6 +28,10 @@ public protocol FileSystemWatcher: AnyObject, Sendable {
     /// entry whose change time is not older than `since`, is reported as
     /// ``FileSystemEvent/changedBeforeWatch(_:presenter:)``, so that a change made before the watch is not missed.
     func changedSince(_ since: Int64, itemChangeTime: Int64?, path: ItemPath, presenter: PresenterID)
+    /// Reports `token` in ``WatcherReport/barriers`` once every ``watch(_:)`` asked before it is in place (or failed,
+    /// and said so): a live query lists a folder only after its watch, so that nothing changed in between is missed
+    /// (issue 44).
+    func barrier(_ token: UInt64)
     /// Stops the backend's thread and releases its watches. Nothing is delivered after it returns.
     func stop()
 }
@@ -49,6 +53,8 @@ public struct WatcherReport: Sendable {
     public var watched: [ItemPath] = []
     /// Directories whose watch went away since the last report (unwatched, deleted).
     public var unwatched: [ItemPath] = []
+    /// The ``FileSystemWatcher/barrier(_:)`` tokens passed since the last report, in order.
+    public var barriers: [UInt64] = []
     /// The state of the events' items when the batch was read, and of their directories (issue 37: tells a
     /// coordinated write's echo from a change made after it).
     public var observed: [ItemPath: ItemStamp] = [:]

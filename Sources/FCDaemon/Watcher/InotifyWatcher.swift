@@ -25,6 +25,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         case unwatch(ItemPath)
         case fileWritten(FileIdentity)
         case changedSince(Int64, Int64?, ItemPath, PresenterID)
+        case barrier(UInt64)
     }
 
     /// The events watched in every directory.
@@ -71,6 +72,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// Watches added and removed since the last report.
     private var added: [ItemPath] = []
     private var removed: [ItemPath] = []
+    /// Barrier tokens passed since the last report (on the watcher thread).
+    private var barriers: [UInt64] = []
 
     /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
     /// through a file at `wakePath` (in the daemon's private runtime folder).
@@ -127,6 +130,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     public func watch(_ directory: ItemPath) { enqueue(.watch(directory)) }
 
     public func unwatch(_ directory: ItemPath) { enqueue(.unwatch(directory)) }
+
+    public func barrier(_ token: UInt64) { enqueue(.barrier(token)) }
 
     public func fileWritten(_ identity: ItemIdentity) {
         enqueue(.fileWritten(FileIdentity(device: identity.device, inode: identity.inode)))
@@ -192,17 +197,18 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
             if wake, !runCommands(into: &batch) { return }
             echoes.endBatch()
-            deliver(
-                WatcherReport(
-                    events: batch,
-                    status: status,
-                    watched: added,
-                    unwatched: removed,
-                    observed: ObservedStates.read(for: batch)
-                )
+            var report = WatcherReport(
+                events: batch,
+                status: status,
+                watched: added,
+                unwatched: removed,
+                observed: ObservedStates.read(for: batch)
             )
+            report.barriers = barriers
+            deliver(report)
             added = []
             removed = []
+            barriers = []
         }
     }
 
@@ -296,6 +302,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 }
             case .fileWritten(let identity):
                 reportWrite(of: identity, into: &batch)
+            case .barrier(let token):
+                // The watches queued before it were added above (or failed, and said so in the batch).
+                barriers.append(token)
             case .changedSince(let since, let itemChangeTime, let path, let presenter):
                 // The presenter's watches were queued before this: they are in place (or failed, and said so).
                 reportChanges(

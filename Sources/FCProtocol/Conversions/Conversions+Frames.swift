@@ -115,7 +115,10 @@ extension ArbiterEvent {
             .progressControl:
             // File progress (issue 44) goes to the daemon's progress board, not to the arbiter.
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
-        case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested:
+        case .queryStart, .queryStop:
+            // Live queries (issue 44) go to the daemon's query service, not to the arbiter.
+            throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
+        case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested, .queryItems:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         }
     }

@@ -1,5 +1,5 @@
 public import FCCore
-import Foundation
+public import Foundation
 
 // File progress on the wire (issue 44; docs/PROTOCOL.md §12).
 
@@ -65,4 +65,9 @@ extension Filecoord_V1_Frame {
         message.state = state
         return Filecoord_V1_Frame(.progressAppeared(message))
     }
+}
+
+extension Filecoord_V1_QueryItem {
+    /// A path's bytes for a query message (docs/PROTOCOL.md §13).
+    public static func encode(_ path: ItemPath) -> Data { encodePath(path) }
 }

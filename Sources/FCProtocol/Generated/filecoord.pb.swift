@@ -560,6 +560,32 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .progressControlRequested(newValue)}
   }
 
+  /// Live queries of folder trees (issue 44; revision 6; docs/PROTOCOL.md section 13): client -> daemon 100-109,
+  /// daemon -> client 110-119.
+  public var queryStart: Filecoord_V1_QueryStart {
+    get {
+      if case .queryStart(let v)? = payload {return v}
+      return Filecoord_V1_QueryStart()
+    }
+    set {payload = .queryStart(newValue)}
+  }
+
+  public var queryStop: Filecoord_V1_QueryStop {
+    get {
+      if case .queryStop(let v)? = payload {return v}
+      return Filecoord_V1_QueryStop()
+    }
+    set {payload = .queryStop(newValue)}
+  }
+
+  public var queryItems: Filecoord_V1_QueryItems {
+    get {
+      if case .queryItems(let v)? = payload {return v}
+      return Filecoord_V1_QueryItems()
+    }
+    set {payload = .queryItems(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -611,6 +637,11 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case progressChanged(Filecoord_V1_ProgressChanged)
     case progressGone(Filecoord_V1_ProgressGone)
     case progressControlRequested(Filecoord_V1_ProgressControlRequested)
+    /// Live queries of folder trees (issue 44; revision 6; docs/PROTOCOL.md section 13): client -> daemon 100-109,
+    /// daemon -> client 110-119.
+    case queryStart(Filecoord_V1_QueryStart)
+    case queryStop(Filecoord_V1_QueryStop)
+    case queryItems(Filecoord_V1_QueryItems)
 
   }
 
@@ -2141,6 +2172,86 @@ public nonisolated struct Filecoord_V1_ProgressControlRequested: Sendable {
   public init() {}
 }
 
+/// Start a query of the trees under `scopes` (absolute folders). `query_id` is the client's own, unique among its
+/// live queries. The daemon answers with QueryItems: the gathered items in pieces, the last with `gathered` set, then
+/// one QueryItems per batch of changes for as long as the query lives.
+public nonisolated struct Filecoord_V1_QueryStart: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var queryID: UInt64 = 0
+
+  public var scopes: [Data] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Stop a query: no more QueryItems for it (some may already be on their way).
+public nonisolated struct Filecoord_V1_QueryStop: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var queryID: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One item of a query's tree, as the daemon last read it.
+public nonisolated struct Filecoord_V1_QueryItem: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// in the client's spelling
+  public var path: Data = Data()
+
+  /// bytes; 0 for a folder
+  public var size: Int64 = 0
+
+  public var isDirectory: Bool = false
+
+  /// content change time, seconds since 1970
+  public var modified: Double = 0
+
+  /// birth time where the file system keeps one, else the change time
+  public var created: Double = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Items of a query: gathered (until `gathered`), then changes.
+public nonisolated struct Filecoord_V1_QueryItems: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var queryID: UInt64 = 0
+
+  public var added: [Filecoord_V1_QueryItem] = []
+
+  public var changed: [Filecoord_V1_QueryItem] = []
+
+  public var removed: [Data] = []
+
+  /// Set on the last piece of the gathering; every QueryItems after it carries changes.
+  public var gathered: Bool = false
+
+  /// While gathering: items found so far in all, for NSMetadataQueryGatheringProgress.
+  public var gatheredCount: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "filecoord.v1"
@@ -2159,7 +2270,7 @@ nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{4}\u{9}query_items\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2674,6 +2785,45 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .progressControlRequested(v)
         }
       }()
+      case 100: try {
+        var v: Filecoord_V1_QueryStart?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .queryStart(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .queryStart(v)
+        }
+      }()
+      case 101: try {
+        var v: Filecoord_V1_QueryStop?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .queryStop(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .queryStop(v)
+        }
+      }()
+      case 110: try {
+        var v: Filecoord_V1_QueryItems?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .queryItems(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .queryItems(v)
+        }
+      }()
       default: break
       }
     }
@@ -2840,6 +2990,18 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .progressControlRequested?: try {
       guard case .progressControlRequested(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 93)
+    }()
+    case .queryStart?: try {
+      guard case .queryStart(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 100)
+    }()
+    case .queryStop?: try {
+      guard case .queryStop(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 101)
+    }()
+    case .queryItems?: try {
+      guard case .queryItems(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 110)
     }()
     case nil: break
     }
@@ -5061,6 +5223,176 @@ nonisolated extension Filecoord_V1_ProgressControlRequested: SwiftProtobuf.Messa
   public static func ==(lhs: Filecoord_V1_ProgressControlRequested, rhs: Filecoord_V1_ProgressControlRequested) -> Bool {
     if lhs.publicationID != rhs.publicationID {return false}
     if lhs.action != rhs.action {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryStart: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryStart"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}query_id\0\u{1}scopes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queryID) }()
+      case 2: try { try decoder.decodeRepeatedBytesField(value: &self.scopes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.queryID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queryID, fieldNumber: 1)
+    }
+    if !self.scopes.isEmpty {
+      try visitor.visitRepeatedBytesField(value: self.scopes, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryStart, rhs: Filecoord_V1_QueryStart) -> Bool {
+    if lhs.queryID != rhs.queryID {return false}
+    if lhs.scopes != rhs.scopes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryStop: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryStop"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}query_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queryID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.queryID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queryID, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryStop, rhs: Filecoord_V1_QueryStop) -> Bool {
+    if lhs.queryID != rhs.queryID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryItem: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryItem"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}path\0\u{1}size\0\u{3}is_directory\0\u{1}modified\0\u{1}created\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBytesField(value: &self.path) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.size) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.isDirectory) }()
+      case 4: try { try decoder.decodeSingularDoubleField(value: &self.modified) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.created) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.path.isEmpty {
+      try visitor.visitSingularBytesField(value: self.path, fieldNumber: 1)
+    }
+    if self.size != 0 {
+      try visitor.visitSingularInt64Field(value: self.size, fieldNumber: 2)
+    }
+    if self.isDirectory != false {
+      try visitor.visitSingularBoolField(value: self.isDirectory, fieldNumber: 3)
+    }
+    if self.modified.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.modified, fieldNumber: 4)
+    }
+    if self.created.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.created, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryItem, rhs: Filecoord_V1_QueryItem) -> Bool {
+    if lhs.path != rhs.path {return false}
+    if lhs.size != rhs.size {return false}
+    if lhs.isDirectory != rhs.isDirectory {return false}
+    if lhs.modified != rhs.modified {return false}
+    if lhs.created != rhs.created {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryItems: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryItems"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}query_id\0\u{1}added\0\u{1}changed\0\u{1}removed\0\u{1}gathered\0\u{3}gathered_count\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queryID) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.added) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.changed) }()
+      case 4: try { try decoder.decodeRepeatedBytesField(value: &self.removed) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.gathered) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.gatheredCount) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.queryID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queryID, fieldNumber: 1)
+    }
+    if !self.added.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.added, fieldNumber: 2)
+    }
+    if !self.changed.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.changed, fieldNumber: 3)
+    }
+    if !self.removed.isEmpty {
+      try visitor.visitRepeatedBytesField(value: self.removed, fieldNumber: 4)
+    }
+    if self.gathered != false {
+      try visitor.visitSingularBoolField(value: self.gathered, fieldNumber: 5)
+    }
+    if self.gatheredCount != 0 {
+      try visitor.visitSingularUInt64Field(value: self.gatheredCount, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryItems, rhs: Filecoord_V1_QueryItems) -> Bool {
+    if lhs.queryID != rhs.queryID {return false}
+    if lhs.added != rhs.added {return false}
+    if lhs.changed != rhs.changed {return false}
+    if lhs.removed != rhs.removed {return false}
+    if lhs.gathered != rhs.gathered {return false}
+    if lhs.gatheredCount != rhs.gatheredCount {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -18,7 +18,7 @@ open class NSMetadataItem: NSObject, @unchecked Sendable {
     private let values: [String: any Sendable]
 
     /// The item for the file or folder at `url`, or `nil` when `url` is not a `file:` URL or names nothing.
-    public init?(url: URL) {
+    public convenience init?(url: URL) {
         guard url.isFileURL,
             let resources = try? url.resourceValues(forKeys: [
                 .fileSizeKey, .contentModificationDateKey, .creationDateKey, .isDirectoryKey, .nameKey,
@@ -39,6 +39,11 @@ open class NSMetadataItem: NSObject, @unchecked Sendable {
         if !isDirectory, let size = resources.fileSize { values[NSMetadataItemFSSizeKey] = NSNumber(value: size) }
         if let changed = resources.contentModificationDate { values[NSMetadataItemFSContentChangeDateKey] = changed }
         if let created = resources.creationDate { values[NSMetadataItemFSCreationDateKey] = created }
+        self.init(values: values)
+    }
+
+    /// An item with these attribute values.
+    init(values: [String: any Sendable]) {
         self.values = values
         super.init()
     }
@@ -59,4 +64,24 @@ open class NSMetadataItem: NSObject, @unchecked Sendable {
 
 extension NSMetadataItem: PredicateAttributeSource {
     func predicateValue(forKey key: String) -> Any? { value(forAttribute: key) }
+}
+
+extension NSMetadataItem {
+    /// An item of a live query, from what the daemon read (issue 44): no file system call here.
+    convenience init(path: String, size: Int64, isDirectory: Bool, modified: Date, created: Date) {
+        let name = (path as NSString).lastPathComponent
+        let type = MetadataContentTypes.type(ofName: name, isDirectory: isDirectory)
+        var values: [String: any Sendable] = [
+            NSMetadataItemFSNameKey: name,
+            NSMetadataItemDisplayNameKey: name,
+            NSMetadataItemPathKey: path,
+            NSMetadataItemURLKey: URL(fileURLWithPath: path, isDirectory: isDirectory),
+            NSMetadataItemContentTypeKey: type,
+            NSMetadataItemContentTypeTreeKey: MetadataContentTypes.tree(of: type),
+            NSMetadataItemFSContentChangeDateKey: modified,
+            NSMetadataItemFSCreationDateKey: created,
+        ]
+        if !isDirectory { values[NSMetadataItemFSSizeKey] = NSNumber(value: size) }
+        self.init(values: values)
+    }
 }

@@ -33,8 +33,9 @@ final class CoordinationClient: Sendable {
     let connection: ConnectionManager
     /// The leases this client holds, which decide the claims inside them in process (issue 23).
     let leases: LeaseTable
-    /// The file progress this client publishes and subscribes to (issue 44).
+    /// The file progress this client publishes and subscribes to, and its live queries (issue 44).
     let progress: ProgressCenter
+    let queries = MetadataQueryRegistry()
     /// Where this client logs: every log line of its calls goes here (read at each use).
     let logger: @Sendable () -> Logger
     /// How long a batch of `prepare(forReadingItemsAt:…)` may wait for its completion handler after its block
@@ -350,6 +351,7 @@ extension CoordinationClient: ConnectionOwner {
         case .leaseRecalled(let lease, let transport): recall(lease, on: transport)
         case .claimInsideLease(let claim, let lease, let transport): decideInLease(claim, lease: lease, on: transport)
         case .progress(let news, let transport): progress.receive(news, on: transport)
+        case .queryItems(let items, let transport): queries.receive(items, on: transport)
         }
     }
 
@@ -370,6 +372,7 @@ extension CoordinationClient: ConnectionOwner {
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
         claims.versionRequests.transportLost(lost)
         progress.transportLost(lost)
+        queries.transportLost(lost)
         // Its leases went with it (the daemon dropped them): nothing more is decided in process; claims granted in
         // them that still run are held, and declared to the next daemon below (connected(to:install:)). Only its
         // own: a lease a newer connection's daemon granted meanwhile stays.
@@ -402,7 +405,9 @@ extension CoordinationClient: ConnectionOwner {
         }
     }
 
-    var needsConnection: Bool { !presenters.isEmpty || claims.holdsAny || progress.needsConnection }
+    var needsConnection: Bool {
+        !presenters.isEmpty || claims.holdsAny || progress.needsConnection || queries.needsConnection
+    }
 
     /// Registers every presenter of this client with `transport`, just put in charge, and declares again the
     /// claims whose accessors still run: a new daemon (after a crash) knew nothing of them.
@@ -413,7 +418,10 @@ extension CoordinationClient: ConnectionOwner {
             return presenters.registrations
         }
         for registration in registrations { transport.send(.addPresenter(registration)) }
-        if let daemon = transport as? DaemonTransport { progress.connected(to: daemon) }
+        if let daemon = transport as? DaemonTransport {
+            progress.connected(to: daemon)
+            queries.connected(to: daemon)
+        }
         let holding = claims.heldRequests
         for request in holding {
             var declared = request
@@ -424,23 +432,5 @@ extension CoordinationClient: ConnectionOwner {
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
         for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
-    }
-}
-
-/// The numbers one client gives its coordinators, claims and presenters: one sequence, so that no two of them
-/// share a number within the client (the arbiter knows each kind by its number and the client's id).
-///
-/// - Important: Thread-safe (an atomic counter).
-final class IDSource: Sendable {
-    private let last: Atomic<UInt64>
-
-    /// A source whose first number is `start + 1`.
-    init(after start: UInt64 = 0) {
-        last = Atomic(start)
-    }
-
-    /// A number never returned before by this source.
-    func next() -> UInt64 {
-        last.add(1, ordering: .relaxed).newValue
     }
 }

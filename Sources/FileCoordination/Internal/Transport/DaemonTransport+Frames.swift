@@ -108,8 +108,8 @@ extension DaemonTransport {
         }
     }
 
-    /// Sends a file progress frame (issue 44), and from then on has the listener read what comes unasked for the
-    /// process's publications and subscriptions. Returns `false` when the daemon is too old for file progress or the
+    /// Sends a file progress or live query frame (issue 44), and from then on has the listener read what comes
+    /// unasked for the process's publications, subscriptions and queries. Returns `false` when the daemon is too old for file progress or the
     /// frame could not be written (the loss is reported as for any frame).
     @discardableResult
     func sendProgress(_ frame: Filecoord_V1_Frame) -> Bool {
@@ -183,6 +183,8 @@ extension DaemonTransport {
         case .progressControlRequested(let message)?:
             guard let action = ProgressAction(wire: message.action) else { return }
             delegate.receive(.progress(.control(publication: message.publicationID, action), on: self))
+        case .queryItems(let message)?:
+            delegate.receive(.queryItems(message, on: self))
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")
         case .watchUnavailable(let message)?:

@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 
 /// What a transport hands the client: the client's own vocabulary, the same whether the daemon or the in-process
 /// arbiter sent it. Failures arrive already mapped to the caller's error (``ClaimFailureMapping``), so what handles
@@ -24,4 +25,6 @@ enum InboundMessage: Sendable {
     case claimInsideLease(ClaimID, lease: LeaseID, on: DaemonTransport)
     /// File progress news from the daemon of connection `on` (issue 44).
     case progress(ProgressNews, on: DaemonTransport)
+    /// Items of a live query (issue 44), from the daemon of connection `on`.
+    case queryItems(Filecoord_V1_QueryItems, on: DaemonTransport)
 }

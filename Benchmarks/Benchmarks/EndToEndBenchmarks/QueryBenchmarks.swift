@@ -1,0 +1,183 @@
+import Benchmark
+import FCSystem
+import FileCoordination
+import Foundation
+@preconcurrency import Glibc
+
+// Issue 44: a live query's gathering of a 100,000-file tree (100 folders of 1,000 files) through the in-process
+// daemon, from NSMetadataQuery.start() to NSMetadataQueryDidFinishGathering, against a plain recursive listing of the
+// same tree in this process (readdir, and lstat of each entry: the sizes and dates a query gives); and the daemon's
+// memory per item of the tree (this process's resident memory before and after a gathering whose predicate matches
+// nothing, so that the client keeps no item). The tree is made once per run (its folder is named after the run, as
+// the results file is) and removed by the last of the two.
+
+private let queryNames = ["EndToEnd.plainRecursiveListing", "EndToEnd.queryGathering"]
+private let folders = 100
+private let filesPerFolder = 1_000
+
+/// The run's tree, made on first use.
+private func sharedTree() throws -> String {
+    let root = RunResults.path.replacingOccurrences(of: "fc-e2e-results-", with: "fc-query-tree-") + ".d"
+    if FileManager.default.fileExists(atPath: root + "/complete") { return root }
+    for folder in 0..<folders {
+        let path = "\(root)/d\(folder)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        for file in 0..<filesPerFolder {
+            let fd = open("\(path)/f\(file)", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw BenchmarkFailure("cannot create a file of the tree: \(errnoText())") }
+            close(fd)
+        }
+    }
+    _ = FileManager.default.createFile(atPath: root + "/complete", contents: nil)
+    return root
+}
+
+/// Removes the tree once both benchmarks recorded their results.
+private func removeTreeIfDone(_ root: String) {
+    let results = RunResults.read()
+    if queryNames.allSatisfy({ results[$0] != nil }) { try? FileManager.default.removeItem(atPath: root) }
+}
+
+/// Items under `root`, read as a query reads them: each folder listed, each entry `lstat`ed.
+private func listRecursively(_ root: String) -> Int {
+    var count = 0
+    var pending = [root]
+    while let folder = pending.popLast() {
+        try? FileSystemCalls.forEachEntry(ofDirectory: folder) { name in
+            let path = folder + "/" + name
+            if let metadata = try? ItemMetadata.of(path) {
+                count += 1
+                if metadata.isDirectory { pending.append(path) }
+            }
+            return true
+        }
+    }
+    return count
+}
+
+func plainRecursiveListing() {
+    let name = queryNames[0]
+    let record = WallClockRecord()
+    let fixture = Slot<String>()
+    Benchmark(
+        name,
+        configuration: .init(scalingFactor: .one, maxDuration: .seconds(10), maxIterations: 5),
+        closure: { benchmark in
+            let root = fixture.value!
+            for _ in benchmark.scaledIterations {
+                record.start()
+                let count = listRecursively(root)
+                record.stop(operations: 1)
+                guard count == folders * (filesPerFolder + 1) + 1 else {
+                    return benchmark.error("listed \(count) items")
+                }
+            }
+        },
+        setup: { fixture.value = try sharedTree() },
+        teardown: {
+            recordQueryResult(name, record)
+            if let root = fixture.value { removeTreeIfDone(root) }
+        }
+    )
+}
+
+/// One gathering: start, wait for the end of the gathering, stop (the daemon drops the tree with its last query,
+/// so the next gathering reads it again).
+private func gather(_ root: String, predicate: NSPredicate?) throws -> Int {
+    let query = NSMetadataQuery()
+    query.searchScopes = [URL(fileURLWithPath: root)]
+    query.predicate = predicate
+    query.operationQueue = OperationQueue()
+    let done = DispatchSemaphore(value: 0)
+    let observer = NotificationCenter.default.addObserver(
+        forName: .NSMetadataQueryDidFinishGathering,
+        object: query,
+        queue: nil
+    ) { _ in done.signal() }
+    defer { NotificationCenter.default.removeObserver(observer) }
+    guard query.start() else { throw BenchmarkFailure("the query did not start") }
+    guard done.wait(timeout: .now() + 120) == .success else { throw BenchmarkFailure("no end of the gathering") }
+    let count = query.resultCount
+    query.stop()
+    return count
+}
+
+/// This process's resident memory, in bytes (`VmRSS`).
+private func residentBytes() -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+}
+
+func queryGathering() {
+    let name = queryNames[1]
+    let record = WallClockRecord()
+    let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, root: String)>()
+    Benchmark(
+        name,
+        configuration: .init(scalingFactor: .one, maxDuration: .seconds(20), maxIterations: 5),
+        closure: { benchmark in
+            let value = fixture.value!
+            for _ in benchmark.scaledIterations {
+                record.start()
+                let count = try gather(value.root, predicate: nil)
+                record.stop(operations: 1)
+                guard count == folders * (filesPerFolder + 1) else { return benchmark.error("gathered \(count)") }
+            }
+        },
+        setup: {
+            let directory = try ScratchDirectory()
+            let daemon = try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket")
+            let root = try sharedTree()
+            fixture.value = (directory, daemon, root)
+            // The daemon's memory per item: a gathering the client keeps nothing of, with the query still live.
+            let query = NSMetadataQuery()
+            query.searchScopes = [URL(fileURLWithPath: root)]
+            query.predicate = NSPredicate(format: "FALSEPREDICATE")
+            query.operationQueue = OperationQueue()
+            let done = DispatchSemaphore(value: 0)
+            let observer = NotificationCenter.default.addObserver(
+                forName: .NSMetadataQueryDidFinishGathering,
+                object: query,
+                queue: nil
+            ) { _ in done.signal() }
+            let before = residentBytes()
+            guard query.start(), done.wait(timeout: .now() + 120) == .success else {
+                throw BenchmarkFailure("the memory gathering did not finish")
+            }
+            let after = residentBytes()
+            query.stop()
+            NotificationCenter.default.removeObserver(observer)
+            let items = folders * (filesPerFolder + 1)
+            RunResults.report(
+                "\(name): the daemon keeps about \((after - before) / items) bytes per item of a gathered tree "
+                    + "(resident memory \(before / 1_048_576) MiB before, \(after / 1_048_576) MiB after \(items) items)"
+            )
+        },
+        teardown: {
+            if let value = fixture.value {
+                await value.daemon.stop()
+                value.directory.remove()
+                recordQueryResult(name, record)
+                removeTreeIfDone(value.root)
+            }
+        }
+    )
+}
+
+private func recordQueryResult(_ name: String, _ record: WallClockRecord) {
+    RunResults.record(name, record)
+    let results = RunResults.read()
+    guard let listing = results[queryNames[0]], let gathering = results[queryNames[1]] else { return }
+    RunResults.report(
+        """
+
+        ==== EndToEnd live query (issue 44; p50 wall clock per gathering of 100,000 files; reported, never gated) ====
+        queryGathering          \(RunResults.format(gathering))
+        plainRecursiveListing   \(RunResults.format(listing))
+        queryGathering / plainRecursiveListing = \(RunResults.ratio(gathering / listing)) (target <= 2x)
+        ==============================================================================================================
+
+        """
+    )
+}

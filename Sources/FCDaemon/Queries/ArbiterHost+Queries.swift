@@ -1,0 +1,119 @@
+import FCCore
+import FCProtocol
+import FCSystem
+import NIOCore
+
+// Live queries through the daemon (issue 44; docs/PROTOCOL.md §13): the connection's query frames start and stop
+// queries of the host's ``QueryService``; what the service asks (items for a client, folders to watch) is done here,
+// on the loop. A folder is watched while the arbiter or a query tree wants it.
+
+extension ArbiterHost {
+    /// The most live queries one connection may have.
+    static let maximumQueriesPerClient = 64
+
+    /// One query frame from `client`.
+    ///
+    /// - Throws: ``ProtocolError`` for a frame the daemon cannot take (a bad scope path, an id reused while live,
+    ///   more live queries than a connection may have): the connection closes.
+    func receiveQuery(
+        _ payload: Filecoord_V1_Frame.OneOf_Payload,
+        from client: ClientID,
+        limits: ProtocolLimits
+    )
+        throws(ProtocolError)
+    {
+        loop.preconditionInEventLoop()
+        switch payload {
+        case .queryStart(let message):
+            var scopes: [ItemPath] = []
+            for bytes in message.scopes {
+                let path = try ItemPath(wire: bytes, limits: limits)
+                scopes.append(connections.namespaces[client]?.toDaemon(path) ?? path)
+            }
+            var live = liveQueries[client] ?? []
+            guard !live.contains(message.queryID) else {
+                throw ProtocolError(.limitExceeded, "query id \(message.queryID) reused while live")
+            }
+            guard live.count < Self.maximumQueriesPerClient else {
+                throw ProtocolError(
+                    .limitExceeded,
+                    "more than \(Self.maximumQueriesPerClient) live queries on one connection"
+                )
+            }
+            live.insert(message.queryID)
+            liveQueries[client] = live
+            queryService().start(QueryService.QueryKey(client: client, local: message.queryID), scopes: scopes)
+        case .queryStop(let message):
+            guard liveQueries[client]?.remove(message.queryID) != nil else { return }
+            if liveQueries[client]?.isEmpty == true { liveQueries[client] = nil }
+            queries?.stop(QueryService.QueryKey(client: client, local: message.queryID))
+        default:
+            return
+        }
+    }
+
+    /// A client left: its queries stop.
+    func queryClientLeft(_ client: ClientID) {
+        guard liveQueries.removeValue(forKey: client) != nil else { return }
+        queries?.clientLeft(client)
+    }
+
+    /// The service, made at the first query.
+    private func queryService() -> QueryService {
+        if let queries { return queries }
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        let loop = self.loop
+        let service = QueryService(logger: logger) { outputs in
+            loop.execute { bound.value.apply(outputs) }
+        }
+        queries = service
+        return service
+    }
+
+    /// What the service asked, in order (on the loop).
+    private func apply(_ outputs: [QueryService.Output]) {
+        for output in outputs {
+            switch output {
+            case .watch(let directory):
+                let count = queryWatches[directory, default: 0]
+                queryWatches[directory] = count + 1
+                if count == 0, !arbiterWatches.contains(directory) { watcher?.watch(directory) }
+            case .unwatch(let directory):
+                guard let count = queryWatches[directory] else { continue }
+                if count > 1 {
+                    queryWatches[directory] = count - 1
+                } else {
+                    queryWatches[directory] = nil
+                    if !arbiterWatches.contains(directory) { watcher?.unwatch(directory) }
+                }
+            case .barrier(let token):
+                // Without a watcher nothing is watched: the folders are listed at once.
+                if let watcher { watcher.barrier(token) } else { queries?.barriersPassed([token]) }
+            case .items(let key, let added, let changed, let removed, let gathered, let count):
+                // A query stopped meanwhile gets nothing more.
+                guard liveQueries[key.client]?.contains(key.local) == true else { continue }
+                let namespace = connections.namespaces[key.client]
+                func spelled(_ path: ItemPath) -> ItemPath { namespace?.toClient(path) ?? path }
+                var message = Filecoord_V1_QueryItems()
+                message.queryID = key.local
+                message.added = added.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
+                message.changed = changed.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
+                message.removed = removed.map { Filecoord_V1_QueryItem.encode(spelled($0)) }
+                message.gathered = gathered
+                message.gatheredCount = UInt64(count)
+                send(Filecoord_V1_Frame(.queryItems(message)), to: key.client)
+            }
+        }
+    }
+}
+
+extension Filecoord_V1_QueryItem {
+    init(path: ItemPath, metadata: ItemMetadata) {
+        self.init()
+        self.path = Self.encode(path)
+        size = metadata.size
+        isDirectory = metadata.isDirectory
+        modified = metadata.modified
+        created = metadata.changed
+    }
+}

@@ -1,0 +1,329 @@
+import Dispatch
+import FCCore
+import FCSystem
+import FCToolkit
+import Logging
+
+/// The daemon's live queries of folder trees (issue 44; docs/SEMANTICS.md §18, docs/PROTOCOL.md §13): each tree is
+/// gathered and watched once, whatever number of queries of whichever clients use it, and each batch of the watcher's
+/// events becomes one update per query.
+///
+/// Runs on its own serial queue, off the event loop: gathering a tree and reading the items an event names are file
+/// system work. What it asks of the daemon (frames for clients, watches to add or drop) goes to `output`, which the
+/// host runs on its loop, in order.
+///
+/// - Important: Thread-safe: every method hops to ``queue``; the trees and queries are touched only there.
+// @unchecked: `trees`, `queries` and `ownQueries` are confined to `queue`.
+final class QueryService: @unchecked Sendable {
+    /// A query: its client and the client's id for it.
+    struct QueryKey: Hashable, Comparable, Sendable {
+        let client: ClientID
+        let local: UInt64
+        static func < (a: QueryKey, b: QueryKey) -> Bool { (a.client, a.local) < (b.client, b.local) }
+    }
+
+    /// What the service asks of the host.
+    enum Output: Sendable {
+        /// Items for a query: a piece of its gathering (`gathered` on the last), or one batch of changes.
+        case items(
+            QueryKey,
+            added: [(ItemPath, ItemMetadata)],
+            changed: [(ItemPath, ItemMetadata)],
+            removed: [ItemPath],
+            gathered: Bool,
+            count: Int
+        )
+        /// Watch this folder for the queries (counted by the host with the arbiter's own watches).
+        case watch(ItemPath)
+        case unwatch(ItemPath)
+        /// Tell ``barriersPassed(_:)`` this token once the watches asked before it are in place.
+        case barrier(UInt64)
+    }
+
+    /// What the dump shows of one tree.
+    struct TreeSummary: Sendable {
+        let root: ItemPath
+        let queries: [QueryKey]
+        let items: Int
+        let directories: Int
+        let gathered: Bool
+    }
+
+    let queue = DispatchQueue(label: "filecoordd.queries")
+    private var trees: [ItemPath: QueryTree] = [:]
+    private var queries: [QueryKey: (scopes: [ItemPath], waiting: Set<ItemPath>)] = [:]
+    private var ownQueries: [ClientID: Set<UInt64>] = [:]
+    /// Folders to list once their watches are in place: by barrier token, with their tree and whether what they
+    /// hold is told as changes (a folder that appeared) or is part of the gathering.
+    private var listings: [UInt64: (root: ItemPath, folders: [ItemPath], asChanges: Bool)] = [:]
+    private var lastToken: UInt64 = 0
+    private let output: @Sendable ([Output]) -> Void
+    private let logger: Logger
+    /// The most items sent in one `QueryItems` (a frame stays far below the frame size limit).
+    static let itemsPerMessage = 2_000
+    let maximumQueriesPerClient: Int
+    let maximumItemsPerTree: Int
+
+    init(
+        maximumQueriesPerClient: Int = 64,
+        maximumItemsPerTree: Int = 2_000_000,
+        logger: Logger,
+        output: @escaping @Sendable ([Output]) -> Void
+    ) {
+        self.maximumQueriesPerClient = maximumQueriesPerClient
+        self.maximumItemsPerTree = maximumItemsPerTree
+        self.logger = logger
+        self.output = output
+    }
+
+    // MARK: Queries
+
+    /// Starts a query of the trees under `scopes` (the host checked the client's limits and ids).
+    func start(_ key: QueryKey, scopes: [ItemPath]) {
+        queue.async { self.startOnQueue(key, scopes: Array(Set(scopes)).sorted()) }
+    }
+
+    func stop(_ key: QueryKey) {
+        queue.async { self.stopOnQueue(key) }
+    }
+
+    /// A client left: its queries stop.
+    func clientLeft(_ client: ClientID) {
+        queue.async {
+            for local in self.ownQueries[client] ?? [] { self.stopOnQueue(QueryKey(client: client, local: local)) }
+            self.ownQueries[client] = nil
+        }
+    }
+
+    private func startOnQueue(_ key: QueryKey, scopes: [ItemPath]) {
+        guard queries[key] == nil else { return }
+        queries[key] = (scopes, Set(scopes))
+        ownQueries[key.client, default: []].insert(key.local)
+        var outputs: [Output] = []
+        for root in scopes {
+            if let tree = trees[root] {
+                tree.queries.insert(key)
+                if tree.gathered { outputs += handOver(tree, to: key) }
+            } else {
+                let tree = QueryTree(root: root, maximumItems: maximumItemsPerTree)
+                tree.queries.insert(key)
+                trees[root] = tree
+                outputs += gather(tree)
+            }
+        }
+        if scopes.isEmpty { outputs.append(.items(key, added: [], changed: [], removed: [], gathered: true, count: 0)) }
+        output(outputs)
+        publish()
+    }
+
+    private func stopOnQueue(_ key: QueryKey) {
+        guard let query = queries.removeValue(forKey: key) else { return }
+        ownQueries[key.client]?.remove(key.local)
+        var outputs: [Output] = []
+        for root in query.scopes {
+            guard let tree = trees[root] else { continue }
+            tree.queries.remove(key)
+            guard tree.queries.isEmpty else { continue }
+            trees[root] = nil
+            outputs += tree.directories.map { .unwatch($0) }
+        }
+        output(outputs)
+        publish()
+    }
+
+    // MARK: Gathering
+
+    /// Starts gathering `tree`: its root is watched, then listed (``barriersPassed(_:)``), level by level.
+    private func gather(_ tree: QueryTree) -> [Output] {
+        list([tree.root], of: tree, asChanges: false)
+    }
+
+    /// Watches `folders` of `tree`, and lists them once the watches are in place: a folder is listed only when its
+    /// changes are seen, so that nothing made in it between its listing and its watch is missed.
+    private func list(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
+        lastToken += 1
+        listings[lastToken] = (tree.root, folders, asChanges)
+        return folders.map { .watch($0) } + [.barrier(lastToken)]
+    }
+
+    /// The watches asked before these tokens are in place: their folders are listed.
+    func barriersPassed(_ tokens: [UInt64]) {
+        queue.async {
+            var outputs: [Output] = []
+            for token in tokens {
+                guard let listing = self.listings.removeValue(forKey: token), let tree = self.trees[listing.root]
+                else { continue }
+                outputs += self.listed(listing.folders, of: tree, asChanges: listing.asChanges)
+            }
+            self.output(outputs)
+            self.publish()
+        }
+    }
+
+    /// Lists `folders` into `tree`; their folders are watched and listed next. A gathering that has no more to
+    /// list is handed to its queries; folders that appeared are told as changes.
+    private func listed(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
+        var delta = QueryTree.Delta()
+        var next: [ItemPath] = []
+        for folder in folders {
+            var names: [String] = []
+            try? FileSystemCalls.forEachEntry(ofDirectory: folder.description) { name in
+                names.append(name)
+                return true
+            }
+            for name in names {
+                let path = folder.appending(Array(name.utf8))
+                guard let metadata = try? ItemMetadata.of(path.description) else { continue }
+                tree.set(path, metadata, into: &delta)
+                if metadata.isDirectory, tree.items[path] != nil { next.append(path) }
+            }
+        }
+        var outputs: [Output] = next.isEmpty ? [] : list(next, of: tree, asChanges: asChanges)
+        if asChanges {
+            outputs += updates(delta, of: tree)
+        } else if next.isEmpty && !listings.values.contains(where: { $0.root == tree.root && !$0.asChanges }) {
+            tree.gathered = true
+            if tree.overLimit {
+                logger.warning(
+                    "a live query's tree holds more items than a query keeps; the rest are left out",
+                    metadata: ["query.root": "\(tree.root)", "query.items": "\(tree.maximumItems)"]
+                )
+            }
+            for key in tree.queries.sorted() { outputs += handOver(tree, to: key) }
+        }
+        return outputs
+    }
+
+    /// One update per query of `tree` for `delta`.
+    private func updates(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
+        var outputs: [Output] = delta.unwatch.map { .unwatch($0) }
+        guard !delta.isEmpty else { return outputs }
+        let added = delta.added.sorted { $0.key < $1.key }
+        let changed = delta.changed.sorted { $0.key < $1.key }
+        let removed = delta.removed.sorted()
+        for key in tree.queries.sorted() {
+            outputs.append(.items(key, added: added, changed: changed, removed: removed, gathered: false, count: 0))
+        }
+        return outputs
+    }
+
+    /// The whole tree for a query that joins it: in pieces, `gathered` on the last piece of its last tree.
+    private func handOver(_ tree: QueryTree, to key: QueryKey) -> [Output] {
+        guard var query = queries[key] else { return [] }
+        query.waiting.remove(tree.root)
+        queries[key] = query
+        let done = query.waiting.isEmpty
+        let all = tree.items.sorted { $0.key < $1.key }
+        var outputs: [Output] = []
+        var start = 0
+        repeat {
+            let end = min(start + Self.itemsPerMessage, all.count)
+            let last = end == all.count
+            outputs.append(
+                .items(
+                    key,
+                    added: all[start..<end].map { ($0.key, $0.value) },
+                    changed: [],
+                    removed: [],
+                    gathered: last && done,
+                    count: end
+                )
+            )
+            start = end
+        } while start < all.count
+        return outputs
+    }
+
+    // MARK: Events
+
+    /// A batch of the watcher's events: each tree that holds their items reads what changed, and each of its
+    /// queries gets one update.
+    func fileSystemChanged(_ events: [FileSystemEvent]) {
+        queue.async { self.changed(events) }
+    }
+
+    private func changed(_ events: [FileSystemEvent]) {
+        guard !trees.isEmpty else { return }
+        var deltas: [ItemPath: QueryTree.Delta] = [:]
+        var appeared: [ItemPath: [ItemPath]] = [:]
+        for event in events {
+            if case .overflow = event {
+                for tree in trees.values where tree.gathered {
+                    let fresh = rescan(tree, into: &deltas[tree.root, default: QueryTree.Delta()])
+                    appeared[tree.root, default: []] += fresh
+                }
+                continue
+            }
+            for path in event.items {
+                // A tree being gathered takes the change too (its folder may be listed already); it tells nothing
+                // until its gathering is handed over.
+                for tree in trees.values where tree.holds(path) && path != tree.root {
+                    var delta = deltas[tree.root] ?? QueryTree.Delta()
+                    let metadata = try? ItemMetadata.of(path.description)
+                    let known = tree.items[path] != nil
+                    tree.set(path, metadata, into: &delta)
+                    // A folder that appears may hold what was made in it before its watch: listed once watched.
+                    if let metadata, metadata.isDirectory, !known, tree.items[path] != nil {
+                        appeared[tree.root, default: []].append(path)
+                    }
+                    deltas[tree.root] = delta
+                }
+            }
+        }
+        var outputs: [Output] = []
+        for (root, delta) in deltas.sorted(by: { $0.key < $1.key }) {
+            guard let tree = trees[root] else { continue }
+            if let folders = appeared[root] { outputs += list(folders, of: tree, asChanges: tree.gathered) }
+            outputs += tree.gathered ? updates(delta, of: tree) : delta.unwatch.map { .unwatch($0) }
+        }
+        output(outputs)
+        publish()
+    }
+
+    /// Reads the whole tree again and records the difference (after an overflow of the kernel's queue); returns
+    /// the folders that are new, to be watched.
+    private func rescan(_ tree: QueryTree, into delta: inout QueryTree.Delta) -> [ItemPath] {
+        var found: Set<ItemPath> = []
+        var fresh: [ItemPath] = []
+        var pending = [tree.root]
+        while let folder = pending.popLast() {
+            var names: [String] = []
+            try? FileSystemCalls.forEachEntry(ofDirectory: folder.description) { name in
+                names.append(name)
+                return true
+            }
+            for name in names {
+                let path = folder.appending(Array(name.utf8))
+                guard let metadata = try? ItemMetadata.of(path.description) else { continue }
+                let known = tree.items[path] != nil
+                found.insert(path)
+                tree.set(path, metadata, into: &delta)
+                if metadata.isDirectory {
+                    pending.append(path)
+                    if !known { fresh.append(path) }
+                }
+            }
+        }
+        for path in Set(tree.items.keys).subtracting(found) { tree.set(path, nil, into: &delta) }
+        return fresh
+    }
+
+    /// The trees as the queue last left them, for the dump: read from any thread without waiting for the queue
+    /// (which may be gathering a big tree).
+    var summaries: [TreeSummary] { published.withLock { $0 } }
+    private let published = Locked<[TreeSummary]>([])
+
+    /// Publishes the summaries (on the queue, after each change): O(trees).
+    private func publish() {
+        let summaries = trees.values.sorted { $0.root < $1.root }.map {
+            TreeSummary(
+                root: $0.root,
+                queries: $0.queries.sorted(),
+                items: $0.items.count,
+                directories: $0.directoryCount + 1,
+                gathered: $0.gathered
+            )
+        }
+        published.withLock { $0 = summaries }
+    }
+}

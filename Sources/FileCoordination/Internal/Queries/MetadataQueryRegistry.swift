@@ -1,0 +1,78 @@
+import FCCore
+import FCProtocol
+import FCToolkit
+import Foundation
+
+/// The live queries of one client (issue 44): routes each `QueryItems` to its query, and starts every query again
+/// on a new connection (a restarted daemon knows none of them).
+///
+/// - Important: Thread-safe (one lock, never held while a query runs its code).
+final class MetadataQueryRegistry: Sendable {
+    /// A live query as the registry knows it: its scopes and where its items go.
+    struct Entry: Sendable {
+        let scopes: [ItemPath]
+        let receive: @Sendable (Filecoord_V1_QueryItems, _ restarted: Bool) -> Void
+        /// The connection it was started on (its serial).
+        var startedOn: UInt64?
+    }
+
+    private let entries = Locked([UInt64: Entry]())
+
+    var needsConnection: Bool { entries.withLock { !$0.isEmpty } }
+
+    /// Registers query `id` and starts it on `transport`. `false` when the frame could not be sent.
+    func start(_ id: UInt64, entry: Entry, on transport: DaemonTransport) -> Bool {
+        var entry = entry
+        entry.startedOn = transport.serial
+        entries.withLock { $0[id] = entry }
+        guard transport.sendProgress(Self.startFrame(id, entry.scopes)) else {
+            entries.withLock { _ = $0.removeValue(forKey: id) }
+            return false
+        }
+        return true
+    }
+
+    func stop(_ id: UInt64, on transport: DaemonTransport?) {
+        guard let entry = entries.withLock({ $0.removeValue(forKey: id) }) else { return }
+        guard let transport, entry.startedOn == transport.serial else { return }
+        var message = Filecoord_V1_QueryStop()
+        message.queryID = id
+        transport.sendProgress(Filecoord_V1_Frame(.queryStop(message)))
+    }
+
+    private static func startFrame(_ id: UInt64, _ scopes: [ItemPath]) -> Filecoord_V1_Frame {
+        var message = Filecoord_V1_QueryStart()
+        message.queryID = id
+        message.scopes = scopes.map { Filecoord_V1_QueryItem.encode($0) }
+        return Filecoord_V1_Frame(.queryStart(message))
+    }
+
+    /// On the connection's reading thread: hands the items to their query (which queues them; never blocks).
+    func receive(_ items: Filecoord_V1_QueryItems, on transport: DaemonTransport) {
+        guard let entry = entries.withLock({ $0[items.queryID] }), entry.startedOn == transport.serial else { return }
+        entry.receive(items, false)
+    }
+
+    func transportLost(_ lost: DaemonTransport) {
+        entries.withLock { entries in
+            for (id, entry) in entries where entry.startedOn == lost.serial { entries[id]?.startedOn = nil }
+        }
+    }
+
+    /// A new connection: every query is started on it again; each gathers anew and reports the difference.
+    func connected(to transport: DaemonTransport) {
+        guard transport.daemonRevision >= ProtocolVersion.queriesRevision else { return }
+        let restart = entries.withLock { entries -> [(UInt64, Entry)] in
+            var restart: [(UInt64, Entry)] = []
+            for (id, entry) in entries where entry.startedOn != transport.serial {
+                entries[id]?.startedOn = transport.serial
+                restart.append((id, entry))
+            }
+            return restart
+        }
+        for (id, entry) in restart.sorted(by: { $0.0 < $1.0 }) {
+            entry.receive(Filecoord_V1_QueryItems(), true)
+            transport.sendProgress(Self.startFrame(id, entry.scopes))
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import FCProtocol
+import Foundation
+
+/// A live query's results and the changes not yet told (issue 44): what the daemon sends is filtered by the
+/// query's predicate, gathered, then batched.
+///
+/// - Important: Not thread-safe: confined to its query's serial queue.
+struct MetadataQueryResults {
+    /// What one `QueryItems` did, for the query to tell.
+    enum Step {
+        case nothing
+        /// Items of the first gathering arrived: `count` found so far.
+        case gatheringProgress(count: Int)
+        /// The first gathering ended.
+        case finishedGathering
+        /// Changes are pending (the batch timer should run).
+        case changesPending
+    }
+
+    let predicate: (NSMetadataItem) -> Bool
+    /// The matching items by path, and their paths in order (the results' order).
+    private(set) var current: [String: NSMetadataItem] = [:]
+    private(set) var ordered: [String] = []
+    /// A gathering in progress (the first, or again after a new connection).
+    private var gathering: [String: NSMetadataItem]? = [:]
+    private var firstGatheringDone = false
+    /// Changes not yet told, by path: the new item, or `nil` for a removal.
+    private(set) var pending: [String: NSMetadataItem?] = [:]
+
+    init(predicate: @escaping (NSMetadataItem) -> Bool) {
+        self.predicate = predicate
+    }
+
+    private static func item(_ record: Filecoord_V1_QueryItem) -> NSMetadataItem {
+        NSMetadataItem(
+            path: String(decoding: record.path, as: UTF8.self),
+            size: record.size,
+            isDirectory: record.isDirectory,
+            modified: Date(timeIntervalSince1970: record.modified),
+            created: Date(timeIntervalSince1970: record.created)
+        )
+    }
+
+    /// Whether two items of one path show the same size and content change date.
+    private static func same(_ a: NSMetadataItem, _ b: NSMetadataItem) -> Bool {
+        (a.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber)
+            == (b.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber)
+            && (a.value(forAttribute: NSMetadataItemFSContentChangeDateKey) as? Date)
+                == (b.value(forAttribute: NSMetadataItemFSContentChangeDateKey) as? Date)
+    }
+
+    /// A new connection: the query gathers again, and the difference is told as changes.
+    mutating func restart() { gathering = [:] }
+
+    mutating func receive(_ message: Filecoord_V1_QueryItems) -> Step {
+        if gathering != nil {
+            for record in message.added {
+                let item = Self.item(record)
+                if predicate(item) { gathering?[String(decoding: record.path, as: UTF8.self)] = item }
+            }
+            guard message.gathered, let gathered = gathering else {
+                return firstGatheringDone ? .nothing : .gatheringProgress(count: Int(message.gatheredCount))
+            }
+            gathering = nil
+            if !firstGatheringDone {
+                firstGatheringDone = true
+                current = gathered
+                ordered = gathered.keys.sorted()
+                return .finishedGathering
+            }
+            for (path, item) in gathered {
+                if let old = current[path], Self.same(old, item) { continue }
+                pending[path] = .some(item)
+            }
+            for path in current.keys where gathered[path] == nil { pending[path] = .some(nil) }
+            return pending.isEmpty ? .nothing : .changesPending
+        }
+        for record in message.added + message.changed {
+            let path = String(decoding: record.path, as: UTF8.self)
+            let item = Self.item(record)
+            if predicate(item) {
+                pending[path] = .some(item)
+            } else if current[path] != nil || pending[path] != nil {
+                pending[path] = .some(nil)
+            }
+        }
+        for bytes in message.removed {
+            let path = String(decoding: bytes, as: UTF8.self)
+            if current[path] != nil || pending[path] != nil { pending[path] = .some(nil) }
+        }
+        return pending.isEmpty ? .nothing : .changesPending
+    }
+
+    /// Applies the pending changes to the results; returns them as told (added, changed, removed), each in path order.
+    mutating func applyPending() -> (added: [NSMetadataItem], changed: [NSMetadataItem], removed: [NSMetadataItem]) {
+        var added: [NSMetadataItem] = []
+        var changed: [NSMetadataItem] = []
+        var removed: [NSMetadataItem] = []
+        var orderChanged = false
+        for (path, change) in pending.sorted(by: { $0.key < $1.key }) {
+            switch (current[path], change) {
+            case (nil, let item?):
+                current[path] = item
+                added.append(item)
+                orderChanged = true
+            case (_?, let item?):
+                current[path] = item
+                changed.append(item)
+            case (let old?, nil):
+                current[path] = nil
+                removed.append(old)
+                orderChanged = true
+            case (nil, nil):
+                continue
+            }
+        }
+        pending = [:]
+        if orderChanged { ordered = current.keys.sorted() }
+        return (added, changed, removed)
+    }
+
+    /// The results in order.
+    var results: [NSMetadataItem] { ordered.compactMap { current[$0] } }
+}

@@ -1,0 +1,282 @@
+import FCCore
+import FCProtocol
+import FCToolkit
+public import Foundation
+import Logging
+
+/// A live query of folder trees, with Apple's Swift signatures (issue 44; docs/SEMANTICS.md §18): the items under
+/// ``searchScopes`` that match ``predicate``, gathered, then kept current as any process changes them, coordinated or
+/// not.
+///
+/// filecoordd gathers and watches each tree once for every query of every process (its inotify watcher); the query
+/// filters the items with its predicate in this process. The notifications (`.NSMetadataQueryDidStartGathering`,
+/// `…GatheringProgress`, `…DidFinishGathering`, `…DidUpdate`) are posted to `NotificationCenter.default` with the
+/// query as their object, on ``operationQueue`` when it is set, else on the main queue (swift-corelibs-foundation
+/// has no run loop to tie them to the thread that called ``start()``, as Apple does). Updates are batched: one
+/// `…DidUpdate` per ``notificationBatchingInterval`` at most.
+///
+/// Scopes: folder URLs or paths, and `NSMetadataQueryUserHomeScope` (the home folder). The ubiquitous scopes, the
+/// local computer and the network are refused: ``start()`` returns `false` and logs why. Not supported:
+/// `sortDescriptors` (results are in path order), grouping and value lists, `searchItems`, the delegate. A query
+/// needs filecoordd: a process that coordinates in process cannot start one.
+///
+/// - Important: Thread-safe: its properties may be read and set from any thread; changes to its results happen on
+///   its own serial queue and show in ``results`` when their notification is posted.
+// @unchecked: every mutable field is under `state`'s lock, or confined to `work`.
+open class NSMetadataQuery: NSObject, @unchecked Sendable {
+    private struct Settings {
+        var predicate: NSPredicate?
+        var searchScopes: [Any] = []
+        var notificationBatchingInterval: TimeInterval = 1
+        var operationQueue: OperationQueue?
+        var sortDescriptors: [NSSortDescriptor] = []
+        var started = false
+        var gathering = false
+        var stopped = false
+        var updatesDisabled = 0
+        var results: [NSMetadataItem] = []
+        var id: UInt64?
+    }
+
+    private let state = Locked(Settings())
+    private let work = DispatchQueue(label: "filecoord.metadata-query")
+    /// Only on `work`.
+    private var resultSet: MetadataQueryResults?
+    private var batchScheduled = false
+
+    public override init() {
+        super.init()
+    }
+
+    /// Which items match; `nil` matches every item.
+    open var predicate: NSPredicate? {
+        get { state.withLock { $0.predicate } }
+        set { state.withLock { $0.predicate = newValue } }
+    }
+
+    /// The folders to search: `URL`s, paths, or `NSMetadataQueryUserHomeScope`.
+    open var searchScopes: [Any] {
+        get { state.withLock { $0.searchScopes } }
+        set { state.withLock { $0.searchScopes = newValue } }
+    }
+
+    /// Accepted and kept; results stay in path order (docs/SEMANTICS.md §18).
+    open var sortDescriptors: [NSSortDescriptor] {
+        get { state.withLock { $0.sortDescriptors } }
+        set { state.withLock { $0.sortDescriptors = newValue } }
+    }
+
+    /// The shortest time between two `…DidUpdate` notifications, in seconds (1 by default).
+    open var notificationBatchingInterval: TimeInterval {
+        get { state.withLock { $0.notificationBatchingInterval } }
+        set { state.withLock { $0.notificationBatchingInterval = max(0, newValue) } }
+    }
+
+    /// Where the notifications are posted; the main queue when `nil`.
+    open var operationQueue: OperationQueue? {
+        get { state.withLock { $0.operationQueue } }
+        set { state.withLock { $0.operationQueue = newValue } }
+    }
+
+    /// ``start()`` succeeded.
+    open var isStarted: Bool { state.withLock { $0.started } }
+    /// Started, and the first gathering is not done.
+    open var isGathering: Bool { state.withLock { $0.gathering } }
+    /// ``stop()`` was called after a start.
+    open var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// The matching items, in path order, as of the last notification.
+    open var results: [Any] { state.withLock { $0.results } }
+    /// How many items ``results`` holds.
+    open var resultCount: Int { state.withLock { $0.results.count } }
+    /// The item at `idx` of ``results`` (an `NSMetadataItem`).
+    open func result(at idx: Int) -> Any { state.withLock { $0.results[idx] } }
+
+    /// The index of `result` (an item of ``results``, or one with the same path), or `NSNotFound`.
+    open func index(ofResult result: Any) -> Int {
+        guard let item = result as? NSMetadataItem,
+            let path = item.value(forAttribute: NSMetadataItemPathKey) as? String
+        else { return NSNotFound }
+        return state.withLock { state in
+            state.results.firstIndex { ($0.value(forAttribute: NSMetadataItemPathKey) as? String) == path }
+        } ?? NSNotFound
+    }
+
+    /// The attribute `attrName` of the item at `idx` of ``results``.
+    open func value(ofAttribute attrName: String, forResultAt idx: Int) -> Any? {
+        state.withLock { $0.results[idx] }.value(forAttribute: attrName)
+    }
+
+    /// Holds the `…DidUpdate` notifications (and the changes of ``results``) until as many ``enableUpdates()``.
+    open func disableUpdates() { state.withLock { $0.updatesDisabled += 1 } }
+
+    /// Ends one ``disableUpdates()``; after the last, what happened meanwhile is told in one `…DidUpdate`.
+    open func enableUpdates() {
+        let resume = state.withLock { state -> Bool in
+            state.updatesDisabled = max(0, state.updatesDisabled - 1)
+            return state.updatesDisabled == 0
+        }
+        if resume { work.async { self.flushIfPending() } }
+    }
+
+    /// Starts gathering. `false` when the query was started before, a scope is refused, or no filecoordd can be
+    /// reached (each logged).
+    open func start() -> Bool {
+        let (scopes, predicate, alreadyStarted) = state.withLock { ($0.searchScopes, $0.predicate, $0.started) }
+        guard !alreadyStarted else { return false }
+        let logger = FileCoordinationLogging.logger
+        let roots: [ItemPath]
+        do {
+            roots = try Self.roots(of: scopes)
+        } catch {
+            logger.error("NSMetadataQuery.start(): \(error.message)")
+            return false
+        }
+        let client = CoordinationClient.shared
+        guard case .success(let connected) = client.connection.transport(),
+            let transport = connected as? DaemonTransport,
+            transport.daemonRevision >= ProtocolVersion.queriesRevision
+        else {
+            logger.error("NSMetadataQuery.start(): live queries need filecoordd of this release, and none answers")
+            return false
+        }
+        let id = client.newID()
+        work.sync {
+            resultSet = MetadataQueryResults { item in predicate?.evaluate(with: item) ?? true }
+        }
+        state.withLock { state in
+            state.started = true
+            state.gathering = true
+            state.id = id
+        }
+        post(.NSMetadataQueryDidStartGathering)
+        let entry = MetadataQueryRegistry.Entry(
+            scopes: roots,
+            receive: { [weak self] items, restarted in
+                guard let query = self else { return }
+                query.work.async { query.receive(items, restarted: restarted) }
+            }
+        )
+        guard client.queries.start(id, entry: entry, on: transport) else {
+            state.withLock { $0.gathering = false }
+            logger.error("NSMetadataQuery.start(): the query could not be sent to filecoordd")
+            return false
+        }
+        return true
+    }
+
+    /// Stops the query: no more notifications; ``results`` stay as they are.
+    open func stop() {
+        let id = state.withLock { state -> UInt64? in
+            guard state.started, !state.stopped else { return nil }
+            state.stopped = true
+            state.gathering = false
+            return state.id
+        }
+        guard let id else { return }
+        let client = CoordinationClient.shared
+        client.queries.stop(id, on: client.connection.current as? DaemonTransport)
+    }
+
+    deinit {
+        if let id = state.withLock({ $0.stopped ? nil : $0.id }) {
+            let client = CoordinationClient.shared
+            client.queries.stop(id, on: client.connection.current as? DaemonTransport)
+        }
+    }
+
+    // MARK: On `work`
+
+    private func receive(_ items: Filecoord_V1_QueryItems, restarted: Bool) {
+        guard !isStopped, var results = resultSet else { return }
+        if restarted {
+            results.restart()
+            resultSet = results
+            return
+        }
+        let step = results.receive(items)
+        resultSet = results
+        switch step {
+        case .nothing:
+            break
+        case .gatheringProgress:
+            post(.NSMetadataQueryGatheringProgress)
+        case .finishedGathering:
+            let gathered = results.results
+            state.withLock { state in
+                state.results = gathered
+                state.gathering = false
+            }
+            post(.NSMetadataQueryDidFinishGathering)
+        case .changesPending:
+            guard !batchScheduled else { return }
+            batchScheduled = true
+            let interval = notificationBatchingInterval
+            work.asyncAfter(deadline: .now() + interval) { [weak self] in
+                self?.batchScheduled = false
+                self?.flushIfPending()
+            }
+        }
+    }
+
+    /// Tells the pending changes in one `…DidUpdate`, unless updates are disabled.
+    private func flushIfPending() {
+        guard !isStopped, var results = resultSet, !results.pending.isEmpty,
+            state.withLock({ $0.updatesDisabled == 0 })
+        else { return }
+        let (added, changed, removed) = results.applyPending()
+        resultSet = results
+        let now = results.results
+        state.withLock { $0.results = now }
+        post(
+            .NSMetadataQueryDidUpdate,
+            userInfo: [
+                NSMetadataQueryUpdateAddedItemsKey: added,
+                NSMetadataQueryUpdateChangedItemsKey: changed,
+                NSMetadataQueryUpdateRemovedItemsKey: removed,
+            ]
+        )
+    }
+
+    private func post(_ name: NSNotification.Name, userInfo: [String: Any]? = nil) {
+        let notification = UncheckedNotification(name: name, object: self, userInfo: userInfo)
+        let queue = operationQueue
+        let send: @Sendable () -> Void = { NotificationCenter.default.post(notification.value) }
+        if let queue { queue.addOperation(send) } else { DispatchQueue.main.async(execute: send) }
+    }
+
+    /// The canonical folders `scopes` name.
+    static func roots(of scopes: [Any]) throws(FileCoordinationError) -> [ItemPath] {
+        var roots: [ItemPath] = []
+        for scope in scopes {
+            let url: URL
+            switch scope {
+            case let given as URL:
+                url = given
+            case let name as String where name == NSMetadataQueryUserHomeScope:
+                url = FileManager.default.homeDirectoryForCurrentUser
+            case let name as String where name.hasPrefix("kMDQueryScope") || name.hasPrefix("NSMetadataQuery"):
+                throw FileCoordinationError(
+                    .invalidRequest,
+                    "the scope \(name) is not supported: live queries search local folders (give their URLs) and "
+                        + "NSMetadataQueryUserHomeScope"
+                )
+            case let path as String:
+                url = URL(fileURLWithPath: path)
+            default:
+                throw FileCoordinationError(.invalidRequest, "a search scope must be a URL or a path, not \(scope)")
+            }
+            roots.append(try URLMapping.canonicalPath(url))
+        }
+        return roots
+    }
+}
+
+/// A notification handed to the queue that posts it.
+// @unchecked: its user info holds the query's immutable items and arrays of them.
+private struct UncheckedNotification: @unchecked Sendable {
+    let value: Notification
+    init(name: NSNotification.Name, object: AnyObject, userInfo: [String: Any]?) {
+        value = Notification(name: name, object: object, userInfo: userInfo)
+    }
+}

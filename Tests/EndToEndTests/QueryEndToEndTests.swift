@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+// Live queries of folder trees (issue 44; docs/SEMANTICS.md §18): NSMetadataQuery in fc-testhost processes, the tree
+// gathered and watched by a real filecoordd, changed by `sh`.
+
+@Suite struct QueryEndToEndTests {
+    /// A tree of `count` files in two folders, `a/` and `b/`.
+    private static func tree(_ env: TestEnvironment, files count: Int) throws -> String {
+        let root = env.path("tree")
+        for folder in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+        }
+        for index in 0..<count {
+            let folder = index % 2 == 0 ? "a" : "b"
+            _ = FileManager.default.createFile(atPath: "\(root)/\(folder)/f\(index)", contents: Data("x".utf8))
+        }
+        return root
+    }
+
+    @Test("A query gathers 10,000 files, then reports a shell's create, change, rename and delete once, in one batch")
+    func gathersThenReportsChanges() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = try Self.tree(env, files: 10_000)
+            let host = try await env.host("Q")
+            try host.send("query Q \(root) 500")
+            _ = try await host.waitFor("query Q started")
+            // The files and the two folders.
+            _ = try await host.waitFor("query Q gathered 10002")
+            try runToCompletion(
+                "/bin/sh",
+                ["-c", "cd '\(root)' && echo new > new.txt && echo more >> a/f0 && mv a/f2 a/renamed && rm b/f1"]
+            )
+            let update = try await host.waitFor("query Q update ")
+            #expect(update.text == "query Q update added=a/renamed,new.txt changed=a/f0 removed=a/f2,b/f1")
+            #expect(try await host.staysWithout("query Q update ", count: 2), "a change was reported twice")
+            try host.send("query-count Q")
+            _ = try await host.waitFor("query Q count 10002")
+        }
+    }
+
+    @Test("A predicate filters the items; an item that stops matching is removed")
+    func predicateFilters() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = try Self.tree(env, files: 10)
+            try writeText("text", toFile: root + "/notes.txt")
+            let host = try await env.host("Q")
+            try host.send("query T \(root) 100 kMDItemFSName LIKE[c] '*.TXT'")
+            _ = try await host.waitFor("query T gathered 1")
+            try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && echo x > b/more.txt && mv notes.txt notes.md"])
+            let update = try await host.waitFor("query T update ")
+            #expect(update.text == "query T update added=b/more.txt changed=- removed=notes.txt")
+        }
+    }
+
+    @Test("Two processes querying one tree share its gathering and its watches; a folder made later is watched")
+    func queriesShareOneTree() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = try Self.tree(env, files: 100)
+            let first = try await env.host("A")
+            let second = try await env.host("B")
+            try first.send("query A \(root) 100")
+            _ = try await first.waitFor("query A gathered 102")
+            try second.send("query B \(root) 100")
+            _ = try await second.waitFor("query B gathered 102")
+            let dump = try await env.runTool("fcdump", ["queries"])
+            #expect(dump.output.contains("\(root)\n    102 items, 3 folders watched\n"), "\(dump.output)")
+            #expect(dump.output.components(separatedBy: "    query of fc-testhost").count == 3, "\(dump.output)")
+            // A folder made with a file in it at once: both are added, and what is made in it later is seen.
+            try runToCompletion("/bin/sh", ["-c", "mkdir -p '\(root)/c/d' && echo x > '\(root)/c/d/one'"])
+            _ = try await first.waitFor(lineMatching: { $0.hasPrefix("query A update") && $0.contains("c/d/one") })
+            try runToCompletion("/bin/sh", ["-c", "echo y > '\(root)/c/d/two'"])
+            let later = try await second.waitFor(
+                lineMatching: { $0.hasPrefix("query B update") && $0.contains("c/d/two") }
+            )
+            #expect(later.text.contains("added=c/d/two"), "\(later.text)")
+            // Stopped: the other query goes on; both stopped: the tree's watches go.
+            try first.send("query-stop A")
+            _ = try await first.waitFor("query A stopped")
+            try second.send("query-stop B")
+            _ = try await second.waitFor("query B stopped")
+            var after = ""
+            for _ in 0..<500 {
+                after = try await env.runTool("fcdump", ["queries"]).output
+                if after.contains("no live queries") { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(after.contains("no live queries"), "\(after)")
+        }
+    }
+}
