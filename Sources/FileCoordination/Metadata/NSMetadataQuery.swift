@@ -17,7 +17,7 @@ import Logging
 ///
 /// Scopes: folder URLs or paths, and `NSMetadataQueryUserHomeScope` (the home folder). The ubiquitous scopes, the
 /// local computer and the network are refused: ``start()`` returns `false` and logs why. Not supported:
-/// `sortDescriptors` (results are in path order), grouping and value lists, `searchItems`, the delegate. A query
+/// grouping and value lists, `searchItems`, the delegate. A query
 /// needs filecoordd: a process that coordinates in process cannot start one.
 ///
 /// - Important: Thread-safe: its properties may be read and set from any thread; changes to its results happen on
@@ -60,7 +60,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         set { state.withLock { $0.searchScopes = newValue } }
     }
 
-    /// Accepted and kept; results stay in path order (docs/SEMANTICS.md §18).
+    /// The results' order: descriptors made with `NSSortDescriptor(key:ascending:)` sort by that attribute (others
+    /// are ignored); then by path. Read at ``start()``.
     open var sortDescriptors: [NSSortDescriptor] {
         get { state.withLock { $0.sortDescriptors } }
         set { state.withLock { $0.sortDescriptors = newValue } }
@@ -122,7 +123,12 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// Starts gathering. `false` when the query was started before, a scope is refused, or no filecoordd can be
     /// reached (each logged).
     open func start() -> Bool {
-        let (scopes, predicate, alreadyStarted) = state.withLock { ($0.searchScopes, $0.predicate, $0.started) }
+        let (scopes, predicate, alreadyStarted, descriptors) = state.withLock {
+            ($0.searchScopes, $0.predicate, $0.started, $0.sortDescriptors)
+        }
+        let sortKeys = descriptors.compactMap { descriptor in
+            descriptor.metadataKey.map { (key: $0, ascending: descriptor.ascending) }
+        }
         guard !alreadyStarted else { return false }
         let logger = FileCoordinationLogging.logger
         let roots: [ItemPath]
@@ -142,7 +148,10 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         }
         let id = client.newID()
         work.sync {
-            resultSet = MetadataQueryResults { item in predicate?.evaluate(with: item) ?? true }
+            resultSet = MetadataQueryResults(
+                predicate: { item in predicate?.evaluate(with: item) ?? true },
+                sortKeys: sortKeys
+            )
         }
         state.withLock { state in
             state.started = true

@@ -17,6 +17,7 @@ final class DocumentBrowserModel: @unchecked Sendable {
     init(folder: URL) {
         query.searchScopes = [folder]
         query.predicate = NSPredicate(format: "%K LIKE %@", NSMetadataItemFSNameKey, "*.txt")
+        query.sortDescriptors = [NSSortDescriptor(key: NSMetadataItemFSNameKey, ascending: false)]
         query.notificationBatchingInterval = 0.1
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
@@ -50,7 +51,7 @@ final class DocumentBrowserModel: @unchecked Sendable {
         }
         query.enableUpdates()
         lock.lock()
-        currentNames = names.sorted()
+        currentNames = names
         lock.unlock()
     }
 }

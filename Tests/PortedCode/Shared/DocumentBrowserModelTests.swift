@@ -32,7 +32,8 @@ struct DocumentBrowserModelTests {
         defer { model.stop() }
         #expect(Self.eventually { model.names == ["a.txt"] })
         try Data("b".utf8).write(to: folder.appendingPathComponent("b.txt"))
-        #expect(Self.eventually { model.names == ["a.txt", "b.txt"] })
+        // Newest name first: the query's sort descriptor.
+        #expect(Self.eventually { model.names == ["b.txt", "a.txt"] })
         try FileManager.default.removeItem(at: folder.appendingPathComponent("a.txt"))
         #expect(Self.eventually { model.names == ["b.txt"] })
     }

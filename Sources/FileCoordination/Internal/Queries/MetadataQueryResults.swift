@@ -18,6 +18,8 @@ struct MetadataQueryResults {
     }
 
     let predicate: (NSMetadataItem) -> Bool
+    /// The results' order: by these attributes (ascending or not), then by path.
+    let sortKeys: [(key: String, ascending: Bool)]
     /// The matching items by path, and their paths in order (the results' order).
     private(set) var current: [String: NSMetadataItem] = [:]
     private(set) var ordered: [String] = []
@@ -27,8 +29,37 @@ struct MetadataQueryResults {
     /// Changes not yet told, by path: the new item, or `nil` for a removal.
     private(set) var pending: [String: NSMetadataItem?] = [:]
 
-    init(predicate: @escaping (NSMetadataItem) -> Bool) {
+    init(predicate: @escaping (NSMetadataItem) -> Bool, sortKeys: [(key: String, ascending: Bool)] = []) {
         self.predicate = predicate
+        self.sortKeys = sortKeys
+    }
+
+    /// The paths of `items` in the results' order.
+    private func order(_ items: [String: NSMetadataItem]) -> [String] {
+        guard !sortKeys.isEmpty else { return items.keys.sorted() }
+        return items.keys.sorted { a, b in
+            for (key, ascending) in sortKeys {
+                let result = Self.compare(
+                    items[a]?.value(forAttribute: key),
+                    items[b]?.value(forAttribute: key)
+                )
+                if result != .orderedSame { return (result == .orderedAscending) == ascending }
+            }
+            return a < b
+        }
+    }
+
+    /// Attribute values compared as NSSortDescriptor compares them: strings, numbers, dates; a missing value first.
+    private static func compare(_ a: Any?, _ b: Any?) -> ComparisonResult {
+        switch (a, b) {
+        case (nil, nil): return .orderedSame
+        case (nil, _): return .orderedAscending
+        case (_, nil): return .orderedDescending
+        case (let x as String, let y as String): return x.compare(y)
+        case (let x as NSNumber, let y as NSNumber): return x.compare(y)
+        case (let x as Date, let y as Date): return x.compare(y)
+        default: return .orderedSame
+        }
     }
 
     private static func item(_ record: Filecoord_V1_QueryItem) -> NSMetadataItem {
@@ -65,7 +96,7 @@ struct MetadataQueryResults {
             if !firstGatheringDone {
                 firstGatheringDone = true
                 current = gathered
-                ordered = gathered.keys.sorted()
+                ordered = order(gathered)
                 return .finishedGathering
             }
             for (path, item) in gathered {
@@ -115,7 +146,7 @@ struct MetadataQueryResults {
             }
         }
         pending = [:]
-        if orderChanged { ordered = current.keys.sorted() }
+        if orderChanged || (!sortKeys.isEmpty && !changed.isEmpty) { ordered = order(current) }
         return (added, changed, removed)
     }
 
