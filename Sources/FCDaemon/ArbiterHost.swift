@@ -52,6 +52,8 @@ final class ArbiterHost {
     var liveQueries: [ClientID: Set<UInt64>] = [:]
     var queryWatches: [ItemPath: Int] = [:]
     var arbiterWatches: Set<ItemPath> = []
+    /// Query frames waiting for their client to take the one before (``sendQueryFrame(_:to:)``).
+    var queryOutbox: [ClientID: (inFlight: Bool, frames: [Filecoord_V1_Frame])] = [:]
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?

@@ -283,4 +283,45 @@ final class TmuxSession: Sendable {
             await tmux.kill()
         }
     }
+
+    @Test("notes --browse lists a folder live (NSMetadataQuery) and shows a copy's file progress (issue 44)")
+    func notesBrowsesAFolder() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("docs")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            try writeText("one", toFile: folder + "/a.txt")
+            let environment = try childEnvironment(socket: env.socket)
+            let tmux = TmuxSession(socket: env.path("tmux.sock"))
+            try await tmux.start(
+                environment: environment.filter { ["FILECOORDD_SOCKET", "FILECOORDD_PATH"].contains($0.key) },
+                command: [try Products.executable("notes").path, "--browse", folder]
+            )
+            do {
+                try await tmux.waitForScreen("> a.txt  3 bytes")
+                try await tmux.waitForScreen("1 documents | 1 documents")
+                try runToCompletion("/bin/sh", ["-c", "cd '\(folder)' && echo hello > b.txt && echo more >> a.txt"])
+                try await tmux.waitForScreen("  b.txt  6 bytes")
+                try await tmux.waitForScreen("> a.txt  8 bytes")
+                try await tmux.waitForScreen("2 documents | updated: ")
+                // A copy in progress, published by another process, shows beside its file.
+                let copier = try await env.host("copier")
+                try copier.send("publish C \(folder)/b.txt 100 copying")
+                try copier.send("progress-set C 40")
+                try await tmux.waitForScreen("b.txt  6 bytes  copying 40%")
+                try copier.send("unpublish C")
+                try await tmux.waitForScreen("copied b.txt")
+                try runToCompletion("/bin/rm", [folder + "/a.txt"])
+                try await tmux.waitForScreen("> b.txt  6 bytes")
+                try await tmux.waitForScreen("1 documents | updated: 0 added, 0 changed, 1 removed")
+                try await tmux.keys("C-q")
+                for _ in 0..<500 where await tmux.isRunning() { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(await !tmux.isRunning())
+            } catch {
+                await tmux.kill()
+                throw error
+            }
+            await tmux.kill()
+        }
+    }
 }

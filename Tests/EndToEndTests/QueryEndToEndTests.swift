@@ -40,6 +40,21 @@ import Testing
         }
     }
 
+    @Test("A gathering far bigger than a connection's queue limit arrives whole: its pieces go one at a time")
+    func aBigGatheringRespectsTheQueueLimit() async throws {
+        try await TestEnvironment.run { env in
+            // 10,000 items are five pieces of about 150 KB; at most 64 KiB may wait for a client. Written at once,
+            // they made the daemon close the connection as a client that does not read.
+            _ = try await env.startDaemon(arguments: ["--max-queued-bytes", "65536"])
+            let root = try Self.tree(env, files: 10_000)
+            let host = try await env.host("Q")
+            try host.send("query Q \(root) 100")
+            _ = try await host.waitFor("query Q gathered 10002")
+            try runToCompletion("/bin/sh", ["-c", "echo x > '\(root)/late.txt'"])
+            _ = try await host.waitFor("query Q update added=late.txt")
+        }
+    }
+
     @Test("A predicate filters the items; an item that stops matching is removed")
     func predicateFilters() async throws {
         try await TestEnvironment.run { env in

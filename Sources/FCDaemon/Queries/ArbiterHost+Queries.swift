@@ -1,6 +1,7 @@
 import FCCore
 import FCProtocol
 import FCSystem
+import Logging
 import NIOCore
 
 // Live queries through the daemon (issue 44; docs/PROTOCOL.md §13): the connection's query frames start and stop
@@ -54,8 +55,48 @@ extension ArbiterHost {
 
     /// A client left: its queries stop.
     func queryClientLeft(_ client: ClientID) {
+        queryOutbox[client] = nil
         guard liveQueries.removeValue(forKey: client) != nil else { return }
         queries?.clientLeft(client)
+    }
+
+    /// Sends a query frame once its client has taken the one before (the write completed): a gathering of 100,000
+    /// items is 50 frames, which written at once would fill the connection's queue past ``DaemonConfiguration/
+    /// maximumQueuedBytes`` (a client that does not read) before the client could read them. One frame of queries
+    /// at a time is in the connection's queue; the rest wait here, as much as the tree they come from.
+    func sendQueryFrame(_ frame: Filecoord_V1_Frame, to client: ClientID) {
+        queryOutbox[client, default: (false, [])].frames.append(frame)
+        pumpQueryOutbox(client)
+    }
+
+    private func pumpQueryOutbox(_ client: ClientID) {
+        guard var box = queryOutbox[client], !box.inFlight else { return }
+        guard let channel = connections.reachable(client), !box.frames.isEmpty else {
+            queryOutbox[client] = nil
+            return
+        }
+        let frame = box.frames.removeFirst()
+        let buffer: ByteBuffer
+        do {
+            buffer = try encoder.encode(frame, allocator: channel.allocator)
+        } catch {
+            logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+            return
+        }
+        box.inFlight = true
+        queryOutbox[client] = box
+        let promise = loop.makePromise(of: Void.self)
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        promise.futureResult.whenComplete { result in
+            let host = bound.value
+            guard case .success = result else {
+                host.queryOutbox[client] = nil
+                return
+            }
+            host.queryOutbox[client]?.inFlight = false
+            host.pumpQueryOutbox(client)
+        }
+        channel.writeAndFlush(buffer, promise: promise)
     }
 
     /// The service, made at the first query.
@@ -101,7 +142,7 @@ extension ArbiterHost {
                 message.removed = removed.map { Filecoord_V1_QueryItem.encode(spelled($0)) }
                 message.gathered = gathered
                 message.gatheredCount = UInt64(count)
-                send(Filecoord_V1_Frame(.queryItems(message)), to: key.client)
+                sendQueryFrame(Filecoord_V1_Frame(.queryItems(message)), to: key.client)
             }
         }
     }
