@@ -336,9 +336,10 @@ final class ArbiterHost {
             case .log(let record):
                 logger.log(record)
             case .watch(let directory):
-                if arbiterWatches.insert(directory).inserted, queryWatches[directory] == nil {
-                    watcher?.watch(directory)
-                }
+                // Always passed on: the arbiter asks again for a folder that appeared, and the watcher then adds
+                // its watch and scans it (a watch already in place is not added twice).
+                arbiterWatches.insert(directory)
+                watcher?.watch(directory)
             case .unwatch(let directory):
                 if arbiterWatches.remove(directory) != nil, queryWatches[directory] == nil {
                     watcher?.unwatch(directory)

@@ -84,6 +84,22 @@ struct WatcherEndToEndTests {
         }
     }
 
+    @Test("A presented folder deleted and made again is watched again")
+    func folderMadeAgainIsWatchedAgain() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (folder, _) = try folderWithDocument(in: env)
+            let a = try await env.host("A")
+            try await a.present("D", folder)
+            try await env.waitForWatches(folder)
+            // The folder goes (its watch with it) and comes back: its parent's watch sees it appear and the arbiter
+            // asks for its watch again, which the daemon must pass on (issue 44's first cut passed only the first
+            // ask, and the presenter heard nothing in the folder from then on).
+            try sh("rm -r '\(folder)' && mkdir '\(folder)'")
+            try await env.waitForWatches(folder)
+        }
+    }
+
     @Test("An editor's atomic save (temporary file renamed over) is one didChange and no move")
     func atomicSave() async throws {
         try await TestEnvironment.run { env in

@@ -1468,7 +1468,7 @@ struct  Filecoord__V1__QueryItem
    */
   double modified;
   /*
-   * birth time where the file system keeps one, else the change time
+   * the change time (lstat keeps no birth time)
    */
   double created;
 };

@@ -66,8 +66,24 @@ extension ArbiterHost {
     /// at a time is in the connection's queue; the rest wait here, as much as the tree they come from.
     func sendQueryFrame(_ frame: Filecoord_V1_Frame, to client: ClientID) {
         queryOutbox[client, default: (false, [])].frames.append(frame)
+        // A client that takes no frame while this many wait does not read: it is treated as such (like a queue over
+        // --max-queued-bytes), so that the daemon does not keep its changes without bound.
+        if let waiting = queryOutbox[client]?.frames.count, waiting > Self.maximumWaitingQueryFrames {
+            queryOutbox[client] = nil
+            close(
+                client,
+                because: ProtocolError(
+                    .limitExceeded,
+                    "the client does not read: \(waiting) messages of its live queries wait to be sent to it"
+                )
+            )
+            return
+        }
         pumpQueryOutbox(client)
     }
+
+    /// The most query frames that may wait for one client: a gathering of 2,000,000 items is 1,000 of them.
+    static let maximumWaitingQueryFrames = 4_096
 
     private func pumpQueryOutbox(_ client: ClientID) {
         guard var box = queryOutbox[client], !box.inFlight else { return }
@@ -76,6 +92,12 @@ extension ArbiterHost {
             return
         }
         let frame = box.frames.removeFirst()
+        // A query stopped since its frame was queued gets nothing more.
+        if case .queryItems(let items)? = frame.payload, liveQueries[client]?.contains(items.queryID) != true {
+            queryOutbox[client] = box
+            pumpQueryOutbox(client)
+            return
+        }
         let buffer: ByteBuffer
         do {
             buffer = try encoder.encode(frame, allocator: channel.allocator)
@@ -116,9 +138,10 @@ extension ArbiterHost {
         for output in outputs {
             switch output {
             case .watch(let directory):
-                let count = queryWatches[directory, default: 0]
-                queryWatches[directory] = count + 1
-                if count == 0, !arbiterWatches.contains(directory) { watcher?.watch(directory) }
+                // Passed on even when the arbiter wants the folder too: its watch may have gone with a folder that
+                // was deleted and made again (the watcher adds a watch only where none is in place).
+                queryWatches[directory, default: 0] += 1
+                watcher?.watch(directory)
             case .unwatch(let directory):
                 guard let count = queryWatches[directory] else { continue }
                 if count > 1 {

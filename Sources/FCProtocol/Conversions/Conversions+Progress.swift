@@ -7,8 +7,7 @@ extension Filecoord_V1_ProgressState {
     /// The longest string a progress state may carry, in bytes of UTF-8.
     public static let maximumStringBytes = 1024
 
-    /// Checks what a client sent: strings within ``maximumStringBytes``, counts not negative below -1 (Apple's
-    /// indeterminate total is -1 or 0), a fraction that is a number.
+    /// Checks what a client sent: strings within ``maximumStringBytes``, a fraction that is a number.
     ///
     /// - Throws: ``ProtocolError`` `.invalidValue`, naming the field.
     public func validate() throws(ProtocolError) {

@@ -2219,7 +2219,7 @@ public nonisolated struct Filecoord_V1_QueryItem: Sendable {
   /// content change time, seconds since 1970
   public var modified: Double = 0
 
-  /// birth time where the file system keeps one, else the change time
+  /// the change time (lstat keeps no birth time)
   public var created: Double = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

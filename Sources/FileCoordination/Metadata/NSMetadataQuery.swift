@@ -123,28 +123,36 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// Starts gathering. `false` when the query was started before, a scope is refused, or no filecoordd can be
     /// reached (each logged).
     open func start() -> Bool {
-        let (scopes, predicate, alreadyStarted, descriptors) = state.withLock {
-            ($0.searchScopes, $0.predicate, $0.started, $0.sortDescriptors)
+        // Started here, once: a second start (from any thread) returns false.
+        let (scopes, predicate, alreadyStarted, descriptors) = state.withLock { state in
+            defer { state.started = true }
+            return (state.searchScopes, state.predicate, state.started, state.sortDescriptors)
         }
         let sortKeys = descriptors.compactMap { descriptor in
             descriptor.metadataKey.map { (key: $0, ascending: descriptor.ascending) }
         }
         guard !alreadyStarted else { return false }
-        let logger = FileCoordinationLogging.logger
+        // A start that fails leaves the query as it was: it may be started again.
+        func fail(_ message: String) -> Bool {
+            FileCoordinationLogging.logger.error("NSMetadataQuery.start(): \(message)")
+            state.withLock { $0.started = false }
+            return false
+        }
         let roots: [ItemPath]
         do {
             roots = try Self.roots(of: scopes)
         } catch {
-            logger.error("NSMetadataQuery.start(): \(error.message)")
-            return false
+            return fail(error.message)
         }
         let client = CoordinationClient.shared
         guard case .success(let connected) = client.connection.transport(),
             let transport = connected as? DaemonTransport,
             transport.daemonRevision >= ProtocolVersion.queriesRevision
         else {
-            logger.error("NSMetadataQuery.start(): live queries need filecoordd of this release, and none answers")
-            return false
+            return fail("live queries need filecoordd of this release, and none answers")
+        }
+        guard !client.queries.isFull else {
+            return fail("this process has \(MetadataQueryRegistry.maximumQueries) live queries (stop unused ones)")
         }
         let id = client.newID()
         work.sync {
@@ -154,11 +162,9 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             )
         }
         state.withLock { state in
-            state.started = true
             state.gathering = true
             state.id = id
         }
-        post(.NSMetadataQueryDidStartGathering)
         let entry = MetadataQueryRegistry.Entry(
             scopes: roots,
             receive: { [weak self] items, restarted in
@@ -167,10 +173,13 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             }
         )
         guard client.queries.start(id, entry: entry, on: transport) else {
-            state.withLock { $0.gathering = false }
-            logger.error("NSMetadataQuery.start(): the query could not be sent to filecoordd")
-            return false
+            state.withLock {
+                $0.gathering = false
+                $0.id = nil
+            }
+            return fail("the query could not be sent to filecoordd")
         }
+        post(.NSMetadataQueryDidStartGathering)
         return true
     }
 

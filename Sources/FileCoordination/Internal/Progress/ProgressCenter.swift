@@ -49,7 +49,14 @@ final class ProgressCenter: @unchecked Sendable {
         /// Something was published or subscribed to once: from then on connections are followed. Until then the
         /// center touches no queue, so a process that never uses file progress runs none of its code.
         var used = false
+        /// The last publish was refused: the process has as many publications as a connection may.
+        var refusedOverLimit = false
     }
+
+    /// The daemon's limits per connection (docs/PROTOCOL.md §12), kept here so that no call makes the daemon close
+    /// the connection.
+    static let maximumPublications = 4096
+    static let maximumSubscriptions = 1024
 
     private let state = Locked(State())
     private let queue = DispatchQueue(label: "filecoord.progress")
@@ -97,16 +104,6 @@ final class ProgressCenter: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// A center whose frames go through `connection`, the client's (made there if needed).
-    convenience init(ids: IDSource, connection: ConnectionManager, logger: @escaping @Sendable () -> Logger) {
-        self.init(
-            ids: ids,
-            connect: { connection.transport() },
-            current: { connection.current },
-            logger: logger
-        )
-    }
-
     /// Whether the process has something the daemon must know (so a lost connection is made again at once).
     var needsConnection: Bool {
         state.withLock { !$0.publications.isEmpty || !$0.subscriptions.isEmpty }
@@ -122,14 +119,28 @@ final class ProgressCenter: @unchecked Sendable {
         let fields = ProgressSnapshot(fileFieldsOf: progress)
         let key = ObjectIdentifier(progress)
         let id: UInt64? = state.withLock { state in
+            state.refusedOverLimit = false
             guard state.publicationOf[key] == nil else { return nil }
+            // The daemon closes a connection over its limit; the call is refused here instead (docs/PROTOCOL.md §12).
+            guard state.publications.count < Self.maximumPublications else {
+                state.refusedOverLimit = true
+                return nil
+            }
             state.used = true
             let id = ids.next()
             state.publicationOf[key] = id
             state.publications[id] = Publication(progress: UncheckedProgress(progress), url: url, fields: fields)
             return id
         }
-        guard let id else { return }
+        guard let id else {
+            if state.withLock({ $0.refusedOverLimit }) {
+                let limit = Self.maximumPublications
+                logger().warning(
+                    "Progress.publish() ignored: this process has \(limit) published progresses (unpublish finished ones)"
+                )
+            }
+            return
+        }
         queue.async {
             guard let route = self.route() else { return }
             self.send(publication: id, via: route)
@@ -174,9 +185,16 @@ final class ProgressCenter: @unchecked Sendable {
 
     func subscribe(at url: URL, handler: @escaping Progress.PublishingHandler) -> ProgressSubscriber {
         let id = ids.next()
-        state.withLock { state in
+        let accepted = state.withLock { state -> Bool in
+            guard state.subscriptions.count < Self.maximumSubscriptions else { return false }
             state.used = true
             state.subscriptions[id] = Subscription(url: url, handler: UncheckedHandler(handler))
+            return true
+        }
+        guard accepted else {
+            let limit = Self.maximumSubscriptions
+            logger().warning("Progress.addSubscriber(forFileURL:) ignored: \(limit) subscriptions (remove unused ones)")
+            return ProgressSubscriber(id: id)
         }
         queue.async {
             guard let route = self.route() else { return }

@@ -1,5 +1,6 @@
 import FCCore
 import FCProtocol
+import Logging
 
 /// Where a process's file progress frames go (issue 44): its daemon connection, or, when the process coordinates in
 /// process, a board of its own (``ProgressCenter``), where its own publications and subscriptions meet.
@@ -60,5 +61,17 @@ extension ProgressBoard {
                 ProgressAction(wire: action).map { .control(publication: publication, $0) }
             }
         }
+    }
+}
+
+extension ProgressCenter {
+    /// A center whose frames go through `connection`, the client's (made there if needed).
+    convenience init(ids: IDSource, connection: ConnectionManager, logger: @escaping @Sendable () -> Logger) {
+        self.init(
+            ids: ids,
+            connect: { connection.transport() },
+            current: { connection.current },
+            logger: logger
+        )
     }
 }

@@ -20,6 +20,11 @@ final class MetadataQueryRegistry: Sendable {
 
     var needsConnection: Bool { entries.withLock { !$0.isEmpty } }
 
+    /// The daemon's limit of live queries per connection (docs/PROTOCOL.md §13): a query over it is refused here,
+    /// not sent (the daemon would close the connection).
+    static let maximumQueries = 64
+    var isFull: Bool { entries.withLock { $0.count >= Self.maximumQueries } }
+
     /// Registers query `id` and starts it on `transport`. `false` when the frame could not be sent.
     func start(_ id: UInt64, entry: Entry, on transport: DaemonTransport) -> Bool {
         var entry = entry

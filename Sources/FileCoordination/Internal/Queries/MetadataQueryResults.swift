@@ -85,10 +85,13 @@ struct MetadataQueryResults {
 
     mutating func receive(_ message: Filecoord_V1_QueryItems) -> Step {
         if gathering != nil {
-            for record in message.added {
+            // Changes of a scope already gathered may come while another scope is (or during a gathering again):
+            // they apply to what is being gathered.
+            for record in message.added + message.changed {
                 let item = Self.item(record)
-                if predicate(item) { gathering?[String(decoding: record.path, as: UTF8.self)] = item }
+                gathering?[String(decoding: record.path, as: UTF8.self)] = predicate(item) ? item : nil
             }
+            for bytes in message.removed { gathering?[String(decoding: bytes, as: UTF8.self)] = nil }
             guard message.gathered, let gathered = gathering else {
                 return firstGatheringDone ? .nothing : .gatheringProgress(count: Int(message.gatheredCount))
             }
