@@ -303,6 +303,8 @@ final class TmuxSession: Sendable {
                 // A copy in progress, published by another process, shows beside its file.
                 let copier = try await env.host("copier")
                 try copier.send("publish C \(folder)/b.txt 100 copying")
+                try await tmux.waitForScreen("b.txt  6 bytes  copying 0%")
+                // The proxy changes without a notification: the browser redraws while copies run.
                 try copier.send("progress-set C 40")
                 try await tmux.waitForScreen("b.txt  6 bytes  copying 40%")
                 try copier.send("unpublish C")
