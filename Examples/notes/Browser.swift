@@ -18,8 +18,8 @@ final class Browser: @unchecked Sendable {
     private var copying: [String: Progress] = [:]
     private var observers: [any NSObjectProtocol] = []
     private var subscriber: Any?
-    /// Redraws every 100 ms while copies run: a proxy's counts change without a notification (no KVO here).
-    private var progressTimer: (any DispatchSourceTimer)?
+    /// Redraws while copies run.
+    private lazy var redraws = RedrawTimer(queue: queue) { [weak self] in self?.draw() }
 
     init(folder: URL, terminal: Terminal) {
         self.folder = folder
@@ -77,23 +77,14 @@ final class Browser: @unchecked Sendable {
     private func progressAppeared(_ progress: Progress) {
         guard let name = progress.fileURL?.lastPathComponent else { return }
         copying[name] = progress
-        if progressTimer == nil {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-            timer.setEventHandler { [weak self] in self?.draw() }
-            timer.resume()
-            progressTimer = timer
-        }
+        redraws.run(true)
         draw()
     }
 
     private func progressEnded(_ progress: Progress) {
         guard let name = progress.fileURL?.lastPathComponent, copying[name] === progress else { return }
         copying[name] = nil
-        if copying.isEmpty {
-            progressTimer?.cancel()
-            progressTimer = nil
-        }
+        redraws.run(!copying.isEmpty)
         message = "copied \(name)"
         draw()
     }

@@ -26,8 +26,8 @@ final class Editor: @unchecked Sendable {
     /// finished since the editor opened (issue 44).
     private var copiesRunning: [ObjectIdentifier: Progress] = [:]
     private var copiesFinished = 0
-    /// Redraws every 100 ms while copies run: a proxy's counts change without a notification (no KVO here).
-    private var progressTimer: (any DispatchSourceTimer)?
+    /// Redraws while copies run.
+    private lazy var redraws = RedrawTimer(queue: queue) { [weak self] in self?.draw() }
     private var quitting = false
 
     init(document: PlainTextDocument, terminal: Terminal) {
@@ -82,23 +82,14 @@ final class Editor: @unchecked Sendable {
     func progressAppeared(_ progress: Progress) {
         guard progress.fileURL?.lastPathComponent == document.fileURL.lastPathComponent else { return }
         copiesRunning[ObjectIdentifier(progress)] = progress
-        if progressTimer == nil {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-            timer.setEventHandler { [weak self] in self?.draw() }
-            timer.resume()
-            progressTimer = timer
-        }
+        redraws.run(true)
         draw()
     }
 
     /// That progress ended (on `queue`).
     func progressEnded(_ progress: Progress) {
         guard copiesRunning.removeValue(forKey: ObjectIdentifier(progress)) != nil else { return }
-        if copiesRunning.isEmpty {
-            progressTimer?.cancel()
-            progressTimer = nil
-        }
+        redraws.run(!copiesRunning.isEmpty)
         copiesFinished += 1
         draw()
     }

@@ -24,21 +24,15 @@ open class NSMetadataItem: NSObject, @unchecked Sendable {
                 .fileSizeKey, .contentModificationDateKey, .creationDateKey, .isDirectoryKey, .nameKey,
             ])
         else { return nil }
-        let path = url.standardizedFileURL.path
-        let name = resources.name ?? url.lastPathComponent
         let isDirectory = resources.isDirectory ?? false
-        let type = MetadataContentTypes.type(ofName: name, isDirectory: isDirectory)
-        var values: [String: any Sendable] = [
-            NSMetadataItemFSNameKey: name,
-            NSMetadataItemDisplayNameKey: name,
-            NSMetadataItemPathKey: path,
-            NSMetadataItemURLKey: URL(fileURLWithPath: path, isDirectory: isDirectory),
-            NSMetadataItemContentTypeKey: type,
-            NSMetadataItemContentTypeTreeKey: MetadataContentTypes.tree(of: type),
-        ]
-        if !isDirectory, let size = resources.fileSize { values[NSMetadataItemFSSizeKey] = NSNumber(value: size) }
-        if let changed = resources.contentModificationDate { values[NSMetadataItemFSContentChangeDateKey] = changed }
-        if let created = resources.creationDate { values[NSMetadataItemFSCreationDateKey] = created }
+        let values = Self.attributes(
+            path: url.standardizedFileURL.path,
+            name: resources.name ?? url.lastPathComponent,
+            isDirectory: isDirectory,
+            size: resources.fileSize.map { Int64($0) },
+            modified: resources.contentModificationDate,
+            created: resources.creationDate
+        )
         self.init(values: values)
     }
 
@@ -69,7 +63,27 @@ extension NSMetadataItem: PredicateAttributeSource {
 extension NSMetadataItem {
     /// An item of a live query, from what the daemon read (issue 44): no file system call here.
     convenience init(path: String, size: Int64, isDirectory: Bool, modified: Date, created: Date) {
-        let name = (path as NSString).lastPathComponent
+        let values = Self.attributes(
+            path: path,
+            name: (path as NSString).lastPathComponent,
+            isDirectory: isDirectory,
+            size: size,
+            modified: modified,
+            created: created
+        )
+        self.init(values: values)
+    }
+
+    /// The attributes of an item, in one place for both ways an item is made: the size of a file only, the type
+    /// and its tree from the name.
+    fileprivate static func attributes(
+        path: String,
+        name: String,
+        isDirectory: Bool,
+        size: Int64?,
+        modified: Date?,
+        created: Date?
+    ) -> [String: any Sendable] {
         let type = MetadataContentTypes.type(ofName: name, isDirectory: isDirectory)
         var values: [String: any Sendable] = [
             NSMetadataItemFSNameKey: name,
@@ -78,10 +92,10 @@ extension NSMetadataItem {
             NSMetadataItemURLKey: URL(fileURLWithPath: path, isDirectory: isDirectory),
             NSMetadataItemContentTypeKey: type,
             NSMetadataItemContentTypeTreeKey: MetadataContentTypes.tree(of: type),
-            NSMetadataItemFSContentChangeDateKey: modified,
-            NSMetadataItemFSCreationDateKey: created,
         ]
-        if !isDirectory { values[NSMetadataItemFSSizeKey] = NSNumber(value: size) }
-        self.init(values: values)
+        if !isDirectory, let size { values[NSMetadataItemFSSizeKey] = NSNumber(value: size) }
+        if let modified { values[NSMetadataItemFSContentChangeDateKey] = modified }
+        if let created { values[NSMetadataItemFSCreationDateKey] = created }
+        return values
     }
 }
