@@ -39,7 +39,7 @@ extension ClaimID {
     public var isHostGate: Bool { rawValue & Self.hostGateBit != 0 && rawValue & Self.leaseBit == 0 }
 
     /// `true` for a claim of the arbiter's own making (a lease's or a host gate's), which no client may name.
-    var isReserved: Bool { rawValue & (Self.leaseBit | Self.hostGateBit) != 0 }
+    public var isReserved: Bool { rawValue & (Self.leaseBit | Self.hostGateBit) != 0 }
 }
 
 /// A host gate, for dumps and tests.

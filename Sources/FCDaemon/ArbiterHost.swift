@@ -40,6 +40,13 @@ final class ArbiterHost {
     /// it has read the end of its connection and reconnected (a lease's holder may even decide claims in process
     /// until then), so the next daemon starts with the recovery grace (``DaemonService``'s marker).
     private(set) var holdersAtShutDown = false
+    /// What the daemon hands on to the next one when it shuts down with holders (``handOn()``).
+    private(set) var handedOn: HandedOnHolders?
+    /// What is kept for processes whose connection ended until they declare or exit (ArbiterHost+Handover.swift).
+    let handover = HeldHandover()
+    var handoverCheckScheduled = false
+    /// The marker of a stopped daemon whose holders are held for (``takeOver(_:marker:)``), until all are let go.
+    var handoverMarker: String?
     /// Document-portal paths to the host files they export, for every client (issue 26).
     let documentPortal: DocumentPortalMapping
     /// Each client's portal spellings and events that wait for the portal (``waitsForPortal(_:inDaemonPaths:from:)``).
@@ -220,7 +227,10 @@ final class ArbiterHost {
         queryClientLeft(client)
         // The arbiter logs the disconnect itself.
         cluster?.checkFence()
-        apply(router.disconnect(client, keepingLeasesFor: closedHere ? configuration.recoveryGrace : nil))
+        // Kept until its process declares what it holds on a new connection, or exits (ArbiterHost+Handover.swift);
+        // the duration is only the arbiter's form for "until the host says".
+        let keeping = closedHere && keepLeasesOfClosed(client)
+        apply(router.disconnect(client, keepingLeasesFor: keeping ? Self.keptUntilDeclared : nil))
     }
 
     /// Sends a protocol error and closes one connection; nothing else is affected.
@@ -241,6 +251,7 @@ final class ArbiterHost {
         holdersAtShutDown =
             recovery.isRecovering || !router.arbiter.leaseSnapshots().isEmpty
             || router.arbiter.snapshot().claims.contains { $0.phase == .granted && !$0.request.id.isHostGate }
+        if holdersAtShutDown { handedOn = handOn() }
         for (client, claim) in router.pendingClaims() {
             let failed = Filecoord_V1_ClaimFailed(
                 claim: claim,

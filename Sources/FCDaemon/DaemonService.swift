@@ -65,15 +65,29 @@ public final class DaemonService: Service, Sendable {
         let marker = Self.heldMarker(forSocket: socketPath)
         let markerLeft = (try? FileSystemCalls.status(marker, followingLinks: false)) != nil
         let crashed = activated == nil && FileManager.default.fileExists(atPath: socketPath)
-        if crashed || markerLeft, configuration.recoveryGrace > .zero {
+        // A marker that names its holders: each is held for until it declares or exits (no grace needed for them).
+        var handed: HandedOnHolders?
+        if markerLeft {
+            do {
+                handed = try HandedOnHolders.decode(try FileSystemCalls.contents(of: marker, limit: 64 << 20))
+            } catch {
+                logger.warning("cannot read the recovery marker; the timed grace applies: \(error)")
+            }
+        }
+        if let handed {
+            // The marker stays until every holder has declared or exited: a crash before then hands them on again.
+            try await loop.submit { host.value.takeOver(handed, marker: marker) }.get()
+        }
+        let timedGrace = crashed || (markerLeft && (handed == nil || handed?.inGrace == true))
+        if timedGrace, configuration.recoveryGrace > .zero {
             let grace = configuration.recoveryGrace
             let reason =
                 crashed
                 ? "the previous filecoordd did not stop cleanly"
                 : "the previous filecoordd stopped while clients held claims or leases"
-            let left = markerLeft ? marker : nil
+            let left = markerLeft && handed == nil ? marker : nil
             try await loop.submit { host.value.startRecovery(for: grace, because: reason, marker: left) }.get()
-        } else if markerLeft {
+        } else if markerLeft, handed == nil {
             try? FileSystemCalls.removeFile(marker)  // No grace asked for (--recovery-grace 0).
         }
         let server: any Channel
@@ -113,13 +127,16 @@ public final class DaemonService: Service, Sendable {
         }
         if (try? await loop.submit({ host.value.holdersAtShutDown }).get()) == true {
             do {
-                try FileSystemCalls.writeFile(marker, [], permissions: 0o600)
+                let handedOn = try? await loop.submit { host.value.handedOn }.get()
+                try FileSystemCalls.writeFile(marker, (try? handedOn?.encoded()) ?? [], permissions: 0o600)
             } catch {
                 logger.warning(
                     "cannot leave the recovery marker: the next filecoordd starts without the recovery grace: \(error)",
                     metadata: ["marker": "\(marker)"]
                 )
             }
+        } else {
+            try? FileSystemCalls.removeFile(marker)  // Nothing to hand on (one taken over has been let go).
         }
         if activated == nil { remove(socket: socketPath) }  // systemd owns an activated socket.
         try? await group.shutdownGracefully()

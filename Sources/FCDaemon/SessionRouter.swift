@@ -123,6 +123,9 @@ public final class SessionRouter {
         return id
     }
 
+    /// The process id of a connected client, as its connection told it.
+    public func pid(of client: ClientID) -> Int32? { sessions[client]?.info.pid }
+
     /// A client went away: everything it held is released and the effects for the others are returned.
     /// `keepingLeasesFor`: the daemon closed the connection itself while the client's process may live on, so its
     /// leases stay that long (``ArbiterEvent/clientClosed(_:keepingLeasesFor:)``).

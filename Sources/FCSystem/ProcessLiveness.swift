@@ -23,6 +23,24 @@ public enum ProcessLiveness {
         return !isZombie(pid)
     }
 
+    /// The time `pid` started, in clock ticks after boot (field 22 of `/proc/<pid>/stat`), or `nil` when no such
+    /// process runs. With the id it names one process for good: an id is reused, an id and a start time are not.
+    public static func startTime(of pid: Int32) -> UInt64? {
+        guard pid > 0, let stat = try? readSmallFile(FilePath("/proc/\(pid)/stat")),
+            let close = stat.lastIndex(of: UInt8(ascii: ")"))
+        else { return nil }
+        // After "pid (comm) ": state is field 3, so the start time is the 20th field from there.
+        let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count >= 20 else { return nil }
+        return UInt64(String(decoding: fields[fields.startIndex + 19], as: UTF8.self))
+    }
+
+    /// Whether the process `pid` that started at `startTime` (``startTime(of:)``) still runs: not a zombie, and not
+    /// another process that was given the same id since.
+    public static func isAlive(_ pid: Int32, startedAt startTime: UInt64) -> Bool {
+        isAlive(pid) && self.startTime(of: pid) == startTime
+    }
+
     private static func isZombie(_ pid: Int32) -> Bool {
         guard let stat = try? readSmallFile(FilePath("/proc/\(pid)/stat")),
             let close = stat.lastIndex(of: UInt8(ascii: ")"))
@@ -35,7 +53,7 @@ public enum ProcessLiveness {
     private static func readSmallFile(_ path: FilePath) throws -> [UInt8] {
         let descriptor = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
         defer { try? descriptor.close() }
-        var buffer = [UInt8](repeating: 0, count: 512)
+        var buffer = [UInt8](repeating: 0, count: 1024)
         let count = try buffer.withUnsafeMutableBytes { try descriptor.read(into: $0, retryOnInterrupt: true) }
         return Array(buffer[..<count])
     }

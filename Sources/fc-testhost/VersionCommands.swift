@@ -19,10 +19,12 @@ extension Host {
         let url = URL(fileURLWithPath: path)
         switch command {
         case "versions":
-            let others = NSFileVersion.otherVersionsOfItem(at: url)?.map(Self.id) ?? []
-            let conflicts = NSFileVersion.unresolvedConflictVersionsOfItem(at: url)?.map(Self.id) ?? []
-            say("versions \(path) \(others.joined(separator: ","))")
-            say("conflicts \(path) \(conflicts.joined(separator: ","))")
+            // `nil` (no file, or the store could not be read) is printed as such, never as an empty list.
+            let others = NSFileVersion.otherVersionsOfItem(at: url)?.map(Self.id).joined(separator: ",") ?? "(nil)"
+            let conflicts =
+                NSFileVersion.unresolvedConflictVersionsOfItem(at: url)?.map(Self.id).joined(separator: ",") ?? "(nil)"
+            say("versions \(path) \(others)")
+            say("conflicts \(path) \(conflicts)")
         case "version-temp":
             let folder = NSFileVersion.temporaryDirectoryURLForNewVersionOfItem(at: url)
             say("version-temp \(path) \(folder.path)")

@@ -122,9 +122,13 @@ struct DeadlockEndToEndTests {
             try b.send("write \(doc) two")
             try await daemon.waitForLog("long wait, not a deadlock")
             #expect(daemon.log().contains("to answer relinquishPresentedItem(toWriter:)"))
-            #expect(try await b.staysWithout("granted write", for: .milliseconds(300)))
             try await b.waitFor("granted write \(doc)")
-            #expect(daemon.log().contains("presenter did not answer in time"))
+            // In the daemon's own order, not by the test's clock (a loaded machine reads the log late): the report,
+            // then the timeout, which lets the write through.
+            let log = daemon.log()
+            let report = try #require(log.range(of: "long wait, not a deadlock"))
+            let timeout = try #require(log.range(of: "presenter did not answer in time"))
+            #expect(report.lowerBound < timeout.lowerBound, "\(log)")
         }
     }
 }

@@ -21,8 +21,10 @@ struct MainQueueEndToEndTests {
             let failure = try await app.waitFor("failed write \(doc)")
             let elapsed = ContinuousClock.now - start
             #expect(failure.text.contains("FileCoordinationErrorDomain 3 "), "\(failure.text)")
-            // Found within the detection delay (1 s) plus a margin.
-            #expect(elapsed < .seconds(5), "the deadlock took \(elapsed) to break")
+            // Found by the detector (its error, its report below) after its delay (1 s): without it the write would hang
+            // (no presenter timeout here). The margin is wide for a loaded machine (10 s seen on CI, stop 53, with the
+            // suite at its peak).
+            #expect(elapsed < .seconds(25), "the deadlock took \(elapsed) to break")
             let report = app.lines.map(\.text).joined(separator: "\n")
             #expect(report.contains("deadlock found"), "\(report)")
             #expect(report.contains("is held by a coordinated call made on it"), "\(report)")

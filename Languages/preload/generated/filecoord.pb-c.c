@@ -4143,7 +4143,7 @@ const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor =
   (ProtobufCMessageInit) filecoord__v1__dump_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__ping__field_descriptors[1] =
+static const ProtobufCFieldDescriptor filecoord__v1__ping__field_descriptors[2] =
 {
   {
     "nonce",
@@ -4157,14 +4157,27 @@ static const ProtobufCFieldDescriptor filecoord__v1__ping__field_descriptors[1] 
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "held_declared",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Ping, held_declared),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__ping__field_indices_by_name[] = {
+  1,   /* field[1] = held_declared */
   0,   /* field[0] = nonce */
 };
 static const ProtobufCIntRange filecoord__v1__ping__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__ping__descriptor =
 {
@@ -4174,7 +4187,7 @@ const ProtobufCMessageDescriptor filecoord__v1__ping__descriptor =
   "Filecoord__V1__Ping",
   "filecoord.v1",
   sizeof(Filecoord__V1__Ping),
-  1,
+  2,
   filecoord__v1__ping__field_descriptors,
   filecoord__v1__ping__field_indices_by_name,
   1,  filecoord__v1__ping__number_ranges,

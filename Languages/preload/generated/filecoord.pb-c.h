@@ -836,10 +836,18 @@ struct  Filecoord__V1__Ping
    * Echoed in the Pong.
    */
   uint64_t nonce;
+  /*
+   * Set on the Ping a client sends once connected, after its RegisterPresenter frames and after the RequestClaim
+   * frames (held = true) of every claim whose accessor still runs: it has declared everything it held on an earlier
+   * connection. The daemon then lets go of what it kept for that process since the earlier connection closed: a
+   * lease kept after the daemon closed it, the claims a stopped daemon handed on (docs/PROTOCOL.md "A daemon that
+   * restarts"). Older clients never set it; the daemon then keeps that until the process exits.
+   */
+  protobuf_c_boolean held_declared;
 };
 #define FILECOORD__V1__PING__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__ping__descriptor) \
-    , 0 }
+    , 0, 0 }
 
 
 /*

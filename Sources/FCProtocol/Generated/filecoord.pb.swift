@@ -1195,6 +1195,13 @@ public nonisolated struct Filecoord_V1_Ping: Sendable {
   /// Echoed in the Pong.
   public var nonce: UInt64 = 0
 
+  /// Set on the Ping a client sends once connected, after its RegisterPresenter frames and after the RequestClaim
+  /// frames (held = true) of every claim whose accessor still runs: it has declared everything it held on an earlier
+  /// connection. The daemon then lets go of what it kept for that process since the earlier connection closed: a
+  /// lease kept after the daemon closed it, the claims a stopped daemon handed on (docs/PROTOCOL.md "A daemon that
+  /// restarts"). Older clients never set it; the daemon then keeps that until the process exits.
+  public var heldDeclared: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3829,7 +3836,7 @@ nonisolated extension Filecoord_V1_DumpRequest: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Filecoord_V1_Ping: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Ping"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nonce\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}nonce\0\u{3}held_declared\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3838,6 +3845,7 @@ nonisolated extension Filecoord_V1_Ping: SwiftProtobuf.Message, SwiftProtobuf._M
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.nonce) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.heldDeclared) }()
       default: break
       }
     }
@@ -3847,11 +3855,15 @@ nonisolated extension Filecoord_V1_Ping: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.nonce != 0 {
       try visitor.visitSingularUInt64Field(value: self.nonce, fieldNumber: 1)
     }
+    if self.heldDeclared != false {
+      try visitor.visitSingularBoolField(value: self.heldDeclared, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Filecoord_V1_Ping, rhs: Filecoord_V1_Ping) -> Bool {
     if lhs.nonce != rhs.nonce {return false}
+    if lhs.heldDeclared != rhs.heldDeclared {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

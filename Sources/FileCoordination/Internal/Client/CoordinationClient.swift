@@ -193,7 +193,9 @@ final class CoordinationClient: Sendable {
     func versionStoreAccess() -> Result<DaemonVersionStoreAccess?, FileCoordinationError> {
         connection.transport().map { transport in
             (transport as? DaemonTransport).map {
-                DaemonVersionStoreAccess(transport: $0, table: claims.versionRequests)
+                DaemonVersionStoreAccess(transport: $0, table: claims.versionRequests) { [connection] in
+                    try? connection.transport().get() as? DaemonTransport
+                }
             }
         }
     }
@@ -376,6 +378,9 @@ extension CoordinationClient: ConnectionOwner {
         // Its leases went with it (the daemon dropped them): nothing more is decided in process; claims granted in
         // them that still run are held, and declared to the next daemon below (connected(to:install:)). Only its
         // own: a lease a newer connection's daemon granted meanwhile stays.
+        // A lease's holder reconnects even with nothing else to do: the daemon keeps a lease whose connection it
+        // closed, and a stopped daemon's successor what it held, until this process says it declared everything.
+        let heldLeases = leases.holdsLeases(on: lost.serial)
         leases.dropAll(of: lost.serial)
         // A probe's connection that was never put in charge: nothing else depended on it.
         guard connection.lose(lost) else { return }
@@ -387,7 +392,7 @@ extension CoordinationClient: ConnectionOwner {
         logger().warning("\(error.message)")
         for waiter in waiting { waiter.resume(.failed(error)) }
         // Presenters must not miss what other processes do meanwhile: reconnect now rather than at the next call.
-        if needsConnection { connection.startReconnecting() }
+        if needsConnection || heldLeases { connection.startReconnecting() }
     }
 
     /// The daemon stopped answering a keepalive (issue 28): the calls waiting on `transport` fail with `error`, each
@@ -432,5 +437,8 @@ extension CoordinationClient: ConnectionOwner {
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
         for request in claims.finished(among: holding) { transport.send(.finishClaim(request.id, created: [])) }
+        // Everything held on an earlier connection is declared: what the daemon kept for this process goes
+        // (docs/PROTOCOL.md "A daemon that restarts").
+        (transport as? DaemonTransport)?.sayHeldDeclared()
     }
 }

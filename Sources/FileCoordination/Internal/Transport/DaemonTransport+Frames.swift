@@ -104,6 +104,8 @@ extension DaemonTransport {
             try sendFrame(Filecoord_V1_Frame(.versionStoreRequest(request.wire(requestID: id))))
         } catch {
             versionRequestEnded()
+            // The daemon is gone (a restart the listener has not read yet): the next call connects anew.
+            connectionLost("writing to filecoordd failed: \(error)")
             throw error
         }
     }
@@ -305,6 +307,18 @@ final class KeepaliveClock: Sendable {
 }
 
 extension DaemonTransport {
+    /// Tells the daemon that this process has declared, on this connection, everything it held on an earlier one
+    /// (a `Ping` with `held_declared`; its `Pong` counts as any other frame heard).
+    func sayHeldDeclared() {
+        var ping = Filecoord_V1_Ping()
+        ping.heldDeclared = true
+        do {
+            try sendFrame(Filecoord_V1_Frame(.ping(ping)))
+        } catch {
+            connectionLost("writing to filecoordd failed: \(error)")
+        }
+    }
+
     /// For a thread waiting since `waitingSince`: sends a `Ping` when the daemon has been silent for a while, or,
     /// when a `Ping` stayed unanswered for the keepalive's timeout, tells the delegate that the daemon stopped
     /// answering (it fails the waiting calls, abandoning their claims). The connection stays: claims held on it

@@ -15,9 +15,23 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     let transport: DaemonTransport
     /// The client's table of calls waiting for replies.
     let table: VersionRequestTable
+    /// The transport to use now, connecting anew if needed (the client's current one).
+    let current: @Sendable () -> DaemonTransport?
 
+    /// One call; a request that could not even be written (a daemon that went away, unseen yet by the listener)
+    /// did nothing, so it goes once more on a new connection. Before, such a call failed: right after a daemon's
+    /// restart, `otherVersionsOfItem(at:)` answered `nil` for a document with versions (CI, stop 53).
     private func call(_ request: VersionStoreRequest) throws -> VersionStoreReply.Answer {
-        try table.call(request, on: transport)
+        do {
+            return try table.call(request, on: transport)
+        } catch let notSent as VersionRequestNotSent {
+            guard let next = current(), next !== transport else { throw notSent.error }
+            do {
+                return try table.call(request, on: next)
+            } catch let again as VersionRequestNotSent {
+                throw again.error
+            }
+        }
     }
 
     private func one(_ reply: VersionStoreReply.Answer) -> StoredVersion? {
@@ -42,6 +56,11 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     }
     func itemMoved(from: String, to: String) throws { _ = try call(.moved(from: from, to: to)) }
     func makeTemporaryDirectory() throws -> String { try call(.temporaryDirectory).path }
+}
+
+/// A version store request that could not be written to the daemon: nothing was done.
+struct VersionRequestNotSent: Error {
+    let error: VersionStoreError
 }
 
 /// One client's version store requests waiting for their replies, by request id, across its connections.
@@ -80,7 +99,9 @@ final class VersionRequestTable: Sendable {
             try transport.sendVersionRequest(request, id: id)
         } catch {
             state.withLock { _ = $0.waiting.removeValue(forKey: id) }
-            throw VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
+            throw VersionRequestNotSent(
+                error: VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
+            )
         }
         // Waits in slices, so that a daemon that stopped answering is noticed by the keepalive (issue 28).
         let since = transport.keepalive.now
