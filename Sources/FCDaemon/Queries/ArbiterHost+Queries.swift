@@ -11,6 +11,8 @@ import NIOCore
 extension ArbiterHost {
     /// The most live queries one connection may have.
     static let maximumQueriesPerClient = 64
+    /// The most search scopes one query may have (each a tree the service may gather and watch).
+    static let maximumScopesPerQuery = 256
 
     /// One query frame from `client`.
     ///
@@ -26,6 +28,12 @@ extension ArbiterHost {
         loop.preconditionInEventLoop()
         switch payload {
         case .queryStart(let message):
+            guard message.scopes.count <= Self.maximumScopesPerQuery else {
+                throw ProtocolError(
+                    .limitExceeded,
+                    "a query with \(message.scopes.count) search scopes (at most \(Self.maximumScopesPerQuery))"
+                )
+            }
             var scopes: [ItemPath] = []
             for bytes in message.scopes {
                 let path = try ItemPath(wire: bytes, limits: limits)
@@ -141,6 +149,8 @@ extension ArbiterHost {
                 // Passed on even when the arbiter wants the folder too: its watch may have gone with a folder that
                 // was deleted and made again (the watcher adds a watch only where none is in place).
                 queryWatches[directory, default: 0] += 1
+                watcher?.watch(directory)
+            case .rewatch(let directory):
                 watcher?.watch(directory)
             case .unwatch(let directory):
                 guard let count = queryWatches[directory] else { continue }

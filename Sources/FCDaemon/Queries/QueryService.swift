@@ -35,6 +35,9 @@ final class QueryService: @unchecked Sendable {
         )
         /// Watch this folder for the queries (counted by the host with the arbiter's own watches).
         case watch(ItemPath)
+        /// Ask the watcher again for a folder already watched for the tree (not counted again): a folder deleted
+        /// and made again needs a new watch, which the watcher adds only where none is in place.
+        case rewatch(ItemPath)
         case unwatch(ItemPath)
         /// Tell ``barriersPassed(_:)`` this token once the watches asked before it are in place.
         case barrier(UInt64)
@@ -55,7 +58,7 @@ final class QueryService: @unchecked Sendable {
     private var ownQueries: [ClientID: Set<UInt64>] = [:]
     /// Folders to list once their watches are in place: by barrier token, with their tree and whether what they
     /// hold is told as changes (a folder that appeared) or is part of the gathering.
-    private var listings: [UInt64: (root: ItemPath, folders: [ItemPath], asChanges: Bool)] = [:]
+    private var listings: [UInt64: (tree: QueryTree, folders: [ItemPath], asChanges: Bool)] = [:]
     private var lastToken: UInt64 = 0
     private let output: @Sendable ([Output]) -> Void
     private let logger: Logger
@@ -125,7 +128,7 @@ final class QueryService: @unchecked Sendable {
             tree.queries.remove(key)
             guard tree.queries.isEmpty else { continue }
             trees[root] = nil
-            outputs += tree.directories.map { .unwatch($0) }
+            outputs += tree.stopWatchingAll().map { .unwatch($0) }
         }
         output(outputs)
         publish()
@@ -142,8 +145,11 @@ final class QueryService: @unchecked Sendable {
     /// changes are seen, so that nothing made in it between its listing and its watch is missed.
     private func list(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
         lastToken += 1
-        listings[lastToken] = (tree.root, folders, asChanges)
-        return folders.map { .watch($0) } + [.barrier(lastToken)]
+        listings[lastToken] = (tree, folders, asChanges)
+        // A folder listed again (it appeared in an event and in its parent's listing, or a rescan found it) is
+        // watched once for the tree; the watcher is asked again all the same, for a folder made anew.
+        let fresh = Set(tree.startWatching(folders))
+        return folders.map { fresh.contains($0) ? .watch($0) : .rewatch($0) } + [.barrier(lastToken)]
     }
 
     /// The watches asked before these tokens are in place: their folders are listed.
@@ -151,7 +157,10 @@ final class QueryService: @unchecked Sendable {
         queue.async {
             var outputs: [Output] = []
             for token in tokens {
-                guard let listing = self.listings.removeValue(forKey: token), let tree = self.trees[listing.root]
+                // A listing of a tree dropped since (its queries stopped, maybe a new tree of the same root made
+                // since) is not read into any tree.
+                guard let listing = self.listings.removeValue(forKey: token),
+                    let tree = self.trees[listing.tree.root], tree === listing.tree
                 else { continue }
                 outputs += self.listed(listing.folders, of: tree, asChanges: listing.asChanges)
             }
@@ -181,7 +190,16 @@ final class QueryService: @unchecked Sendable {
         var outputs: [Output] = next.isEmpty ? [] : list(next, of: tree, asChanges: asChanges)
         if asChanges {
             outputs += updates(delta, of: tree)
-        } else if next.isEmpty && !listings.values.contains(where: { $0.root == tree.root && !$0.asChanges }) {
+        } else if next.isEmpty && !listings.values.contains(where: { $0.tree === tree && !$0.asChanges }) {
+            if tree.rescanWhenGathered {
+                // An overflow during the gathering: what the lost events told is read again now, before the
+                // gathering is handed over (its difference is part of the gathering).
+                tree.rescanWhenGathered = false
+                var ignored = QueryTree.Delta()
+                let fresh = rescan(tree, into: &ignored)
+                outputs += watchOutputs(ignored.unwatch, of: tree)
+                if !fresh.isEmpty { return outputs + list(fresh, of: tree, asChanges: false) }
+            }
             tree.gathered = true
             if tree.overLimit {
                 logger.warning(
@@ -196,7 +214,7 @@ final class QueryService: @unchecked Sendable {
 
     /// One update per query of `tree` for `delta`.
     private func updates(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
-        var outputs: [Output] = delta.unwatch.map { .unwatch($0) }
+        var outputs = watchOutputs(delta.unwatch, of: tree)
         guard !delta.isEmpty else { return outputs }
         let added = delta.added.sorted { $0.key < $1.key }
         let changed = delta.changed.sorted { $0.key < $1.key }
@@ -248,7 +266,11 @@ final class QueryService: @unchecked Sendable {
         var appeared: [ItemPath: [ItemPath]] = [:]
         for event in events {
             if case .overflow = event {
-                for tree in trees.values where tree.gathered {
+                for tree in trees.values {
+                    guard tree.gathered else {
+                        tree.rescanWhenGathered = true
+                        continue
+                    }
                     let fresh = rescan(tree, into: &deltas[tree.root, default: QueryTree.Delta()])
                     appeared[tree.root, default: []] += fresh
                 }
@@ -260,10 +282,11 @@ final class QueryService: @unchecked Sendable {
                 for tree in trees.values where tree.holds(path) && path != tree.root {
                     var delta = deltas[tree.root] ?? QueryTree.Delta()
                     let metadata = try? ItemMetadata.of(path.description)
-                    let known = tree.items[path] != nil
+                    let wasFolder = tree.items[path]?.isDirectory == true
                     tree.set(path, metadata, into: &delta)
-                    // A folder that appears may hold what was made in it before its watch: listed once watched.
-                    if let metadata, metadata.isDirectory, !known, tree.items[path] != nil {
+                    // A folder that appears may hold what was made in it before its watch: listed once watched. So
+                    // does a folder that replaced a file of the same name (before, it was never watched nor listed).
+                    if let metadata, metadata.isDirectory, !wasFolder, tree.items[path] != nil {
                         appeared[tree.root, default: []].append(path)
                     }
                     deltas[tree.root] = delta
@@ -274,10 +297,15 @@ final class QueryService: @unchecked Sendable {
         for (root, delta) in deltas.sorted(by: { $0.key < $1.key }) {
             guard let tree = trees[root] else { continue }
             if let folders = appeared[root] { outputs += list(folders, of: tree, asChanges: tree.gathered) }
-            outputs += tree.gathered ? updates(delta, of: tree) : delta.unwatch.map { .unwatch($0) }
+            outputs += tree.gathered ? updates(delta, of: tree) : watchOutputs(delta.unwatch, of: tree)
         }
         output(outputs)
         publish()
+    }
+
+    /// The folders of `tree` gone (`unwatch`), let go once each.
+    private func watchOutputs(_ unwatch: [ItemPath], of tree: QueryTree) -> [Output] {
+        tree.stopWatching(unwatch).map { .unwatch($0) }
     }
 
     /// Reads the whole tree again and records the difference (after an overflow of the kernel's queue); returns
@@ -295,12 +323,12 @@ final class QueryService: @unchecked Sendable {
             for name in names {
                 let path = folder.appending(Array(name.utf8))
                 guard let metadata = try? ItemMetadata.of(path.description) else { continue }
-                let known = tree.items[path] != nil
+                let wasFolder = tree.items[path]?.isDirectory == true
                 found.insert(path)
                 tree.set(path, metadata, into: &delta)
                 if metadata.isDirectory {
                     pending.append(path)
-                    if !known { fresh.append(path) }
+                    if !wasFolder { fresh.append(path) }
                 }
             }
         }

@@ -20,6 +20,11 @@ final class QueryTree {
     private(set) var overLimit = false
     /// How many of ``items`` are folders.
     private(set) var directoryCount = 0
+    /// The folders this tree asked the daemon to watch and has not let go: each asked once, let go once, so that the
+    /// host's count of the tree's watches is exact whatever order listings, events and rescans come in.
+    private(set) var watched: Set<ItemPath> = []
+    /// An overflow of the kernel's queue came while the tree was being gathered: it is read again once gathered.
+    var rescanWhenGathered = false
 
     init(root: ItemPath, maximumItems: Int) {
         self.root = root
@@ -95,6 +100,18 @@ final class QueryTree {
             delta.unwatch.append(path)
             for entry in entries.removeValue(forKey: path) ?? [] { remove(entry, into: &delta) }
         }
+    }
+
+    /// The folders of `folders` not watched for this tree yet, now counted as watched.
+    func startWatching(_ folders: [ItemPath]) -> [ItemPath] { folders.filter { watched.insert($0).inserted } }
+
+    /// The folders of `folders` watched for this tree, now let go.
+    func stopWatching(_ folders: [ItemPath]) -> [ItemPath] { folders.filter { watched.remove($0) != nil } }
+
+    /// Every folder watched for this tree, let go (the tree is dropped).
+    func stopWatchingAll() -> [ItemPath] {
+        defer { watched = [] }
+        return watched.sorted()
     }
 
     /// Whether `path` is in the tree (the root, or under it).

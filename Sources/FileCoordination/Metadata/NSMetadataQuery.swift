@@ -144,6 +144,9 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         } catch {
             return fail(error.message)
         }
+        guard roots.count <= MetadataQueryRegistry.maximumScopes else {
+            return fail("more than \(MetadataQueryRegistry.maximumScopes) search scopes (the daemon takes no more)")
+        }
         let client = CoordinationClient.shared
         guard case .success(let connected) = client.connection.transport(),
             let transport = connected as? DaemonTransport,

@@ -23,6 +23,8 @@ final class MetadataQueryRegistry: Sendable {
     /// The daemon's limit of live queries per connection (docs/PROTOCOL.md §13): a query over it is refused here,
     /// not sent (the daemon would close the connection).
     static let maximumQueries = 64
+    /// The daemon's limit of search scopes per query (docs/PROTOCOL.md §13), refused here likewise.
+    static let maximumScopes = 256
     var isFull: Bool { entries.withLock { $0.count >= Self.maximumQueries } }
 
     /// Registers query `id` and starts it on `transport`. `false` when the frame could not be sent.
