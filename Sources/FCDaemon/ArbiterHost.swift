@@ -60,7 +60,7 @@ final class ArbiterHost {
     var queryWatches: [ItemPath: Int] = [:]
     var arbiterWatches: Set<ItemPath> = []
     /// Query frames waiting for their client to take the one before (``sendQueryFrame(_:to:)``).
-    var queryOutbox: [ClientID: (inFlight: Bool, frames: [Filecoord_V1_Frame])] = [:]
+    var queryOutbox: [ClientID: (inFlight: Bool, frames: [QueuedQueryItems])] = [:]
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?

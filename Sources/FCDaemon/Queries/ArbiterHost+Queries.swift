@@ -72,7 +72,7 @@ extension ArbiterHost {
     /// items is 50 frames, which written at once would fill the connection's queue past ``DaemonConfiguration/
     /// maximumQueuedBytes`` (a client that does not read) before the client could read them. One frame of queries
     /// at a time is in the connection's queue; the rest wait here, as much as the tree they come from.
-    func sendQueryFrame(_ frame: Filecoord_V1_Frame, to client: ClientID) {
+    func sendQueryFrame(_ frame: QueuedQueryItems, to client: ClientID) {
         queryOutbox[client, default: (false, [])].frames.append(frame)
         // A client that takes no frame while this many wait does not read: it is treated as such (like a queue over
         // --max-queued-bytes), so that the daemon does not keep its changes without bound.
@@ -99,16 +99,20 @@ extension ArbiterHost {
             queryOutbox[client] = nil
             return
         }
-        let frame = box.frames.removeFirst()
+        let queued = box.frames.removeFirst()
         // A query stopped since its frame was queued gets nothing more.
-        if case .queryItems(let items)? = frame.payload, liveQueries[client]?.contains(items.queryID) != true {
+        guard liveQueries[client]?.contains(queued.key.local) == true else {
             queryOutbox[client] = box
             pumpQueryOutbox(client)
             return
         }
         let buffer: ByteBuffer
         do {
-            buffer = try encoder.encode(frame, allocator: channel.allocator)
+            // Converted here, one frame at a time: a gathering's pieces are not all converted in one loop pass.
+            buffer = try encoder.encode(
+                queued.frame(namespace: connections.namespaces[client]),
+                allocator: channel.allocator
+            )
         } catch {
             logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
             return
@@ -166,18 +170,43 @@ extension ArbiterHost {
             case .items(let key, let added, let changed, let removed, let gathered, let count):
                 // A query stopped meanwhile gets nothing more.
                 guard liveQueries[key.client]?.contains(key.local) == true else { continue }
-                let namespace = connections.namespaces[key.client]
-                func spelled(_ path: ItemPath) -> ItemPath { namespace?.toClient(path) ?? path }
-                var message = Filecoord_V1_QueryItems()
-                message.queryID = key.local
-                message.added = added.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
-                message.changed = changed.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
-                message.removed = removed.map { Filecoord_V1_QueryItem.encode(spelled($0)) }
-                message.gathered = gathered
-                message.gatheredCount = UInt64(count)
-                sendQueryFrame(Filecoord_V1_Frame(.queryItems(message)), to: key.client)
+                sendQueryFrame(
+                    QueuedQueryItems(
+                        key: key,
+                        added: added,
+                        changed: changed,
+                        removed: removed,
+                        gathered: gathered,
+                        count: count
+                    ),
+                    to: key.client
+                )
             }
         }
+    }
+}
+
+/// One `QueryItems` waiting for its client (``ArbiterHost/sendQueryFrame(_:to:)``), converted to its frame only
+/// when it is written.
+struct QueuedQueryItems {
+    let key: QueryService.QueryKey
+    let added: [(ItemPath, ItemMetadata)]
+    let changed: [(ItemPath, ItemMetadata)]
+    let removed: [ItemPath]
+    let gathered: Bool
+    let count: Int
+
+    /// The frame, in the client's spelling of the paths.
+    func frame(namespace: MountNamespaceTranslation?) -> Filecoord_V1_Frame {
+        func spelled(_ path: ItemPath) -> ItemPath { namespace?.toClient(path) ?? path }
+        var message = Filecoord_V1_QueryItems()
+        message.queryID = key.local
+        message.added = added.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
+        message.changed = changed.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
+        message.removed = removed.map { Filecoord_V1_QueryItem.encode(spelled($0)) }
+        message.gathered = gathered
+        message.gatheredCount = UInt64(count)
+        return Filecoord_V1_Frame(.queryItems(message))
     }
 }
 

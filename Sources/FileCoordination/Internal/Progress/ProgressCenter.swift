@@ -267,17 +267,19 @@ final class ProgressCenter: @unchecked Sendable {
     // MARK: News (the connection's reading thread; never blocks)
 
     func receive(_ news: ProgressNews, on transport: DaemonTransport) {
-        receive(news, connection: transport.serial)
+        receive(news, connection: transport.serial) { transport.isLost }
     }
 
-    /// News from the connection numbered `serial` (``ProgressRoute/serial``).
-    private func receive(_ news: ProgressNews, connection serial: UInt64) {
+    /// News from the connection numbered `serial` (``ProgressRoute/serial``), lost when `isLost()`.
+    private func receive(_ news: ProgressNews, connection serial: UInt64, isLost: @escaping @Sendable () -> Bool) {
         switch news {
         case .appeared(let subscription, let publication, let path, let snapshot):
             guard let handler = state.withLock({ $0.subscriptions[subscription]?.handler }) else { return }
             delivery.async {
-                // Removed meanwhile, or told twice: nothing to hand.
-                guard self.state.withLock({ $0.subscriptions[subscription] != nil }),
+                // Removed meanwhile, or told twice: nothing to hand. Nor from a connection lost meanwhile: its
+                // proxies were ended (forget(connection:)), and such a one would never end.
+                guard !isLost(),
+                    self.state.withLock({ $0.subscriptions[subscription] != nil }),
                     self.proxies[publication]?[subscription] == nil
                 else { return }
                 let proxy = ProgressProxy(path: path.description, state: snapshot) { [weak self] action in
@@ -369,7 +371,7 @@ final class ProgressCenter: @unchecked Sendable {
         case .daemon(let transport):
             return transport.sendProgress(frame)
         case .local:
-            for news in localBoard.news(for: frame) { receive(news, connection: route.serial) }
+            for news in localBoard.news(for: frame) { receive(news, connection: route.serial) { false } }
             return true
         }
     }
