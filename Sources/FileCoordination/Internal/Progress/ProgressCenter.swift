@@ -17,8 +17,7 @@ import Logging
 ///   `pause()`, `resume()`) and writes the proxies, which live on it (`proxies`).
 ///
 /// A connection that is lost ends every proxy (their unpublishing handlers run: a publication can no longer be
-/// followed); the next connection receives every publication and subscription again, and its daemon hands the
-/// subscriptions what is published then.
+/// followed); the next one receives every publication and subscription again, and its daemon hands them on.
 ///
 /// - Important: Thread-safe. No lock is held while app code runs or a frame is sent.
 // @unchecked: `proxies` is touched only on `delivery`; everything else mutable is under `state`'s lock.
