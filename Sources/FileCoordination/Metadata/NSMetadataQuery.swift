@@ -175,12 +175,9 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
                 query.work.async { query.receive(items, restarted: restarted) }
             }
         )
-        guard client.queries.start(id, entry: entry, on: transport) else {
-            state.withLock {
-                $0.gathering = false
-                $0.id = nil
-            }
-            return fail("the query could not be sent to filecoordd")
+        // Not sent now (the connection was just lost): it stays registered and the next connection starts it.
+        if !client.queries.start(id, entry: entry, current: { client.connection.current as? DaemonTransport }) {
+            client.connection.startReconnecting()
         }
         post(.NSMetadataQueryDidStartGathering)
         return true

@@ -27,13 +27,30 @@ final class MetadataQueryRegistry: Sendable {
     static let maximumScopes = 256
     var isFull: Bool { entries.withLock { $0.count >= Self.maximumQueries } }
 
-    /// Registers query `id` and starts it on `transport`. `false` when the frame could not be sent.
-    func start(_ id: UInt64, entry: Entry, on transport: DaemonTransport) -> Bool {
+    /// Registers query `id` and starts it on the connection `current()` gives, unless a new connection started it
+    /// meanwhile. `false` when it could not be sent now (no connection, or the connection was lost): it stays
+    /// registered, and the next connection starts it (``connected(to:)``); the caller makes sure one is made.
+    ///
+    /// The entry is registered before it is sent, with no connection, and the connection it goes on is claimed
+    /// under the lock: whichever of this call and a new connection's ``connected(to:)`` comes second sees the other's
+    /// claim. Before, a connection made between the caller's choice of transport and the registration left the query
+    /// started on a lost connection, never started again, or dropped with the daemon running it.
+    func start(_ id: UInt64, entry: Entry, current: () -> DaemonTransport?) -> Bool {
         var entry = entry
-        entry.startedOn = transport.serial
+        entry.startedOn = nil
         entries.withLock { $0[id] = entry }
+        guard let transport = current() else { return false }
+        let claimed = entries.withLock { entries -> Bool in
+            guard entries[id] != nil, entries[id]?.startedOn == nil else { return false }
+            entries[id]?.startedOn = transport.serial
+            return true
+        }
+        // Started by a new connection meanwhile, or stopped: nothing to send.
+        guard claimed else { return true }
         guard transport.sendProgress(Self.startFrame(id, entry.scopes)) else {
-            entries.withLock { _ = $0.removeValue(forKey: id) }
+            entries.withLock { entries in
+                if entries[id]?.startedOn == transport.serial { entries[id]?.startedOn = nil }
+            }
             return false
         }
         return true
