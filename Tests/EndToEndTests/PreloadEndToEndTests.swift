@@ -121,7 +121,8 @@ extension TestEnvironment {
         preloaded: Bool = true,
         input: String = "",
         in workingDirectory: String? = nil,
-        environment extra: [String: String] = [:]
+        environment extra: [String: String] = [:],
+        timeout: Duration = defaultTimeout
     ) async throws -> (status: Int32, output: String, error: String) {
         let program = try startProgram(
             command,
@@ -130,7 +131,7 @@ extension TestEnvironment {
             in: workingDirectory,
             environment: extra
         )
-        let status = try await program.waitForExit()
+        let status = try await program.waitForExit(timeout: timeout)
         return (status, program.output, program.error)
     }
 
@@ -164,7 +165,8 @@ extension TestEnvironment {
 
     /// Runs a command without the library (test setup), failing on a non-zero status.
     func setUp(_ command: [String], in workingDirectory: String? = nil) async throws {
-        let result = try await runProgram(command, preloaded: false, in: workingDirectory)
+        // A setup may compile (the preload under sanitizers: 30 s was too short with the suite at its peak, CI 70).
+        let result = try await runProgram(command, preloaded: false, in: workingDirectory, timeout: .seconds(300))
         guard result.status == 0 else {
             throw HarnessError(description: "setup \(command) failed: \(result.error)\(result.output)")
         }
