@@ -113,6 +113,9 @@ extension Arbiter {
             }
             log(.info, "claim declared again as held", ["claim.id": "\(request.id.rawValue)"])
             noteHeldClaimInsideGate(claim)
+            // Its longest hold counts from now (a stopped daemon's stand-in for a preloaded program's claim): a held
+            // claim is bounded as a granted one is.
+            armHoldLimit(claim)
             return
         }
         claim.madeWhileAnswering = isAnsweringRequest(claim)

@@ -300,4 +300,32 @@ import Testing
             try await daemon.waitForLog("held past its maximum hold of 1.000 s")
         }
     }
+
+    /// A daemon that stops cleanly hands on what each process held (LeaseEndToEndTests.aCleanStopHandsOnWhatAHeld); a
+    /// program under the preload never declares its claims again, so the stand-in keeps the claims' maximum hold:
+    /// without it, the next daemon held the log for the shell until the shell exited, a minute away.
+    @Test("A log kept open across a clean daemon restart still holds a writer back for the preload's timeout at most")
+    func aFileKeptOpenAcrossARestartHoldsForTheTimeoutAtMost() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let log = try env.file("log.txt", "first\n")
+            let holder = try env.startProgram(
+                ["sh", "-c", "exec 3>>log.txt; echo second >&3; echo held; sleep 60"],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "1000"]
+            )
+            try await eventually("the shell to hold the log open") { holder.output.contains("held") }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            let next = try await env.startDaemon()
+            try await next.waitForLog("until it declares it or exits")
+            let writer = try await env.host("W")
+            let start = ContinuousClock.now
+            try writer.send("write \(log) swift")
+            _ = try await writer.waitFor("granted write \(log)")
+            let waited = ContinuousClock.now - start
+            #expect(waited < .seconds(15), "the writer waited \(waited) behind the stand-in of the shell's claim")
+            #expect(holder.process.isRunning, "the shell goes on as without the library")
+            kill(holder.process.processIdentifier, SIGKILL)
+        }
+    }
 }

@@ -20,6 +20,31 @@ import Testing
         return claim
     }
 
+    /// A claim declared as held (after a restart: a stopped daemon's stand-in for a preloaded program's claim) keeps
+    /// its longest hold, counted from its declaration. Before, a held claim never armed it, and held a writer back
+    /// until the program exited.
+    @Test func aHeldClaimKeepsItsLongestHold() throws {
+        let h = ArbiterHarness()
+        let program = h.connect("stand-in", pid: 30)
+        let editor = h.connect("editor", pid: 31)
+        var request = ClaimRequest(
+            id: ClaimID(1_001),
+            client: program,
+            coordinator: h.coordinator(),
+            purpose: PurposeID("held open"),
+            items: [ArbiterHarness.write("/d/log.txt")]
+        )
+        request.isHeld = true
+        request.maximumHold = .seconds(30)
+        h.send(.claimRequested(request))
+        #expect(h.effects.contains(.startTimer(.claimHoldLimit(request.id), after: .seconds(30))))
+        let waiting = h.write("/d/log.txt", client: editor)
+        #expect(!h.isGranted(waiting))
+        h.send(.timerFired(.claimHoldLimit(request.id)))
+        _ = h.answerAll()
+        #expect(h.isGranted(waiting))
+    }
+
     @Test func aClaimThatWaitsWhenTheHoldPassesEndsTheHolder() throws {
         let h = ArbiterHarness()
         let program = h.connect("preload:sh", pid: 30)

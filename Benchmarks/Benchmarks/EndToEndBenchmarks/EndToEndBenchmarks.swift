@@ -72,6 +72,8 @@ let benchmarks: @Sendable () -> Void = {
     contendedClaimsPerSecond()
     plainRecursiveListing()
     queryGathering()
+    rawInotifyCreate()
+    queryCreateArrival()
 }
 
 // MARK: - Baselines

@@ -16,6 +16,9 @@ struct HandedOnHolders: Codable, Equatable {
         var name: String
         /// The items of its granted claims, and its leases' subtrees.
         var items: [Item]
+        /// The longest of its claims' ``FCCore/ClaimRequest/maximumHold``, in milliseconds, when every thing it held
+        /// had one (the preload library's claims, whose holders never declare again): the stand-in ends likewise.
+        var maximumHoldMilliseconds: Int64?
     }
 
     /// One item held: its path's bytes, and its access.
@@ -72,18 +75,27 @@ struct HandedOnHolders: Codable, Equatable {
             return Holder(pid: info.pid, startTime: start, name: info.name, items: [])
         }
         // A lease's own claim and a host gate are the arbiter's: the leases are taken below.
+        var unbounded: Set<ClientID> = []
         for claim in snapshot.claims where claim.phase == .granted && !claim.request.id.isReserved {
             guard var entry = holder(claim.request.client) else { continue }
             for (path, access) in zip(claim.paths, claim.accesses) {
                 entry.items.append(Item(path: path, access: access))
+            }
+            if let hold = claim.request.maximumHold {
+                let milliseconds = hold.components.seconds * 1000 + hold.components.attoseconds / 1_000_000_000_000_000
+                entry.maximumHoldMilliseconds = max(entry.maximumHoldMilliseconds ?? 0, milliseconds)
+            } else {
+                unbounded.insert(claim.request.client)
             }
             byClient[claim.request.client] = entry
         }
         for lease in leases {
             guard var entry = holder(lease.client) else { continue }
             entry.items.append(Item(leaseSubtree: lease.subtree))
+            unbounded.insert(lease.client)
             byClient[lease.client] = entry
         }
+        for client in unbounded { byClient[client]?.maximumHoldMilliseconds = nil }
         holders = byClient.keys.sorted().compactMap { byClient[$0] }
     }
 
@@ -113,6 +125,7 @@ struct HandedOnHolders: Codable, Equatable {
             items: items
         )
         request.isHeld = true
+        request.maximumHold = holder.maximumHoldMilliseconds.map { .milliseconds($0) }
         return request
     }
 }
