@@ -47,8 +47,9 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
 
     @Option(
         help: """
-            Seconds during which, after a predecessor that crashed or stopped while clients held claims or leases, \
-            only the claims they still hold are taken (they reconnect and declare them); 0 turns the grace off.
+            Seconds during which, after a predecessor that crashed, only the claims clients still hold are taken \
+            (they reconnect and declare them); 0 turns the grace off. After a clean stop no grace is needed: what \
+            each holder held is held for it until it declares it or exits.
             """
     )
     var recoveryGrace: Double = 2
