@@ -11,11 +11,19 @@ import Foundation
 // notificationBatchingInterval 0 so that the ratio is the path's own cost (the target is 1.5x plus the interval).
 
 private let arrivalNames = ["EndToEnd.rawInotifyCreate", "EndToEnd.queryCreateArrival"]
-private let arrivalConfiguration = Benchmark.Configuration(
-    scalingFactor: .one,
-    maxDuration: .seconds(10),
-    maxIterations: 300
-)
+private func arrivalConfiguration() -> Benchmark.Configuration {
+    .init(scalingFactor: .one, maxDuration: .seconds(10), maxIterations: 300)
+}
+
+/// A new name for each create of a run: the benchmark calls its closure again and again with the same iteration
+/// numbers, and a second open(O_CREAT) of an existing file creates nothing.
+private final class Names: @unchecked Sendable {
+    private var next = 0
+    func take() -> String {
+        next += 1
+        return "f\(next)"
+    }
+}
 
 /// Makes an empty file at `path` without coordination.
 private func createFile(_ path: String) throws {
@@ -27,16 +35,18 @@ private func createFile(_ path: String) throws {
 func rawInotifyCreate() {
     let name = arrivalNames[0]
     let record = WallClockRecord()
+    let names = Names()
     let fixture = Slot<(directory: ScratchDirectory, inotify: Int32)>()
     Benchmark(
         name,
-        configuration: arrivalConfiguration,
+        configuration: arrivalConfiguration(),
         closure: { benchmark in
             let (directory, inotify) = fixture.value!
             var buffer = [UInt8](repeating: 0, count: 4096)
-            for index in benchmark.scaledIterations {
+            for _ in benchmark.scaledIterations {
+                let path = "\(directory.path)/raw/\(names.take())"
                 record.start()
-                try createFile("\(directory.path)/raw/f\(index)")
+                try createFile(path)
                 // Read until the create's event (one event per create here: IN_CREATE only).
                 let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
                 record.stop(operations: 1)
@@ -118,16 +128,17 @@ private final class ArrivalQuery: @unchecked Sendable {
 func queryCreateArrival() {
     let name = arrivalNames[1]
     let record = WallClockRecord()
+    let names = Names()
     let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, query: ArrivalQuery)>()
     Benchmark(
         name,
-        configuration: arrivalConfiguration,
+        configuration: arrivalConfiguration(),
         closure: { benchmark in
             let (directory, _, query) = fixture.value!
             // The query names items by their canonical paths.
             let folder = URL(fileURLWithPath: directory.path + "/tree").resolvingSymlinksInPath().path
-            for index in benchmark.scaledIterations {
-                let path = "\(folder)/f\(index)"
+            for _ in benchmark.scaledIterations {
+                let path = "\(folder)/\(names.take())"
                 record.start()
                 try createFile(path)
                 let arrived = query.waitFor(path)
