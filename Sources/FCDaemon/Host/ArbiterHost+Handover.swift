@@ -51,9 +51,10 @@ extension ArbiterHost {
     /// process declares what it holds on a new connection, or exits. `false` when the process is gone already (or
     /// cannot be named for good): then nothing is kept.
     func keepLeasesOfClosed(_ client: ClientID) -> Bool {
-        guard let pid = router.pid(of: client), pid > 0, let start = ProcessLiveness.startTime(of: pid) else {
-            return false
-        }
+        // A client without leases leaves nothing to keep (and nothing to check for while its process lives).
+        guard router.arbiter.leaseSnapshots().contains(where: { $0.client == client }),
+            let pid = router.pid(of: client), pid > 0, let start = ProcessLiveness.startTime(of: pid)
+        else { return false }
         handover.keep(leasesOf: client, for: pid, startTime: start)
         checkHandoverSoon()
         return true
