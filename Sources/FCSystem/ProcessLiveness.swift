@@ -25,29 +25,28 @@ public enum ProcessLiveness {
 
     /// The time `pid` started, in clock ticks after boot (field 22 of `/proc/<pid>/stat`), or `nil` when no such
     /// process runs. With the id it names one process for good: an id is reused, an id and a start time are not.
-    public static func startTime(of pid: Int32) -> UInt64? {
-        guard pid > 0, let stat = try? readSmallFile(FilePath("/proc/\(pid)/stat")),
-            let close = stat.lastIndex(of: UInt8(ascii: ")"))
-        else { return nil }
-        // After "pid (comm) ": state is field 3, so the start time is the 20th field from there.
-        let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
-        guard fields.count >= 20 else { return nil }
-        return UInt64(String(decoding: fields[fields.startIndex + 19], as: UTF8.self))
-    }
+    public static func startTime(of pid: Int32) -> UInt64? { stat(pid)?.startTime }
 
     /// Whether the process `pid` that started at `startTime` (``startTime(of:)``) still runs: not a zombie, and not
     /// another process that was given the same id since.
     public static func isAlive(_ pid: Int32, startedAt startTime: UInt64) -> Bool {
-        isAlive(pid) && self.startTime(of: pid) == startTime
+        guard pid > 0, let stat = stat(pid) else { return false }
+        return !stat.isZombie && stat.startTime == startTime
     }
 
-    private static func isZombie(_ pid: Int32) -> Bool {
-        guard let stat = try? readSmallFile(FilePath("/proc/\(pid)/stat")),
+    private static func isZombie(_ pid: Int32) -> Bool { stat(pid)?.isZombie ?? false }
+
+    /// The state and start time of `/proc/<pid>/stat`, read once: "pid (comm) S ..." (the state follows the last
+    /// ')' and a space; the start time is the 20th field from there).
+    private static func stat(_ pid: Int32) -> (isZombie: Bool, startTime: UInt64?)? {
+        guard pid > 0, let stat = try? readSmallFile(FilePath("/proc/\(pid)/stat")),
             let close = stat.lastIndex(of: UInt8(ascii: ")"))
-        else { return false }
-        // "pid (comm) S ...": the state follows the last ')' and a space.
-        let state = stat[(close + 1)...].first { $0 != UInt8(ascii: " ") }
-        return state == UInt8(ascii: "Z") || state == UInt8(ascii: "X")
+        else { return nil }
+        let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+        let state = fields.first?.first
+        let startTime =
+            fields.count >= 20 ? UInt64(String(decoding: fields[fields.startIndex + 19], as: UTF8.self)) : nil
+        return (state == UInt8(ascii: "Z") || state == UInt8(ascii: "X"), startTime)
     }
 
     private static func readSmallFile(_ path: FilePath) throws -> [UInt8] {

@@ -121,7 +121,10 @@ struct HandedOnHolders: Codable, Equatable {
             id: id,
             client: client,
             coordinator: CoordinatorID(rawValue: id.rawValue),
-            purpose: PurposeID(rawValue: "handed on by a stopped filecoordd"),
+            // Its own purpose (rule 4 exempts claims of one purpose from each other): one no other claim shares.
+            purpose: PurposeID(
+                rawValue: "filecoordd stand-in \(client.rawValue) for pid \(holder.pid)@\(holder.startTime)"
+            ),
             items: items
         )
         request.isHeld = true
