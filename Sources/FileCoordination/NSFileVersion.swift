@@ -141,10 +141,18 @@ open class NSFileVersion: NSObject, @unchecked Sendable {
 
     /// The item's other versions, oldest first (never the current one), or `nil` if there is no file at `url`
     /// or the store cannot be read.
+    /// A store that cannot be read is logged with its reason (the app's logger): `nil` alone does not say why.
     open class func otherVersionsOfItem(at url: URL) -> [NSFileVersion]? {
-        guard let path = existingPath(url), let versions = try? VersionStoreAccessPoint.access().versions(of: path)
-        else { return nil }
-        return versions.map(NSFileVersion.init)
+        guard let path = existingPath(url) else { return nil }
+        do {
+            return try VersionStoreAccessPoint.access().versions(of: path).map(NSFileVersion.init)
+        } catch {
+            CoordinationClient.shared.logger().error(
+                "the versions of an item could not be listed: \(error)",
+                metadata: ["item.path": "\(path)"]
+            )
+            return nil
+        }
     }
 
     /// The item's conflict versions not yet resolved, or `nil` if there is no file at `url` or the store cannot be

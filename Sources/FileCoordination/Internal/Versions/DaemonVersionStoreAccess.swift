@@ -20,17 +20,35 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
 
     /// One call; a request that could not even be written (a daemon that went away, unseen yet by the listener)
     /// did nothing, so it goes once more on a new connection. Before, such a call failed: right after a daemon's
-    /// restart, `otherVersionsOfItem(at:)` answered `nil` for a document with versions (CI, stop 53).
-    private func call(_ request: VersionStoreRequest) throws -> VersionStoreReply.Answer {
+    /// restart, `otherVersionsOfItem(at:)` answered `nil` for a document with versions (CI, stop 53). A request that
+    /// changes nothing (`idempotent`: a listing, a lookup) goes once more too when its connection was lost after it
+    /// was written: asking again is harmless, and the next daemon has the same store.
+    private func call(_ request: VersionStoreRequest, idempotent: Bool = false) throws -> VersionStoreReply.Answer {
         do {
             return try table.call(request, on: transport)
         } catch let notSent as VersionRequestNotSent {
-            guard let next = current(), next !== transport else { throw notSent.error }
-            do {
-                return try table.call(request, on: next)
-            } catch let again as VersionRequestNotSent {
-                throw again.error
-            }
+            return try again(request, after: notSent.error)
+        } catch let lost as VersionRequestLost where idempotent {
+            return try again(request, after: lost.error)
+        } catch let lost as VersionRequestLost {
+            throw lost.error
+        }
+    }
+
+    /// `request` once more, on the client's connection now if it is another one; else `error`.
+    private func again(
+        _ request: VersionStoreRequest,
+        after error: VersionStoreError
+    ) throws
+        -> VersionStoreReply.Answer
+    {
+        guard let next = current(), next !== transport else { throw error }
+        do {
+            return try table.call(request, on: next)
+        } catch let again as VersionRequestNotSent {
+            throw again.error
+        } catch let again as VersionRequestLost {
+            throw again.error
         }
     }
 
@@ -38,8 +56,10 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
         reply.versions.first
     }
 
-    func versions(of itemPath: String) throws -> [StoredVersion] { try call(.list(itemPath: itemPath)).versions }
-    func version(id: String) throws -> StoredVersion? { one(try call(.find(id: id))) }
+    func versions(of itemPath: String) throws -> [StoredVersion] {
+        try call(.list(itemPath: itemPath), idempotent: true).versions
+    }
+    func version(id: String) throws -> StoredVersion? { one(try call(.find(id: id), idempotent: true)) }
     func add(item: String, contentsOf: String, byMoving: Bool, conflict: ConflictOrigin?) throws -> StoredVersion {
         let reply = try call(.add(item: item, contentsPath: contentsOf, byMoving: byMoving, conflict: conflict))
         guard let added = one(reply) else {
@@ -63,6 +83,11 @@ struct VersionRequestNotSent: Error {
     let error: VersionStoreError
 }
 
+/// A version store request whose connection was lost before its reply came: whether it was done is unknown.
+struct VersionRequestLost: Error {
+    let error: VersionStoreError
+}
+
 /// One client's version store requests waiting for their replies, by request id, across its connections.
 ///
 /// - Important: Thread-safe (one lock); entries leave when answered, failed or timed out, so the table holds only
@@ -77,6 +102,8 @@ final class VersionRequestTable: Sendable {
         let transport: ObjectIdentifier
         let done = DispatchSemaphore(value: 0)
         var outcome: Result<VersionStoreReply.Answer, VersionStoreError>?
+        /// Whether it failed because its connection was lost (written with `outcome`).
+        var connectionLost = false
         init(transport: ObjectIdentifier) { self.transport = transport }
     }
 
@@ -116,7 +143,9 @@ final class VersionRequestTable: Sendable {
             }
             transport.checkKeepalive(waitingSince: since)
         }
-        return try state.withLock { _ in waiter.outcome! }.get()
+        let (outcome, connectionLost) = state.withLock { _ in (waiter.outcome!, waiter.connectionLost) }
+        if connectionLost, case .failure(let error) = outcome { throw VersionRequestLost(error: error) }
+        return try outcome.get()
     }
 
     /// A reply arrived (on the reader thread).
@@ -135,18 +164,20 @@ final class VersionRequestTable: Sendable {
         fail(
             on: transport,
             because: "The connection to filecoordd was lost during a version store call; check the versions before "
-                + "trying again."
+                + "trying again.",
+            connectionLost: true
         )
     }
 
     /// The calls sent on `transport` fail with `message` (whether the daemon made the change is unknown to them).
-    func fail(on transport: DaemonTransport, because message: String) {
+    func fail(on transport: DaemonTransport, because message: String, connectionLost: Bool = false) {
         let id = ObjectIdentifier(transport)
         let lost = state.withLock { state -> [Waiter] in
             let lost = state.waiting.filter { $0.value.transport == id }
             for key in lost.keys { state.waiting[key] = nil }
             for waiter in lost.values {
                 waiter.outcome = .failure(VersionStoreError(.storeUnavailable, message))
+                waiter.connectionLost = connectionLost
             }
             return Array(lost.values)
         }
