@@ -64,6 +64,22 @@ public enum ChildProcess {
         }
     }
 
+    /// How the child `pid` ended, if it has, read with `waitid(WNOWAIT)`: the child is left unreaped for whoever
+    /// waits for it (Foundation's `Process`, in the tests). `nil` while it runs; with `blocking`, waits until it ends.
+    /// Throws `ECHILD` when `pid` is not, or no longer, an unreaped child of this process.
+    ///
+    /// For a caller that started the child with Foundation's `Process`, whose `isRunning` learns of the end through a
+    /// socket the child holds: another process spawned at that moment may inherit it, and `isRunning` then stays
+    /// true until that other process ends too (swift-corelibs-foundation issue 4795).
+    public static func peekEnd(of pid: Int32, blocking: Bool = false) throws(Errno) -> Termination? {
+        var info = siginfo_t()
+        let flags = WEXITED | WNOWAIT | (blocking ? 0 : WNOHANG)
+        _ = try retryOnInterrupt { waitid(P_PID, id_t(pid), &info, flags) }
+        guard info._sifields._sigchld.si_pid != 0 else { return nil }
+        let status = info._sifields._sigchld.si_status
+        return info.si_code == Int32(CLD_EXITED) ? .exited(status) : .signalled(status)
+    }
+
     /// Starts `arguments[0]` (looked up on `PATH` unless it contains a `/`) with `arguments`, and `environment`
     /// (`NAME=value`), or the caller's environment when `nil`.
     ///

@@ -22,9 +22,9 @@ extension CPUSaturatingTests {
             process.environment = try childEnvironment(socket: env.socket)
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            try await eventually("the script to end") { !process.isRunning }
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(script) ended with \(process.terminationStatus)")
+            try await eventually("the script to end") { !process.stillRuns }
+            process.waitForEnd()
+            #expect(process.endStatus == 0, "\(script) ended with \(process.endStatus)")
         }
 
         @Test("A file appended by another process as soon as a coordinated write of it returned: reported")

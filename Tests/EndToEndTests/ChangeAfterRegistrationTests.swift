@@ -20,7 +20,7 @@ import Testing
         defer {
             for burner in burners {
                 kill(burner.processIdentifier, SIGKILL)
-                burner.waitUntilExit()
+                burner.waitForEnd()
             }
         }
         for _ in 0...ProcessInfo.processInfo.activeProcessorCount {

@@ -77,7 +77,7 @@ struct ClusterHosts {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.waitForEnd()
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
             .filter { $0.contains("/\(Self.hex(host))/") }
     }
@@ -146,9 +146,9 @@ struct ClusterEndToEndTests {
             try await Task.sleep(for: quietTime)
             #expect(!FileManager.default.fileExists(atPath: marker), "host B read while host A held a write")
             try writer.send("release")
-            try await eventually("the read on host B") { !reader.process.isRunning }
-            reader.process.waitUntilExit()
-            #expect(reader.process.terminationStatus == 0, "\(reader.error)")
+            try await eventually("the read on host B") { !reader.process.stillRuns }
+            reader.process.waitForEnd()
+            #expect(reader.process.endStatus == 0, "\(reader.error)")
             #expect(try String(contentsOfFile: marker, encoding: .utf8) == "v2", "the read saw the write's result")
             // A local item on host A is never held back by the cluster.
             let local = try environment.file("local.txt", "l")
@@ -179,9 +179,9 @@ struct ClusterEndToEndTests {
                 ["read", item, "--", "/bin/sh", "-c", keysCommand],
                 environment: ClusterHosts.client(of: hosts.socketB)
             )
-            try await eventually("the read on host B") { !reader.process.isRunning }
-            reader.process.waitUntilExit()
-            #expect(reader.process.terminationStatus == 0, "\(reader.error)")
+            try await eventually("the read on host B") { !reader.process.stillRuns }
+            reader.process.waitForEnd()
+            #expect(reader.process.endStatus == 0, "\(reader.error)")
             let keys = try String(contentsOfFile: seen, encoding: .utf8)
             #expect(
                 !keys.contains("/\(ClusterHosts.hex("hostA"))/"),
@@ -288,9 +288,9 @@ struct ClusterEndToEndTests {
             )
             try await hosts.a.waitForLog("cluster: another host asks for the shared folder")
             try writer.send("release")
-            try await eventually("the read on host B") { !reader.process.isRunning }
-            reader.process.waitUntilExit()
-            #expect(reader.process.terminationStatus == 0, "\(reader.error)")
+            try await eventually("the read on host B") { !reader.process.stillRuns }
+            reader.process.waitForEnd()
+            #expect(reader.process.endStatus == 0, "\(reader.error)")
 
             // Every member gone: host B's session cannot be renewed; past its fence shared claims fail clearly.
             try await hosts.etcd.killAll()

@@ -101,8 +101,8 @@ final class SquattingListener: @unchecked Sendable {
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if process.stillRuns { kill(process.processIdentifier, SIGKILL) }
+        process.waitForEnd()
     }
 }
 

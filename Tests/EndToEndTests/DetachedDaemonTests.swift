@@ -85,7 +85,7 @@ import Testing
             process.terminationHandler = { _ in exited.set(true) }
             try process.run()
             let hostPID = process.processIdentifier
-            defer { if process.isRunning { kill(hostPID, SIGKILL) } }
+            defer { if process.stillRuns { kill(hostPID, SIGKILL) } }
             let transcript = Locked("")
             output.fileHandleForReading.readabilityHandler = { handle in
                 let data = handle.availableData

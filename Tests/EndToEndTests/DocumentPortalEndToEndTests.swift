@@ -100,7 +100,7 @@ final class DocumentPortalSession {
         let group = session.processIdentifier
         if getpgid(group) == group { kill(-group, SIGKILL) } else { kill(group, SIGKILL) }
         if portalPID > 0 { kill(portalPID, SIGKILL) }
-        try? await eventually("the portal's session to end") { !session.isRunning }
+        try? await eventually("the portal's session to end") { !session.stillRuns }
         try? runToCompletion("/usr/bin/umount", ["-l", mountPoint])
     }
 
@@ -123,8 +123,8 @@ final class DocumentPortalSession {
         process.standardError = output
         try process.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        process.waitForEnd()
+        guard process.endStatus == 0 else {
             throw HarnessError(description: "gdbus \(method) \(arguments) failed: \(text)")
         }
         return text

@@ -147,8 +147,8 @@ final class EtcdCluster: @unchecked Sendable {
     /// Kills member `index` (SIGKILL) and waits until it has exited.
     func kill(member index: Int, timeout: Duration = defaultTimeout) async throws {
         let process = lock.withLock { processes[index] }
-        if process.isRunning { sendSignal(process.processIdentifier, SIGKILL) }
-        try await eventually(timeout: timeout, "etcd member \(index) to exit") { !process.isRunning }
+        if process.stillRuns { sendSignal(process.processIdentifier, SIGKILL) }
+        try await eventually(timeout: timeout, "etcd member \(index) to exit") { !process.stillRuns }
     }
 
     /// Kills every member and waits for them (the folder stays: a member can be started again).
@@ -180,7 +180,7 @@ final class EtcdCluster: @unchecked Sendable {
     /// Starts member `index` again, after ``kill(member:timeout:)``, on its data (it rejoins the cluster), and
     /// waits until it is healthy.
     func restart(member index: Int, timeout: Duration = defaultTimeout) async throws {
-        let (running, shutDown) = lock.withLock { (processes[index].isRunning, isShutDown) }
+        let (running, shutDown) = lock.withLock { (processes[index].stillRuns, isShutDown) }
         guard !running, !shutDown else {
             throw HarnessError(description: "etcd member \(index) is still running, or the cluster was shut down")
         }
@@ -195,8 +195,8 @@ final class EtcdCluster: @unchecked Sendable {
             isShutDown = true
             return self.processes
         }
-        for process in processes where process.isRunning { sendSignal(process.processIdentifier, SIGKILL) }
-        for process in processes { process.waitUntilExit() }  // SIGKILL, even of a stopped member: it exits.
+        for process in processes where process.stillRuns { sendSignal(process.processIdentifier, SIGKILL) }
+        for process in processes { process.waitForEnd() }  // SIGKILL, even of a stopped member: it exits.
     }
 
     // MARK: - Health
@@ -251,7 +251,7 @@ final class EtcdCluster: @unchecked Sendable {
             for index in waiting where !healthy.contains(index) {
                 if await isHealthy(member: index) {
                     healthy.insert(index)
-                } else if !lock.withLock({ processes[index].isRunning }) {
+                } else if !lock.withLock({ processes[index].stillRuns }) {
                     let log = Self.tail(members[index].logPath)
                     if log.contains("address already in use") {
                         throw PortTaken(description: "\(members[index].name): \(log.suffix(300))")

@@ -115,7 +115,7 @@ final class TmuxSession: Sendable {
             try env.file("this/a.txt", "one")
             let mirror = try await env.host(
                 "mirror",
-                arguments: [this, other],
+                arguments: ["--verbose", this, other],
                 environment: versions,
                 executable: "mirror",
                 readyLine: "mirror: watching"

@@ -94,9 +94,9 @@ struct FccoordTests {
             try await Task.sleep(for: quietTime)
             #expect(!FileManager.default.fileExists(atPath: marker), "the command ran while a Swift writer held")
             try host.send("release")
-            try await eventually("fccoord to exit") { !tool.process.isRunning }
-            tool.process.waitUntilExit()
-            #expect(tool.process.terminationStatus == 7, "\(tool.error)")
+            try await eventually("fccoord to exit") { !tool.process.stillRuns }
+            tool.process.waitForEnd()
+            #expect(tool.process.endStatus == 7, "\(tool.error)")
             #expect(FileManager.default.fileExists(atPath: marker))
         }
     }
@@ -204,9 +204,9 @@ struct FccoordTests {
             #expect(presenter.error.contains("not-json"), "the hook's output goes to standard error")
 
             kill(presenter.process.processIdentifier, SIGTERM)
-            try await eventually("fccoord present to exit") { !presenter.process.isRunning }
-            presenter.process.waitUntilExit()
-            #expect(presenter.process.terminationStatus == 0)
+            try await eventually("fccoord present to exit") { !presenter.process.stillRuns }
+            presenter.process.waitForEnd()
+            #expect(presenter.process.endStatus == 0)
         }
     }
 
@@ -311,7 +311,7 @@ struct FccoordTests {
             let script = #"( "$0" write -n --fd 9 "$1" || exit 1; echo held; read line < "$2" ) 9>"$1"; echo out"#
             let shell = try environment.startProgram(["/bin/sh", "-c", script, fccoord, item, fifo], preloaded: false)
             // A failed check leaves the shell waiting on its FIFO: it goes (and its holder with it).
-            defer { if shell.process.isRunning { kill(shell.process.processIdentifier, SIGKILL) } }
+            defer { if shell.process.stillRuns { kill(shell.process.processIdentifier, SIGKILL) } }
             try await eventually("the subshell to hold the claim: \(shell.error)") { shell.output.contains("held") }
 
             // Another writer would wait: -n is refused, and a Swift writer is queued.
@@ -320,7 +320,7 @@ struct FccoordTests {
             let host = try await environment.host("writer")
             try host.send("write \(item) swift")
             try await waitUntilAClaimWaits(environment)
-            #expect(shell.process.isRunning)
+            #expect(shell.process.stillRuns)
             // The subshell exits: the claim ends, and the writer is granted (well before the holder's 30 s recheck:
             // the exit is what ended it).
             try await release(fifo)
@@ -346,7 +346,7 @@ struct FccoordTests {
                 ["/bin/sh", "-c", script, fccoord, item, closeIt, end],
                 preloaded: false
             )
-            defer { if shell.process.isRunning { kill(shell.process.processIdentifier, SIGKILL) } }
+            defer { if shell.process.stillRuns { kill(shell.process.processIdentifier, SIGKILL) } }
             try await eventually("the shell to hold the claim: \(shell.error)") { shell.output.contains("held") }
             let host = try await environment.host("writer")
             try host.send("write \(item) swift")
@@ -354,7 +354,7 @@ struct FccoordTests {
             // exec 9>&-: the claim ends while the shell still runs (it waits on the second FIFO).
             try await release(closeIt)
             _ = try await host.waitFor("granted write \(item)", timeout: .seconds(15))
-            #expect(shell.process.isRunning)
+            #expect(shell.process.stillRuns)
             try await release(end)
             #expect(try await shell.waitForExit() == 0)
         }

@@ -200,9 +200,9 @@ struct FcdumpTests {
             daemon.signal(SIGKILL)
             _ = try await daemon.waitForExit()
             try await watch.waitForOutput("no filecoordd is running", count: 2)
-            #expect(watch.process.isRunning, "fcdump --watch stopped when the daemon went away")
+            #expect(watch.process.stillRuns, "fcdump --watch stopped when the daemon went away")
             kill(watch.process.processIdentifier, SIGTERM)
-            try await eventually("fcdump --watch to stop on SIGTERM") { !watch.process.isRunning }
+            try await eventually("fcdump --watch to stop on SIGTERM") { !watch.process.stillRuns }
         }
     }
 

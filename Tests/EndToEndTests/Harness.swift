@@ -376,7 +376,7 @@ final class TestEnvironment: @unchecked Sendable {
     /// started on the test's socket, and removes the folder.
     func cleanup() {
         let (hosts, daemons, tools) = lock.withLock { (self.hosts, self.daemons, self.tools) }
-        for tool in tools where tool.isRunning { kill(tool.processIdentifier, SIGKILL) }
+        for tool in tools where tool.stillRuns { kill(tool.processIdentifier, SIGKILL) }
         for host in hosts { host.forceKill() }
         for daemon in daemons { daemon.forceKill() }
         // A daemon the library started (FILECOORDD_PATH): its pid is in the lock file. Killed only if it is a
@@ -399,9 +399,9 @@ func runToCompletion(_ tool: String, _ arguments: [String]) throws {
     process.executableURL = URL(fileURLWithPath: tool)
     process.arguments = arguments
     try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw HarnessError(description: "\(tool) \(arguments) exited with \(process.terminationStatus)")
+    process.waitForEnd()
+    guard process.endStatus == 0 else {
+        throw HarnessError(description: "\(tool) \(arguments) exited with \(process.endStatus)")
     }
 }
 
@@ -520,13 +520,13 @@ final class DaemonProcess: @unchecked Sendable {
     /// The daemon's log so far.
     func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    var isRunning: Bool { process.isRunning }
+    var isRunning: Bool { process.stillRuns }
 
     /// Waits until the log contains `text`; fails early if the daemon exits first.
     func waitForLog(_ text: String, timeout: Duration = defaultTimeout) async throws {
         try await eventually(timeout: timeout, "\"\(text)\" in the log of filecoordd \(pid):\n\(log())") {
             if log().contains(text) { return true }
-            if !process.isRunning && !log().contains(text) {
+            if !process.stillRuns && !log().contains(text) {
                 throw HarnessError(description: "filecoordd \(pid) exited before logging \"\(text)\":\n\(log())")
             }
             return false
@@ -541,12 +541,12 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Waits (bounded) for the daemon to exit; returns its exit status.
     func waitForExit(timeout: Duration = defaultTimeout) async throws -> Int32 {
-        try await eventually(timeout: timeout, "filecoordd \(pid) to exit") { !process.isRunning }
-        return process.terminationStatus
+        try await eventually(timeout: timeout, "filecoordd \(pid) to exit") { !process.stillRuns }
+        return process.endStatus
     }
 
     fileprivate func forceKill() {
-        if process.isRunning { kill(pid, SIGKILL) }
+        if process.stillRuns { kill(pid, SIGKILL) }
     }
 }
 
@@ -643,11 +643,11 @@ final class HostProcess: @unchecked Sendable {
             let closed = pump.isClosed(stream)
             if closed || ContinuousClock.now >= deadline {
                 // Output closes as a process exits: give it a moment to be reaped, to say which it was.
-                for _ in 0..<40 where closed && process.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+                for _ in 0..<40 where closed && process.stillRuns { try await Task.sleep(for: .milliseconds(5)) }
                 let exit =
-                    process.isRunning
+                    process.stillRuns
                     ? "its output closed (\(pump.closedBecause(stream))) while it still runs"
-                    : "exited (status \(process.terminationStatus), \(process.terminationReason == .exit ? "exit" : "signal"); output: \(pump.closedBecause(stream)))"
+                    : "exited (status \(process.endStatus), \(process.endedBySignal ? "signal" : "exit"); output: \(pump.closedBecause(stream)))"
                 throw HarnessError(
                     description: "[\(name)] \(closed ? exit : "timed out after \(timeout)") waiting for "
                         + "line #\(count) \(what); it printed:\n"
@@ -753,12 +753,12 @@ final class HostProcess: @unchecked Sendable {
     func kill9() async throws -> ContinuousClock.Instant {
         let sent = ContinuousClock.now
         kill(pid, SIGKILL)
-        try await eventually("[\(name)] to exit after SIGKILL") { !process.isRunning }
+        try await eventually("[\(name)] to exit after SIGKILL") { !process.stillRuns }
         return sent
     }
 
     fileprivate func forceKill() {
-        if process.isRunning { kill(pid, SIGKILL) }
+        if process.stillRuns { kill(pid, SIGKILL) }
     }
 }
 
@@ -930,13 +930,13 @@ extension TestEnvironment {
         let tool = try startTool(name, arguments, environment: extra)
         let process = tool.process
         do {
-            try await eventually(timeout: timeout, "\(name) \(arguments) to exit") { !process.isRunning }
+            try await eventually(timeout: timeout, "\(name) \(arguments) to exit") { !process.stillRuns }
         } catch {
             kill(process.processIdentifier, SIGKILL)
             throw error
         }
-        process.waitUntilExit()
-        return (process.terminationStatus, tool.output, tool.error)
+        process.waitForEnd()
+        return (process.endStatus, tool.output, tool.error)
     }
 }
 

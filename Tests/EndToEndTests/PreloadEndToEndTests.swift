@@ -38,12 +38,12 @@ enum PreloadLibrary {
         }
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        process.waitForEnd()
         let path = printed.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard process.terminationStatus == 0, FileManager.default.fileExists(atPath: path) else {
+        guard process.endStatus == 0, FileManager.default.fileExists(atPath: path) else {
             return .failure(
                 HarnessError(
-                    description: "scripts/build-preload.sh failed (status \(process.terminationStatus)): "
+                    description: "scripts/build-preload.sh failed (status \(process.endStatus)): "
                         + "\(complaints)\(printed)"
                 )
             )
@@ -64,13 +64,13 @@ struct Program {
     /// Waits (bounded) for the program to exit; returns its status.
     func waitForExit(timeout: Duration = defaultTimeout) async throws -> Int32 {
         do {
-            try await eventually(timeout: timeout, "\(process.arguments ?? []) to exit") { !process.isRunning }
+            try await eventually(timeout: timeout, "\(process.arguments ?? []) to exit") { !process.stillRuns }
         } catch {
             kill(process.processIdentifier, SIGKILL)
             throw HarnessError(description: "\(error); it printed: \(output) \(self.error)")
         }
-        process.waitUntilExit()
-        return process.terminationStatus
+        process.waitForEnd()
+        return process.endStatus
     }
 }
 
@@ -147,7 +147,7 @@ extension TestEnvironment {
     ) async throws -> String {
         var listing = ""
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline, program.process.isRunning {
+        while ContinuousClock.now < deadline, program.process.stillRuns {
             listing = try await runTool("fcdump", ["clients"]).output
             if condition(listing) { break }
             try await Task.sleep(for: .milliseconds(20))
@@ -420,7 +420,7 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
             }
             #expect(listing.contains("preload:tee pid \(program.process.processIdentifier)"), "\(listing)")
             #expect(listing.contains("(through libfilecoord-preload)"), "\(listing)")
-            #expect(program.process.isRunning)
+            #expect(program.process.stillRuns)
             #expect(env.contents(document) == "old\n")
 
             try reader.send("release")
@@ -507,7 +507,7 @@ struct WritingProgram: Sendable, CustomTestStringConvertible {
             kill(program.process.processIdentifier, SIGUSR1)
             _ = try await writer.waitFor("done write \(document)")
             #expect(program.output.contains("closed"))
-            #expect(program.process.isRunning)
+            #expect(program.process.stillRuns)
             kill(program.process.processIdentifier, SIGKILL)
         }
     }

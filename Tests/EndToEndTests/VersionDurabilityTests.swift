@@ -55,7 +55,7 @@ import Testing
         process.standardOutput = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        process.waitForEnd()
         return Set(String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init))
     }
 

@@ -18,9 +18,9 @@ func sh(_ script: String) throws {
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", script]
     try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw HarnessError(description: "sh -c '\(script)' exited with \(process.terminationStatus)")
+    process.waitForEnd()
+    guard process.endStatus == 0 else {
+        throw HarnessError(description: "sh -c '\(script)' exited with \(process.endStatus)")
     }
 }
 
