@@ -38,15 +38,25 @@ final class FolderPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
         return String(path.dropFirst(base.count))
     }
 
+    /// With `--verbose`, each callback is printed as heard (`mirror: heard ...`), before the mirror acts on it.
+    nonisolated(unsafe) static var verbose = false
+
+    private func heard(_ what: String) {
+        if Self.verbose { say("mirror: heard \(what) on \(side)") }
+    }
+
     func presentedSubitemDidChange(at url: URL) {
+        heard("subitem did change \(url.lastPathComponent)")
         if let path = relative(url) { report(side, .changed(path)) }
     }
 
     func presentedSubitemDidAppear(at url: URL) {
+        heard("subitem did appear \(url.lastPathComponent)")
         if let path = relative(url) { report(side, .changed(path)) }
     }
 
     func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {
+        heard("subitem \(oldURL.lastPathComponent) did move to \(newURL.lastPathComponent)")
         guard let from = relative(oldURL), let to = relative(newURL) else { return }
         report(side, .moved(from: from, to: to))
     }
@@ -55,6 +65,7 @@ final class FolderPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
     /// deleting write) finds it gone.
     func accommodatePresentedSubitemDeletion(at url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void)
     {
+        heard("deletion of \(url.lastPathComponent)")
         if let path = relative(url) { report(side, .changed(path)) }
         completionHandler(nil)
     }

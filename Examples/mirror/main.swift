@@ -1,7 +1,7 @@
 // mirror: a folder sync agent built on FileCoordination (issue 27). It mirrors two folders, standing in for two
 // devices, through coordinated reads and writes, and prints what it does, one line per action.
 //
-//   mirror [--other-device NAME] THIS_FOLDER OTHER_FOLDER
+//   mirror [--other-device NAME] [--verbose] THIS_FOLDER OTHER_FOLDER
 //
 // THIS_FOLDER is the device the user edits on; OTHER_FOLDER stands for another device (NAME, default "laptop").
 // When both sides changed a file since the last sync, this side's text is kept on both and the other's is recorded
@@ -19,8 +19,14 @@ if let index = arguments.firstIndex(of: "--other-device"), index + 1 < arguments
     otherDevice = arguments[index + 1]
     arguments.removeSubrange(index...(index + 1))
 }
+if let index = arguments.firstIndex(of: "--verbose") {
+    // Each presenter callback printed as heard (`mirror: heard ...`).
+    FolderPresenter.verbose = true
+    arguments.remove(at: index)
+}
 guard arguments.count == 2 else {
-    FileHandle.standardError.write(Data("usage: mirror [--other-device NAME] THIS_FOLDER OTHER_FOLDER\n".utf8))
+    let usage = "usage: mirror [--other-device NAME] [--verbose] THIS_FOLDER OTHER_FOLDER\n"
+    FileHandle.standardError.write(Data(usage.utf8))
     exit(2)
 }
 for folder in arguments {
