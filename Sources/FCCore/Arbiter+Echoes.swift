@@ -30,8 +30,8 @@ struct HeldEvents {
     /// The most events kept.
     static let limit = 256
 
-    /// Events in the order read; a rename's two halves together.
-    private(set) var groups: [(events: [FileSystemEvent], observed: [ItemPath: ItemStamp])] = []
+    /// Events in the order read; a rename's two halves together; `readAt`: when their states were read.
+    private(set) var groups: [(events: [FileSystemEvent], observed: [ItemPath: ItemStamp], readAt: Int64?)] = []
     private var count = 0
     /// Events let go past the limit.
     private(set) var dropped = 0
@@ -39,14 +39,14 @@ struct HeldEvents {
     var isEmpty: Bool { groups.isEmpty }
 
     /// Keeps `events` (one, or a rename's two halves), with the stamps of their items (and of their folders).
-    mutating func hold(_ events: [FileSystemEvent], observed stamps: [ItemPath: ItemStamp]) {
+    mutating func hold(_ events: [FileSystemEvent], observed stamps: [ItemPath: ItemStamp], readAt: Int64?) {
         var observed: [ItemPath: ItemStamp] = [:]
         for path in events.flatMap(\.items) {
             for key in [path, path.parent].compactMap({ $0 }) where observed[key] == nil {
                 observed[key] = stamps[key]
             }
         }
-        groups.append((events, observed))
+        groups.append((events, observed, readAt))
         count += events.count
         guard count > Self.limit else { return }
         var gone = 0
@@ -72,9 +72,12 @@ extension Arbiter {
     ///   the item is as the writer's client left it (same stamp) or in a state from before (an older change time),
     ///   or, below a written folder, if its change time (its folder's, once it is gone) is not later than the moment
     ///   the accessor returned; foreign when it changed after every such write. Without a stamp or a time from the
-    ///   client, or from the watcher, an echo;
+    ///   client, or from the watcher, an echo. A state the watcher read (`readAt`) before the accessor returned is
+    ///   the write's (or older), whatever it shows: an event held while a second write ran, read before that write
+    ///   ended, was reported once more when the two writes ended within one clock tick (issue 37's tie rule;
+    ///   ConcurrencyTests under load);
     /// - anything else: foreign.
-    func echoVerdict(_ path: ItemPath, observed: [ItemPath: ItemStamp]) -> EchoVerdict {
+    func echoVerdict(_ path: ItemPath, observed: [ItemPath: ItemStamp], readAt: Int64? = nil) -> EchoVerdict {
         if let claim = grantedWriteClaim(over: path) {
             // A preparation's batch runs writes of its own, whose finishes record their echoes: its events are not
             // held until the batch ends (their records would be gone by then).
@@ -87,7 +90,9 @@ extension Arbiter {
         var covered = false
         while true {
             if let record = watching.echoes[prefix] {
-                if !isLaterChange(path, record, recorded: prefix, observed: observed) { return countEcho() }
+                if !isLaterChange(path, record, recorded: prefix, observed: observed, readAt: readAt) {
+                    return countEcho()
+                }
                 covered = true
             }
             guard let parent = prefix.parent else { break }
@@ -102,9 +107,12 @@ extension Arbiter {
         _ path: ItemPath,
         _ record: EchoRecord,
         recorded: ItemPath,
-        observed: [ItemPath: ItemStamp]
+        observed: [ItemPath: ItemStamp],
+        readAt: Int64?
     ) -> Bool {
         guard let now = observed[path] else { return false }
+        // Read before the accessor returned: a state of the write, or of before it.
+        if let readAt, let endedAt = record.endedAt, readAt < endedAt { return false }
         if path == recorded, let stamp = record.stamp, now != stamp {
             // Not as the write left it: a state from before its end (read while it ran), or a later change. A later
             // change has a change time not older than the one the writer's client read; in the same clock tick the
@@ -193,7 +201,9 @@ extension Arbiter {
         let held = claim.held
         claim.held = HeldEvents()
         watching.statistics.echoesSuppressed += held.dropped
-        for group in held.groups { fileSystemChanged(group.events, observed: group.observed, replayed: true) }
+        for group in held.groups {
+            fileSystemChanged(group.events, observed: group.observed, readAt: group.readAt, replayed: true)
+        }
     }
 
     private var echoTicks: Int {

@@ -64,8 +64,14 @@ extension Arbiter {
     // MARK: Events
 
     /// A batch of file-system events, in the kernel's order: renames are paired by cookie within the batch.
-    /// `observed`: the state of their items when read (``ArbiterEvent/fileSystemChanged(_:observed:)``).
-    func fileSystemChanged(_ events: [FileSystemEvent], observed: [ItemPath: ItemStamp], replayed: Bool = false) {
+    /// `observed`: the state of their items when read, and `readAt` when
+    /// (``ArbiterEvent/fileSystemChanged(_:observed:readAt:)``).
+    func fileSystemChanged(
+        _ events: [FileSystemEvent],
+        observed: [ItemPath: ItemStamp],
+        readAt: Int64? = nil,
+        replayed: Bool = false
+    ) {
         if !replayed { watching.statistics.events += events.count }
         var movedTo: [UInt32: Int] = [:]
         for (index, event) in events.enumerated() {
@@ -73,11 +79,11 @@ extension Arbiter {
         }
         // `true` when the event is to be reported: not an echo, and not held by a running write.
         func reported(_ path: ItemPath, _ batch: FileSystemEvent...) -> Bool {
-            switch echoVerdict(path, observed: observed) {
+            switch echoVerdict(path, observed: observed, readAt: readAt) {
             case .foreign: return true
             case .echo: return false
             case .held(let claim):
-                claim.held.hold(batch, observed: observed)
+                claim.held.hold(batch, observed: observed, readAt: readAt)
                 return false
             }
         }
@@ -101,7 +107,9 @@ extension Arbiter {
                 if let toIndex = movedTo[cookie], toIndex > index, case .movedTo(let to, _, _) = events[toIndex] {
                     paired.insert(toIndex)
                     if !replayed { watching.statistics.pairedMoves += 1 }
-                    guard renameReported(from, to, event, events[toIndex], observed: observed) else { continue }
+                    guard renameReported(from, to, event, events[toIndex], observed: observed, readAt: readAt) else {
+                        continue
+                    }
                     itemRenamed(from: from, to: to)
                 } else {
                     guard reported(from, event) else { continue }
@@ -129,12 +137,15 @@ extension Arbiter {
         _ to: ItemPath,
         _ first: FileSystemEvent,
         _ second: FileSystemEvent,
-        observed: [ItemPath: ItemStamp]
+        observed: [ItemPath: ItemStamp],
+        readAt: Int64?
     ) -> Bool {
-        let verdicts = [echoVerdict(from, observed: observed), echoVerdict(to, observed: observed)]
+        let verdicts = [
+            echoVerdict(from, observed: observed, readAt: readAt), echoVerdict(to, observed: observed, readAt: readAt),
+        ]
         for verdict in verdicts {
             if case .held(let claim) = verdict {
-                claim.held.hold([first, second], observed: observed)
+                claim.held.hold([first, second], observed: observed, readAt: readAt)
                 return false
             }
         }

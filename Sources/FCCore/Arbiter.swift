@@ -130,9 +130,9 @@ public final class Arbiter {
             versionChanged(claim, path, change)
         case .timerFired(let timer):
             timerFired(timer)
-        case .fileSystemChanged(let events, let observed):
+        case .fileSystemChanged(let events, let observed, let readAt):
             forgetDeletedNames(in: events)
-            fileSystemChanged(events, observed: observed)
+            fileSystemChanged(events, observed: observed, readAt: readAt)
         case .leaseReturned(let lease, let client, let running):
             leaseReturned(lease, by: client, running: running)
         case .hostGate(let folder, let command):

@@ -294,8 +294,12 @@ public final class SessionRouter {
     }
 
     /// Feeds a batch of file-system events from the watcher (issue 13), with the state of their items when read.
-    public func fileSystemChanged(_ events: [FileSystemEvent], observed: [ItemPath: ItemStamp] = [:]) -> Routed {
-        route(arbiter.handle(.fileSystemChanged(events, observed: observed), at: now()))
+    public func fileSystemChanged(
+        _ events: [FileSystemEvent],
+        observed: [ItemPath: ItemStamp] = [:],
+        readAt: Int64? = nil
+    ) -> Routed {
+        route(arbiter.handle(.fileSystemChanged(events, observed: observed, readAt: readAt), at: now()))
     }
 
     /// Feeds a timer that fired.

@@ -15,7 +15,7 @@ extension ArbiterHost {
         if !report.barriers.isEmpty { queries?.barriersPassed(report.barriers) }
         guard !report.events.isEmpty else { return }
         cluster?.checkFence()
-        apply(router.fileSystemChanged(report.events, observed: report.observed))
+        apply(router.fileSystemChanged(report.events, observed: report.observed, readAt: report.readAt))
     }
 }
 

@@ -58,6 +58,9 @@ public struct WatcherReport: Sendable {
     /// The state of the events' items when the batch was read, and of their directories (issue 37: tells a
     /// coordinated write's echo from a change made after it).
     public var observed: [ItemPath: ItemStamp] = [:]
+    /// The wall clock (`CLOCK_REALTIME`, nanoseconds) once ``observed`` was read: a state read before a write's
+    /// accessor returned is that write's (``ArbiterEvent/fileSystemChanged(_:observed:readAt:)``).
+    public var readAt: Int64?
 
     /// Creates a report.
     public init(

@@ -204,6 +204,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 unwatched: removed,
                 observed: ObservedStates.read(for: batch)
             )
+            // After the last lstat: every state above was read before this moment.
+            report.readAt = ChangeTimes.now
             report.barriers = barriers
             deliver(report)
             added = []

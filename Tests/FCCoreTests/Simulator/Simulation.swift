@@ -399,8 +399,9 @@ struct Simulation {
             stamps.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         }
         switch event {
-        case .fileSystemChanged(let events, let observed):
-            return "fileSystemChanged(\(events), observed: [\(sorted(observed))])"
+        case .fileSystemChanged(let events, let observed, let readAt):
+            return
+                "fileSystemChanged(\(events), observed: [\(sorted(observed))], readAt: \(readAt.map(String.init) ?? "nil"))"
         case .claimFinished(let id, let created, let outcome):
             let said = outcome.map { "endedAt \($0.endedAt), [\(sorted($0.items))]" } ?? "nil"
             return "claimFinished(\(id), created: \(created), outcome: \(said))"
@@ -502,7 +503,7 @@ struct Simulation {
         if let path = written.first, rng.chance(30) {
             echoCounts.echoesRepeated += 1
             let echo = [FileSystemEvent.closedAfterWriting(path)]
-            send(.fileSystemChanged(echo, observed: observed(echo)))
+            send(.fileSystemChanged(echo, observed: observed(echo), readAt: clock))
         }
     }
 
@@ -523,7 +524,8 @@ struct Simulation {
             claim.phase == .granted && claim.request.items.contains { $0.access.isWrite }
         }
         let before = arbiter.watchingSnapshot().statistics
-        send(.fileSystemChanged(events, observed: observed))
+        // Read after the model moved on: later than every write that ended (each change advances the clock).
+        send(.fileSystemChanged(events, observed: observed, readAt: clock))
         let after = arbiter.watchingSnapshot().statistics
         echoCounts.laterChanges += after.changesAfterWrites - before.changesAfterWrites
         if events.count == 1, let path = events[0].items.first, !observed.isEmpty, !writing, !endedUnsaid(path),
