@@ -372,9 +372,6 @@ extension CoordinationClient: ConnectionOwner {
     /// Every waiting call fails (never hangs); reacquirers of the lost daemon's requests are dropped; the next call
     /// reconnects, starting the daemon if needed, and registers this process's presenters again (docs/SEMANTICS.md §7).
     func transportLost(_ error: FileCoordinationError, from lost: DaemonTransport) {
-        claims.versionRequests.transportLost(lost)
-        progress.transportLost(lost)
-        queries.transportLost(lost)
         // Its leases went with it (the daemon dropped them): nothing more is decided in process; claims granted in
         // them that still run are held, and declared to the next daemon below (connected(to:install:)). Only its
         // own: a lease a newer connection's daemon granted meanwhile stays.
@@ -382,8 +379,14 @@ extension CoordinationClient: ConnectionOwner {
         // closed, and a stopped daemon's successor what it held, until this process says it declared everything.
         let heldLeases = leases.holdsLeases(on: lost.serial)
         leases.dropAll(of: lost.serial)
+        // The connection is let go before the calls on it fail: a version store listing woken below asks again on
+        // the next connection, and found the lost one still in charge (it answered nil after a restart, CI 73).
+        let inCharge = connection.lose(lost)
+        claims.versionRequests.transportLost(lost)
+        progress.transportLost(lost)
+        queries.transportLost(lost)
         // A probe's connection that was never put in charge: nothing else depended on it.
-        guard connection.lose(lost) else { return }
+        guard inCharge else { return }
         claims.stopRouting(to: lost)
         // The transport is cleared first: a claim registered after the waiters are taken below finds no transport
         // and reconnects, and one that found the lost transport fails there (DaemonTransport.submitClaim).
