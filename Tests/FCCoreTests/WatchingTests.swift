@@ -2,15 +2,6 @@ import FCCore
 import FCTestSupport
 import Testing
 
-/// A harness whose arbiter watches the file system, as the daemon's does.
-private func watchingHarness(window: Duration = .milliseconds(50)) -> ArbiterHarness {
-    var configuration = ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: nil)
-    configuration.watchesFileSystem = true
-    configuration.coalescingWindow = window
-    configuration.echoRetention = window * 4
-    return ArbiterHarness(configuration: configuration)
-}
-
 extension ArbiterHarness {
     /// Feeds one batch of file-system events.
     fileprivate func fs(_ events: FileSystemEvent...) { send(.fileSystemChanged(events)) }
@@ -320,9 +311,6 @@ struct WatchingTests {
     }
 
     // Issue 37: a coordinated write's echo suppression never swallows a change another process makes after it.
-
-    /// A file's state in these tests: inode 7, the size and change time given.
-    private func stamp(size: Int64, at time: Int64) -> ItemStamp { .present(inode: 7, size: size, changeTime: time) }
 
     @Test func aChangeMadeRightAfterACoordinatedWriteIsReportedAndItsEchoIsNot() {
         let h = watchingHarness()

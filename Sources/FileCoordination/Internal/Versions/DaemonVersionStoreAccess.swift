@@ -26,29 +26,15 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     private func call(_ request: VersionStoreRequest, idempotent: Bool = false) throws -> VersionStoreReply.Answer {
         do {
             return try table.call(request, on: transport)
-        } catch let notSent as VersionRequestNotSent {
-            return try again(request, after: notSent.error)
-        } catch let lost as VersionRequestLost where idempotent {
-            return try again(request, after: lost.error)
+        } catch let lost as VersionRequestLost where !lost.written || idempotent {
+            guard let next = current(), next !== transport else { throw lost.error }
+            do {
+                return try table.call(request, on: next)
+            } catch let again as VersionRequestLost {
+                throw again.error
+            }
         } catch let lost as VersionRequestLost {
             throw lost.error
-        }
-    }
-
-    /// `request` once more, on the client's connection now if it is another one; else `error`.
-    private func again(
-        _ request: VersionStoreRequest,
-        after error: VersionStoreError
-    ) throws
-        -> VersionStoreReply.Answer
-    {
-        guard let next = current(), next !== transport else { throw error }
-        do {
-            return try table.call(request, on: next)
-        } catch let again as VersionRequestNotSent {
-            throw again.error
-        } catch let again as VersionRequestLost {
-            throw again.error
         }
     }
 
@@ -78,14 +64,11 @@ struct DaemonVersionStoreAccess: VersionStoreAccess {
     func makeTemporaryDirectory() throws -> String { try call(.temporaryDirectory).path }
 }
 
-/// A version store request that could not be written to the daemon: nothing was done.
-struct VersionRequestNotSent: Error {
-    let error: VersionStoreError
-}
-
-/// A version store request whose connection was lost before its reply came: whether it was done is unknown.
+/// A version store request whose connection was lost before its reply came: when it was `written`, whether it was
+/// done is unknown; when it could not be written, nothing was done.
 struct VersionRequestLost: Error {
     let error: VersionStoreError
+    let written: Bool
 }
 
 /// One client's version store requests waiting for their replies, by request id, across its connections.
@@ -114,7 +97,7 @@ final class VersionRequestTable: Sendable {
     private let state = Locked(State())
 
     /// Sends `request` (its id set here) on `transport` and waits for the reply; a reply that carries an error is
-    /// thrown as ``VersionStoreError``.
+    /// thrown as ``VersionStoreError``, a connection lost before the reply as ``VersionRequestLost``.
     func call(_ request: VersionStoreRequest, on transport: DaemonTransport) throws -> VersionStoreReply.Answer {
         let waiter = Waiter(transport: ObjectIdentifier(transport))
         let id = state.withLock { state in
@@ -126,8 +109,9 @@ final class VersionRequestTable: Sendable {
             try transport.sendVersionRequest(request, id: id)
         } catch {
             state.withLock { _ = $0.waiting.removeValue(forKey: id) }
-            throw VersionRequestNotSent(
-                error: VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error)).")
+            throw VersionRequestLost(
+                error: VersionStoreError(.storeUnavailable, "The request could not be sent to filecoordd (\(error))."),
+                written: false
             )
         }
         // Waits in slices, so that a daemon that stopped answering is noticed by the keepalive (issue 28).
@@ -144,7 +128,7 @@ final class VersionRequestTable: Sendable {
             transport.checkKeepalive(waitingSince: since)
         }
         let (outcome, connectionLost) = state.withLock { _ in (waiter.outcome!, waiter.connectionLost) }
-        if connectionLost, case .failure(let error) = outcome { throw VersionRequestLost(error: error) }
+        if connectionLost, case .failure(let error) = outcome { throw VersionRequestLost(error: error, written: true) }
         return try outcome.get()
     }
 
