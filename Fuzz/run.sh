@@ -29,7 +29,7 @@ mkdir -p "$scratch/crashes"
 preload=Languages/preload
 "$(dirname "$(command -v swift)")/clang" -fuse-ld=bfd -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined $(pkg-config --cflags libprotobuf-c) -o "$bin/fuzz-preload-frames" \
-    Fuzz/preload/fuzz-preload-frames.c "$preload"/src/{claims,client,connection,descriptors,frames,paths,real}.c \
+    Fuzz/preload/fuzz-preload-frames.c "$preload"/src/{claims,client,connection,descriptors,frames,leases,paths,real}.c \
     "$preload/generated/filecoord.pb-c.c" -lprotobuf-c -ldl -lpthread
 for target in "${targets[@]}"; do
     corpus="$scratch/corpus/$target"

@@ -71,6 +71,9 @@ final class ArbiterHost {
     /// The clients that stand in for other hosts' presenters (issue 41; ``ClusterGates/connectRemoteHost(_:)``):
     /// their effects go to the cluster adapter, not to a connection.
     var remoteClients: Set<ClientID> = []
+    /// The lease counters of clients that keep them instead of answering recalls (the C preload library; issue 42;
+    /// Host/ArbiterHost+LeaseCounters.swift).
+    let leaseCounters: LeaseCounterBoard
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -90,6 +93,7 @@ final class ArbiterHost {
         self.recovery = RecoveryGate(loop: loop, logger: logger)
         self.timers = ArbiterTimers(loop: loop)
         self.flushes = FlushBatcher(loop: loop)
+        self.leaseCounters = LeaseCounterBoard(socketPath: configuration.socketPath)
         self.versionStore = VersionStoreService(
             directory: configuration.versionStoreDirectory,
             retention: configuration.versionRetention,
@@ -119,14 +123,27 @@ final class ArbiterHost {
         connections.closedOne()
     }
 
-    /// A client finished its handshake.
-    func accept(_ channel: any Channel, pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
+    /// A client finished its handshake. `leaseCounterHold`: the client keeps lease counters (`Hello.lease_counters`)
+    /// and may hold a recalled lease that long (``LeaseCounterBoard``).
+    func accept(
+        _ channel: any Channel,
+        pid: Int32,
+        name: String,
+        answersRecalls: Bool = false,
+        leaseCounterHold: Duration? = nil
+    ) -> ClientID {
         loop.preconditionInEventLoop()
         let namespace = MountNamespaceTranslation.of(pid: pid)
         // A client in another mount namespace gets no lease: a lease is a subtree in the daemon's paths, which the
         // client's library compares with its own, so it would decide in process claims on paths that the daemon
         // maps elsewhere (docs/SEMANTICS.md §13), or hand back to the daemon, forever, claims the daemon maps in.
-        let client = router.connect(pid: pid, name: name, answersRecalls: answersRecalls && namespace == nil)
+        let counting = leaseCounterHold != nil && namespace == nil
+        let client = router.connect(
+            pid: pid,
+            name: name,
+            answersRecalls: (answersRecalls || counting) && namespace == nil
+        )
+        if counting, let hold = leaseCounterHold { leaseCounters.register(client, pid: pid, maximumHold: hold) }
         connections.add(
             channel,
             for: client,
@@ -229,8 +246,14 @@ final class ArbiterHost {
         cluster?.checkFence()
         // Kept until its process declares what it holds on a new connection, or exits (ArbiterHost+Handover.swift);
         // the duration is only the arbiter's form for "until the host says".
-        let keeping = closedHere && keepLeasesOfClosed(client)
-        apply(router.disconnect(client, keepingLeasesFor: keeping ? Self.keptUntilDeclared : nil))
+        let kept: Duration?
+        switch leaseCounters.closed(client) {
+        case .notCounting: kept = closedHere && keepLeasesOfClosed(client) ? Self.keptUntilDeclared : nil
+        case .release: kept = nil
+        // Claims may run in its leases (its process runs on): they hold back what conflicts for its longest hold.
+        case .keep(let hold): kept = hold
+        }
+        apply(router.disconnect(client, keepingLeasesFor: kept))
     }
 
     /// Sends a protocol error and closes one connection; nothing else is affected.
@@ -248,6 +271,10 @@ final class ArbiterHost {
     func shutDown() {
         loop.preconditionInEventLoop()
         shuttingDown = true
+        for (lease, client) in leaseCounters.shutDown() {
+            // Nothing runs in it: returned, not handed on (its client never declares).
+            apply((try? router.handle(.leaseReturned(lease, client: client, running: []), from: client)) ?? .init())
+        }
         holdersAtShutDown =
             recovery.isRecovering || !router.arbiter.leaseSnapshots().isEmpty
             || router.arbiter.snapshot().claims.contains { $0.phase == .granted && !$0.request.id.isHostGate }
@@ -396,8 +423,12 @@ final class ArbiterHost {
             }
             let namespace = connections.namespaces[client]
             for effect in effects {
-                let respelled = respellingDocumentPortalPaths(effect, for: client)
-                if let frame = Filecoord_V1_Frame(namespace?.outbound(respelled) ?? respelled) {
+                let portalSpelled = respellingDocumentPortalPaths(effect, for: client)
+                let respelled = namespace?.outbound(portalSpelled) ?? portalSpelled
+                let frame =
+                    leaseCounters.counts(client)
+                    ? leaseCounterEffect(respelled, for: client) : Filecoord_V1_Frame(respelled)
+                if let frame {
                     send(frame, to: client)
                 }
             }

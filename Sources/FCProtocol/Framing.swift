@@ -33,7 +33,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .versionStoreReply: .toClient
         case .ping: .toDaemon
         case .pong: .toClient
-        case .leaseReturned: .toDaemon
+        case .leaseReturned, .leaseCounterIdle: .toDaemon
         case .leaseGranted, .leaseRecalled, .claimInsideLease: .toClient
         case .progressPublish, .progressUpdate, .progressUnpublish, .progressSubscribe, .progressUnsubscribe,
             .progressControl:
@@ -73,6 +73,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .ping: "Ping"
         case .pong: "Pong"
         case .leaseReturned: "LeaseReturned"
+        case .leaseCounterIdle: "LeaseCounterIdle"
         case .leaseGranted: "LeaseGranted"
         case .leaseRecalled: "LeaseRecalled"
         case .claimInsideLease: "ClaimInsideLease"

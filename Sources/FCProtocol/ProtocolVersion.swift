@@ -16,8 +16,9 @@ public enum ProtocolVersion {
     /// claim's longest hold (`RequestClaim.maximum_hold_milliseconds`; issue 42), which an older daemon ignores. 5: a
     /// claim that must not wait (`RequestClaim.nonblocking`, `ClaimFailed.FAILURE_KIND_WOULD_WAIT`; issue 43). 6:
     /// file progress (`ProgressPublish` and the messages after it) and live queries (`QueryStart`, `QueryStop`,
-    /// `QueryItems`; issue 44).
-    public static let revision: UInt32 = 6
+    /// `QueryItems`; issue 44). 7: lease counters for a client without a thread (`Hello.lease_counters`,
+    /// `LeaseGranted.counters_file`, `LeaseCounterIdle`; issue 42), which an older daemon ignores (no lease).
+    public static let revision: UInt32 = 7
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -38,6 +39,9 @@ public enum ProtocolVersion {
     /// The revision that added file progress (`ProgressPublish`, `ProgressSubscribe` and the rest of docs/PROTOCOL.md
     /// section 12): a client sends them only to a daemon of this revision or later.
     public static let progressRevision: UInt32 = 6
+    /// The revision that added lease counters (`Hello.lease_counters`, `LeaseCounterIdle`; docs/PROTOCOL.md section
+    /// 10.1): the preload library sends `LeaseCounterIdle` only for a lease a daemon of this revision granted it.
+    public static let leaseCountersRevision: UInt32 = 7
     /// The revision that added live queries of folder trees (`QueryStart`, `QueryStop`, `QueryItems`; docs/PROTOCOL.md
     /// section 13).
     public static let queriesRevision: UInt32 = 6

@@ -34,11 +34,22 @@ public enum ProcessLiveness {
         return !stat.isZombie && stat.startTime == startTime
     }
 
+    /// Whether the process `pid` runs and has not started to exit: `false` for no such process, a zombie, or a
+    /// process whose exit has begun (`PF_EXITING`, 0x4 in the flags, field 9 of `/proc/<pid>/stat`), which the kernel
+    /// sets before it closes the process's descriptors. So a peer whose socket closed because it is exiting reads as
+    /// gone, though `/proc` still shows it for a moment. A process of another user whose `/proc` entry cannot be read
+    /// counts as running.
+    public static func isRunning(_ pid: Int32) -> Bool {
+        guard isAlive(pid) else { return false }
+        guard let stat = stat(pid) else { return true }
+        return stat.flags.map { $0 & 0x4 == 0 } ?? true
+    }
+
     private static func isZombie(_ pid: Int32) -> Bool { stat(pid)?.isZombie ?? false }
 
-    /// The state and start time of `/proc/<pid>/stat`, read once: "pid (comm) S ..." (the state follows the last
-    /// ')' and a space; the start time is the 20th field from there).
-    private static func stat(_ pid: Int32) -> (isZombie: Bool, startTime: UInt64?)? {
+    /// The state, flags and start time of `/proc/<pid>/stat`, read once: "pid (comm) S ..." (the state follows the
+    /// last ')' and a space; the flags are the 7th field from there, the start time the 20th).
+    private static func stat(_ pid: Int32) -> (isZombie: Bool, startTime: UInt64?, flags: UInt64?)? {
         guard pid > 0, let stat = try? readSmallFile(FilePath("/proc/\(pid)/stat")),
             let close = stat.lastIndex(of: UInt8(ascii: ")"))
         else { return nil }
@@ -46,7 +57,8 @@ public enum ProcessLiveness {
         let state = fields.first?.first
         let startTime =
             fields.count >= 20 ? UInt64(String(decoding: fields[fields.startIndex + 19], as: UTF8.self)) : nil
-        return (state == UInt8(ascii: "Z") || state == UInt8(ascii: "X"), startTime)
+        let flags = fields.count >= 7 ? UInt64(String(decoding: fields[fields.startIndex + 6], as: UTF8.self)) : nil
+        return (state == UInt8(ascii: "Z") || state == UInt8(ascii: "X"), startTime, flags)
     }
 
     private static func readSmallFile(_ path: FilePath) throws -> [UInt8] {

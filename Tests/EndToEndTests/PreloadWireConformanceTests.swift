@@ -33,7 +33,7 @@ import Testing
         try await TestEnvironment.run { env in
             let program = env.path("preload-wire")
             let preload = PreloadLibrary.repositoryRoot + "/Languages/preload"
-            let sources = ["claims", "client", "connection", "descriptors", "frames", "paths", "real"].map {
+            let sources = ["claims", "client", "connection", "descriptors", "frames", "leases", "paths", "real"].map {
                 "\(preload)/src/\($0).c"
             }
             let flags = try await env.runProgram(["pkg-config", "--cflags", "libprotobuf-c"], preloaded: false)
@@ -91,8 +91,11 @@ import Testing
             let frames = try decoder.feed(sent)
             #expect(decoder.bufferedByteCount == 0)
             let pid = running.process.processIdentifier
+            // The library keeps lease counters (docs/PROTOCOL.md section 10.1), held at most its own timeout.
+            var hello = Filecoord_V1_Hello(clientName: "preload:preload-wire", pid: pid)
+            hello.leaseCounters.maximumHoldMilliseconds = 1_234
             let expected: [Filecoord_V1_Frame] = [
-                Filecoord_V1_Frame(.hello(Filecoord_V1_Hello(clientName: "preload:preload-wire", pid: pid))),
+                Filecoord_V1_Frame(.hello(hello)),
                 Self.claim(1, [try Self.item("/d/a.txt", .write([.forMerging]))], maximumHold: .seconds(5)),
                 Self.claim(
                     2,

@@ -97,6 +97,51 @@ void   filecoord__v1__hello__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__hello__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__lease_counters__init
+                     (Filecoord__V1__LeaseCounters         *message)
+{
+  static const Filecoord__V1__LeaseCounters init_value = FILECOORD__V1__LEASE_COUNTERS__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_counters__get_packed_size
+                     (const Filecoord__V1__LeaseCounters *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_counters__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_counters__pack
+                     (const Filecoord__V1__LeaseCounters *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_counters__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_counters__pack_to_buffer
+                     (const Filecoord__V1__LeaseCounters *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_counters__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseCounters *
+       filecoord__v1__lease_counters__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseCounters *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_counters__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_counters__free_unpacked
+                     (Filecoord__V1__LeaseCounters *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_counters__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__register_presenter__init
                      (Filecoord__V1__RegisterPresenter         *message)
 {
@@ -917,6 +962,51 @@ void   filecoord__v1__lease_returned__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &filecoord__v1__lease_returned__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   filecoord__v1__lease_counter_idle__init
+                     (Filecoord__V1__LeaseCounterIdle         *message)
+{
+  static const Filecoord__V1__LeaseCounterIdle init_value = FILECOORD__V1__LEASE_COUNTER_IDLE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__lease_counter_idle__get_packed_size
+                     (const Filecoord__V1__LeaseCounterIdle *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_counter_idle__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__lease_counter_idle__pack
+                     (const Filecoord__V1__LeaseCounterIdle *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_counter_idle__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__lease_counter_idle__pack_to_buffer
+                     (const Filecoord__V1__LeaseCounterIdle *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__lease_counter_idle__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__LeaseCounterIdle *
+       filecoord__v1__lease_counter_idle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__LeaseCounterIdle *)
+     protobuf_c_message_unpack (&filecoord__v1__lease_counter_idle__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__lease_counter_idle__free_unpacked
+                     (Filecoord__V1__LeaseCounterIdle *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__lease_counter_idle__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   filecoord__v1__hello_reply__init
@@ -2314,7 +2404,7 @@ void   filecoord__v1__query_items__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[42] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[43] =
 {
   {
     "hello",
@@ -2629,6 +2719,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[42
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "lease_counter_idle",
+    61,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, lease_counter_idle),
+    &filecoord__v1__lease_counter_idle__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "lease_granted",
     70,
     PROTOBUF_C_LABEL_NONE,
@@ -2825,7 +2927,7 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
   6,   /* field[6] = cancel_coordinator */
   17,   /* field[17] = claim_failed */
-  28,   /* field[28] = claim_inside_lease */
+  29,   /* field[29] = claim_inside_lease */
   20,   /* field[20] = dump_reply */
   11,   /* field[11] = dump_request */
   5,   /* field[5] = finish_claim */
@@ -2833,8 +2935,9 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   0,   /* field[0] = hello */
   14,   /* field[14] = hello_reply */
   9,   /* field[9] = item_moved */
-  26,   /* field[26] = lease_granted */
-  27,   /* field[27] = lease_recalled */
+  26,   /* field[26] = lease_counter_idle */
+  27,   /* field[27] = lease_granted */
+  28,   /* field[28] = lease_recalled */
   25,   /* field[25] = lease_returned */
   13,   /* field[13] = ping */
   21,   /* field[21] = pong */
@@ -2842,20 +2945,20 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   18,   /* field[18] = presenter_message */
   8,   /* field[8] = presenter_reply */
   3,   /* field[3] = presenter_url_changed */
-  35,   /* field[35] = progress_appeared */
-  36,   /* field[36] = progress_changed */
-  34,   /* field[34] = progress_control */
-  38,   /* field[38] = progress_control_requested */
-  37,   /* field[37] = progress_gone */
-  29,   /* field[29] = progress_publish */
-  32,   /* field[32] = progress_subscribe */
-  31,   /* field[31] = progress_unpublish */
-  33,   /* field[33] = progress_unsubscribe */
-  30,   /* field[30] = progress_update */
+  36,   /* field[36] = progress_appeared */
+  37,   /* field[37] = progress_changed */
+  35,   /* field[35] = progress_control */
+  39,   /* field[39] = progress_control_requested */
+  38,   /* field[38] = progress_gone */
+  30,   /* field[30] = progress_publish */
+  33,   /* field[33] = progress_subscribe */
+  32,   /* field[32] = progress_unpublish */
+  34,   /* field[34] = progress_unsubscribe */
+  31,   /* field[31] = progress_update */
   19,   /* field[19] = protocol_error */
-  41,   /* field[41] = query_items */
-  39,   /* field[39] = query_start */
-  40,   /* field[40] = query_stop */
+  42,   /* field[42] = query_items */
+  40,   /* field[40] = query_start */
+  41,   /* field[41] = query_stop */
   15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
   4,   /* field[4] = request_claim */
@@ -2872,12 +2975,12 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
   { 40, 22 },
   { 50, 23 },
   { 60, 25 },
-  { 70, 26 },
-  { 80, 29 },
-  { 90, 35 },
-  { 100, 39 },
-  { 110, 41 },
-  { 0, 42 }
+  { 70, 27 },
+  { 80, 30 },
+  { 90, 36 },
+  { 100, 40 },
+  { 110, 42 },
+  { 0, 43 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -2887,14 +2990,14 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  42,
+  43,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   10,  filecoord__v1__frame__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[4] =
+static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[5] =
 {
   {
     "protocol_version",
@@ -2944,10 +3047,23 @@ static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[4]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "lease_counters",
+    11,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Hello, lease_counters),
+    &filecoord__v1__lease_counters__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__hello__field_indices_by_name[] = {
   3,   /* field[3] = answers_recalls */
   1,   /* field[1] = client_name */
+  4,   /* field[4] = lease_counters */
   2,   /* field[2] = pid */
   0,   /* field[0] = protocol_version */
 };
@@ -2955,7 +3071,7 @@ static const ProtobufCIntRange filecoord__v1__hello__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 3 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
 {
@@ -2965,11 +3081,49 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   "Filecoord__V1__Hello",
   "filecoord.v1",
   sizeof(Filecoord__V1__Hello),
-  4,
+  5,
   filecoord__v1__hello__field_descriptors,
   filecoord__v1__hello__field_indices_by_name,
   2,  filecoord__v1__hello__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__hello__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__lease_counters__field_descriptors[1] =
+{
+  {
+    "maximum_hold_milliseconds",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseCounters, maximum_hold_milliseconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_counters__field_indices_by_name[] = {
+  0,   /* field[0] = maximum_hold_milliseconds */
+};
+static const ProtobufCIntRange filecoord__v1__lease_counters__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_counters__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseCounters",
+  "LeaseCounters",
+  "Filecoord__V1__LeaseCounters",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseCounters),
+  1,
+  filecoord__v1__lease_counters__field_descriptors,
+  filecoord__v1__lease_counters__field_indices_by_name,
+  1,  filecoord__v1__lease_counters__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_counters__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__register_presenter__field_descriptors[9] =
@@ -4283,6 +4437,44 @@ const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descriptor =
   (ProtobufCMessageInit) filecoord__v1__lease_returned__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor filecoord__v1__lease_counter_idle__field_descriptors[1] =
+{
+  {
+    "slot",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseCounterIdle, slot),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__lease_counter_idle__field_indices_by_name[] = {
+  0,   /* field[0] = slot */
+};
+static const ProtobufCIntRange filecoord__v1__lease_counter_idle__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__lease_counter_idle__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.LeaseCounterIdle",
+  "LeaseCounterIdle",
+  "Filecoord__V1__LeaseCounterIdle",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__LeaseCounterIdle),
+  1,
+  filecoord__v1__lease_counter_idle__field_descriptors,
+  filecoord__v1__lease_counter_idle__field_indices_by_name,
+  1,  filecoord__v1__lease_counter_idle__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__lease_counter_idle__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor filecoord__v1__hello_reply__field_descriptors[4] =
 {
   {
@@ -4360,7 +4552,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor =
   (ProtobufCMessageInit) filecoord__v1__hello_reply__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__lease_granted__field_descriptors[2] =
+static const ProtobufCFieldDescriptor filecoord__v1__lease_granted__field_descriptors[5] =
 {
   {
     "lease_id",
@@ -4386,15 +4578,54 @@ static const ProtobufCFieldDescriptor filecoord__v1__lease_granted__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "counters_file",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, counters_file),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "counter_slot",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, counter_slot),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "counter_generation",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__LeaseGranted, counter_generation),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__lease_granted__field_indices_by_name[] = {
+  4,   /* field[4] = counter_generation */
+  3,   /* field[3] = counter_slot */
+  2,   /* field[2] = counters_file */
   0,   /* field[0] = lease_id */
   1,   /* field[1] = subtree */
 };
 static const ProtobufCIntRange filecoord__v1__lease_granted__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor =
 {
@@ -4404,7 +4635,7 @@ const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor =
   "Filecoord__V1__LeaseGranted",
   "filecoord.v1",
   sizeof(Filecoord__V1__LeaseGranted),
-  2,
+  5,
   filecoord__v1__lease_granted__field_descriptors,
   filecoord__v1__lease_granted__field_indices_by_name,
   1,  filecoord__v1__lease_granted__number_ranges,

@@ -17,6 +17,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Filecoord__V1__Frame Filecoord__V1__Frame;
 typedef struct Filecoord__V1__Hello Filecoord__V1__Hello;
+typedef struct Filecoord__V1__LeaseCounters Filecoord__V1__LeaseCounters;
 typedef struct Filecoord__V1__RegisterPresenter Filecoord__V1__RegisterPresenter;
 typedef struct Filecoord__V1__UnregisterPresenter Filecoord__V1__UnregisterPresenter;
 typedef struct Filecoord__V1__PresenterURLChanged Filecoord__V1__PresenterURLChanged;
@@ -37,6 +38,7 @@ typedef struct Filecoord__V1__DumpRequest Filecoord__V1__DumpRequest;
 typedef struct Filecoord__V1__Ping Filecoord__V1__Ping;
 typedef struct Filecoord__V1__PreparationReturned Filecoord__V1__PreparationReturned;
 typedef struct Filecoord__V1__LeaseReturned Filecoord__V1__LeaseReturned;
+typedef struct Filecoord__V1__LeaseCounterIdle Filecoord__V1__LeaseCounterIdle;
 typedef struct Filecoord__V1__HelloReply Filecoord__V1__HelloReply;
 typedef struct Filecoord__V1__LeaseGranted Filecoord__V1__LeaseGranted;
 typedef struct Filecoord__V1__LeaseRecalled Filecoord__V1__LeaseRecalled;
@@ -274,6 +276,7 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REQUEST = 50,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REPLY = 51,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_RETURNED = 60,
+  FILECOORD__V1__FRAME__PAYLOAD_LEASE_COUNTER_IDLE = 61,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED = 70,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_RECALLED = 71,
   FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE = 72,
@@ -348,6 +351,7 @@ struct  Filecoord__V1__Frame
      * Leases (issue 23; revision 3; docs/PROTOCOL.md section 10): client -> daemon 60-69, daemon -> client 70-79.
      */
     Filecoord__V1__LeaseReturned *lease_returned;
+    Filecoord__V1__LeaseCounterIdle *lease_counter_idle;
     Filecoord__V1__LeaseGranted *lease_granted;
     Filecoord__V1__LeaseRecalled *lease_recalled;
     Filecoord__V1__ClaimInsideLease *claim_inside_lease;
@@ -403,10 +407,34 @@ struct  Filecoord__V1__Hello
    * binding are the Swift client): it is granted none.
    */
   protobuf_c_boolean answers_recalls;
+  /*
+   * Present: the client cannot answer LeaseRecalled (it has no thread: the C preload library), but keeps a count of
+   * the claims it runs in each lease in a file the daemon shares with it, so the daemon may grant it leases and
+   * answers their recalls itself (revision 7; docs/PROTOCOL.md section 10.1).
+   */
+  Filecoord__V1__LeaseCounters *lease_counters;
 };
 #define FILECOORD__V1__HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__hello__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, 0 }
+    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL }
+
+
+/*
+ * How a client that keeps lease counters (Hello.lease_counters) holds its leases. Revision 7.
+ */
+struct  Filecoord__V1__LeaseCounters
+{
+  ProtobufCMessage base;
+  /*
+   * The longest one of its leases, once recalled, may hold a waiting claim back while claims still run in it (as
+   * RequestClaim.maximum_hold_milliseconds for a claim); past it the daemon takes the lease back as if returned with
+   * nothing running. 0: the presenter timeout.
+   */
+  uint64_t maximum_hold_milliseconds;
+};
+#define FILECOORD__V1__LEASE_COUNTERS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_counters__descriptor) \
+    , 0 }
 
 
 /*
@@ -884,6 +912,21 @@ struct  Filecoord__V1__LeaseReturned
 
 
 /*
+ * From a client that keeps lease counters (Hello.lease_counters): it ended the last claim it ran in the lease of
+ * counter `slot` after the daemon marked it recalled. The daemon reads the counter and takes the lease back if it
+ * says so; a stale or repeated one changes nothing. No reply. Revision 7.
+ */
+struct  Filecoord__V1__LeaseCounterIdle
+{
+  ProtobufCMessage base;
+  uint32_t slot;
+};
+#define FILECOORD__V1__LEASE_COUNTER_IDLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_counter_idle__descriptor) \
+    , 0 }
+
+
+/*
  * The handshake succeeded: the daemon speaks protocol_version from now on.
  */
 struct  Filecoord__V1__HelloReply
@@ -924,10 +967,18 @@ struct  Filecoord__V1__LeaseGranted
    */
   uint64_t lease_id;
   ProtobufCBinaryData subtree;
+  /*
+   * To a client that keeps lease counters (Hello.lease_counters), revision 7: the file holding its counters (in the
+   * daemon's private folder; 8-byte words, mapped shared), the lease's counter, and the generation the counter's
+   * upper half carries while it counts for this lease (docs/PROTOCOL.md section 10.1).
+   */
+  ProtobufCBinaryData counters_file;
+  uint32_t counter_slot;
+  uint32_t counter_generation;
 };
 #define FILECOORD__V1__LEASE_GRANTED__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__lease_granted__descriptor) \
-    , 0, {0,NULL} }
+    , 0, {0,NULL}, {0,NULL}, 0, 0 }
 
 
 /*
@@ -1550,6 +1601,25 @@ Filecoord__V1__Hello *
 void   filecoord__v1__hello__free_unpacked
                      (Filecoord__V1__Hello *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__LeaseCounters methods */
+void   filecoord__v1__lease_counters__init
+                     (Filecoord__V1__LeaseCounters         *message);
+size_t filecoord__v1__lease_counters__get_packed_size
+                     (const Filecoord__V1__LeaseCounters   *message);
+size_t filecoord__v1__lease_counters__pack
+                     (const Filecoord__V1__LeaseCounters   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__lease_counters__pack_to_buffer
+                     (const Filecoord__V1__LeaseCounters   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__LeaseCounters *
+       filecoord__v1__lease_counters__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__lease_counters__free_unpacked
+                     (Filecoord__V1__LeaseCounters *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__RegisterPresenter methods */
 void   filecoord__v1__register_presenter__init
                      (Filecoord__V1__RegisterPresenter         *message);
@@ -1897,6 +1967,25 @@ Filecoord__V1__LeaseReturned *
                       const uint8_t       *data);
 void   filecoord__v1__lease_returned__free_unpacked
                      (Filecoord__V1__LeaseReturned *message,
+                      ProtobufCAllocator *allocator);
+/* Filecoord__V1__LeaseCounterIdle methods */
+void   filecoord__v1__lease_counter_idle__init
+                     (Filecoord__V1__LeaseCounterIdle         *message);
+size_t filecoord__v1__lease_counter_idle__get_packed_size
+                     (const Filecoord__V1__LeaseCounterIdle   *message);
+size_t filecoord__v1__lease_counter_idle__pack
+                     (const Filecoord__V1__LeaseCounterIdle   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__lease_counter_idle__pack_to_buffer
+                     (const Filecoord__V1__LeaseCounterIdle   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__LeaseCounterIdle *
+       filecoord__v1__lease_counter_idle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__lease_counter_idle__free_unpacked
+                     (Filecoord__V1__LeaseCounterIdle *message,
                       ProtobufCAllocator *allocator);
 /* Filecoord__V1__HelloReply methods */
 void   filecoord__v1__hello_reply__init
@@ -2495,6 +2584,9 @@ typedef void (*Filecoord__V1__Frame_Closure)
 typedef void (*Filecoord__V1__Hello_Closure)
                  (const Filecoord__V1__Hello *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__LeaseCounters_Closure)
+                 (const Filecoord__V1__LeaseCounters *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__RegisterPresenter_Closure)
                  (const Filecoord__V1__RegisterPresenter *message,
                   void *closure_data);
@@ -2554,6 +2646,9 @@ typedef void (*Filecoord__V1__PreparationReturned_Closure)
                   void *closure_data);
 typedef void (*Filecoord__V1__LeaseReturned_Closure)
                  (const Filecoord__V1__LeaseReturned *message,
+                  void *closure_data);
+typedef void (*Filecoord__V1__LeaseCounterIdle_Closure)
+                 (const Filecoord__V1__LeaseCounterIdle *message,
                   void *closure_data);
 typedef void (*Filecoord__V1__HelloReply_Closure)
                  (const Filecoord__V1__HelloReply *message,
@@ -2659,6 +2754,7 @@ extern const ProtobufCEnumDescriptor    filecoord__v1__version_store_operation__
 extern const ProtobufCEnumDescriptor    filecoord__v1__progress_action__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__lease_counters__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__register_presenter__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__unregister_presenter__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__presenter_urlchanged__descriptor;
@@ -2679,6 +2775,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__dump_request__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__ping__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__preparation_returned__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__lease_returned__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__lease_counter_idle__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__hello_reply__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__lease_granted__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__lease_recalled__descriptor;

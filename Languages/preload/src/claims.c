@@ -60,30 +60,9 @@ static int await_locked(int slot, struct timespec deadline) {
     }
 }
 
-uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_hold_ms) {
-    if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
-    if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
-    int in_handler = fcp_in_signal_handler();
-    if (!fcp_lock_for(in_handler)) return 0;
-    if (in_handler ? connection < 0 : !connect_locked()) {
-        fcp_unlock();
-        return 0;
-    }
-    int slot = -1;
-    for (int index = 0; index < FCP_MAX_PENDING; index++) {
-        if (pending[index].claim == 0) {
-            slot = index;
-            break;
-        }
-    }
-    if (slot < 0) {
-        fcp_unlock();
-        return 0;
-    }
-    uint64_t claim = next_claim++;
-    pending[slot].claim = claim;
-    pending[slot].state = WAITING;
-
+/* Sends RequestClaim for `claim` (waiting in pending[slot]) and waits for its answer: the answer's state. */
+static int request_locked(int slot, uint64_t claim, const struct fcp_item *items, size_t count, uint64_t maximum_hold_ms,
+                          int in_handler) {
     Filecoord__V1__ClaimItem wire_items[2];
     Filecoord__V1__ClaimItem *item_pointers[2];
     for (size_t index = 0; index < count; index++) {
@@ -125,12 +104,78 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_
     } else if (hello_refused) {
         daemon_silent_locked(); /* the daemon closed before its HelloReply, found by this send: refused */
     }
+    return state;
+}
+
+uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_hold_ms) {
+    if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
+    if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
+    int in_handler = fcp_in_signal_handler();
+    if (!fcp_lock_for(in_handler)) return 0;
+    if (in_handler ? connection < 0 : !connect_locked()) {
+        fcp_unlock();
+        return 0;
+    }
+    /* Inside a lease of ours: decided here, no round trip (leases.c). */
+    uint64_t leased = fcp_lease_claim_locked(items, count);
+    if (leased) {
+        fcp_unlock();
+        return leased;
+    }
+    /* The lease check read the connection's end (a daemon that crashed or restarted): the claim goes to whichever
+     * daemon answers now. */
+    if (connection < 0 && (in_handler || !connect_locked())) {
+        fcp_unlock();
+        return 0;
+    }
+    int slot = -1;
+    for (int index = 0; index < FCP_MAX_PENDING; index++) {
+        if (pending[index].claim == 0) {
+            slot = index;
+            break;
+        }
+    }
+    if (slot < 0) {
+        fcp_unlock();
+        return 0;
+    }
+    uint64_t claim = 0;
+    int state = GONE;
+    /* A claim the daemon hands back (ClaimInsideLease: a lease of ours was granted meanwhile) is decided in that
+     * lease, or, recalled by then, asked for again; one whose connection ended before an answer (the daemon crashed
+     * or restarted; not a refusal) is asked once of whichever daemon answers now. At most three requests. */
+    int reconnected = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        claim = next_claim++;
+        pending[slot].claim = claim;
+        pending[slot].state = WAITING;
+        state = request_locked(slot, claim, items, count, maximum_hold_ms, in_handler);
+        if (state == GONE && !reconnected && !in_handler && !hello_refused && connection < 0) {
+            reconnected = 1;
+            retry_after.tv_sec = 0;
+            retry_after.tv_nsec = 0;
+            if (!connect_locked()) break;
+            continue;
+        }
+        if (state != INSIDE_LEASE) break;
+        leased = fcp_lease_claim_locked(items, count);
+        if (leased) {
+            pending[slot].claim = 0;
+            fcp_unlock();
+            return leased;
+        }
+        state = GONE;
+    }
     pending[slot].claim = 0;
     fcp_unlock();
     return state == GRANTED ? claim : 0;
 }
 
 void fcp_finish_locked(uint64_t claim) {
+    if (fcp_lease_claim_id(claim)) {
+        fcp_lease_end_locked(claim);
+        return;
+    }
     if (claim == 0 || connection < 0) return;
     Filecoord__V1__FinishClaim finish = FILECOORD__V1__FINISH_CLAIM__INIT;
     finish.claim_id = claim;
@@ -148,7 +193,8 @@ void fcp_finish(uint64_t claim) {
 }
 
 void fcp_moved(uint64_t claim, const char *from, const char *to) {
-    if (claim == 0 || !fcp_same_process()) return;
+    /* A move inside a lease is told nobody: nobody presents there (docs/SEMANTICS.md §13 rule 6). */
+    if (claim == 0 || fcp_lease_claim_id(claim) || !fcp_same_process()) return;
     Filecoord__V1__ItemMoved moved = FILECOORD__V1__ITEM_MOVED__INIT;
     moved.claim_id = claim;
     moved.from.data = (uint8_t *)from;

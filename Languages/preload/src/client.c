@@ -151,6 +151,7 @@ static void after_fork_child(void) {
     received = 0;
     memset(pending, 0, sizeof pending);
     fcp_fd_forget_all();
+    fcp_leases_forked_child();
     own_pid = getpid();
     retry_after.tv_sec = 0;
     retry_after.tv_nsec = 0;

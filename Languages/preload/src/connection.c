@@ -25,6 +25,7 @@ static void forget_connection_locked(void) {
         }
     }
     fcp_fd_forget_all();
+    fcp_leases_connection_ended_locked();
     retry_after = after(now(), 1000);
     pthread_cond_broadcast(&replied);
 }
@@ -202,6 +203,10 @@ int connect_locked(void) {
     hello.protocol_version = 1;
     hello.client_name = client_name;
     hello.pid = getpid();
+    /* Leases are kept with counters (issue 42): a claim's longest hold is the program's own timeout. */
+    Filecoord__V1__LeaseCounters counters = FILECOORD__V1__LEASE_COUNTERS__INIT;
+    counters.maximum_hold_milliseconds = fcp_settings.timeout_ms;
+    if (fcp_leases_offered_locked()) hello.lease_counters = &counters;
     Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
     frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_HELLO;
     frame.hello = &hello;

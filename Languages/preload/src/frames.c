@@ -104,12 +104,18 @@ int handle_frames_locked(void) {
                        ? TIMED_OUT
                        : FAILED);
             break;
+        case FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED:
+            fcp_lease_granted_locked(frame->lease_granted);
+            break;
+        case FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE:
+            settle(frame->claim_inside_lease->claim_id, INSIDE_LEASE);
+            break;
         case FILECOORD__V1__FRAME__PAYLOAD_PROTOCOL_ERROR:
         case FILECOORD__V1__FRAME__PAYLOAD_REFUSED:
             ok = 0;
             break;
         default:
-            break; /* no presenters: nothing else is addressed to this client */
+            break; /* no presenters, and recalls are read in the counters: nothing else is for this client */
         }
         if (!ok) break;
     }

@@ -4,6 +4,7 @@
 #ifndef CFCLINUX_H
 #define CFCLINUX_H
 
+#include "cfc_atomics.h"
 #include "cfc_dbus.h"
 #include "cfc_files.h"
 #include "cfc_fs.h"

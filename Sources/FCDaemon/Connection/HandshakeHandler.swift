@@ -157,7 +157,10 @@ final class HandshakeHandler: ChannelInboundHandler {
                 context.channel,
                 pid: peerPID,
                 name: Self.bounded(hello.clientName),
-                answersRecalls: hello.answersRecalls
+                answersRecalls: hello.answersRecalls,
+                leaseCounterHold: hello.hasLeaseCounters
+                    ? Self.leaseCounterHold(hello.leaseCounters, presenterTimeout: host.configuration.presenterTimeout)
+                    : nil
             )
             state = .ready
             do {
@@ -184,6 +187,14 @@ final class HandshakeHandler: ChannelInboundHandler {
 
     /// The longest client name kept, in bytes; a longer one is cut (at a character boundary) and marked with "…".
     static let maximumClientNameLength = 256
+
+    /// The longest a counting client's recalled lease holds others back (`LeaseCounters.maximum_hold_milliseconds`;
+    /// 0 or absent: the presenter timeout, else 30 s), capped at an hour.
+    static func leaseCounterHold(_ counters: Filecoord_V1_LeaseCounters, presenterTimeout: Duration?) -> Duration {
+        let asked = counters.maximumHoldMilliseconds
+        guard asked > 0 else { return presenterTimeout ?? .seconds(30) }
+        return .milliseconds(Int64(min(asked, 3_600_000)))
+    }
 
     static func bounded(_ name: String) -> String {
         guard name.utf8.count > maximumClientNameLength else { return name }

@@ -65,6 +65,9 @@ final class SessionHandler: ChannelInboundHandler {
             .progressControl?:
             // File progress (issue 44): the host's progress board, not the arbiter.
             try host.receiveProgress(frame.payload!, from: client, limits: limits)
+        case .leaseCounterIdle(let idle)?:
+            // A client that keeps lease counters (the C preload library): its count in a recalled lease reached 0.
+            host.leaseCounterIdle(idle.slot, from: client)
         case .queryStart?, .queryStop?:
             // Live queries (issue 44): the host's query service, not the arbiter.
             try host.receiveQuery(frame.payload!, from: client, limits: limits)

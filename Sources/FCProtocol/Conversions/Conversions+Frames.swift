@@ -118,6 +118,10 @@ extension ArbiterEvent {
         case .queryStart, .queryStop:
             // Live queries (issue 44) go to the daemon's query service, not to the arbiter.
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
+        case .leaseCounterIdle:
+            // Read by the daemon against the client's lease counters (FCDaemon's LeaseCounterBoard), which may then
+            // return the lease to the arbiter.
+            throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
         case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested, .queryItems:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         }

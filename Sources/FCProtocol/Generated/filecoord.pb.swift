@@ -454,6 +454,14 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .leaseReturned(newValue)}
   }
 
+  public var leaseCounterIdle: Filecoord_V1_LeaseCounterIdle {
+    get {
+      if case .leaseCounterIdle(let v)? = payload {return v}
+      return Filecoord_V1_LeaseCounterIdle()
+    }
+    set {payload = .leaseCounterIdle(newValue)}
+  }
+
   public var leaseGranted: Filecoord_V1_LeaseGranted {
     get {
       if case .leaseGranted(let v)? = payload {return v}
@@ -622,6 +630,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case versionStoreReply(Filecoord_V1_VersionStoreReply)
     /// Leases (issue 23; revision 3; docs/PROTOCOL.md section 10): client -> daemon 60-69, daemon -> client 70-79.
     case leaseReturned(Filecoord_V1_LeaseReturned)
+    case leaseCounterIdle(Filecoord_V1_LeaseCounterIdle)
     case leaseGranted(Filecoord_V1_LeaseGranted)
     case leaseRecalled(Filecoord_V1_LeaseRecalled)
     case claimInsideLease(Filecoord_V1_ClaimInsideLease)
@@ -667,6 +676,36 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
   /// preload library, older clients, a Swift client with FILECOORD_LEASES=0; libfilecoord, fccoord and the Python
   /// binding are the Swift client): it is granted none.
   public var answersRecalls: Bool = false
+
+  /// Present: the client cannot answer LeaseRecalled (it has no thread: the C preload library), but keeps a count of
+  /// the claims it runs in each lease in a file the daemon shares with it, so the daemon may grant it leases and
+  /// answers their recalls itself (revision 7; docs/PROTOCOL.md section 10.1).
+  public var leaseCounters: Filecoord_V1_LeaseCounters {
+    get {_leaseCounters ?? Filecoord_V1_LeaseCounters()}
+    set {_leaseCounters = newValue}
+  }
+  /// Returns true if `leaseCounters` has been explicitly set.
+  public var hasLeaseCounters: Bool {self._leaseCounters != nil}
+  /// Clears the value of `leaseCounters`. Subsequent reads from it will return its default value.
+  public mutating func clearLeaseCounters() {self._leaseCounters = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _leaseCounters: Filecoord_V1_LeaseCounters? = nil
+}
+
+/// How a client that keeps lease counters (Hello.lease_counters) holds its leases. Revision 7.
+public nonisolated struct Filecoord_V1_LeaseCounters: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The longest one of its leases, once recalled, may hold a waiting claim back while claims still run in it (as
+  /// RequestClaim.maximum_hold_milliseconds for a claim); past it the daemon takes the lease back as if returned with
+  /// nothing running. 0: the presenter timeout.
+  public var maximumHoldMilliseconds: UInt64 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1240,6 +1279,21 @@ public nonisolated struct Filecoord_V1_LeaseReturned: Sendable {
   public init() {}
 }
 
+/// From a client that keeps lease counters (Hello.lease_counters): it ended the last claim it ran in the lease of
+/// counter `slot` after the daemon marked it recalled. The daemon reads the counter and takes the lease back if it
+/// says so; a stale or repeated one changes nothing. No reply. Revision 7.
+public nonisolated struct Filecoord_V1_LeaseCounterIdle: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var slot: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// The handshake succeeded: the daemon speaks protocol_version from now on.
 public nonisolated struct Filecoord_V1_HelloReply: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1286,6 +1340,15 @@ public nonisolated struct Filecoord_V1_LeaseGranted: Sendable {
   public var leaseID: UInt64 = 0
 
   public var subtree: Data = Data()
+
+  /// To a client that keeps lease counters (Hello.lease_counters), revision 7: the file holding its counters (in the
+  /// daemon's private folder; 8-byte words, mapped shared), the lease's counter, and the generation the counter's
+  /// upper half carries while it counts for this lease (docs/PROTOCOL.md section 10.1).
+  public var countersFile: Data = Data()
+
+  public var counterSlot: UInt32 = 0
+
+  public var counterGeneration: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2277,7 +2340,7 @@ nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{4}\u{a}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{4}\u{9}query_items\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{4}\u{9}query_items\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2623,6 +2686,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .leaseReturned(v)
         }
       }()
+      case 61: try {
+        var v: Filecoord_V1_LeaseCounterIdle?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .leaseCounterIdle(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .leaseCounterIdle(v)
+        }
+      }()
       case 70: try {
         var v: Filecoord_V1_LeaseGranted?
         var hadOneofValue = false
@@ -2946,6 +3022,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
       guard case .leaseReturned(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 60)
     }()
+    case .leaseCounterIdle?: try {
+      guard case .leaseCounterIdle(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 61)
+    }()
     case .leaseGranted?: try {
       guard case .leaseGranted(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 70)
@@ -3024,7 +3104,7 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0\u{3}lease_counters\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3036,12 +3116,17 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
       case 2: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
       case 3: try { try decoder.decodeSingularInt32Field(value: &self.pid) }()
       case 10: try { try decoder.decodeSingularBoolField(value: &self.answersRecalls) }()
+      case 11: try { try decoder.decodeSingularMessageField(value: &self._leaseCounters) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.protocolVersion != 0 {
       try visitor.visitSingularUInt32Field(value: self.protocolVersion, fieldNumber: 1)
     }
@@ -3054,6 +3139,9 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if self.answersRecalls != false {
       try visitor.visitSingularBoolField(value: self.answersRecalls, fieldNumber: 10)
     }
+    try { if let v = self._leaseCounters {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3062,6 +3150,37 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.clientName != rhs.clientName {return false}
     if lhs.pid != rhs.pid {return false}
     if lhs.answersRecalls != rhs.answersRecalls {return false}
+    if lhs._leaseCounters != rhs._leaseCounters {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_LeaseCounters: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseCounters"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}maximum_hold_milliseconds\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.maximumHoldMilliseconds) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.maximumHoldMilliseconds != 0 {
+      try visitor.visitSingularUInt64Field(value: self.maximumHoldMilliseconds, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseCounters, rhs: Filecoord_V1_LeaseCounters) -> Bool {
+    if lhs.maximumHoldMilliseconds != rhs.maximumHoldMilliseconds {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3934,6 +4053,36 @@ nonisolated extension Filecoord_V1_LeaseReturned: SwiftProtobuf.Message, SwiftPr
   }
 }
 
+nonisolated extension Filecoord_V1_LeaseCounterIdle: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LeaseCounterIdle"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}slot\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.slot) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.slot != 0 {
+      try visitor.visitSingularUInt32Field(value: self.slot, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_LeaseCounterIdle, rhs: Filecoord_V1_LeaseCounterIdle) -> Bool {
+    if lhs.slot != rhs.slot {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
 nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HelloReply"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}daemon_pid\0\u{1}limits\0\u{1}revision\0")
@@ -3985,7 +4134,7 @@ nonisolated extension Filecoord_V1_HelloReply: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Filecoord_V1_LeaseGranted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LeaseGranted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0\u{1}subtree\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}lease_id\0\u{1}subtree\0\u{3}counters_file\0\u{3}counter_slot\0\u{3}counter_generation\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3995,6 +4144,9 @@ nonisolated extension Filecoord_V1_LeaseGranted: SwiftProtobuf.Message, SwiftPro
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.leaseID) }()
       case 2: try { try decoder.decodeSingularBytesField(value: &self.subtree) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.countersFile) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.counterSlot) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.counterGeneration) }()
       default: break
       }
     }
@@ -4007,12 +4159,24 @@ nonisolated extension Filecoord_V1_LeaseGranted: SwiftProtobuf.Message, SwiftPro
     if !self.subtree.isEmpty {
       try visitor.visitSingularBytesField(value: self.subtree, fieldNumber: 2)
     }
+    if !self.countersFile.isEmpty {
+      try visitor.visitSingularBytesField(value: self.countersFile, fieldNumber: 3)
+    }
+    if self.counterSlot != 0 {
+      try visitor.visitSingularUInt32Field(value: self.counterSlot, fieldNumber: 4)
+    }
+    if self.counterGeneration != 0 {
+      try visitor.visitSingularUInt32Field(value: self.counterGeneration, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Filecoord_V1_LeaseGranted, rhs: Filecoord_V1_LeaseGranted) -> Bool {
     if lhs.leaseID != rhs.leaseID {return false}
     if lhs.subtree != rhs.subtree {return false}
+    if lhs.countersFile != rhs.countersFile {return false}
+    if lhs.counterSlot != rhs.counterSlot {return false}
+    if lhs.counterGeneration != rhs.counterGeneration {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
