@@ -205,6 +205,10 @@ final class ArbiterHost {
                 translated = mappingDocumentPortalPaths(inDaemonPaths, from: client)
             }
             cluster?.checkFence()
+            // A lease a counting client gives back unused (docs/PROTOCOL.md section 10.1): its counter is free again.
+            if case .leaseReturned(let lease, _, _) = translated, leaseCounters.counts(client) {
+                leaseCounters.forget(lease, of: client)
+            }
             apply(try router.handle(translated, from: client))
         } catch {
             switch (error, event) {

@@ -17,7 +17,8 @@ import Testing
     /// A Python program under the preload: writes `argv[1]` (through the daemon; the folder is then lent to it), then
     /// opens `argv[2]` for writing and keeps it open (in the lease) until the file `argv[3]` exists, printing `held`
     /// and `closed`, then stays alive. `argv[2]` empty: writes `argv[1]` again (in the lease, which it reads then),
-    /// prints `idle`, and once `argv[3]` exists writes `argv[4]` and prints `wrote`.
+    /// (and `argv[5]`, in another folder, when given), prints `idle`, and once `argv[3]` exists writes `argv[4]` and
+    /// prints `wrote`.
     static let holder = """
         import os, sys, time
         open(sys.argv[1], 'w').write('1')
@@ -31,6 +32,7 @@ import Testing
             print('closed', flush=True)
         else:
             open(sys.argv[1], 'w').write('3')
+            if len(sys.argv) > 5: open(sys.argv[5], 'w').write('5')  # another folder: its grant waits unread
             print('idle', flush=True)
             while not os.path.exists(sys.argv[3]): time.sleep(0.01)
             h = open(sys.argv[4], 'w'); h.write('4'); h.close()
@@ -164,8 +166,13 @@ import Testing
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
             let (first, _, other, release) = try Self.folder(env)
-            let program = try env.startProgram(["python3", "-c", Self.holder, first, "", release, other])
+            // Its last write, in a second folder, leaves that folder's LeaseGranted unread in its socket, in front of
+            // the end of the connection: the end must be seen behind it.
+            try FileManager.default.createDirectory(atPath: env.path("second"), withIntermediateDirectories: false)
+            let elsewhere = try env.file("second/else.txt", "")
+            let program = try env.startProgram(["python3", "-c", Self.holder, first, "", release, other, elsewhere])
             try await eventually("the program to be idle") { program.output.contains("idle") }
+            _ = try await Self.waitForLease(env, of: program, on: env.path("second"), "held")
             _ = try await Self.waitForLease(env, of: program, on: (first as NSString).deletingLastPathComponent, "held")
 
             let killed = try #require(env.lockedDaemonPID(), "a daemon serves the program")
@@ -194,6 +201,124 @@ import Testing
             _ = try await reader.waitFor("done read \(other)")
             try await eventually("the write after the read") { program.output.contains("wrote") }
             kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
+
+    @Test(
+        "A program lent more folders than it keeps gives the rest back: a file it opens in the last one holds a reader back"
+    )
+    func leasesBeyondTheTableAreGivenBack() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            // 130 folders, each written twice (the second write in the lease): the library keeps 128 leases. Then it
+            // opens a file of the last folder for writing and keeps it open.
+            var folders: [String] = []
+            for index in 0..<130 {
+                let folder = env.path("f\(index)")
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+                _ = try env.file("f\(index)/a.txt", "")
+                folders.append(folder)
+            }
+            let last = try env.file("f129/b.txt", "old\n")
+            let release = env.path("release")
+            let script = """
+                import os, sys, time
+                for folder in sys.argv[1:131]:
+                    open(folder + '/a.txt', 'w').write('1')
+                    open(folder + '/a.txt', 'w').write('2')
+                f = open(sys.argv[132], 'w'); f.write('new\\n'); f.flush()
+                print('opened', flush=True)
+                while not os.path.exists(sys.argv[131]): time.sleep(0.01)
+                f.close()
+                print('closed', flush=True)
+                while True: time.sleep(1)
+                """
+            let program = try env.startProgram(["python3", "-c", script] + folders + [release, last])
+            try await eventually("the program to open the file") { program.output.contains("opened") }
+            // A reader of that file must wait for the program's write: had the library dropped the lease it could not
+            // keep, the daemon would hand the open's claim back into it, the open would go through uncounted, and the
+            // reader's recall would find the lease empty and let the reader in at once.
+            let reader = try await env.host("R")
+            try reader.send("read \(last) hold")
+            var listing = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline, !reader.lines.contains(where: { $0.text.hasPrefix("holding read") }) {
+                listing = try await env.runTool("fcdump", ["clients"]).output
+                if listing.contains("(1 not granted)") { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(listing.contains("(1 not granted)"), "\(listing)")
+            #expect(!reader.lines.contains(where: { $0.text.hasPrefix("holding read") }), "the reader went in")
+            try writeText("", toFile: release)
+            _ = try await reader.waitFor("holding read \(last)")
+            #expect(program.output.contains("closed"))
+            try reader.send("release")
+            _ = try await reader.waitFor("done read \(last)")
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
+
+    @Test(
+        "A daemon that stops cleanly while a file is open in a lease: the next one holds the folder no longer than the program's timeout"
+    )
+    func aStoppedDaemonsLeaseInUseIsHeldForTheTimeoutOnly() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let (first, held, other, release) = try Self.folder(env)
+            let program = try env.startProgram(
+                ["python3", "-c", Self.holder, first, held, release],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "1500"]
+            )
+            try await eventually("the program to hold its file") { program.output.contains("held") }
+            _ = try await Self.waitForLease(env, of: program, on: (held as NSString).deletingLastPathComponent, "held")
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            _ = try await env.startDaemon()
+            // The next daemon holds what the program held, for the program's longest hold: the write waits that long
+            // and goes on while the file is still open (it never declares, so without the bound it waits for its exit).
+            let start = ContinuousClock.now
+            let written = try await env.runTool("fccoord", ["write", other, "--", "sh", "-c", "echo new > \(other)"])
+            #expect(written.status == 0, "\(written.error)")
+            #expect(ContinuousClock.now - start < .seconds(15))
+            #expect(env.contents(other) == "new\n")
+            #expect(!program.output.contains("closed"))
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
+
+    @Test(
+        "A program that closes the daemon's socket ends the claims of its leases with it: the daemon keeps none of its leases"
+    )
+    func closingTheSocketEndsTheLeasesClaims() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (first, held, _, release) = try Self.folder(env)
+            // Holds `held` open in the lease, then closes every socket it has (the library's connection). Were the
+            // claim still counted, the daemon would keep the folder leased to the closed connection for the program's
+            // timeout (20 s), holding back the program's own next writes there.
+            let script = """
+                import os, sys, time
+                open(sys.argv[1], 'w').write('1')
+                f = open(sys.argv[2], 'w'); f.write('2'); f.flush()
+                for name in os.listdir('/proc/self/fd'):
+                    try:
+                        if os.readlink('/proc/self/fd/' + name).startswith('socket:'): os.close(int(name))
+                    except OSError: pass
+                print('closed the socket', flush=True)
+                while not os.path.exists(sys.argv[3]): time.sleep(0.01)
+                """
+            let program = try env.startProgram(
+                ["python3", "-c", script, first, held, release],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
+            )
+            try await eventually("the program to close its socket") { program.output.contains("closed the socket") }
+            let pid = program.process.processIdentifier
+            let listing = try await env.clientsListing(until: { !$0.contains("pid \(pid)") }, while: program)
+            #expect(!listing.contains("pid \(pid)"), "\(listing)")
+            let leases = try await env.runTool("fcdump", ["leases"]).output
+            #expect(!leases.contains("lease#"), "\(leases)")
+            try writeText("", toFile: release)
+            #expect(try await program.waitForExit() == 0)
         }
     }
 }

@@ -7,7 +7,9 @@ import Testing
 // library's own client code (Languages/preload/conformance/preload-wire.c runs it against a socket of its own) reads
 // replies the Swift code encoded, and what it sends is decoded by the Swift code and compared, byte for byte, with
 // the Swift encoding of the same messages: Hello, RequestClaim (one and two items, write options, a read of a
-// non-ASCII name, the purpose and the timeout from the environment, a longest hold), ItemMoved and FinishClaim.
+// non-ASCII name, the purpose and the timeout from the environment, a longest hold), ItemMoved and FinishClaim; and a
+// lease kept with counters (LeaseGranted and ClaimInsideLease read, LeaseCounterIdle sent once the recalled count is 0
+// again: docs/PROTOCOL.md section 10.1).
 
 @Suite struct PreloadWireConformanceTests {
     static func item(_ path: String, _ access: Access) throws -> ClaimItem {
@@ -26,6 +28,13 @@ import Testing
         )
         request.maximumHold = maximumHold
         return Filecoord_V1_Frame(claim: request)
+    }
+
+    /// The Swift encoding of the library's word that a recalled lease's count is 0 again.
+    static func leaseCounterIdle(slot: UInt32) -> Filecoord_V1_Frame {
+        var idle = Filecoord_V1_LeaseCounterIdle()
+        idle.slot = slot
+        return Filecoord_V1_Frame(.leaseCounterIdle(idle))
     }
 
     @Test("The preload's frames are the Swift code's, byte for byte, and it reads the Swift code's replies as meant")
@@ -62,20 +71,36 @@ import Testing
             timedOut.message = "claim#2 was not granted within its timeout of 1.234 s"
             var third = Filecoord_V1_Granted()
             third.claimID = 3
-            for reply in [Filecoord_V1_Frame(.granted(first)), .init(.claimFailed(timedOut)), .init(.granted(third))] {
+            // The fourth claim is answered with a lease on /d (its counter: word 3 of a file in the daemon's folder,
+            // generation 5) and the claim handed back into it (docs/PROTOCOL.md section 10.1).
+            let folder = env.path("wire")
+            try FileManager.default.createDirectory(
+                atPath: folder + "/lease-counters",
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+            let counters = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path + "/lease-counters/1-1"
+            try Data(count: 4096).write(to: URL(fileURLWithPath: counters))
+            var lease = Filecoord_V1_LeaseGranted()
+            lease.leaseID = 1
+            lease.subtree = Data("/d".utf8)
+            lease.countersFile = Data(counters.utf8)
+            lease.counterSlot = 3
+            lease.counterGeneration = 5
+            var handedBack = Filecoord_V1_ClaimInsideLease()
+            handedBack.claimID = 4
+            handedBack.leaseID = 1
+            for reply in [
+                Filecoord_V1_Frame(.granted(first)), .init(.claimFailed(timedOut)), .init(.granted(third)),
+                .init(.leaseGranted(lease)), .init(.claimInsideLease(handedBack)),
+            ] {
                 try encoder.encode(reply, into: &replies)
             }
             let repliesPath = env.path("replies.bin")
             try Data(replies).write(to: URL(fileURLWithPath: repliesPath))
             let sentPath = env.path("sent.bin")
-            let folder = env.path("wire")
-            try FileManager.default.createDirectory(
-                atPath: folder,
-                withIntermediateDirectories: false,
-                attributes: [.posixPermissions: 0o700]
-            )
             let running = try env.startProgram(
-                [program, repliesPath, sentPath],
+                [program, repliesPath, sentPath, counters],
                 preloaded: false,
                 environment: [
                     "FILECOORDD_SOCKET": folder + "/socket", "FILECOORD_PURPOSE": "conformance purpose",
@@ -84,7 +109,7 @@ import Testing
             )
             #expect(try await running.waitForExit() == 0, "\(running.error)")
             // The library read each reply as the Swift code meant it: granted, timed out, granted.
-            #expect(running.output == "claims 1 0 3\n", "\(running.output) \(running.error)")
+            #expect(running.output == "claims 1 0 3\nleased 1 1 idle 1\n", "\(running.output) \(running.error)")
 
             let sent = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sentPath)))
             var decoder = FrameDecoder()
@@ -112,6 +137,8 @@ import Testing
                 Filecoord_V1_Frame(ClientMessage.finishClaim(ClaimID(1), created: [])),
                 Self.claim(3, [try Self.item("/d/\u{E9}t\u{E9}.txt", .read([]))]),
                 Filecoord_V1_Frame(ClientMessage.finishClaim(ClaimID(3), created: [])),
+                Self.claim(4, [try Self.item("/d/f.txt", .write([]))]),
+                Self.leaseCounterIdle(slot: 3),
             ]
             #expect(frames.map { $0.payload?.messageName } == expected.map { $0.payload?.messageName })
             for (got, want) in zip(frames, expected) {

@@ -4,19 +4,25 @@
  * writes them to the library's connection one by one, each after the Hello or RequestClaim it answers, and saves every
  * byte the library sent, for the Swift code to decode and compare with its own encoding of the same messages.
  *
- *   preload-wire REPLIES SENT      (FILECOORDD_SOCKET names the socket to serve, in a folder of mode 0700)
+ *   preload-wire REPLIES SENT COUNTERS   (FILECOORDD_SOCKET names the socket to serve, in a folder of mode 0700;
+ *                                         COUNTERS is the lease counter file the Swift side's LeaseGranted names)
  *
- * Prints what each claim returned: "claims 1 0 3" when the library read the replies as the Swift code meant them. */
+ * Prints what each claim returned: "claims 1 0 3" when the library read the replies as the Swift code meant them;
+ * then "leased 1 1 idle 1" when a fourth claim, answered by LeaseGranted and ClaimInsideLease, and a fifth in the same
+ * folder were decided in the lease, and the word, recalled here as the daemon recalls, came back to 0 at their ends
+ * (the library then sends LeaseCounterIdle). */
 #include "../src/client.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 static int listener;
-static const char *replies_path, *sent_path;
+static const char *replies_path, *sent_path, *counters_path;
 
 static void fail(const char *what) {
     perror(what);
@@ -56,9 +62,17 @@ static void *serve(void *unused) {
                            unpacked->payload_case == FILECOORD__V1__FRAME__PAYLOAD_REQUEST_CLAIM;
             filecoord__v1__frame__free_unpacked(unpacked, NULL);
             at += frame;
-            size_t reply = answered ? next_frame(replies, replies_size, replies_at) : 0;
-            if (reply > 0 && write(peer, replies + replies_at, reply) != (ssize_t)reply) fail("write reply");
-            replies_at += reply;
+            /* A LeaseGranted goes out with the reply after it (the daemon's grant, then its ClaimInsideLease). */
+            int more = answered;
+            while (more) {
+                size_t reply = next_frame(replies, replies_size, replies_at);
+                if (reply == 0) break;
+                Filecoord__V1__Frame *out = filecoord__v1__frame__unpack(NULL, reply - 4, replies + replies_at + 4);
+                more = out && out->payload_case == FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED;
+                if (out) filecoord__v1__frame__free_unpacked(out, NULL);
+                if (write(peer, replies + replies_at, reply) != (ssize_t)reply) fail("write reply");
+                replies_at += reply;
+            }
         }
     }
     fclose(sent);
@@ -67,9 +81,10 @@ static void *serve(void *unused) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 64;
+    if (argc != 4) return 64;
     replies_path = argv[1];
     sent_path = argv[2];
+    counters_path = argv[3];
     listener = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (strlen(fcp_settings.socket_path) >= sizeof address.sun_path) return 65;
@@ -80,17 +95,34 @@ int main(int argc, char **argv) {
     pthread_t server;
     pthread_create(&server, NULL, serve, NULL);
 
-    struct fcp_item merging = {"/d/a.txt", 1, FCP_FOR_MERGING};
+    struct fcp_item merging = {"/d/a.txt", 1, FCP_FOR_MERGING, 0};
     uint64_t first = fcp_claim(&merging, 1, 5000);
-    struct fcp_item two[2] = {{"/d/b.txt", 1, FCP_FOR_MOVING}, {"/d/c.txt", 1, 0}};
+    struct fcp_item two[2] = {{"/d/b.txt", 1, FCP_FOR_MOVING, 0}, {"/d/c.txt", 1, 0, 0}};
     uint64_t second = fcp_claim(two, 2, 0);
     fcp_moved(first, "/d/a.txt", "/d/e.txt");
     fcp_finish(first);
-    struct fcp_item reading = {"/d/\xc3\xa9t\xc3\xa9.txt", 0, 0};
+    struct fcp_item reading = {"/d/\xc3\xa9t\xc3\xa9.txt", 0, 0, 0};
     uint64_t third = fcp_claim(&reading, 1, 0);
     fcp_finish(third);
     printf("claims %llu %llu %llu\n", (unsigned long long)first, (unsigned long long)second,
            (unsigned long long)third);
+
+    /* The daemon's side of the counters: word 3 of the file, generation 5, as the Swift side's LeaseGranted says. */
+    int fd = open(counters_path, O_RDWR);
+    uint64_t *words = fd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (words == MAP_FAILED) fail("counters");
+    close(fd);
+    __atomic_store_n(&words[3], (uint64_t)5 << 32, __ATOMIC_SEQ_CST);
+    struct fcp_item inside = {"/d/f.txt", 1, 0, 0};
+    uint64_t fourth = fcp_claim(&inside, 1, 0); /* answered LeaseGranted, ClaimInsideLease: decided in the lease */
+    struct fcp_item again = {"/d/g.txt", 1, 0, 0};
+    uint64_t fifth = fcp_claim(&again, 1, 0); /* in the lease, no frame */
+    uint64_t counted = __atomic_load_n(&words[3], __ATOMIC_SEQ_CST);
+    __atomic_fetch_or(&words[3], (uint64_t)1 << 63, __ATOMIC_SEQ_CST); /* recalled, as the daemon does */
+    fcp_finish(fourth);
+    fcp_finish(fifth); /* the count is 0 again: LeaseCounterIdle */
+    printf("leased %d %d idle %d\n", fourth >> 63 == 1, fifth >> 63 == 1,
+           counted == ((uint64_t)5 << 32 | 2) && __atomic_load_n(&words[3], __ATOMIC_SEQ_CST) == ((uint64_t)1 << 63 | (uint64_t)5 << 32));
     fcp_lock();
     disconnect_locked();
     fcp_unlock();

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 static uint64_t next_claim = 1;
 
@@ -72,6 +73,7 @@ static int request_locked(int slot, uint64_t claim, const struct fcp_item *items
         wire_items[index].path.len = strlen(items[index].path);
         wire_items[index].write = items[index].write;
         wire_items[index].options = items[index].options;
+        wire_items[index].has_other_names = items[index].other_names;
         item_pointers[index] = &wire_items[index];
     }
     Filecoord__V1__RequestClaim request = FILECOORD__V1__REQUEST_CLAIM__INIT;
@@ -103,13 +105,26 @@ static int request_locked(int slot, uint64_t claim, const struct fcp_item *items
         }
     } else if (hello_refused) {
         daemon_silent_locked(); /* the daemon closed before its HelloReply, found by this send: refused */
+    } else {
+        state = NOT_SENT; /* the connection had ended: no daemon saw this claim */
     }
     return state;
 }
 
-uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_hold_ms) {
+uint64_t fcp_claim(const struct fcp_item *asked, size_t count, uint64_t maximum_hold_ms) {
     if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
     if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
+    /* A file with other names (hard links) is never decided in a lease, and the daemon meets it by identity
+     * (docs/SEMANTICS.md §13 rule 7): read once, for both. */
+    struct fcp_item items[2];
+    int saved = errno;
+    for (size_t index = 0; index < count; index++) {
+        items[index] = asked[index];
+        struct stat status;
+        items[index].other_names =
+            lstat(items[index].path, &status) == 0 && !S_ISDIR(status.st_mode) && status.st_nlink > 1;
+    }
+    errno = saved;
     int in_handler = fcp_in_signal_handler();
     if (!fcp_lock_for(in_handler)) return 0;
     if (in_handler ? connection < 0 : !connect_locked()) {
@@ -142,15 +157,16 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_
     uint64_t claim = 0;
     int state = GONE;
     /* A claim the daemon hands back (ClaimInsideLease: a lease of ours was granted meanwhile) is decided in that
-     * lease, or, recalled by then, asked for again; one whose connection ended before an answer (the daemon crashed
-     * or restarted; not a refusal) is asked once of whichever daemon answers now. At most three requests. */
+     * lease, or, recalled by then, asked for again; one that could not be sent because the connection had ended (the
+     * daemon crashed or restarted; no daemon saw it, so none holds it for us) is asked once of whichever daemon
+     * answers now. At most three requests. */
     int reconnected = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         claim = next_claim++;
         pending[slot].claim = claim;
         pending[slot].state = WAITING;
         state = request_locked(slot, claim, items, count, maximum_hold_ms, in_handler);
-        if (state == GONE && !reconnected && !in_handler && !hello_refused && connection < 0) {
+        if (state == NOT_SENT && !reconnected && !in_handler) {
             reconnected = 1;
             retry_after.tv_sec = 0;
             retry_after.tv_nsec = 0;
@@ -166,6 +182,7 @@ uint64_t fcp_claim(const struct fcp_item *items, size_t count, uint64_t maximum_
         }
         state = GONE;
     }
+    if (state == NOT_SENT) state = GONE;
     pending[slot].claim = 0;
     fcp_unlock();
     return state == GRANTED ? claim : 0;

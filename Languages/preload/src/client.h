@@ -44,7 +44,8 @@ FCP_HIDDEN extern char client_name[256];
 
 /* Replies awaited: one slot per thread waiting for a claim. */
 /* INSIDE_LEASE: the daemon handed the claim back (ClaimInsideLease): it lies in a lease of ours granted meanwhile. */
-enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT, SILENT, INSIDE_LEASE };
+/* NOT_SENT: the request could not be sent, the connection having ended (not a refusal): no daemon saw it. */
+enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT, SILENT, INSIDE_LEASE, NOT_SENT };
 #define FCP_MAX_PENDING 64
 struct fcp_pending {
     uint64_t claim; /* 0: free */
@@ -70,15 +71,11 @@ FCP_HIDDEN void daemon_silent_locked(void);
 #define FCP_HELLO_WAIT_MS 2000
 
 /* leases.c: leases kept with counters (issue 42; docs/PROTOCOL.md section 10.1), with the lock held. */
-/* Whether a claim id is one decided in a lease. */
-FCP_HIDDEN int fcp_lease_claim_id(uint64_t claim);
 /* Whether Hello may offer lease counters (a mapping is left for this connection). */
 FCP_HIDDEN int fcp_leases_offered_locked(void);
 FCP_HIDDEN void fcp_lease_granted_locked(const Filecoord__V1__LeaseGranted *granted);
 /* A claim decided in a lease of ours (its id), or 0 when it must go to the daemon. */
 FCP_HIDDEN uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count);
-/* Ends a claim decided in a lease. */
-FCP_HIDDEN void fcp_lease_end_locked(uint64_t claim);
 /* The connection ended: its leases with it (the mappings stay). */
 FCP_HIDDEN void fcp_leases_connection_ended_locked(void);
 /* In a forked child: no lease, no mapping of the parent's. */

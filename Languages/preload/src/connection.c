@@ -24,6 +24,9 @@ static void forget_connection_locked(void) {
             pending[index].state = hello_refused ? SILENT : GONE;
         }
     }
+    /* The claims decided in its leases end as the daemon's claims do (their counts back to 0, so the daemon, which
+     * reads them at the close, keeps none of the leases for them). */
+    fcp_fd_end_lease_claims();
     fcp_fd_forget_all();
     fcp_leases_connection_ended_locked();
     retry_after = after(now(), 1000);

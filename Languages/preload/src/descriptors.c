@@ -133,6 +133,16 @@ void fcp_fd_own_lock(int fd) {
     fcp_unlock();
 }
 
+void fcp_fd_end_lease_claims(void) {
+    for (int index = 0; index < FCP_MAX_OPEN_FILES; index++) {
+        uint64_t claim = files[index].claim;
+        if (claim != 0 && claim != FCP_CLAIM_ENDED && fcp_lease_claim_id(claim)) {
+            fcp_lease_end_locked(claim);
+            files[index].claim = FCP_CLAIM_ENDED;
+        }
+    }
+}
+
 void fcp_fd_forget_all(void) {
     memset(table, 0, sizeof table);
     memset(closing, 0, sizeof closing);

@@ -84,6 +84,7 @@ struct fcp_item {
     const char *path; /* canonical, absolute */
     int write;
     uint64_t options; /* Apple's raw WritingOptions / ReadingOptions */
+    int other_names;  /* set by fcp_claim: the file had more than one name (ClaimItem.has_other_names) */
 };
 
 #define FCP_FOR_DELETING (1u << 0)
@@ -140,6 +141,11 @@ int fcp_fd_has_claim(int fd);                     /* lock-free read, a hint */
  * peers; held to the last close, the claim kept every other process waiting). Takes fcp_lock. */
 void fcp_fd_own_lock(int fd);
 void fcp_fd_forget_all(void);                     /* in a forked child, with fcp_lock held */
+/* Leases (leases.c): whether a claim id is one decided in a lease; its end (with fcp_lock held). */
+int fcp_lease_claim_id(uint64_t claim);
+void fcp_lease_end_locked(uint64_t claim);
+/* The connection ended: the claims decided in leases end too, as the daemon's end with it (with fcp_lock held). */
+void fcp_fd_end_lease_claims(void);
 
 void fcp_lock(void);
 void fcp_unlock(void);

@@ -13,16 +13,20 @@
  * recall, or the daemon sees the claim counted. The daemon returns a lease whose count is 0 at once, and one still
  * counted past the program's timeout (the claim's longest hold, as for a claim of the daemon's).
  *
- * A claim inside a lease also reads what the daemon sent (without waiting), so that a lost connection ends every
- * lease at once: a daemon that crashed marks nothing recalled, but its end is read here.
+ * A claim inside a lease first polls the connection (POLLRDHUP, without waiting), so that a lost connection ends
+ * every lease at once: a daemon that crashed marks nothing recalled, but its end is seen here, also behind unread
+ * frames and while another thread is the reader; and it reads what came (a LeaseGranted). A grant this process cannot
+ * keep (the table is full, the file cannot be mapped) is given back at once (LeaseReturned). When the connection ends,
+ * the claims counted on it end too (fcp_fd_end_lease_claims), as the daemon's claims end with it.
  *
- * Threading: with fcp_lock held, except that a claim's end (fcp_lease_end_locked) is also called with it. Mappings
+ * Threading: everything here runs with fcp_lock held. Mappings
  * stay mapped for the process's life (at most FCP_MAX_MAPPINGS: a claim's end may come after its connection is gone)
  * and are unmapped in a forked child, which holds none of its parent's claims. */
 #include "client.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -37,6 +41,7 @@
 #define FCP_MAX_MAPPINGS 4
 
 struct lease {
+    uint64_t id;
     uint32_t slot;
     uint32_t generation;
     size_t length;
@@ -99,59 +104,80 @@ static int map_counters(const char *path) {
     if (mapped == MAP_FAILED) return 0;
     mappings[mapping_count] = mapped;
     current = mapping_count++;
-    snprintf(current_file, sizeof current_file, "%s", path);
+    memcpy(current_file, path, strlen(path) + 1);
     return 1;
+}
+
+/* Gives a lease back unused (LeaseReturned, declaring nothing): one this process cannot keep (its table is full, the
+ * counter file cannot be mapped), so that the daemon neither holds the folder for it nor hands it claims to decide
+ * there. Only for a lease in which no claim of ours was counted. */
+static void give_back_locked(uint64_t id) {
+    Filecoord__V1__LeaseReturned returned = FILECOORD__V1__LEASE_RETURNED__INIT;
+    returned.lease_id = id;
+    Filecoord__V1__Frame frame = FILECOORD__V1__FRAME__INIT;
+    frame.payload_case = FILECOORD__V1__FRAME__PAYLOAD_LEASE_RETURNED;
+    frame.lease_returned = &returned;
+    send_frame_locked(&frame);
 }
 
 void fcp_lease_granted_locked(const Filecoord__V1__LeaseGranted *granted) {
     size_t file_length = granted->counters_file.len;
     size_t length = granted->subtree.len;
-    if (file_length == 0 || file_length >= PATH_MAX || length == 0 || length >= PATH_MAX) return;
-    if (granted->counter_slot >= WORDS || granted->counter_generation == 0 ||
-        granted->counter_generation > 0x7FFFFFFF)
-        return;
     char file[PATH_MAX];
-    memcpy(file, granted->counters_file.data, file_length);
-    file[file_length] = '\0';
-    if (strlen(file) != file_length) return;
-    if (current < 0) {
-        if (!map_counters(file)) return;
-    } else if (strcmp(file, current_file) != 0) {
-        return; /* one file per connection */
+    int usable = file_length > 0 && file_length < PATH_MAX && length > 0 && length < PATH_MAX &&
+                 granted->counter_slot < WORDS && granted->counter_generation != 0 &&
+                 granted->counter_generation <= 0x7FFFFFFF;
+    if (usable) {
+        memcpy(file, granted->counters_file.data, file_length);
+        file[file_length] = '\0';
+        usable = strlen(file) == file_length && memchr(granted->subtree.data, 0, length) == NULL;
     }
-    if (lease_count == FCP_MAX_LEASES) {
-        /* Room is made by forgetting leases already recalled; with none, this one is not used here (its recall
-         * finds its count at 0 and returns it). */
+    if (usable && current < 0) usable = map_counters(file);
+    if (usable) usable = strcmp(file, current_file) == 0; /* one file per connection */
+    if (usable && lease_count == FCP_MAX_LEASES) {
+        /* Room is made by forgetting leases already recalled. */
         for (int index = lease_count - 1; index >= 0; index--) {
             uint64_t word = __atomic_load_n(&mappings[current][leases[index].slot], __ATOMIC_SEQ_CST);
             if (word >> 32 != leases[index].generation) leases[index] = leases[--lease_count];
         }
-        if (lease_count == FCP_MAX_LEASES) return;
+        usable = lease_count < FCP_MAX_LEASES;
+    }
+    if (!usable) {
+        give_back_locked(granted->lease_id);
+        return;
     }
     struct lease *lease = &leases[lease_count++];
+    lease->id = granted->lease_id;
     lease->slot = granted->counter_slot;
     lease->generation = granted->counter_generation;
     memcpy(lease->subtree, granted->subtree.data, length);
     lease->subtree[length] = '\0';
-    lease->length = strlen(lease->subtree);
+    lease->length = length;
 }
 
-/* Reads, without waiting, what the daemon sent: a lost connection ends every lease; LeaseGranted adds one. */
+/* Reads, without waiting, what the daemon sent: a lost connection ends every lease (POLLRDHUP: seen even behind
+ * unread frames and while another thread is the reader); LeaseGranted adds one. */
 static void read_pending_locked(void) {
-    if (reader_active || connection < 0) return;
-    size_t room = FCP_BUFFER_SIZE - received;
-    if (room == 0) return;
-    ssize_t count = recv(connection, receive_buffer + received, room, MSG_DONTWAIT);
-    if (count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    if (connection < 0) return;
+    struct pollfd poller = {.fd = connection, .events = POLLIN | POLLRDHUP};
+    if (poll(&poller, 1, 0) <= 0) return;
+    if (poller.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
         disconnect_locked();
         /* Ended by the daemon (it stopped, crashed or restarted), not refused at connect: the claim at hand may ask
          * a new daemon at once. */
         retry_after.tv_sec = 0;
         retry_after.tv_nsec = 0;
-    } else if (count > 0) {
+        return;
+    }
+    if (reader_active) return; /* the reader hands what came to whom it is for */
+    size_t room = FCP_BUFFER_SIZE - received;
+    ssize_t count = room == 0 ? -1 : recv(connection, receive_buffer + received, room, MSG_DONTWAIT);
+    if (count > 0) {
         received += (size_t)count;
         if (!handle_frames_locked()) disconnect_locked();
         pthread_cond_broadcast(&replied);
+    } else if (count == 0 || room == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        disconnect_locked();
     }
 }
 
@@ -175,15 +201,10 @@ uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count) {
     }
     if (found < 0) return 0;
     /* A file with other names is never decided in a lease (docs/SEMANTICS.md §13 rule 7): its other names may lie
-     * outside it. */
+     * outside it. The daemon hands back no such claim (it was sent with has_other_names). */
     for (size_t item = 0; item < count; item++) {
-        struct stat status;
-        if (lstat(items[item].path, &status) == 0 && !S_ISDIR(status.st_mode) && status.st_nlink > 1) {
-            errno = saved;
-            return 0;
-        }
+        if (items[item].other_names) return 0;
     }
-    errno = saved;
     struct lease *lease = &leases[found];
     uint64_t *word = &mappings[current][lease->slot];
     uint64_t before = __atomic_fetch_add(word, 1, __ATOMIC_SEQ_CST);
@@ -200,8 +221,13 @@ uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count) {
 void fcp_lease_end_locked(uint64_t claim) {
     int mapping = (int)((claim >> 40) & 3);
     uint32_t slot = (uint32_t)(claim & (WORDS - 1));
+    uint64_t generation = (claim >> 9) & 0x7FFFFFFF;
     if (mapping >= mapping_count) return;
-    uint64_t after_word = __atomic_sub_fetch(&mappings[mapping][slot], 1, __ATOMIC_SEQ_CST);
+    uint64_t *word = &mappings[mapping][slot];
+    /* The claim's 1 is in the word, which therefore still carries its generation; anything else (a doubled end) takes
+     * nothing from another lease's count. */
+    if (((__atomic_load_n(word, __ATOMIC_SEQ_CST) >> 32) & 0x7FFFFFFF) != generation) return;
+    uint64_t after_word = __atomic_sub_fetch(word, 1, __ATOMIC_SEQ_CST);
     if ((after_word & RECALLED) && (after_word & COUNT_MASK) == 0 && mapping == current && connection >= 0) {
         send_idle_locked(slot);
     }

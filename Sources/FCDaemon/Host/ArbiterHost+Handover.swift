@@ -105,7 +105,8 @@ extension ArbiterHost {
             leases: router.arbiter.leaseSnapshots(),
             skipping: remoteClients,
             closed: handover.closedProcesses,
-            inGrace: recovery.isRecovering
+            inGrace: recovery.isRecovering,
+            leaseHolds: leaseCounters.handedOnHolds
         )
     }
 }

@@ -54,13 +54,15 @@ struct HandedOnHolders: Codable, Equatable {
 
     /// What the arbiter shows now: every client with a granted claim or a lease, but the stand-ins of other hosts
     /// (`skipped`); `closed` names the processes of connections the daemon closed whose leases it keeps. Processes
-    /// that cannot be named for good (gone already) are left out: they hold nothing any more.
+    /// that cannot be named for good (gone already) are left out: they hold nothing any more. `leaseHolds`: the
+    /// longest hold of each client that keeps lease counters (it never declares, so its leases are bounded by it).
     init(
         snapshot: ArbiterSnapshot,
         leases: [LeaseSnapshot],
         skipping skipped: Set<ClientID>,
         closed: [ClientID: (pid: Int32, startTime: UInt64)],
-        inGrace: Bool
+        inGrace: Bool,
+        leaseHolds: [ClientID: Duration] = [:]
     ) {
         self.inGrace = inGrace
         var byClient: [ClientID: Holder] = [:]
@@ -92,7 +94,13 @@ struct HandedOnHolders: Codable, Equatable {
         for lease in leases {
             guard var entry = holder(lease.client) else { continue }
             entry.items.append(Item(leaseSubtree: lease.subtree))
-            unbounded.insert(lease.client)
+            if let hold = leaseHolds[lease.client] {
+                // A client that keeps lease counters never declares: its leases are held no longer than its hold.
+                let milliseconds = hold.components.seconds * 1000 + hold.components.attoseconds / 1_000_000_000_000_000
+                entry.maximumHoldMilliseconds = max(entry.maximumHoldMilliseconds ?? 0, milliseconds)
+            } else {
+                unbounded.insert(lease.client)
+            }
             byClient[lease.client] = entry
         }
         for client in unbounded { byClient[client]?.maximumHoldMilliseconds = nil }

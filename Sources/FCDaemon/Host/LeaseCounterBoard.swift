@@ -60,6 +60,9 @@ final class LeaseCounterBoard {
         }
     }
 
+    /// The longest hold of each counting client when the daemon stopped (``shutDown()``): the next daemon holds what
+    /// such a client's leases held no longer than that (it never declares).
+    private(set) var handedOnHolds: [ClientID: Duration] = [:]
     /// The folder of the counter files: `lease-counters` beside the daemon's socket, private to the user; made
     /// canonical once created (the library maps only a file in its canonical spelling of the socket's folder).
     private(set) var directory: String
@@ -179,6 +182,7 @@ final class LeaseCounterBoard {
     /// by the next daemon, as any holder's).
     func shutDown() -> [(LeaseID, ClientID)] {
         var idle: [(LeaseID, ClientID)] = []
+        handedOnHolds = holders.mapValues(\.maximumHold)
         for (client, holder) in holders {
             guard let file = holder.file else { continue }
             for (lease, placement) in holder.leases {
