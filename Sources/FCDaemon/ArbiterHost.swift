@@ -205,10 +205,7 @@ final class ArbiterHost {
                 translated = mappingDocumentPortalPaths(inDaemonPaths, from: client)
             }
             cluster?.checkFence()
-            // A lease a counting client gives back unused (docs/PROTOCOL.md section 10.1): its counter is free again.
-            if case .leaseReturned(let lease, _, _) = translated, leaseCounters.counts(client) {
-                leaseCounters.forget(lease, of: client)
-            }
+            leaseCounterEvent(translated, from: client)
             apply(try router.handle(translated, from: client))
         } catch {
             switch (error, event) {
@@ -250,14 +247,7 @@ final class ArbiterHost {
         cluster?.checkFence()
         // Kept until its process declares what it holds on a new connection, or exits (ArbiterHost+Handover.swift);
         // the duration is only the arbiter's form for "until the host says".
-        let kept: Duration?
-        switch leaseCounters.closed(client) {
-        case .notCounting: kept = closedHere && keepLeasesOfClosed(client) ? Self.keptUntilDeclared : nil
-        case .release: kept = nil
-        // Claims may run in its leases (its process runs on): they hold back what conflicts for its longest hold.
-        case .keep(let hold): kept = hold
-        }
-        apply(router.disconnect(client, keepingLeasesFor: kept))
+        apply(router.disconnect(client, keepingLeasesFor: leasesKept(for: client, closedHere: closedHere)))
     }
 
     /// Sends a protocol error and closes one connection; nothing else is affected.

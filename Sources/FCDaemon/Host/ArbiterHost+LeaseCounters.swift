@@ -44,6 +44,25 @@ extension ArbiterHost {
         }
     }
 
+    /// Before the arbiter takes `event`: a lease a counting client gives back unused (docs/PROTOCOL.md section 10.1)
+    /// frees its counter.
+    func leaseCounterEvent(_ event: ArbiterEvent, from client: ClientID) {
+        if case .leaseReturned(let lease, _, _) = event, leaseCounters.counts(client) {
+            leaseCounters.forget(lease, of: client)
+        }
+    }
+
+    /// How long the leases of `client`, whose connection closed, are kept (``ArbiterEvent/clientClosed(_:keepingLeasesFor:)``):
+    /// a counting client's while a claim may still run in them (its process runs on), for its longest hold; any
+    /// other's until its process declares or exits when the daemon closed the connection itself (`closedHere`).
+    func leasesKept(for client: ClientID, closedHere: Bool) -> Duration? {
+        switch leaseCounters.closed(client) {
+        case .notCounting: closedHere && keepLeasesOfClosed(client) ? Self.keptUntilDeclared : nil
+        case .release: nil
+        case .keep(let hold): hold
+        }
+    }
+
     /// The client's `LeaseCounterIdle`: its count in a recalled lease reached 0.
     func leaseCounterIdle(_ slot: UInt32, from client: ClientID) {
         loop.preconditionInEventLoop()
