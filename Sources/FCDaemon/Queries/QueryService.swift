@@ -172,7 +172,8 @@ final class QueryService: @unchecked Sendable {
     /// Lists `folders` into `tree`; their folders are watched and listed next. A gathering that has no more to
     /// list is handed to its queries; folders that appeared are told as changes.
     private func listed(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
-        var delta = QueryTree.Delta()
+        // A gathering's items are handed over whole when it ends: recorded one by one only when told as changes.
+        var delta = QueryTree.Delta(recordsItems: asChanges)
         var next: [ItemPath] = []
         for folder in folders {
             var names: [String] = []
@@ -231,7 +232,8 @@ final class QueryService: @unchecked Sendable {
         query.waiting.remove(tree.root)
         queries[key] = query
         let done = query.waiting.isEmpty
-        let all = tree.items.sorted { $0.key < $1.key }
+        // In no particular order: the client keeps its results by path and orders them itself.
+        let all = Array(tree.items)
         var outputs: [Output] = []
         var start = 0
         repeat {

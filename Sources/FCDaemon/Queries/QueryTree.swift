@@ -37,6 +37,8 @@ final class QueryTree {
     /// What one batch of events did to the tree, for the queries: each item once (an item added and removed within
     /// the batch is neither; added and changed is added).
     struct Delta {
+        /// `false`: only the folders to watch and let go are recorded (a gathering, handed over whole).
+        var recordsItems = true
         var added: [ItemPath: ItemMetadata] = [:]
         var changed: [ItemPath: ItemMetadata] = [:]
         var removed: Set<ItemPath> = []
@@ -63,6 +65,7 @@ final class QueryTree {
                 insert(path, metadata, into: &delta)
             } else {
                 items[path] = metadata
+                guard delta.recordsItems else { return }
                 if delta.added[path] != nil { delta.added[path] = metadata } else { delta.changed[path] = metadata }
             }
         } else {
@@ -77,7 +80,13 @@ final class QueryTree {
         }
         items[path] = metadata
         if let parent = path.parent { entries[parent, default: []].insert(path) }
-        if delta.removed.remove(path) != nil { delta.changed[path] = metadata } else { delta.added[path] = metadata }
+        if delta.recordsItems {
+            if delta.removed.remove(path) != nil {
+                delta.changed[path] = metadata
+            } else {
+                delta.added[path] = metadata
+            }
+        }
         if metadata.isDirectory {
             directoryCount += 1
             delta.watch.append(path)
@@ -91,7 +100,7 @@ final class QueryTree {
             entries[parent]?.remove(path)
             if entries[parent]?.isEmpty == true { entries[parent] = nil }
         }
-        if delta.added.removeValue(forKey: path) == nil {
+        if delta.recordsItems, delta.added.removeValue(forKey: path) == nil {
             delta.changed[path] = nil
             delta.removed.insert(path)
         }
