@@ -37,6 +37,7 @@ private final class Collector: @unchecked Sendable {
     var events: [FileSystemEvent] { lock.withLock { reports.flatMap(\.events) } }
     var status: WatcherStatus? { lock.withLock { reports.last?.status } }
     var reportCount: Int { lock.withLock { reports.count } }
+    var barriers: [UInt64] { lock.withLock { reports.flatMap(\.barriers) } }
 
     /// Waits (up to 10 s) until `condition` holds of what was delivered.
     func waitUntil(_ what: String, _ condition: (Collector) -> Bool) throws {
@@ -91,6 +92,30 @@ struct InotifyWatcherTests {
             try collector.waitUntil("the write") { $0.events.contains(.closedAfterWriting(try! path(docs + "/a.txt"))) }
             watcher.unwatch(try path(docs))
             try collector.waitUntil("the unwatch") { $0.status?.watches == 0 }
+        }
+    }
+
+    /// A live query's folder (issue 44) is watched without indexing its files by identity: no second listing, no
+    /// `lstat` per entry. Its file with another name gets no watch of its own until the arbiter asks for the folder
+    /// (a presenter there), which indexes it then.
+    @Test func aFolderWatchedForAQueryOnlyIsIndexedWhenTheArbiterAsksForIt() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+            try write("a", to: docs + "/a.txt")
+            try FileManager.default.linkItem(atPath: docs + "/a.txt", toPath: folder + "/elsewhere.txt")
+            watcher.watch(try path(docs), indexingFiles: false)
+            watcher.barrier(7)
+            try collector.waitUntil("the query's watch") { $0.barriers.contains(7) && $0.status?.watches == 1 }
+            #expect(collector.status?.linkedFileWatches == 0, "the query's watch indexed the folder's files")
+            watcher.watch(try path(docs))
+            try collector.waitUntil("the arbiter's index") { $0.status?.linkedFileWatches == 1 }
+            watcher.unwatch(try path(docs))
+            try collector.waitUntil("nothing watched") { $0.status?.watches == 0 }
         }
     }
 

@@ -153,9 +153,10 @@ extension ArbiterHost {
                 // Passed on even when the arbiter wants the folder too: its watch may have gone with a folder that
                 // was deleted and made again (the watcher adds a watch only where none is in place).
                 queryWatches[directory, default: 0] += 1
-                watcher?.watch(directory)
+                // A query's folder needs no index of its files unless the arbiter watches it too (it asks again then).
+                watcher?.watch(directory, indexingFiles: arbiterWatches.contains(directory))
             case .rewatch(let directory):
-                watcher?.watch(directory)
+                watcher?.watch(directory, indexingFiles: arbiterWatches.contains(directory))
             case .unwatch(let directory):
                 guard let count = queryWatches[directory] else { continue }
                 if count > 1 {

@@ -15,7 +15,12 @@ public protocol FileSystemWatcher: AnyObject, Sendable {
     /// Watches the direct entries of a directory (``ArbiterEffect/watch(_:)``). A path that is not a directory uses
     /// no watch; one that does not exist yet is watched when it is asked for again after its creation, and then
     /// scanned, so that what was created in it before the watch existed is reported as created.
-    func watch(_ directory: ItemPath)
+    ///
+    /// `indexingFiles`: the backend also indexes the directory's files by identity (issue 26: the arbiter's watches,
+    /// for presenters, whose files may have other names). A live query's folder (issue 44), which nobody presents
+    /// in, needs no index: `false` saves a second listing and an `lstat` per entry. A directory watched without it is
+    /// indexed when it is asked for again with it.
+    func watch(_ directory: ItemPath, indexingFiles: Bool)
     /// Stops watching a directory (``ArbiterEffect/unwatch(_:)``).
     func unwatch(_ directory: ItemPath)
     /// A coordinated write of the file `identity`, which has other names, ended
@@ -37,6 +42,8 @@ public protocol FileSystemWatcher: AnyObject, Sendable {
 }
 
 extension FileSystemWatcher {
+    /// Watches `directory` and indexes its files (the arbiter's watches).
+    public func watch(_ directory: ItemPath) { watch(directory, indexingFiles: true) }
     /// A backend that follows no file by its identity reports nothing more.
     public func fileWritten(_ identity: ItemIdentity) {}
     /// A backend that cannot tell change times reports nothing.

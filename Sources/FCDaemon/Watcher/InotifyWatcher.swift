@@ -21,7 +21,7 @@ import SystemPackage
 // InotifyWatcher+ChangesBeforeWatch.swift, on that thread too).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private enum Command {
-        case watch(ItemPath)
+        case watch(ItemPath, indexing: Bool)
         case unwatch(ItemPath)
         case fileWritten(FileIdentity)
         case changedSince(Int64, Int64?, ItemPath, PresenterID)
@@ -59,6 +59,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private(set) var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
+    /// The watched directories whose files are indexed by identity (``FileSystemWatcher/watch(_:indexingFiles:)``):
+    /// all but those watched for live queries only.
+    private var indexed: Set<ItemPath> = []
     var status = WatcherStatus(backend: "inotify")
     /// The files of watched directories that have other names, each watched by its inode (issue 26).
     var linked = LinkedFileWatches()
@@ -127,7 +130,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
     }
 
-    public func watch(_ directory: ItemPath) { enqueue(.watch(directory)) }
+    public func watch(_ directory: ItemPath, indexingFiles: Bool) {
+        enqueue(.watch(directory, indexing: indexingFiles))
+    }
 
     public func unwatch(_ directory: ItemPath) { enqueue(.unwatch(directory)) }
 
@@ -242,6 +247,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             foldsNames[descriptor] = nil
             if let directory = byDescriptor.removeValue(forKey: descriptor) {
                 byPath[directory] = nil
+                indexed.remove(directory)
                 removed.append(directory)
                 forgetLinkedFiles(in: directory)
                 updateWatchCounts()
@@ -286,15 +292,21 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         if stop { return false }
         for command in queued {
             switch command {
-            case .watch(let directory):
+            case .watch(let directory, let indexing):
                 // Asked again for a directory it wants: it was created after its watch failed.
                 let again = !wanted.insert(directory).inserted
                 if byPath[directory] == nil {
                     if again { status.rescans += 1 }
-                    add(directory, scan: again, into: &batch)
+                    add(directory, scan: again, indexing: indexing, into: &batch)
+                } else if indexing, !indexed.contains(directory), let descriptor = byPath[directory] {
+                    // Watched for a live query only so far; now for the arbiter too: its files are indexed now.
+                    let path = String(decoding: directory.bytes, as: UTF8.self)
+                    noteEntries(in: directory, names: Self.names(in: path), folds: foldsNames(descriptor, directory))
+                    indexed.insert(directory)
                 }
             case .unwatch(let directory):
                 wanted.remove(directory)
+                indexed.remove(directory)
                 if let descriptor = byPath.removeValue(forKey: directory) {
                     byDescriptor[descriptor] = nil
                     foldsNames[descriptor] = nil
@@ -322,7 +334,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         return true
     }
 
-    private func add(_ directory: ItemPath, scan: Bool, into batch: inout [FileSystemEvent]) {
+    private func add(_ directory: ItemPath, scan: Bool, indexing: Bool, into batch: inout [FileSystemEvent]) {
         if let cap, byDescriptor.count + linked.count >= cap {
             status.failedWatches += 1
             batch.append(
@@ -366,14 +378,23 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         updateWatchCounts()
         let folds = foldsNames(descriptor, directory)
         // One listing serves both: what a directory made before its watch holds, and its files' identities.
+        guard scan || indexing else { return }
+        let names = Self.names(in: path)
+        if scan { self.scan(directory, path: path, names: names, folds: folds, into: &batch) }
+        if indexing {
+            noteEntries(in: directory, names: names, folds: folds)
+            indexed.insert(directory)
+        }
+    }
+
+    /// The names of a directory's entries, sorted (none when it cannot be read).
+    static func names(in path: String) -> [String] {
         var names: [String] = []
         try? FileSystemCalls.forEachEntry(ofDirectory: path) { name in
             names.append(name)
             return true
         }
-        names.sort()
-        if scan { self.scan(directory, path: path, names: names, folds: folds, into: &batch) }
-        noteEntries(in: directory, names: names, folds: folds)
+        return names.sorted()
     }
 
     func updateWatchCounts() {
@@ -419,7 +440,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private func rescan(into batch: inout [FileSystemEvent]) {
         status.rescans += 1
         for directory in wanted.sorted() where byPath[directory] == nil {
-            add(directory, scan: true, into: &batch)
+            add(directory, scan: true, indexing: true, into: &batch)  // Indexed: safe whoever wants it.
         }
     }
 }
