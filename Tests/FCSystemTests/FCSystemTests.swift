@@ -297,4 +297,26 @@ private final class FlakyCall {
         #expect(gone.wait(timeout: .now() + 0.05) == .timedOut, "this thread's object was released")
         #expect(slot.value === here)
     }
+
+    /// A live query's listing (issue 44): every entry once, `.` and `..` left out, each with its own metadata (a link's
+    /// own, not its target's), and the same as `ItemMetadata.of` of its whole path.
+    @Test func listingAFolderGivesEachEntryItsMetadata() throws {
+        try withFolder { folder in
+            try FileSystemCalls.writeFile(folder + "/a.txt", Array("four".utf8))
+            try FileManager.default.createDirectory(atPath: folder + "/sub", withIntermediateDirectories: false)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/link", withDestinationPath: "sub")
+            var seen: [String: ItemMetadata] = [:]
+            try ItemMetadata.forEachEntry(ofDirectory: folder) { name, metadata in
+                seen[String(decoding: name, as: UTF8.self)] = metadata
+            }
+            #expect(seen.keys.sorted() == ["a.txt", "link", "sub"])
+            #expect(seen["a.txt"]?.size == 4 && seen["a.txt"]?.isDirectory == false)
+            #expect(seen["sub"]?.isDirectory == true && seen["link"]?.isDirectory == false)
+            for (name, metadata) in seen { #expect(try ItemMetadata.of(folder + "/" + name) == metadata) }
+            #expect(
+                failure { try ItemMetadata.forEachEntry(ofDirectory: folder + "/none") { _, _ in } }
+                    == .noSuchFileOrDirectory
+            )
+        }
+    }
 }

@@ -38,18 +38,15 @@ private func removeTreeIfDone(_ root: String) {
     if queryNames.allSatisfy({ results[$0] != nil }) { try? FileManager.default.removeItem(atPath: root) }
 }
 
-/// Items under `root`, read as a query reads them: each folder listed, each entry `lstat`ed.
+/// Items under `root`, read as a query reads them and as a careful program would: each folder listed, each entry
+/// `fstatat`ed relative to it (`ItemMetadata.forEachEntry`, the daemon's own listing).
 private func listRecursively(_ root: String) -> Int {
     var count = 0
     var pending = [root]
     while let folder = pending.popLast() {
-        try? FileSystemCalls.forEachEntry(ofDirectory: folder) { name in
-            let path = folder + "/" + name
-            if let metadata = try? ItemMetadata.of(path) {
-                count += 1
-                if metadata.isDirectory { pending.append(path) }
-            }
-            return true
+        try? ItemMetadata.forEachEntry(ofDirectory: folder) { name, metadata in
+            count += 1
+            if metadata.isDirectory { pending.append(folder + "/" + String(decoding: name, as: UTF8.self)) }
         }
     }
     return count

@@ -176,14 +176,8 @@ final class QueryService: @unchecked Sendable {
         var delta = QueryTree.Delta(recordsItems: asChanges)
         var next: [ItemPath] = []
         for folder in folders {
-            var names: [String] = []
-            try? FileSystemCalls.forEachEntry(ofDirectory: folder.description) { name in
-                names.append(name)
-                return true
-            }
-            for name in names {
-                let path = folder.appending(Array(name.utf8))
-                guard let metadata = try? ItemMetadata.of(path.description) else { continue }
+            try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
+                let path = folder.appending(Array(name))
                 tree.set(path, metadata, into: &delta)
                 if metadata.isDirectory, tree.items[path] != nil { next.append(path) }
             }
@@ -317,14 +311,11 @@ final class QueryService: @unchecked Sendable {
         var fresh: [ItemPath] = []
         var pending = [tree.root]
         while let folder = pending.popLast() {
-            var names: [String] = []
-            try? FileSystemCalls.forEachEntry(ofDirectory: folder.description) { name in
-                names.append(name)
-                return true
+            var listed: [(ItemPath, ItemMetadata)] = []
+            try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
+                listed.append((folder.appending(Array(name)), metadata))
             }
-            for name in names {
-                let path = folder.appending(Array(name.utf8))
-                guard let metadata = try? ItemMetadata.of(path.description) else { continue }
+            for (path, metadata) in listed {
                 let wasFolder = tree.items[path]?.isDirectory == true
                 found.insert(path)
                 tree.set(path, metadata, into: &delta)
