@@ -22,7 +22,8 @@ struct MetadataQueryResults {
     let sortKeys: [(key: String, ascending: Bool)]
     /// The matching items by path, and their paths in order (the results' order).
     private(set) var current: [String: NSMetadataItem] = [:]
-    private(set) var ordered: [String] = []
+    /// The results in order, made when they change (not at each read).
+    private(set) var results: [NSMetadataItem] = []
     /// A gathering in progress (the first, or again after a new connection).
     private var gathering: [String: NSMetadataItem]? = [:]
     private var firstGatheringDone = false
@@ -34,19 +35,16 @@ struct MetadataQueryResults {
         self.sortKeys = sortKeys
     }
 
-    /// The paths of `items` in the results' order.
-    private func order(_ items: [String: NSMetadataItem]) -> [String] {
-        guard !sortKeys.isEmpty else { return items.keys.sorted() }
-        return items.keys.sorted { a, b in
+    /// `items` in the results' order.
+    private func order(_ items: [String: NSMetadataItem]) -> [NSMetadataItem] {
+        guard !sortKeys.isEmpty else { return items.sorted { $0.key < $1.key }.map(\.value) }
+        return items.sorted { a, b in
             for (key, ascending) in sortKeys {
-                let result = Self.compare(
-                    items[a]?.value(forAttribute: key),
-                    items[b]?.value(forAttribute: key)
-                )
+                let result = Self.compare(a.value.value(forAttribute: key), b.value.value(forAttribute: key))
                 if result != .orderedSame { return (result == .orderedAscending) == ascending }
             }
-            return a < b
-        }
+            return a.key < b.key
+        }.map(\.value)
     }
 
     /// Attribute values compared as NSSortDescriptor compares them: strings, numbers, dates; a missing value first.
@@ -99,7 +97,7 @@ struct MetadataQueryResults {
             if !firstGatheringDone {
                 firstGatheringDone = true
                 current = gathered
-                ordered = order(gathered)
+                results = order(gathered)
                 return .finishedGathering
             }
             for (path, item) in gathered {
@@ -149,10 +147,12 @@ struct MetadataQueryResults {
             }
         }
         pending = [:]
-        if orderChanged || (!sortKeys.isEmpty && !changed.isEmpty) { ordered = order(current) }
+        if orderChanged || (!sortKeys.isEmpty && !changed.isEmpty) {
+            results = order(current)
+        } else if !changed.isEmpty {
+            // The same paths in the same order: each changed item takes its place.
+            results = results.map { current[($0.value(forAttribute: NSMetadataItemPathKey) as? String) ?? ""] ?? $0 }
+        }
         return (added, changed, removed)
     }
-
-    /// The results in order.
-    var results: [NSMetadataItem] { ordered.compactMap { current[$0] } }
 }

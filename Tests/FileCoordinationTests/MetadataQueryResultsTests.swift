@@ -1,0 +1,55 @@
+import FCProtocol
+import Foundation
+import Testing
+
+@testable import FileCoordination
+
+/// A live query's result set (issue 44), fed `QueryItems` as the daemon sends them: a gathering in any order comes
+/// out in path order, and a changed item takes its place in the results, as an added one takes its own.
+@Suite struct MetadataQueryResultsTests {
+    static func record(_ path: String, size: Int64) -> Filecoord_V1_QueryItem {
+        var record = Filecoord_V1_QueryItem()
+        record.path = Data(path.utf8)
+        record.size = size
+        record.modified = 1_000
+        record.created = 1_000
+        return record
+    }
+
+    static func paths(_ items: [NSMetadataItem]) -> [String] {
+        items.compactMap { $0.value(forAttribute: NSMetadataItemPathKey) as? String }
+    }
+
+    @Test func aGatheringInAnyOrderIsInPathOrderAndAChangeKeepsItsPlace() throws {
+        var results = MetadataQueryResults(predicate: { _ in true })
+        var gathered = Filecoord_V1_QueryItems()
+        gathered.added = [Self.record("/t/c", size: 1), Self.record("/t/a", size: 1), Self.record("/t/b", size: 1)]
+        gathered.gathered = true
+        gathered.gatheredCount = 3
+        guard case .finishedGathering = results.receive(gathered) else {
+            Issue.record("the gathering did not finish")
+            return
+        }
+        #expect(Self.paths(results.results) == ["/t/a", "/t/b", "/t/c"])
+
+        var change = Filecoord_V1_QueryItems()
+        change.changed = [Self.record("/t/b", size: 7)]
+        change.added = [Self.record("/t/aa", size: 2)]
+        guard case .changesPending = results.receive(change) else {
+            Issue.record("no change pending")
+            return
+        }
+        let (added, changed, removed) = results.applyPending()
+        #expect(Self.paths(added) == ["/t/aa"] && Self.paths(changed) == ["/t/b"] && removed.isEmpty)
+        #expect(Self.paths(results.results) == ["/t/a", "/t/aa", "/t/b", "/t/c"])
+        #expect(results.results[2].value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber == 7)
+
+        // A change alone (no item added or removed) replaces the item in place.
+        var alone = Filecoord_V1_QueryItems()
+        alone.changed = [Self.record("/t/c", size: 9)]
+        _ = results.receive(alone)
+        _ = results.applyPending()
+        #expect(Self.paths(results.results) == ["/t/a", "/t/aa", "/t/b", "/t/c"])
+        #expect(results.results[3].value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber == 9)
+    }
+}
