@@ -73,8 +73,9 @@ final class LeaseCounterBoard {
         directory = (socketPath as NSString).deletingLastPathComponent + "/lease-counters"
     }
 
-    /// Whether `client` keeps lease counters.
-    func counts(_ client: ClientID) -> Bool { holders[client] != nil }
+    /// Whether `client` keeps lease counters: no hashing while no client keeps them (the hot path of every other
+    /// client's effects asks).
+    func counts(_ client: ClientID) -> Bool { !holders.isEmpty && holders[client] != nil }
 
     /// A client said at `Hello` that it keeps counters, and may hold a recalled lease `maximumHold` at most.
     func register(_ client: ClientID, pid: Int32, maximumHold: Duration) {
