@@ -186,19 +186,34 @@ public enum FileSystemCalls {
     /// Calls `body` with the name of each entry of the directory at `path` (`.` and `..` left out) until it returns
     /// `false`.
     public static func forEachEntry(ofDirectory path: String, _ body: (String) -> Bool) throws(Errno) {
+        try forEachEntryName(ofDirectory: path) { _, name in
+            body(String(decoding: name, as: UTF8.self))
+        }
+    }
+
+    /// The one `readdir` loop: calls `body` with the open directory's descriptor (for calls relative to it) and the
+    /// bytes of each entry's name (`.` and `..` left out, valid only during the call) until it returns `false`.
+    ///
+    /// - Throws: the `Errno` of `opendir` or `readdir`.
+    static func forEachEntryName(
+        ofDirectory path: String,
+        _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
+    ) throws(Errno) {
         guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
         defer { _ = closedir(dir) }
+        let descriptor = dirfd(dir)
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while true {
             errno = 0
             guard let entry = readdir(dir) else {
                 if errno != 0 { throw Errno(rawValue: errno) }
                 return
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name == "." || name == ".." { continue }
-            if !body(name) { return }
+            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: UInt8.self)
+            let bytes = UnsafeBufferPointer(start: name, count: strlen(name))
+            let dots = bytes.count <= 2 && bytes.allSatisfy { $0 == 0x2E }  // "." and ".." (a name is never empty)
+            if dots { continue }
+            if !body(descriptor, bytes) { return }
         }
     }
 }

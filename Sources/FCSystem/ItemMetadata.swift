@@ -59,26 +59,13 @@ public struct ItemMetadata: Hashable, Sendable {
         ofDirectory path: String,
         _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
     ) throws(Errno) {
-        guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
-        defer { _ = closedir(dir) }
-        let descriptor = dirfd(dir)
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-        while true {
-            errno = 0
-            guard let entry = readdir(dir) else {
-                if errno != 0 { throw Errno(rawValue: errno) }
-                return
-            }
-            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
-            let length = strlen(name)
-            if (length == 1 && name[0] == 0x2E) || (length == 2 && name[0] == 0x2E && name[1] == 0x2E) { continue }
+        try FileSystemCalls.forEachEntryName(ofDirectory: path) { directory, name in
             var buffer = stat()
-            guard (try? retryOnInterrupt({ fstatat(descriptor, name, &buffer, AT_SYMLINK_NOFOLLOW) })) != nil else {
-                continue
+            let found = name.withMemoryRebound(to: CChar.self) { text in
+                (try? retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }) != nil
             }
-            name.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-                body(UnsafeBufferPointer(start: bytes, count: length), ItemMetadata(buffer))
-            }
+            if found { body(name, ItemMetadata(buffer)) }
+            return true
         }
     }
 }

@@ -72,6 +72,31 @@ import Testing
         return listing
     }
 
+    /// Starts ``holder`` with `arguments` (under the preload, with `environment`), and waits until it printed `marker`
+    /// and a lease on each of `folders` is held.
+    static func startHolder(
+        _ env: TestEnvironment,
+        _ arguments: [String],
+        until marker: String,
+        leasesOn folders: [String],
+        environment: [String: String] = [:]
+    ) async throws -> Program {
+        let program = try env.startProgram(["python3", "-c", holder] + arguments, environment: environment)
+        try await eventually("the program to print \(marker)") { program.output.contains(marker) }
+        for folder in folders { _ = try await waitForLease(env, of: program, on: folder, "held") }
+        return program
+    }
+
+    /// Another process's coordinated write of `new` to `file` (`fccoord`), which must go through.
+    static func writeThroughFccoord(_ env: TestEnvironment, _ file: String) async throws {
+        let written = try await env.runTool("fccoord", ["write", file, "--", "sh", "-c", "echo new > \(file)"])
+        #expect(written.status == 0, "\(written.error)")
+        #expect(env.contents(file) == "new\n")
+    }
+
+    /// The folder that holds `path`.
+    static func parent(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+
     @Test(
         "A preloaded program alone in a folder decides its claims there in process; another's write waits for its open file, and goes on when it closes"
     )
@@ -79,10 +104,8 @@ import Testing
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
             let (first, held, other, release) = try Self.folder(env)
-            let program = try env.startProgram(["python3", "-c", Self.holder, first, held, release])
-            try await eventually("the program to hold its file") { program.output.contains("held") }
-            let folder = (held as NSString).deletingLastPathComponent
-            _ = try await Self.waitForLease(env, of: program, on: folder, "held")
+            let folder = Self.parent(of: held)
+            let program = try await Self.startHolder(env, [first, held, release], until: "held", leasesOn: [folder])
             // Its open file is a claim of its own process: the daemon holds none for it.
             let clients = try await env.runTool("fcdump", ["clients"]).output
             #expect(
@@ -122,17 +145,16 @@ import Testing
             _ = try await env.startDaemon()
             let (first, _, other, release) = try Self.folder(env)
             // Its longest hold is ten minutes: a recall that waited for it would outlast the test's bound.
-            let program = try env.startProgram(
-                ["python3", "-c", Self.holder, first, "", release, first],
+            let program = try await Self.startHolder(
+                env,
+                [first, "", release, first],
+                until: "idle",
+                leasesOn: [Self.parent(of: first)],
                 environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "600000"]
             )
-            try await eventually("the program to be idle") { program.output.contains("idle") }
-            _ = try await Self.waitForLease(env, of: program, on: (first as NSString).deletingLastPathComponent, "held")
             let start = ContinuousClock.now
-            let written = try await env.runTool("fccoord", ["write", other, "--", "sh", "-c", "echo new > \(other)"])
-            #expect(written.status == 0, "\(written.error)")
+            try await Self.writeThroughFccoord(env, other)
             #expect(ContinuousClock.now - start < .seconds(20))
-            #expect(env.contents(other) == "new\n")
             let leases = try await env.runTool("fcdump", ["leases"]).output
             #expect(!leases.contains("lease#"), "\(leases)")
             kill(program.process.processIdentifier, SIGKILL)
@@ -144,15 +166,14 @@ import Testing
         try await TestEnvironment.run { env in
             let daemon = try await env.startDaemon()
             let (first, held, other, release) = try Self.folder(env)
-            let program = try env.startProgram(
-                ["python3", "-c", Self.holder, first, held, release],
+            let program = try await Self.startHolder(
+                env,
+                [first, held, release],
+                until: "held",
+                leasesOn: [Self.parent(of: held)],
                 environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "1500"]
             )
-            try await eventually("the program to hold its file") { program.output.contains("held") }
-            _ = try await Self.waitForLease(env, of: program, on: (held as NSString).deletingLastPathComponent, "held")
-            let written = try await env.runTool("fccoord", ["write", other, "--", "sh", "-c", "echo new > \(other)"])
-            #expect(written.status == 0, "\(written.error)")
-            #expect(env.contents(other) == "new\n")
+            try await Self.writeThroughFccoord(env, other)
             #expect(!program.output.contains("closed"), "the program closed its file: \(program.output)")
             try await daemon.waitForLog("still in use past its longest hold")
             kill(program.process.processIdentifier, SIGKILL)
@@ -170,10 +191,12 @@ import Testing
             // the end of the connection: the end must be seen behind it.
             try FileManager.default.createDirectory(atPath: env.path("second"), withIntermediateDirectories: false)
             let elsewhere = try env.file("second/else.txt", "")
-            let program = try env.startProgram(["python3", "-c", Self.holder, first, "", release, other, elsewhere])
-            try await eventually("the program to be idle") { program.output.contains("idle") }
-            _ = try await Self.waitForLease(env, of: program, on: env.path("second"), "held")
-            _ = try await Self.waitForLease(env, of: program, on: (first as NSString).deletingLastPathComponent, "held")
+            let program = try await Self.startHolder(
+                env,
+                [first, "", release, other, elsewhere],
+                until: "idle",
+                leasesOn: [env.path("second"), Self.parent(of: first)]
+            )
 
             let killed = try #require(env.lockedDaemonPID(), "a daemon serves the program")
             kill(killed, SIGKILL)
@@ -265,22 +288,21 @@ import Testing
         try await TestEnvironment.run { env in
             let daemon = try await env.startDaemon()
             let (first, held, other, release) = try Self.folder(env)
-            let program = try env.startProgram(
-                ["python3", "-c", Self.holder, first, held, release],
+            let program = try await Self.startHolder(
+                env,
+                [first, held, release],
+                until: "held",
+                leasesOn: [Self.parent(of: held)],
                 environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "1500"]
             )
-            try await eventually("the program to hold its file") { program.output.contains("held") }
-            _ = try await Self.waitForLease(env, of: program, on: (held as NSString).deletingLastPathComponent, "held")
             daemon.signal(SIGTERM)
             #expect(try await daemon.waitForExit() == 0)
             _ = try await env.startDaemon()
             // The next daemon holds what the program held, for the program's longest hold: the write waits that long
             // and goes on while the file is still open (it never declares, so without the bound it waits for its exit).
             let start = ContinuousClock.now
-            let written = try await env.runTool("fccoord", ["write", other, "--", "sh", "-c", "echo new > \(other)"])
-            #expect(written.status == 0, "\(written.error)")
+            try await Self.writeThroughFccoord(env, other)
             #expect(ContinuousClock.now - start < .seconds(15))
-            #expect(env.contents(other) == "new\n")
             #expect(!program.output.contains("closed"))
             kill(program.process.processIdentifier, SIGKILL)
         }

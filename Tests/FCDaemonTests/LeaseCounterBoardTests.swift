@@ -14,7 +14,7 @@ import Testing
 /// test on its own mapping of the counter file: a recall with nothing counted returns the lease at once, one with a
 /// claim counted waits for the client's `LeaseCounterIdle` or the longest hold, and a counter is handed to a new lease
 /// only when its word says nothing of the old one runs.
-@Suite struct LeaseCounterBoardTests {
+@Suite final class LeaseCounterBoardTests {
     static let recalled: UInt64 = 1 << 63
 
     /// The client's view: the counter file mapped shared, as the preload library maps it.
@@ -34,17 +34,26 @@ import Testing
         deinit { munmap(words, LeaseCounterBoard.wordsPerFile * 8) }
     }
 
-    static func board() throws -> (LeaseCounterBoard, String) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lease-counters-\(UUID())").path
+    /// A folder of this test's own, with the daemon's socket path in it, and the board of that daemon.
+    let folder: String
+    let board: LeaseCounterBoard
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("lease-counters-\(UUID())").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        return (LeaseCounterBoard(socketPath: folder + "/socket"), folder)
+        board = LeaseCounterBoard(socketPath: folder + "/socket")
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: folder) }
+
+    /// Client `id`, registered as keeping counters (its process: this one, unless said).
+    func registered(_ id: UInt64, pid: Int32 = getpid(), hold: Duration = .seconds(30)) -> ClientID {
+        board.register(ClientID(id), pid: pid, maximumHold: hold)
+        return ClientID(id)
     }
 
     @Test func aRecallWaitsForTheCountedClaimAndTheClientsIdle() throws {
-        let (board, folder) = try Self.board()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let client = ClientID(7)
-        board.register(client, pid: getpid(), maximumHold: .seconds(30))
+        let client = registered(7)
         let placement = try #require(board.place(LeaseID(1), of: client))
         #expect(placement.file.hasPrefix(folder + "/lease-counters/"))
         let mapping = try ClientMapping(placement.file)
@@ -62,10 +71,7 @@ import Testing
     }
 
     @Test func aRecallWithNothingCountedReturnsAtOnceAndTheCounterIsReusedWithANewGeneration() throws {
-        let (board, folder) = try Self.board()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let client = ClientID(3)
-        board.register(client, pid: getpid(), maximumHold: .seconds(30))
+        let client = registered(3)
         let first = try #require(board.place(LeaseID(1), of: client))
         #expect(board.recall(LeaseID(1), of: client))
         let second = try #require(board.place(LeaseID(2), of: client))
@@ -76,10 +82,7 @@ import Testing
     }
 
     @Test func aCounterWithAStrayClaimIsNotHandedOn() throws {
-        let (board, folder) = try Self.board()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let client = ClientID(4)
-        board.register(client, pid: getpid(), maximumHold: .seconds(30))
+        let client = registered(4)
         let first = try #require(board.place(LeaseID(1), of: client))
         let mapping = try ClientMapping(first.file)
         #expect(board.recall(LeaseID(1), of: client))
@@ -94,10 +97,7 @@ import Testing
     }
 
     @Test func aWordWithoutItsGenerationHoldsUntilTheLongestHold() throws {
-        let (board, folder) = try Self.board()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let client = ClientID(5)
-        board.register(client, pid: getpid(), maximumHold: .milliseconds(50))
+        let client = registered(5, hold: .milliseconds(50))
         let placement = try #require(board.place(LeaseID(9), of: client))
         let mapping = try ClientMapping(placement.file)
         mapping.words[placement.slot] = 0x1234  // scribbled on by the client
@@ -111,14 +111,9 @@ import Testing
     }
 
     @Test func aClosedConnectionKeepsItsLeasesOnlyWhileAClaimIsCountedAndItsProcessRuns() throws {
-        let (board, folder) = try Self.board()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let running = ClientID(1)
-        let idle = ClientID(2)
-        let gone = ClientID(3)
-        board.register(running, pid: getpid(), maximumHold: .seconds(7))
-        board.register(idle, pid: getpid(), maximumHold: .seconds(7))
-        board.register(gone, pid: Int32.max, maximumHold: .seconds(7))  // no such process
+        let running = registered(1, hold: .seconds(7))
+        let idle = registered(2, hold: .seconds(7))
+        let gone = registered(3, pid: Int32.max, hold: .seconds(7))  // no such process
         var files: [String] = []
         for (index, client) in [running, idle, gone].enumerated() {
             let placement = try #require(board.place(LeaseID(UInt64(index + 1)), of: client))
@@ -134,10 +129,7 @@ import Testing
     }
 
     @Test func aDaemonThatStopsMarksEveryCounterRecalledAndReturnsTheIdleLeases() throws {
-        let (board, folder) = try Self.board()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let client = ClientID(6)
-        board.register(client, pid: getpid(), maximumHold: .seconds(30))
+        let client = registered(6)
         let busy = try #require(board.place(LeaseID(1), of: client))
         let quiet = try #require(board.place(LeaseID(2), of: client))
         let mapping = try ClientMapping(busy.file)

@@ -81,6 +81,13 @@ static void send_idle_locked(uint32_t slot) {
     send_frame_locked(&frame);
 }
 
+/* Takes one claim's 1 back from `word` (the counter `slot` of the present connection's file when `tell`); a recalled
+ * word left at 0 is the daemon's to know: it then lets in what waits for the lease. */
+static void take_back_locked(uint64_t *word, uint32_t slot, int tell) {
+    uint64_t after_word = __atomic_sub_fetch(word, 1, __ATOMIC_SEQ_CST);
+    if (tell && (after_word & RECALLED) && (after_word & COUNT_MASK) == 0) send_idle_locked(slot);
+}
+
 /* Maps the daemon's counter file: a regular file of this user, in the daemon's folder, large enough. */
 static int map_counters(const char *path) {
     if (mapping_count >= FCP_MAX_MAPPINGS) return 0;
@@ -211,9 +218,8 @@ uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count) {
     if (before >> 32 == lease->generation) {
         return FCP_LEASE_CLAIM | (uint64_t)current << 40 | (uint64_t)lease->generation << 9 | lease->slot;
     }
-    /* Recalled (or handed on): the 1 goes back, and a recalled word left at 0 is the daemon's to know. */
-    uint64_t after_word = __atomic_sub_fetch(word, 1, __ATOMIC_SEQ_CST);
-    if ((after_word & RECALLED) && (after_word & COUNT_MASK) == 0) send_idle_locked(lease->slot);
+    /* Recalled (or handed on): the 1 goes back. */
+    take_back_locked(word, lease->slot, 1);
     leases[found] = leases[--lease_count];
     return 0;
 }
@@ -227,8 +233,5 @@ void fcp_lease_end_locked(uint64_t claim) {
     /* The claim's 1 is in the word, which therefore still carries its generation; anything else (a doubled end) takes
      * nothing from another lease's count. */
     if (((__atomic_load_n(word, __ATOMIC_SEQ_CST) >> 32) & 0x7FFFFFFF) != generation) return;
-    uint64_t after_word = __atomic_sub_fetch(word, 1, __ATOMIC_SEQ_CST);
-    if ((after_word & RECALLED) && (after_word & COUNT_MASK) == 0 && mapping == current && connection >= 0) {
-        send_idle_locked(slot);
-    }
+    take_back_locked(word, slot, mapping == current && connection >= 0);
 }

@@ -23,7 +23,6 @@ final class LeaseCounterBoard {
     /// The counters per client file (4 KiB): more than the 256 leases a client may hold at once.
     static let wordsPerFile = 512
     static let recalledBit: UInt64 = 1 << 63
-    static let countMask: UInt64 = 0xFFFF_FFFF
 
     /// Where a lease's counter is, as `LeaseGranted` tells the client.
     struct Placement: Equatable {
@@ -73,6 +72,12 @@ final class LeaseCounterBoard {
         directory = (socketPath as NSString).deletingLastPathComponent + "/lease-counters"
     }
 
+    /// Whether `word` says that nothing runs in the lease of `generation`: its generation, a count of 0, recalled or
+    /// not. The one test of a word's idleness (recall, `LeaseCounterIdle`, close, shutdown).
+    static func isIdle(_ word: UInt64, generation: UInt32) -> Bool {
+        word & ~recalledBit == UInt64(generation) << 32
+    }
+
     /// Whether `client` keeps lease counters: no hashing while no client keeps them (the hot path of every other
     /// client's effects asks).
     func counts(_ client: ClientID) -> Bool { !holders.isEmpty && holders[client] != nil }
@@ -115,8 +120,7 @@ final class LeaseCounterBoard {
         guard let holder = holders[client], let (slot, generation) = holder.leases[lease], let file = holder.file else {
             return true
         }
-        let before = file.fetchOr(slot, Self.recalledBit)
-        if before >> 32 == UInt64(generation), before & Self.countMask == 0 {
+        if Self.isIdle(file.fetchOr(slot, Self.recalledBit), generation: generation) {
             free(lease, of: holder)
             return true
         }
@@ -130,7 +134,7 @@ final class LeaseCounterBoard {
         guard let holder = holders[client], let file = holder.file else { return nil }
         guard let (lease, placement) = holder.leases.first(where: { $0.value.slot == Int(slot) }),
             holder.recalled[lease] != nil,
-            file.load(placement.slot) == Self.recalledBit | UInt64(placement.generation) << 32
+            Self.isIdle(file.load(placement.slot), generation: placement.generation)
         else { return nil }
         free(lease, of: holder)
         return lease
@@ -169,8 +173,7 @@ final class LeaseCounterBoard {
         var running = false
         if let file = holder.file {
             for (slot, generation) in holder.leases.values {
-                let before = file.fetchOr(slot, Self.recalledBit)
-                if before >> 32 != UInt64(generation) || before & Self.countMask != 0 { running = true }
+                if !Self.isIdle(file.fetchOr(slot, Self.recalledBit), generation: generation) { running = true }
             }
             file.remove()
         }
@@ -186,13 +189,12 @@ final class LeaseCounterBoard {
         handedOnHolds = holders.mapValues(\.maximumHold)
         for (client, holder) in holders {
             guard let file = holder.file else { continue }
-            for (lease, placement) in holder.leases {
-                let before = file.fetchOr(placement.slot, Self.recalledBit)
-                if before == UInt64(placement.generation) << 32 | (before & Self.recalledBit) {
-                    idle.append((lease, client))
-                }
+            // Every word marked recalled, each lease's as it was read.
+            let before = (0..<file.count).map { file.fetchOr($0, Self.recalledBit) }
+            for (lease, placement) in holder.leases
+            where Self.isIdle(before[placement.slot], generation: placement.generation) {
+                idle.append((lease, client))
             }
-            for index in 0..<file.count { _ = file.fetchOr(index, Self.recalledBit) }
             file.remove()
         }
         holders = [:]

@@ -311,11 +311,8 @@ final class QueryService: @unchecked Sendable {
         var fresh: [ItemPath] = []
         var pending = [tree.root]
         while let folder = pending.popLast() {
-            var listed: [(ItemPath, ItemMetadata)] = []
             try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
-                listed.append((folder.appending(Array(name)), metadata))
-            }
-            for (path, metadata) in listed {
+                let path = folder.appending(Array(name))
                 let wasFolder = tree.items[path]?.isDirectory == true
                 found.insert(path)
                 tree.set(path, metadata, into: &delta)
