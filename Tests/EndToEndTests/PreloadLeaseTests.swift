@@ -94,6 +94,32 @@ import Testing
         #expect(env.contents(file) == "new\n")
     }
 
+    /// A reader in another process (fc-testhost) of `path` waits while `program` holds its file open, and goes in
+    /// once the file `release` exists and the program printed `closed`.
+    static func expectReaderHeldBack(
+        _ env: TestEnvironment,
+        reading path: String,
+        until release: String,
+        closes program: Program
+    ) async throws {
+        let reader = try await env.host("R")
+        try reader.send("read \(path) hold")
+        var listing = ""
+        let deadline = ContinuousClock.now + defaultTimeout
+        while ContinuousClock.now < deadline, !reader.lines.contains(where: { $0.text.hasPrefix("holding read") }) {
+            listing = try await env.runTool("fcdump", ["clients"]).output
+            if listing.contains("(1 not granted)") { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(listing.contains("(1 not granted)"), "\(listing)")
+        #expect(!reader.lines.contains(where: { $0.text.hasPrefix("holding read") }), "the reader went in")
+        try writeText("", toFile: release)
+        _ = try await reader.waitFor("holding read \(path)")
+        #expect(program.output.contains("closed"))
+        try reader.send("release")
+        _ = try await reader.waitFor("done read \(path)")
+    }
+
     /// The folder that holds `path`.
     static func parent(of path: String) -> String { (path as NSString).deletingLastPathComponent }
 
@@ -261,22 +287,7 @@ import Testing
             // A reader of that file must wait for the program's write: had the library dropped the lease it could not
             // keep, the daemon would hand the open's claim back into it, the open would go through uncounted, and the
             // reader's recall would find the lease empty and let the reader in at once.
-            let reader = try await env.host("R")
-            try reader.send("read \(last) hold")
-            var listing = ""
-            let deadline = ContinuousClock.now + defaultTimeout
-            while ContinuousClock.now < deadline, !reader.lines.contains(where: { $0.text.hasPrefix("holding read") }) {
-                listing = try await env.runTool("fcdump", ["clients"]).output
-                if listing.contains("(1 not granted)") { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(listing.contains("(1 not granted)"), "\(listing)")
-            #expect(!reader.lines.contains(where: { $0.text.hasPrefix("holding read") }), "the reader went in")
-            try writeText("", toFile: release)
-            _ = try await reader.waitFor("holding read \(last)")
-            #expect(program.output.contains("closed"))
-            try reader.send("release")
-            _ = try await reader.waitFor("done read \(last)")
+            try await Self.expectReaderHeldBack(env, reading: last, until: release, closes: program)
             kill(program.process.processIdentifier, SIGKILL)
         }
     }
@@ -341,6 +352,26 @@ import Testing
             #expect(!leases.contains("lease#"), "\(leases)")
             try writeText("", toFile: release)
             #expect(try await program.waitForExit() == 0)
+        }
+    }
+
+    @Test(
+        "A file with other names in a lent folder goes to the daemon with its identity: the program's open of it holds back a reader of its other name"
+    )
+    func aFileWithOtherNamesIsNotHandedBackIntoTheLease() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (first, held, _, release) = try Self.folder(env)
+            try FileManager.default.createDirectory(atPath: env.path("elsewhere"), withIntermediateDirectories: false)
+            let otherName = env.path("elsewhere/held.txt")
+            try FileManager.default.linkItem(atPath: held, toPath: otherName)
+            // The open of held.txt comes after the folder was lent. Sent without has_other_names, the daemon handed it
+            // back into the lease, which the library refuses for a file with other names: after three tries it went
+            // through uncoordinated. Sent without the file's identity, the daemon could not meet the reader of the
+            // other name with it: the reader went in at once.
+            let program = try await Self.startHolder(env, [first, held, release], until: "held", leasesOn: [])
+            try await Self.expectReaderHeldBack(env, reading: otherName, until: release, closes: program)
+            kill(program.process.processIdentifier, SIGKILL)
         }
     }
 }

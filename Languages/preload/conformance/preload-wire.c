@@ -95,13 +95,14 @@ int main(int argc, char **argv) {
     pthread_t server;
     pthread_create(&server, NULL, serve, NULL);
 
-    struct fcp_item merging = {"/d/a.txt", 1, FCP_FOR_MERGING, 0};
+    struct fcp_item merging = {.path = "/d/a.txt", .write = 1, .options = FCP_FOR_MERGING};
     uint64_t first = fcp_claim(&merging, 1, 5000);
-    struct fcp_item two[2] = {{"/d/b.txt", 1, FCP_FOR_MOVING, 0}, {"/d/c.txt", 1, 0, 0}};
+    struct fcp_item two[2] = {{.path = "/d/b.txt", .write = 1, .options = FCP_FOR_MOVING},
+                               {.path = "/d/c.txt", .write = 1}};
     uint64_t second = fcp_claim(two, 2, 0);
     fcp_moved(first, "/d/a.txt", "/d/e.txt");
     fcp_finish(first);
-    struct fcp_item reading = {"/d/\xc3\xa9t\xc3\xa9.txt", 0, 0, 0};
+    struct fcp_item reading = {.path = "/d/\xc3\xa9t\xc3\xa9.txt"};
     uint64_t third = fcp_claim(&reading, 1, 0);
     fcp_finish(third);
     printf("claims %llu %llu %llu\n", (unsigned long long)first, (unsigned long long)second,
@@ -113,9 +114,9 @@ int main(int argc, char **argv) {
     if (words == MAP_FAILED) fail("counters");
     close(fd);
     __atomic_store_n(&words[3], (uint64_t)5 << 32, __ATOMIC_SEQ_CST);
-    struct fcp_item inside = {"/d/f.txt", 1, 0, 0};
+    struct fcp_item inside = {.path = "/d/f.txt", .write = 1};
     uint64_t fourth = fcp_claim(&inside, 1, 0); /* answered LeaseGranted, ClaimInsideLease: decided in the lease */
-    struct fcp_item again = {"/d/g.txt", 1, 0, 0};
+    struct fcp_item again = {.path = "/d/g.txt", .write = 1};
     uint64_t fifth = fcp_claim(&again, 1, 0); /* in the lease, no frame */
     uint64_t counted = __atomic_load_n(&words[3], __ATOMIC_SEQ_CST);
     __atomic_fetch_or(&words[3], (uint64_t)1 << 63, __ATOMIC_SEQ_CST); /* recalled, as the daemon does */

@@ -66,6 +66,7 @@ static int request_locked(int slot, uint64_t claim, const struct fcp_item *items
                           int in_handler) {
     Filecoord__V1__ClaimItem wire_items[2];
     Filecoord__V1__ClaimItem *item_pointers[2];
+    Filecoord__V1__FileIdentity identities[2];
     for (size_t index = 0; index < count; index++) {
         Filecoord__V1__ClaimItem initial = FILECOORD__V1__CLAIM_ITEM__INIT;
         wire_items[index] = initial;
@@ -74,6 +75,13 @@ static int request_locked(int slot, uint64_t claim, const struct fcp_item *items
         wire_items[index].write = items[index].write;
         wire_items[index].options = items[index].options;
         wire_items[index].has_other_names = items[index].other_names;
+        if (items[index].has_identity) {
+            Filecoord__V1__FileIdentity identity = FILECOORD__V1__FILE_IDENTITY__INIT;
+            identity.device = items[index].device;
+            identity.inode = items[index].inode;
+            identities[index] = identity;
+            wire_items[index].identity = &identities[index];
+        }
         item_pointers[index] = &wire_items[index];
     }
     Filecoord__V1__RequestClaim request = FILECOORD__V1__REQUEST_CLAIM__INIT;
@@ -114,15 +122,18 @@ static int request_locked(int slot, uint64_t claim, const struct fcp_item *items
 uint64_t fcp_claim(const struct fcp_item *asked, size_t count, uint64_t maximum_hold_ms) {
     if (__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED) || count == 0 || count > 2) return 0;
     if (!fcp_same_process()) return 0; /* a vfork child shares the parent's memory and connection */
-    /* A file with other names (hard links) is never decided in a lease, and the daemon meets it by identity
-     * (docs/SEMANTICS.md §13 rule 7): read once, for both. */
+    /* The file each item names, by identity (ClaimItem.identity: the daemon meets the claims of its other names, issue
+     * 26), and whether it has other names (hard links), which a lease never decides (docs/SEMANTICS.md §13 rule 7):
+     * one lstat, for both. */
     struct fcp_item items[2];
     int saved = errno;
     for (size_t index = 0; index < count; index++) {
         items[index] = asked[index];
         struct stat status;
-        items[index].other_names =
-            lstat(items[index].path, &status) == 0 && !S_ISDIR(status.st_mode) && status.st_nlink > 1;
+        items[index].has_identity = lstat(items[index].path, &status) == 0 && !S_ISDIR(status.st_mode);
+        items[index].other_names = items[index].has_identity && status.st_nlink > 1;
+        items[index].device = items[index].has_identity ? (uint64_t)status.st_dev : 0;
+        items[index].inode = items[index].has_identity ? (uint64_t)status.st_ino : 0;
     }
     errno = saved;
     int in_handler = fcp_in_signal_handler();

@@ -85,6 +85,8 @@ struct fcp_item {
     int write;
     uint64_t options; /* Apple's raw WritingOptions / ReadingOptions */
     int other_names;  /* set by fcp_claim: the file had more than one name (ClaimItem.has_other_names) */
+    int has_identity; /* set by fcp_claim: an existing item that is not a directory, and its st_dev and st_ino */
+    uint64_t device, inode;
 };
 
 #define FCP_FOR_DELETING (1u << 0)

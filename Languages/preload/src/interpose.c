@@ -53,7 +53,8 @@ static uint64_t claim_for_open(int dirfd, const char *path, int flags, int inten
     if (intent == NONE) return 0;
     char canonical[PATH_MAX];
     if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
-    struct fcp_item item = {canonical, intent == WRITE, intent == WRITE && !(flags & O_TRUNC) ? FCP_FOR_MERGING : 0, 0};
+    struct fcp_item item = {
+        .path = canonical, .write = intent == WRITE, .options = intent == WRITE && !(flags & O_TRUNC) ? FCP_FOR_MERGING : 0};
     /* Held until the last close, however long that is: past the claim's own timeout a waiting claim ends it
      * (issue 42, item 4), so that a file kept open holds nobody back longer than this program would wait itself. */
     return fcp_claim(&item, 1, fcp_settings.timeout_ms);

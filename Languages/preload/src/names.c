@@ -42,12 +42,12 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
     int backup = have_from && have_to && !exchange && !replaces && fcp_is_backup_name(from_path, to_path);
     struct fcp_item items[2];
     size_t count = 0;
-    if (have_from) items[count++] = (struct fcp_item){from_path, 1, backup ? 0 : FCP_FOR_MOVING, 0};
+    if (have_from) items[count++] = (struct fcp_item){.path = from_path, .write = 1, .options = backup ? 0 : FCP_FOR_MOVING};
     if (have_to && !(have_from && strcmp(from_path, to_path) == 0)) {
         /* The destination is written, not replaced: a rename over an existing file is how editors, `sed -i` and
          * `mv` save, and its presenters should hear that its contents changed (did change), not that it went
          * away (accommodate deletion, which forReplacing would ask). */
-        items[count++] = (struct fcp_item){to_path, 1, exchange ? FCP_FOR_MOVING : 0, 0};
+        items[count++] = (struct fcp_item){.path = to_path, .write = 1, .options = exchange ? FCP_FOR_MOVING : 0};
     }
     uint64_t claim = count > 0 ? fcp_claim(items, count, 0) : 0;
     errno = saved;
@@ -85,7 +85,7 @@ int renameat2(int from_dir, const char *from, int to_dir, const char *to, unsign
 static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t options) {
     char canonical[PATH_MAX];
     if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
-    struct fcp_item item = {canonical, 1, options, 0};
+    struct fcp_item item = {.path = canonical, .write = 1, .options = options};
     return fcp_claim(&item, 1, 0);
 }
 
