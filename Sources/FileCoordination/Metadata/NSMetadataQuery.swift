@@ -16,9 +16,11 @@ import Logging
 /// `…DidUpdate` per ``notificationBatchingInterval`` at most.
 ///
 /// Scopes: folder URLs or paths, and `NSMetadataQueryUserHomeScope` (the home folder). The ubiquitous scopes, the
-/// local computer and the network are refused: ``start()`` returns `false` and logs why. Not supported:
-/// grouping and value lists, `searchItems`, the delegate. A query
-/// needs filecoordd: a process that coordinates in process cannot start one.
+/// local computer and the network are refused: ``start()`` returns `false` and logs why. ``searchItems`` narrows the
+/// results to those items (and what is inside the folders among them); ``valueListAttributes`` and
+/// ``groupingAttributes`` give ``valueLists`` and ``groupedResults``, made from the results when read; the
+/// ``delegate`` may replace result objects and attribute values. A query needs filecoordd: a process that coordinates
+/// in process cannot start one.
 ///
 /// - Important: Thread-safe: its properties may be read and set from any thread; changes to its results happen on
 ///   its own serial queue and show in ``results`` when their notification is posted.
@@ -36,6 +38,14 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         var updatesDisabled = 0
         var results: [NSMetadataItem] = []
         var id: UInt64?
+        var valueListAttributes: [String] = []
+        var groupingAttributes: [String]?
+        var searchItems: [Any]?
+        var delegate = WeakDelegate()
+    }
+
+    private struct WeakDelegate {
+        weak var value: (any NSMetadataQueryDelegate)?
     }
 
     private let state = Locked(Settings())
@@ -79,6 +89,31 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         set { state.withLock { $0.operationQueue = newValue } }
     }
 
+    /// Replaces result objects and attribute values as the results are read (not retained, as Apple's).
+    open var delegate: (any NSMetadataQueryDelegate)? {
+        get { state.withLock { $0.delegate.value } }
+        set { state.withLock { $0.delegate.value = newValue } }
+    }
+
+    /// The attributes whose distinct values ``valueLists`` counts.
+    open var valueListAttributes: [String] {
+        get { state.withLock { $0.valueListAttributes } }
+        set { state.withLock { $0.valueListAttributes = newValue } }
+    }
+
+    /// The attributes ``groupedResults`` groups by, outermost first; `nil` for no groups.
+    open var groupingAttributes: [String]? {
+        get { state.withLock { $0.groupingAttributes } }
+        set { state.withLock { $0.groupingAttributes = newValue } }
+    }
+
+    /// The items to search (`URL`s, paths, `NSMetadataItem`s), within ``searchScopes``: the results are those items
+    /// and what lies inside the folders among them. `nil` for all of the scopes. Read at ``start()``.
+    open var searchItems: [Any]? {
+        get { state.withLock { $0.searchItems } }
+        set { state.withLock { $0.searchItems = newValue } }
+    }
+
     /// ``start()`` succeeded.
     open var isStarted: Bool { state.withLock { $0.started } }
     /// Started, and the first gathering is not done.
@@ -86,12 +121,64 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// ``stop()`` was called after a start.
     open var isStopped: Bool { state.withLock { $0.stopped } }
 
-    /// The matching items, in path order, as of the last notification.
-    open var results: [Any] { state.withLock { $0.results } }
+    /// The matching items, in path order, as of the last notification (or the delegate's replacements of them).
+    open var results: [Any] { replaced(state.withLock { ($0.results, $0.delegate.value) }) }
     /// How many items ``results`` holds.
     open var resultCount: Int { state.withLock { $0.results.count } }
-    /// The item at `idx` of ``results`` (an `NSMetadataItem`).
-    open func result(at idx: Int) -> Any { state.withLock { $0.results[idx] } }
+    /// The item at `idx` of ``results`` (an `NSMetadataItem`, or the delegate's replacement).
+    open func result(at idx: Int) -> Any { replaced(state.withLock { ([$0.results[idx]], $0.delegate.value) })[0] }
+
+    /// Calls `block` with each of ``results`` and its index, until it sets its last argument to `true`.
+    open func enumerateResults(_ block: (Any, Int, UnsafeMutablePointer<ObjCBool>) -> Void) {
+        enumerateResults(options: [], using: block)
+    }
+
+    /// Calls `block` with each of ``results`` and its index (last first with `.reverse`; one at a time, also with
+    /// `.concurrent`), until it sets its last argument to `true`.
+    open func enumerateResults(
+        options opts: NSEnumerationOptions = [],
+        using block: (Any, Int, UnsafeMutablePointer<ObjCBool>) -> Void
+    ) {
+        let all = results
+        var stop = ObjCBool(false)
+        let indices = opts.contains(.reverse) ? Array(all.indices.reversed()) : Array(all.indices)
+        for index in indices {
+            block(all[index], index, &stop)
+            if stop.boolValue { return }
+        }
+    }
+
+    /// Each of ``valueListAttributes`` with its distinct values among ``results`` and how many have each.
+    open var valueLists: [String: [NSMetadataQueryAttributeValueTuple]] {
+        let (items, attributes, delegate) = state.withLock { ($0.results, $0.valueListAttributes, $0.delegate.value) }
+        return MetadataQueryGroups.valueLists(of: items, attributes: attributes) { item, attribute in
+            shown(item, attribute, delegate)
+        }
+    }
+
+    /// ``results`` grouped by ``groupingAttributes`` (empty without them).
+    open var groupedResults: [NSMetadataQueryResultGroup] {
+        let (items, attributes, delegate) = state.withLock { ($0.results, $0.groupingAttributes, $0.delegate.value) }
+        return MetadataQueryGroups.groups(
+            of: items,
+            by: (attributes ?? [])[...],
+            value: { item, attribute in shown(item, attribute, delegate) },
+            results: { replaced(($0, delegate)) }
+        )
+    }
+
+    /// `items` as ``results`` shows them: the delegate's replacements.
+    private func replaced(_ items: ([NSMetadataItem], (any NSMetadataQueryDelegate)?)) -> [Any] {
+        guard let delegate = items.1 else { return items.0 }
+        return items.0.map { delegate.metadataQuery(self, replacementObjectForResultObject: $0) }
+    }
+
+    /// An attribute's value as the delegate shows it.
+    private func shown(_ item: NSMetadataItem, _ attribute: String, _ delegate: (any NSMetadataQueryDelegate)?) -> Any?
+    {
+        guard let value = item.value(forAttribute: attribute) else { return nil }
+        return delegate?.metadataQuery(self, replacementValueForAttribute: attribute, value: value) ?? value
+    }
 
     /// The index of `result` (an item of ``results``, or one with the same path), or `NSNotFound`.
     open func index(ofResult result: Any) -> Int {
@@ -105,7 +192,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
 
     /// The attribute `attrName` of the item at `idx` of ``results``.
     open func value(ofAttribute attrName: String, forResultAt idx: Int) -> Any? {
-        state.withLock { $0.results[idx] }.value(forAttribute: attrName)
+        let (item, delegate) = state.withLock { ($0.results[idx], $0.delegate.value) }
+        return shown(item, attrName, delegate)
     }
 
     /// Holds the `…DidUpdate` notifications (and the changes of ``results``) until as many ``enableUpdates()``.
@@ -124,10 +212,11 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// reached (each logged).
     open func start() -> Bool {
         // Started here, once: a second start (from any thread) returns false.
-        let (scopes, predicate, alreadyStarted, descriptors) = state.withLock { state in
+        let (scopes, predicate, alreadyStarted, descriptors, searchItems) = state.withLock { state in
             defer { state.started = true }
-            return (state.searchScopes, state.predicate, state.started, state.sortDescriptors)
+            return (state.searchScopes, state.predicate, state.started, state.sortDescriptors, state.searchItems)
         }
+        let items = searchItems.map(Self.searchPaths)
         let sortKeys = descriptors.compactMap { descriptor in
             descriptor.metadataKey.map { (key: $0, ascending: descriptor.ascending) }
         }
@@ -160,7 +249,9 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         let id = client.newID()
         work.sync {
             resultSet = MetadataQueryResults(
-                predicate: { item in predicate?.evaluate(with: item) ?? true },
+                predicate: { item in
+                    (items.map { Self.isWithin(item, $0) } ?? true) && (predicate?.evaluate(with: item) ?? true)
+                },
                 sortKeys: sortKeys
             )
         }
@@ -295,5 +386,25 @@ private struct UncheckedNotification: @unchecked Sendable {
     let value: Notification
     init(name: NSNotification.Name, object: AnyObject, userInfo: [String: Any]?) {
         value = Notification(name: name, object: object, userInfo: userInfo)
+    }
+}
+
+extension NSMetadataQuery {
+    /// The paths of ``searchItems``: `URL`s, path `String`s and `NSMetadataItem`s (others are left out), standardized.
+    fileprivate static func searchPaths(_ items: [Any]) -> [String] {
+        items.compactMap { item -> String? in
+            switch item {
+            case let url as URL: url.isFileURL ? url.standardizedFileURL.path : nil
+            case let path as String: URL(fileURLWithPath: path).standardizedFileURL.path
+            case let metadata as NSMetadataItem: metadata.value(forAttribute: NSMetadataItemPathKey) as? String
+            default: nil
+            }
+        }
+    }
+
+    /// Whether `item` is one of `paths` or lies inside one of them.
+    fileprivate static func isWithin(_ item: NSMetadataItem, _ paths: [String]) -> Bool {
+        guard let path = item.value(forAttribute: NSMetadataItemPathKey) as? String else { return false }
+        return paths.contains { path == $0 || path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
     }
 }
