@@ -31,10 +31,15 @@ extension Arbiter {
     /// of the requested items), without its bookkeeping for a claim nothing can meet (a quarter of a leased read in
     /// issue 23's profile). O(1).
     public func grantsAtOnce(_ request: ClaimRequest) -> Bool {
-        guard claims.isEmpty, presenters.isEmpty, !request.items.isEmpty, !request.id.isReserved, !request.isHeld else {
-            return false
-        }
-        return clients[request.client]?.cancelledCoordinators.contains(request.coordinator) != true
+        !request.items.isEmpty && !request.isHeld
+            && grantsAtOnce(request.id, of: request.client, coordinator: request.coordinator)
+    }
+
+    /// ``grantsAtOnce(_:)`` for a claim `id` of `client`'s `coordinator` that is not held, with items, given as its
+    /// parts (a lease's straight path, which makes no request unless the claim leaves the lease).
+    public func grantsAtOnce(_ id: ClaimID, of client: ClientID, coordinator: CoordinatorID) -> Bool {
+        guard claims.isEmpty, presenters.isEmpty, !id.isReserved else { return false }
+        return clients[client]?.cancelledCoordinators.contains(coordinator) != true
     }
 
     /// Enters a claim of the arbiter's own making (a lease's, a host gate's): a granted `.write(.forDeleting)` on

@@ -35,7 +35,16 @@ extension ClaimRequest {
     /// hand-back (``ArbiterEffect/claimInsideLease(_:client:lease:)``) apply the same rule. O(items).
     public func mayBeDecided(inLeaseOn subtree: ItemPath) -> Bool {
         guard filePresenter == nil, fromPresenterQueue == nil else { return false }
-        return items.allSatisfy { !$0.hasOtherNames && ($0.path == subtree || $0.path.isDescendant(of: subtree)) }
+        return items.allSatisfy { $0.mayBeDecided(inLeaseOn: subtree) }
+    }
+}
+
+extension ClaimItem {
+    /// Whether a lease on `subtree` may decide a claim of this item, made with no presenter and not from a
+    /// presenter's queue (``ClaimRequest/mayBeDecided(inLeaseOn:)``, which applies it to each item): the item lies at
+    /// or under `subtree` and names no file with other names.
+    public func mayBeDecided(inLeaseOn subtree: ItemPath) -> Bool {
+        !hasOtherNames && path.isEqualOrDescendant(of: subtree)
     }
 }
 

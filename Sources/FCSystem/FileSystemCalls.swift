@@ -68,15 +68,25 @@ public enum FileSystemCalls {
         followingLinks: Bool,
         readingMount: Bool = true
     ) throws(Errno) -> FileStatus {
+        // `withCString`: a `String` passed as `const char *` is copied into an array first (issue 39).
+        try path.withCString { path in
+            Result { () throws(Errno) in
+                try status(cString: path, followingLinks: followingLinks, readingMount: readingMount)
+            }
+        }.get()
+    }
+
+    /// ``status(_:followingLinks:readingMount:)`` of a NUL-terminated path (a caller that holds one in a buffer
+    /// already, such as the tail of a URL's string, issue 39).
+    public static func status(
+        cString path: UnsafePointer<CChar>,
+        followingLinks: Bool,
+        readingMount: Bool = true
+    ) throws(Errno) -> FileStatus {
         if readingMount, hasExtendedStatus.load(ordering: .relaxed) {
             var extended = cfc_status()
             do {
-                // `withCString`: a `String` passed as `const char *` is copied into an array first (issue 39).
-                _ = try path.withCString { path in
-                    Result { () throws(Errno) in
-                        try retryOnInterrupt { cfc_statx(path, followingLinks ? 1 : 0, &extended) }
-                    }
-                }.get()
+                _ = try retryOnInterrupt { cfc_statx(path, followingLinks ? 1 : 0, &extended) }
                 return FileStatus(extended)
             } catch {
                 guard error == .noFunction || error == .notPermitted else { throw error }
@@ -85,11 +95,7 @@ public enum FileSystemCalls {
             }
         }
         var buffer = stat()
-        _ = try path.withCString { path in
-            Result { () throws(Errno) in
-                try retryOnInterrupt { followingLinks ? stat(path, &buffer) : lstat(path, &buffer) }
-            }
-        }.get()
+        _ = try retryOnInterrupt { followingLinks ? stat(path, &buffer) : lstat(path, &buffer) }
         return FileStatus(buffer)
     }
 

@@ -63,7 +63,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     let presenter: (any NSFilePresenter)?
     /// What the app may change from any thread.
     struct Settings {
-        var purpose: String
+        var purpose: PurposeID
         var purposeAssigned = false
         var cancelled = false
         var callTimeout: Duration?
@@ -74,8 +74,8 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// `true` until a setting changes (a purpose set, a timeout, a cancel), stored under `settings` when one does: a
     /// call of a coordinator nobody changed (the common case) reads it and the `let`s below, not the lock.
     let settingsUnchanged = Atomic<Bool>(true)
-    /// The purpose the coordinator was made with.
-    let initialPurpose: String
+    /// The purpose the coordinator was made with (a UUID's bytes, spelled when asked).
+    let initialPurpose: PurposeID
     /// The client this coordinator's calls go through: the process's (``CoordinationClient/shared``), or a test's.
     let client: CoordinationClient
 
@@ -101,71 +101,31 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
         super.init()
     }
 
-    private static func purpose(for filePresenter: (any NSFilePresenter)?) -> String {
+    private static func purpose(for filePresenter: (any NSFilePresenter)?) -> PurposeID {
         guard let filePresenter else { return uniquePurpose() }
-        return "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
+        return PurposeID(
+            "presenter-\(ProcessInfo.processInfo.processIdentifier)-\(ObjectIdentifier(filePresenter).hashValue)"
+        )
     }
 
-    /// This process's random UUID, and how many purposes were made from it.
-    private static let purposeBase = UUID().uuid
+    /// This process's random UUID as two big-endian words, and how many purposes were made from it.
+    private static let purposeBase: (high: UInt64, low: UInt64) = withUnsafeBytes(of: UUID().uuid) { bytes in
+        (
+            UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
+            UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        )
+    }
     private static let purposesMade = Atomic<UInt64>(0)
 
     /// A purpose no other coordinator has, in any process, shaped as a UUID like Apple's: this process's random UUID
     /// with a counter added into its last six bytes (version and variant untouched). A `UUID()` per coordinator read
-    /// the kernel's random source on every call (issue 23's profile of a leased read).
-    private static func uniquePurpose() -> String {
-        var bytes = purposeBase
-        var count = purposesMade.wrappingAdd(1, ordering: .relaxed).newValue
-        withUnsafeMutableBytes(of: &bytes) { bytes in
-            for index in (10..<16).reversed() {
-                let sum = UInt64(bytes[index]) + (count & 0xFF)
-                bytes[index] = UInt8(truncatingIfNeeded: sum)
-                count = (count >> 8) + (sum >> 8)
-            }
-        }
-        // Bytes 0-9 never change: their 24 characters are spelled once (issue 39), the last 12 here.
-        return withUnsafeBytes(of: bytes) { bytes in
-            String(unsafeUninitializedCapacity: 36) { buffer in
-                var out = 0
-                for byte in purposePrefix {
-                    buffer[out] = byte
-                    out += 1
-                }
-                for index in 10..<16 {
-                    buffer[out] = hexDigit(bytes[index] >> 4)
-                    buffer[out + 1] = hexDigit(bytes[index] & 0x0F)
-                    out += 2
-                }
-                return out
-            }
-        }
-    }
-
-    /// The first 24 characters of every purpose of this process (``uniquePurpose()``).
-    private static let purposePrefix: [UInt8] = Array(uuidString(purposeBase).utf8.prefix(24))
-
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
-    }
-
-    /// `bytes` as `UUID.uuidString` spells them (upper-case hex, 8-4-4-4-12), without its `snprintf` (a tenth of a
-    /// leased read's instructions, issue 23).
-    static func uuidString(_ bytes: uuid_t) -> String {
-        withUnsafeBytes(of: bytes) { bytes in
-            String(unsafeUninitializedCapacity: 36) { buffer in
-                var out = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        buffer[out] = UInt8(ascii: "-")
-                        out += 1
-                    }
-                    buffer[out] = hexDigit(bytes[index] >> 4)
-                    buffer[out + 1] = hexDigit(bytes[index] & 0x0F)
-                    out += 2
-                }
-                return out
-            }
-        }
+    /// the kernel's random source on every call (issue 23's profile of a leased read); the purpose is kept as bytes
+    /// and spelled only when asked (``PurposeID/init(uuidBytes:_:)``).
+    private static func uniquePurpose() -> PurposeID {
+        let count = purposesMade.wrappingAdd(1, ordering: .relaxed).newValue
+        let lastSix: UInt64 = 0xFFFF_FFFF_FFFF
+        let base = purposeBase
+        return PurposeID(uuidBytes: base.high, (base.low & ~lastSix) | ((base.low &+ count) & lastSix))
     }
 
     /// Creates a coordinator that acts for no presenter.
@@ -199,7 +159,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
     /// once, to a non-empty string, and only on a coordinator created without a presenter; anything else is a
     /// programming error and traps, as Apple's raises an exception.
     open var purposeIdentifier: String {
-        get { settings.withLock { $0.purpose } }
+        get { settings.withLock { $0.purpose.rawValue } }
         set {
             settings.withLock { settings in
                 precondition(!newValue.isEmpty, "NSFileCoordinator.purposeIdentifier must not be empty")
@@ -208,7 +168,7 @@ open class NSFileCoordinator: NSObject, @unchecked Sendable {
                     "NSFileCoordinator.purposeIdentifier cannot be set on a coordinator created with a presenter"
                 )
                 precondition(!settings.purposeAssigned, "NSFileCoordinator.purposeIdentifier can be set only once")
-                settings.purpose = newValue
+                settings.purpose = PurposeID(newValue)
                 settings.purposeAssigned = true
                 settingsUnchanged.store(false, ordering: .releasing)
             }

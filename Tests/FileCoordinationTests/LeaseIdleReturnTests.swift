@@ -23,6 +23,17 @@ import Testing
         return table
     }
 
+    /// `request` (one item) as the leased claim's straight path makes it.
+    func straight(_ request: ClaimRequest) -> StraightClaim {
+        StraightClaim(
+            id: request.id,
+            client: request.client,
+            coordinator: request.coordinator,
+            purpose: request.purpose,
+            item: request.items[0]
+        )
+    }
+
     func read(_ id: UInt64) -> ClaimRequest {
         ClaimRequest(
             id: ClaimID(id),
@@ -104,7 +115,7 @@ import Testing
     @Test func aClaimGrantedAtOnceIsHeldOnceItsConnectionIsLost() throws {
         let claims = ClaimTable()
         let table = table(claims: claims)
-        let lease = try #require(table.grantAtOnce(read(1)))
+        let lease = try #require(table.grantAtOnce(straight(read(1))))
         #expect(claims.heldRequests.isEmpty)
         for _ in 0..<3 { #expect(sweep(table).isEmpty, "a lease was returned while its claim granted at once ran") }
         table.dropAll(of: connection)
@@ -116,7 +127,7 @@ import Testing
     @Test func aRecallDeclaresAClaimGrantedAtOnce() throws {
         let claims = ClaimTable()
         let table = table(claims: claims)
-        let lease = try #require(table.grantAtOnce(read(1)))
+        let lease = try #require(table.grantAtOnce(straight(read(1))))
         var declared: [ClaimRequest] = []
         let waiting = table.recall(LeaseTable.Key(connection: connection, lease: self.lease)) { declared = $0 }
         #expect(waiting.isEmpty)
@@ -130,10 +141,10 @@ import Testing
     @Test func aSecondClaimEntersTheClaimGrantedAtOnce() throws {
         let claims = ClaimTable()
         let table = table(claims: claims)
-        let lease = try #require(table.grantAtOnce(read(1)))
+        let lease = try #require(table.grantAtOnce(straight(read(1))))
         var write = read(2)
         write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
-        #expect(table.grantAtOnce(write) == nil, "a write was granted at once while a read ran")
+        #expect(table.grantAtOnce(straight(write)) == nil, "a write was granted at once while a read ran")
         #expect(try #require(table.submit(write)).isEmpty, "the write did not wait for the running read")
         #expect(claims.heldRequests.map(\.id) == [ClaimID(1)])
         #expect(!table.finishAtOnce(ClaimID(1), in: lease))
@@ -146,7 +157,7 @@ import Testing
         let claims = ClaimTable()
         let table = table(claims: claims)
         for id in 1...3 {
-            let lease = try #require(table.grantAtOnce(read(UInt64(id))))
+            let lease = try #require(table.grantAtOnce(straight(read(UInt64(id)))))
             #expect(table.finishAtOnce(ClaimID(UInt64(id)), in: lease))
         }
         #expect(claims.heldRequests.isEmpty)
@@ -158,7 +169,7 @@ import Testing
             purpose: PurposeID("p9"),
             items: [ClaimItem(path: try ItemPath(absolute: "/work/other.txt"), access: .read([]))]
         )
-        #expect(table.grantAtOnce(outside) == nil, "a claim outside the lease was granted in it")
+        #expect(table.grantAtOnce(straight(outside)) == nil, "a claim outside the lease was granted in it")
     }
 
     /// The review's first finding: a claim granted at once the general way (`submit`, registered in the claim table)
@@ -193,7 +204,7 @@ import Testing
         let table = table(claims: claims)
         var write = read(1)
         write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
-        let lease = try #require(table.grantAtOnce(write))
+        let lease = try #require(table.grantAtOnce(straight(write)))
         let moved = subtree.appending(Array("moved.txt".utf8))
         let outcomes = table.handle(.itemMoved(ClaimID(1), from: write.items[0].path, to: moved, fromName: nil))
         #expect(outcomes != nil, "the move went to the daemon, which knows nothing of the claim")

@@ -37,4 +37,43 @@ import Testing
             try PathCanonicalizer.shared.canonicalize("/tmp/a\u{0}b", followingFinalLink: true)
         }
     }
+
+    // MARK: The path read from a URL's string (issue 39)
+
+    /// Where `plainFilePath(of:)` answers, it answers as `URL.path` does; it leaves to the URL what its string alone
+    /// cannot tell (an escape, a query, a host, a base URL, another scheme).
+    @Test(
+        arguments: [
+            ("file:///tmp/a.txt", "/tmp/a.txt"), ("FILE:///tmp/a", "/tmp/a"), ("File:///t/x", "/t/x"),
+            ("file:///tmp/a%20b", nil), ("file:///tmp/a?b", nil), ("file:///tmp/a#b", nil),
+            ("file://localhost/tmp/a", nil), ("file:/tmp/a", nil), ("http:///tmp/a", nil), ("file:///", nil),
+            ("files:///tmp/a", nil),
+        ] as [(String, String?)]
+    )
+    func aURLsPathIsReadFromItsStringOnlyWhenThatTellsIt(_ string: String, _ expected: String?) throws {
+        let url = try #require(URL(string: string))
+        let plain = URLMapping.plainFilePath(of: url)
+        #expect(plain?.path == expected, "\(string)")
+        if let plain { #expect(plain.path == url.path, "\(string): URL.path says \(url.path)") }
+    }
+
+    @Test func aURLMadeFromAPathIsReadFromItsString() throws {
+        let url = URL(fileURLWithPath: "/tmp/dir").appendingPathComponent("file.txt")
+        #expect(URLMapping.plainFilePath(of: url)?.path == "/tmp/dir/file.txt")
+        #expect(URLMapping.plainFilePath(of: URL(fileURLWithPath: "/tmp/a b")) == nil, "an escaped space")
+        let relative = URL(fileURLWithPath: "a.txt", relativeTo: URL(fileURLWithPath: "/tmp/"))
+        #expect(URLMapping.plainFilePath(of: relative) == nil, "a URL with a base")
+    }
+
+    /// A path that is the tail of a longer string is the same key as the path on its own (the file cache is asked
+    /// with the one and filled with the other), and hands `statx` its own bytes.
+    @Test func aPathsBytesInALongerStringAreThePath() throws {
+        let tail = PathBytes("file:///tmp/a/é.txt", droppingFirst: 7)
+        let own = PathBytes("/tmp/a/é.txt")
+        #expect(tail == own && own == tail)
+        #expect(Set([tail, own]).count == 1)
+        #expect(tail.count == own.count && tail.path == own.path)
+        #expect(tail.withCString { String(cString: $0) } == "/tmp/a/é.txt")
+        #expect(PathBytes("file:///tmp/a/e.txt", droppingFirst: 7) != own)
+    }
 }

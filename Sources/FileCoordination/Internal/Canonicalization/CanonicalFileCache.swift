@@ -32,19 +32,38 @@ final class CanonicalFileCache: Sendable {
     /// At most about this many bytes are kept (8 MiB).
     static let byteBudget = 8 << 20
 
-    struct Entry: Sendable {
+    /// A class, so that a lookup hands it out with one reference count, not one per field (issue 39).
+    final class Entry: Sendable {
         /// The parent as the path spells it, and what it was when the entry was made.
-        var parentSpelling: String
-        var parentIdentity: FileIdentity
-        var parentMountID: UInt64?
+        let parentSpelling: String
+        let parentIdentity: FileIdentity
+        let parentMountID: UInt64?
         /// The parent's canonical spelling, when links were followed to it (else `nil`): it must still name the
         /// same directory.
-        var parentResolvedSpelling: String?
+        let parentResolvedSpelling: String?
         /// The path's canonical key and its spelling on disk (links resolved, names not folded).
-        var key: ItemPath
-        var spelling: String
+        let key: ItemPath
+        let spelling: String
         /// The mount the key's mapping was decided for: the file's when it existed, else the parent's.
-        var mountID: UInt64?
+        let mountID: UInt64?
+
+        init(
+            parentSpelling: String,
+            parentIdentity: FileIdentity,
+            parentMountID: UInt64?,
+            parentResolvedSpelling: String?,
+            key: ItemPath,
+            spelling: String,
+            mountID: UInt64?
+        ) {
+            self.parentSpelling = parentSpelling
+            self.parentIdentity = parentIdentity
+            self.parentMountID = parentMountID
+            self.parentResolvedSpelling = parentResolvedSpelling
+            self.key = key
+            self.spelling = spelling
+            self.mountID = mountID
+        }
     }
 
     private struct Entries {
@@ -60,9 +79,8 @@ final class CanonicalFileCache: Sendable {
 
     /// The canonical form of `path`, a plain absolute path, from its entry, or `nil` when there is none or it no
     /// longer holds (the caller walks the path).
-    func canonical(_ path: String) -> CanonicalPath? {
-        let key = PathBytes(path)
-        guard let entry = entries.withLock({ $0.byPath[key] }) else { return nil }
+    func canonical(_ path: PathBytes) -> CanonicalPath? {
+        guard let entry = entries.withLock({ $0.byPath[path] }) else { return nil }
         guard
             let parent = try? FileSystemCalls.status(
                 entry.parentSpelling,
@@ -79,7 +97,9 @@ final class CanonicalFileCache: Sendable {
         }
         let status: FileStatus?
         do {
-            status = try FileSystemCalls.status(path, followingLinks: false, readingMount: readsMounts)
+            status = try path.withCString { path in
+                try FileSystemCalls.status(cString: path, followingLinks: false, readingMount: readsMounts)
+            }
         } catch {
             // As the walk does, any failure to look the name up leaves it as given, not existing.
             status = nil

@@ -161,9 +161,16 @@ final class PathCanonicalizer: Sendable {
     /// The canonical form of `path`, an absolute path. `followingFinalLink`: whether a symbolic link as last
     /// component is resolved (a link named with a trailing slash always is).
     func canonicalize(_ path: String, followingFinalLink: Bool) throws(CanonicalizationError) -> CanonicalPath {
-        guard path.utf8.first == UInt8(ascii: "/") else { throw .relative }
+        try canonicalize(PathBytes(path), followingFinalLink: followingFinalLink)
+    }
+
+    /// ``canonicalize(_:followingFinalLink:)`` of a path given as bytes (the tail of a URL's string): the file cache
+    /// is asked without copying them; only a path it does not know is copied into a `String` of its own.
+    func canonicalize(_ bytes: PathBytes, followingFinalLink: Bool) throws(CanonicalizationError) -> CanonicalPath {
+        guard bytes.count > 0, bytes.withBytes({ $0[0] }) == UInt8(ascii: "/") else { throw .relative }
         // A path with a NUL byte is never kept: the cache is asked first.
-        if let known = files.canonical(path) { return known }
+        if let known = files.canonical(bytes) { return known }
+        let path = bytes.path
         guard !Self.containsNUL(path) else { throw .containsNUL }
         if let cached = try cachedCanonicalize(path, followingFinalLink: followingFinalLink) { return cached }
         var walk = try rootWalk()

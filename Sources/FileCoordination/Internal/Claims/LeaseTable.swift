@@ -44,46 +44,6 @@ final class LeaseTable: @unchecked Sendable {
         static func < (a: Key, b: Key) -> Bool { (a.connection, a.lease.rawValue) < (b.connection, b.lease.rawValue) }
     }
 
-    /// A class, reached only under the table's lock: the table and a claim granted at once share it, so that the
-    /// claim's finish finds its lease without a lookup, and a lookup copies no fields (issue 39).
-    final class Lease {
-        let subtree: ItemPath
-        var arbiter: InProcessArbiter
-        /// The claim granted without the arbiter (``Arbiter/grantsAtOnce(_:)``: it held nothing when it came, and no
-        /// other claim was granted so), not yet entered in it. A claim that ends before anything else happens in the
-        /// lease (a loop of reads) costs no arbiter work; anything else enters it first, as a held claim
-        /// (``enterGrantedAtOnce(_:state:)``). One at most: a second claim finds the first and goes to the arbiter.
-        var grantedAtOnce: ClaimRequest?
-        /// Whether ``grantedAtOnce`` came through ``LeaseTable/grantAtOnce(_:)`` (the leased claim's straight path),
-        /// and so is in no table but this slot: not in the claim table's held claims, not in `owner`. A claim granted
-        /// at once by ``LeaseTable/submit(_:)`` has its entries there already, and must not be entered again (its
-        /// finish may have removed it from the claim table a moment before: it would stay held for ever).
-        var grantedOnStraightPath = false
-        /// A claim was offered to the lease since the last idle sweep (or it was granted since): not idle.
-        var usedSinceSweep = true
-
-        init(subtree: ItemPath, arbiter: InProcessArbiter) {
-            self.subtree = subtree
-            self.arbiter = arbiter
-        }
-
-        /// Records `request`, granted without the arbiter, and the lease's use.
-        func grantAtOnce(_ request: ClaimRequest, onStraightPath: Bool) {
-            grantedAtOnce = request
-            grantedOnStraightPath = onStraightPath
-            usedSinceSweep = true
-        }
-
-        /// Empties the slot of the claim granted at once; returns it when it came through the straight path (the
-        /// caller then enters it where a running claim must be known).
-        func takeGrantedAtOnce() -> (request: ClaimRequest, onStraightPath: Bool)? {
-            guard let request = grantedAtOnce else { return nil }
-            let onStraightPath = grantedOnStraightPath
-            grantedAtOnce = nil
-            grantedOnStraightPath = false
-            return (request, onStraightPath)
-        }
-    }
     private struct State {
         var leases: [Key: Lease] = [:]
         /// The lease deciding each live claim of this client that a lease decides.
@@ -95,10 +55,11 @@ final class LeaseTable: @unchecked Sendable {
         /// working through one folder (a sync agent's scan) finds its lease without going through the others.
         var lastUsedLease: Lease?
 
-        /// A lease held that may decide `request`, if any: the last used first, then every lease.
-        mutating func lease(deciding request: ClaimRequest) -> Lease? {
-            if let lastUsedLease, request.mayBeDecided(inLeaseOn: lastUsedLease.subtree) { return lastUsedLease }
-            let found = leases.first { _, lease in request.mayBeDecided(inLeaseOn: lease.subtree) }?.value
+        /// A lease held that may decide a claim of `item` alone (no presenter, not from a presenter's queue), if
+        /// any: the last used first, then every lease.
+        mutating func lease(deciding item: ClaimItem) -> Lease? {
+            if let lastUsedLease, item.mayBeDecided(inLeaseOn: lastUsedLease.subtree) { return lastUsedLease }
+            let found = leases.first { _, lease in item.mayBeDecided(inLeaseOn: lease.subtree) }?.value
             if found != nil { lastUsedLease = found }
             return found
         }
@@ -110,7 +71,7 @@ final class LeaseTable: @unchecked Sendable {
         mutating func remove(_ key: Key, holdingIn claims: ClaimTable) {
             guard let lease = leases.removeValue(forKey: key) else { return }
             lease.arbiter.cancelTimers()
-            if let running = lease.takeGrantedAtOnce(), running.onStraightPath { claims.hold(running.request) }
+            if case .straight(let running) = lease.takeGrantedAtOnce() { claims.hold(running.request) }
             if lastUsedLease === lease { lastUsedLease = nil }
         }
 
@@ -192,7 +153,7 @@ final class LeaseTable: @unchecked Sendable {
                 returning([])
                 return []
             }
-            var running = lease.grantedAtOnce.map { [$0] } ?? []
+            var running = lease.grantedAtOnce.map { [$0.request] } ?? []
             var waiting: [ClaimRequest] = []
             let snapshot = lease.arbiter.arbiter.snapshot()
             for claim in snapshot.claims {
@@ -292,7 +253,7 @@ final class LeaseTable: @unchecked Sendable {
             state.requests[request.id] = request
             state.decided += 1
             if lease.grantedAtOnce == nil, lease.arbiter.arbiter.grantsAtOnce(request) {
-                lease.grantAtOnce(request, onStraightPath: false)
+                lease.grantAtOnce(.submitted(request))
                 return [(request.id, .granted(request.items.map(\.path)))]
             }
             state.leases[id]?.usedSinceSweep = true
@@ -357,14 +318,13 @@ final class LeaseTable: @unchecked Sendable {
     ///
     /// The claim table hears of the claim only if it leaves its lease while it runs (``State/remove(_:holdingIn:)``,
     /// under this lock: a connection lost after the grant finds it, and the client declares it to the next daemon).
-    func grantAtOnce(_ request: ClaimRequest) -> Lease? {
-        guard heldCount.load(ordering: .relaxed) > 0, request.filePresenter == nil, request.fromPresenterQueue == nil
-        else { return nil }
+    func grantAtOnce(_ claim: StraightClaim) -> Lease? {
+        guard heldCount.load(ordering: .relaxed) > 0 else { return nil }
         return state.withLock { state -> Lease? in
-            guard let lease = state.lease(deciding: request), lease.grantedAtOnce == nil,
-                lease.arbiter.arbiter.grantsAtOnce(request)
+            guard let lease = state.lease(deciding: claim.item), lease.grantedAtOnce == nil,
+                lease.arbiter.arbiter.grantsAtOnce(claim.id, of: claim.client, coordinator: claim.coordinator)
             else { return nil }
-            lease.grantAtOnce(request, onStraightPath: true)
+            lease.grantAtOnce(.straight(claim))
             state.decided += 1
             return lease
         }
@@ -387,8 +347,9 @@ final class LeaseTable: @unchecked Sendable {
     /// Under the lock: enters the claims the lease granted at once in its arbiter, as held claims (granted at once,
     /// asking nobody; their only effect is a log line, dropped), so that it decides what comes next against them.
     private func enterGrantedAtOnce(_ id: Key, state: inout State) {
-        guard let (request, onStraightPath) = state.leases[id]?.takeGrantedAtOnce() else { return }
-        if onStraightPath {
+        guard let granted = state.leases[id]?.takeGrantedAtOnce() else { return }
+        let request = granted.request
+        if case .straight = granted {
             // A claim granted through ``grantAtOnce(_:)`` was not recorded as the lease's, nor as held: from now on
             // its messages (its finish) go to the arbiter, and a lost connection declares it. (One granted at once by
             // ``submit(_:)`` has both already; its finish may even have left the claim table a moment ago.)

@@ -158,12 +158,12 @@ extension NSFileCoordinator {
             )
         }
         // Read with the other settings, under one lock; a subclass that overrides the getter is asked.
-        let purpose = type(of: self) == NSFileCoordinator.self ? storedPurpose : purposeIdentifier
-        if purpose.utf8.count > ProtocolLimits.maximumPurposeLength {
+        let purpose = type(of: self) == NSFileCoordinator.self ? storedPurpose : PurposeID(purposeIdentifier)
+        if purpose.utf8Count > ProtocolLimits.maximumPurposeLength {
             return .failure(
                 FileCoordinationError(
                     .invalidRequest,
-                    "The coordinator's purposeIdentifier is \(purpose.utf8.count) bytes long; at most "
+                    "The coordinator's purposeIdentifier is \(purpose.utf8Count) bytes long; at most "
                         + "\(ProtocolLimits.maximumPurposeLength) bytes can be coordinated."
                 )
             )
@@ -175,7 +175,7 @@ extension NSFileCoordinator {
             id: id,
             client: client.clientID,
             coordinator: coordinatorID,
-            purpose: PurposeID(purpose),
+            purpose: purpose,
             filePresenter: presenter.flatMap { client.presenterID(of: $0) },
             fromPresenterQueue: held?.presenter,
             fromCallback: held?.callback,

@@ -31,40 +31,33 @@ extension NSFileCoordinator {
     func accessInLease(_ url: URL, _ access: Access, _ body: (URL) -> Void) -> LeasedAccess {
         let client = self.client
         guard client.leases.heldCount.load(ordering: .relaxed) > 0, presenter == nil, access.isDecidedAtOnceInLease,
-            settingsUnchanged.load(ordering: .acquiring), type(of: self) == NSFileCoordinator.self,
-            url.isFileURL, url.baseURL == nil
+            settingsUnchanged.load(ordering: .acquiring), type(of: self) == NSFileCoordinator.self
         else { return .notTaken }
         let mine = ObjectIdentifier(self)
         if access.isWrite, ThreadContext.accesses.contains(where: { $0.coordinator == mine }) { return .notTaken }
         guard client.presenterQueueHeldHere() == nil else { return .notTaken }
-        // `path(percentEncoded:)` is half of `path`'s instructions, and without decoding half again: a path with no
-        // `%` is the same either way. It keeps a directory URL's trailing slash, which the general way handles (a
-        // trailing slash follows a final link).
-        var given = url.path(percentEncoded: true)
-        if given.utf8.withContiguousStorageIfAvailable({ $0.contains(UInt8(ascii: "%")) }) != false {
-            given = url.path(percentEncoded: false)
-        }
-        guard given.utf8.count > 1, given.utf8.first == UInt8(ascii: "/"), given.utf8.last != UInt8(ascii: "/"),
+        // The path read from the URL's string when it can be, else asked of the URL. It keeps a directory URL's
+        // trailing slash, which the general way handles (a trailing slash follows a final link).
+        guard let given = URLMapping.plainFilePath(of: url) ?? Self.askedPath(of: url).map(PathBytes.init),
+            given.withBytes({ $0.count > 1 && $0.first == UInt8(ascii: "/") && $0.last != UInt8(ascii: "/") }),
             let resolved = try? URLMapping.canonical(given, of: url, followingFinalLink: access.followsFinalLink),
             !resolved.hasOtherNames, resolved.foldedKey == nil, !resolved.followedFinalLink,
             resolved.key.byteCount <= ProtocolLimits.default.maximumPathLength
         else { return .notTaken }
         let id = ClaimID(client.newID())
-        let request = ClaimRequest(
+        let claim = StraightClaim(
             id: id,
             client: client.clientID,
             coordinator: coordinatorID,
-            purpose: PurposeID(initialPurpose),
-            items: [
-                ClaimItem(
-                    path: resolved.key,
-                    access: access,
-                    identity: resolved.identity.map(ItemIdentity.init),
-                    hasOtherNames: false
-                )
-            ]
+            purpose: initialPurpose,
+            item: ClaimItem(
+                path: resolved.key,
+                access: access,
+                identity: resolved.identity.map(ItemIdentity.init),
+                hasOtherNames: false
+            )
         )
-        guard let lease = client.leases.grantAtOnce(request) else { return .notTaken }
+        guard let lease = client.leases.grantAtOnce(claim) else { return .notTaken }
         let context = ThreadContext.Access(client: client, coordinator: mine, claim: id, refusesNestedWrite: true)
         ThreadContext.withAccess(context) { body(url) }
         if client.leases.finishAtOnce(id, in: lease) { return .ran }
@@ -72,7 +65,7 @@ extension NSFileCoordinator {
         // claim ends the general way, with what a write left behind.
         let prepared = PreparedClaim(
             id: id,
-            claimRequest: request,
+            claimRequest: claim.request,
             waiter: ClaimWaiter(blocksThread: false),
             originals: [url],
             canonical: [resolved.key],
@@ -81,6 +74,18 @@ extension NSFileCoordinator {
         )
         finish(prepared, paths: [resolved.key])
         return .ran
+    }
+}
+
+extension NSFileCoordinator {
+    /// The absolute path of a `file:` URL with no base that ``URLMapping/plainFilePath(of:)`` cannot read from its
+    /// string (a `%`, a host), asked of the URL; `nil` for any other URL. `path(percentEncoded: true)` is half of
+    /// `path`'s instructions, and a path with no `%` is the same decoded or not.
+    fileprivate static func askedPath(of url: URL) -> String? {
+        guard url.isFileURL, url.baseURL == nil else { return nil }
+        let given = url.path(percentEncoded: true)
+        if given.utf8.withContiguousStorageIfAvailable({ $0.contains(UInt8(ascii: "%")) }) == false { return given }
+        return url.path(percentEncoded: false)
     }
 }
 

@@ -24,12 +24,16 @@ enum ThreadContext {
     }
 
     /// One thread's context.
+    ///
+    /// Its fields are unchecked by the runtime's dynamic exclusivity enforcement: the object is reached only from its
+    /// own thread (``ThreadLocal``), and no access is held across a call out (`body` runs between two of them), so
+    /// two never overlap. The checks were three calls into the runtime per coordinated call (issue 39).
     private final class State {
-        var callback: Callback?
-        var accesses: [Access] = []
+        @exclusivity(unchecked) var callback: Callback?
+        @exclusivity(unchecked) var accesses: [Access] = []
         /// While a subitem message is delivered here (``withSubitemDelivery(_:)``): whether the presenter's method
         /// was the protocol's default, which asks for did change instead.
-        var subitemFallback: Bool?
+        @exclusivity(unchecked) var subitemFallback: Bool?
     }
 
     private static let state = ThreadLocal { State() }
