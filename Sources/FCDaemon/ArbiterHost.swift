@@ -56,6 +56,8 @@ final class ArbiterHost {
     /// Live queries of folder trees (issue 44; Queries/ArbiterHost+Queries.swift): the service, each client's live
     /// query ids, and the folders watched for queries (how many trees want each) beside those the arbiter wants.
     var queries: QueryService?
+    /// Where the watcher's thread finds ``queries`` (``QueryRelay``).
+    let queryRelay = QueryRelay()
     var liveQueries: [ClientID: Set<UInt64>] = [:]
     var queryWatches: [ItemPath: Int] = [:]
     var arbiterWatches: Set<ItemPath> = []

@@ -142,6 +142,7 @@ extension ArbiterHost {
             loop.execute { bound.value.apply(outputs) }
         }
         queries = service
+        queryRelay.service = service
         return service
     }
 

@@ -3,6 +3,7 @@ import FCCore
 import FCSystem
 import FCToolkit
 import Logging
+import Synchronization
 
 /// The daemon's live queries of folder trees (issue 44; docs/SEMANTICS.md §18, docs/PROTOCOL.md §13): each tree is
 /// gathered and watched once, whatever number of queries of whichever clients use it, and each batch of the watcher's
@@ -53,7 +54,12 @@ final class QueryService: @unchecked Sendable {
     }
 
     let queue = DispatchQueue(label: "filecoordd.queries")
-    private var trees: [ItemPath: QueryTree] = [:]
+    private var trees: [ItemPath: QueryTree] = [:] {
+        didSet { holdsTrees.store(!trees.isEmpty, ordering: .releasing) }
+    }
+    /// `!trees.isEmpty`, stored on the queue whenever `trees` changes, read from any thread: the watcher's thread
+    /// hands over no events while no tree holds any (``fileSystemChanged(_:)``).
+    private let holdsTrees = Atomic<Bool>(false)
     private var queries: [QueryKey: (scopes: [ItemPath], waiting: Set<ItemPath>)] = [:]
     private var ownQueries: [ClientID: Set<UInt64>] = [:]
     /// Folders to list once their watches are in place: by barrier token, with their tree and whether what they
@@ -252,7 +258,11 @@ final class QueryService: @unchecked Sendable {
 
     /// A batch of the watcher's events: each tree that holds their items reads what changed, and each of its
     /// queries gets one update.
+    ///
+    /// Called from the watcher's own thread (``QueryRelay``). A tree is in `trees` before its first watch is asked
+    /// for, so no event of a watched folder finds the flag down.
     func fileSystemChanged(_ events: [FileSystemEvent]) {
+        guard holdsTrees.load(ordering: .acquiring) else { return }
         queue.async { self.changed(events) }
     }
 

@@ -321,9 +321,16 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             guard !batchScheduled else { return }
             batchScheduled = true
             let interval = notificationBatchingInterval
-            work.asyncAfter(deadline: .now() + interval) { [weak self] in
+            let flush: @Sendable () -> Void = { [weak self] in
                 self?.batchScheduled = false
                 self?.flushIfPending()
+            }
+            // No interval: after what `work` holds already (frames read meanwhile join the batch), without a timer
+            // (`asyncAfter` even with no delay goes through libdispatch's timers: a thread hop more, issue 44).
+            if interval > 0 {
+                work.asyncAfter(deadline: .now() + interval, execute: flush)
+            } else {
+                work.async(execute: flush)
             }
         }
     }
