@@ -76,4 +76,30 @@ import Testing
         #expect(tail.withCString { String(cString: $0) } == "/tmp/a/é.txt")
         #expect(PathBytes("file:///tmp/a/e.txt", droppingFirst: 7) != own)
     }
+
+    // MARK: A cached parent replaced by a link
+
+    /// The caches keep a path's key while its parent, looked up as spelled, is the same directory. A folder renamed
+    /// and a link to it put at its old name reach the same directory, but every name under the old one now has the
+    /// new one's key: the caches must not answer with the old key (they followed the link, and did, before this
+    /// test). A file still met its other name's claims by identity; a new item, with none, did not.
+    @Test func aParentReplacedByALinkToItselfRenamedIsWalkedAgain() throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let root = dir.url.path
+        try FileManager.default.createDirectory(atPath: root + "/d", withIntermediateDirectories: true)
+        let file = try dir.file("d/f")
+        let canonicalizer = PathCanonicalizer.shared
+        for _ in 0..<2 {  // The second call is answered from the caches.
+            _ = try canonicalizer.canonicalize(file.path, followingFinalLink: true)
+            _ = try canonicalizer.canonicalize(root + "/d/new", followingFinalLink: true)
+        }
+        try FileManager.default.moveItem(atPath: root + "/d", toPath: root + "/e")
+        try FileManager.default.createSymbolicLink(atPath: root + "/d", withDestinationPath: "e")
+        let target = try canonicalizer.canonicalize(root + "/e", followingFinalLink: true).key
+        let fileKey = try canonicalizer.canonicalize(file.path, followingFinalLink: true).key
+        let newKey = try canonicalizer.canonicalize(root + "/d/new", followingFinalLink: true).key
+        #expect(fileKey == target.appending(Array("f".utf8)), "the file cache kept the old key: \(fileKey)")
+        #expect(newKey == target.appending(Array("new".utf8)), "the parent cache kept the old key: \(newKey)")
+    }
 }

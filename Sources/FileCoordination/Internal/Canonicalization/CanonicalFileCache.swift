@@ -81,17 +81,19 @@ final class CanonicalFileCache: Sendable {
     /// longer holds (the caller walks the path).
     func canonical(_ path: PathBytes) -> CanonicalPath? {
         guard let entry = entries.withLock({ $0.byPath[path] }) else { return nil }
+        // A parent reached through no link is looked up without following a final one (as the parent cache does):
+        // a directory replaced since by a link to it (renamed) is a link now, and the path is walked again.
         guard
             let parent = try? FileSystemCalls.status(
                 entry.parentSpelling,
-                followingLinks: true,
+                followingLinks: entry.parentResolvedSpelling != nil,
                 readingMount: readsMounts
             ),
             parent.identity == entry.parentIdentity, parent.mountID == entry.parentMountID
         else { return nil }
         if let resolved = entry.parentResolvedSpelling {
             guard
-                (try? FileSystemCalls.status(resolved, followingLinks: true, readingMount: readsMounts))?.identity
+                (try? FileSystemCalls.status(resolved, followingLinks: false, readingMount: readsMounts))?.identity
                     == entry.parentIdentity
             else { return nil }
         }

@@ -226,11 +226,14 @@ final class PathCanonicalizer: Sendable {
         let parentPath = slash == trimmed.startIndex ? "/" : String(Substring(trimmed[..<slash]))
         let name = Substring(trimmed[trimmed.index(after: slash)...])
         let parent: Walk
+        // A parent reached through no link is looked up without following a final one: a directory replaced since
+        // by a link to it (renamed) is then a link, not the cached directory, and is walked again.
         if let known = directories.withLock({ $0[PathBytes(parentPath)] }), let identity = known.identity,
-            let status = try? FileSystemCalls.status(parentPath, followingLinks: true, readingMount: readsMounts),
+            case let direct = known.spelling.utf8.elementsEqual(parentPath.utf8),
+            let status = try? FileSystemCalls.status(parentPath, followingLinks: !direct, readingMount: readsMounts),
             status.identity == identity, status.mountID == known.mountID,
-            known.spelling.utf8.elementsEqual(parentPath.utf8)
-                || (try? FileSystemCalls.status(known.spelling, followingLinks: true, readingMount: readsMounts)
+            direct
+                || (try? FileSystemCalls.status(known.spelling, followingLinks: false, readingMount: readsMounts)
                     .identity) == identity
         {
             parent = known
