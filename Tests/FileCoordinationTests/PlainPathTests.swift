@@ -102,4 +102,18 @@ import Testing
         #expect(fileKey == target.appending(Array("f".utf8)), "the file cache kept the old key: \(fileKey)")
         #expect(newKey == target.appending(Array("new".utf8)), "the parent cache kept the old key: \(newKey)")
     }
+
+    /// A URL whose path the leased claim asks of the URL (an escape in it) is decoded as `URL.path` decodes it, the
+    /// spelling the file system is handed: `%2F` is no slash. It claimed `a/b` for the file `a%2Fb` before.
+    @Test(arguments: [
+        ("file:///tmp/x/a%2Fb", "/tmp/x/a%2Fb"), ("file:///tmp/x/a%20b", "/tmp/x/a b"),
+        ("file:///tmp/x/a%00b", "/tmp/x/a%00b"), ("file:///tmp/x/dir%20/", "/tmp/x/dir%20/"),
+    ])
+    func anEscapedPathIsTheOneTheFileSystemIsHanded(_ string: String, _ expected: String) throws {
+        let url = try #require(URL(string: string))
+        #expect(NSFileCoordinator.askedPath(of: url) == expected)
+        if !expected.hasSuffix("/") {
+            #expect(url.withUnsafeFileSystemRepresentation { String(cString: $0!) } == expected)
+        }
+    }
 }

@@ -79,13 +79,20 @@ extension NSFileCoordinator {
 
 extension NSFileCoordinator {
     /// The absolute path of a `file:` URL with no base that ``URLMapping/plainFilePath(of:)`` cannot read from its
-    /// string (a `%`, a host), asked of the URL; `nil` for any other URL. `path(percentEncoded: true)` is half of
-    /// `path`'s instructions, and a path with no `%` is the same decoded or not.
-    fileprivate static func askedPath(of url: URL) -> String? {
+    /// string (a `%`, a host), asked of the URL; `nil` for any other URL. A trailing slash is kept, so that the
+    /// caller leaves such a URL to the general way.
+    ///
+    /// An escaped path is decoded as `path` decodes it, the spelling the file system is handed: `%2F` and `%00` stay
+    /// as written (`path(percentEncoded: false)` decoded them, so a lease claimed `a/b` for the file `a%2Fb`, a key
+    /// that another process's claim on that file never met). `path(percentEncoded: true)` is half of `path`'s
+    /// instructions, and a path with no `%` is the same decoded or not.
+    static func askedPath(of url: URL) -> String? {
         guard url.isFileURL, url.baseURL == nil else { return nil }
         let given = url.path(percentEncoded: true)
-        if given.utf8.withContiguousStorageIfAvailable({ $0.contains(UInt8(ascii: "%")) }) == false { return given }
-        return url.path(percentEncoded: false)
+        guard let last = given.utf8.last, last != UInt8(ascii: "/"), given.utf8.contains(UInt8(ascii: "%")) else {
+            return given
+        }
+        return url.path
     }
 }
 
