@@ -107,29 +107,13 @@ public struct ItemPath: Hashable, Sendable, Comparable, CustomStringConvertible 
         other.components.count <= components.count && startsWith(other)
     }
 
-    /// Whether the first components of `self` are those of `other`, compared eight bytes at a time: `starts(with:)`
-    /// compared them a byte at a time through generic code, which every claim a lease decides paid (issue 39).
+    /// Whether the first components of `self` are those of `other`, compared eight bytes at a time
+    /// (``ByteComparison``): `starts(with:)` compared them a byte at a time through generic code, which every claim a
+    /// lease decides paid (issue 39).
     private func startsWith(_ other: ItemPath) -> Bool {
         for index in other.components.indices {
-            let mine = components[index]
-            let theirs = other.components[index]
-            guard mine.count == theirs.count else { return false }
-            let same = mine.withUnsafeBytes { mine in
-                theirs.withUnsafeBytes { theirs in
-                    var offset = 0
-                    while offset + 8 <= mine.count {
-                        guard
-                            mine.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                                == theirs.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                        else { return false }
-                        offset += 8
-                    }
-                    while offset < mine.count {
-                        guard mine[offset] == theirs[offset] else { return false }
-                        offset += 1
-                    }
-                    return true
-                }
+            let same = components[index].withUnsafeBytes { mine in
+                other.components[index].withUnsafeBytes { theirs in ByteComparison.equal(mine, theirs) }
             }
             guard same else { return false }
         }

@@ -30,13 +30,13 @@ enum URLMapping {
                 url: url
             )
         }
-        // A relative path (`file:docs/a.txt`) names no item by itself, so it is refused. (`URL(fileURLWithPath:)`
-        // with a relative path has the current directory as base: its absolute URL is absolute.)
         // Read from the URL's string when it can be (``plainFilePath(of:)``), and it has no trailing slash (`path`
         // drops one, and so must this).
         if let plain = plainFilePath(of: url), plain.withBytes({ $0.last != UInt8(ascii: "/") }) {
             return try canonical(plain, of: url, followingFinalLink: followingFinalLink)
         }
+        // A relative path (`file:docs/a.txt`) names no item by itself, so it is refused. (`URL(fileURLWithPath:)`
+        // with a relative path has the current directory as base: its absolute URL is absolute.)
         let given = url.baseURL == nil ? url.path : url.absoluteURL.path
         guard given.hasPrefix("/") else {
             throw FileCoordinationError(
