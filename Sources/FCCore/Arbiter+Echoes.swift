@@ -3,12 +3,18 @@
 
 /// An item a coordinated write that ended recently wrote, created or moved (``WatchState/echoes``).
 struct EchoRecord {
-    /// The tick after which its events are no longer echoes.
+    /// The tick after which its events are no longer echoes, once the watcher has read past ``endedAt``.
     var expiry: Int
+    /// The tick after which they are no longer echoes however far behind the watcher is
+    /// (``ArbiterConfiguration/echoWaitForWatcher``).
+    var lastExpiry: Int
     /// Its state as the writer's client saw it right after the accessor, if it said.
     var stamp: ItemStamp?
     /// The writer's clock when the accessor returned (``WriteOutcome/endedAt``), if its client said.
     var endedAt: Int64?
+    /// The latest end of the writes of the item that said when they ended, this one's or an earlier one's whose record
+    /// this replaced: what the watcher must have read past before the record goes (``Arbiter/waitsForWatcher(_:)``).
+    var drainUntil: Int64?
 }
 
 /// What an event on an item is, as far as coordinated writes go (``Arbiter/echoVerdict(_:observed:)``).
@@ -181,9 +187,18 @@ extension Arbiter {
     func recordEchoes(of claim: ClaimRecord, created: [ItemPath], outcome: WriteOutcome?) {
         guard configuration.watchesFileSystem else { return }
         let expiry = watching.tick + echoTicks
+        let lastExpiry = expiry + ticks(configuration.echoWaitForWatcher)
         var any = false
         func record(_ path: ItemPath) {
-            watching.echoes[path] = EchoRecord(expiry: expiry, stamp: outcome?.items[path], endedAt: outcome?.endedAt)
+            // A write that says nothing of its end after one that did: the earlier one's echo may still be to come.
+            let earlier = watching.echoes[path]
+            watching.echoes[path] = EchoRecord(
+                expiry: expiry,
+                lastExpiry: lastExpiry,
+                stamp: outcome?.items[path],
+                endedAt: outcome?.endedAt,
+                drainUntil: Self.later(outcome?.endedAt, earlier?.drainUntil)
+            )
             any = true
         }
         for entry in claim.entries {
@@ -206,11 +221,57 @@ extension Arbiter {
         }
     }
 
-    private var echoTicks: Int {
+    /// The later of two moments, either of which may be unknown.
+    private static func later(_ a: Int64?, _ b: Int64?) -> Int64? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return max(a, b)
+    }
+
+    private var echoTicks: Int { max(2, ticks(configuration.echoRetention) + 2) }
+
+    /// Whole coalescing windows in `duration` (no libm: FCCore is stdlib only).
+    private func ticks(_ duration: Duration) -> Int {
         let window = configuration.coalescingWindow
-        guard window > .zero else { return 2 }
-        // Whole windows, plus one for the partial window the write ended in (no libm: FCCore is stdlib only).
-        let ratio = configuration.echoRetention / window
-        return max(2, (ratio < Double(Int.max / 2) ? Int(ratio) : Int.max / 4) + 2)
+        guard window > .zero else { return 0 }
+        let ratio = duration / window
+        return ratio < Double(Int.max / 4) ? max(0, Int(ratio)) : Int.max / 4
+    }
+
+    // MARK: A watcher behind the writes
+
+    /// The watcher has read every event caused before `moment` (``ArbiterEvent/fileSystemChanged(_:observed:readAt:
+    /// drainedAt:)``): echo records of writes that ended before it may expire.
+    func watcherDrained(through moment: Int64) {
+        watching.drainedThrough = max(watching.drainedThrough ?? moment, moment)
+        watching.drainAsked = false
+    }
+
+    /// Whether `record`, past its ``EchoRecord/expiry``, still waits for the watcher: its write (or one it replaced)
+    /// said when it ended, the watcher says how far it has read (``ArbiterConfiguration/watcherSaysHowFarItRead``), not
+    /// yet past that end (``EchoRecord/drainUntil``), and the record's ``EchoRecord/lastExpiry`` has not come. A write's events are
+    /// in the kernel's queue before its accessor returns, so once the watcher has found the queue empty after that
+    /// moment none is still to come.
+    func waitsForWatcher(_ record: EchoRecord) -> Bool {
+        guard configuration.watcherSaysHowFarItRead, let until = record.drainUntil else { return false }
+        return (watching.drainedThrough ?? .min) < until && watching.tick < record.lastExpiry
+    }
+
+    /// Drops the echo records whose time has come; asks the watcher, once until it next reports, to say how far it
+    /// has read when a record waits for it (``ArbiterEffect/drainWatcher``): a watcher with nothing to read would
+    /// otherwise say nothing, and the record would wait its whole ``EchoRecord/lastExpiry``.
+    func expireEchoes() {
+        let tick = watching.tick
+        var waiting = false
+        watching.echoes = watching.echoes.filter { _, record in
+            if record.expiry > tick { return true }
+            guard waitsForWatcher(record) else { return false }
+            waiting = true
+            return true
+        }
+        if waiting, !watching.drainAsked {
+            watching.drainAsked = true
+            effects.append(.drainWatcher)
+        }
     }
 }

@@ -121,7 +121,7 @@ extension Arbiter {
         switch event {
         case .itemMoved, .presenterURLChanged:
             identities.stale = true
-        case .fileSystemChanged(let events, _, _):
+        case .fileSystemChanged(let events, _, _, _):
             // Renames seen by the watcher relocate presenters; other changes move nothing.
             for event in events {
                 switch event {

@@ -22,6 +22,11 @@ struct WatchState {
     var fresh: [ItemPath: (expiry: Int, written: Bool)] = [:]
     /// Ticks of the window timer so far.
     var tick = 0
+    /// How far the watcher has read (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``): `nil` until
+    /// it first says. Echo records wait for it (``Arbiter/waitsForWatcher(_:)``).
+    var drainedThrough: Int64?
+    /// `true` from ``ArbiterEffect/drainWatcher`` until the watcher next says how far it has read.
+    var drainAsked = false
     /// `true` while the window timer runs.
     var timerRunning = false
     var statistics = WatchStatistics()
@@ -65,7 +70,7 @@ extension Arbiter {
 
     /// A batch of file-system events, in the kernel's order: renames are paired by cookie within the batch.
     /// `observed`: the state of their items when read, and `readAt` when
-    /// (``ArbiterEvent/fileSystemChanged(_:observed:readAt:)``).
+    /// (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``).
     func fileSystemChanged(
         _ events: [FileSystemEvent],
         observed: [ItemPath: ItemStamp],
@@ -355,7 +360,7 @@ extension Arbiter {
             }
         }
         let tick = watching.tick
-        watching.echoes = watching.echoes.filter { $0.value.expiry > tick }
+        expireEchoes()
         watching.fresh = watching.fresh.filter { $0.value.expiry > tick }
         startWatchTimerIfNeeded()
     }

@@ -130,9 +130,10 @@ public final class Arbiter {
             versionChanged(claim, path, change)
         case .timerFired(let timer):
             timerFired(timer)
-        case .fileSystemChanged(let events, let observed, let readAt):
+        case .fileSystemChanged(let events, let observed, let readAt, let drainedAt):
             forgetDeletedNames(in: events)
             fileSystemChanged(events, observed: observed, readAt: readAt)
+            if let drainedAt { watcherDrained(through: drainedAt) }
         case .leaseReturned(let lease, let client, let running):
             leaseReturned(lease, by: client, running: running)
         case .hostGate(let folder, let command):

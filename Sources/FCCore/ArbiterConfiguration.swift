@@ -16,6 +16,14 @@ public struct ArbiterConfiguration: Hashable, Sendable {
     /// How long after a coordinated write its file-system events count as its echoes (its own notification covers
     /// them), at least two coalescing windows.
     public var echoRetention: Duration = .milliseconds(250)
+    /// How much longer a write's echo record waits, past ``echoRetention``, for a watcher that says how far it has read
+    /// (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``) to read past the write's end: a watcher
+    /// behind by more than this reports the write's late echoes as changes (at worst once more each).
+    public var echoWaitForWatcher: Duration = .seconds(30)
+    /// `true` when the host's watcher says how far it has read in each batch, and answers
+    /// ``ArbiterEffect/drainWatcher`` (the daemon's does): a write's echo record then waits for it, from the start
+    /// (``echoWaitForWatcher``). `false` (the default): records go after ``echoRetention``.
+    public var watcherSaysHowFarItRead = false
     /// How many access-tree leaves that hold nothing are kept for reuse (issue 12): a path claimed again finds its
     /// nodes instead of creating and pruning them per claim. Beyond it the oldest is pruned; 0 prunes at once.
     public var idleNodeRetention = ArbiterConfiguration.defaultIdleNodeRetention

@@ -80,7 +80,7 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// Write a log record.
     case log(LogRecord)
     /// Watch this directory for changes made without coordination (its direct entries; the host uses no watch when
-    /// it is not a directory), feeding them as ``ArbiterEvent/fileSystemChanged(_:observed:)``. Emitted when the first
+    /// it is not a directory), feeding them as ``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``. Emitted when the first
     /// presenter needs it (``ArbiterConfiguration/watchesFileSystem``), and again when it was created after a
     /// failed watch: the host then scans it and reports what it holds as created.
     case watch(ItemPath)
@@ -112,4 +112,8 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// After ``HostGateCommand/drain``: no claim inside `folder` is granted any more, nor a process lease held
     /// (``HostLeaseEvent/localClaimsEnded(folder:)``). Once per drain.
     case hostGateDrained(ItemPath)
+    /// The host's watcher is to report how far it has read once it has read what is queued now (an empty batch with
+    /// its `drainedAt`, ``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``): an echo record past its
+    /// retention waits for it. At most once until the watcher next reports.
+    case drainWatcher
 }

@@ -225,8 +225,15 @@ public enum ArbiterEvent: Hashable, Sendable {
     /// coordinated write's echo from a change made after it (issue 37). An event whose item has no stamp here is
     /// taken for an echo wherever one is possible. `readAt`: the host's wall clock (`CLOCK_REALTIME`, nanoseconds
     /// since the Unix epoch, as ``WriteOutcome/endedAt``) once those states were read: a state read before a write's
-    /// accessor returned is from that write (or before it), never a change made after it.
-    case fileSystemChanged([FileSystemEvent], observed: [ItemPath: ItemStamp] = [:], readAt: Int64? = nil)
+    /// accessor returned is from that write (or before it), never a change made after it. `drainedAt`: the same clock
+    /// just before the watcher found its queue empty: every event caused before that moment is in this batch or an
+    /// earlier one, so a write that ended before it has no echo still to come (an empty batch may say only this).
+    case fileSystemChanged(
+        [FileSystemEvent],
+        observed: [ItemPath: ItemStamp] = [:],
+        readAt: Int64? = nil,
+        drainedAt: Int64? = nil
+    )
     /// The holder returned a lease, recalled or not, declaring the claims it granted inside it that still run
     /// (``ClaimRequest/isHeld`` requests with ids of the host's choosing): they become the arbiter's granted claims
     /// in the same step, before anything waiting for the lease is decided (docs/SEMANTICS.md §13).

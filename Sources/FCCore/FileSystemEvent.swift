@@ -1,7 +1,7 @@
 /// One change a file-system watcher saw (inotify in the daemon), in the arbiter's terms: paths, not descriptors.
 ///
 /// The watcher watches the directories the arbiter asks for (``ArbiterEffect/watch(_:)``) and feeds what it reads
-/// as ``ArbiterEvent/fileSystemChanged(_:observed:)``, one batch per read, in the kernel's order. The arbiter turns the
+/// as ``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``, one batch per read, in the kernel's order. The arbiter turns the
 /// batch into presenter notifications (docs/SEMANTICS.md §3, changes made without coordination).
 public enum FileSystemEvent: Hashable, Sendable {
     /// A file opened for writing was closed (`IN_CLOSE_WRITE`): one finished write.

@@ -98,6 +98,8 @@ public struct DaemonConfiguration: Sendable {
             deadlockDetectionDelay: deadlockDetectionDelay
         )
         configuration.watchesFileSystem = watchesFileSystem
+        // The inotify watcher says how far it has read in every report (``WatcherReport/drainedAt``).
+        configuration.watcherSaysHowFarItRead = watchesFileSystem
         configuration.coalescingWindow = coalescingWindow
         configuration.echoRetention = max(configuration.echoRetention, coalescingWindow * 2)
         configuration.leases = grantsLeases ? leasePolicy : nil

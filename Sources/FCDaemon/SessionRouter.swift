@@ -293,13 +293,20 @@ public final class SessionRouter {
         return routed
     }
 
-    /// Feeds a batch of file-system events from the watcher (issue 13), with the state of their items when read.
+    /// Feeds a batch of file-system events from the watcher (issue 13), with the state of their items when read, and
+    /// how far the watcher has read (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``).
     public func fileSystemChanged(
         _ events: [FileSystemEvent],
         observed: [ItemPath: ItemStamp] = [:],
-        readAt: Int64? = nil
+        readAt: Int64? = nil,
+        drainedAt: Int64? = nil
     ) -> Routed {
-        route(arbiter.handle(.fileSystemChanged(events, observed: observed, readAt: readAt), at: now()))
+        route(
+            arbiter.handle(
+                .fileSystemChanged(events, observed: observed, readAt: readAt, drainedAt: drainedAt),
+                at: now()
+            )
+        )
     }
 
     /// Feeds a timer that fired.
@@ -355,7 +362,7 @@ public final class SessionRouter {
                 }
                 append(.message(message), to: owner)
             case .startTimer, .cancelTimer, .log, .watch, .unwatch, .fileWithOtherNamesWritten, .hostGateWanted,
-                .hostGateDrained:
+                .hostGateDrained, .drainWatcher:
                 routed.host.append(effect)
             case .grantLease(_, let client, _), .recallLease(_, let client):
                 // Lease ids are the daemon's, the same for every client (docs/PROTOCOL.md section 10).

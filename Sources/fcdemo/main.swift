@@ -26,7 +26,8 @@ var presenterNames: [PresenterID: String] = [:]
             let who = presenterNames[message.presenter] ?? "\(message.presenter)"
             say("   arbiter -> \(who): \(message.kind)")
         case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease,
-            .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten, .hostGateWanted, .hostGateDrained:
+            .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten, .hostGateWanted, .hostGateDrained,
+            .drainWatcher:
             break
         }
     }

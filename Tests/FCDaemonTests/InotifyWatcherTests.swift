@@ -38,6 +38,7 @@ private final class Collector: @unchecked Sendable {
     var status: WatcherStatus? { lock.withLock { reports.last?.status } }
     var reportCount: Int { lock.withLock { reports.count } }
     var barriers: [UInt64] { lock.withLock { reports.flatMap(\.barriers) } }
+    var all: [WatcherReport] { lock.withLock { reports } }
 
     /// Waits (up to 10 s) until `condition` holds of what was delivered.
     func waitUntil(_ what: String, _ condition: (Collector) -> Bool) throws {
@@ -116,6 +117,37 @@ struct InotifyWatcherTests {
             try collector.waitUntil("the arbiter's index") { $0.status?.linkedFileWatches == 1 }
             watcher.unwatch(try path(docs))
             try collector.waitUntil("nothing watched") { $0.status?.watches == 0 }
+        }
+    }
+
+    /// How far the watcher has read (`drainedAt`): a write made while the watcher's thread was busy is in no report
+    /// that says it read past the write, and a report says so as soon as its event is read; `drain()` makes one come
+    /// with nothing to read (what lets a coordinated write's echo record wait for a watcher behind the writes).
+    @Test func aReportSaysHowFarTheQueueWasReadAndADrainBringsOne() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+            watcher.watch(try path(docs))
+            try collector.waitUntil("the watch") { $0.status?.watches == 1 }
+            // The watcher's thread stays in its delivery of the first write while the second is made.
+            try collector.hold { try write("a", to: docs + "/a.txt") }
+            try write("b", to: docs + "/b.txt")
+            let written = ChangeTimes.now
+            collector.release()
+            let second = FileSystemEvent.closedAfterWriting(try path(docs + "/b.txt"))
+            try collector.waitUntil("the second write") { $0.events.contains(second) }
+            let reports = collector.all
+            let past = try #require(reports.firstIndex { ($0.drainedAt ?? .min) >= written })
+            #expect(reports[...past].contains { $0.events.contains(second) }, "read past the write without its event")
+            #expect(reports.allSatisfy { $0.drainedAt != nil })
+            // Nothing to read: a drain still brings a report past this moment.
+            let asked = ChangeTimes.now
+            watcher.drain()
+            try collector.waitUntil("the drain's report") { $0.all.contains { ($0.drainedAt ?? .min) >= asked } }
         }
     }
 

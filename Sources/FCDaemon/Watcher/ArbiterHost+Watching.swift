@@ -12,9 +12,20 @@ extension ArbiterHost {
         for directory in report.unwatched { watchedDirectories.remove(directory) }
         for directory in report.watched { watchedDirectories.insert(directory) }
         // The queries had the events and the barriers from the watcher's thread (``QueryRelay``).
-        guard !report.events.isEmpty else { return }
+        guard !report.events.isEmpty else {
+            // How far the watcher has read: echo records may wait for it (``ArbiterEffect/drainWatcher``).
+            if let drainedAt = report.drainedAt { apply(router.fileSystemChanged([], drainedAt: drainedAt)) }
+            return
+        }
         cluster?.checkFence()
-        apply(router.fileSystemChanged(report.events, observed: report.observed, readAt: report.readAt))
+        apply(
+            router.fileSystemChanged(
+                report.events,
+                observed: report.observed,
+                readAt: report.readAt,
+                drainedAt: report.drainedAt
+            )
+        )
     }
 }
 

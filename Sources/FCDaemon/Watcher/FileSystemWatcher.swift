@@ -37,6 +37,9 @@ public protocol FileSystemWatcher: AnyObject, Sendable {
     /// and said so): a live query lists a folder only after its watch, so that nothing changed in between is missed
     /// (issue 44).
     func barrier(_ token: UInt64)
+    /// Reports, once it has read every event queued now, how far it has read (``WatcherReport/drainedAt``), in a batch
+    /// of its own if nothing else comes (``ArbiterEffect/drainWatcher``).
+    func drain()
     /// Stops the backend's thread and releases its watches. Nothing is delivered after it returns.
     func stop()
 }
@@ -46,6 +49,8 @@ extension FileSystemWatcher {
     public func watch(_ directory: ItemPath) { watch(directory, indexingFiles: true) }
     /// A backend that follows no file by its identity reports nothing more.
     public func fileWritten(_ identity: ItemIdentity) {}
+    /// A backend that does not say how far it has read has nothing to say.
+    public func drain() {}
     /// A backend that cannot tell change times reports nothing.
     public func changedSince(_ since: Int64, itemChangeTime: Int64?, path: ItemPath, presenter: PresenterID) {}
 }
@@ -66,8 +71,12 @@ public struct WatcherReport: Sendable {
     /// coordinated write's echo from a change made after it).
     public var observed: [ItemPath: ItemStamp] = [:]
     /// The wall clock (`CLOCK_REALTIME`, nanoseconds) once ``observed`` was read: a state read before a write's
-    /// accessor returned is that write's (``ArbiterEvent/fileSystemChanged(_:observed:readAt:)``).
+    /// accessor returned is that write's (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``).
     public var readAt: Int64?
+    /// The same clock just before the backend found its queue empty: every event caused before it is in this report
+    /// or an earlier one (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``). `nil`: the backend does
+    /// not say.
+    public var drainedAt: Int64?
 
     /// Creates a report.
     public init(

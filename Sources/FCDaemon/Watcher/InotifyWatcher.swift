@@ -26,6 +26,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         case fileWritten(FileIdentity)
         case changedSince(Int64, Int64?, ItemPath, PresenterID)
         case barrier(UInt64)
+        /// Nothing but a report (``FileSystemWatcher/drain()``).
+        case drain
     }
 
     /// The events watched in every directory.
@@ -138,6 +140,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     public func barrier(_ token: UInt64) { enqueue(.barrier(token)) }
 
+    public func drain() { enqueue(.drain) }
+
     public func fileWritten(_ identity: ItemIdentity) {
         enqueue(.fileWritten(FileIdentity(device: identity.device, inode: identity.inode)))
     }
@@ -199,7 +203,12 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             var batch: [FileSystemEvent] = []
             var wake = false
             read(first, into: &batch, wake: &wake)
-            while let next = inotifytools_next_events(0, 1) { read(next, into: &batch, wake: &wake) }
+            // Taken before each look at the queue: the last one is before the look that found it empty.
+            var drainedAt = ChangeTimes.now
+            while let next = inotifytools_next_events(0, 1) {
+                read(next, into: &batch, wake: &wake)
+                drainedAt = ChangeTimes.now
+            }
             if wake, !runCommands(into: &batch) { return }
             echoes.endBatch()
             var report = WatcherReport(
@@ -211,6 +220,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             )
             // After the last lstat: every state above was read before this moment.
             report.readAt = ChangeTimes.now
+            report.drainedAt = drainedAt
             report.barriers = barriers
             deliver(report)
             added = []
@@ -319,6 +329,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             case .barrier(let token):
                 // The watches queued before it were added above (or failed, and said so in the batch).
                 barriers.append(token)
+            case .drain:
+                break  // The report that follows says how far the queue was read.
             case .changedSince(let since, let itemChangeTime, let path, let presenter):
                 // The presenter's watches were queued before this: they are in place (or failed, and said so).
                 reportChanges(
@@ -387,16 +399,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
     }
 
-    /// The names of a directory's entries, sorted (none when it cannot be read).
-    static func names(in path: String) -> [String] {
-        var names: [String] = []
-        try? FileSystemCalls.forEachEntry(ofDirectory: path) { name in
-            names.append(name)
-            return true
-        }
-        return names.sorted()
-    }
-
     func updateWatchCounts() {
         status.watches = byDescriptor.count + linked.count
         status.linkedFileWatches = linked.count
@@ -411,29 +413,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         else { return false }
         foldsNames[descriptor] = answer
         return answer
-    }
-
-    /// A name case-folded as the client folds names in case-insensitive directories (bytes that are not UTF-8 kept).
-    static func folded(_ name: [UInt8]) -> [UInt8] {
-        guard let text = String(validating: name, as: UTF8.self) else { return name }
-        return Array(CaseFolding.fold(text).utf8)
-    }
-
-    /// Reports what a directory holds (`names`, sorted, listed from `path`) as created: it was made before its watch
-    /// existed.
-    private func scan(
-        _ directory: ItemPath,
-        path: String,
-        names: [String],
-        folds: Bool,
-        into batch: inout [FileSystemEvent]
-    ) {
-        for name in names {
-            var isDirectory: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory)
-            let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
-            batch.append(.created(directory.appending(bytes), isDirectory: isDirectory.boolValue))
-        }
     }
 
     /// After an overflow: directories that were wanted but not watchable (not created yet) may exist now.

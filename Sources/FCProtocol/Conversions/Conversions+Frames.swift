@@ -181,7 +181,7 @@ extension Filecoord_V1_Frame {
     public init?(_ effect: ArbiterEffect) {
         switch effect {
         case .startTimer, .cancelTimer, .log, .watch, .unwatch, .leaseDropped, .fileWithOtherNamesWritten,
-            .hostGateWanted, .hostGateDrained:
+            .hostGateWanted, .hostGateDrained, .drainWatcher:
             return nil
         case .grantLease(let lease, _, let subtree):
             var message = Filecoord_V1_LeaseGranted()

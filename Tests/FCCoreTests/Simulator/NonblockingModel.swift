@@ -52,10 +52,19 @@ struct NonblockingModel {
                 let sequence = before?.claims.first { $0.request.id == id }?.sequence ?? .max
                 let snapshots = [before, after].compactMap { $0 }
                 let names = Self.names(in: snapshots)
+                // A move in this event relocated the waiting claim's items before it was refused (rule 7).
+                var moved: (from: ItemPath, to: ItemPath)?
+                if case .itemMoved(_, let from, let to, _) = event { moved = (from, to) }
                 let reasons = snapshots.flatMap(\.claims).filter { other in
                     other.request.id != id && !SpecModel.exempt(request, other.request)
                         && (other.phase != .waiting || other.sequence < sequence) && refusing(other.request.id)
-                        && Self.conflict(request, other, names: names, packageExtensions: packageExtensions)
+                        && Self.conflict(
+                            request,
+                            other,
+                            names: names,
+                            moved: moved,
+                            packageExtensions: packageExtensions
+                        )
                 }
                 if reasons.isEmpty { violations.append("\(id) refused with no conflicting claim: \(report)") }
             default:
@@ -88,12 +97,13 @@ struct NonblockingModel {
         return names
     }
 
-    /// Whether an item of `request`, by its path, another name of its file, or the file itself, conflicts with one of
-    /// `other`'s, by rules 1 to 3.
+    /// Whether an item of `request`, by its path (or where `moved` took it), another name of its file, or the file
+    /// itself, conflicts with one of `other`'s, by rules 1 to 3.
     private static func conflict(
         _ request: ClaimRequest,
         _ other: ArbiterSnapshot.Claim,
         names: [ItemIdentity: Set<ItemPath>],
+        moved: (from: ItemPath, to: ItemPath)?,
         packageExtensions: Set<[UInt8]>
     ) -> Bool {
         // A file with other names waits for every lease (docs/SEMANTICS.md §13: its names may lie in any).
@@ -105,7 +115,10 @@ struct NonblockingModel {
             }
         }
         return request.items.contains { item in
-            let spellings = [item.path] + (item.identity.flatMap { names[$0] }.map(Array.init) ?? [])
+            let relocated = moved.flatMap { item.path.relocated(from: $0.from, to: $0.to) }
+            let spellings =
+                [item.path] + (relocated.map { [$0] } ?? [])
+                + (item.identity.flatMap { names[$0] }.map(Array.init) ?? [])
             return spellings.contains { name in
                 let mine = SpecModel.effectivePath(name, packageExtensions: packageExtensions)
                 return zip(other.paths, other.accesses).contains { path, access in

@@ -31,6 +31,7 @@ import FCTestSupport
 ///    is granted (a granted write holds the events under it; a lease's holder may write unseen).
 /// 9. Hold limits (issue 42): HoldLimitModel.swift, in one seed of three.
 /// 10. Claims that must not wait (issue 43): NonblockingModel.swift, in one seed of three.
+/// 11. A watcher behind the writes: a write's late echo is still an echo (WatcherLagModel.swift).
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -109,6 +110,10 @@ struct Simulation {
     /// four; never with hold limits, whose seeds are `seed % 3 == 2`: NonblockingTests covers the two together).
     private let nonblockingOn: Bool
     private(set) var nonblocking = NonblockingModel()
+    /// Invariant 11: the watcher's queue of write echoes not read yet.
+    private(set) var lag = WatcherLagModel()
+    /// The most windows a write's record waits for the watcher (``ArbiterConfiguration/echoWaitForWatcher``).
+    private let lagLimit: Int
     /// The shared folder of the schedules with a host gate.
     static let gateFolder = try! ItemPath(absolute: "/r/a")
 
@@ -146,6 +151,7 @@ struct Simulation {
         self.rng = SplitMix64(seed: seed)
         var configuration = ArbiterConfiguration(presenterTimeout: .seconds(30))
         configuration.watchesFileSystem = true  // Issue 13: watch interest and file-system events too.
+        configuration.watcherSaysHowFarItRead = true  // Invariant 11.
         // Issue 12: idle nodes pruned at once, after a few, or kept (taken from the seed, not the generator, so that
         // each seed's schedule is unchanged).
         configuration.idleNodeRetention = [0, 1, 2, 3, 256][Int(seed % 5)]
@@ -156,6 +162,7 @@ struct Simulation {
         self.holdLimitsOn = seed % 3 == 2
         self.nonblockingOn = seed % 3 == 0
         if leasesOn { configuration.leases = LeasePolicy() }
+        self.lagLimit = Int(configuration.echoWaitForWatcher / configuration.coalescingWindow)
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
         self.recordTrace = recordTrace
@@ -297,7 +304,11 @@ struct Simulation {
         case 100..<108:
             sendFileSystemEvents(randomFileSystemEvents())
         case 108..<112:
-            send(.timerFired(.fileSystemWindow))
+            // Invariant 11: now and then many windows pass while late echoes wait (a watcher far behind).
+            for _ in 0..<(!lag.queued.isEmpty && rng.chance(30) ? 10 : 1) {
+                if lag.readsNow(chance: rng.chance(10)) { readLateEchoes() }
+                send(.timerFired(.fileSystemWindow))
+            }
         case 112..<120:
             claimInProcess()
         case 120..<124:
@@ -399,9 +410,10 @@ struct Simulation {
             stamps.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         }
         switch event {
-        case .fileSystemChanged(let events, let observed, let readAt):
+        case .fileSystemChanged(let events, let observed, let readAt, let drainedAt):
             return
-                "fileSystemChanged(\(events), observed: [\(sorted(observed))], readAt: \(readAt.map(String.init) ?? "nil"))"
+                "fileSystemChanged(\(events), observed: [\(sorted(observed))], readAt: \(readAt.map(String.init) ?? "nil"), "
+                + "drainedAt: \(drainedAt.map(String.init) ?? "nil"))"
         case .claimFinished(let id, let created, let outcome):
             let said = outcome.map { "endedAt \($0.endedAt), [\(sorted($0.items))]" } ?? "nil"
             return "claimFinished(\(id), created: \(created), outcome: \(said))"
@@ -490,11 +502,20 @@ struct Simulation {
     /// Ends a granted claim: a write first changes its items in the model, and in most finishes its client says what
     /// it left behind. Sometimes the write's own event comes after (its echo, as the watcher reads it late).
     private mutating func finishWriting(_ claim: ClaimID, created: [ItemPath]) {
+        let causedAt = clock
         let written = (claimInfo[claim]?.items ?? []).filter(\.access.isWrite).map(\.path)
+        // Where the claim writes now: a claim that waited may have followed a move (rule 7), and then its echoes are
+        // recorded there, not at the path it asked for.
+        let holds = arbiter.snapshot().claims.first { $0.request.id == claim }.map { live in
+            zip(live.paths, live.accesses).filter { $0.1.isWrite }.map(\.0)
+        }
         for path in written where rng.chance(70) { change(path, present: true) }
         for path in created { change(path, present: true, replaced: true) }
         var outcome: WriteOutcome?
         if !written.isEmpty, rng.chance(75) {
+            // The client reads the clock after the accessor's writes returned: later than every event they caused
+            // (what a watcher's `drainedAt` is compared with, invariant 11).
+            clock += 1
             var items: [ItemPath: ItemStamp] = [:]
             for path in written + created { items[path] = files[path] ?? .absent }
             outcome = WriteOutcome(endedAt: clock, items: items)
@@ -502,9 +523,49 @@ struct Simulation {
         send(.claimFinished(claim, created: created, outcome: outcome))
         if let path = written.first, rng.chance(30) {
             echoCounts.echoesRepeated += 1
+            if rng.chance(30) {
+                // Invariant 11: read late, after windows have passed.
+                let stamp = holds?.contains(path) == true ? outcome?.items[path] : nil
+                lag.enqueue(path, causedAt: causedAt, written: stamp, tick: windowTicks)
+                return
+            }
             let echo = [FileSystemEvent.closedAfterWriting(path)]
-            send(.fileSystemChanged(echo, observed: observed(echo), readAt: clock))
+            send(
+                .fileSystemChanged(echo, observed: observed(echo), readAt: clock, drainedAt: lag.drainedAt(now: clock))
+            )
         }
+    }
+
+    /// The model watcher reads its queue of late echoes, one batch each, and then says it has read everything
+    /// (invariant 11).
+    private mutating func readLateEchoes() {
+        while let echo = lag.popFirst() {
+            let events = [FileSystemEvent.closedAfterWriting(echo.path)]
+            let held = arbiter.snapshot().claims.contains { claim in
+                claim.phase == .granted && claim.request.items.contains { $0.access.isWrite }
+            }
+            let before = arbiter.watchingSnapshot().statistics.echoesSuppressed
+            send(
+                .fileSystemChanged(
+                    events,
+                    observed: observed(events),
+                    readAt: clock,
+                    drainedAt: lag.drainedAt(now: clock)
+                )
+            )
+            let dropped = arbiter.watchingSnapshot().statistics.echoesSuppressed > before
+            if let violation = lag.judged(
+                echo,
+                dropped: dropped,
+                stillWritten: (files[echo.path] ?? .absent) == echo.written,
+                held: held,
+                ticks: windowTicks - echo.tick,
+                limit: lagLimit
+            ) {
+                violations.append(violation)
+            }
+        }
+        send(.fileSystemChanged([], readAt: clock, drainedAt: clock))
     }
 
     /// Feeds a batch of changes made without coordination: the model moves on first, then the watcher reads the
@@ -525,7 +586,7 @@ struct Simulation {
         }
         let before = arbiter.watchingSnapshot().statistics
         // Read after the model moved on: later than every write that ended (each change advances the clock).
-        send(.fileSystemChanged(events, observed: observed, readAt: clock))
+        send(.fileSystemChanged(events, observed: observed, readAt: clock, drainedAt: lag.drainedAt(now: clock)))
         let after = arbiter.watchingSnapshot().statistics
         echoCounts.laterChanges += after.changesAfterWrites - before.changesAfterWrites
         if events.count == 1, let path = events[0].items.first, !observed.isEmpty, !writing, !endedUnsaid(path),
@@ -889,6 +950,7 @@ struct Simulation {
         }
         noteWritesEndedUnsaid(by: event)
         let owed = owedNotifications(for: event)
+        if case .fileSystemChanged(_, _, _, _?) = event { lag.reported() }
         // Steps as milliseconds: only reports read the time.
         let effects = arbiter.handle(event, at: .milliseconds(step))
         if case .itemMoved = event {
@@ -1015,11 +1077,13 @@ struct Simulation {
             // The paths the claim holds now: a claim that waited may have followed a move (rule 7).
             for (path, item) in zip(live.paths, request.items) {
                 guard case .write(let options) = item.access, !options.contains(.forDeleting) else { continue }
-                for (id, registration) in snapshot.presenters.sorted(by: { $0.key < $1.key })
-                where registration.path == path && id != request.filePresenter
-                    && registration.callbacks.contains(.presentedItemDidChange) && seen.insert(id).inserted
+                // One did-change per claim: a version change inside it may have told the presenter already.
+                for (presenter, registration) in snapshot.presenters.sorted(by: { $0.key < $1.key })
+                where registration.path == path && presenter != request.filePresenter
+                    && registration.callbacks.contains(.presentedItemDidChange) && seen.insert(presenter).inserted
+                    && !didChangePerClaim.contains("\(id)/\(presenter)")
                 {
-                    owed.append((id, .presentedItemDidChange))
+                    owed.append((presenter, .presentedItemDidChange))
                 }
             }
         case .itemMoved(let id, let from, let to, _):
@@ -1046,6 +1110,8 @@ struct Simulation {
 
     private mutating func record(_ effect: ArbiterEffect) {
         switch effect {
+        case .drainWatcher:
+            if let violation = lag.record(effect) { violations.append(violation) }
         case .grant(let id, _, let paths):
             // Issue 40: nothing that needs the folder is granted while its host gate is closed.
             if gateClosed, let request = claimInfo[id], needsGate(request, at: paths),

@@ -37,6 +37,7 @@ import Testing
         var gates = (commands: 0, drained: 0, failedAtGate: 0)
         var holdsEnded = 0
         var nonblocking = (granted: 0, refused: 0)
+        var lateEchoes = (late: 0, checked: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -54,6 +55,8 @@ import Testing
                 holdsEnded += simulation.holds.endedByRule
                 nonblocking.granted += simulation.nonblocking.granted
                 nonblocking.refused += simulation.nonblocking.refused
+                lateEchoes.late += simulation.lag.counts.late
+                lateEchoes.checked += simulation.lag.counts.checked
             }
             do {
                 try simulation.run()
@@ -73,7 +76,8 @@ import Testing
                 + "\(echoes.laterChanges) changes after a write reported, \(echoes.echoesRepeated) write echoes repeated; "
                 + "host gates: \(gates.commands) commands, \(gates.drained) drains ended, \(gates.failedAtGate) claims "
                 + "failed at a gate; \(holdsEnded) claims ended past their hold limit; claims that must not wait: "
-                + "\(nonblocking.granted) granted, \(nonblocking.refused) refused"
+                + "\(nonblocking.granted) granted, \(nonblocking.refused) refused; \(lateEchoes.late) write echoes read "
+                + "late, \(lateEchoes.checked) of them checked"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -86,6 +90,7 @@ import Testing
                 nonblocking.granted > 0 && nonblocking.refused > 0,
                 "issue 43: no claim that must not wait was granted, or none refused"
             )
+            #expect(lateEchoes.checked > 0, "invariant 11: no late write echo was checked")
         }
     }
 

@@ -79,7 +79,7 @@ struct InProcessArbiter: @unchecked Sendable {
             case .log(let record):
                 log(record)
             case .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten, .grantLease, .recallLease,
-                .leaseDropped, .claimInsideLease, .hostGateWanted, .hostGateDrained:
+                .leaseDropped, .claimInsideLease, .hostGateWanted, .hostGateDrained, .drainWatcher:
                 break  // Only the daemon watches, grants leases and shares folders (see the type's comment).
             }
         }
