@@ -3,7 +3,7 @@
 
 /// An item a coordinated write that ended recently wrote, created or moved (``WatchState/echoes``).
 struct EchoRecord {
-    /// The tick after which its events are no longer echoes, once the watcher has read past ``endedAt``.
+    /// The tick after which its events are no longer echoes, once the watcher has read past ``drainUntil``.
     var expiry: Int
     /// The tick after which they are no longer echoes however far behind the watcher is
     /// (``ArbiterConfiguration/echoWaitForWatcher``).
@@ -74,7 +74,8 @@ extension Arbiter {
     ///
     /// - under a granted write claim: held until the claim ends (``HeldEvents``); an event without a stamp, or under
     ///   a lease, is an echo, as is every event while a lease's holder may write;
-    /// - under an item a coordinated write that ended within the echo retention wrote, created or moved: an echo if
+    /// - under an item a coordinated write that ended within the echo retention (longer while the watcher has not read
+    ///   past its end, ``waitsForWatcher(_:)``) wrote, created or moved: an echo if
     ///   the item is as the writer's client left it (same stamp) or in a state from before (an older change time),
     ///   or, below a written folder, if its change time (its folder's, once it is gone) is not later than the moment
     ///   the accessor returned; foreign when it changed after every such write. Without a stamp or a time from the
@@ -188,6 +189,7 @@ extension Arbiter {
         guard configuration.watchesFileSystem else { return }
         let expiry = watching.tick + echoTicks
         let lastExpiry = expiry + ticks(configuration.echoWaitForWatcher)
+        watching.echoScanDue = min(watching.echoScanDue, expiry)
         var any = false
         func record(_ path: ItemPath) {
             // A write that says nothing of its end after one that did: the earlier one's echo may still be to come.
@@ -243,8 +245,11 @@ extension Arbiter {
     /// The watcher has read every event caused before `moment` (``ArbiterEvent/fileSystemChanged(_:observed:readAt:
     /// drainedAt:)``): echo records of writes that ended before it may expire.
     func watcherDrained(through moment: Int64) {
-        watching.drainedThrough = max(watching.drainedThrough ?? moment, moment)
+        // The latest, not the greatest: reports come in order from one thread, and after the wall clock was set back
+        // the greatest would keep records from waiting until the clock caught up.
+        watching.drainedThrough = moment
         watching.drainAsked = false
+        watching.echoScanDue = min(watching.echoScanDue, watching.tick + 1)
     }
 
     /// Whether `record`, past its ``EchoRecord/expiry``, still waits for the watcher: its write (or one it replaced)
@@ -260,15 +265,24 @@ extension Arbiter {
     /// Drops the echo records whose time has come; asks the watcher, once until it next reports, to say how far it
     /// has read when a record waits for it (``ArbiterEffect/drainWatcher``): a watcher with nothing to read would
     /// otherwise say nothing, and the record would wait its whole ``EchoRecord/lastExpiry``.
+    ///
+    /// O(records), at most once per window; while records wait for a lagging watcher, only when it reports or a
+    /// record's time comes (``WatchState/echoScanDue``).
     func expireEchoes() {
         let tick = watching.tick
         var waiting = false
+        var due = Int.max
         watching.echoes = watching.echoes.filter { _, record in
-            if record.expiry > tick { return true }
+            if record.expiry > tick {
+                due = min(due, record.expiry)
+                return true
+            }
             guard waitsForWatcher(record) else { return false }
             waiting = true
+            due = min(due, record.lastExpiry)
             return true
         }
+        watching.echoScanDue = due
         if waiting, !watching.drainAsked {
             watching.drainAsked = true
             effects.append(.drainWatcher)

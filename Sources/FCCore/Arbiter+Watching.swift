@@ -27,6 +27,9 @@ struct WatchState {
     var drainedThrough: Int64?
     /// `true` from ``ArbiterEffect/drainWatcher`` until the watcher next says how far it has read.
     var drainAsked = false
+    /// The first tick at which an echo record may go (``Arbiter/expireEchoes()``): records that wait for a lagging
+    /// watcher are not looked at again at every window while nothing changed for them.
+    var echoScanDue = 0
     /// `true` while the window timer runs.
     var timerRunning = false
     var statistics = WatchStatistics()
@@ -360,7 +363,7 @@ extension Arbiter {
             }
         }
         let tick = watching.tick
-        expireEchoes()
+        if tick >= watching.echoScanDue { expireEchoes() }
         watching.fresh = watching.fresh.filter { $0.value.expiry > tick }
         startWatchTimerIfNeeded()
     }

@@ -20,9 +20,10 @@ public struct ArbiterConfiguration: Hashable, Sendable {
     /// (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``) to read past the write's end: a watcher
     /// behind by more than this reports the write's late echoes as changes (at worst once more each).
     public var echoWaitForWatcher: Duration = .seconds(30)
-    /// `true` when the host's watcher says how far it has read in each batch, and answers
-    /// ``ArbiterEffect/drainWatcher`` (the daemon's does): a write's echo record then waits for it, from the start
-    /// (``echoWaitForWatcher``). `false` (the default): records go after ``echoRetention``.
+    /// `true` when the host's watcher says how far it has read in each batch, and the host answers
+    /// ``ArbiterEffect/drainWatcher`` (the daemon: its inotify watcher, or the host itself when no watcher runs): a
+    /// write's echo record then waits for the watcher, even before its first report, up to ``echoWaitForWatcher``.
+    /// `false` (the default): records go after ``echoRetention``.
     public var watcherSaysHowFarItRead = false
     /// How many access-tree leaves that hold nothing are kept for reuse (issue 12): a path claimed again finds its
     /// nodes instead of creating and pruning them per claim. Beyond it the oldest is pruned; 0 prunes at once.

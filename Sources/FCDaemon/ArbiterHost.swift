@@ -381,7 +381,7 @@ final class ArbiterHost {
             case .fileWithOtherNamesWritten(let identity):
                 watcher?.fileWritten(identity)
             case .drainWatcher:
-                watcher?.drain()
+                drainWatcher()
             case .hostGateWanted(let folder):
                 // After this pass: the cluster adapter's answer may feed the arbiter again.
                 loop.assumeIsolated().execute { [weak self] in self?.cluster?.claimWaits(in: folder) }

@@ -1,4 +1,5 @@
 public import FCCore
+import FCSystem
 
 /// Maps each client's own presenter, claim and coordinator ids to the arbiter's global ids and back, feeds the
 /// arbiter, and sorts its effects by the client they are for.
@@ -239,9 +240,13 @@ public final class SessionRouter {
             request.filePresenter = request.filePresenter.flatMap { session.presenters[$0.rawValue] }
             request.fromPresenterQueue = request.fromPresenterQueue.flatMap { session.presenters[$0.rawValue] }
             global = .claimRequested(request)
-        case .claimFinished(let local, let created, let outcome):
+        case .claimFinished(let local, let created, var outcome):
             guard let id = session.claims[local.rawValue] else { return Routed() }
             finished = id
+            // No end later than now: a client's clock read after its write is earlier on this host, and an end in
+            // the future would keep the write's echo record waiting for the watcher (and take later changes for
+            // the write) until the clock got there.
+            if let endedAt = outcome?.endedAt { outcome?.endedAt = min(endedAt, ChangeTimes.now) }
             global = .claimFinished(id, created: created, outcome: outcome)
         case .coordinatorCancelled(_, let local):
             global = .coordinatorCancelled(client, local)

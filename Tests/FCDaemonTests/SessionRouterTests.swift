@@ -1,6 +1,7 @@
 import FCCore
 import FCDaemon
 import FCProtocol
+import FCSystem
 import Testing
 
 /// The daemon's id mapping: clients number their own presenters and claims, and cannot reach each other's.
@@ -85,6 +86,49 @@ import Testing
         #expect(router.arbiter.snapshot().claims.first?.phase == .preparing)
         let granted = try router.handle(.presenterReplied(request, .relinquished(reacquirer: false)), from: a)
         #expect(effects(granted, for: b) == [.grant(ClaimID(1), client: b, paths: [Self.path("/x")])])
+    }
+
+    /// A write's end in the future (a client's clock ahead, or a lie) is taken as now: otherwise every change to the
+    /// item read before that moment was taken for the write's echo, and its record waited for the watcher that long.
+    @Test func aWritesEndInTheFutureIsTakenAsNow() throws {
+        var configuration = ArbiterConfiguration(presenterTimeout: nil)
+        configuration.watchesFileSystem = true
+        configuration.watcherSaysHowFarItRead = true
+        let router = SessionRouter(
+            configuration: configuration,
+            maximumClaimsPerClient: 10,
+            maximumPresentersPerClient: 10
+        )
+        let a = router.connect(pid: 10, name: "a")
+        let b = router.connect(pid: 11, name: "b")
+        let file = Self.path("/d/f")
+        let registration = PresenterRegistration(id: PresenterID(1), client: ClientID(0), path: file)
+        _ = try router.handle(.presenterAdded(registration), from: a)
+        _ = try router.handle(write(1, "/d/f", by: b, coordinator: 2), from: b)
+        // The presenter relinquishes (its default callbacks), and the write is granted.
+        for (request, _) in router.arbiter.snapshot().outstandingRequests {
+            _ = try router.handle(.presenterReplied(request, .relinquished(reacquirer: false)), from: a)
+        }
+        #expect(router.arbiter.snapshot().claims.first?.phase == .granted)
+        let now = ChangeTimes.now
+        let hour: Int64 = 3_600_000_000_000
+        let written = ItemStamp.present(inode: 7, size: 1, changeTime: now - 1_000)
+        _ = try router.handle(
+            .claimFinished(ClaimID(1), created: [], outcome: WriteOutcome(endedAt: now + hour, items: [file: written])),
+            from: b
+        )
+        // Another process appends a second later; the watcher reads it then.
+        let later = now + 1_000_000_000
+        let routed = router.fileSystemChanged(
+            [.closedAfterWriting(file)],
+            observed: [file: .present(inode: 7, size: 2, changeTime: later)],
+            readAt: later,
+            drainedAt: later
+        )
+        let told = effects(routed, for: a).contains {
+            if case .message(let message) = $0 { message.kind == .presentedItemDidChange } else { false }
+        }
+        #expect(told, "the append after the write was taken for its echo")
     }
 
     @Test func limitsAndDuplicateIDsAreRefusedBeforeTheArbiterSeesThem() throws {

@@ -29,6 +29,21 @@ extension ArbiterHost {
     }
 }
 
+extension ArbiterHost {
+    /// ``ArbiterEffect/drainWatcher``: the watcher reports how far it has read once it has read what is queued now.
+    /// With no watcher (it did not start), the host answers after this pass: no event is still to come.
+    func drainWatcher() {
+        if let watcher {
+            watcher.drain()
+            return
+        }
+        loop.assumeIsolated().execute { [weak self] in
+            guard let self else { return }
+            self.apply(self.router.fileSystemChanged([], drainedAt: .max))
+        }
+    }
+}
+
 extension DaemonService {
     /// Starts the inotify watcher and connects it to the host (``DaemonConfiguration/watchesFileSystem``). When
     /// inotify cannot be used the daemon goes on without it and says so (coordination does not depend on it).

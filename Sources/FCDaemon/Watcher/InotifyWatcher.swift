@@ -198,6 +198,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 let error = inotifytools_error()
                 if error == EINTR || error == 0 { continue }
                 logger.error("the file watcher stopped: reading inotify failed with errno \(error)")
+                // Nothing more will be read: no write's echo is to be waited for.
+                var last = WatcherReport(events: [], status: status)
+                last.drainedAt = .max
+                deliver(last)
                 return
             }
             var batch: [FileSystemEvent] = []

@@ -114,6 +114,8 @@ struct Simulation {
     private(set) var lag = WatcherLagModel()
     /// The most windows a write's record waits for the watcher (``ArbiterConfiguration/echoWaitForWatcher``).
     private let lagLimit: Int
+    /// The windows a write's record lives by itself (``ArbiterConfiguration/echoRetention``, plus the arbiter's two).
+    private let retentionTicks: Int
     /// The shared folder of the schedules with a host gate.
     static let gateFolder = try! ItemPath(absolute: "/r/a")
 
@@ -163,6 +165,7 @@ struct Simulation {
         self.nonblockingOn = seed % 3 == 0
         if leasesOn { configuration.leases = LeasePolicy() }
         self.lagLimit = Int(configuration.echoWaitForWatcher / configuration.coalescingWindow)
+        self.retentionTicks = Int(configuration.echoRetention / configuration.coalescingWindow) + 2
         self.arbiter = Arbiter(configuration: configuration)
         self.packageExtensions = configuration.packageExtensions
         self.recordTrace = recordTrace
@@ -560,6 +563,7 @@ struct Simulation {
                 stillWritten: (files[echo.path] ?? .absent) == echo.written,
                 held: held,
                 ticks: windowTicks - echo.tick,
+                retention: retentionTicks,
                 limit: lagLimit
             ) {
                 violations.append(violation)

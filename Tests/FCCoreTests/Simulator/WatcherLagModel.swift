@@ -24,8 +24,9 @@ struct WatcherLagModel {
     private(set) var queued: [Queued] = []
     /// `true` from the arbiter's ask until the next report.
     private var asked = false
-    /// Late echoes read, and of those the ones checked to be dropped (for the report).
-    private(set) var counts = (late: 0, checked: 0)
+    /// Late echoes read, those of them checked to be dropped, and of those the ones read after the retention alone
+    /// would have let their record go (what the rule is for: a run without them checked nothing of it).
+    private(set) var counts = (late: 0, checked: 0, pastRetention: 0)
 
     /// Whether the watcher is to be read now: it was asked, or, when something waits, one window in four.
     func readsNow(chance: Bool) -> Bool { asked || (!queued.isEmpty && chance) }
@@ -51,20 +52,22 @@ struct WatcherLagModel {
     }
 
     /// A late echo judged: `dropped` when the arbiter counted it as an echo. `stillWritten`: the item is as `echo`'s
-    /// write left it; `held`: a granted write claim holds its events; `ticks`: windows since the write, `limit` the
-    /// most a record waits. Returns a violation, if any.
+    /// write left it; `held`: a granted write claim holds its events; `ticks`: windows since the write, `retention`
+    /// the windows a record lives by itself, `limit` the most it waits. Returns a violation, if any.
     mutating func judged(
         _ echo: Queued,
         dropped: Bool,
         stillWritten: Bool,
         held: Bool,
         ticks: Int,
+        retention: Int,
         limit: Int
     ) -> String? {
         counts.late += 1
         // An item the write left absent may have been made and deleted again since: its folder tells, not itself.
         guard case .present = echo.written, stillWritten, !held, ticks < limit else { return nil }
         counts.checked += 1
+        if ticks >= retention { counts.pastRetention += 1 }
         return dropped ? nil : "invariant 11: \(echo.path)'s echo read \(ticks) windows late was reported as a change"
     }
 }
