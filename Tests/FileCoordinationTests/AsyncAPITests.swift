@@ -8,7 +8,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fc-async-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let file = directory.appendingPathComponent("note.txt")
-        try Data(contents.utf8).write(to: file)
+        try Data(contents.utf8).writeClosingOnExec(to: file)
         return file
     }
 
@@ -24,7 +24,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let events = FilePresenterEvents(url: file)
         NSFileCoordinator.addFilePresenter(events)
-        try await NSFileCoordinator().write(at: file) { url in try Data("two".utf8).write(to: url) }
+        try await NSFileCoordinator().write(at: file) { url in try Data("two".utf8).writeClosingOnExec(to: url) }
         var seen: [FilePresenterEvent] = []
         for await event in events {
             seen.append(event)

@@ -105,7 +105,7 @@ func isFileCoordinationError(_ error: NSError?, _ code: FileCoordinationError.Co
             coordinator.coordinate(writingItemAt: file, options: [], error: &error) { url in
                 inside.signal()
                 _ = release.wait(seconds: patience)
-                try? Data("written".utf8).write(to: url)
+                try? Data("written".utf8).writeClosingOnExec(to: url)
                 finished = true
             }
             result.set((finished, error))

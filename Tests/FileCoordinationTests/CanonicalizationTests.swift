@@ -85,7 +85,7 @@ import Testing
     @Test func aPresenterSpelledThroughALinkHearsAWriterOfTheTarget() throws {
         let (dir, real, link) = try SymbolicLinkTests.makeLinkedDirectory()
         defer { dir.remove() }
-        try Data("a".utf8).write(to: real.appendingPathComponent("doc.txt"))
+        try Data("a".utf8).writeClosingOnExec(to: real.appendingPathComponent("doc.txt"))
         let viaLink = link.appendingPathComponent("doc.txt")
         let presenter = RecordingPresenter(url: viaLink)
         let folder = RecordingPresenter(url: link)
@@ -106,7 +106,7 @@ import Testing
         try Self.link(dir.url.appendingPathComponent("c/link"), to: target.path)
         // c/link/../doc.txt is a/doc.txt for the kernel, not c/doc.txt as lexical standardising would have it.
         let real = dir.url.appendingPathComponent("a/doc.txt")
-        try Data("a".utf8).write(to: real)
+        try Data("a".utf8).writeClosingOnExec(to: real)
         let presenter = RecordingPresenter(url: real)
         let lexical = RecordingPresenter(url: dir.url.appendingPathComponent("c/doc.txt"))
         let spelled = URL(fileURLWithPath: dir.url.path + "/c/link/../doc.txt")
@@ -139,8 +139,8 @@ import Testing
         defer { dir.remove() }
         let nfc = dir.url.appendingPathComponent("caf\u{E9}.txt")
         let nfd = dir.url.appendingPathComponent("cafe\u{301}.txt")
-        try Data("c".utf8).write(to: nfc)
-        try Data("d".utf8).write(to: nfd)
+        try Data("c".utf8).writeClosingOnExec(to: nfc)
+        try Data("d".utf8).writeClosingOnExec(to: nfd)
         #expect(try String(contentsOf: nfc, encoding: .utf8) == "c")  // two files on disk
         let presenter = RecordingPresenter(url: nfc)
         withPresenters([presenter]) {

@@ -32,7 +32,7 @@ struct CaseInsensitiveFileSystemTests {
         let volume = try ExFATVolume()
         defer { volume.remove() }
         let file = volume.root.appendingPathComponent("Note.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let shouted = volume.root.appendingPathComponent("NOTE.TXT")
         let presenter = RecordingPresenter(url: file)
         var handed: URL?
@@ -113,7 +113,7 @@ struct CaseInsensitiveFileSystemTests {
                     options: [],
                     error: &error
                 ) { _, url in
-                    try? Data("first".utf8).write(to: url)
+                    try? Data("first".utf8).writeClosingOnExec(to: url)
                     accessor()
                 }
             },
@@ -132,7 +132,7 @@ struct CaseInsensitiveFileSystemTests {
         return WaitingTests.checkWaits(
             first: { accessor in
                 _ = CanonicalizationTests.write(created) { url in
-                    try? Data("first".utf8).write(to: url)
+                    try? Data("first".utf8).writeClosingOnExec(to: url)
                     accessor()
                 }
             },
@@ -148,7 +148,7 @@ struct CaseInsensitiveFileSystemTests {
         let presenter = RecordingPresenter(url: folder)
         let written = volume.root.appendingPathComponent("DOCS/New.TXT")
         withPresenters([presenter]) {
-            #expect(CanonicalizationTests.write(written) { try? Data("n".utf8).write(to: $0) } == nil)
+            #expect(CanonicalizationTests.write(written) { try? Data("n".utf8).writeClosingOnExec(to: $0) } == nil)
             settle(presenter)
         }
         // The folder as its presenter spells it, the new name as the directory lists it.
@@ -163,7 +163,7 @@ struct CaseInsensitiveFileSystemTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
         let old = folder.appendingPathComponent("my text")
         let new = folder.appendingPathComponent("My Text")
-        try Data("t".utf8).write(to: old)
+        try Data("t".utf8).writeClosingOnExec(to: old)
         let filePresenter = RecordingPresenter(url: old)
         let folderPresenter = RecordingPresenter(url: folder)
         var urls: [URL] = []

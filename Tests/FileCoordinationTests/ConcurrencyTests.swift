@@ -148,7 +148,7 @@ private struct Expected {
         case 1:
             coordinator.coordinate(writingItemAt: files[f], options: saving ? .forMerging : [], error: &error) { url in
                 occupancy[f].write {
-                    try? Data("\(f)".utf8).write(to: url)
+                    try? Data("\(f)".utf8).writeClosingOnExec(to: url)
                     ran = true
                 }
             }

@@ -42,7 +42,7 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("test.txt")
-        try Data("xy".utf8).write(to: file)
+        try Data("xy".utf8).writeClosingOnExec(to: file)
         let a = ReadingPresenter(url: file)
         let b = ReadingPresenter(url: file)
         NSFileCoordinator.addFilePresenter(a)
@@ -54,7 +54,7 @@ import Testing
         let start = ContinuousClock.now
         var error: NSError?
         NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { url in
-            try? Data("abc".utf8).write(to: url)
+            try? Data("abc".utf8).writeClosingOnExec(to: url)
         }
         #expect(error == nil)
         #expect(a.finished.wait(timeout: .now() + 10) == .success)

@@ -14,7 +14,7 @@ import Testing
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("Notes.MD")
-        try Data("twelve bytes".utf8).write(to: file)
+        try Data("twelve bytes".utf8).writeClosingOnExec(to: file)
         let item = try #require(NSMetadataItem(url: file))
         #expect(item.value(forAttribute: NSMetadataItemFSNameKey) as? String == "Notes.MD")
         #expect(item.value(forAttribute: NSMetadataItemPathKey) as? String == file.path)
@@ -49,8 +49,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let text = folder.appendingPathComponent("a.txt")
         let image = folder.appendingPathComponent("b.JPG")
-        try Data("hello".utf8).write(to: text)
-        try Data(repeating: 1, count: 2_000).write(to: image)
+        try Data("hello".utf8).writeClosingOnExec(to: text)
+        try Data(repeating: 1, count: 2_000).writeClosingOnExec(to: image)
         let items = [text, image].compactMap { NSMetadataItem(url: $0) }
         func matching(_ predicate: NSPredicate) -> [String] {
             items.filter { predicate.evaluate(with: $0) }.compactMap {

@@ -65,11 +65,11 @@ import Testing
             var error: NSError?
             NSFileCoordinator().coordinate(writingItemAt: destination, options: [], error: &error) { url in
                 presenter.record("write at new URL")
-                try? Data("x".utf8).write(to: url)
+                try? Data("x".utf8).writeClosingOnExec(to: url)
             }
             errors.append(error)
             NSFileCoordinator().coordinate(writingItemAt: source, options: [], error: &error) { url in
-                try? Data("new draft".utf8).write(to: url)
+                try? Data("new draft".utf8).writeClosingOnExec(to: url)
             }
             errors.append(error)
             settle(presenter, folder)
@@ -99,7 +99,7 @@ import Testing
         defer { dir.remove() }
         let folder = try dir.directory("folder")
         let file = folder.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let renamed = dir.url.appendingPathComponent("renamed", isDirectory: true)
         let folderPresenter = RecordingPresenter(url: folder)
         let inside = RecordingPresenter(url: file)

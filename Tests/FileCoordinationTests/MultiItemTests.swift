@@ -27,7 +27,7 @@ import Testing
                 urls.append([readURL, writeURL])
                 reading.record("accessor")
                 writing.record("accessor")
-                if let data = try? Data(contentsOf: readURL) { try? data.write(to: writeURL) }
+                if let data = try? Data(contentsOf: readURL) { try? data.writeClosingOnExec(to: writeURL) }
             }
             settle(reading, writing)
         }
@@ -61,7 +61,7 @@ import Testing
                 urls.append([url1, url2])
                 firstPresenter.record("accessor")
                 secondPresenter.record("accessor")
-                try? Data("1".utf8).write(to: url1)
+                try? Data("1".utf8).writeClosingOnExec(to: url1)
                 try? FileManager.default.removeItem(at: url2)
             }
             settle(firstPresenter, secondPresenter, folder)
@@ -195,7 +195,7 @@ import Testing
                 nestedErrors.append(nested)
                 coordinator.coordinate(writingItemAt: target, options: [], error: &nested) { url in
                     writing.record("write")
-                    try? data?.write(to: url)
+                    try? data?.writeClosingOnExec(to: url)
                 }
                 nestedErrors.append(nested)
                 // The handler may be called later, from any thread: here only once prepare has returned.

@@ -12,7 +12,7 @@ import Testing
         defer { dir.remove() }
         let folder = try dir.directory("folder")
         let file = folder.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let inside = RecordingPresenter(url: file)
         var error: NSError?
         withPresenters([inside]) {
@@ -37,7 +37,7 @@ import Testing
         defer { dir.remove() }
         let folder = try dir.directory("folder")
         let file = folder.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let inside = RecordingPresenter(url: file)
         let item = RecordingPresenter(url: folder)
         var error: NSError?
@@ -106,7 +106,7 @@ import Testing
         var error: NSError?
         withPresenters([folder]) {
             NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { url in
-                try? Data("hello".utf8).write(to: url)
+                try? Data("hello".utf8).writeClosingOnExec(to: url)
             }
             settle(folder)
         }

@@ -34,7 +34,7 @@ import Testing
         let nested = spawn {
             var nestedError: NSError?
             coordinator.coordinate(writingItemAt: file, options: [], error: &nestedError) { url in
-                try? Data("nested".utf8).write(to: url)
+                try? Data("nested".utf8).writeClosingOnExec(to: url)
             }
             #expect(nestedError == nil)
         }
@@ -44,7 +44,7 @@ import Testing
         let writer = spawn {
             var writeError: NSError?
             NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &writeError) { url in
-                try? Data("two".utf8).write(to: url)
+                try? Data("two".utf8).writeClosingOnExec(to: url)
             }
             #expect(writeError == nil)
         }

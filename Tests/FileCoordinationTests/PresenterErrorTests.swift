@@ -75,7 +75,7 @@ import Testing
         withPresenters([failing]) {
             NSFileCoordinator().coordinate(writingItemAt: file, options: .forMerging, error: &error) { url in
                 ran = true
-                try? Data("overwritten".utf8).write(to: url)
+                try? Data("overwritten".utf8).writeClosingOnExec(to: url)
             }
             settle(failing)
         }

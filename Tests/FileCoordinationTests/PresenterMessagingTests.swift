@@ -55,7 +55,7 @@ import Testing
             NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { url in
                 urls.append(url)
                 presenter.record("accessor")
-                try? Data("new".utf8).write(to: url)
+                try? Data("new".utf8).writeClosingOnExec(to: url)
             }
             settle(presenter)
         }
@@ -118,7 +118,7 @@ import Testing
         withPresenters([presenter]) {
             NSFileCoordinator().coordinate(writingItemAt: file, options: .forReplacing, error: &error) { url in
                 presenter.record("accessor")
-                try? Data("replaced".utf8).write(to: url)
+                try? Data("replaced".utf8).writeClosingOnExec(to: url)
             }
             settle(presenter)
         }
@@ -133,7 +133,7 @@ import Testing
         defer { dir.remove() }
         let inner = try dir.directory("inner")
         let file = inner.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let outer = RecordingPresenter(url: dir.url)
         let folder = RecordingPresenter(url: inner)
         var error: NSError?
@@ -141,7 +141,7 @@ import Testing
             NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { url in
                 folder.record("accessor")
                 outer.record("accessor")
-                try? Data("b".utf8).write(to: url)
+                try? Data("b".utf8).writeClosingOnExec(to: url)
             }
             settle(outer, folder)
         }
@@ -177,7 +177,7 @@ import Testing
         withPresenters([folder]) {
             NSFileCoordinator().coordinate(writingItemAt: file, options: [], error: &error) { url in
                 folder.record("accessor")
-                try? Data("hello".utf8).write(to: url)
+                try? Data("hello".utf8).writeClosingOnExec(to: url)
             }
             settle(folder)
         }
@@ -202,7 +202,7 @@ import Testing
             coordinator.coordinate(readingItemAt: file, options: [], error: &error) { _ in }
             errors.append(error)
             coordinator.coordinate(writingItemAt: file, options: .forMerging, error: &error) { url in
-                try? Data("mine".utf8).write(to: url)
+                try? Data("mine".utf8).writeClosingOnExec(to: url)
             }
             errors.append(error)
             coordinator.coordinate(writingItemAt: file, options: .forReplacing, error: &error) { _ in }
@@ -359,7 +359,7 @@ import Testing
         defer { dir.remove() }
         let package = try dir.directory("Report.rtfd")
         let file = package.appendingPathComponent("TXT.rtf")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         // A package presenter that implements no subitem callback gets did change instead.
         let presenter = RecordingPresenter(
             url: package,
@@ -392,7 +392,7 @@ import Testing
         defer { dir.remove() }
         let package = try dir.directory("Doc.pages")
         let file = package.appendingPathComponent("index.xml")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let presenter = RecordingPresenter(url: package)
         var error: NSError?
         withPresenters([presenter]) {
@@ -416,7 +416,7 @@ import Testing
         defer { dir.remove() }
         let folder = try dir.directory("folder")
         let file = folder.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let inside = RecordingPresenter(url: file)
         let folderPresenter = RecordingPresenter(url: folder)
         var error: NSError?

@@ -9,7 +9,7 @@ import Testing
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
     let file = dir.appendingPathComponent("doc.txt")
-    try Data("a".utf8).write(to: file)
+    try Data("a".utf8).writeClosingOnExec(to: file)
     let presenter = RecordingPresenter(url: file)
     NSFileCoordinator.addFilePresenter(presenter)
     defer { NSFileCoordinator.removeFilePresenter(presenter) }
@@ -17,7 +17,7 @@ import Testing
     var ran = false
     NSFileCoordinator(filePresenter: nil).coordinate(writingItemAt: file, options: [], error: &error) { url in
         ran = true
-        try? Data("b".utf8).write(to: url)
+        try? Data("b".utf8).writeClosingOnExec(to: url)
     }
     #expect(error == nil)
     #expect(ran)

@@ -20,7 +20,7 @@ import Testing
         let (dir, real, link) = try Self.makeLinkedDirectory()
         defer { dir.remove() }
         let file = real.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let presenter = RecordingPresenter(url: file)
         let viaLink = link.appendingPathComponent("doc.txt")
         var urls: [URL] = []
@@ -48,7 +48,7 @@ import Testing
                 options: [],
                 error: &error
             ) { url in
-                try? Data("new".utf8).write(to: url)
+                try? Data("new".utf8).writeClosingOnExec(to: url)
             }
             settle(folder)
         }
@@ -85,7 +85,7 @@ import Testing
         let (dir, real, link) = try Self.makeLinkedDirectory()
         defer { dir.remove() }
         let file = real.appendingPathComponent("a.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let presenter = RecordingPresenter(url: file)
         withPresenters([presenter]) {
             let result = MoveTests.move(link.appendingPathComponent("a.txt"), to: link.appendingPathComponent("b.txt"))

@@ -241,6 +241,16 @@ func withPresenters<T>(_ presenters: [any NSFilePresenter], _ body: () throws ->
     return try body()
 }
 
+extension Data {
+    /// Writes the bytes to `url` through an `O_CLOEXEC` descriptor (`FileSystemCalls.writeFile`), as the tests write
+    /// every file: Foundation's `write(to:)` leaves its descriptor to a child that another test spawns meanwhile, and
+    /// the file's `IN_CLOSE_WRITE` then comes when that child exits, after a presenter registered later, or after a
+    /// coordinated write's end: an extra `presentedItemDidChange` (stop 55's and 56's CI runs, under load).
+    func writeClosingOnExec(to url: URL) throws {
+        try FileSystemCalls.writeFile(url.path, Array(self))
+    }
+}
+
 /// A unique temporary directory (symbolic links of its path resolved, so that callback URLs compare equal).
 struct TempDirectory {
     let url: URL

@@ -20,7 +20,7 @@ import ZIPFoundation
             let writer = spawn {
                 var writeError: NSError?
                 NSFileCoordinator().coordinate(writingItemAt: url, options: [], error: &writeError) { writeURL in
-                    try? Data("changed meanwhile".utf8).write(to: writeURL)
+                    try? Data("changed meanwhile".utf8).writeClosingOnExec(to: writeURL)
                 }
                 #expect(writeError == nil)
             }
@@ -38,12 +38,12 @@ import ZIPFoundation
         let directory = try TempDirectory()
         defer { directory.remove() }
         let package = try directory.directory("Album.pkg")
-        try Data("one".utf8).write(to: package.appendingPathComponent("one.txt"))
+        try Data("one".utf8).writeClosingOnExec(to: package.appendingPathComponent("one.txt"))
         try FileManager.default.createDirectory(
             at: package.appendingPathComponent("inner"),
             withIntermediateDirectories: false
         )
-        try Data("two".utf8).write(to: package.appendingPathComponent("inner/two.txt"))
+        try Data("two".utf8).writeClosingOnExec(to: package.appendingPathComponent("inner/two.txt"))
         var entries: [String: String] = [:]
         var snapshot: URL?
         var error: NSError?

@@ -53,7 +53,7 @@ import Testing
         let temporary = NSFileVersion.temporaryDirectoryURLForNewVersionOfItem(at: url)
         defer { try? FileManager.default.removeItem(at: temporary) }
         let prepared = temporary.appendingPathComponent("doc.txt")
-        try Data("prepared".utf8).write(to: prepared)
+        try Data("prepared".utf8).writeClosingOnExec(to: prepared)
         let moved = try NSFileVersion.addOfItem(at: url, withContentsOf: prepared, options: .byMoving)
         #expect(!FileManager.default.fileExists(atPath: prepared.path))
         #expect(NSFileVersion.otherVersionsOfItem(at: url) == [added, moved])

@@ -144,8 +144,8 @@ import Testing
         let package = try dir.directory("Album.package")
         let a = package.appendingPathComponent("a.txt")
         let b = package.appendingPathComponent("b.txt")
-        try Data("a".utf8).write(to: a)
-        try Data("b".utf8).write(to: b)
+        try Data("a".utf8).writeClosingOnExec(to: a)
+        try Data("b".utf8).writeClosingOnExec(to: b)
         let timeline = Self.checkWaits(
             first: { accessor in
                 var error: NSError?
@@ -164,7 +164,7 @@ import Testing
         defer { dir.remove() }
         let folder = try dir.directory("folder")
         let file = folder.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let timeline = Self.checkWaits(
             first: { accessor in
                 var error: NSError?
@@ -185,7 +185,7 @@ import Testing
         defer { dir.remove() }
         let folder = try dir.directory("folder")
         let file = folder.appendingPathComponent("doc.txt")
-        try Data("a".utf8).write(to: file)
+        try Data("a".utf8).writeClosingOnExec(to: file)
         let inside = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let holder = spawn {
@@ -356,7 +356,7 @@ import Testing
                     error: &error
                 ) { url in
                     presenter.record("saving")
-                    try? Data("saved".utf8).write(to: url)
+                    try? Data("saved".utf8).writeClosingOnExec(to: url)
                 }
                 saveError.set(error)
             }
