@@ -200,7 +200,8 @@ struct DumpState: Sendable {
                 messagesSent: statistics.messagesSent,
                 presenterTimeouts: statistics.presenterTimeouts,
                 deadlocksBroken: statistics.deadlocksBroken,
-                longWaits: statistics.longWaits
+                longWaits: statistics.longWaits,
+                holdsEnded: statistics.holdsEnded
             ),
             deadlocks: deadlocks,
             nodeCount: snapshot.nodeCount,

@@ -296,6 +296,9 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var presenterTimeouts: Int
         public var deadlocksBroken: Int
         public var longWaits: Int
+        /// Claims the daemon ended past their longest hold (issue 42: a program under the preload library that kept
+        /// a file open while another waited); absent in dumps of older daemons.
+        public var holdsEnded: Int?
 
         /// Creates counters.
         public init(
@@ -305,7 +308,8 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             messagesSent: Int,
             presenterTimeouts: Int,
             deadlocksBroken: Int,
-            longWaits: Int
+            longWaits: Int,
+            holdsEnded: Int? = nil
         ) {
             self.claimsRequested = claimsRequested
             self.claimsGranted = claimsGranted
@@ -314,6 +318,7 @@ public struct DaemonDump: Codable, Hashable, Sendable {
             self.presenterTimeouts = presenterTimeouts
             self.deadlocksBroken = deadlocksBroken
             self.longWaits = longWaits
+            self.holdsEnded = holdsEnded
         }
     }
 

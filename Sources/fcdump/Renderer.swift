@@ -111,7 +111,8 @@ struct Renderer {
         let s = dump.statistics
         return "statistics: \(s.claimsRequested) claims requested, \(s.claimsGranted) granted, \(s.claimsFailed) "
             + "failed; \(s.messagesSent) presenter messages, \(s.presenterTimeouts) presenter timeouts; "
-            + "\(s.deadlocksBroken) deadlocks broken, \(s.longWaits) long waits\n" + leaseCounters()
+            + "\(s.deadlocksBroken) deadlocks broken, \(s.longWaits) long waits"
+            + (s.holdsEnded.map { "; \($0) claims ended past their longest hold" } ?? "") + "\n" + leaseCounters()
     }
 
     private func leaseCounters() -> String {

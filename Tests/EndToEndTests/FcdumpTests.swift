@@ -88,7 +88,7 @@ struct FcdumpTests {
         let statistics = try require(dump, "statistics", [String: Any].self, "dump")
         for key in [
             "claimsRequested", "claimsGranted", "claimsFailed", "messagesSent", "presenterTimeouts", "deadlocksBroken",
-            "longWaits",
+            "longWaits", "holdsEnded",
         ] {
             _ = try require(statistics, key, Int.self, "statistics")
         }

@@ -298,6 +298,11 @@ import Testing
             #expect(holder.process.stillRuns, "the shell goes on as without the library")
             kill(holder.process.processIdentifier, SIGKILL)
             try await daemon.waitForLog("held past its maximum hold of 1.000 s")
+            // fcdump counts it.
+            let json = try await env.runTool("fcdump", ["--json"])
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            let statistics = try #require(dump["statistics"] as? [String: Any])
+            #expect(statistics["holdsEnded"] as? Int == 1, "fcdump's statistics: \(statistics)")
         }
     }
 
