@@ -3,9 +3,10 @@ import Foundation
 
 /// Keeps two folders the same, file by file, through coordinated reads and writes: changes are read as
 /// `.forUploading` snapshots and written to the other side, moves are made there too and reported with
-/// `item(at:didMoveTo:)`, deletions are made with `.forDeleting`, and when both sides changed a file since the last
-/// sync, this side's text is kept on both and the other side's is recorded as an `NSFileVersion` conflict version of
-/// this side's file (no "(conflicted copy)" files).
+/// `item(at:didMoveTo:)` (a file that appears under a new name with the contents a name gone from the same side had is
+/// taken for that move, whichever report is handled first), deletions are made with `.forDeleting`, and when both
+/// sides changed a file since the last sync, this side's text is kept on both and the other side's is recorded as an
+/// `NSFileVersion` conflict version of this side's file (no "(conflicted copy)" files).
 ///
 /// - Important: All of it runs on `queue` (serial); the presenters only hand work there.
 final class Mirror: @unchecked Sendable {
@@ -113,6 +114,11 @@ final class Mirror: @unchecked Sendable {
             let present: Side = this != nil ? .this : .other
             if last != nil {
                 delete(name, on: present)
+            } else if let from = movedAway(data, to: name, on: present) {
+                // A move whose report is still on its way: a move's destination is announced as a deletion (it may
+                // replace a file) before the move, and when this sync runs after the move the new name looked like
+                // a new file (a copy, and the old name deleted: the other side's presenters heard no move).
+                move(from, name, from: present)
             } else {
                 write(data, to: present.opposite, name)
                 say("mirror: copied \(name) from \(present) to \(present.opposite)")
@@ -129,6 +135,16 @@ final class Mirror: @unchecked Sendable {
             } else {
                 conflict(name, mine: mine, theirs: theirs)
             }
+        }
+    }
+
+    /// The name `data` had on `side` at the last sync, if it is gone from there and still on the other side: `name`
+    /// is that file, moved.
+    private func movedAway(_ data: Data, to name: String, on side: Side) -> String? {
+        base.keys.sorted().first { from in
+            from != name && base[from] == data
+                && !FileManager.default.fileExists(atPath: url(side, from).path)
+                && FileManager.default.fileExists(atPath: url(side.opposite, from).path)
         }
     }
 

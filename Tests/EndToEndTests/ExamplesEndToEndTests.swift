@@ -138,17 +138,30 @@ final class TmuxSession: Sendable {
             #expect(contents(other + "/b.txt") == "two")
             #expect(!FileManager.default.fileExists(atPath: other + "/a.txt"))
 
-            // A coordinated delete: deleted on the other side with .forDeleting.
-            try tool.send("write \(this)/b.txt deleting")
-            try await mirror.waitFor("mirror: deleted b.txt on other")
-            try await tool.waitFor("presenter P accommodateDeletion")
+            // A move the mirror hears of only after it was made (paused: its reports wait, as on a loaded machine).
+            // The destination's deletion is announced before the move, and the mirror found the new name a new
+            // file: it copied it and deleted the old name, and the presenter on the other side heard no move.
+            try mirror.send("pause")
+            try await mirror.waitFor("mirror: paused")
+            try tool.send("move \(this)/b.txt \(this)/d.txt")
+            try await tool.waitFor("done move \(this)/b.txt")
+            try mirror.send("resume")
+            try await mirror.waitFor("mirror: moved b.txt to d.txt on other")
+            try await tool.waitFor("presenter P didMove \(other)/d.txt")
+            #expect(contents(other + "/d.txt") == "two")
             #expect(!FileManager.default.fileExists(atPath: other + "/b.txt"))
+
+            // A coordinated delete: deleted on the other side with .forDeleting.
+            try tool.send("write \(this)/d.txt deleting")
+            try await mirror.waitFor("mirror: deleted d.txt on other")
+            try await tool.waitFor("presenter P accommodateDeletion")
+            #expect(!FileManager.default.fileExists(atPath: other + "/d.txt"))
 
             // Both sides change while the devices are offline: a conflict version, no conflicted copy.
             try env.file("this/c.txt", "base")
             try await mirror.waitFor("mirror: copied c.txt from this to other")
             try mirror.send("pause")
-            try await mirror.waitFor("mirror: paused")
+            try await mirror.waitFor("mirror: paused", count: 2)
             try tool.send("write \(this)/c.txt mine")
             try await tool.waitFor("done write \(this)/c.txt")
             try tool.send("write \(other)/c.txt theirs")
