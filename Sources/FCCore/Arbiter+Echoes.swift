@@ -242,6 +242,11 @@ extension Arbiter {
 
     // MARK: A watcher behind the writes
 
+    /// Whether the arbiter asked the watcher to say how far it has read and has not heard yet
+    /// (``ArbiterEffect/drainWatcher``): the host passes it an empty report only then (each event costs a pass over
+    /// the waiting claims).
+    public var asksWatcherToDrain: Bool { watching.drainAsked }
+
     /// The watcher has read every event caused before `moment` (``ArbiterEvent/fileSystemChanged(_:observed:readAt:
     /// drainedAt:)``): echo records of writes that ended before it may expire.
     func watcherDrained(through moment: Int64) {

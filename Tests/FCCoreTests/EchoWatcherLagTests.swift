@@ -7,14 +7,17 @@ import Testing
 /// fileSystemChanged(_:observed:readAt:drainedAt:)``), within a bound. Without it the echo came after the record's
 /// retention and was reported as a change nobody coordinated (ConcurrencyTests in CI: 260 didChange for 257 writes).
 @Suite struct EchoWatcherLagTests {
-    /// `app` presents `/d/f`; the watcher has read everything up to 500; `tool` writes the file, ending at 1_001 and
-    /// leaving `written`.
-    private func presentedFileWritten() -> (h: ArbiterHarness, file: PresenterID) {
-        let h = laggingWatcherHarness()
+    /// `app` presents `/d/f` (to `h`, by default an arbiter whose watcher says how far it has read); the watcher has
+    /// read everything up to `drainedAt`, if it said; `tool` writes the file, ending at 1_001 and leaving `written`.
+    private func presentedFileWritten(
+        in h: ArbiterHarness? = nil,
+        drainedAt: Int64? = 500
+    ) -> (h: ArbiterHarness, file: PresenterID) {
+        let h = h ?? laggingWatcherHarness()
         let app = h.connect("app")
         let tool = h.connect("tool")
         let file = h.present("/d/f", client: app)
-        h.send(.fileSystemChanged([], drainedAt: 500))
+        if let drainedAt { h.send(.fileSystemChanged([], drainedAt: drainedAt)) }
         let write = h.write("/d/f", client: tool)
         h.answerAll()
         h.send(
@@ -104,15 +107,7 @@ import Testing
     }
 
     @Test func aWriteEndedBeforeTheWatchersFirstReportWaitsForIt() {
-        let h = laggingWatcherHarness()
-        let app = h.connect("app")
-        let tool = h.connect("tool")
-        let file = h.present("/d/f", client: app)
-        let write = h.write("/d/f", client: tool)
-        h.answerAll()
-        h.send(
-            .claimFinished(write, created: [], outcome: WriteOutcome(endedAt: 1_001, items: [path("/d/f"): written]))
-        )
+        let (h, file) = presentedFileWritten(drainedAt: nil)
         windowsElapse(h, 20)
         h.send(
             .fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): written], readAt: 5_000)
@@ -121,15 +116,7 @@ import Testing
     }
 
     @Test func withoutAWatcherThatSaysHowFarItReadRecordsGoAfterTheRetentionAsBefore() {
-        let h = watchingHarness()
-        let app = h.connect("app")
-        let tool = h.connect("tool")
-        _ = h.present("/d/f", client: app)
-        let write = h.write("/d/f", client: tool)
-        h.answerAll()
-        h.send(
-            .claimFinished(write, created: [], outcome: WriteOutcome(endedAt: 1_001, items: [path("/d/f"): written]))
-        )
+        let (h, _) = presentedFileWritten(in: watchingHarness(), drainedAt: nil)
         windowsElapse(h, 8)
         #expect(h.arbiter.watchingSnapshot().echoes == 0)
     }

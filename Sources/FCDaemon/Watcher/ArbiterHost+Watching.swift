@@ -13,8 +13,11 @@ extension ArbiterHost {
         for directory in report.watched { watchedDirectories.insert(directory) }
         // The queries had the events and the barriers from the watcher's thread (``QueryRelay``).
         guard !report.events.isEmpty else {
-            // How far the watcher has read: echo records may wait for it (``ArbiterEffect/drainWatcher``).
-            if let drainedAt = report.drainedAt { apply(router.fileSystemChanged([], drainedAt: drainedAt)) }
+            // How far the watcher has read, when the arbiter asked (``ArbiterEffect/drainWatcher``) or the watcher
+            // stopped: other empty reports (a watch added, a barrier) would cost the arbiter a pass each.
+            if let drainedAt = report.drainedAt, router.arbiter.asksWatcherToDrain || drainedAt == .max {
+                apply(router.fileSystemChanged([], drainedAt: drainedAt))
+            }
             return
         }
         cluster?.checkFence()
