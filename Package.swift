@@ -57,6 +57,9 @@ let package = Package(
         // Cluster mode (issue 40): the daemon talks to etcd's JSON gateway over HTTP. Only FCCluster links it (so
         // filecoordd and the cluster benchmarks), and only a daemon started with --cluster-endpoints makes a client.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Cluster mode's direct mail between daemons (issue 41): length-prefixed frames over TCP (already resolved
+        // through async-http-client).
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // C shims for what Swift cannot import from glibc (macros, flexible array members). Only FCSystem uses it.
@@ -145,6 +148,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -38,6 +38,58 @@ public struct ClusterConfiguration: Hashable, Sendable {
     /// How often this host examines the items its presenters present in shared folders for changes made without
     /// coordination on another host (`--shared-scan-interval`, issue 41); `nil` (the default): never.
     public var sharedScanInterval: Duration?
+    /// Where this host takes the letters other hosts' daemons send its presenters (`--cluster-listen`, issue 41):
+    /// ``MailListen/automatic`` by default.
+    public var mailListen: MailListen = .automatic
+
+    /// Where a host listens for the letters of other hosts' daemons (docs/ARCHITECTURE.md §15.1). Letters go
+    /// directly between daemons, over TCP, to the address each host publishes in etcd under its session; a host that
+    /// publishes none (`off`, or an older daemon) gets its letters through etcd, as every host did before.
+    public enum MailListen: Hashable, Sendable, CustomStringConvertible {
+        /// The address this machine uses to reach the first etcd endpoint (the interface the other hosts reach etcd
+        /// through too, as a rule), a port the kernel picks.
+        case automatic
+        /// This IP address and port (0: the kernel picks).
+        case address(String, port: Int)
+        /// No listening: letters for this host go through etcd.
+        case off
+
+        /// `automatic`, `off`, `ADDRESS` or `ADDRESS:PORT` (an IPv6 address in brackets when it has a port); `nil`
+        /// for anything else.
+        public init?(parsing text: String) {
+            switch text {
+            case "automatic": self = .automatic
+            case "off": self = .off
+            default:
+                var host = Substring(text)
+                var port = 0
+                if text.hasPrefix("[") {
+                    guard let close = text.firstIndex(of: "]") else { return nil }
+                    host = text[text.index(after: text.startIndex)..<close]
+                    let rest = text[text.index(after: close)...]
+                    if !rest.isEmpty {
+                        guard rest.hasPrefix(":"), let number = Int(rest.dropFirst()) else { return nil }
+                        port = number
+                    }
+                } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+                    guard let number = Int(text[text.index(after: colon)...]) else { return nil }
+                    (host, port) = (text[..<colon], number)
+                }
+                guard !host.isEmpty, (0...65_535).contains(port),
+                    host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" })
+                else { return nil }
+                self = .address(String(host), port: port)
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .automatic: "automatic"
+            case .off: "off"
+            case .address(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            }
+        }
+    }
 
     /// A configuration for `hostName` reaching etcd at `endpoints`.
     public init(endpoints: [String], hostName: String, policy: HostLeasePolicy, sharedFolders: [SharedFolder]) {

@@ -129,6 +129,8 @@ public final class ClusterHost: ClusterAdapter {
         listAndWatch()
         watchPresence()
         watchMail()
+        watchMailboxes()
+        startMailListener()
         scheduleSharedScan()
     }
 
@@ -142,6 +144,8 @@ public final class ClusterHost: ClusterAdapter {
         watchTask?.cancel()
         exchange.presenceWatch?.cancel()
         exchange.mailWatch?.cancel()
+        exchange.mailboxWatch?.cancel()
+        stopPeerMail()
         exchange.scanTask?.cancel()
         for timer in timers.values { timer.cancel() }
         timers = [:]
@@ -360,7 +364,7 @@ public final class ClusterHost: ClusterAdapter {
         }
         let gateStates = Dictionary(uniqueKeysWithValues: gates.snapshots().map { ($0.folder, $0) })
         let records = Dictionary(uniqueKeysWithValues: table.snapshot().folders.map { ($0.folder, $0) })
-        return DaemonDump.Cluster(
+        var cluster = DaemonDump.Cluster(
             host: configuration.hostName,
             endpoints: configuration.endpoints,
             session: session,
@@ -382,6 +386,12 @@ public final class ClusterHost: ClusterAdapter {
                 )
             }
         )
+        cluster.mailAddress = exchange.mailbox.map {
+            "\(ClusterConfiguration.MailListen.address($0.address, port: $0.port))"
+        }
+        cluster.lettersDirect = exchange.lettersDirect
+        cluster.lettersThroughEtcd = exchange.lettersThroughEtcd
+        return cluster
     }
 
     func noteError(_ message: String) {

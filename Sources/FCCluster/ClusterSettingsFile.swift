@@ -7,7 +7,8 @@
 /// `~/.config/filecoordd/cluster.conf`. No file: no cluster (unless the options or the environment ask for one).
 ///
 /// The format: one `key = value` a line, `#` starts a comment, blank lines are skipped. Keys: `cluster-endpoints`
-/// (URLs, comma-separated), `host-name`, `cluster-ttl` (seconds), `shared-folder` (`[NAME=]PATH`, repeatable). An
+/// (URLs, comma-separated), `host-name`, `cluster-ttl` (seconds), `shared-folder` (`[NAME=]PATH`, repeatable),
+/// `shared-scan-interval` (seconds), `cluster-listen` (`--cluster-listen`). An
 /// option on the command line overrides the file's `cluster-endpoints`, `host-name` and `cluster-ttl`, and adds to its
 /// shared folders.
 ///
@@ -27,7 +28,7 @@ public struct ClusterSettingsFile: Hashable, Sendable {
 
     /// The keys the file may hold.
     public static let keys: Set<String> = [
-        "cluster-endpoints", "host-name", "cluster-ttl", "shared-folder", "shared-scan-interval",
+        "cluster-endpoints", "host-name", "cluster-ttl", "shared-folder", "shared-scan-interval", "cluster-listen",
     ]
     /// The most a file may hold (a settings file, not data): larger ones are refused.
     public static let maximumBytes = 64 * 1024
@@ -38,6 +39,8 @@ public struct ClusterSettingsFile: Hashable, Sendable {
     /// `shared-scan-interval`, in seconds.
     public var sharedScanInterval: Double?
     public var sharedFolders: [String] = []
+    /// `cluster-listen`, as written (``ClusterConfiguration/MailListen/init(parsing:)`` reads it).
+    public var listen: String?
 
     /// Reads `text`, the contents of the file at `path` (named in failures).
     public init(parsing text: String, path: String) throws(Failure) {
@@ -64,6 +67,15 @@ public struct ClusterSettingsFile: Hashable, Sendable {
             switch key {
             case "cluster-endpoints": endpoints = value
             case "host-name": hostName = value
+            case "cluster-listen":
+                guard ClusterConfiguration.MailListen(parsing: value) != nil else {
+                    throw Failure(
+                        path: path,
+                        line: index + 1,
+                        reason: "`cluster-listen` takes an IP address, ADDRESS:PORT, automatic or off"
+                    )
+                }
+                listen = value
             case "cluster-ttl":
                 guard let seconds = Int(value) else {
                     throw Failure(path: path, line: index + 1, reason: "`cluster-ttl` takes whole seconds")

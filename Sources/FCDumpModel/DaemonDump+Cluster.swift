@@ -17,6 +17,13 @@ extension DaemonDump {
         public var lastError: String?
         /// The shared folders, by path.
         public var folders: [SharedFolder]
+        /// Where this host takes the other hosts' letters directly (`ADDRESS:PORT`), `nil` when it does not (they come
+        /// through etcd). Absent from older daemons.
+        public var mailAddress: String?
+        /// Letters sent to other hosts' presenters since the daemon started: directly, and through etcd. Absent from
+        /// older daemons.
+        public var lettersDirect: Int?
+        public var lettersThroughEtcd: Int?
 
         /// Creates the cluster entry.
         public init(

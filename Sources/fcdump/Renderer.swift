@@ -142,6 +142,10 @@ struct Renderer {
         out += "host \(cluster.host), session \(session)\(lease)\n"
         out += "etcd: \(cluster.endpoints.joined(separator: ", "))\n"
         if let error = cluster.lastError { out += "last error: \(error)\n" }
+        if let direct = cluster.lettersDirect, let etcd = cluster.lettersThroughEtcd {
+            let mail = cluster.mailAddress.map { "mailbox \($0)" } ?? "no mailbox (letters come through etcd)"
+            out += "\(mail); letters sent: \(direct) directly, \(etcd) through etcd\n"
+        }
         out += "\n"
         for folder in cluster.folders {
             let named = folder.name == folder.path ? "" : " (\(folder.name))"

@@ -87,6 +87,7 @@ extension DaemonDump {
             cluster.endpoints = cluster.endpoints.map(\.escapedForTerminal)
             cluster.session = cluster.session.escapedForTerminal
             cluster.lastError = cluster.lastError?.escapedForTerminal
+            cluster.mailAddress = cluster.mailAddress?.escapedForTerminal
             for index in cluster.folders.indices {
                 cluster.folders[index].path = cluster.folders[index].path.escapedForTerminal
                 cluster.folders[index].name = cluster.folders[index].name.escapedForTerminal

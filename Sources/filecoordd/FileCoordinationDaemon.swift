@@ -105,6 +105,17 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     var sharedScanInterval: Double?
 
     @Option(
+        name: .customLong("cluster-listen"),
+        help: ArgumentHelp(
+            "Where the other hosts' daemons send this host's presenters their letters, directly over TCP: ADDRESS, "
+                + "ADDRESS:PORT, automatic (the address that reaches the first etcd endpoint, any port; the default) "
+                + "or off (the letters come through etcd, slower).",
+            valueName: "address"
+        )
+    )
+    var clusterListen: String?
+
+    @Option(
         help: ArgumentHelp(
             "A folder shared with the other hosts, as PATH or NAME=PATH (NAME: the folder's name on every host, "
                 + "default the path); repeatable. FILECOORDD_SHARED_FOLDERS adds more, separated by colons.",
@@ -222,6 +233,14 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
                 throw ValidationError("--shared-scan-interval takes seconds from 0.1 to 86400 (given: \(scan))")
             }
             configuration.sharedScanInterval = .milliseconds(Int64(scan * 1000))
+        }
+        if let listen = clusterListen ?? file?.listen {
+            guard let parsed = ClusterConfiguration.MailListen(parsing: listen) else {
+                throw ValidationError(
+                    "--cluster-listen takes an IP address, ADDRESS:PORT, automatic or off (given: \(listen))"
+                )
+            }
+            configuration.mailListen = parsed
         }
         return configuration
     }

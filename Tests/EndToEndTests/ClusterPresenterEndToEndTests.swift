@@ -84,6 +84,83 @@ struct ClusterPresenterEndToEndTests {
             #expect(script.status == 0, "\(script.error)")
             let scripted = try await b.settledPresenterEvents("P", count: 9)
             #expect(Array(scripted.dropFirst(6)) == ["relinquishToWriter", "didChange", "reacquire"], "\(scripted)")
+            // The letters went directly between the daemons, none through etcd, both ways.
+            let mailA = try await mail(of: hosts.socketA, in: environment)
+            let mailB = try await mail(of: hosts.socketB, in: environment)
+            #expect(mailA.address?.hasPrefix("127.0.0.1:") == true, "\(mailA)")
+            #expect(mailA.direct >= 9 && mailA.etcd == 0, "host A's letters: \(mailA)")
+            #expect(mailB.direct >= 3 && mailB.etcd == 0, "host B's replies: \(mailB)")
+        }
+    }
+
+    /// What `fcdump --json` on host `socket` says of its mail: its mailbox, and the letters it sent each way.
+    private func mail(
+        of socket: String,
+        in environment: TestEnvironment
+    ) async throws -> (address: String?, direct: Int, etcd: Int) {
+        let dump = try await environment.runTool("fcdump", ["--json"], environment: ClusterHosts.client(of: socket))
+        let json = try JSONSerialization.jsonObject(with: Data(dump.output.utf8)) as? [String: Any]
+        let cluster = try #require(json?["cluster"] as? [String: Any], "\(dump.output)")
+        return (
+            cluster["mailAddress"] as? String,
+            try #require(cluster["lettersDirect"] as? Int, "\(cluster)"),
+            try #require(cluster["lettersThroughEtcd"] as? Int, "\(cluster)")
+        )
+    }
+
+    /// A host that does not listen (`--cluster-listen off`, or a daemon from before direct mail) gets its letters
+    /// through etcd, and still answers directly to a host that listens.
+    @Test func aHostThatDoesNotListenGetsItsLettersThroughEtcd() async throws {
+        try await withHosts(hostB: ["--cluster-listen", "off"]) { environment, hosts in
+            let doc = try environment.file("share/doc.txt", "v1")
+            let b = try await client("B", of: hosts.socketB, in: environment)
+            try await presentOnB("P", doc, by: b, hosts: hosts)
+            let a = try await client("A", of: hosts.socketA, in: environment)
+            try a.send("write \(doc) v2")
+            try await a.waitFor("done write \(doc)")
+            let written = try await b.settledPresenterEvents("P", count: 3)
+            #expect(written == ["relinquishToWriter", "didChange", "reacquire"], "\(written)")
+            let mailA = try await mail(of: hosts.socketA, in: environment)
+            let mailB = try await mail(of: hosts.socketB, in: environment)
+            #expect(mailB.address == nil, "\(mailB)")
+            #expect(mailA.direct == 0 && mailA.etcd >= 3, "host A's letters: \(mailA)")
+            #expect(mailB.direct >= 1 && mailB.etcd == 0, "host B's replies: \(mailB)")
+        }
+    }
+
+    /// A connection to a host's mailbox that shows a wrong token is closed, and what it sends is not read.
+    @Test func aConnectionWithoutTheTokenIsClosedUnread() async throws {
+        try await withHosts { environment, hosts in
+            let doc = try environment.file("share/doc.txt", "v1")
+            let b = try await client("B", of: hosts.socketB, in: environment)
+            try await presentOnB("P", doc, by: b, hosts: hosts)
+            let address = try #require(try await mail(of: hosts.socketB, in: environment).address)
+            let colon = try #require(address.lastIndex(of: ":"))
+            // A hello with a made-up token, then a letter for B's presenters: B closes the connection.
+            let script = """
+                import json, socket, struct, sys
+                def frame(value):
+                    data = json.dumps(value).encode()
+                    return struct.pack(">I", len(data)) + data
+                s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+                s.sendall(frame({"version": 1, "token": "00" * 32, "sender": "6869/1"}))
+                s.sendall(frame({"number": 1, "batch": {"toLease": "1", "items": [{"presenter": 1, "kind": "didChange"}]}}))
+                open(sys.argv[3], "w").write("closed" if s.recv(1) == b"" else "open")
+                """
+            let result = environment.path("probe.txt")
+            let probe = Process()
+            probe.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            probe.arguments = [
+                "-c", script, String(address[..<colon]), String(address[address.index(after: colon)...]), result,
+            ]
+            probe.standardInput = FileHandle.nullDevice
+            try probe.run()
+            try await eventually("the probe to end") { !probe.stillRuns }
+            probe.waitForEnd()
+            #expect(try String(contentsOfFile: result, encoding: .utf8) == "closed")
+            try await hosts.b.waitForLog("a connection to this host's mailbox showed no valid token: closed")
+            try await Task.sleep(for: .milliseconds(300))  // A letter read would be there by now.
+            #expect(b.lines.filter { $0.text.hasPrefix("presenter P ") }.isEmpty, "\(b.lines)")
         }
     }
 

@@ -14,6 +14,7 @@ import Testing
                 shared-folder = /mnt/projects
                 shared-folder = home=/net/home
                 shared-scan-interval = 2.5
+                cluster-listen = 10.0.0.7:7420
                 """,
             path: "cluster.conf"
         )
@@ -22,6 +23,21 @@ import Testing
         #expect(file.ttl == 6)
         #expect(file.sharedFolders == ["/mnt/projects", "home=/net/home"])
         #expect(file.sharedScanInterval == 2.5)
+        #expect(file.listen == "10.0.0.7:7420")
+    }
+
+    @Test func whereAHostListensForLetters() {
+        typealias Listen = ClusterConfiguration.MailListen
+        #expect(Listen(parsing: "automatic") == .automatic)
+        #expect(Listen(parsing: "off") == .off)
+        #expect(Listen(parsing: "127.0.0.1") == .address("127.0.0.1", port: 0))
+        #expect(Listen(parsing: "10.0.0.7:7420") == .address("10.0.0.7", port: 7420))
+        #expect(Listen(parsing: "[fd00::7]:7420") == .address("fd00::7", port: 7420))
+        #expect(Listen(parsing: "fd00::7") == .address("fd00::7", port: 0))
+        #expect(Listen(parsing: "[fd00::7]:7420")?.description == "[fd00::7]:7420")
+        for bad in ["", "host.example", "10.0.0.7:", "10.0.0.7:70000", "[fd00::7", "[fd00::7]x", "1.2.3.4:-1"] {
+            #expect(Listen(parsing: bad) == nil, "\(bad)")
+        }
     }
 
     @Test(arguments: [
@@ -31,6 +47,7 @@ import Testing
         ("shared-folder =", "has no value"),
         ("shared-scan-interval = 0", "a number of seconds above 0"),
         ("shared-scan-interval = often", "a number of seconds above 0"),
+        ("cluster-listen = everywhere", "takes an IP address, ADDRESS:PORT, automatic or off"),
     ])
     func aBadLineIsNamedWithItsNumber(line: String, reason: String) {
         #expect {

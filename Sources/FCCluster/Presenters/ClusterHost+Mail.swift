@@ -53,6 +53,7 @@ extension ClusterHost {
     /// the other host takes as a presenter that did not answer, and the asking arbiter as the same after its
     /// timeout); the receiver waits a second for a missing number, then goes on without it.
     func sendMail(to receiver: String) {
+        if sendDirect(to: receiver) { return }
         while exchange.inFlight[receiver, default: 0] < PresenterExchange.putsInFlight,
             exchange.outbox[receiver]?.isEmpty == false
         {
@@ -75,6 +76,7 @@ extension ClusterHost {
             "\(configuration.keyPrefix)mail/\(receiver)/\(hostHex)/\(String(session.lease, radix: 16))."
             + Self.sequence(number)
         exchange.inFlight[receiver, default: 0] += 1
+        exchange.lettersThroughEtcd += batch.count
         let (etcd, bound) = (self.etcd, self.bound)
         Task {
             var failure: String?
@@ -163,18 +165,23 @@ extension ClusterHost {
             noteError("a letter from another host cannot be read, dropped: \(key)")
             return
         }
+        batchArrived(batch, number: number, for: String(parts[0]), from: "\(parts[1])/\(parts[2][..<dot])")
+    }
+
+    /// A batch of letters numbered `number` in the series of `sender` (`<host, hex>/<lease, hex>`) for this host's
+    /// session `toLease`, through etcd or directly (ClusterHost+PeerMail.swift): each letter handed on in order.
+    func batchArrived(_ batch: MailBatch, number: Int, for toLease: String, from sender: String) {
         guard batch.items.count <= PresenterExchange.lettersPerPut else {
             noteError("a batch of \(batch.items.count) letters from another host, more than a put holds: dropped")
             return
         }
-        let sender = "\(parts[1])/\(parts[2][..<dot])"
-        guard exchange.ownLeases.contains(batch.toLease), parts[0] == batch.toLease else {
+        guard exchange.ownLeases.contains(batch.toLease), toLease == batch.toLease else {
             // For an earlier session of this host: in any order, answered at once.
             read(batch, from: sender)
             return
         }
         // In the sender's order: a batch ahead of a missing one waits for it, a second at most.
-        let series = "\(parts[0])/\(sender)"
+        let series = "\(toLease)/\(sender)"
         let expected = exchange.expected[series] ?? 1
         guard number >= expected else { return }  // Given up on, then applied late: dropped.
         exchange.early[series, default: [:]][number] = batch

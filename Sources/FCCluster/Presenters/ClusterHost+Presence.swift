@@ -64,6 +64,9 @@ extension ClusterHost {
     func presenceSessionOpened() {
         guard let lease = session?.lease else { return }
         exchange.ownLeases.insert(String(lease, radix: 16))
+        // A new sender session is a new series at every receiver: it counts from 1 again (without this, a receiver
+        // waited a second for the numbers the old session had used, then skipped them).
+        exchange.sequences = [:]
         // Letters that waited for a session go now.
         for receiver in exchange.outbox.keys { sendMail(to: receiver) }
         exchange.presenceQueue = []
@@ -72,16 +75,23 @@ extension ClusterHost {
             exchange.published[id] = (entry.record, key)
             queuePresence(key, entry.record)
         }
+        publishMailbox()
     }
 
     /// The session is gone: nothing is published until the next one.
     func presenceSessionLost() {
         exchange.presenceQueue = []
+        // The connections to other hosts' mailboxes said who sends: the next letters say the new session.
+        for receiver in Array(exchange.links.keys) { dropLink(receiver) }
         for id in exchange.published.keys { exchange.published[id]?.key = nil }
     }
 
     func queuePresence(_ key: String, _ record: PresenceRecord?) {
-        let value = record.flatMap { try? JSONEncoder().encode($0) }.map { Array($0) }
+        queuePresenceValue(key, record.flatMap { try? JSONEncoder().encode($0) }.map { Array($0) })
+    }
+
+    /// Queues a put (or with `nil`, a delete) of a key under the session: a presence key, or the mailbox.
+    func queuePresenceValue(_ key: String, _ value: [UInt8]?) {
         exchange.presenceQueue.append((key, value))
         sendPresence()
     }

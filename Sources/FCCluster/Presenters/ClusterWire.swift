@@ -122,3 +122,31 @@ struct SharedPaths: Sendable {
         }
     }
 }
+
+/// Where a host takes its letters directly (issue 41): the value of `<prefix>mailboxes/<host, hex>/<lease, hex>`,
+/// under the host's session. The token is what a sender shows in its ``PeerHello``: only a reader of the cluster's
+/// keys can send letters, as only a writer of them could through etcd.
+struct MailboxRecord: Codable, Hashable, Sendable {
+    /// An IP address, and a TCP port.
+    var address: String
+    var port: Int
+    /// 32 random bytes, hexadecimal; one per daemon process.
+    var token: String
+}
+
+/// The first frame a sending daemon writes on its connection to a receiver's mailbox.
+struct PeerHello: Codable, Hashable, Sendable {
+    /// The version of this exchange: 1.
+    var version: Int
+    /// The receiver's ``MailboxRecord/token``.
+    var token: String
+    /// The sender's session, `<host, hex>/<lease, hex>`, as its etcd mail's keys name it.
+    var sender: String
+}
+
+/// Every later frame: one batch of letters, with its number in the sender's series for the receiving session (the
+/// series etcd's mail keys number too: a receiver reads the two ways in one order).
+struct PeerFrame: Codable, Sendable {
+    var number: Int
+    var batch: MailBatch
+}

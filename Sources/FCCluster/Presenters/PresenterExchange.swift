@@ -67,6 +67,40 @@ struct PresenterExchange {
     /// The most puts on their way to one receiver: a letter does not wait for the put before it to be answered.
     static let putsInFlight = 4
 
+    // MARK: Direct mail (ClusterHost+PeerMail.swift)
+
+    /// This process's token, shown by every sender to its mailbox.
+    let token = ClusterHost.newToken()
+    /// This host's mailbox, once it listens; the listening channel.
+    var mailbox: MailboxRecord?
+    var listener: (any Channel)?
+    /// The other hosts' mailboxes, per session (`<host, hex>/<lease, hex>`).
+    var mailboxes: [String: MailboxRecord] = [:]
+    /// The connection to each receiving session's mailbox.
+    var links: [String: PeerLink] = [:]
+    /// Connects begun so far (each link's attempt is known by its number).
+    var connects = 0
+    /// The connections other hosts opened to this host's mailbox.
+    var peers: [ObjectIdentifier: any Channel] = [:]
+    /// Letters sent, each way, since the daemon started (fcdump).
+    var lettersDirect = 0
+    var lettersThroughEtcd = 0
+    /// The most connections to this host's mailbox at once.
+    static let maximumPeers = 256
+    /// The largest frame a connection may carry: a batch of ``lettersPerPut`` letters, each with two paths.
+    static let maximumFrame = 4 << 20
+    /// How long a connection may take to show its token.
+    static let helloTimeout = TimeAmount.seconds(5)
+
+    /// A connection to another host's mailbox.
+    enum PeerLink {
+        /// The connect with this number (``connects``) is on its way.
+        case connecting(Int)
+        case open(any Channel)
+        /// Failed or broke: letters go through etcd until then.
+        case broken(until: NIODeadline)
+    }
+
     // MARK: The scan for changes made on other hosts (`--shared-scan-interval`)
 
     /// The state of each published presenter's item at the last scan.
@@ -84,4 +118,5 @@ struct PresenterExchange {
 
     var presenceWatch: Task<Void, Never>?
     var mailWatch: Task<Void, Never>?
+    var mailboxWatch: Task<Void, Never>?
 }
