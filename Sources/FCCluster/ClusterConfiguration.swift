@@ -46,10 +46,11 @@ public struct ClusterConfiguration: Hashable, Sendable {
     /// directly between daemons, over TCP, to the address each host publishes in etcd under its session; a host that
     /// publishes none (`off`, or an older daemon) gets its letters through etcd, as every host did before.
     public enum MailListen: Hashable, Sendable, CustomStringConvertible {
-        /// The address this machine uses to reach the first etcd endpoint (the interface the other hosts reach etcd
-        /// through too, as a rule), a port the kernel picks.
+        /// The address this machine uses to reach the first etcd endpoint not reached through loopback (the
+        /// interface the other hosts reach etcd through too, as a rule), a port the kernel picks; loopback only when
+        /// every endpoint is on this machine. Give an address when the hosts reach each other elsewhere.
         case automatic
-        /// This IP address and port (0: the kernel picks).
+        /// This IP address (not a wildcard: it is published for the other hosts) and port (0: the kernel picks).
         case address(String, port: Int)
         /// No listening: letters for this host go through etcd.
         case off
@@ -75,8 +76,10 @@ public struct ClusterConfiguration: Hashable, Sendable {
                     guard let number = Int(text[text.index(after: colon)...]) else { return nil }
                     (host, port) = (text[..<colon], number)
                 }
+                // A wildcard (0.0.0.0, ::) is refused: the address is published for other hosts to connect to.
                 guard !host.isEmpty, (0...65_535).contains(port),
-                    host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" })
+                    host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }),
+                    host.contains(where: { $0 != "0" && $0 != "." && $0 != ":" })
                 else { return nil }
                 self = .address(String(host), port: port)
             }

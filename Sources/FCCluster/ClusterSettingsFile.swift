@@ -72,7 +72,8 @@ public struct ClusterSettingsFile: Hashable, Sendable {
                     throw Failure(
                         path: path,
                         line: index + 1,
-                        reason: "`cluster-listen` takes an IP address, ADDRESS:PORT, automatic or off"
+                        reason:
+                            "`cluster-listen` takes an IP address other hosts reach (not a wildcard), ADDRESS:PORT, automatic or off"
                     )
                 }
                 listen = value

@@ -237,7 +237,8 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         if let listen = clusterListen ?? file?.listen {
             guard let parsed = ClusterConfiguration.MailListen(parsing: listen) else {
                 throw ValidationError(
-                    "--cluster-listen takes an IP address, ADDRESS:PORT, automatic or off (given: \(listen))"
+                    "--cluster-listen takes an IP address other hosts reach (not a wildcard), ADDRESS:PORT, automatic or off "
+                        + "(given: \(listen))"
                 )
             }
             configuration.mailListen = parsed

@@ -35,7 +35,10 @@ import Testing
         #expect(Listen(parsing: "[fd00::7]:7420") == .address("fd00::7", port: 7420))
         #expect(Listen(parsing: "fd00::7") == .address("fd00::7", port: 0))
         #expect(Listen(parsing: "[fd00::7]:7420")?.description == "[fd00::7]:7420")
-        for bad in ["", "host.example", "10.0.0.7:", "10.0.0.7:70000", "[fd00::7", "[fd00::7]x", "1.2.3.4:-1"] {
+        for bad in [
+            "", "host.example", "10.0.0.7:", "10.0.0.7:70000", "[fd00::7", "[fd00::7]x", "1.2.3.4:-1", "0.0.0.0",
+            "0.0.0.0:7420", "::", "[::]:7420",
+        ] {
             #expect(Listen(parsing: bad) == nil, "\(bad)")
         }
     }
@@ -47,7 +50,7 @@ import Testing
         ("shared-folder =", "has no value"),
         ("shared-scan-interval = 0", "a number of seconds above 0"),
         ("shared-scan-interval = often", "a number of seconds above 0"),
-        ("cluster-listen = everywhere", "takes an IP address, ADDRESS:PORT, automatic or off"),
+        ("cluster-listen = everywhere", "takes an IP address other hosts reach"),
     ])
     func aBadLineIsNamedWithItsNumber(line: String, reason: String) {
         #expect {

@@ -175,6 +175,10 @@ extension ClusterHost {
             noteError("a batch of \(batch.items.count) letters from another host, more than a put holds: dropped")
             return
         }
+        guard (1..<Int(Int32.max)).contains(number) else {
+            noteError("a batch of letters from \(sender) numbered \(number): dropped")
+            return
+        }
         guard exchange.ownLeases.contains(batch.toLease), toLease == batch.toLease else {
             // For an earlier session of this host: in any order, answered at once.
             read(batch, from: sender)

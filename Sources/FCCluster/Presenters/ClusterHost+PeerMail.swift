@@ -10,17 +10,18 @@ import NIOPosix
 // delivery, and a write that asks a presenter on another host needs two of them (the letter, the reply). So each host
 // listens on a TCP port (`--cluster-listen`) and publishes where, with a token, under its session:
 // `<prefix>mailboxes/<host, hex>/<lease, hex>` (``MailboxRecord``). A sender that knows the receiver's mailbox opens
-// one connection to it, shows the token in its first frame (``PeerHello``), then writes its batches of letters
-// (``PeerFrame``), each with its number in the series that etcd's mail keys number too: the receiver reads both ways
-// in one order (``batchArrived(_:number:for:from:)``), so a sender may switch between them at any time.
+// one connection to it, shows the token in its first frame (``PeerHello``), waits for the receiver's ``PeerWelcome``,
+// then writes its batches of letters (``PeerFrame``), each with its number in the series that etcd's mail keys number
+// too: the receiver reads both ways in one order (``batchArrived(_:number:for:from:)``), so a sender may switch
+// between them at any time.
 //
 // etcd stays the way of last resort: for a host that publishes no mailbox (`off`, an older daemon), and for a second
-// after a connection to a mailbox failed or broke. What a broken connection loses is lost as a failed put's letters
-// are: the receiver's presenter counts as not answering (the asking arbiter's presenter timeout).
+// after a connection to a mailbox failed, was refused or stalled. What a broken connection loses is lost as a failed
+// put's letters are: the receiver's presenter counts as not answering (the asking arbiter's presenter timeout).
 //
 // Frames are 4-byte big-endian lengths and JSON (swift-nio-extras' LengthFieldPrepender and
-// LengthFieldBasedFrameDecoder), at most ``PresenterExchange/maximumFrame`` bytes. A connection that shows no valid
-// token within ``PresenterExchange/helloTimeout`` is closed, as is one past ``PresenterExchange/maximumPeers``.
+// LengthFieldBasedFrameDecoder), at most ``PresenterExchange/maximumFrame`` bytes; the limits on connections are in
+// docs/PROTOCOL.md §11 and ``PresenterExchange``. The channel handlers are in PeerMailHandlers.swift.
 //
 // - Important: Every method runs on the adapter's loop, as ClusterHost's; the channels run on that loop too.
 
@@ -37,31 +38,54 @@ extension ClusterHost {
         case .address(let address, let port):
             listen(on: address, port: port)
         case .automatic:
-            // The address of this machine's route to the first etcd endpoint: a UDP socket connected there (no
-            // packet is sent). Off the loop: a name is resolved.
-            guard let url = configuration.endpoints.first.flatMap(URL.init(string:)), let host = url.host else {
-                return noteError(
-                    "no endpoint to find the address to listen on for letters from: letters come through etcd"
-                )
-            }
-            let (port, loop, bound) = (url.port ?? 2379, self.loop, self.bound)
+            // The address of this machine's route to an etcd endpoint: a UDP socket connected there (no packet is
+            // sent). The first endpoint reached through another interface than loopback wins (a local etcd member or
+            // proxy on 127.0.0.1 says nothing of the address other hosts reach); loopback only if all are local (one
+            // machine). Off the loop: names are resolved.
+            let (endpoints, loop, bound) = (configuration.endpoints, self.loop, self.bound)
             Task {
-                do {
-                    let target = try SocketAddress.makeAddressResolvingHost(host, port: port)
-                    let channel = try await DatagramBootstrap(group: loop).connect(to: target).get()
-                    let local = channel.localAddress?.ipAddress
-                    try? await channel.close()
-                    bound.execute { host in
-                        guard let local else {
-                            return host.noteError("no local address reaches etcd: letters come through etcd")
-                        }
-                        host.listen(on: local, port: 0)
+                let found = await ClusterHost.address(reaching: endpoints, on: loop)
+                bound.execute { host in
+                    guard let address = found.address else {
+                        return host.noteError(
+                            "cannot find an address to listen on for letters (\(found.failure)): they come through etcd"
+                        )
                     }
-                } catch {
-                    bound.execute { $0.noteError("cannot find an address to listen on for letters: \(error)") }
+                    host.listen(on: address, port: 0)
                 }
             }
         }
+    }
+
+    /// This machine's address towards the first of `endpoints` not reached through loopback, else towards the first
+    /// reached at all; `nil` and why when none is.
+    static func address(
+        reaching endpoints: [String],
+        on loop: any EventLoop
+    ) async -> (address: String?, failure: String) {
+        var loopback: String?
+        var failure = "no etcd endpoint names a host"
+        for endpoint in endpoints {
+            guard let url = URL(string: endpoint), let name = url.host else { continue }
+            let port = url.port ?? 2379
+            do {
+                let target = try SocketAddress.makeAddressResolvingHost(name, port: port)
+                let channel = try await DatagramBootstrap(group: loop).connect(to: target).get()
+                let address = channel.localAddress?.ipAddress
+                try? await channel.close()
+                guard let address else { continue }
+                guard isLoopback(address) else { return (address, "") }
+                loopback = loopback ?? address
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        return (loopback, failure)
+    }
+
+    /// Whether `address` (as `SocketAddress.ipAddress` writes it) is a loopback address: 127.0.0.0/8, ::1.
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
     }
 
     func listen(on address: String, port: Int) {
@@ -73,12 +97,16 @@ extension ClusterHost {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let helloGuard = PeerHelloGuard()
                     try channel.pipeline.syncOperations.addHandlers(
+                        IdleStateHandler(readTimeout: PresenterExchange.idlePeer),
+                        helloGuard,
                         ByteToMessageHandler(
                             LengthFieldBasedFrameDecoder(lengthFieldBitLength: .fourBytes),
                             maximumBufferSize: maximumFrame + 4
                         ),
-                        PeerReceiver(bound.host)
+                        LengthFieldPrepender(lengthFieldBitLength: .fourBytes),
+                        PeerReceiver(bound.host, guard: helloGuard)
                     )
                 }
             }
@@ -167,8 +195,11 @@ extension ClusterHost {
         dropLink(session)
     }
 
+    /// Forgets the connection to `session`'s mailbox (closed if open); what waits for it goes the way it can now.
     func dropLink(_ session: String) {
-        if case .open(let channel) = exchange.links.removeValue(forKey: session) { channel.close(promise: nil) }
+        guard let link = exchange.links.removeValue(forKey: session) else { return }
+        if case .open(let channel) = link { channel.close(promise: nil) }
+        if exchange.outbox[session] != nil { sendMail(to: session) }
     }
 
     // MARK: Sending
@@ -189,25 +220,36 @@ extension ClusterHost {
         }
     }
 
+    /// Opens a connection to `receiver`'s mailbox and says hello; the letters go once the receiver accepts it
+    /// (``linkAccepted(_:attempt:channel:)``), within ``PresenterExchange/greetingTimeout`` or not at all (they go
+    /// through etcd then: none was written).
     private func connect(to receiver: String, _ record: MailboxRecord) {
-        guard let lease = session?.lease else { return }
+        guard let lease = session?.lease,
+            let hello = try? JSONEncoder().encode(
+                PeerHello(version: 1, token: record.token, sender: "\(hostHex)/\(String(lease, radix: 16))")
+            )
+        else { return }
         exchange.connects += 1
         let attempt = exchange.connects
         exchange.links[receiver] = .connecting(attempt)
-        let hello = PeerHello(version: 1, token: record.token, sender: "\(hostHex)/\(String(lease, radix: 16))")
         let bound = self.bound
         let target: SocketAddress
         do { target = try SocketAddress(ipAddress: record.address, port: record.port) } catch {
             return linkFailed(receiver, "\(error)")
         }
         ClientBootstrap(group: loop)
-            .connectTimeout(.seconds(1))
+            .connectTimeout(PresenterExchange.greetingTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers(
+                        ByteToMessageHandler(
+                            LengthFieldBasedFrameDecoder(lengthFieldBitLength: .fourBytes),
+                            maximumBufferSize: PresenterExchange.maximumHello
+                        ),
                         LengthFieldPrepender(lengthFieldBitLength: .fourBytes),
-                        PeerSender(bound.host, receiver: receiver)
+                        IdleStateHandler(writeTimeout: PresenterExchange.idleLink),
+                        PeerSender(bound.host, receiver: receiver, attempt: attempt)
                     )
                 }
             }
@@ -215,25 +257,36 @@ extension ClusterHost {
             .whenComplete { result in
                 bound.execute { host in
                     // Still this attempt's turn: not dropped (a new session, a new mailbox) or begun again since.
-                    guard case .connecting(attempt) = host.exchange.links[receiver] else {
+                    guard case .connecting(attempt) = host.exchange.links[receiver], !host.stopped else {
                         if case .success(let channel) = result { channel.close(promise: nil) }
                         return
                     }
                     switch result {
                     case .success(let channel):
-                        guard let frame = try? JSONEncoder().encode(hello), !host.stopped else {
-                            channel.close(promise: nil)
-                            return
+                        channel.writeAndFlush(channel.allocator.buffer(bytes: hello), promise: nil)
+                        host.loop.assumeIsolated().scheduleTask(in: PresenterExchange.greetingTimeout) {
+                            [weak host] in
+                            guard let host, case .open(let open) = host.exchange.links[receiver], open === channel
+                            else {
+                                channel.close(promise: nil)  // Never accepted (or dropped meanwhile).
+                                return
+                            }
                         }
-                        host.exchange.links[receiver] = .open(channel)
-                        channel.write(channel.allocator.buffer(bytes: frame), promise: nil)
-                        host.writeLetters(to: receiver, on: channel)
-                        channel.flush()
                     case .failure(let error):
                         host.linkFailed(receiver, "\(error)")
                     }
                 }
             }
+    }
+
+    /// The receiver accepted the hello on `channel`: the letters go.
+    func linkAccepted(_ receiver: String, attempt: Int, channel: any Channel) {
+        guard case .connecting(attempt) = exchange.links[receiver], !stopped else {
+            channel.close(promise: nil)
+            return
+        }
+        exchange.links[receiver] = .open(channel)
+        writeLetters(to: receiver, on: channel)
     }
 
     /// Writes the letters waiting for `receiver` while the connection takes them (the rest wait for
@@ -266,10 +319,39 @@ extension ClusterHost {
         sendMail(to: receiver)
     }
 
-    /// The connection `channel` to `receiver` closed.
-    func linkClosed(_ receiver: String, _ channel: any Channel) {
+    /// The connection `channel` (of the connect numbered `attempt`) to `receiver` closed. Before the receiver
+    /// accepted it, or with letters waiting, it failed; an idle one that closed is just forgotten (the next letter
+    /// opens another).
+    func linkClosed(_ receiver: String, attempt: Int, _ channel: any Channel) {
+        switch exchange.links[receiver] {
+        case .connecting(attempt):
+            linkFailed(receiver, "the receiver closed the connection before it accepted it")
+        case .open(let current) where current === channel:
+            if exchange.outbox[receiver] == nil {
+                exchange.links[receiver] = nil
+            } else {
+                linkFailed(receiver, "the connection closed")
+            }
+        default:
+            break
+        }
+    }
+
+    /// The connection to `receiver` took nothing for ``PresenterExchange/stalledLink``: the receiver's host is cut
+    /// off or stopped. It is closed, and the letters go through etcd (the receiver may still reach etcd).
+    func linkStalled(_ receiver: String, _ channel: any Channel) {
+        guard case .open(let current) = exchange.links[receiver], current === channel, !channel.isWritable else {
+            return
+        }
+        channel.close(promise: nil)
+        linkFailed(receiver, "the connection took nothing for \(PresenterExchange.stalledLink)")
+    }
+
+    /// The connection to `receiver` carried nothing for ``PresenterExchange/idleLink``: closed, and forgotten.
+    func linkIdle(_ receiver: String, _ channel: any Channel) {
         guard case .open(let current) = exchange.links[receiver], current === channel else { return }
-        linkFailed(receiver, "the connection closed")
+        exchange.links[receiver] = nil
+        channel.close(promise: nil)
     }
 
     // MARK: Receiving
@@ -277,13 +359,22 @@ extension ClusterHost {
     /// A connection's first frame: whether it shows this host's token (the connection is closed if not).
     func peerHello(_ bytes: ByteBuffer) -> PeerHello? {
         guard let hello = try? JSONDecoder().decode(PeerHello.self, from: Data(bytes.readableBytesView)),
-            hello.version == 1, Self.sameToken(hello.token, exchange.token),
-            hello.sender.split(separator: "/").count == 2
+            hello.version == 1, Self.sameToken(hello.token, exchange.token), Self.isSession(hello.sender)
         else {
             noteError("a connection to this host's mailbox showed no valid token: closed")
             return nil
         }
         return hello
+    }
+
+    /// Whether `text` names a session as mail does: `<host, hex>/<lease, hex>`, lowercase, neither empty.
+    static func isSession(_ text: String) -> Bool {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        return parts.count == 2
+            && parts.allSatisfy { part in
+                !part.isEmpty && part.count <= 512
+                    && part.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+            }
     }
 
     /// A batch of letters from `sender`, directly.
@@ -318,88 +409,5 @@ extension ClusterHost {
         for session in Array(exchange.links.keys) { dropLink(session) }
         for channel in exchange.peers.values { channel.close(promise: nil) }
         exchange.peers = [:]
-    }
-}
-
-/// The sending end of a connection to another host's mailbox: tells the adapter when the connection takes more
-/// (after a full socket buffer) and when it closed. Runs on the adapter's loop.
-final class PeerSender: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-
-    private let host: NIOLoopBound<ClusterHost>
-    private let receiver: String
-
-    init(_ host: NIOLoopBound<ClusterHost>, receiver: String) {
-        self.host = host
-        self.receiver = receiver
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // The receiver writes nothing.
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { _ = host.value.sendDirect(to: receiver) }
-        context.fireChannelWritabilityChanged()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        host.value.linkClosed(receiver, context.channel)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
-    }
-}
-
-/// The receiving end of a connection from another host's daemon: the hello, then batches of letters. Runs on the
-/// adapter's loop.
-final class PeerReceiver: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-
-    private let host: NIOLoopBound<ClusterHost>
-    private var sender: String?
-    private var helloTimer: Scheduled<Void>?
-
-    init(_ host: NIOLoopBound<ClusterHost>) {
-        self.host = host
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        let adapter = host.value
-        guard adapter.exchange.peers.count < PresenterExchange.maximumPeers else {
-            adapter.noteError(
-                "more than \(PresenterExchange.maximumPeers) connections to this host's mailbox: one closed"
-            )
-            context.close(promise: nil)
-            return
-        }
-        adapter.exchange.peers[ObjectIdentifier(context.channel)] = context.channel
-        let channel = context.channel
-        helloTimer = context.eventLoop.assumeIsolated().scheduleTask(in: PresenterExchange.helloTimeout) {
-            channel.close(promise: nil)
-        }
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let bytes = unwrapInboundIn(data)
-        guard let sender else {
-            helloTimer?.cancel()
-            guard let hello = host.value.peerHello(bytes) else { return context.close(promise: nil) }
-            sender = hello.sender
-            return
-        }
-        if !host.value.peerFrame(bytes, from: sender) { context.close(promise: nil) }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        helloTimer?.cancel()
-        host.value.exchange.peers[ObjectIdentifier(context.channel)] = nil
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        host.value.noteError("a connection to this host's mailbox failed: \(error)")
-        context.close(promise: nil)
     }
 }

@@ -144,6 +144,14 @@ struct PeerHello: Codable, Hashable, Sendable {
     var sender: String
 }
 
+/// The receiver's answer to a ``PeerHello`` it accepts, and the only frame it writes: the sender writes letters
+/// only after it (so that none is lost to a receiver that refuses the connection, such as a restarted daemon asked
+/// with its earlier process's token).
+struct PeerWelcome: Codable, Hashable, Sendable {
+    /// The version of this exchange: 1.
+    var version: Int
+}
+
 /// Every later frame: one batch of letters, with its number in the sender's series for the receiving session (the
 /// series etcd's mail keys number too: a receiver reads the two ways in one order).
 struct PeerFrame: Codable, Sendable {

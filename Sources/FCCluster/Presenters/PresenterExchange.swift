@@ -91,6 +91,16 @@ struct PresenterExchange {
     static let maximumFrame = 4 << 20
     /// How long a connection may take to show its token.
     static let helloTimeout = TimeAmount.seconds(5)
+    /// The most bytes a connection may send before its hello is accepted, and the largest frame a sender reads.
+    static let maximumHello = 4_096
+    /// How long a sender waits for a connection and its acceptance before its letters go through etcd.
+    static let greetingTimeout = TimeAmount.seconds(1)
+    /// How long a sender's connection may take nothing (a full socket buffer) before it counts as broken.
+    static let stalledLink = TimeAmount.seconds(2)
+    /// A sender closes a connection it wrote nothing on for this long; a receiver one it read nothing on for
+    /// ``idlePeer`` (its sender's host is gone).
+    static let idleLink = TimeAmount.seconds(30)
+    static let idlePeer = TimeAmount.seconds(90)
 
     /// A connection to another host's mailbox.
     enum PeerLink {
