@@ -223,4 +223,18 @@ struct ItemPathTests {
         #expect(path("/a/b").lastComponent == Array("b".utf8))
         #expect(ItemPath.root.lastComponent == nil)
     }
+
+    // MARK: Hashing
+
+    /// The hash takes each component's bytes at once (not the synthesised byte-at-a-time one): equal paths hash
+    /// alike, and paths that split the same bytes differently are told apart as sets see them.
+    @Test func equalPathsHashAlikeAndSplitsOfTheSameBytesDiffer() throws {
+        let a = try ItemPath(absolute: Array("/x/ab/c".utf8))
+        let b = try ItemPath(absolute: Array("/x/a/bc".utf8))
+        let c = try ItemPath(absolute: Array("/x/ab/./c".utf8))
+        #expect(a == c && a.hashValue == c.hashValue)
+        #expect(a != b && a.hashValue != b.hashValue)
+        #expect(Set([a, b, c]).count == 2)
+        #expect(ItemPath.root.hashValue == ItemPath(components: []).hashValue)
+    }
 }
