@@ -305,7 +305,7 @@ struct ClusterPresenterEndToEndTests {
                 let daemonB = try await daemon("hostB", socketB, view, joining)
 
                 let original = share + "/original.txt"
-                try "text".write(toFile: original, atomically: false, encoding: .utf8)
+                try writeText("text", toFile: original)
                 let b = try await environment.host(
                     "B",
                     mayStartDaemon: false,
@@ -396,7 +396,7 @@ struct ClusterPresenterEndToEndTests {
             try await presentOnB("P", doc, by: b, hosts: hosts)
             // Two scans at least, so that the first state is known.
             try await Task.sleep(for: .milliseconds(300))
-            try "changed without coordination".write(toFile: doc, atomically: false, encoding: .utf8)
+            try writeText("changed without coordination", toFile: doc)
             try await b.waitFor("presenter P didChange")
             #expect(try await b.settledPresenterEvents("P", count: 1) == ["didChange"])
 

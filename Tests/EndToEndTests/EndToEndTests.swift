@@ -220,8 +220,8 @@ struct EndToEndTests {
             let doomed = folder + "/doomed.txt"
             let original = folder + "/original.txt"
             let moved = folder + "/moved.txt"
-            try "bye".write(toFile: doomed, atomically: false, encoding: .utf8)
-            try "text".write(toFile: original, atomically: false, encoding: .utf8)
+            try writeText("bye", toFile: doomed)
+            try writeText("text", toFile: original)
             let a = try await env.host("A")
             let b = try await env.host("B")
             try await a.present("F", folder)
