@@ -69,8 +69,13 @@ final class ProgressCommands: Sendable {
             progress.cancellationHandler = { say("progress \(name) cancelled") }
             progress.pausingHandler = { say("progress \(name) paused") }
             progress.resumingHandler = { say("progress \(name) resumed") }
-            state.withLock { $0.published[name] = progress }
             progress.publish()
+            guard !arguments.contains("unpublish-at-once") else {
+                // A copy too quick for any update: unpublished right after, on the same thread.
+                progress.unpublish()
+                return say("published and unpublished \(name)")
+            }
+            state.withLock { $0.published[name] = progress }
             say("published \(name)")
         case "progress-set" where arguments.count == 2:
             guard let progress = state.withLock({ $0.published[name] }) else { return say("error no \(name)") }

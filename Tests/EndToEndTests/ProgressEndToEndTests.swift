@@ -100,6 +100,37 @@ import Testing
         }
     }
 
+    /// A copy so quick that it unpublishes before the library's queue has sent its publish: the subscriber still sees
+    /// it appear, then go (it was lost when the publish found the publication gone: the notes editor's count of the
+    /// mirror's copies stayed behind on a loaded machine).
+    @Test("A progress unpublished right after its publish still appears to its subscriber, then goes")
+    func publishedAndUnpublishedAtOnce() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let file = try env.file("copy.txt", "x")
+            let subscriber = try await env.host("B")
+            try subscriber.send("subscribe S \(file)")
+            _ = try await subscriber.waitFor("subscribed S")
+            let publisher = try await env.host("A")
+            // The subscription reaches the daemon before any publication (each process's frames are in order, and
+            // the publisher's connection is made after the subscriber's answer).
+            var listing = ""
+            for _ in 0..<500 where !listing.contains("subscribed by") {
+                listing = try await env.runTool("fcdump", ["progress"]).output
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(listing.contains("subscribed by"), "\(listing)")
+            for round in 1...20 {
+                try publisher.send("publish Q\(round) \(file) 3 copying unpublish-at-once")
+                _ = try await publisher.waitFor("published and unpublished Q\(round)")
+            }
+            try await eventually("every quick copy to appear and go") {
+                subscriber.lines.filter { $0.text.hasPrefix("subscriber S unpublished ") }.count == 20
+            }
+            #expect(subscriber.lines.filter { $0.text.hasPrefix("subscriber S appeared ") }.count == 20)
+        }
+    }
+
     @Test("A million increments cost the publisher nothing extra and its subscriber a few updates")
     func updatesAreCoalesced() async throws {
         try await TestEnvironment.run { env in

@@ -131,6 +131,7 @@ final class ProgressCenter: @unchecked Sendable {
             state.publications[id] = Publication(progress: UncheckedProgress(progress), url: url, fields: fields)
             return id
         }
+        let publication = Publication(progress: UncheckedProgress(progress), url: url, fields: fields)
         guard let id else {
             if state.withLock({ $0.refusedOverLimit }) {
                 let limit = Self.maximumPublications
@@ -142,7 +143,9 @@ final class ProgressCenter: @unchecked Sendable {
         }
         queue.async {
             guard let route = self.route() else { return }
-            self.send(publication: id, via: route)
+            // Sent even if unpublished meanwhile (its unpublish is queued after this): a copy that publishes and
+            // unpublishes before this queue runs is still seen by its subscribers, as appeared, then gone.
+            self.send(publication: id, via: route, published: publication)
         }
     }
 
@@ -375,9 +378,11 @@ final class ProgressCenter: @unchecked Sendable {
         }
     }
 
-    /// Sends publication `id` on `route` unless it was sent there already or is gone.
-    private func send(publication id: UInt64, via route: ProgressRoute) {
-        guard publishedOn[id] != route.serial, let entry = state.withLock({ $0.publications[id] }) else { return }
+    /// Sends publication `id` on `route` unless it was sent there already, or is gone and not `published` (the
+    /// publication as ``publish(_:)`` made it, sent whether or not it was unpublished since).
+    private func send(publication id: UInt64, via route: ProgressRoute, published: Publication? = nil) {
+        guard publishedOn[id] != route.serial, let entry = published ?? state.withLock({ $0.publications[id] })
+        else { return }
         let path: ItemPath
         if let known = publishedPath[id] {
             path = known
