@@ -28,18 +28,6 @@ final class ProgressCenter: @unchecked Sendable {
     /// How often published progresses are read for changes.
     let sampleInterval: Duration
 
-    private struct Publication {
-        let progress: UncheckedProgress
-        let url: URL
-        /// The fields read from `userInfo` on the publisher's thread (at `publish()`, then at each setter).
-        var fields: ProgressSnapshot
-    }
-
-    private struct Subscription {
-        let url: URL
-        let handler: UncheckedHandler
-    }
-
     private struct State {
         var publications: [UInt64: Publication] = [:]
         var publicationOf: [ObjectIdentifier: UInt64] = [:]
@@ -116,6 +104,7 @@ final class ProgressCenter: @unchecked Sendable {
             return
         }
         let fields = ProgressSnapshot(fileFieldsOf: progress)
+        let publication = Publication(progress: UncheckedProgress(progress), url: url, fields: fields)
         let key = ObjectIdentifier(progress)
         let id: UInt64? = state.withLock { state in
             state.refusedOverLimit = false
@@ -128,10 +117,9 @@ final class ProgressCenter: @unchecked Sendable {
             state.used = true
             let id = ids.next()
             state.publicationOf[key] = id
-            state.publications[id] = Publication(progress: UncheckedProgress(progress), url: url, fields: fields)
+            state.publications[id] = publication
             return id
         }
-        let publication = Publication(progress: UncheckedProgress(progress), url: url, fields: fields)
         guard let id else {
             if state.withLock({ $0.refusedOverLimit }) {
                 let limit = Self.maximumPublications
@@ -143,8 +131,6 @@ final class ProgressCenter: @unchecked Sendable {
         }
         queue.async {
             guard let route = self.route() else { return }
-            // Sent even if unpublished meanwhile (its unpublish is queued after this): a copy that publishes and
-            // unpublishes before this queue runs is still seen by its subscribers, as appeared, then gone.
             self.send(publication: id, via: route, published: publication)
         }
     }
@@ -378,8 +364,8 @@ final class ProgressCenter: @unchecked Sendable {
         }
     }
 
-    /// Sends publication `id` on `route` unless it was sent there already, or is gone and not `published` (the
-    /// publication as ``publish(_:)`` made it, sent whether or not it was unpublished since).
+    /// Sends publication `id` on `route` unless sent there already, or gone and not `published` (``publish(_:)``'s,
+    /// sent even if unpublished since, its unpublish queued after it: a copy too quick for the queue appears, then goes).
     private func send(publication id: UInt64, via route: ProgressRoute, published: Publication? = nil) {
         guard publishedOn[id] != route.serial, let entry = published ?? state.withLock({ $0.publications[id] })
         else { return }
