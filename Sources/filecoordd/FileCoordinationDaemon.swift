@@ -108,7 +108,8 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
         name: .customLong("cluster-listen"),
         help: ArgumentHelp(
             "Where the other hosts' daemons send this host's presenters their letters, directly over TCP: ADDRESS, "
-                + "ADDRESS:PORT, automatic (the address that reaches the first etcd endpoint, any port; the default) "
+                + "ADDRESS:PORT, automatic (the address that reaches the first etcd endpoint not on this machine, any "
+                + "port; the default) "
                 + "or off (the letters come through etcd, slower).",
             valueName: "address"
         )
