@@ -269,12 +269,7 @@ final class TmuxSession: Sendable {
                 try await tmux.waitForScreen("opened notes.txt")
                 // The editor subscribes to its folder's file progress after it opened the file: once the daemon has
                 // the subscription, a copy cannot come before it.
-                var progress = ""
-                for _ in 0..<500 {
-                    progress = try await env.runTool("fcdump", ["progress"]).output
-                    if progress.contains("subscribed by notes") { break }
-                    try await Task.sleep(for: .milliseconds(20))
-                }
+                let progress = try await env.progressListing { $0.contains("subscribed by notes") }
                 #expect(progress.contains("\(this)\n    subscribed by notes"), "\(progress)")
                 // The laptop's copy changes; the mirror copies it into the editor's file under a published progress.
                 let tool = try await env.host("tool", environment: versions)
