@@ -55,6 +55,29 @@ import Testing
         }
     }
 
+    @Test("Two names that differ only in Unicode normalisation are two results, each removed on its own")
+    func namesAreBytes() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = env.path("names")
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            // "café" composed (é one code point) and decomposed (e and a combining accent): two files on Linux.
+            try runToCompletion(
+                "/bin/sh",
+                ["-c", "cd '\(root)' && touch \"$(printf 'caf\\303\\251')\" \"$(printf 'cafe\\314\\201')\""]
+            )
+            let host = try await env.host("Q")
+            try host.send("query N \(root) 100")
+            // A result set keyed by `String` took the two for one item (`String` equality is canonical equivalence).
+            _ = try await host.waitFor("query N gathered 2")
+            try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && rm \"$(printf 'cafe\\314\\201')\""])
+            let update = try await host.waitFor("query N update ")
+            #expect(update.text.hasPrefix("query N update added=- changed=- removed=cafe\u{301}"), "\(update.text)")
+            try host.send("query-count N")
+            _ = try await host.waitFor("query N count 1")
+        }
+    }
+
     @Test("A predicate filters the items; an item that stops matching is removed")
     func predicateFilters() async throws {
         try await TestEnvironment.run { env in

@@ -52,4 +52,20 @@ import Testing
         #expect(Self.paths(results.results) == ["/t/a", "/t/aa", "/t/b", "/t/c"])
         #expect(results.results[3].value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber == 9)
     }
+
+    @Test func namesThatDifferOnlyInNormalisationAreTwoResultsInByteOrder() throws {
+        var results = MetadataQueryResults(predicate: { _ in true })
+        var gathered = Filecoord_V1_QueryItems()
+        // The decomposed name ("e" and a combining accent) sorts before the composed one by bytes (0x65 < 0xC3).
+        gathered.added = [Self.record("/t/caf\u{E9}", size: 1), Self.record("/t/cafe\u{301}", size: 2)]
+        gathered.gathered = true
+        gathered.gatheredCount = 2
+        guard case .finishedGathering = results.receive(gathered) else {
+            Issue.record("the gathering did not finish")
+            return
+        }
+        #expect(results.results.count == 2)
+        let sizes = results.results.map { $0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber }
+        #expect(sizes == [2, 1])
+    }
 }

@@ -14,6 +14,8 @@ import Foundation
 private let queryNames = ["EndToEnd.plainRecursiveListing", "EndToEnd.queryGathering"]
 private let folders = 100
 private let filesPerFolder = 1_000
+/// The items under the tree's root: its folders, their files, and the marker `complete`.
+private let treeItems = folders * (filesPerFolder + 1) + 1
 
 /// The run's tree, made on first use.
 private func sharedTree() throws -> String {
@@ -65,7 +67,7 @@ func plainRecursiveListing() {
                 record.start()
                 let count = listRecursively(root)
                 record.stop(operations: 1)
-                guard count == folders * (filesPerFolder + 1) + 1 else {
+                guard count == treeItems else {
                     return benchmark.error("listed \(count) items")
                 }
             }
@@ -119,7 +121,7 @@ func queryGathering() {
                 record.start()
                 let count = try gather(value.root, predicate: nil)
                 record.stop(operations: 1)
-                guard count == folders * (filesPerFolder + 1) else { return benchmark.error("gathered \(count)") }
+                guard count == treeItems else { return benchmark.error("gathered \(count), not \(treeItems)") }
             }
         },
         setup: {
@@ -145,7 +147,7 @@ func queryGathering() {
             let after = residentBytes()
             query.stop()
             NotificationCenter.default.removeObserver(observer)
-            let items = folders * (filesPerFolder + 1)
+            let items = treeItems
             RunResults.report(
                 "\(name): the daemon keeps about \((after - before) / items) bytes per item of a gathered tree "
                     + "(resident memory \(before / 1_048_576) MiB before, \(after / 1_048_576) MiB after \(items) items)"

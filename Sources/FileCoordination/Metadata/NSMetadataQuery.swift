@@ -180,13 +180,17 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         return delegate?.metadataQuery(self, replacementValueForAttribute: attribute, value: value) ?? value
     }
 
-    /// The index of `result` (an item of ``results``, or one with the same path), or `NSNotFound`.
+    /// The index of `result` (an item of ``results``, or one with the same path, compared byte for byte as the
+    /// results tell paths apart), or `NSNotFound`.
     open func index(ofResult result: Any) -> Int {
         guard let item = result as? NSMetadataItem,
             let path = item.value(forAttribute: NSMetadataItemPathKey) as? String
         else { return NSNotFound }
         return state.withLock { state in
-            state.results.firstIndex { ($0.value(forAttribute: NSMetadataItemPathKey) as? String) == path }
+            state.results.firstIndex {
+                $0 === item
+                    || ($0.value(forAttribute: NSMetadataItemPathKey) as? String)?.utf8.elementsEqual(path.utf8) == true
+            }
         } ?? NSNotFound
     }
 

@@ -17,34 +17,64 @@ struct MetadataQueryResults {
         case changesPending
     }
 
+    /// An item's path as the daemon sent it: its bytes, hashed and compared as bytes. Linux names are bytes, so
+    /// two names that differ only in Unicode normalisation are two files (a `String` key took them for one), and
+    /// bytes compare without Unicode's rules (a `String` sort of a gathering's 100,000 paths was half of the
+    /// client's work, Benchmarks/README.md "Live queries").
+    struct Path: Hashable, Comparable {
+        let bytes: [UInt8]
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        init(_ data: Data) { bytes = [UInt8](data) }
+
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+
+        /// Byte order (UTF-8's order of code points for names that are UTF-8), shorter first on a common prefix.
+        static func < (a: Path, b: Path) -> Bool {
+            let common = min(a.bytes.count, b.bytes.count)
+            let order = a.bytes.withUnsafeBytes { x in
+                b.bytes.withUnsafeBytes { y in common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common) }
+            }
+            return order != 0 ? order < 0 : a.bytes.count < b.bytes.count
+        }
+    }
+
     let predicate: (NSMetadataItem) -> Bool
     /// The results' order: by these attributes (ascending or not), then by path.
     let sortKeys: [(key: String, ascending: Bool)]
-    /// The matching items by path, and their paths in order (the results' order).
-    private(set) var current: [String: NSMetadataItem] = [:]
-    /// The results in order, made when they change (not at each read).
+    /// The matching items by path.
+    private(set) var current: [Path: NSMetadataItem] = [:]
+    /// The results in order, made when they change (not at each read), and their paths in the same order.
     private(set) var results: [NSMetadataItem] = []
+    private var resultPaths: [Path] = []
     /// A gathering in progress (the first, or again after a new connection).
-    private var gathering: [String: NSMetadataItem]? = [:]
+    private var gathering: [Path: NSMetadataItem]? = [:]
     private var firstGatheringDone = false
     /// Changes not yet told, by path: the new item, or `nil` for a removal.
-    private(set) var pending: [String: NSMetadataItem?] = [:]
+    private(set) var pending: [Path: NSMetadataItem?] = [:]
 
     init(predicate: @escaping (NSMetadataItem) -> Bool, sortKeys: [(key: String, ascending: Bool)] = []) {
         self.predicate = predicate
         self.sortKeys = sortKeys
     }
 
-    /// `items` in the results' order.
-    private func order(_ items: [String: NSMetadataItem]) -> [NSMetadataItem] {
-        guard !sortKeys.isEmpty else { return items.sorted { $0.key < $1.key }.map(\.value) }
-        return items.sorted { a, b in
-            for (key, ascending) in sortKeys {
-                let result = Self.compare(a.value.value(forAttribute: key), b.value.value(forAttribute: key))
-                if result != .orderedSame { return (result == .orderedAscending) == ascending }
+    /// Orders `current` into ``results``: by the sort keys, then by path.
+    private mutating func order() {
+        var entries = Array(current)
+        if sortKeys.isEmpty {
+            entries.sort { $0.key < $1.key }
+        } else {
+            let sortKeys = self.sortKeys
+            entries.sort { a, b in
+                for (key, ascending) in sortKeys {
+                    let result = Self.compare(a.value.value(forAttribute: key), b.value.value(forAttribute: key))
+                    if result != .orderedSame { return (result == .orderedAscending) == ascending }
+                }
+                return a.key < b.key
             }
-            return a.key < b.key
-        }.map(\.value)
+        }
+        resultPaths = entries.map(\.key)
+        results = entries.map(\.value)
     }
 
     /// Attribute values compared as NSSortDescriptor compares them: strings, numbers, dates; a missing value first.
@@ -87,9 +117,9 @@ struct MetadataQueryResults {
             // they apply to what is being gathered.
             for record in message.added + message.changed {
                 let item = Self.item(record)
-                gathering?[String(decoding: record.path, as: UTF8.self)] = predicate(item) ? item : nil
+                gathering?[Path(record.path)] = predicate(item) ? item : nil
             }
-            for bytes in message.removed { gathering?[String(decoding: bytes, as: UTF8.self)] = nil }
+            for bytes in message.removed { gathering?[Path(bytes)] = nil }
             guard message.gathered, let gathered = gathering else {
                 return firstGatheringDone ? .nothing : .gatheringProgress(count: Int(message.gatheredCount))
             }
@@ -97,7 +127,7 @@ struct MetadataQueryResults {
             if !firstGatheringDone {
                 firstGatheringDone = true
                 current = gathered
-                results = order(gathered)
+                order()
                 return .finishedGathering
             }
             for (path, item) in gathered {
@@ -108,7 +138,7 @@ struct MetadataQueryResults {
             return pending.isEmpty ? .nothing : .changesPending
         }
         for record in message.added + message.changed {
-            let path = String(decoding: record.path, as: UTF8.self)
+            let path = Path(record.path)
             let item = Self.item(record)
             if predicate(item) {
                 pending[path] = .some(item)
@@ -117,7 +147,7 @@ struct MetadataQueryResults {
             }
         }
         for bytes in message.removed {
-            let path = String(decoding: bytes, as: UTF8.self)
+            let path = Path(bytes)
             if current[path] != nil || pending[path] != nil { pending[path] = .some(nil) }
         }
         return pending.isEmpty ? .nothing : .changesPending
@@ -148,10 +178,10 @@ struct MetadataQueryResults {
         }
         pending = [:]
         if orderChanged || (!sortKeys.isEmpty && !changed.isEmpty) {
-            results = order(current)
+            order()
         } else if !changed.isEmpty {
             // The same paths in the same order: each changed item takes its place.
-            results = results.map { current[($0.value(forAttribute: NSMetadataItemPathKey) as? String) ?? ""] ?? $0 }
+            results = resultPaths.map { current[$0]! }
         }
         return (added, changed, removed)
     }
