@@ -133,4 +133,50 @@ import Testing
         settle()
         #expect(counts.isEmpty, "\(counts)")
     }
+
+    /// What the `.items` outputs to `key` say, applied in order as the client applies them (what is added, then
+    /// what is removed), and how many of them said the gathering ended.
+    private func applied(to key: QueryService.QueryKey) -> (items: Set<ItemPath>, ends: Int) {
+        var items: Set<ItemPath> = []
+        var ends = 0
+        for case .items(key, let added, let changed, let removed, let gathered, _) in recorder.all {
+            items.formUnion((added + changed).map(\.0))
+            items.subtract(removed)
+            if gathered { ends += 1 }
+        }
+        return (items, ends)
+    }
+
+    @Test func aGatheringSendsWhatItReadsAsItGoesWithTheChangesMeanwhile() throws {
+        let first = QueryService.QueryKey(client: ClientID(1), local: 1)
+        let second = QueryService.QueryKey(client: ClientID(2), local: 1)
+        service.start(first, scopes: [path()])
+        settle()
+        service.barriersPassed(barriers(after: 0))
+        settle()
+        // The root is listed, its folders not yet: what it holds is sent already (before, nothing went out until
+        // the whole tree was read).
+        #expect(applied(to: first) == ([path("a"), path("c")], 0))
+        // A query that joins now gets what the tree holds so far, then the pieces that follow.
+        service.start(second, scopes: [path()])
+        settle()
+        #expect(applied(to: second) == ([path("a"), path("c")], 0))
+        // c goes while the tree is gathered: its queries had it, so its removal is sent too.
+        try FileManager.default.removeItem(atPath: root + "/c")
+        service.fileSystemChanged([.deleted(path("c"))])
+        passBarriers()
+        let tree: Set<ItemPath> = [path("a"), path("a/b"), path("a/b/f.txt")]
+        #expect(applied(to: first) == (tree, 1))
+        #expect(applied(to: second) == (tree, 1))
+        // The end of the gathering is each query's last frame.
+        let last = recorder.all.last { if case .items(first, _, _, _, _, _) = $0 { true } else { false } }
+        guard case .items(_, _, _, _, true, _)? = last else {
+            Issue.record("the gathering's end was not the last frame: \(String(describing: last))")
+            return
+        }
+        service.stop(first)
+        service.stop(second)
+        settle()
+        #expect(counts.isEmpty, "\(counts)")
+    }
 }

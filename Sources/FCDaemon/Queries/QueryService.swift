@@ -112,7 +112,9 @@ final class QueryService: @unchecked Sendable {
         for root in scopes {
             if let tree = trees[root] {
                 tree.queries.insert(key)
-                if tree.gathered { outputs += handOver(tree, to: key) }
+                // A tree gathered is handed over whole; one being gathered, what it holds so far, and then its
+                // pieces as they are read, with its other queries'.
+                outputs += pieces(tree.items, removed: [], of: tree, to: [key], last: tree.gathered)
             } else {
                 let tree = QueryTree(root: root, maximumItems: maximumItemsPerTree)
                 tree.queries.insert(key)
@@ -161,44 +163,52 @@ final class QueryService: @unchecked Sendable {
     /// The watches asked before these tokens are in place: their folders are listed.
     func barriersPassed(_ tokens: [UInt64]) {
         queue.async {
-            var outputs: [Output] = []
             for token in tokens {
                 // A listing of a tree dropped since (its queries stopped, maybe a new tree of the same root made
                 // since) is not read into any tree.
                 guard let listing = self.listings.removeValue(forKey: token),
                     let tree = self.trees[listing.tree.root], tree === listing.tree
                 else { continue }
-                outputs += self.listed(listing.folders, of: tree, asChanges: listing.asChanges)
+                // Each listing's outputs go before the next listing sends its first piece: in order.
+                self.output(self.listed(listing.folders, of: tree, asChanges: listing.asChanges))
             }
-            self.output(outputs)
             self.publish()
         }
     }
 
-    /// Lists `folders` into `tree`; their folders are watched and listed next. A gathering that has no more to
-    /// list is handed to its queries; folders that appeared are told as changes.
+    /// Lists `folders` into `tree`; their folders are watched and listed next. What a gathering reads goes to its
+    /// queries in pieces as it is read (sent from here, before what this returns), so that the loop and the client
+    /// take one piece while the next is listed; the end of a gathering that has no more to list is told to its
+    /// queries. What folders that appeared hold is told as changes.
     private func listed(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
-        // A gathering's items are handed over whole when it ends: recorded one by one only when told as changes.
-        var delta = QueryTree.Delta(recordsItems: asChanges)
+        var delta = QueryTree.Delta(asChanges ? .changes : .piece)
         var next: [ItemPath] = []
         for folder in folders {
+            let node = tree.folder(folder)
             try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
-                let path = folder.appending(Array(name))
-                tree.set(path, metadata, into: &delta)
-                if metadata.isDirectory, tree.items[path] != nil { next.append(path) }
+                let name = QueryTree.Name(bytes: Array(name))
+                let path = folder.appending(name.bytes)
+                tree.set(name, in: node, at: path, metadata, into: &delta)
+                if metadata.isDirectory, node.entries[name] != nil { next.append(path) }
+                if delta.listed.count >= Self.itemsPerMessage { sendPiece(&delta, of: tree) }
             }
         }
+        if !asChanges { sendPiece(&delta, of: tree) }
         var outputs: [Output] = next.isEmpty ? [] : list(next, of: tree, asChanges: asChanges)
         if asChanges {
             outputs += updates(delta, of: tree)
-        } else if next.isEmpty && !listings.values.contains(where: { $0.tree === tree && !$0.asChanges }) {
+            return outputs
+        }
+        outputs += watchOutputs(delta.unwatch, of: tree)
+        if next.isEmpty && !listings.values.contains(where: { $0.tree === tree && !$0.asChanges }) {
             if tree.rescanWhenGathered {
                 // An overflow during the gathering: what the lost events told is read again now, before the
-                // gathering is handed over (its difference is part of the gathering).
+                // gathering ends (its difference is part of the gathering).
                 tree.rescanWhenGathered = false
-                var ignored = QueryTree.Delta()
-                let fresh = rescan(tree, into: &ignored)
-                outputs += watchOutputs(ignored.unwatch, of: tree)
+                var difference = QueryTree.Delta()
+                let fresh = rescan(tree, into: &difference)
+                outputs += watchOutputs(difference.unwatch, of: tree)
+                outputs += pieces(difference, of: tree)
                 if !fresh.isEmpty { return outputs + list(fresh, of: tree, asChanges: false) }
             }
             tree.gathered = true
@@ -208,7 +218,59 @@ final class QueryService: @unchecked Sendable {
                     metadata: ["query.root": "\(tree.root)", "query.items": "\(tree.maximumItems)"]
                 )
             }
-            for key in tree.queries.sorted() { outputs += handOver(tree, to: key) }
+            outputs += pieces([], removed: [], of: tree, to: tree.queries.sorted(), last: true)
+        }
+        return outputs
+    }
+
+    /// Sends what a gathering's `delta` recorded since its last piece to the tree's queries, and empties it.
+    private func sendPiece(_ delta: inout QueryTree.Delta, of tree: QueryTree) {
+        guard !delta.listed.isEmpty || !delta.removed.isEmpty else { return }
+        output(pieces(delta, of: tree))
+        delta.listed.removeAll(keepingCapacity: true)
+        delta.removed.removeAll()
+    }
+
+    /// `delta` as a piece of `tree`'s gathering for each of its queries.
+    private func pieces(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
+        pieces(delta.told, removed: delta.removed.sorted(), of: tree, to: tree.queries.sorted(), last: false)
+    }
+
+    /// Items of `tree`'s gathering for those of `keys` that wait for it, in frames of at most ``itemsPerMessage``,
+    /// `removed` with the last (the client removes after it adds). `last`: the tree is gathered; a query that waits
+    /// for no other tree is told its gathering ended.
+    private func pieces(
+        _ items: [(ItemPath, ItemMetadata)],
+        removed: [ItemPath],
+        of tree: QueryTree,
+        to keys: [QueryKey],
+        last: Bool
+    ) -> [Output] {
+        var outputs: [Output] = []
+        for key in keys {
+            guard var query = queries[key], query.waiting.contains(tree.root) else { continue }
+            if last {
+                query.waiting.remove(tree.root)
+                queries[key] = query
+            }
+            let ends = last && query.waiting.isEmpty
+            guard !items.isEmpty || !removed.isEmpty || ends else { continue }
+            var start = 0
+            repeat {
+                let end = min(start + Self.itemsPerMessage, items.count)
+                let final = end == items.count
+                outputs.append(
+                    .items(
+                        key,
+                        added: Array(items[start..<end]),
+                        changed: [],
+                        removed: final ? removed : [],
+                        gathered: final && ends,
+                        count: tree.count
+                    )
+                )
+                start = end
+            } while start < items.count
         }
         return outputs
     }
@@ -223,34 +285,6 @@ final class QueryService: @unchecked Sendable {
         for key in tree.queries.sorted() {
             outputs.append(.items(key, added: added, changed: changed, removed: removed, gathered: false, count: 0))
         }
-        return outputs
-    }
-
-    /// The whole tree for a query that joins it: in pieces, `gathered` on the last piece of its last tree.
-    private func handOver(_ tree: QueryTree, to key: QueryKey) -> [Output] {
-        guard var query = queries[key] else { return [] }
-        query.waiting.remove(tree.root)
-        queries[key] = query
-        let done = query.waiting.isEmpty
-        // In no particular order: the client keeps its results by path and orders them itself.
-        let all = Array(tree.items)
-        var outputs: [Output] = []
-        var start = 0
-        repeat {
-            let end = min(start + Self.itemsPerMessage, all.count)
-            let last = end == all.count
-            outputs.append(
-                .items(
-                    key,
-                    added: all[start..<end].map { ($0.key, $0.value) },
-                    changed: [],
-                    removed: [],
-                    gathered: last && done,
-                    count: end
-                )
-            )
-            start = end
-        } while start < all.count
         return outputs
     }
 
@@ -288,11 +322,11 @@ final class QueryService: @unchecked Sendable {
                 for tree in trees.values where tree.holds(path) && path != tree.root {
                     var delta = deltas[tree.root] ?? QueryTree.Delta()
                     let metadata = try? ItemMetadata.of(path.description)
-                    let wasFolder = tree.items[path]?.isDirectory == true
+                    let wasFolder = tree.metadata(of: path)?.isDirectory == true
                     tree.set(path, metadata, into: &delta)
                     // A folder that appears may hold what was made in it before its watch: listed once watched. So
                     // does a folder that replaced a file of the same name (before, it was never watched nor listed).
-                    if let metadata, metadata.isDirectory, !wasFolder, tree.items[path] != nil {
+                    if let metadata, metadata.isDirectory, !wasFolder, tree.metadata(of: path) != nil {
                         appeared[tree.root, default: []].append(path)
                     }
                     deltas[tree.root] = delta
@@ -303,7 +337,10 @@ final class QueryService: @unchecked Sendable {
         for (root, delta) in deltas.sorted(by: { $0.key < $1.key }) {
             guard let tree = trees[root] else { continue }
             if let folders = appeared[root] { outputs += list(folders, of: tree, asChanges: tree.gathered) }
-            outputs += tree.gathered ? updates(delta, of: tree) : watchOutputs(delta.unwatch, of: tree)
+            // A tree being gathered sends its changes as pieces: its queries may have had the items already.
+            outputs +=
+                tree.gathered
+                ? updates(delta, of: tree) : watchOutputs(delta.unwatch, of: tree) + pieces(delta, of: tree)
         }
         output(outputs)
         publish()
@@ -323,7 +360,7 @@ final class QueryService: @unchecked Sendable {
         while let folder = pending.popLast() {
             try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
                 let path = folder.appending(Array(name))
-                let wasFolder = tree.items[path]?.isDirectory == true
+                let wasFolder = tree.metadata(of: path)?.isDirectory == true
                 found.insert(path)
                 tree.set(path, metadata, into: &delta)
                 if metadata.isDirectory {
@@ -332,7 +369,7 @@ final class QueryService: @unchecked Sendable {
                 }
             }
         }
-        for path in Set(tree.items.keys).subtracting(found) { tree.set(path, nil, into: &delta) }
+        for (path, _) in tree.items where !found.contains(path) { tree.set(path, nil, into: &delta) }
         return fresh
     }
 
@@ -347,7 +384,7 @@ final class QueryService: @unchecked Sendable {
             TreeSummary(
                 root: $0.root,
                 queries: $0.queries.sorted(),
-                items: $0.items.count,
+                items: $0.count,
                 directories: $0.directoryCount + 1,
                 gathered: $0.gathered
             )

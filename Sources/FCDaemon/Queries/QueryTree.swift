@@ -1,16 +1,28 @@
 import FCCore
 import FCSystem
 
-/// One folder tree that live queries watch (issue 44; docs/SEMANTICS.md §18): its items as last read, with an index
-/// of each folder's entries, so that an event costs what it touches (a removed folder, its subtree).
+/// One folder tree that live queries watch (issue 44; docs/SEMANTICS.md §18): its items as last read, kept by folder, so
+/// that an event costs what it touches (a removed folder, its subtree) and a listing hashes names, not paths.
 ///
 /// - Important: Not thread-safe: confined to the ``QueryService``'s queue.
 final class QueryTree {
     let root: ItemPath
-    /// Every item under the root (the root itself not included), as last read.
-    private(set) var items: [ItemPath: ItemMetadata] = [:]
-    /// Each folder's entries that are in ``items``.
-    private var entries: [ItemPath: Set<ItemPath>] = [:]
+    /// A name in a folder: its bytes, hashed as one buffer (`[UInt8]`'s own hash takes a byte at a time).
+    struct Name: Hashable {
+        let bytes: [UInt8]
+        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+    /// The entries of one folder of the tree, by name. A class, so that a listing finds its folder once and adds
+    /// each entry by its name alone: no path hashed per item (the flat table of paths and the index of each
+    /// folder's entries hashed each path three times: half of a gathering's own work, Benchmarks/README.md).
+    final class Folder {
+        var entries: [Name: ItemMetadata] = [:]
+    }
+    /// Every item under the root (the root itself not included), as last read, by folder: the root's and each
+    /// folder's entries. A folder's node goes with the folder (an emptied folder keeps its node).
+    private var folders: [ItemPath: Folder] = [:]
+    /// How many items the tree holds.
+    private(set) var count = 0
     /// The queries that use the tree.
     var queries: Set<QueryService.QueryKey> = []
     /// The gathering is done: updates go out from now on.
@@ -18,7 +30,7 @@ final class QueryTree {
     /// The most items one tree keeps; beyond it new items are left out (and logged once).
     let maximumItems: Int
     private(set) var overLimit = false
-    /// How many of ``items`` are folders.
+    /// How many of the items are folders.
     private(set) var directoryCount = 0
     /// The folders this tree asked the daemon to watch and has not let go: each asked once, let go once, so that the
     /// host's count of the tree's watches is exact whatever order listings, events and rescans come in.
@@ -31,56 +43,120 @@ final class QueryTree {
         self.maximumItems = maximumItems
     }
 
-    /// The folders of the tree: the root and every folder in it.
-    var directories: [ItemPath] { [root] + items.filter(\.value.isDirectory).map(\.key) }
+    /// The item at `path`, as last read.
+    func metadata(of path: ItemPath) -> ItemMetadata? {
+        guard let parent = path.parent, let name = path.lastComponent else { return nil }
+        return folders[parent]?.entries[Name(bytes: name)]
+    }
 
-    /// What one batch of events did to the tree, for the queries: each item once (an item added and removed within
-    /// the batch is neither; added and changed is added).
+    /// Every item, with its path: O(items).
+    var items: [(ItemPath, ItemMetadata)] {
+        var all: [(ItemPath, ItemMetadata)] = []
+        all.reserveCapacity(count)
+        for (folder, node) in folders {
+            for (name, metadata) in node.entries { all.append((folder.appending(name.bytes), metadata)) }
+        }
+        return all
+    }
+
+    /// The node of `folder`, made if it has none: what a listing of the folder adds to.
+    func folder(_ folder: ItemPath) -> Folder {
+        if let node = folders[folder] { return node }
+        let node = Folder()
+        folders[folder] = node
+        return node
+    }
+
+    /// What one batch of events, or one piece of a gathering, did to the tree, for the queries.
     struct Delta {
-        /// `false`: only the folders to watch and let go are recorded (a gathering, handed over whole).
-        var recordsItems = true
+        /// How items are recorded.
+        enum Recording {
+            /// Each item once (an item added and removed within the batch is neither; added and changed is added),
+            /// in dictionaries: a batch of events, told as one update.
+            case changes
+            /// Each item set, in order, in ``Delta/listed`` (no dictionary per item); removals in ``Delta/removed``:
+            /// a piece of a gathering, which the client applies in that order (what is listed, then what is removed).
+            case piece
+        }
+
+        let recording: Recording
         var added: [ItemPath: ItemMetadata] = [:]
         var changed: [ItemPath: ItemMetadata] = [:]
         var removed: Set<ItemPath> = []
+        /// ``Recording/piece``: every item set, in order.
+        var listed: [(ItemPath, ItemMetadata)] = []
         /// Folders to watch and to stop watching.
         var watch: [ItemPath] = []
         var unwatch: [ItemPath] = []
 
-        var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
+        init(_ recording: Recording = .changes) { self.recording = recording }
+
+        var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty && listed.isEmpty }
+
+        /// The items this delta tells: a piece's as it recorded them, a batch's added and changed ones.
+        var told: [(ItemPath, ItemMetadata)] {
+            recording == .piece
+                ? listed
+                : added.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+                    + changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        }
     }
 
     /// Sets `path` to `metadata` (`nil`: it is gone), recording the change in `delta`.
     func set(_ path: ItemPath, _ metadata: ItemMetadata?, into delta: inout Delta) {
-        guard path != root, path.isDescendant(of: root) else { return }
-        let before = items[path]
+        guard path != root, path.isDescendant(of: root), let parent = path.parent, let name = path.lastComponent else {
+            return
+        }
+        set(Name(bytes: name), in: metadata == nil ? folders[parent] : folder(parent), at: path, metadata, into: &delta)
+    }
+
+    /// Sets the entry `name` of `node` (the folder of `path`, which is under the root) to `metadata`: a listing's
+    /// way, which finds its folder's node once.
+    func set(_ name: Name, in node: Folder?, at path: ItemPath, _ metadata: ItemMetadata?, into delta: inout Delta) {
+        guard let node else { return }
+        let before = node.entries[name]
         guard let metadata else {
             guard before != nil else { return }
-            remove(path, into: &delta)
+            remove(name, in: node, at: path, into: &delta)
             return
         }
         if let before {
             guard before != metadata else { return }
             if before.isDirectory != metadata.isDirectory {
-                remove(path, into: &delta)
-                insert(path, metadata, into: &delta)
+                remove(name, in: node, at: path, into: &delta)
+                insert(name, in: node, at: path, metadata, into: &delta)
             } else {
-                items[path] = metadata
-                guard delta.recordsItems else { return }
-                if delta.added[path] != nil { delta.added[path] = metadata } else { delta.changed[path] = metadata }
+                node.entries[name] = metadata
+                switch delta.recording {
+                case .piece: delta.listed.append((path, metadata))
+                case .changes:
+                    if delta.added[path] != nil { delta.added[path] = metadata } else { delta.changed[path] = metadata }
+                }
             }
         } else {
-            insert(path, metadata, into: &delta)
+            insert(name, in: node, at: path, metadata, into: &delta)
         }
     }
 
-    private func insert(_ path: ItemPath, _ metadata: ItemMetadata, into delta: inout Delta) {
-        guard items.count < maximumItems else {
+    private func insert(
+        _ name: Name,
+        in node: Folder,
+        at path: ItemPath,
+        _ metadata: ItemMetadata,
+        into delta: inout Delta
+    ) {
+        guard count < maximumItems else {
             overLimit = true
             return
         }
-        items[path] = metadata
-        if let parent = path.parent { entries[parent, default: []].insert(path) }
-        if delta.recordsItems {
+        node.entries[name] = metadata
+        count += 1
+        switch delta.recording {
+        case .piece:
+            // Removed earlier in the piece, then made again: told as listed only (the client removes after).
+            if !delta.removed.isEmpty { delta.removed.remove(path) }
+            delta.listed.append((path, metadata))
+        case .changes:
             if delta.removed.remove(path) != nil {
                 delta.changed[path] = metadata
             } else {
@@ -93,22 +169,26 @@ final class QueryTree {
         }
     }
 
-    /// Removes `path` and, for a folder, everything in it.
-    private func remove(_ path: ItemPath, into delta: inout Delta) {
-        guard let metadata = items.removeValue(forKey: path) else { return }
-        if let parent = path.parent {
-            entries[parent]?.remove(path)
-            if entries[parent]?.isEmpty == true { entries[parent] = nil }
-        }
-        if delta.recordsItems, delta.added.removeValue(forKey: path) == nil {
-            delta.changed[path] = nil
+    /// Removes the entry `name` of `node` (at `path`) and, for a folder, everything in it.
+    private func remove(_ name: Name, in node: Folder, at path: ItemPath, into delta: inout Delta) {
+        guard let metadata = node.entries.removeValue(forKey: name) else { return }
+        count -= 1
+        switch delta.recording {
+        case .piece:
             delta.removed.insert(path)
+        case .changes:
+            if delta.added.removeValue(forKey: path) == nil {
+                delta.changed[path] = nil
+                delta.removed.insert(path)
+            }
         }
         if metadata.isDirectory {
             directoryCount -= 1
             delta.unwatch.append(path)
-            for entry in entries.removeValue(forKey: path) ?? [] { remove(entry, into: &delta) }
         }
+        // What was under it (a folder's entries; a file's node only if events named paths under it).
+        guard let inside = folders.removeValue(forKey: path) else { return }
+        for name in inside.entries.keys { remove(name, in: inside, at: path.appending(name.bytes), into: &delta) }
     }
 
     /// The folders of `folders` not watched for this tree yet, now counted as watched.
