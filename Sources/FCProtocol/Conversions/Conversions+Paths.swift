@@ -60,10 +60,19 @@ func decodePaths(_ list: [Data], field: String, limits: ProtocolLimits) throws(P
 func encodePath(_ path: ItemPath) -> Data {
     let slash = UInt8(ascii: "/")
     guard !path.isRoot else { return Data([slash]) }
-    var data = Data(capacity: path.components.reduce(0) { $0 + $1.count + 1 })
-    for component in path.components {
-        data.append(slash)
-        data.append(contentsOf: component)
+    // Written in place into a buffer of the right size: `Data.append` per slash and component went through Data's
+    // representations each time, 85% of the frames of a query's gathering (Benchmarks/README.md, "Live queries").
+    var data = Data(count: path.components.reduce(0) { $0 + $1.count + 1 })
+    data.withUnsafeMutableBytes { buffer in
+        var offset = 0
+        for component in path.components {
+            buffer[offset] = slash
+            offset += 1
+            component.withUnsafeBytes { bytes in
+                buffer.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            }
+            offset += component.count
+        }
     }
     return data
 }

@@ -1,3 +1,4 @@
+import FCCore
 import FCProtocol
 import Foundation
 
@@ -31,11 +32,7 @@ struct MetadataQueryResults {
 
         /// Byte order (UTF-8's order of code points for names that are UTF-8), shorter first on a common prefix.
         static func < (a: Path, b: Path) -> Bool {
-            let common = min(a.bytes.count, b.bytes.count)
-            let order = a.bytes.withUnsafeBytes { x in
-                b.bytes.withUnsafeBytes { y in common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common) }
-            }
-            return order != 0 ? order < 0 : a.bytes.count < b.bytes.count
+            a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in ByteComparison.precedes(x, y) } }
         }
     }
 
@@ -60,21 +57,43 @@ struct MetadataQueryResults {
 
     /// Orders `current` into ``results``: by the sort keys, then by path.
     private mutating func order() {
-        var entries = Array(current)
+        let entries = Array(current)
+        var order = Array(entries.indices)
         if sortKeys.isEmpty {
-            entries.sort { $0.key < $1.key }
+            // The paths' bytes copied into one buffer and compared there: sorting the entries themselves retained and
+            // released each path at each comparison (most of the sort's time at the end of a gathering).
+            var bytes: [UInt8] = []
+            var bounds: [Range<Int>] = []
+            bounds.reserveCapacity(entries.count)
+            for entry in entries {
+                bounds.append(bytes.count..<bytes.count + entry.key.bytes.count)
+                bytes += entry.key.bytes
+            }
+            bytes.withUnsafeBytes { buffer in
+                bounds.withUnsafeBufferPointer { bounds in
+                    order.sort {
+                        ByteComparison.precedes(
+                            UnsafeRawBufferPointer(rebasing: buffer[bounds[$0]]),
+                            UnsafeRawBufferPointer(rebasing: buffer[bounds[$1]])
+                        )
+                    }
+                }
+            }
         } else {
             let sortKeys = self.sortKeys
-            entries.sort { a, b in
+            order.sort { a, b in
                 for (key, ascending) in sortKeys {
-                    let result = Self.compare(a.value.value(forAttribute: key), b.value.value(forAttribute: key))
+                    let result = Self.compare(
+                        entries[a].value.value(forAttribute: key),
+                        entries[b].value.value(forAttribute: key)
+                    )
                     if result != .orderedSame { return (result == .orderedAscending) == ascending }
                 }
-                return a.key < b.key
+                return entries[a].key < entries[b].key
             }
         }
-        resultPaths = entries.map(\.key)
-        results = entries.map(\.value)
+        resultPaths = order.map { entries[$0].key }
+        results = order.map { entries[$0].value }
     }
 
     /// Attribute values compared as NSSortDescriptor compares them: strings, numbers, dates; a missing value first.
@@ -115,9 +134,11 @@ struct MetadataQueryResults {
         if gathering != nil {
             // Changes of a scope already gathered may come while another scope is (or during a gathering again):
             // they apply to what is being gathered.
-            for record in message.added + message.changed {
-                let item = Self.item(record)
-                gathering?[Path(record.path)] = predicate(item) ? item : nil
+            for records in [message.added, message.changed] {
+                for record in records {
+                    let item = Self.item(record)
+                    gathering?[Path(record.path)] = predicate(item) ? item : nil
+                }
             }
             for bytes in message.removed { gathering?[Path(bytes)] = nil }
             guard message.gathered, let gathered = gathering else {
