@@ -68,4 +68,33 @@ import Testing
         let sizes = results.results.map { $0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber }
         #expect(sizes == [2, 1])
     }
+
+    @Test func aGatheringInPiecesKeepsEachPathsLastStateInPathOrder() throws {
+        // Items above size 8 do not match.
+        var results = MetadataQueryResults(predicate: {
+            (($0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber)?.intValue ?? 0) <= 8
+        })
+        var first = Filecoord_V1_QueryItems()
+        first.added = ["/t/c", "/t/a", "/t/x", "/t/big"].map { Self.record($0, size: 1) }
+        var second = Filecoord_V1_QueryItems()
+        second.added = [Self.record("/t/b", size: 1), Self.record("/t/a", size: 5), Self.record("/t/big", size: 9)]
+        second.removed = [Data("/t/x".utf8), Data("/t/c".utf8)]
+        var last = Filecoord_V1_QueryItems()
+        last.added = [Self.record("/t/x", size: 2), Self.record("/t/0", size: 1)]
+        last.gathered = true
+        for message in [first, second] {
+            guard case .gatheringProgress = results.receive(message) else {
+                Issue.record("a piece did not count as progress")
+                return
+            }
+        }
+        guard case .finishedGathering = results.receive(last) else {
+            Issue.record("the gathering did not finish")
+            return
+        }
+        #expect(Self.paths(results.results) == ["/t/0", "/t/a", "/t/b", "/t/x"])
+        let sizes = results.results.map { $0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber }
+        #expect(sizes == [1, 5, 1, 2])
+        #expect(results.current.count == 4)
+    }
 }

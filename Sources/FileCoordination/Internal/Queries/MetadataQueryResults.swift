@@ -41,12 +41,13 @@ struct MetadataQueryResults {
     let sortKeys: [(key: String, ascending: Bool)]
     /// The matching items by path.
     private(set) var current: [Path: NSMetadataItem] = [:]
-    /// The results in order, made when they change (not at each read), and their paths in the same order.
+    /// The results in order, made when they change (not at each read).
     private(set) var results: [NSMetadataItem] = []
-    private var resultPaths: [Path] = []
     /// A gathering in progress (the first, or again after a new connection).
     private var gathering: [Path: NSMetadataItem]? = [:]
     private var firstGatheringDone = false
+    /// The first gathering's arrivals, for its order (sorted a message at a time).
+    private var arrivals = GatheringArrivals()
     /// Changes not yet told, by path: the new item, or `nil` for a removal.
     private(set) var pending: [Path: NSMetadataItem?] = [:]
 
@@ -92,7 +93,6 @@ struct MetadataQueryResults {
                 return entries[a].key < entries[b].key
             }
         }
-        resultPaths = order.map { entries[$0].key }
         results = order.map { entries[$0].value }
     }
 
@@ -128,19 +128,29 @@ struct MetadataQueryResults {
     }
 
     /// A new connection: the query gathers again, and the difference is told as changes.
-    mutating func restart() { gathering = [:] }
+    mutating func restart() {
+        gathering = [:]
+        arrivals = GatheringArrivals()
+    }
 
     mutating func receive(_ message: Filecoord_V1_QueryItems) -> Step {
         if gathering != nil {
             // Changes of a scope already gathered may come while another scope is (or during a gathering again):
             // they apply to what is being gathered.
+            let ordering = !firstGatheringDone && sortKeys.isEmpty
             for records in [message.added, message.changed] {
                 for record in records {
                     let item = Self.item(record)
-                    gathering?[Path(record.path)] = predicate(item) ? item : nil
+                    let kept = predicate(item) ? item : nil
+                    gathering?[Path(record.path)] = kept
+                    if ordering { arrivals.add(record.path, kept) }
                 }
             }
-            for bytes in message.removed { gathering?[Path(bytes)] = nil }
+            for bytes in message.removed {
+                gathering?[Path(bytes)] = nil
+                if ordering { arrivals.add(bytes, nil) }
+            }
+            if ordering { arrivals.sortNewArrivals() }
             guard message.gathered, let gathered = gathering else {
                 return firstGatheringDone ? .nothing : .gatheringProgress(count: Int(message.gatheredCount))
             }
@@ -148,7 +158,12 @@ struct MetadataQueryResults {
             if !firstGatheringDone {
                 firstGatheringDone = true
                 current = gathered
-                order()
+                if sortKeys.isEmpty {
+                    results = arrivals.merged()
+                    arrivals = GatheringArrivals()
+                } else {
+                    order()
+                }
                 return .finishedGathering
             }
             for (path, item) in gathered {
@@ -180,15 +195,18 @@ struct MetadataQueryResults {
         var changed: [NSMetadataItem] = []
         var removed: [NSMetadataItem] = []
         var orderChanged = false
+        // Items replaced in place, by the item they replace.
+        var replaced: [ObjectIdentifier: NSMetadataItem] = [:]
         for (path, change) in pending.sorted(by: { $0.key < $1.key }) {
             switch (current[path], change) {
             case (nil, let item?):
                 current[path] = item
                 added.append(item)
                 orderChanged = true
-            case (_?, let item?):
+            case (let old?, let item?):
                 current[path] = item
                 changed.append(item)
+                replaced[ObjectIdentifier(old)] = item
             case (let old?, nil):
                 current[path] = nil
                 removed.append(old)
@@ -202,7 +220,7 @@ struct MetadataQueryResults {
             order()
         } else if !changed.isEmpty {
             // The same paths in the same order: each changed item takes its place.
-            results = resultPaths.map { current[$0]! }
+            results = results.map { replaced[ObjectIdentifier($0)] ?? $0 }
         }
         return (added, changed, removed)
     }
