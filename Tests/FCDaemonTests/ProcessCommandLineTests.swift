@@ -14,11 +14,11 @@ import Testing
         #expect(ProcessCommandLine.arguments(of: 0).isEmpty)
         #expect(ProcessCommandLine.arguments(of: -1).isEmpty)
         // A child that has exited and been reaped is gone.
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/bin/true")
-        try child.run()
-        child.waitUntilExit()
-        #expect(ProcessCommandLine.arguments(of: child.processIdentifier).isEmpty)
+        // Spawned and reaped with waitpid: Foundation's `waitUntilExit()` may wait for another test's process
+        // (swift-corelibs-foundation issue 4795; FCSystem's `ChildProcess.peekEnd`).
+        let child = try ChildProcess.start(["/bin/true"])
+        _ = try child.wait()
+        #expect(ProcessCommandLine.arguments(of: child.pid).isEmpty)
     }
 
     @Test func aLongCommandLineIsCutAndSaysSo() throws {
@@ -32,7 +32,8 @@ import Testing
         try shell.run()
         defer {
             try? input.fileHandleForWriting.close()
-            shell.waitUntilExit()
+            // Its end as the kernel tells it (not `waitUntilExit()`, see above); Foundation reaps it later.
+            _ = try? ChildProcess.peekEnd(of: shell.processIdentifier, blocking: true)
         }
         // Read until the exec is complete: while the kernel swaps the process image the command line reads empty.
         var arguments = ProcessCommandLine.arguments(of: shell.processIdentifier)

@@ -1,4 +1,5 @@
 import Dispatch
+import FCSystem
 import Foundation
 import Logging
 import Testing
@@ -167,7 +168,12 @@ final class TestDaemon: @unchecked Sendable {
     func stop() {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            // Its end as the kernel tells it; Foundation reaps it later. `waitUntilExit()` learns of the end through
+            // a socket the child holds, which a process another test spawns at that moment may inherit
+            // (swift-corelibs-foundation issue 4795): it then waited for that other process, here a daemon of a
+            // test that could not end, because two such waits held both threads of the tests' pool (the first test
+            // phase hung for ten minutes, every child left unreaped).
+            _ = try? ChildProcess.peekEnd(of: process.processIdentifier, blocking: true)
         }
         try? FileManager.default.removeItem(atPath: folder)
     }
