@@ -95,6 +95,18 @@ import Testing
         #expect(Self.paths(results.results) == ["/t/0", "/t/a", "/t/b", "/t/x"])
         let sizes = results.results.map { $0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber }
         #expect(sizes == [1, 5, 1, 2])
+        // The index by path is made at the first change (from what the gathering received), and the change finds
+        // its item in it.
+        var change = Filecoord_V1_QueryItems()
+        change.changed = [Self.record("/t/b", size: 7)]
+        guard case .changesPending = results.receive(change) else {
+            Issue.record("no change pending")
+            return
+        }
+        let (added, changed, removed) = results.applyPending()
+        #expect(added.isEmpty && Self.paths(changed) == ["/t/b"] && removed.isEmpty)
         #expect(results.current.count == 4)
+        let after = results.results.map { $0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber }
+        #expect(after == [1, 5, 7, 2])
     }
 }

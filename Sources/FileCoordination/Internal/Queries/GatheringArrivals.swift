@@ -31,15 +31,16 @@ struct GatheringArrivals {
         sortedCount = order.count
     }
 
-    /// The items in path order, each path's last arrival only, those given no item left out.
-    mutating func merged() -> [NSMetadataItem] {
+    /// The items in path order, each path's last arrival only, those given no item left out; what ``index()``
+    /// then indexes.
+    mutating func merge() -> [NSMetadataItem] {
         sortNewArrivals()
         // A stable sort finds the runs and merges them; among equal paths the arrival order stays.
         withComparison { precedes in order.sort(by: precedes) }
-        var result: [NSMetadataItem] = []
-        result.reserveCapacity(order.count)
+        var kept: [Int] = []
+        kept.reserveCapacity(order.count)
         bytes.withUnsafeBytes { buffer in
-            for (position, index) in order.enumerated() {
+            for (position, index) in order.enumerated() where items[index] != nil {
                 if position + 1 < order.count {
                     let next = order[position + 1]
                     let same = ByteComparison.equal(
@@ -48,10 +49,19 @@ struct GatheringArrivals {
                     )
                     if same { continue }
                 }
-                if let item = items[index] { result.append(item) }
+                kept.append(index)
             }
         }
-        return result
+        order = kept
+        return kept.map { items[$0]! }
+    }
+
+    /// The merged items by path (after ``merge()``).
+    func index() -> [MetadataQueryResults.Path: NSMetadataItem] {
+        var index: [MetadataQueryResults.Path: NSMetadataItem] = [:]
+        index.reserveCapacity(order.count)
+        for position in order { index[MetadataQueryResults.Path(Array(bytes[bounds[position]]))] = items[position]! }
+        return index
     }
 
     /// Runs `body` with the order of two indices by their paths' bytes, compared in the buffer (no retain per
