@@ -179,4 +179,36 @@ import Testing
         settle()
         #expect(counts.isEmpty, "\(counts)")
     }
+
+    @Test func aLevelOfManyFoldersIsListedInGroupsAndEndsOnceAfterTheLast() throws {
+        // 20 folders more at the root: with a, c and the 8 folders per barrier, three listings of the level.
+        for index in 0..<20 {
+            try FileManager.default.createDirectory(atPath: root + "/m\(index)", withIntermediateDirectories: false)
+            #expect(FileManager.default.createFile(atPath: root + "/m\(index)/f", contents: Data("z".utf8)))
+        }
+        let key = QueryService.QueryKey(client: ClientID(1), local: 1)
+        service.start(key, scopes: [path()])
+        settle()
+        service.barriersPassed(barriers(after: 0))
+        settle()
+        // The root's listing asked for its 22 folders' watches in three groups, each with its barrier.
+        let groups = barriers(after: 0).count
+        #expect(groups == 1 + 3, "\(groups) barriers")
+        // Passed one at a time, last first: the gathering ends only with the last listing, once.
+        var seen = recorder.all.count
+        var pending = Array(barriers(after: 1).reversed())
+        while let token = pending.first {
+            pending.removeFirst()
+            #expect(applied(to: key).ends == 0, "the gathering ended with listings left")
+            service.barriersPassed([token])
+            settle()
+            pending += barriers(after: seen)
+            seen = recorder.all.count
+        }
+        #expect(applied(to: key).ends == 1)
+        #expect(applied(to: key).items.count == 2 + 1 + 20 * 2 + 1)
+        service.stop(key)
+        settle()
+        #expect(counts.isEmpty, "\(counts)")
+    }
 }

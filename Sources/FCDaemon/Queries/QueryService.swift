@@ -165,6 +165,7 @@ final class QueryService: @unchecked Sendable {
             let group = Array(folders[start..<min(start + Self.foldersPerBarrier, folders.count)])
             lastToken += 1
             listings[lastToken] = (tree, group, asChanges)
+            if !asChanges { tree.gatheringListings += 1 }
             outputs += group.map { fresh.contains($0) ? .watch($0) : .rewatch($0) }
             outputs.append(.barrier(lastToken))
             start += group.count
@@ -184,6 +185,7 @@ final class QueryService: @unchecked Sendable {
                 guard let listing = self.listings.removeValue(forKey: token),
                     let tree = self.trees[listing.tree.root], tree === listing.tree
                 else { continue }
+                if !listing.asChanges { tree.gatheringListings -= 1 }
                 // Each listing's outputs go before the next listing sends its first piece: in order.
                 self.output(self.listed(listing.folders, of: tree, asChanges: listing.asChanges))
             }
@@ -215,7 +217,7 @@ final class QueryService: @unchecked Sendable {
             return outputs
         }
         outputs += watchOutputs(delta.unwatch, of: tree)
-        if next.isEmpty && !listings.values.contains(where: { $0.tree === tree && !$0.asChanges }) {
+        if next.isEmpty && tree.gatheringListings == 0 {
             if tree.rescanWhenGathered {
                 // An overflow during the gathering: what the lost events told is read again now, before the
                 // gathering ends (its difference is part of the gathering).

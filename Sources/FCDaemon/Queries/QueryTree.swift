@@ -37,6 +37,9 @@ final class QueryTree {
     private(set) var watched: Set<ItemPath> = []
     /// An overflow of the kernel's queue came while the tree was being gathered: it is read again once gathered.
     var rescanWhenGathered = false
+    /// The listings of the gathering asked and not yet read: the gathering ends when none is left (a count, so that
+    /// each listing's check is O(1), whatever number of folders a level holds).
+    var gatheringListings = 0
 
     init(root: ItemPath, maximumItems: Int) {
         self.root = root
