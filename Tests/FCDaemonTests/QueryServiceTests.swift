@@ -211,4 +211,25 @@ import Testing
         settle()
         #expect(counts.isEmpty, "\(counts)")
     }
+
+    @Test func aFolderDeletedBeforeItsListingLeavesNoNode() throws {
+        let key = QueryService.QueryKey(client: ClientID(1), local: 1)
+        service.start(key, scopes: [path()])
+        settle()
+        service.barriersPassed(barriers(after: 0))
+        settle()
+        // c is deleted, and its event read, before the barrier of its watch passes: its listing finds it gone.
+        let seen = recorder.all.count
+        try FileManager.default.removeItem(atPath: root + "/c")
+        service.fileSystemChanged([.deleted(path("c"))])
+        settle()
+        service.barriersPassed(barriers(after: 1))
+        passBarriers(from: seen)
+        // The root, a and a/b; before, c's listing made its node again, empty, for as long as the tree lived.
+        #expect(service.folderNodes(of: path()) == 3)
+        #expect(applied(to: key) == ([path("a"), path("a/b"), path("a/b/f.txt")], 1))
+        service.stop(key)
+        settle()
+        #expect(counts.isEmpty, "\(counts)")
+    }
 }

@@ -200,7 +200,9 @@ final class QueryService: @unchecked Sendable {
     private func listed(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
         var delta = QueryTree.Delta(asChanges ? .changes : .piece)
         var next: [ItemPath] = []
-        for folder in folders {
+        // A folder gone from the tree since it was asked for (its deletion came first) is not listed: its node
+        // would be made again, empty, and kept for good. One made anew has an event, and a listing, of its own.
+        for folder in folders where folder == tree.root || tree.metadata(of: folder)?.isDirectory == true {
             let node = tree.folder(folder)
             try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
                 let name = QueryTree.Name(bytes: Array(name))
@@ -389,6 +391,9 @@ final class QueryService: @unchecked Sendable {
         for (path, _) in tree.items where !found.contains(path) { tree.set(path, nil, into: &delta) }
         return fresh
     }
+
+    /// How many folder nodes the tree of `root` keeps (on the queue; for the tests).
+    func folderNodes(of root: ItemPath) -> Int? { queue.sync { trees[root]?.folderNodes } }
 
     /// The trees as the queue last left them, for the dump: read from any thread without waiting for the queue
     /// (which may be gathering a big tree).

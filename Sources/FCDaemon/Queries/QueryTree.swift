@@ -23,6 +23,8 @@ final class QueryTree {
     private var folders: [ItemPath: Folder] = [:]
     /// How many items the tree holds.
     private(set) var count = 0
+    /// How many folders have a node (the root and the folders listed or holding items).
+    var folderNodes: Int { folders.count }
     /// The queries that use the tree.
     var queries: Set<QueryService.QueryKey> = []
     /// The gathering is done: updates go out from now on.
