@@ -148,24 +148,33 @@ import Testing
     }
 
     @Test func aGatheringSendsWhatItReadsAsItGoesWithTheChangesMeanwhile() throws {
+        // A piece's worth of files at the root, and some more.
+        let files = QueryService.itemsPerMessage + 50
+        for index in 0..<files {
+            #expect(FileManager.default.createFile(atPath: root + "/r\(index)", contents: nil))
+        }
         let first = QueryService.QueryKey(client: ClientID(1), local: 1)
         let second = QueryService.QueryKey(client: ClientID(2), local: 1)
         service.start(first, scopes: [path()])
         settle()
         service.barriersPassed(barriers(after: 0))
         settle()
-        // The root is listed, its folders not yet: what it holds is sent already (before, nothing went out until
-        // the whole tree was read).
-        #expect(applied(to: first) == ([path("a"), path("c")], 0))
-        // A query that joins now gets what the tree holds so far, then the pieces that follow.
+        // The root is listed, its folders not yet: a full piece of what it holds is sent already (before, nothing
+        // went out until the whole tree was read); the rest waits for the next piece.
+        let early = applied(to: first)
+        #expect(early.items.count == QueryService.itemsPerMessage && early.ends == 0)
+        // A query that joins now gets what the tree holds so far (the first query the rest of its piece), then the
+        // pieces that follow.
         service.start(second, scopes: [path()])
         settle()
-        #expect(applied(to: second) == ([path("a"), path("c")], 0))
+        let atRoot = Set((0..<files).map { path("r\($0)") } + [path("a"), path("c")])
+        #expect(applied(to: first) == (atRoot, 0))
+        #expect(applied(to: second) == (atRoot, 0))
         // c goes while the tree is gathered: its queries had it, so its removal is sent too.
         try FileManager.default.removeItem(atPath: root + "/c")
         service.fileSystemChanged([.deleted(path("c"))])
         passBarriers()
-        let tree: Set<ItemPath> = [path("a"), path("a/b"), path("a/b/f.txt")]
+        let tree = atRoot.subtracting([path("c")]).union([path("a/b"), path("a/b/f.txt")])
         #expect(applied(to: first) == (tree, 1))
         #expect(applied(to: second) == (tree, 1))
         // The end of the gathering is each query's last frame.

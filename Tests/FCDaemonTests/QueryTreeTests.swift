@@ -58,4 +58,17 @@ import Testing
         #expect(tree.count == 2)
         #expect(tree.overLimit)
     }
+
+    @Test func anItemWhoseFolderIsNotInTheTreeIsNotAdded() {
+        let tree = QueryTree(root: path("/r"), maximumItems: 100)
+        var delta = QueryTree.Delta()
+        // Told by an event before its folder was listed (or after it went): nothing would ever remove it.
+        tree.set(path("/r/x/y"), file(1), into: &delta)
+        #expect(tree.count == 0 && delta.isEmpty)
+        tree.set(path("/r/x"), folder, into: &delta)
+        tree.set(path("/r/x/y"), file(1), into: &delta)
+        #expect(tree.count == 2)
+        tree.set(path("/r/x"), nil, into: &delta)
+        #expect(tree.count == 0 && tree.folderNodes == 1)
+    }
 }

@@ -111,6 +111,9 @@ final class QueryService: @unchecked Sendable {
         var outputs: [Output] = []
         for root in scopes {
             if let tree = trees[root] {
+                // What the tree's queries have not been sent yet goes to them first: the new one gets the tree as
+                // it is now.
+                outputs += flushPiece(of: tree)
                 tree.queries.insert(key)
                 // A tree gathered is handed over whole; one being gathered, what it holds so far, and then its
                 // pieces as they are read, with its other queries'.
@@ -198,7 +201,10 @@ final class QueryService: @unchecked Sendable {
     /// take one piece while the next is listed; the end of a gathering that has no more to list is told to its
     /// queries. What folders that appeared hold is told as changes.
     private func listed(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
-        var delta = QueryTree.Delta(asChanges ? .changes : .piece)
+        // A gathering adds to the tree's piece (taken out while it is filled, so that the tree is not accessed
+        // through two paths at once), which goes out when full; what folders that appeared hold is one update.
+        var delta = asChanges ? QueryTree.Delta() : tree.piece
+        if !asChanges { tree.piece = QueryTree.Delta(.piece) }
         var next: [ItemPath] = []
         // A folder gone from the tree since it was asked for (its deletion came first) is not listed: its node
         // would be made again, empty, and kept for good. One made anew has an event, and a listing, of its own.
@@ -209,17 +215,25 @@ final class QueryService: @unchecked Sendable {
                 let path = folder.appending(name.bytes)
                 tree.set(name, in: node, at: path, metadata, into: &delta)
                 if metadata.isDirectory, node.entries[name] != nil { next.append(path) }
-                if delta.listed.count >= Self.itemsPerMessage { sendPiece(&delta, of: tree) }
+                if !asChanges, delta.listed.count + delta.removed.count >= Self.itemsPerMessage {
+                    output(pieces(delta, of: tree))
+                    delta = QueryTree.Delta(.piece)
+                }
             }
         }
-        if !asChanges { sendPiece(&delta, of: tree) }
-        var outputs: [Output] = next.isEmpty ? [] : list(next, of: tree, asChanges: asChanges)
+        // Folders gone are let go before those that appeared are watched (a folder that went and came back is
+        // watched anew, not let go after its new watch was asked).
+        var outputs = watchOutputs(delta.unwatch, of: tree)
+        delta.unwatch = []
+        delta.watch = []
+        outputs += next.isEmpty ? [] : list(next, of: tree, asChanges: asChanges)
         if asChanges {
             outputs += updates(delta, of: tree)
             return outputs
         }
-        outputs += watchOutputs(delta.unwatch, of: tree)
+        tree.piece = delta
         if next.isEmpty && tree.gatheringListings == 0 {
+            outputs += flushPiece(of: tree)
             if tree.rescanWhenGathered {
                 // An overflow during the gathering: what the lost events told is read again now, before the
                 // gathering ends (its difference is part of the gathering).
@@ -242,12 +256,11 @@ final class QueryService: @unchecked Sendable {
         return outputs
     }
 
-    /// Sends what a gathering's `delta` recorded since its last piece to the tree's queries, and empties it.
-    private func sendPiece(_ delta: inout QueryTree.Delta, of tree: QueryTree) {
-        guard !delta.listed.isEmpty || !delta.removed.isEmpty else { return }
-        output(pieces(delta, of: tree))
-        delta.listed.removeAll(keepingCapacity: true)
-        delta.removed.removeAll()
+    /// The tree's piece for its queries (``QueryTree/piece``), which is emptied.
+    private func flushPiece(of tree: QueryTree) -> [Output] {
+        guard !tree.piece.isEmpty else { return [] }
+        defer { tree.piece = QueryTree.Delta(.piece) }
+        return pieces(tree.piece, of: tree)
     }
 
     /// `delta` as a piece of `tree`'s gathering for each of its queries.
@@ -296,7 +309,7 @@ final class QueryService: @unchecked Sendable {
 
     /// One update per query of `tree` for `delta`.
     private func updates(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
-        var outputs = watchOutputs(delta.unwatch, of: tree)
+        var outputs: [Output] = []
         guard !delta.isEmpty else { return outputs }
         let added = delta.added.sorted { $0.key < $1.key }
         let changed = delta.changed.sorted { $0.key < $1.key }
@@ -336,10 +349,11 @@ final class QueryService: @unchecked Sendable {
                 continue
             }
             for path in event.items {
-                // A tree being gathered takes the change too (its folder may be listed already); it tells nothing
-                // until its gathering is handed over.
+                // A tree being gathered takes the change too (its folder may be listed already).
                 for tree in trees.values where tree.holds(path) && path != tree.root {
-                    var delta = deltas[tree.root] ?? QueryTree.Delta()
+                    // A tree being gathered adds the change to its piece: its queries may have had the item.
+                    var delta = deltas[tree.root] ?? (tree.gathered ? QueryTree.Delta() : tree.piece)
+                    if !tree.gathered { tree.piece = QueryTree.Delta(.piece) }
                     let metadata = try? ItemMetadata.of(path.description)
                     let wasFolder = tree.metadata(of: path)?.isDirectory == true
                     tree.set(path, metadata, into: &delta)
@@ -353,13 +367,20 @@ final class QueryService: @unchecked Sendable {
             }
         }
         var outputs: [Output] = []
-        for (root, delta) in deltas.sorted(by: { $0.key < $1.key }) {
+        for (root, recorded) in deltas.sorted(by: { $0.key < $1.key }) {
             guard let tree = trees[root] else { continue }
+            var delta = recorded
+            // Folders gone are let go before those that appeared are watched (see `listed`).
+            outputs += watchOutputs(delta.unwatch, of: tree)
+            delta.unwatch = []
+            delta.watch = []
             if let folders = appeared[root] { outputs += list(folders, of: tree, asChanges: tree.gathered) }
-            // A tree being gathered sends its changes as pieces: its queries may have had the items already.
-            outputs +=
-                tree.gathered
-                ? updates(delta, of: tree) : watchOutputs(delta.unwatch, of: tree) + pieces(delta, of: tree)
+            if tree.gathered {
+                outputs += updates(delta, of: tree)
+            } else {
+                tree.piece = delta
+                if delta.listed.count + delta.removed.count >= Self.itemsPerMessage { outputs += flushPiece(of: tree) }
+            }
         }
         output(outputs)
         publish()

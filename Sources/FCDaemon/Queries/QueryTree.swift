@@ -39,6 +39,10 @@ final class QueryTree {
     private(set) var watched: Set<ItemPath> = []
     /// An overflow of the kernel's queue came while the tree was being gathered: it is read again once gathered.
     var rescanWhenGathered = false
+    /// What the gathering read or was told since its last piece went out (``Delta/Recording/piece``): sent when it
+    /// holds ``QueryService/itemsPerMessage`` items, when a query joins, and at the end of the gathering, so that the
+    /// frames of a gathering are as many as its items need, whatever number of folders hold them.
+    var piece = Delta(.piece)
     /// The listings of the gathering asked and not yet read: the gathering ends when none is left (a count, so that
     /// each listing's check is O(1), whatever number of folders a level holds).
     var gatheringListings = 0
@@ -112,6 +116,9 @@ final class QueryTree {
         guard path != root, path.isDescendant(of: root), let parent = path.parent, let name = path.lastComponent else {
             return
         }
+        // An item whose folder is not in the tree (not listed yet, or gone) is not added: its folder's listing
+        // reads it, and nothing would remove it with a folder that is not there.
+        guard metadata == nil || parent == root || self.metadata(of: parent)?.isDirectory == true else { return }
         set(Name(bytes: name), in: metadata == nil ? folders[parent] : folder(parent), at: path, metadata, into: &delta)
     }
 

@@ -26,8 +26,7 @@ struct GatheringArrivals {
     /// Sorts what was added since the last call: one more sorted run.
     mutating func sortNewArrivals() {
         guard sortedCount < order.count else { return }
-        let start = sortedCount
-        withComparison { precedes in order[start...].sort(by: precedes) }
+        Self.sort(&order[sortedCount...], bytes: bytes, bounds: bounds)
         sortedCount = order.count
     }
 
@@ -36,7 +35,7 @@ struct GatheringArrivals {
     mutating func merge() -> [NSMetadataItem] {
         sortNewArrivals()
         // A stable sort finds the runs and merges them; among equal paths the arrival order stays.
-        withComparison { precedes in order.sort(by: precedes) }
+        Self.sort(&order[...], bytes: bytes, bounds: bounds)
         var kept: [Int] = []
         kept.reserveCapacity(order.count)
         bytes.withUnsafeBytes { buffer in
@@ -64,12 +63,13 @@ struct GatheringArrivals {
         return index
     }
 
-    /// Runs `body` with the order of two indices by their paths' bytes, compared in the buffer (no retain per
-    /// comparison).
-    private func withComparison(_ body: ((Int, Int) -> Bool) -> Void) {
+    /// Sorts `indices` by their paths' bytes, compared in the buffer (no retain per comparison). Static, with the
+    /// buffers passed in: a method of `self` called while `order` is changed in place worked on a copy of `self`,
+    /// which copied the whole `order` at each message.
+    private static func sort(_ indices: inout ArraySlice<Int>, bytes: [UInt8], bounds: [Range<Int>]) {
         bytes.withUnsafeBytes { buffer in
             bounds.withUnsafeBufferPointer { bounds in
-                body {
+                indices.sort {
                     ByteComparison.precedes(
                         UnsafeRawBufferPointer(rebasing: buffer[bounds[$0]]),
                         UnsafeRawBufferPointer(rebasing: buffer[bounds[$1]])
