@@ -114,7 +114,11 @@ extension ArbiterHost {
                 allocator: channel.allocator
             )
         } catch {
+            // Not left first in line (every later frame would wait behind it for good): the client's queries end
+            // with the connection, and it starts them again on a new one.
             logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
+            queryOutbox[client] = nil
+            close(client, because: ProtocolError(.limitExceeded, "a live query's message could not be sent: \(error)"))
             return
         }
         box.inFlight = true

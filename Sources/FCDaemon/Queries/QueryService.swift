@@ -68,8 +68,8 @@ final class QueryService: @unchecked Sendable {
     private var lastToken: UInt64 = 0
     private let output: @Sendable ([Output]) -> Void
     private let logger: Logger
-    /// The most items sent in one `QueryItems` (a frame stays far below the frame size limit).
-    static let itemsPerMessage = 2_000
+    /// The most items sent in one `QueryItems` (``QueryMessageRuns``).
+    static let itemsPerMessage = QueryMessageRuns.itemsPerMessage
     let maximumQueriesPerClient: Int
     let maximumItemsPerTree: Int
 
@@ -268,9 +268,9 @@ final class QueryService: @unchecked Sendable {
         pieces(delta.told, removed: delta.removed.sorted(), of: tree, to: tree.queries.sorted(), last: false)
     }
 
-    /// Items of `tree`'s gathering for those of `keys` that wait for it, in frames of at most ``itemsPerMessage``,
-    /// `removed` with the last (the client removes after it adds). `last`: the tree is gathered; a query that waits
-    /// for no other tree is told its gathering ended.
+    /// Items of `tree`'s gathering for those of `keys` that wait for it, in messages of ``QueryMessageRuns``'s
+    /// size, `removed` after the items (the client removes after it adds). `last`: the tree is gathered; a query that
+    /// waits for no other tree is told its gathering ended, in its last message.
     private func pieces(
         _ items: [(ItemPath, ItemMetadata)],
         removed: [ItemPath],
@@ -278,6 +278,8 @@ final class QueryService: @unchecked Sendable {
         to keys: [QueryKey],
         last: Bool
     ) -> [Output] {
+        let itemRuns = QueryMessageRuns.runs(items) { QueryMessageRuns.length($0.0) }
+        let removedRuns = QueryMessageRuns.runs(removed, size: QueryMessageRuns.length)
         var outputs: [Output] = []
         for key in keys {
             guard var query = queries[key], query.waiting.contains(tree.root) else { continue }
@@ -286,23 +288,21 @@ final class QueryService: @unchecked Sendable {
                 queries[key] = query
             }
             let ends = last && query.waiting.isEmpty
-            guard !items.isEmpty || !removed.isEmpty || ends else { continue }
-            var start = 0
-            repeat {
-                let end = min(start + Self.itemsPerMessage, items.count)
-                let final = end == items.count
+            var messages: [(added: [(ItemPath, ItemMetadata)], removed: [ItemPath])] = itemRuns.map { (Array($0), []) }
+            messages += removedRuns.map { ([], Array($0)) }
+            if messages.isEmpty && ends { messages = [([], [])] }
+            for (index, message) in messages.enumerated() {
                 outputs.append(
                     .items(
                         key,
-                        added: Array(items[start..<end]),
+                        added: message.added,
                         changed: [],
-                        removed: final ? removed : [],
-                        gathered: final && ends,
+                        removed: message.removed,
+                        gathered: ends && index == messages.count - 1,
                         count: tree.count
                     )
                 )
-                start = end
-            } while start < items.count
+            }
         }
         return outputs
     }
@@ -311,11 +311,22 @@ final class QueryService: @unchecked Sendable {
     private func updates(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
         var outputs: [Output] = []
         guard !delta.isEmpty else { return outputs }
-        let added = delta.added.sorted { $0.key < $1.key }
-        let changed = delta.changed.sorted { $0.key < $1.key }
-        let removed = delta.removed.sorted()
+        // One message unless it would be too big (see `QueryMessageRuns`): then the client receives them one after
+        // the other, and tells them in its batch.
+        let added = QueryMessageRuns.runs(delta.added.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) {
+            QueryMessageRuns.length($0.0)
+        }
+        let changed = QueryMessageRuns.runs(delta.changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) {
+            QueryMessageRuns.length($0.0)
+        }
+        let removed = QueryMessageRuns.runs(delta.removed.sorted(), size: QueryMessageRuns.length)
+        var messages = added.map { (Array($0), [(ItemPath, ItemMetadata)](), [ItemPath]()) }
+        messages += changed.map { ([], Array($0), []) }
+        messages += removed.map { ([], [], Array($0)) }
         for key in tree.queries.sorted() {
-            outputs.append(.items(key, added: added, changed: changed, removed: removed, gathered: false, count: 0))
+            for (added, changed, removed) in messages {
+                outputs.append(.items(key, added: added, changed: changed, removed: removed, gathered: false, count: 0))
+            }
         }
         return outputs
     }
