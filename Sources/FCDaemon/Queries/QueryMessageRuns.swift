@@ -1,4 +1,5 @@
 import FCCore
+import FCSystem
 
 /// How a query's items are cut into `QueryItems` messages (issue 44): at most ``itemsPerMessage`` items and about
 /// ``bytesPerMessage`` bytes each, so that no message nears the frame size limit (1 MiB by default) whatever the
@@ -11,23 +12,48 @@ enum QueryMessageRuns {
     /// What a message spends on an item besides its path's bytes (its fields and their tags: about 30 bytes).
     static let bytesPerItem = 64
 
-    /// `items` in consecutive runs, each one message's worth, by the bytes `size` gives each (never an empty run;
-    /// none for no items).
-    static func runs<Item>(_ items: [Item], size: (Item) -> Int) -> [ArraySlice<Item>] {
-        var runs: [ArraySlice<Item>] = []
-        var start = 0
-        var bytes = 0
-        for index in items.indices {
-            let cost = size(items[index]) + bytesPerItem
-            if index > start, index - start >= itemsPerMessage || bytes + cost > bytesPerMessage {
-                runs.append(items[start..<index])
-                start = index
-                bytes = 0
+    /// One message's items.
+    struct Message {
+        var added: [(ItemPath, ItemMetadata)] = []
+        var changed: [(ItemPath, ItemMetadata)] = []
+        var removed: [ItemPath] = []
+        fileprivate var count = 0
+        fileprivate var bytes = 0
+    }
+
+    /// `added`, `changed` and `removed` packed in that order into as few messages as fit (one, for all but big
+    /// batches; never an empty one, none for nothing): the client applies a message's added and changed items
+    /// before its removals, and a message before the next.
+    static func pack(
+        added: [(ItemPath, ItemMetadata)],
+        changed: [(ItemPath, ItemMetadata)] = [],
+        removed: [ItemPath]
+    ) -> [Message] {
+        var messages: [Message] = []
+        var current = Message()
+        func admit(_ path: ItemPath) {
+            let cost = length(path) + bytesPerItem
+            if current.count > 0, current.count >= itemsPerMessage || current.bytes + cost > bytesPerMessage {
+                messages.append(current)
+                current = Message()
             }
-            bytes += cost
+            current.count += 1
+            current.bytes += cost
         }
-        if start < items.count { runs.append(items[start...]) }
-        return runs
+        for item in added {
+            admit(item.0)
+            current.added.append(item)
+        }
+        for item in changed {
+            admit(item.0)
+            current.changed.append(item)
+        }
+        for path in removed {
+            admit(path)
+            current.removed.append(path)
+        }
+        if current.count > 0 { messages.append(current) }
+        return messages
     }
 
     /// The bytes of `path` as a message spells it (a slash before each component).

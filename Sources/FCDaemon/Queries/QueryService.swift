@@ -278,8 +278,7 @@ final class QueryService: @unchecked Sendable {
         to keys: [QueryKey],
         last: Bool
     ) -> [Output] {
-        let itemRuns = QueryMessageRuns.runs(items) { QueryMessageRuns.length($0.0) }
-        let removedRuns = QueryMessageRuns.runs(removed, size: QueryMessageRuns.length)
+        let packed = QueryMessageRuns.pack(added: items, removed: removed)
         var outputs: [Output] = []
         for key in keys {
             guard var query = queries[key], query.waiting.contains(tree.root) else { continue }
@@ -288,9 +287,7 @@ final class QueryService: @unchecked Sendable {
                 queries[key] = query
             }
             let ends = last && query.waiting.isEmpty
-            var messages: [(added: [(ItemPath, ItemMetadata)], removed: [ItemPath])] = itemRuns.map { (Array($0), []) }
-            messages += removedRuns.map { ([], Array($0)) }
-            if messages.isEmpty && ends { messages = [([], [])] }
+            let messages = packed.isEmpty && ends ? [QueryMessageRuns.Message()] : packed
             for (index, message) in messages.enumerated() {
                 outputs.append(
                     .items(
@@ -313,19 +310,23 @@ final class QueryService: @unchecked Sendable {
         guard !delta.isEmpty else { return outputs }
         // One message unless it would be too big (see `QueryMessageRuns`): then the client receives them one after
         // the other, and tells them in its batch.
-        let added = QueryMessageRuns.runs(delta.added.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) {
-            QueryMessageRuns.length($0.0)
-        }
-        let changed = QueryMessageRuns.runs(delta.changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) {
-            QueryMessageRuns.length($0.0)
-        }
-        let removed = QueryMessageRuns.runs(delta.removed.sorted(), size: QueryMessageRuns.length)
-        var messages = added.map { (Array($0), [(ItemPath, ItemMetadata)](), [ItemPath]()) }
-        messages += changed.map { ([], Array($0), []) }
-        messages += removed.map { ([], [], Array($0)) }
+        let messages = QueryMessageRuns.pack(
+            added: delta.added.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+            changed: delta.changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+            removed: delta.removed.sorted()
+        )
         for key in tree.queries.sorted() {
-            for (added, changed, removed) in messages {
-                outputs.append(.items(key, added: added, changed: changed, removed: removed, gathered: false, count: 0))
+            for message in messages {
+                outputs.append(
+                    .items(
+                        key,
+                        added: message.added,
+                        changed: message.changed,
+                        removed: message.removed,
+                        gathered: false,
+                        count: 0
+                    )
+                )
             }
         }
         return outputs
