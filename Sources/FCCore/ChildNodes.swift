@@ -5,20 +5,14 @@
 ///
 /// Not thread-safe: owned by one ``Arbiter``, like its node.
 struct ChildNodes {
-    /// An entry name whose hash is taken over its bytes at once. Equal names have equal bytes, so equal hashes.
-    struct Name: Hashable {
-        let bytes: [UInt8]
-
-        func hash(into hasher: inout Hasher) {
-            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        }
-    }
+    /// An entry name whose hash is taken over its bytes at once (``ByteKey``).
+    typealias Name = ByteKey
 
     private var nodes: [Name: AccessNode] = [:]
 
     subscript(name: [UInt8]) -> AccessNode? {
-        get { nodes[Name(bytes: name)] }
-        set { nodes[Name(bytes: name)] = newValue }
+        get { nodes[Name(name)] }
+        set { nodes[Name(name)] = newValue }
     }
 
     var values: Dictionary<Name, AccessNode>.Values { nodes.values }

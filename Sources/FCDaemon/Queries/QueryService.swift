@@ -211,7 +211,7 @@ final class QueryService: @unchecked Sendable {
         for folder in folders where folder == tree.root || tree.metadata(of: folder)?.isDirectory == true {
             let node = tree.folder(folder)
             try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
-                let name = QueryTree.Name(bytes: Array(name))
+                let name = QueryTree.Name(Array(name))
                 let path = folder.appending(name.bytes)
                 tree.set(name, in: node, at: path, metadata, into: &delta)
                 if metadata.isDirectory, node.entries[name] != nil { next.append(path) }

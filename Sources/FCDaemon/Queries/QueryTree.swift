@@ -7,11 +7,8 @@ import FCSystem
 /// - Important: Not thread-safe: confined to the ``QueryService``'s queue.
 final class QueryTree {
     let root: ItemPath
-    /// A name in a folder: its bytes, hashed as one buffer (`[UInt8]`'s own hash takes a byte at a time).
-    struct Name: Hashable {
-        let bytes: [UInt8]
-        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
-    }
+    /// A name in a folder: its bytes, hashed as one buffer (``ByteKey``).
+    typealias Name = ByteKey
     /// The entries of one folder of the tree, by name. A class, so that a listing finds its folder once and adds
     /// each entry by its name alone: no path hashed per item (the flat table of paths and the index of each
     /// folder's entries hashed each path three times: half of a gathering's own work, Benchmarks/README.md).
@@ -55,7 +52,7 @@ final class QueryTree {
     /// The item at `path`, as last read.
     func metadata(of path: ItemPath) -> ItemMetadata? {
         guard let parent = path.parent, let name = path.lastComponent else { return nil }
-        return folders[parent]?.entries[Name(bytes: name)]
+        return folders[parent]?.entries[Name(name)]
     }
 
     /// Every item, with its path: O(items).
@@ -119,7 +116,7 @@ final class QueryTree {
         // An item whose folder is not in the tree (not listed yet, or gone) is not added: its folder's listing
         // reads it, and nothing would remove it with a folder that is not there.
         guard metadata == nil || parent == root || self.metadata(of: parent)?.isDirectory == true else { return }
-        set(Name(bytes: name), in: metadata == nil ? folders[parent] : folder(parent), at: path, metadata, into: &delta)
+        set(Name(name), in: metadata == nil ? folders[parent] : folder(parent), at: path, metadata, into: &delta)
     }
 
     /// Sets the entry `name` of `node` (the folder of `path`, which is under the root) to `metadata`: a listing's

@@ -26,7 +26,7 @@ struct GatheringArrivals {
     /// Sorts what was added since the last call: one more sorted run.
     mutating func sortNewArrivals() {
         guard sortedCount < order.count else { return }
-        Self.sort(&order[sortedCount...], bytes: bytes, bounds: bounds)
+        Self.sortIndices(&order[sortedCount...], bytes: bytes, bounds: bounds)
         sortedCount = order.count
     }
 
@@ -35,7 +35,7 @@ struct GatheringArrivals {
     mutating func merge() -> [NSMetadataItem] {
         sortNewArrivals()
         // A stable sort finds the runs and merges them; among equal paths the arrival order stays.
-        Self.sort(&order[...], bytes: bytes, bounds: bounds)
+        Self.sortIndices(&order[...], bytes: bytes, bounds: bounds)
         var kept: [Int] = []
         kept.reserveCapacity(order.count)
         bytes.withUnsafeBytes { buffer in
@@ -56,17 +56,18 @@ struct GatheringArrivals {
     }
 
     /// The merged items by path (after ``merge()``).
-    func index() -> [MetadataQueryResults.Path: NSMetadataItem] {
-        var index: [MetadataQueryResults.Path: NSMetadataItem] = [:]
+    func index() -> [ByteKey: NSMetadataItem] {
+        var index: [ByteKey: NSMetadataItem] = [:]
         index.reserveCapacity(order.count)
-        for position in order { index[MetadataQueryResults.Path(Array(bytes[bounds[position]]))] = items[position]! }
+        for position in order { index[ByteKey(Array(bytes[bounds[position]]))] = items[position]! }
         return index
     }
 
-    /// Sorts `indices` by their paths' bytes, compared in the buffer (no retain per comparison). Static, with the
+    /// Sorts `indices` by the bytes their `bounds` give in `bytes`, compared in the buffer (no retain per
+    /// comparison): the arrivals' runs, and ``MetadataQueryResults``'s reorder of its results. Static, with the
     /// buffers passed in: a method of `self` called while `order` is changed in place worked on a copy of `self`,
     /// which copied the whole `order` at each message.
-    private static func sort(_ indices: inout ArraySlice<Int>, bytes: [UInt8], bounds: [Range<Int>]) {
+    static func sortIndices(_ indices: inout ArraySlice<Int>, bytes: [UInt8], bounds: [Range<Int>]) {
         bytes.withUnsafeBytes { buffer in
             bounds.withUnsafeBufferPointer { bounds in
                 indices.sort {

@@ -18,23 +18,11 @@ struct MetadataQueryResults {
         case changesPending
     }
 
-    /// An item's path as the daemon sent it: its bytes, hashed and compared as bytes. Linux names are bytes, so
-    /// two names that differ only in Unicode normalisation are two files (a `String` key took them for one), and
-    /// bytes compare without Unicode's rules (a `String` sort of a gathering's 100,000 paths was half of the
-    /// client's work, Benchmarks/README.md "Live queries").
-    struct Path: Hashable, Comparable {
-        let bytes: [UInt8]
-
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
-        init(_ data: Data) { bytes = [UInt8](data) }
-
-        func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
-
-        /// Byte order (UTF-8's order of code points for names that are UTF-8), shorter first on a common prefix.
-        static func < (a: Path, b: Path) -> Bool {
-            a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in ByteComparison.precedes(x, y) } }
-        }
-    }
+    /// An item's path as the daemon sent it: its bytes, hashed and ordered as bytes (``ByteKey``). Linux names are
+    /// bytes, so two names that differ only in Unicode normalisation are two files (a `String` key took them for
+    /// one), and bytes compare without Unicode's rules (a `String` sort of a gathering's 100,000 paths was half of
+    /// the client's work, Benchmarks/README.md "Live queries").
+    typealias Path = ByteKey
 
     let predicate: (NSMetadataItem) -> Bool
     /// The results' order: by these attributes (ascending or not), then by path.
@@ -72,16 +60,7 @@ struct MetadataQueryResults {
                 bounds.append(bytes.count..<bytes.count + entry.key.bytes.count)
                 bytes += entry.key.bytes
             }
-            bytes.withUnsafeBytes { buffer in
-                bounds.withUnsafeBufferPointer { bounds in
-                    order.sort {
-                        ByteComparison.precedes(
-                            UnsafeRawBufferPointer(rebasing: buffer[bounds[$0]]),
-                            UnsafeRawBufferPointer(rebasing: buffer[bounds[$1]])
-                        )
-                    }
-                }
-            }
+            GatheringArrivals.sortIndices(&order[...], bytes: bytes, bounds: bounds)
         } else {
             let sortKeys = self.sortKeys
             order.sort { a, b in
@@ -158,11 +137,15 @@ struct MetadataQueryResults {
                 for record in records {
                     let item = Self.item(record)
                     let kept = predicate(item) ? item : nil
-                    if arriving { arrivals.add(record.path, kept) } else { gathering?[Path(record.path)] = kept }
+                    if arriving {
+                        arrivals.add(record.path, kept)
+                    } else {
+                        gathering?[Path([UInt8](record.path))] = kept
+                    }
                 }
             }
             for bytes in message.removed {
-                if arriving { arrivals.add(bytes, nil) } else { gathering?[Path(bytes)] = nil }
+                if arriving { arrivals.add(bytes, nil) } else { gathering?[Path([UInt8](bytes))] = nil }
             }
             if arriving { arrivals.sortNewArrivals() }
             guard message.gathered, let gathered = gathering else {
@@ -190,7 +173,7 @@ struct MetadataQueryResults {
         }
         indexIfPending()
         for record in message.added + message.changed {
-            let path = Path(record.path)
+            let path = Path([UInt8](record.path))
             let item = Self.item(record)
             if predicate(item) {
                 pending[path] = .some(item)
@@ -199,7 +182,7 @@ struct MetadataQueryResults {
             }
         }
         for bytes in message.removed {
-            let path = Path(bytes)
+            let path = Path([UInt8](bytes))
             if current[path] != nil || pending[path] != nil { pending[path] = .some(nil) }
         }
         return pending.isEmpty ? .nothing : .changesPending
