@@ -109,4 +109,16 @@ import Testing
         let after = results.results.map { $0.value(forAttribute: NSMetadataItemFSSizeKey) as? NSNumber }
         #expect(after == [1, 5, 7, 2])
     }
+
+    @Test func aGatheredCountPastIntMaxIsProgressNotATrap() {
+        var results = MetadataQueryResults(predicate: { _ in true })
+        var piece = Filecoord_V1_QueryItems()
+        piece.added = [Self.record("/t/a", size: 1)]
+        piece.gatheredCount = .max
+        guard case .gatheringProgress(let count) = results.receive(piece) else {
+            Issue.record("a piece did not count as progress")
+            return
+        }
+        #expect(count == Int.max)
+    }
 }
