@@ -7,8 +7,13 @@
 //                                            `no-leases`) until standard input closes; prints `ready` once it listens
 //   InstructionCounts client SOCKET MODE N   makes the same warm-up, then N coordinated calls of one file, and exits;
 //                                            MODE is read or write (the daemon's path: the script starts the daemon
-//                                            with `no-leases`) or leased-read (after the lease is granted); the client
-//                                            runs with the settings a user gets (leases on) in every mode
+//                                            with `no-leases`), presented-write (a write of a file a presenter of the
+//                                            same process, not the coordinator's, relinquishes at once: the daemon's
+//                                            request to it and its reply), leased-read (after the lease is granted),
+//                                            or new-folder-write (each write in a folder no call has seen: the cold
+//                                            canonicalisation and the daemon's claim in a new folder of a lease's
+//                                            recall; profiled, not gated; N at most 2,000); the client runs with the
+//                                            settings a user gets (leases on) in every mode
 //
 // The script runs each with two values of N and divides the difference of the totals by the difference of N, so
 // that start-up, warm-up and exit cancel out. Both have a synchronous `main` that never calls `dispatchMain()`
@@ -67,8 +72,9 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
     setenv("FILECOORDD_SOCKET", socketPath, 1)
     setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)  // No daemon started behind the script's back.
     unsetenv("FILECOORD_ARBITER")
-    let writing = mode == "write"
-    guard ["read", "write", "leased-read"].contains(mode) else { fail("unknown mode \(mode)") }
+    let writing = mode.hasSuffix("write")
+    let modes = ["read", "write", "leased-read", "presented-write", "new-folder-write"]
+    guard modes.contains(mode) else { fail("unknown mode \(mode)") }
     unsetenv("FILECOORD_LEASES")  // The settings a user gets: the client answers recalls (issue 38).
     let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
         "fc-instructions-\(ProcessIdentity.processID)"
@@ -81,12 +87,32 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
     }
     defer { try? FileManager.default.removeItem(at: folder) }
     let url = folder.appendingPathComponent("item.txt")
+    // A presenter of the file that relinquishes to each writer at once (not the coordinator's own: it is asked).
+    let presenter = mode == "presented-write" ? RelinquishingPresenter(url: url) : nil
+    if let presenter { NSFileCoordinator.addFilePresenter(presenter) }
     // The warm-up: connection, caches, and for leases the grant, which follows the first claim's finish and is read
     // by the listener thread (a second is ample, even under valgrind); then the same 100 calls in every run.
     call(url, writing: writing)
     sleep(1)
     for _ in 0..<100 { call(url, writing: writing) }
-    for _ in 0..<count { call(url, writing: writing) }
+    if mode == "new-folder-write" {
+        // Each call in a folder no call has seen: the same folders are made whatever the count, so that making them
+        // cancels out of the difference.
+        let folders = (0..<2_000).map { folder.appendingPathComponent("new\($0)") }
+        let items = folders.map { $0.appendingPathComponent("item.txt") }
+        do {
+            for (each, item) in zip(folders, items) {
+                try FileManager.default.createDirectory(at: each, withIntermediateDirectories: true)
+                try Data("x".utf8).write(to: item)
+            }
+        } catch {
+            fail("cannot make the folders: \(error)")
+        }
+        guard count <= folders.count else { fail("at most \(folders.count) calls in new folders") }
+        for item in items.prefix(count) { call(item, writing: true) }
+    } else {
+        for _ in 0..<count { call(url, writing: writing) }
+    }
     try? FileManager.default.removeItem(at: folder)
     exit(0)
 }
@@ -102,6 +128,27 @@ case (5, "client"):
     runClient(socketPath: arguments[2], mode: arguments[3], count: count)
 default:
     fail(
-        "usage: InstructionCounts daemon SOCKET [no-leases] | InstructionCounts client SOCKET read|write|leased-read N"
+        "usage: InstructionCounts daemon SOCKET [no-leases] | InstructionCounts client SOCKET "
+            + "read|write|leased-read|presented-write|new-folder-write N"
     )
+}
+
+/// Presents a file and relinquishes it to every writer at once, without a reacquirer (as the end-to-end benchmark's).
+final class RelinquishingPresenter: NSObject, NSFilePresenter, @unchecked Sendable {
+    let presentedItemURL: URL?
+    let presentedItemOperationQueue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return queue
+    }()
+
+    init(url: URL) {
+        presentedItemURL = url
+    }
+
+    var presentedItemCallbacks: FilePresenterCallbacks { [.relinquishToWriter] }
+
+    func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+        writer(nil)
+    }
 }

@@ -116,17 +116,15 @@ final class HandshakeHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
         switch state {
         case .admitting, .closed:
             return
         case .ready:
-            if case .hello? = frame.payload {
-                context.fireErrorCaught(ProtocolError(.unexpectedMessage, "Hello was sent twice"))
-            } else {
-                context.fireChannelRead(data)
-            }
+            // Passed on as it came: unwrapping it here too was a dynamic cast per frame (the `SessionHandler`
+            // refuses a second `Hello`).
+            context.fireChannelRead(data)
         case .awaitingHello:
+            let frame = unwrapInboundIn(data)
             guard case .hello(let hello)? = frame.payload else {
                 failBeforeHandshake(
                     ProtocolError(

@@ -49,6 +49,8 @@ final class SessionHandler: ChannelInboundHandler {
 
     private func dispatch(_ frame: Filecoord_V1_Frame, context: ChannelHandlerContext) throws(ProtocolError) {
         switch frame.payload {
+        case .hello?:
+            throw ProtocolError(.unexpectedMessage, "Hello was sent twice")
         case .dumpRequest?:
             try answerDump(context: context)
         case .versionStoreRequest(let request)?:

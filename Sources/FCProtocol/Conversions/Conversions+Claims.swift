@@ -52,9 +52,9 @@ extension ClaimItem {
         try self.init(wire: wire, field: "ClaimItem", limits: limits)
     }
 
-    init(wire: Filecoord_V1_ClaimItem, field: String, limits: ProtocolLimits) throws(ProtocolError) {
+    init(wire: Filecoord_V1_ClaimItem, field: @autoclosure () -> String, limits: ProtocolLimits) throws(ProtocolError) {
         self.init(
-            path: try decodePath(wire.path, field: "\(field).path", limits: limits),
+            path: try decodePath(wire.path, field: "\(field()).path", limits: limits),
             access: try Access(wireWrite: wire.write, options: wire.options),
             identity: wire.hasIdentity ? ItemIdentity(wire.identity) : nil,
             hasOtherNames: wire.hasOtherNames_p
@@ -201,9 +201,10 @@ extension Filecoord_V1_FinishClaim {
         guard endedAtNs != 0 else { return nil }
         var items: [ItemPath: ItemStamp] = [:]
         for (index, state) in written.enumerated() {
-            let field = "FinishClaim.written[\(index)]"
-            let path = try decodePath(state.path, field: "\(field).path", limits: limits)
-            guard state.size >= 0 else { throw ProtocolError(.invalidValue, "\(field) has a negative size") }
+            let path = try decodePath(state.path, field: "FinishClaim.written[\(index)].path", limits: limits)
+            guard state.size >= 0 else {
+                throw ProtocolError(.invalidValue, "FinishClaim.written[\(index)] has a negative size")
+            }
             items[path] =
                 state.present
                 ? .present(inode: state.inode, size: state.size, changeTime: state.changeTimeNs) : .absent

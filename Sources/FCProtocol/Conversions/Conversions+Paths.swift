@@ -26,9 +26,11 @@ extension ItemPath {
     }
 }
 
+/// `field` names the field in an error only: it is not spelled for a valid path (a frame's paths are decoded on the
+/// daemon's loop for every claim).
 func decodePath(
     _ bytes: some Collection<UInt8>,
-    field: String,
+    field: @autoclosure () -> String,
     limits: ProtocolLimits
 ) throws(ProtocolError)
     -> ItemPath
@@ -37,21 +39,25 @@ func decodePath(
     guard count <= limits.maximumPathLength else {
         throw ProtocolError(
             .pathTooLong,
-            "\(field) is \(count) bytes long; the limit is \(limits.maximumPathLength)"
+            "\(field()) is \(count) bytes long; the limit is \(limits.maximumPathLength)"
         )
     }
     do {
         return try ItemPath(absolute: bytes)
     } catch {
-        throw ProtocolError(.invalidPath, "\(field): \(error)")
+        throw ProtocolError(.invalidPath, "\(field()): \(error)")
     }
 }
 
-func decodePaths(_ list: [Data], field: String, limits: ProtocolLimits) throws(ProtocolError) -> [ItemPath] {
+func decodePaths(
+    _ list: [Data],
+    field: @autoclosure () -> String,
+    limits: ProtocolLimits
+) throws(ProtocolError) -> [ItemPath] {
     var paths: [ItemPath] = []
     paths.reserveCapacity(list.count)
     for (index, bytes) in list.enumerated() {
-        paths.append(try decodePath(bytes, field: "\(field)[\(index)]", limits: limits))
+        paths.append(try decodePath(bytes, field: "\(field())[\(index)]", limits: limits))
     }
     return paths
 }
