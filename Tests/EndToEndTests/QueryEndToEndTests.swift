@@ -93,6 +93,26 @@ import Testing
         }
     }
 
+    @Test("A folder deleted and made again at once is watched anew: what is made in it later is reported")
+    func aFolderMadeAgainIsWatched() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = try Self.tree(env, files: 10)
+            let host = try await env.host("Q")
+            try host.send("query R \(root) 100")
+            _ = try await host.waitFor("query R gathered 12")
+            // The daemon reads the deletion's event once `a` is there again: before, it took it for a change of `a`,
+            // so the new `a` (whose watch the kernel had not) was neither watched nor listed.
+            try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && rm -r a && mkdir a && echo x > a/one"])
+            _ = try await host.waitFor(lineMatching: { $0.hasPrefix("query R update") && $0.contains("a/one") })
+            try runToCompletion("/bin/sh", ["-c", "echo y > '\(root)/a/two'"])
+            let later = try await host.waitFor(lineMatching: { $0.hasPrefix("query R update") && $0.contains("a/two") })
+            #expect(later.text.contains("added=a/two"), "\(later.text)")
+            try host.send("query-count R")
+            _ = try await host.waitFor("query R count 9")
+        }
+    }
+
     @Test("Two processes querying one tree share its gathering and its watches; a folder made later is watched")
     func queriesShareOneTree() async throws {
         try await TestEnvironment.run { env in

@@ -113,6 +113,40 @@ import Testing
         #expect(counts.isEmpty, "watches left after the query stopped: \(counts)")
     }
 
+    @Test func aFolderDeletedAndMadeAgainInOneBatchKeepsItsWatch() throws {
+        let key = QueryService.QueryKey(client: ClientID(1), local: 1)
+        service.start(key, scopes: [path()])
+        passBarriers()
+        #expect(counts[path("c")] == 1, "\(counts)")
+        // c is deleted and made again, with g in it, before the service reads the batch of both events: the kernel
+        // dropped the old c's watch, so the new c is let go and watched anew, and listed. Before, the deletion was
+        // read as a change of c (the service reads what is there when it reads the batch): c was neither watched
+        // nor listed again, g was never told, nor anything made in c later.
+        try FileManager.default.removeItem(atPath: root + "/c")
+        try FileManager.default.createDirectory(atPath: root + "/c", withIntermediateDirectories: false)
+        #expect(FileManager.default.createFile(atPath: root + "/c/g", contents: Data("g".utf8)))
+        let before = recorder.all.count
+        service.fileSystemChanged([.deleted(path("c")), .created(path("c"), isDirectory: true)])
+        passBarriers(from: before)
+        #expect(counts[path("c")] == 1, "\(counts)")
+        let told = recorder.all.dropFirst(before).flatMap { output -> [ItemPath] in
+            if case .items(_, let added, _, _, _, _) = output { added.map(\.0) } else { [] }
+        }
+        #expect(told.contains(path("c/g")), "\(told)")
+        let forC = recorder.all.dropFirst(before).compactMap { output -> String? in
+            switch output {
+            case .watch(let folder) where folder == path("c"): "watch"
+            case .rewatch(let folder) where folder == path("c"): "rewatch"
+            case .unwatch(let folder) where folder == path("c"): "unwatch"
+            default: nil
+            }
+        }
+        #expect(forC == ["unwatch", "watch"])
+        service.stop(key)
+        settle()
+        #expect(counts.isEmpty, "watches left after the query stopped: \(counts)")
+    }
+
     @Test func anOverflowDuringTheGatheringIsReadAgainBeforeTheHandover() throws {
         let key = QueryService.QueryKey(client: ClientID(1), local: 1)
         service.start(key, scopes: [path()])

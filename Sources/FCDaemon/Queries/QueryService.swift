@@ -23,36 +23,6 @@ final class QueryService: @unchecked Sendable {
         static func < (a: QueryKey, b: QueryKey) -> Bool { (a.client, a.local) < (b.client, b.local) }
     }
 
-    /// What the service asks of the host.
-    enum Output: Sendable {
-        /// Items for a query: a piece of its gathering (`gathered` on the last), or one batch of changes.
-        case items(
-            QueryKey,
-            added: [(ItemPath, ItemMetadata)],
-            changed: [(ItemPath, ItemMetadata)],
-            removed: [ItemPath],
-            gathered: Bool,
-            count: Int
-        )
-        /// Watch this folder for the queries (counted by the host with the arbiter's own watches).
-        case watch(ItemPath)
-        /// Ask the watcher again for a folder already watched for the tree (not counted again): a folder deleted
-        /// and made again needs a new watch, which the watcher adds only where none is in place.
-        case rewatch(ItemPath)
-        case unwatch(ItemPath)
-        /// Tell ``barriersPassed(_:)`` this token once the watches asked before it are in place.
-        case barrier(UInt64)
-    }
-
-    /// What the dump shows of one tree.
-    struct TreeSummary: Sendable {
-        let root: ItemPath
-        let queries: [QueryKey]
-        let items: Int
-        let directories: Int
-        let gathered: Bool
-    }
-
     let queue = DispatchQueue(label: "filecoordd.queries")
     private var trees: [ItemPath: QueryTree] = [:] {
         didSet { holdsTrees.store(!trees.isEmpty, ordering: .releasing) }
@@ -360,6 +330,12 @@ final class QueryService: @unchecked Sendable {
                 }
                 continue
             }
+            // The name was vacated: whatever is there when the batch is read is another item, made since.
+            let vacated: Bool
+            switch event {
+            case .deleted, .movedFrom: vacated = true
+            default: vacated = false
+            }
             for path in event.items {
                 // A tree being gathered takes the change too (its folder may be listed already).
                 for tree in trees.values where tree.holds(path) && path != tree.root {
@@ -367,6 +343,10 @@ final class QueryService: @unchecked Sendable {
                     var delta = deltas[tree.root] ?? (tree.gathered ? QueryTree.Delta() : tree.piece)
                     if !tree.gathered { tree.piece = QueryTree.Delta(.piece) }
                     let metadata = try? ItemMetadata.of(path.description)
+                    // The old item goes first, so that a folder made again at once (`rm -r d; mkdir d`, read in one
+                    // batch) is a folder that appeared: the kernel dropped the old one's watch, and the new one is
+                    // watched and listed. Read as the same folder, it was neither, and nothing made in it was told.
+                    if vacated, metadata != nil { tree.set(path, nil, into: &delta) }
                     let wasFolder = tree.metadata(of: path)?.isDirectory == true
                     tree.set(path, metadata, into: &delta)
                     // A folder that appears may hold what was made in it before its watch: listed once watched. So

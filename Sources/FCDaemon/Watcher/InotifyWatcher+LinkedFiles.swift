@@ -15,7 +15,7 @@ extension InotifyWatcher {
     func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
         if mask & UInt32(IN_IGNORED) != 0 {
             // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
-            // ``unseenSpelling(_:)`` steps around.
+            // ``unseenSpelling(_:as:)`` steps around.
             _ = linked.drop(descriptor)
             echoes.forget(descriptor)
             updateWatchCounts()
@@ -81,7 +81,7 @@ extension InotifyWatcher {
             logger.debug("\(text) has other names but is not watched: the cap of \(cap) watches is reached")
             return
         }
-        guard let spelling = unseenSpelling(text),
+        guard let spelling = unseenSpelling(text, as: .file),
             inotifytools_watch_file(spelling, Int32(bitPattern: Self.linkedFileMask)) != 0
         else {
             logger.debug("\(text) has other names but is not watched: errno \(inotifytools_error())")
@@ -112,22 +112,6 @@ extension InotifyWatcher {
         let names = files.names(of: identity)
         for name in names { batch.append(.closedAfterWriting(name)) }
         for name in names { noteEntry(name) }
-    }
-
-    /// `path` as libinotifytools can be given it: it keeps the name of a watch the kernel dropped (`IN_IGNORED`)
-    /// and would hand back that old descriptor for the name, so a name it still holds for no live watch is spelled
-    /// with one more `./` before its last component. `nil` after a few tries.
-    private func unseenSpelling(_ path: String) -> String? {
-        guard let slash = path.lastIndex(of: "/") else { return nil }
-        var spelling = path
-        for dots in 0..<4 {
-            if dots > 0 {
-                spelling = String(path[..<slash]) + String(repeating: "/.", count: dots) + String(path[slash...])
-            }
-            let known = inotifytools_wd_from_filename(spelling)
-            if known < 0 || linked.watch(known) != nil { return spelling }
-        }
-        return nil
     }
 
     /// Lets the entry `path` go (deleted, renamed away, not a file).

@@ -361,7 +361,18 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             )
             return
         }
-        let path = String(decoding: directory.bytes, as: UTF8.self)
+        let text = String(decoding: directory.bytes, as: UTF8.self)
+        // A directory deleted and made again: its old watch's name still holds the dead descriptor.
+        guard let path = unseenSpelling(text, as: .directory) else {
+            status.failedWatches += 1
+            batch.append(
+                .watchFailed(
+                    directory,
+                    reason: "the directory was deleted and made again \(Self.maximumSpellings) times while watched"
+                )
+            )
+            return
+        }
         guard inotifytools_watch_file(path, Int32(bitPattern: Self.mask)) != 0 else {
             switch inotifytools_error() {
             case ENOENT, ENOTDIR:
@@ -385,7 +396,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         guard descriptor >= 0 else { return }
         if let other = byDescriptor[descriptor], other != directory {
             // The same directory under another path (a bind mount): its events keep the first path.
-            logger.debug("\(path) is the directory already watched as \(other)")
+            logger.debug("\(text) is the directory already watched as \(other)")
             return
         }
         byDescriptor[descriptor] = directory
@@ -395,8 +406,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         let folds = foldsNames(descriptor, directory)
         // One listing serves both: what a directory made before its watch holds, and its files' identities.
         guard scan || indexing else { return }
-        let names = Self.names(in: path)
-        if scan { self.scan(directory, path: path, names: names, folds: folds, into: &batch) }
+        let names = Self.names(in: text)
+        if scan { self.scan(directory, path: text, names: names, folds: folds, into: &batch) }
         if indexing {
             noteEntries(in: directory, names: names, folds: folds)
             indexed.insert(directory)

@@ -1,0 +1,36 @@
+import FCCore
+import FCSystem
+
+// What the query service (QueryService.swift) asks of the host, and what the dump shows of its trees.
+
+extension QueryService {
+    /// What the service asks of the host.
+    enum Output: Sendable {
+        /// Items for a query: a piece of its gathering (`gathered` on the last), or one batch of changes.
+        case items(
+            QueryKey,
+            added: [(ItemPath, ItemMetadata)],
+            changed: [(ItemPath, ItemMetadata)],
+            removed: [ItemPath],
+            gathered: Bool,
+            count: Int
+        )
+        /// Watch this folder for the queries (counted by the host with the arbiter's own watches).
+        case watch(ItemPath)
+        /// Ask the watcher again for a folder already watched for the tree (not counted again): a folder deleted
+        /// and made again needs a new watch, which the watcher adds only where none is in place.
+        case rewatch(ItemPath)
+        case unwatch(ItemPath)
+        /// Tell ``barriersPassed(_:)`` this token once the watches asked before it are in place.
+        case barrier(UInt64)
+    }
+
+    /// What the dump shows of one tree.
+    struct TreeSummary: Sendable {
+        let root: ItemPath
+        let queries: [QueryKey]
+        let items: Int
+        let directories: Int
+        let gathered: Bool
+    }
+}
