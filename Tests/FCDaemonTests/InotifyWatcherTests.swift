@@ -217,6 +217,39 @@ struct InotifyWatcherTests {
         }
     }
 
+    /// While something holds a deleted directory (here a descriptor of this process; a shell's working directory
+    /// does the same), the kernel keeps its watch and sends `IN_IGNORED` only once it is let go: a directory made
+    /// again under the path and asked for meanwhile found the old watch in place, and was not watched.
+    @Test func aDirectoryMadeAgainWhileTheOldOneIsHeldIsWatchedAnew() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+            watcher.watch(try path(docs))
+            try collector.waitUntil("the watch") { $0.status?.watches == 1 }
+            let held = open(docs, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            #expect(held >= 0)
+            try FileManager.default.removeItem(atPath: docs)
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: false)
+            watcher.watch(try path(docs))  // What the arbiter or a query does when it sees docs made.
+            watcher.barrier(7)
+            try collector.waitUntil("the barrier after the new watch") { $0.barriers.contains(7) }
+            try write("new", to: docs + "/new.txt")
+            try collector.waitUntil("the write in the new directory") {
+                $0.events.contains(.closedAfterWriting(try! path(docs + "/new.txt")))
+            }
+            close(held)
+            try write("later", to: docs + "/later.txt")
+            try collector.waitUntil("a write after the old directory was let go") {
+                $0.events.contains(.closedAfterWriting(try! path(docs + "/later.txt")))
+            }
+            #expect(collector.status?.watches == 1)
+        }
+    }
+
     /// A real overflow of the kernel's queue: the watcher's thread is held in `deliver` (it reads nothing) while
     /// more events than `fs.inotify.max_queued_events` are made; released, it reports `overflow` and rescans.
     @Test func aQueueOverflowIsReportedAndRescanned() throws {

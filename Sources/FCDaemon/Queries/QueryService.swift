@@ -130,7 +130,11 @@ final class QueryService: @unchecked Sendable {
     /// held the level's listing back by 20 ms).
     private func list(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
         // A folder listed again (it appeared in an event and in its parent's listing, or a rescan found it) is
-        // watched once for the tree; the watcher is asked again all the same, for a folder made anew.
+        // watched once for the tree; the watcher is asked again all the same, for a folder made anew. Named twice
+        // (made, deleted and made again within one batch), it is asked for once: two `watch`es and one `unwatch`
+        // left a watch the host never let go.
+        var named: Set<ItemPath> = []
+        let folders = folders.filter { named.insert($0).inserted }
         let fresh = Set(tree.startWatching(folders))
         var outputs: [Output] = []
         var start = 0

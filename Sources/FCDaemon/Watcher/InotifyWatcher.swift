@@ -57,13 +57,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// canonicaliser decides): event names there are case-folded as the arbiter's keys are (issue 14). Absent while
     /// undecided (an empty directory of a FUSE file system that the device does not name): asked again at its next
     /// event. At most one entry per watch.
-    private var foldsNames: [Int32: Bool] = [:]
-    private(set) var byPath: [ItemPath: Int32] = [:]
+    var foldsNames: [Int32: Bool] = [:]
+    /// Per directory watch, the directory's `(st_dev, st_ino)` when it was added (`InotifyWatcher+DirectoryWatches.swift`).
+    var directoryIdentities: [Int32: FileIdentity] = [:]
+    var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     private var wanted: Set<ItemPath> = []
     /// The watched directories whose files are indexed by identity (``FileSystemWatcher/watch(_:indexingFiles:)``):
     /// all but those watched for live queries only.
-    private var indexed: Set<ItemPath> = []
+    var indexed: Set<ItemPath> = []
     var status = WatcherStatus(backend: "inotify")
     /// The files of watched directories that have other names, each watched by its inode (issue 26).
     var linked = LinkedFileWatches()
@@ -75,8 +77,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// logged once per watch.
     var cutDirectories: Set<ItemPath> = []
     /// Watches added and removed since the last report.
-    private var added: [ItemPath] = []
-    private var removed: [ItemPath] = []
+    var added: [ItemPath] = []
+    var removed: [ItemPath] = []
     /// Barrier tokens passed since the last report (on the watcher thread).
     private var barriers: [UInt64] = []
 
@@ -259,6 +261,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         if mask & UInt32(IN_IGNORED) != 0 {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
             foldsNames[descriptor] = nil
+            directoryIdentities[descriptor] = nil
             if let directory = byDescriptor.removeValue(forKey: descriptor) {
                 byPath[directory] = nil
                 indexed.remove(directory)
@@ -309,7 +312,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             case .watch(let directory, let indexing):
                 // Asked again for a directory it wants: it was created after its watch failed.
                 let again = !wanted.insert(directory).inserted
-                if byPath[directory] == nil {
+                if byPath[directory] == nil || watchesAnother(directory) {
                     if again { status.rescans += 1 }
                     add(directory, scan: again, indexing: indexing, into: &batch)
                 } else if indexing, !indexed.contains(directory), let descriptor = byPath[directory] {
@@ -320,14 +323,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 }
             case .unwatch(let directory):
                 wanted.remove(directory)
-                indexed.remove(directory)
-                if let descriptor = byPath.removeValue(forKey: directory) {
-                    byDescriptor[descriptor] = nil
-                    foldsNames[descriptor] = nil
-                    removed.append(directory)
-                    _ = inotifytools_remove_watch_by_wd(descriptor)
-                    forgetLinkedFiles(in: directory)
-                }
+                dropWatch(of: directory)
             case .fileWritten(let identity):
                 reportWrite(of: identity, into: &batch)
             case .barrier(let token):
@@ -348,70 +344,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         updateWatchCounts()
         return true
-    }
-
-    private func add(_ directory: ItemPath, scan: Bool, indexing: Bool, into batch: inout [FileSystemEvent]) {
-        if let cap, byDescriptor.count + linked.count >= cap {
-            status.failedWatches += 1
-            batch.append(
-                .watchFailed(
-                    directory,
-                    reason: "filecoordd's cap of \(cap) inotify watches (--maximum-watches) is reached"
-                )
-            )
-            return
-        }
-        let text = String(decoding: directory.bytes, as: UTF8.self)
-        // A directory deleted and made again: its old watch's name still holds the dead descriptor.
-        guard let path = unseenSpelling(text, as: .directory) else {
-            status.failedWatches += 1
-            batch.append(
-                .watchFailed(
-                    directory,
-                    reason: "the directory was deleted and made again \(Self.maximumSpellings) times while watched"
-                )
-            )
-            return
-        }
-        guard inotifytools_watch_file(path, Int32(bitPattern: Self.mask)) != 0 else {
-            switch inotifytools_error() {
-            case ENOENT, ENOTDIR:
-                return  // Not a directory (its parent's watch covers it), or not there yet (asked again once created).
-            case ENOSPC:
-                status.failedWatches += 1
-                let limit = status.kernelMaximumWatches.map { " (\($0))" } ?? ""
-                batch.append(
-                    .watchFailed(
-                        directory,
-                        reason: "the kernel's limit of inotify watches, fs.inotify.max_user_watches\(limit), is reached"
-                    )
-                )
-            case let error:
-                status.failedWatches += 1
-                batch.append(.watchFailed(directory, reason: "inotify_add_watch failed: \(Errno(rawValue: error))"))
-            }
-            return
-        }
-        let descriptor = inotifytools_wd_from_filename(path + "/")
-        guard descriptor >= 0 else { return }
-        if let other = byDescriptor[descriptor], other != directory {
-            // The same directory under another path (a bind mount): its events keep the first path.
-            logger.debug("\(text) is the directory already watched as \(other)")
-            return
-        }
-        byDescriptor[descriptor] = directory
-        byPath[directory] = descriptor
-        added.append(directory)
-        updateWatchCounts()
-        let folds = foldsNames(descriptor, directory)
-        // One listing serves both: what a directory made before its watch holds, and its files' identities.
-        guard scan || indexing else { return }
-        let names = Self.names(in: text)
-        if scan { self.scan(directory, path: text, names: names, folds: folds, into: &batch) }
-        if indexing {
-            noteEntries(in: directory, names: names, folds: folds)
-            indexed.insert(directory)
-        }
     }
 
     func updateWatchCounts() {

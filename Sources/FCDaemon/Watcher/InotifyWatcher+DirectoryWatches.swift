@@ -1,0 +1,139 @@
+import CInotifyTools
+import FCCore
+import FCSystem
+import Glibc
+import Logging
+import SystemPackage
+
+// Adding and dropping the watch of a directory, and the spellings libinotifytools is given. libinotifytools keeps
+// the name of every watch it added and never lets it go when the kernel drops the watch (`IN_IGNORED`: the directory
+// or linked file was deleted): asked for the descriptor of that name, it hands back the dead watch's, even after a
+// new watch of a new item of the same name. So a name it holds for no live watch of this item is given to it spelled
+// another way, which the kernel resolves to the same path. And a directory replaced under a path still watched (its
+// old watch not dropped yet: the kernel sends `IN_IGNORED` only once nothing holds the old directory, a shell's
+// working directory for one) is told by its identity, and watched anew. Everything here runs on the watcher's thread.
+
+extension InotifyWatcher {
+    /// What a spelling names: libinotifytools keeps a directory's name with a final `/`.
+    enum SpelledItem {
+        case directory
+        case file
+    }
+
+    /// The most spellings tried for one name: a directory deleted and made again this many times while watched is not
+    /// watched again for the daemon's life (its watch fails, and says so), rather than searched for without end. The
+    /// names of dead watches stay in libinotifytools' tables (it frees a watch only when `inotify_rm_watch` succeeds).
+    static let maximumSpellings = 256
+
+    /// `path` as libinotifytools can be given it: as it is when libinotifytools holds no watch of that name, or holds
+    /// a live one of the same item (a directory of `identity`; a linked file); else with one more `/.` before its
+    /// last component than the last spelling it holds for another item. `nil` after ``maximumSpellings`` tries, or
+    /// for a path of no slash.
+    func unseenSpelling(_ path: String, as item: SpelledItem, identity: FileIdentity? = nil) -> String? {
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        let head = String(path[..<slash])
+        let tail = String(path[slash...])
+        var spelling = path
+        for dots in 0..<Self.maximumSpellings {
+            if dots > 0 { spelling = head + String(repeating: "/.", count: dots) + tail }
+            switch item {
+            case .directory:
+                let known = inotifytools_wd_from_filename(spelling + "/")
+                if known < 0 || (identity != nil && directoryIdentities[known] == identity) { return spelling }
+            case .file:
+                let known = inotifytools_wd_from_filename(spelling)
+                if known < 0 || linked.watch(known) != nil { return spelling }
+            }
+        }
+        return nil
+    }
+
+    /// Whether the watch of `directory` is of a directory no longer there (another one is, or nothing): then it is
+    /// dropped, and `true` says to add the watch anew. An `lstat` per request for a directory already watched.
+    func watchesAnother(_ directory: ItemPath) -> Bool {
+        guard let descriptor = byPath[directory], let watched = directoryIdentities[descriptor] else { return false }
+        let path = String(decoding: directory.bytes, as: UTF8.self)
+        let now = try? FileSystemCalls.status(path, followingLinks: true, readingMount: false).identity
+        guard now != watched else { return false }
+        dropWatch(of: directory)
+        return true
+    }
+
+    /// Lets the watch of `directory` go, and what hangs on it.
+    func dropWatch(of directory: ItemPath) {
+        indexed.remove(directory)
+        guard let descriptor = byPath.removeValue(forKey: directory) else { return }
+        byDescriptor[descriptor] = nil
+        foldsNames[descriptor] = nil
+        directoryIdentities[descriptor] = nil
+        removed.append(directory)
+        _ = inotifytools_remove_watch_by_wd(descriptor)
+        forgetLinkedFiles(in: directory)
+    }
+
+    func add(_ directory: ItemPath, scan: Bool, indexing: Bool, into batch: inout [FileSystemEvent]) {
+        if let cap, byDescriptor.count + linked.count >= cap {
+            status.failedWatches += 1
+            batch.append(
+                .watchFailed(
+                    directory,
+                    reason: "filecoordd's cap of \(cap) inotify watches (--maximum-watches) is reached"
+                )
+            )
+            return
+        }
+        let text = String(decoding: directory.bytes, as: UTF8.self)
+        // What is there now (`nil` when it cannot be looked at: the watch's own call says why).
+        let identity = try? FileSystemCalls.status(text, followingLinks: true, readingMount: false).identity
+        guard let path = unseenSpelling(text, as: .directory, identity: identity) else {
+            status.failedWatches += 1
+            batch.append(
+                .watchFailed(
+                    directory,
+                    reason: "the directory was deleted and made again \(Self.maximumSpellings) times while watched"
+                )
+            )
+            return
+        }
+        guard inotifytools_watch_file(path, Int32(bitPattern: Self.mask)) != 0 else {
+            switch inotifytools_error() {
+            case ENOENT, ENOTDIR:
+                return  // Not a directory (its parent's watch covers it), or not there yet (asked again once created).
+            case ENOSPC:
+                status.failedWatches += 1
+                let limit = status.kernelMaximumWatches.map { " (\($0))" } ?? ""
+                batch.append(
+                    .watchFailed(
+                        directory,
+                        reason: "the kernel's limit of inotify watches, fs.inotify.max_user_watches\(limit), is reached"
+                    )
+                )
+            case let error:
+                status.failedWatches += 1
+                batch.append(.watchFailed(directory, reason: "inotify_add_watch failed: \(Errno(rawValue: error))"))
+            }
+            return
+        }
+        let descriptor = inotifytools_wd_from_filename(path + "/")
+        guard descriptor >= 0 else { return }
+        if let other = byDescriptor[descriptor], other != directory {
+            // The same directory under another path (a bind mount): its events keep the first path.
+            logger.debug("\(text) is the directory already watched as \(other)")
+            return
+        }
+        byDescriptor[descriptor] = directory
+        byPath[directory] = descriptor
+        directoryIdentities[descriptor] = identity
+        added.append(directory)
+        updateWatchCounts()
+        let folds = foldsNames(descriptor, directory)
+        // One listing serves both: what a directory made before its watch holds, and its files' identities.
+        guard scan || indexing else { return }
+        let names = Self.names(in: text)
+        if scan { self.scan(directory, path: text, names: names, folds: folds, into: &batch) }
+        if indexing {
+            noteEntries(in: directory, names: names, folds: folds)
+            indexed.insert(directory)
+        }
+    }
+}
