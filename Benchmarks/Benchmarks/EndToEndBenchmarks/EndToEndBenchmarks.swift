@@ -74,6 +74,8 @@ let benchmarks: @Sendable () -> Void = {
     queryGathering()
     rawInotifyCreate()
     queryCreateArrival()
+    rawInotifyCreateDelivery()
+    queryCreateDelivery()
 }
 
 // MARK: - Baselines

@@ -20,6 +20,10 @@ import Synchronization
 //              client's own allocations
 //   inotify    watches FC_E2E_PATH's folder with raw inotify (no daemon) and writes `c` for every IN_CLOSE_WRITE of
 //              FC_E2E_PATH: the bare delivery the watcher benchmark compares with (issue 13)
+//   inotifyCreate  watches the folder FC_E2E_PATH with raw inotify and writes `c` for every IN_CREATE in it
+//              (QueryDeliveryBenchmarks.swift, issue 44)
+//   queryCreates  an NSMetadataQuery of the folder FC_E2E_PATH (batching interval 0): prints `ready` once gathered,
+//              then writes `c` for every item an update adds (QueryDeliveryBenchmarks.swift, issue 44)
 //   watched    presents FC_E2E_PATH (presentedItemDidChange only) and writes `c` for every presentedItemDidChange,
 //              from the presenter's queue (issue 13)
 //   holder     a client with leases (FILECOORD_LEASES=1): takes a lease on each folder it is sent a file of
@@ -47,6 +51,10 @@ enum HelperRole {
             )
         case "inotify":
             watchWithInotify(path)
+        case "inotifyCreate":
+            watchCreatesWithInotify(path)
+        case "queryCreates":
+            queryCreates(path)
         case "watched":
             presentForChanges(URL(fileURLWithPath: path))
         case "daemon":

@@ -1,0 +1,186 @@
+import Benchmark
+import FileCoordination
+import Foundation
+@preconcurrency import Glibc
+
+// Issue 44: an uncoordinated create's arrival at a live query against raw inotify delivery of the same create, in
+// the shape of the watcher's benchmark (WatcherBenchmarks.swift): this process makes a file with open(O_CREAT) and
+// close(), and a helper process that waits for the news writes one byte back. The raw helper is blocked in read() of
+// its own inotify instance (IN_CREATE on the folder); the query helper runs an NSMetadataQuery of the folder
+// (batching interval 0, its own operation queue) through the in-process daemon and writes a byte per item an update
+// adds. Both cost the helper's wake-up and this process's; the query's path adds the daemon's watcher, its query
+// service, the frame, the client's reader, the query's work queue and the operation queue. QueryArrivalBenchmarks.swift
+// keeps the earlier pair, whose raw side reads in the creating thread with no wake-up at all.
+
+private let deliveryNames = ["EndToEnd.rawInotifyCreateDelivery", "EndToEnd.queryCreateDelivery"]
+private let deliveryPauseMicroseconds: useconds_t = 3_000
+
+private func deliveryConfiguration() -> Benchmark.Configuration {
+    .init(scalingFactor: .one, maxDuration: .seconds(10), maxIterations: 1_000)
+}
+
+/// A new name for each create: the benchmark calls its closure again with the same iteration numbers.
+private final class DeliveryNames: @unchecked Sendable {
+    private var next = 0
+    func take() -> String {
+        next += 1
+        return "d\(next)"
+    }
+}
+
+/// One create per sample in `folder`, then the helper's `c`: the time between them. `names` lives as long as the
+/// benchmark: a name made again creates nothing, and the helper would wait for an event that never comes.
+private func measureCreates(
+    _ benchmark: Benchmark,
+    _ record: WallClockRecord,
+    folder: String,
+    names: DeliveryNames,
+    helper: HelperProcess
+) {
+    for _ in benchmark.scaledIterations {
+        let path = "\(folder)/\(names.take())"
+        usleep(deliveryPauseMicroseconds)
+        record.start()
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return benchmark.error("cannot create \(path): \(errnoText())") }
+        close(fd)
+        guard helper.receive() == UInt8(ascii: "c") else { return benchmark.error("the helper went away") }
+        record.stop(operations: 1)
+    }
+}
+
+/// open(O_CREAT) and close() here, `IN_CREATE` read by raw inotify in a helper process, one byte back.
+func rawInotifyCreateDelivery() {
+    let name = deliveryNames[0]
+    let record = WallClockRecord()
+    let names = DeliveryNames()
+    let fixture = Slot<(directory: ScratchDirectory, folder: String, helper: HelperProcess)>()
+    Benchmark(
+        name,
+        configuration: deliveryConfiguration(),
+        closure: { benchmark in
+            let value = fixture.value!
+            measureCreates(benchmark, record, folder: value.folder, names: names, helper: value.helper)
+        },
+        setup: {
+            let directory = try ScratchDirectory()
+            let folder = directory.path + "/raw"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let helper = try HelperProcess(role: "inotifyCreate", environment: ["FC_E2E_PATH": folder])
+            guard try helper.receiveLine() == "ready" else { throw BenchmarkFailure("the inotify helper failed") }
+            fixture.value = (directory, folder, helper)
+        },
+        teardown: {
+            if let value = fixture.value {
+                value.helper.finish()
+                value.directory.remove()
+            }
+            recordDeliveryResult(name, record)
+        }
+    )
+}
+
+/// open(O_CREAT) and close() here, seen by the daemon's watcher, told to a query in a helper process, one byte back.
+func queryCreateDelivery() {
+    let name = deliveryNames[1]
+    let record = WallClockRecord()
+    let names = DeliveryNames()
+    let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, folder: String, helper: HelperProcess)>()
+    Benchmark(
+        name,
+        configuration: deliveryConfiguration(),
+        closure: { benchmark in
+            let value = fixture.value!
+            measureCreates(benchmark, record, folder: value.folder, names: names, helper: value.helper)
+        },
+        setup: {
+            let directory = try ScratchDirectory()
+            let daemon = try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket")
+            let folder = directory.path + "/tree"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let helper = try HelperProcess(role: "queryCreates", environment: ["FC_E2E_PATH": folder])
+            guard try helper.receiveLine(timeout: 30) == "ready" else {
+                throw BenchmarkFailure("the query helper did not gather")
+            }
+            fixture.value = (directory, daemon, folder, helper)
+        },
+        teardown: {
+            if let value = fixture.value {
+                value.helper.finish()
+                await value.daemon.stop()
+                value.directory.remove()
+            }
+            recordDeliveryResult(name, record)
+        }
+    )
+}
+
+private func recordDeliveryResult(_ name: String, _ record: WallClockRecord) {
+    RunResults.record(name, record)
+    let results = RunResults.read()
+    guard let raw = results[deliveryNames[0]], let query = results[deliveryNames[1]] else { return }
+    RunResults.report(
+        """
+
+        ==== EndToEnd create delivery (issue 44; p50 wall clock from open(O_CREAT) to a helper's byte; reported, never gated) ====
+        queryCreateDelivery (batching interval 0)   \(RunResults.format(query))
+        rawInotifyCreateDelivery                    \(RunResults.format(raw))
+        queryCreateDelivery / rawInotifyCreateDelivery = \(RunResults.ratio(query / raw)) (target <= 1.5x plus the interval)
+        ========================================================================================================================
+
+        """
+    )
+}
+
+extension HelperRole {
+    /// Raw inotify on the folder `folder`: one `c` per `IN_CREATE`, until standard input closes.
+    static func watchCreatesWithInotify(_ folder: String) {
+        let fd = inotify_init1(Int32(IN_CLOEXEC))
+        guard fd >= 0, inotify_add_watch(fd, folder, UInt32(IN_CREATE)) >= 0 else { fail("inotify: \(errnoText())") }
+        startThread("stdin") {
+            while readLine() != nil {}
+            exit(0)
+        }
+        say("ready")
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 8)
+        while true {
+            let count = read(fd, buffer, 65_536)
+            guard count > 0 else { fail("inotify read: \(errnoText())") }
+            var offset = 0
+            while offset < count {
+                let event = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
+                var reply = UInt8(ascii: "c")
+                guard BareSocket.writeAll(1, &reply, 1) else { exit(0) }
+                offset += MemoryLayout<inotify_event>.size + Int(event.pointee.len)
+            }
+        }
+    }
+
+    /// An NSMetadataQuery of the folder `folder` (batching interval 0, its own operation queue): `ready` once gathered,
+    /// then one `c` per item an update adds, from the operation queue, until standard input closes.
+    static func queryCreates(_ folder: String) {
+        let query = NSMetadataQuery()
+        query.searchScopes = [URL(fileURLWithPath: folder)]
+        query.notificationBatchingInterval = 0
+        query.operationQueue = OperationQueue()
+        let gathered = DispatchSemaphore(value: 0)
+        let center = NotificationCenter.default
+        let observers = [
+            center.addObserver(forName: .NSMetadataQueryDidFinishGathering, object: query, queue: nil) { _ in
+                gathered.signal()
+            },
+            center.addObserver(forName: .NSMetadataQueryDidUpdate, object: query, queue: nil) { notification in
+                let added = notification.userInfo?[NSMetadataQueryUpdateAddedItemsKey] as? [NSMetadataItem] ?? []
+                for _ in added {
+                    var reply = UInt8(ascii: "c")
+                    guard BareSocket.writeAll(1, &reply, 1) else { exit(0) }
+                }
+            },
+        ]
+        guard query.start(), gathered.wait(timeout: .now() + 30) == .success else { fail("the query did not gather") }
+        say("ready")
+        while readLine() != nil {}
+        query.stop()
+        for observer in observers { center.removeObserver(observer) }
+    }
+}
