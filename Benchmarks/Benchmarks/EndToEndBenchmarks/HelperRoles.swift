@@ -52,7 +52,7 @@ enum HelperRole {
         case "inotify":
             watchWithInotify(path)
         case "inotifyCreate":
-            watchCreatesWithInotify(path)
+            watchWithInotify(folder: path, mask: UInt32(IN_CREATE)) { _ in true }
         case "queryCreates":
             queryCreates(path)
         case "watched":
@@ -115,12 +115,17 @@ enum HelperRole {
 extension HelperRole {
     /// Raw inotify on the file's folder: one `c` per `IN_CLOSE_WRITE` of the file, until standard input closes.
     fileprivate static func watchWithInotify(_ path: String) {
-        let fd = inotify_init1(Int32(IN_CLOEXEC))
-        let folder = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
-        guard fd >= 0, inotify_add_watch(fd, folder, UInt32(IN_CLOSE_WRITE)) >= 0 else {
-            fail("inotify: \(errnoText())")
+        watchWithInotify(folder: (path as NSString).deletingLastPathComponent, mask: UInt32(IN_CLOSE_WRITE)) {
+            $0 == name
         }
+    }
+
+    /// Raw inotify on `folder` for the events of `mask`: one `c` per event whose name `matches`, until standard
+    /// input closes (the watcher's baseline, and the live query's: QueryDeliveryBenchmarks.swift).
+    static func watchWithInotify(folder: String, mask: UInt32, matches: (String) -> Bool) {
+        let fd = inotify_init1(Int32(IN_CLOEXEC))
+        guard fd >= 0, inotify_add_watch(fd, folder, mask) >= 0 else { fail("inotify: \(errnoText())") }
         startThread("stdin") {
             while readLine() != nil {}
             exit(0)
@@ -136,7 +141,7 @@ extension HelperRole {
                 let header = MemoryLayout<inotify_event>.size
                 let length = Int(event.pointee.len)
                 let eventName = String(cString: (buffer + offset + header).assumingMemoryBound(to: CChar.self))
-                if length > 0, eventName == name {
+                if length > 0, matches(eventName) {
                     var reply = UInt8(ascii: "c")
                     guard BareSocket.writeAll(1, &reply, 1) else { exit(0) }
                 }

@@ -133,29 +133,6 @@ private func recordDeliveryResult(_ name: String, _ record: WallClockRecord) {
 }
 
 extension HelperRole {
-    /// Raw inotify on the folder `folder`: one `c` per `IN_CREATE`, until standard input closes.
-    static func watchCreatesWithInotify(_ folder: String) {
-        let fd = inotify_init1(Int32(IN_CLOEXEC))
-        guard fd >= 0, inotify_add_watch(fd, folder, UInt32(IN_CREATE)) >= 0 else { fail("inotify: \(errnoText())") }
-        startThread("stdin") {
-            while readLine() != nil {}
-            exit(0)
-        }
-        say("ready")
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 8)
-        while true {
-            let count = read(fd, buffer, 65_536)
-            guard count > 0 else { fail("inotify read: \(errnoText())") }
-            var offset = 0
-            while offset < count {
-                let event = (buffer + offset).assumingMemoryBound(to: inotify_event.self)
-                var reply = UInt8(ascii: "c")
-                guard BareSocket.writeAll(1, &reply, 1) else { exit(0) }
-                offset += MemoryLayout<inotify_event>.size + Int(event.pointee.len)
-            }
-        }
-    }
-
     /// An NSMetadataQuery of the folder `folder` (batching interval 0, its own operation queue): `ready` once gathered,
     /// then one `c` per item an update adds, from the operation queue, until standard input closes.
     static func queryCreates(_ folder: String) {

@@ -1,7 +1,7 @@
 import CInotifyTools
 import FCCore
 import FCSystem
-import Glibc
+import Foundation
 import Logging
 import SystemPackage
 
@@ -49,7 +49,7 @@ extension InotifyWatcher {
     }
 
     /// Whether the watch of `directory` is of a directory no longer there (another one is, or nothing): then it is
-    /// dropped, and `true` says to add the watch anew. An `lstat` per request for a directory already watched.
+    /// dropped, and `true` says to add the watch anew. A `stat` per request for a directory already watched.
     func watchesAnother(_ directory: ItemPath) -> Bool {
         guard let descriptor = byPath[directory], let watched = directoryIdentities[descriptor] else { return false }
         let path = String(decoding: directory.bytes, as: UTF8.self)
@@ -62,12 +62,20 @@ extension InotifyWatcher {
     /// Lets the watch of `directory` go, and what hangs on it.
     func dropWatch(of directory: ItemPath) {
         indexed.remove(directory)
-        guard let descriptor = byPath.removeValue(forKey: directory) else { return }
-        byDescriptor[descriptor] = nil
+        guard let descriptor = byPath[directory] else { return }
+        forgetWatch(descriptor)
+        _ = inotifytools_remove_watch_by_wd(descriptor)
+    }
+
+    /// Forgets the directory watch `descriptor` and what hangs on it: dropped here (``dropWatch(of:)``), or by the
+    /// kernel (`IN_IGNORED`).
+    func forgetWatch(_ descriptor: Int32) {
         foldsNames[descriptor] = nil
         directoryIdentities[descriptor] = nil
+        guard let directory = byDescriptor.removeValue(forKey: descriptor) else { return }
+        byPath[directory] = nil
+        indexed.remove(directory)
         removed.append(directory)
-        _ = inotifytools_remove_watch_by_wd(descriptor)
         forgetLinkedFiles(in: directory)
     }
 

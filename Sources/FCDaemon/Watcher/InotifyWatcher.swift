@@ -260,15 +260,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         if mask & UInt32(IN_IGNORED) != 0 {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
-            foldsNames[descriptor] = nil
-            directoryIdentities[descriptor] = nil
-            if let directory = byDescriptor.removeValue(forKey: descriptor) {
-                byPath[directory] = nil
-                indexed.remove(directory)
-                removed.append(directory)
-                forgetLinkedFiles(in: directory)
-                updateWatchCounts()
-            }
+            let watched = byDescriptor[descriptor] != nil
+            forgetWatch(descriptor)
+            if watched { updateWatchCounts() }
             return
         }
         guard let directory = byDescriptor[descriptor], event.pointee.len > 0 else { return }
