@@ -252,7 +252,7 @@ let package = Package(
         .testTarget(
             name: "FCDaemonTests",
             dependencies: [
-                "FCDaemon", "FCCore", "FCProtocol", "FCSystem", "FCTestSupport",
+                "FCDaemon", "FCCore", "FCProtocol", "FCSystem", "FCTestSupport", "FCToolkit",
                 .product(name: "Logging", package: "swift-log"),
                 // The connection's handlers and the host's write batching, on embedded channels (issues 12, 22).
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import FCCore
 import FCSystem
+import FCToolkit
 import Foundation
 import Logging
 import Testing
@@ -85,6 +86,39 @@ import Testing
         service.stop(second)
         settle()
         #expect(counts.isEmpty, "watches left after every query stopped: \(counts)")
+    }
+
+    @Test func aFewEventsAreReadOnTheWatchersThreadWhenTheQueueIsIdle() throws {
+        let key = QueryService.QueryKey(client: ClientID(1), local: 1)
+        service.start(key, scopes: [path()])
+        passBarriers()
+        settle()
+        // Idle: the create is read before fileSystemChanged returns, on this (the watcher's) thread: no thread hop
+        // between the watcher and the frame's way to the loop (issue 44).
+        #expect(FileManager.default.createFile(atPath: root + "/new.txt", contents: Data("n".utf8)))
+        var before = recorder.all.count
+        service.fileSystemChanged([.created(path("new.txt"), isDirectory: false)])
+        let told = recorder.all.dropFirst(before).flatMap { output -> [ItemPath] in
+            if case .items(_, let added, _, _, _, _) = output { added.map(\.0) } else { [] }
+        }
+        #expect(told == [path("new.txt")])
+        // Busy (a job holds the queue): the batch waits its turn, and is read once the job ends.
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        service.queue.async {
+            started.signal()
+            release.wait()
+        }
+        started.wait()
+        #expect(FileManager.default.createFile(atPath: root + "/later.txt", contents: Data("l".utf8)))
+        before = recorder.all.count
+        service.fileSystemChanged([.created(path("later.txt"), isDirectory: false)])
+        #expect(recorder.all.count == before)
+        release.signal()
+        settle()
+        #expect(recorder.all.count > before)
+        service.stop(key)
+        settle()
     }
 
     @Test func aFileReplacedByAFolderInOneBatchIsWatchedAndListed() throws {

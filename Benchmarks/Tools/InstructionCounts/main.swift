@@ -12,7 +12,9 @@
 //                                            request to it and its reply), leased-read (after the lease is granted),
 //                                            or new-folder-write (each write in a folder no call has seen: the cold
 //                                            canonicalisation and the daemon's claim in a new folder of a lease's
-//                                            recall; profiled, not gated; N at most 2,000); the client runs with the
+//                                            recall; profiled, not gated; N at most 2,000), or leased-scan (each
+//                                            read of another file in 20 leased folders of 100, a sync agent's scan:
+//                                            profiled, not gated; N at most 2,000); the client runs with the
 //                                            settings a user gets (leases on) in every mode
 //
 // The script runs each with two values of N and divides the difference of the totals by the difference of N, so
@@ -73,7 +75,7 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
     setenv("FILECOORDD_PATH", "/nonexistent/filecoordd", 1)  // No daemon started behind the script's back.
     unsetenv("FILECOORD_ARBITER")
     let writing = mode.hasSuffix("write")
-    let modes = ["read", "write", "leased-read", "presented-write", "new-folder-write"]
+    let modes = ["read", "write", "leased-read", "presented-write", "new-folder-write", "leased-scan"]
     guard modes.contains(mode) else { fail("unknown mode \(mode)") }
     unsetenv("FILECOORD_LEASES")  // The settings a user gets: the client answers recalls (issue 38).
     let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
@@ -110,6 +112,26 @@ func runClient(socketPath: String, mode: String, count: Int) -> Never {
         }
         guard count <= folders.count else { fail("at most \(folders.count) calls in new folders") }
         for item in items.prefix(count) { call(item, writing: true) }
+    } else if mode == "leased-scan" {
+        // A sync agent's scan: each read of another file, in 20 leased folders of 100 files, every file read once
+        // and every lease granted before the count.
+        let items = (0..<2_000).map { folder.appendingPathComponent("d\($0 / 100)/f\($0 % 100)") }
+        do {
+            for item in items {
+                try FileManager.default.createDirectory(
+                    at: item.deletingLastPathComponent(),
+                    withIntermediateDirectories: true
+                )
+                try Data("x".utf8).write(to: item)
+            }
+        } catch {
+            fail("cannot make the files: \(error)")
+        }
+        guard count <= items.count else { fail("at most \(items.count) calls in a scan") }
+        for item in items { call(item, writing: false) }
+        sleep(1)
+        for item in items { call(item, writing: false) }
+        for item in items.prefix(count) { call(item, writing: false) }
     } else {
         for _ in 0..<count { call(url, writing: writing) }
     }

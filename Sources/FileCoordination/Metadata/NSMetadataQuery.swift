@@ -49,10 +49,16 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     }
 
     private let state = Locked(Settings())
-    private let work = DispatchQueue(label: "filecoord.metadata-query")
+    /// Serial; a small frame of changes is read on the connection's reading thread when nothing waits here
+    /// (``start()``), so that a change reaches the operation queue with one thread hop less (issue 44).
+    private let work = IdleInlineQueue(label: "filecoord.metadata-query")
     /// Only on `work`.
     private var resultSet: MetadataQueryResults?
     private var batchScheduled = false
+    /// The most changes of one frame read on the connection's reading thread, and the most results a query may hold
+    /// for it (a change may sort them all: about 1 ms for 4,096), so that the other frames it reads wait little.
+    static let changesReadOnReader = 16
+    static let resultsSortedOnReader = 4_096
 
     public override init() {
         super.init()
@@ -267,7 +273,14 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             scopes: roots,
             receive: { [weak self] items, restarted in
                 guard let query = self else { return }
-                query.work.async { query.receive(items, restarted: restarted) }
+                // On the reading thread, which reads every frame of the connection: only a few changes of a query
+                // that holds few results (telling them may sort the results) are read here, and only when nothing
+                // waits on `work`; anything else waits its turn there.
+                let small =
+                    !restarted
+                    && items.added.count + items.changed.count + items.removed.count <= Self.changesReadOnReader
+                    && query.state.withLock { !$0.gathering && $0.results.count <= Self.resultsSortedOnReader }
+                query.work.async(runningHereIfIdle: small) { query.receive(items, restarted: restarted) }
             }
         )
         // Not sent now (the connection was just lost): it stays registered and the next connection starts it.
@@ -329,12 +342,16 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
                 self?.batchScheduled = false
                 self?.flushIfPending()
             }
-            // No interval: after what `work` holds already (frames read meanwhile join the batch), without a timer
-            // (`asyncAfter` even with no delay goes through libdispatch's timers: a thread hop more, issue 44).
+            // No interval: after what `work` holds already (frames read meanwhile join the batch), or now when it
+            // holds nothing, without a timer (`asyncAfter` even with no delay goes through libdispatch's timers, and
+            // a job queued behind this one would wake `work`'s thread: a thread hop more each, issue 44).
             if interval > 0 {
-                work.asyncAfter(deadline: .now() + interval, execute: flush)
+                work.asyncAfter(deadline: .now() + interval, flush)
+            } else if work.hasWaitingJobs {
+                work.async(flush)
             } else {
-                work.async(execute: flush)
+                batchScheduled = false
+                flushIfPending()
             }
         }
     }
