@@ -121,4 +121,100 @@ import Testing
         }
         #expect(count == Int.max)
     }
+
+    /// A batch that adds, removes and changes a few of 10,000 results is placed among them by binary search: before,
+    /// any item added or removed sorted every result again (O(n log n) comparisons a batch, for one create).
+    @Test func aBatchOfChangesToManyResultsIsPlacedWithoutSortingThemAll() throws {
+        var results = MetadataQueryResults(predicate: { _ in true })
+        var gathered = Filecoord_V1_QueryItems()
+        gathered.added = (0..<10_000).reversed().map { Self.record("/t/f\($0)", size: 1) }
+        gathered.gathered = true
+        guard case .finishedGathering = results.receive(gathered) else {
+            Issue.record("the gathering did not finish")
+            return
+        }
+        var batch = Filecoord_V1_QueryItems()
+        batch.added = ["/t/a", "/t/f5000x", "/t/z"].map { Self.record($0, size: 2) }
+        batch.changed = [Self.record("/t/f7", size: 3), Self.record("/t/f9999", size: 4)]
+        batch.removed = [Data("/t/f0".utf8), Data("/t/f5000".utf8)]
+        guard case .changesPending = results.receive(batch) else {
+            Issue.record("no change pending")
+            return
+        }
+        let (added, changed, removed) = results.applyPending()
+        #expect(added.count == 3 && changed.count == 2 && removed.count == 2)
+        #expect(results.fullSorts == 0)
+        let expected = (Set((0..<10_000).map { "/t/f\($0)" }).subtracting(["/t/f0", "/t/f5000"]))
+            .union(["/t/a", "/t/f5000x", "/t/z"])
+            .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        #expect(Self.paths(results.results) == expected)
+        let sizes = Dictionary(
+            uniqueKeysWithValues: results.results.map {
+                (
+                    $0.value(forAttribute: NSMetadataItemPathKey) as! String,
+                    ($0.value(forAttribute: NSMetadataItemFSSizeKey) as! NSNumber).intValue
+                )
+            }
+        )
+        #expect(sizes["/t/f7"] == 3 && sizes["/t/f9999"] == 4 && sizes["/t/f1"] == 1)
+    }
+
+    /// Random batches, with and without a sort key, each checked against every result sorted from scratch.
+    @Test(arguments: [false, true]) func randomBatchesLeaveTheResultsAsASortWould(bySize: Bool) throws {
+        var random = SplitMix(seed: bySize ? 7 : 11)
+        var results = MetadataQueryResults(
+            predicate: { _ in true },
+            sortKeys: bySize ? [(key: NSMetadataItemFSSizeKey, ascending: false)] : []
+        )
+        var sizes: [String: Int64] = [:]
+        var gathered = Filecoord_V1_QueryItems()
+        for number in 0..<500 {
+            let path = "/t/f\(number)"
+            sizes[path] = Int64(random.next() % 20)
+            gathered.added.append(Self.record(path, size: sizes[path]!))
+        }
+        gathered.gathered = true
+        _ = results.receive(gathered)
+        let sortsAfterGathering = results.fullSorts
+        for _ in 0..<200 {
+            var batch = Filecoord_V1_QueryItems()
+            for _ in 0..<Int(random.next() % 6) {
+                let path = "/t/f\(random.next() % 700)"
+                switch random.next() % 3 {
+                case 0:
+                    sizes[path] = nil
+                    batch.removed.append(Data(path.utf8))
+                default:
+                    let size = Int64(random.next() % 20)
+                    sizes[path] = size
+                    // A path named twice in one batch keeps its last state, as the daemon's would.
+                    batch.removed.removeAll { $0 == Data(path.utf8) }
+                    batch.changed.removeAll { $0.path == Data(path.utf8) }
+                    batch.changed.append(Self.record(path, size: size))
+                }
+            }
+            _ = results.receive(batch)
+            _ = results.applyPending()
+            let expected = sizes.sorted { a, b in
+                if bySize, a.value != b.value { return a.value > b.value }
+                return Array(a.key.utf8).lexicographicallyPrecedes(Array(b.key.utf8))
+            }.map(\.key)
+            #expect(Self.paths(results.results) == expected)
+            if Self.paths(results.results) != expected { return }
+        }
+        #expect(results.fullSorts == sortsAfterGathering)
+    }
+}
+
+/// A small seeded generator (SplitMix64), so that a failing sequence repeats.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }

@@ -76,6 +76,7 @@ let benchmarks: @Sendable () -> Void = {
     queryCreateArrival()
     rawInotifyCreateDelivery()
     queryCreateDelivery()
+    queryCreateDelivery(among: 50_000)
 }
 
 // MARK: - Baselines

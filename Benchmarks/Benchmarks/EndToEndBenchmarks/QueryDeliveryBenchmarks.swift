@@ -12,7 +12,9 @@ import Foundation
 // service, the frame, the client's reader, the query's work queue and the operation queue. QueryArrivalBenchmarks.swift
 // keeps the earlier pair, whose raw side reads in the creating thread with no wake-up at all.
 
-private let deliveryNames = ["EndToEnd.rawInotifyCreateDelivery", "EndToEnd.queryCreateDelivery"]
+private let deliveryNames = [
+    "EndToEnd.rawInotifyCreateDelivery", "EndToEnd.queryCreateDelivery", "EndToEnd.queryCreateDeliveryAmong50000",
+]
 private let deliveryPauseMicroseconds: useconds_t = 3_000
 
 private func deliveryConfiguration() -> Benchmark.Configuration {
@@ -80,9 +82,12 @@ func rawInotifyCreateDelivery() {
     )
 }
 
-/// open(O_CREAT) and close() here, seen by the daemon's watcher, told to a query in a helper process, one byte back.
-func queryCreateDelivery() {
-    let name = deliveryNames[1]
+/// open(O_CREAT) and close() here, seen by the daemon's watcher, told to a query in a helper process, one byte back;
+/// with `among` files already in the tree (in folders of 1,000 below it): `queryCreateDeliveryAmong50000` against
+/// `queryCreateDelivery` is what a create costs a query for the results it already holds (each batch places its
+/// items among them; before stop 59 it sorted them all again).
+func queryCreateDelivery(among existing: Int = 0) {
+    let name = existing == 0 ? deliveryNames[1] : deliveryNames[2]
     let record = WallClockRecord()
     let names = DeliveryNames()
     let fixture = Slot<(directory: ScratchDirectory, daemon: InProcessDaemon, folder: String, helper: HelperProcess)>()
@@ -98,8 +103,17 @@ func queryCreateDelivery() {
             let daemon = try await InProcessDaemon.start(socketPath: directory.path + "/daemon/socket")
             let folder = directory.path + "/tree"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for number in 0..<existing {
+                let subfolder = folder + "/existing\(number / 1_000)"
+                if number % 1_000 == 0 {
+                    try FileManager.default.createDirectory(atPath: subfolder, withIntermediateDirectories: true)
+                }
+                let fd = open(subfolder + "/f\(number)", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+                guard fd >= 0 else { throw BenchmarkFailure("cannot make the tree: \(errnoText())") }
+                close(fd)
+            }
             let helper = try HelperProcess(role: "queryCreates", environment: ["FC_E2E_PATH": folder])
-            guard try helper.receiveLine(timeout: 30) == "ready" else {
+            guard try helper.receiveLine(timeout: 120) == "ready" else {
                 throw BenchmarkFailure("the query helper did not gather")
             }
             fixture.value = (directory, daemon, folder, helper)
@@ -118,7 +132,20 @@ func queryCreateDelivery() {
 private func recordDeliveryResult(_ name: String, _ record: WallClockRecord) {
     RunResults.record(name, record)
     let results = RunResults.read()
-    guard let raw = results[deliveryNames[0]], let query = results[deliveryNames[1]] else { return }
+    if name == deliveryNames[2], let small = results[deliveryNames[1]], let large = results[deliveryNames[2]] {
+        RunResults.report(
+            """
+
+            ==== EndToEnd create delivery among 50,000 results (p50; reported, never gated) ====
+            queryCreateDeliveryAmong50000 \(RunResults.format(large)), \(RunResults.ratio(large / small)) queryCreateDelivery
+            ====================================================================================
+
+            """
+        )
+    }
+    guard name != deliveryNames[2], let raw = results[deliveryNames[0]], let query = results[deliveryNames[1]] else {
+        return
+    }
     RunResults.report(
         """
 

@@ -56,7 +56,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     private var resultSet: MetadataQueryResults?
     private var batchScheduled = false
     /// The most changes of one frame read on the connection's reading thread, and the most results a query may hold
-    /// for it (a change may sort them all: about 1 ms for 4,096), so that the other frames it reads wait little.
+    /// for it (a batch that adds or removes an item copies them all), so that the other frames it reads wait little.
     static let changesReadOnReader = 16
     static let resultsSortedOnReader = 4_096
 
@@ -274,7 +274,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             receive: { [weak self] items, restarted in
                 guard let query = self else { return }
                 // On the reading thread, which reads every frame of the connection: only a few changes of a query
-                // that holds few results (telling them may sort the results) are read here, and only when nothing
+                // that holds few results (telling them copies the results) are read here, and only when nothing
                 // waits on `work`; anything else waits its turn there.
                 let small =
                     !restarted

@@ -31,6 +31,12 @@ struct MetadataQueryResults {
     private(set) var current: [Path: NSMetadataItem] = [:]
     /// The results in order, made when they change (not at each read).
     private(set) var results: [NSMetadataItem] = []
+    /// The paths of ``results``, in the same order (made with the index after the first gathering,
+    /// ``indexIfPending()``): a batch's changes are found and placed in the results by binary search on them
+    /// (``place(leaving:arriving:inPlace:)``), not by sorting all the results again.
+    private var resultPaths: [Path] = []
+    /// How many times every result was sorted again (for the tests: a batch of changes never needs it).
+    private(set) var fullSorts = 0
     /// A gathering in progress (the first, or again after a new connection).
     private var gathering: [Path: NSMetadataItem]? = [:]
     private var firstGatheringDone = false
@@ -75,6 +81,87 @@ struct MetadataQueryResults {
             }
         }
         results = order.map { entries[$0].value }
+        resultPaths = order.map { entries[$0].key }
+        fullSorts += 1
+    }
+
+    /// Whether `a` (at `aPath`) comes before `b` (at `bPath`) in ``results``: ``order()``'s order.
+    private func precedes(_ a: NSMetadataItem, _ aPath: Path, _ b: NSMetadataItem, _ bPath: Path) -> Bool {
+        for (key, ascending) in sortKeys {
+            let result = Self.compare(a.value(forAttribute: key), b.value(forAttribute: key))
+            if result != .orderedSame { return (result == .orderedAscending) == ascending }
+        }
+        return aPath < bPath
+    }
+
+    /// The first place in ``results`` whose item does not come before `item` at `path`: where it is, or would go.
+    private func place(of item: NSMetadataItem, at path: Path) -> Int {
+        var low = 0
+        var high = results.count
+        while low < high {
+            let middle = low + (high - low) / 2
+            if precedes(results[middle], resultPaths[middle], item, path) {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        return low
+    }
+
+    /// Applies one batch to the ordered results: `leaving` (items to take out, as the results hold them), `arriving`
+    /// (items to put in) and `inPlace` (items that replace the one of their path where it stands). O(k log n)
+    /// comparisons for k changes of n results, and one copy of the results when items come or go. `false` if an
+    /// item to take out or replace is not where the order puts it (never expected): the caller sorts them all.
+    private mutating func place(
+        leaving: [(Path, NSMetadataItem)],
+        arriving: [(Path, NSMetadataItem)],
+        inPlace: [(Path, NSMetadataItem)]
+    ) -> Bool {
+        guard resultPaths.count == results.count else { return false }
+        for (path, item) in inPlace {
+            // The same path, so the same place (no sort keys: the order is the paths').
+            let index = place(of: item, at: path)
+            guard index < results.count, resultPaths[index] == path else { return false }
+            results[index] = item
+        }
+        guard !leaving.isEmpty || !arriving.isEmpty else { return true }
+        var out: [Int] = []
+        out.reserveCapacity(leaving.count)
+        for (path, item) in leaving {
+            let index = place(of: item, at: path)
+            guard index < results.count, resultPaths[index] == path else { return false }
+            out.append(index)
+        }
+        out.sort()
+        // Each arriving item's place among the results as they were, in the results' order (two at one place in
+        // their own order; a changed item's old self, which leaves, never comes before its new self).
+        let sorted = sortKeys.isEmpty ? arriving : arriving.sorted { precedes($0.1, $0.0, $1.1, $1.0) }
+        let places = sorted.map { place(of: $0.1, at: $0.0) }
+        var items: [NSMetadataItem] = []
+        var paths: [Path] = []
+        let count = results.count - out.count + sorted.count
+        items.reserveCapacity(count)
+        paths.reserveCapacity(count)
+        var next = 0
+        var nextOut = 0
+        for index in 0...results.count {
+            while next < sorted.count, places[next] == index {
+                paths.append(sorted[next].0)
+                items.append(sorted[next].1)
+                next += 1
+            }
+            guard index < results.count else { break }
+            if nextOut < out.count, out[nextOut] == index {
+                nextOut += 1
+                continue
+            }
+            items.append(results[index])
+            paths.append(resultPaths[index])
+        }
+        results = items
+        resultPaths = paths
+        return true
     }
 
     /// Attribute values compared as NSSortDescriptor compares them: strings, numbers, dates; a missing value first.
@@ -121,7 +208,7 @@ struct MetadataQueryResults {
     private mutating func indexIfPending() {
         guard indexPending else { return }
         indexPending = false
-        current = arrivals.index()
+        (current, resultPaths) = arrivals.index()
         arrivals = GatheringArrivals()
     }
 
@@ -194,34 +281,36 @@ struct MetadataQueryResults {
         var added: [NSMetadataItem] = []
         var changed: [NSMetadataItem] = []
         var removed: [NSMetadataItem] = []
-        var orderChanged = false
-        // Items replaced in place, by the item they replace.
-        var replaced: [ObjectIdentifier: NSMetadataItem] = [:]
+        // What the results lose, gain, and have replaced where it stands (a changed item keeps its place when the
+        // order is the paths'; with sort keys it leaves and arrives again).
+        var leaving: [(Path, NSMetadataItem)] = []
+        var arriving: [(Path, NSMetadataItem)] = []
+        var inPlace: [(Path, NSMetadataItem)] = []
         for (path, change) in pending.sorted(by: { $0.key < $1.key }) {
             switch (current[path], change) {
             case (nil, let item?):
                 current[path] = item
                 added.append(item)
-                orderChanged = true
+                arriving.append((path, item))
             case (let old?, let item?):
                 current[path] = item
                 changed.append(item)
-                replaced[ObjectIdentifier(old)] = item
+                if sortKeys.isEmpty {
+                    inPlace.append((path, item))
+                } else {
+                    leaving.append((path, old))
+                    arriving.append((path, item))
+                }
             case (let old?, nil):
                 current[path] = nil
                 removed.append(old)
-                orderChanged = true
+                leaving.append((path, old))
             case (nil, nil):
                 continue
             }
         }
         pending = [:]
-        if orderChanged || (!sortKeys.isEmpty && !changed.isEmpty) {
-            order()
-        } else if !changed.isEmpty {
-            // The same paths in the same order: each changed item takes its place.
-            results = results.map { replaced[ObjectIdentifier($0)] ?? $0 }
-        }
+        if !place(leaving: leaving, arriving: arriving, inPlace: inPlace) { order() }
         return (added, changed, removed)
     }
 }
