@@ -432,4 +432,52 @@ extension InotifyWatcherTests {
             #expect(Self.changes(of: try path(a), in: collector) == 2, "\(Self.story(of: collector))")
         }
     }
+
+    /// A linked file replaced under its name by another linked file, while the first keeps a watch (another of its
+    /// names is in a watched folder): the name's new file is watched as itself. Before, libinotifytools' record of
+    /// the name still pointed at the first file's live watch, and the watcher took that one, so a write through the
+    /// new file's other name was never reported.
+    @Test func aLinkedFileReplacedByAnotherWhileTheFirstIsStillWatchedIsWatchedAsItself() throws {
+        try withFolder { folder in
+            for name in ["d", "e", "f", "g"] {
+                try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
+            }
+            // The first file: d/a.txt, f/a2.txt (both watched) and e/b.txt; the second: g/x and g/y.
+            let a = folder + "/d/a.txt"
+            try write("first", to: a)
+            try FileManager.default.linkItem(atPath: a, toPath: folder + "/f/a2.txt")
+            try FileManager.default.linkItem(atPath: a, toPath: folder + "/e/b.txt")
+            try write("second", to: folder + "/g/x")
+            try FileManager.default.linkItem(atPath: folder + "/g/x", toPath: folder + "/g/y")
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            watcher.watch(try path(folder + "/d"))
+            watcher.watch(try path(folder + "/f"))
+            try collector.waitUntil("d, f and the first file watched") {
+                $0.status?.watches == 3 && $0.status?.linkedFileWatches == 1
+            }
+            // The second file takes the name a.txt; the first keeps its watch, through f/a2.txt (and e/b.txt).
+            guard rename(folder + "/g/x", a) == 0 else { throw WatcherTestFailure("rename: \(errno)") }
+            try collector.waitUntil("the second file watched too") {
+                $0.status?.watches == 4 && $0.status?.linkedFileWatches == 2
+            }
+            let before = Self.changes(of: try path(a), in: collector)
+            // A write through the second file's other name, in a folder nobody watches.
+            try write("second, again", to: folder + "/g/y")
+            try collector.waitUntil("a.txt changed") { Self.changes(of: try! path(a), in: $0) > before }
+            // And the first file's write is its own name's in f, not a.txt's.
+            let aBefore = Self.changes(of: try path(a), in: collector)
+            try write("first, again", to: folder + "/e/b.txt")
+            try collector.waitUntil("f/a2.txt changed") {
+                Self.changes(of: try! path(folder + "/f/a2.txt"), in: $0) >= 1
+            }
+            try write("m", to: folder + "/d/marker")
+            try collector.waitUntil("the marker") {
+                $0.events.contains(.closedAfterWriting(try! path(folder + "/d/marker")))
+            }
+            #expect(Self.changes(of: try path(a), in: collector) == aBefore, "\(Self.story(of: collector))")
+        }
+    }
 }

@@ -26,9 +26,10 @@ extension InotifyWatcher {
     static let maximumSpellings = 256
 
     /// `path` as libinotifytools can be given it: as it is when libinotifytools holds no watch of that name, or holds
-    /// a live one of the same item (a directory of `identity`; a linked file); else with one more `/.` before its
+    /// a live one of the same item (a directory or a linked file of `identity`); else with one more `/.` before its
     /// last component than the last spelling it holds for another item. `nil` after ``maximumSpellings`` tries, or
-    /// for a path of no slash.
+    /// for a path of no slash. A linked file replaced under its name by another keeps its watch while it has other
+    /// names, and libinotifytools its name: the new file is watched under another spelling.
     func unseenSpelling(_ path: String, as item: SpelledItem, identity: FileIdentity? = nil) -> String? {
         guard let slash = path.lastIndex(of: "/") else { return nil }
         let head = String(path[..<slash])
@@ -42,7 +43,7 @@ extension InotifyWatcher {
                 if known < 0 || (identity != nil && directoryIdentities[known] == identity) { return spelling }
             case .file:
                 let known = inotifytools_wd_from_filename(spelling)
-                if known < 0 || linked.watch(known) != nil { return spelling }
+                if known < 0 || (identity != nil && linked.watch(known)?.identity == identity) { return spelling }
             }
         }
         return nil

@@ -15,7 +15,7 @@ extension InotifyWatcher {
     func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
         if mask & UInt32(IN_IGNORED) != 0 {
             // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
-            // ``unseenSpelling(_:as:)`` steps around.
+            // ``unseenSpelling(_:as:identity:)`` steps around.
             _ = linked.drop(descriptor)
             echoes.forget(descriptor)
             updateWatchCounts()
@@ -81,7 +81,7 @@ extension InotifyWatcher {
             logger.debug("\(text) has other names but is not watched: the cap of \(cap) watches is reached")
             return
         }
-        guard let spelling = unseenSpelling(text, as: .file),
+        guard let spelling = unseenSpelling(text, as: .file, identity: file.identity),
             inotifytools_watch_file(spelling, Int32(bitPattern: Self.linkedFileMask)) != 0
         else {
             logger.debug("\(text) has other names but is not watched: errno \(inotifytools_error())")
