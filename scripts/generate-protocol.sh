@@ -16,6 +16,8 @@
 #   PROTOC              the protoc to use (default: `protoc` on PATH, installed if missing).
 #   PROTOC_GEN_SWIFT    a protoc-gen-swift to use instead of building one (it must be swift-protobuf's version
 #                       from Package.resolved, or the output will differ).
+#   FC_GENERATED_OUT    the folder to write filecoord.pb.swift into instead of Sources/FCProtocol/Generated
+#                       (scripts/check-generated-swift.sh compares a fresh one with the committed file).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,7 +27,7 @@ log() { printf '[generate-protocol] %s\n' "$*" >&2; }
 
 proto_dir="Sources/FCProtocol"
 proto_file="filecoord.proto"
-out_dir="Sources/FCProtocol/Generated"
+out_dir="${FC_GENERATED_OUT:-Sources/FCProtocol/Generated}"
 scratch=".build-protoc"
 
 # Swift on PATH (the same fix as scripts/install-deps.sh, without its Debian packages).

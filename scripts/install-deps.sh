@@ -34,6 +34,9 @@ FC_APT_PACKAGES+=("xdg-desktop-portal" "dbus-daemon" "libglib2.0-bin")
 # Issue 38: scripts/check-generated.sh regenerates the preload's protobuf-c code (protoc-c) to compare it with the
 # committed files; scripts/check-docs.py and check-cffi-declarations.py need python3 (installed with python3-venv).
 FC_APT_PACKAGES+=("protobuf-c-compiler")
+# scripts/check-generated-swift.sh regenerates the Swift protobuf code (protoc, with a protoc-gen-swift it builds) to
+# compare it with the committed file.
+FC_APT_PACKAGES+=("protobuf-compiler")
 # Issue 40: cluster mode's tests start a real three-member etcd cluster on 127.0.0.1 (etcd-server) and read its keys
 # with etcdctl (etcd-client), a client the daemons share no code with.
 FC_APT_PACKAGES+=("etcd-server" "etcd-client")
