@@ -211,7 +211,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             read(first, into: &batch, wake: &wake)
             // Taken before each look at the queue: the last one is before the look that found it empty.
             var drainedAt = ChangeTimes.now
-            while let next = inotifytools_next_events(0, 1) {
+            while true {
+                guard let next = inotifytools_next_events(0, 1) else {
+                    // Empty (no error), or interrupted by a signal's handler (EINTR): then looked at again, so that
+                    // `drainedAt` is always from a look that found the queue empty. Another error is the blocking
+                    // read's to report, next.
+                    guard inotifytools_error() == EINTR else { break }
+                    drainedAt = ChangeTimes.now
+                    continue
+                }
                 read(next, into: &batch, wake: &wake)
                 drainedAt = ChangeTimes.now
             }
