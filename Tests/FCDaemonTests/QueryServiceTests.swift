@@ -14,8 +14,19 @@ import Testing
     private final class Recorder: @unchecked Sendable {
         let lock = NSLock()
         var outputs: [QueryService.Output] = []
-        func add(_ more: [QueryService.Output]) { lock.withLock { outputs += more } }
+        /// The thread each `add` came from.
+        var threads: [pthread_t] = []
+        func add(_ more: [QueryService.Output]) {
+            lock.withLock {
+                outputs += more
+                threads.append(pthread_self())
+            }
+        }
         var all: [QueryService.Output] { lock.withLock { outputs } }
+        /// Whether the last `add` came from `thread`.
+        func lastCame(from thread: pthread_t) -> Bool {
+            lock.withLock { threads.last.map { pthread_equal($0, thread) != 0 } ?? false }
+        }
     }
 
     private let root: String
@@ -102,6 +113,14 @@ import Testing
             if case .items(_, let added, _, _, _, _) = output { added.map(\.0) } else { [] }
         }
         #expect(told == [path("new.txt")])
+        #expect(recorder.lastCame(from: pthread_self()))
+        // A deletion is not read here (it may take a folder's whole subtree out): it goes to the queue's thread.
+        try FileManager.default.removeItem(atPath: root + "/new.txt")
+        before = recorder.all.count
+        service.fileSystemChanged([.deleted(path("new.txt"))])
+        settle()
+        #expect(recorder.all.count > before)
+        #expect(!recorder.lastCame(from: pthread_self()))
         // Busy (a job holds the queue): the batch waits its turn, and is read once the job ends.
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)

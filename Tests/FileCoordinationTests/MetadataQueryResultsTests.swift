@@ -159,6 +159,31 @@ import Testing
         #expect(sizes["/t/f7"] == 3 && sizes["/t/f9999"] == 4 && sizes["/t/f1"] == 1)
     }
 
+    /// A change still waiting for its batch when the connection was lost is compared with the gathering on the new
+    /// connection, not told on top of it: before, a file added and gone again meanwhile was told as added.
+    @Test func aChangePendingAcrossANewConnectionIsComparedWithTheNewGathering() throws {
+        var results = MetadataQueryResults(predicate: { _ in true })
+        var gathered = Filecoord_V1_QueryItems()
+        gathered.added = [Self.record("/t/a", size: 1)]
+        gathered.gathered = true
+        _ = results.receive(gathered)
+        var change = Filecoord_V1_QueryItems()
+        change.added = [Self.record("/t/b", size: 1)]
+        guard case .changesPending = results.receive(change) else {
+            Issue.record("no change pending")
+            return
+        }
+        // The connection is lost before the batch is told; on the new one, b is gone.
+        results.restart()
+        guard case .nothing = results.receive(gathered) else {
+            Issue.record("the gathering again told a change: \(results.pending)")
+            return
+        }
+        let (added, changed, removed) = results.applyPending()
+        #expect(added.isEmpty && changed.isEmpty && removed.isEmpty)
+        #expect(Self.paths(results.results) == ["/t/a"])
+    }
+
     /// Random batches, with and without a sort key, each checked against every result sorted from scratch.
     @Test(arguments: [false, true]) func randomBatchesLeaveTheResultsAsASortWould(bySize: Bool) throws {
         var random = SplitMix(seed: bySize ? 7 : 11)
@@ -216,5 +241,24 @@ private struct SplitMix {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// Which predicates a live query may evaluate on the connection's reading thread: those made from a format only.
+@Suite struct FormatPredicatesTests {
+    @Test func aFormatPredicateIsKnownABlockPredicateIsNot() {
+        let format = NSPredicate(format: "%K == %@", NSMetadataItemFSNameKey, "a.txt")
+        let block = NSPredicate { _, _ in true }
+        #expect(FormatPredicates.contains(format))
+        #expect(!FormatPredicates.contains(block))
+    }
+
+    @Test func predicatesGoneAreDroppedFromTheTable() {
+        let kept = NSPredicate(format: "%K == %@", NSMetadataItemFSNameKey, "kept")
+        for number in 0..<10_000 {
+            _ = NSPredicate(format: "%K == %@", NSMetadataItemFSNameKey, "\(number)")
+        }
+        #expect(FormatPredicates.contains(kept))
+        #expect(FormatPredicates.count < 1_000)
     }
 }

@@ -318,14 +318,22 @@ final class QueryService: @unchecked Sendable {
     func fileSystemChanged(_ events: [FileSystemEvent]) {
         guard holdsTrees.load(ordering: .acquiring) else { return }
         // A few events are read here, on the watcher's thread, when nothing else waits (an idle queue would wake a
-        // thread for them: about 60 us of a create's way to a query, issue 44); a rescan never is.
-        let small = events.count <= Self.eventsReadOnWatcherThread && !events.contains(.overflow)
+        // thread: about 60 us of a create's way to a query, issue 44). Never a rescan, a deletion or a move away,
+        // which may take a folder's subtree out of a tree: the watcher (and the arbiter after it) would wait for it.
+        let small =
+            events.count <= Self.eventsReadOnWatcherThread
+            && !events.contains {
+                switch $0 {
+                case .overflow, .deleted, .movedFrom: true
+                default: false
+                }
+            }
         queue.async(runningHereIfIdle: small) { self.changed(events) }
     }
 
     /// The most events of one batch read on the watcher's thread (``fileSystemChanged(_:)``): each costs a `statx` of
-    /// its item, so the watcher's next read waits some microseconds at most (a deleted folder's items are dropped
-    /// from its tree in memory, O(the folder)).
+    /// its item, so the watcher's next read waits some microseconds at most (a folder that appears is listed later,
+    /// on the queue).
     static let eventsReadOnWatcherThread = 16
 
     private func changed(_ events: [FileSystemEvent]) {
@@ -395,28 +403,6 @@ final class QueryService: @unchecked Sendable {
     /// The folders of `tree` gone (`unwatch`), let go once each.
     private func watchOutputs(_ unwatch: [ItemPath], of tree: QueryTree) -> [Output] {
         tree.stopWatching(unwatch).map { .unwatch($0) }
-    }
-
-    /// Reads the whole tree again and records the difference (after an overflow of the kernel's queue); returns
-    /// the folders that are new, to be watched.
-    private func rescan(_ tree: QueryTree, into delta: inout QueryTree.Delta) -> [ItemPath] {
-        var found: Set<ItemPath> = []
-        var fresh: [ItemPath] = []
-        var pending = [tree.root]
-        while let folder = pending.popLast() {
-            try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
-                let path = folder.appending(Array(name))
-                let wasFolder = tree.metadata(of: path)?.isDirectory == true
-                found.insert(path)
-                tree.set(path, metadata, into: &delta)
-                if metadata.isDirectory {
-                    pending.append(path)
-                    if !wasFolder { fresh.append(path) }
-                }
-            }
-        }
-        for (path, _) in tree.items where !found.contains(path) { tree.set(path, nil, into: &delta) }
-        return fresh
     }
 
     /// How many folder nodes the tree of `root` keeps (on the queue; for the tests).

@@ -257,6 +257,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             return fail("this process has \(MetadataQueryRegistry.maximumQueries) live queries (stop unused ones)")
         }
         let id = client.newID()
+        // Only this library's code evaluates no predicate, or one made from a format.
+        let readsOnReader = predicate.map(FormatPredicates.contains) ?? true
         work.sync {
             resultSet = MetadataQueryResults(
                 predicate: { item in
@@ -275,9 +277,11 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
                 guard let query = self else { return }
                 // On the reading thread, which reads every frame of the connection: only a few changes of a query
                 // that holds few results (telling them copies the results) are read here, and only when nothing
-                // waits on `work`; anything else waits its turn there.
+                // waits on `work`; anything else waits its turn there. Never the end of a gathering (a gathering
+                // again after a new connection is compared with every result then), nor a query whose predicate
+                // may run the app's code (a block that made a coordinated call would wait for this very thread).
                 let small =
-                    !restarted
+                    readsOnReader && !restarted && !items.gathered
                     && items.added.count + items.changed.count + items.removed.count <= Self.changesReadOnReader
                     && query.state.withLock { !$0.gathering && $0.results.count <= Self.resultsSortedOnReader }
                 query.work.async(runningHereIfIdle: small) { query.receive(items, restarted: restarted) }

@@ -80,6 +80,7 @@ extension NSPredicate {
             return PredicateFormatEvaluator.evaluate(parsed, with: object)
         })
         owner.identify(self)
+        FormatPredicates.add(self)
     }
 
     static func parseFormat(
@@ -113,4 +114,38 @@ final class PredicateFormatOwner: Sendable {
     }
 
     var predicate: ObjectIdentifier? { identifier.withLock { $0 } }
+}
+
+/// The live predicates made from a format (``NSPredicate/init(formatOutcome:)``), held weakly: evaluating one runs
+/// only this library's code, so a live query may evaluate it on the connection's reading thread (``NSMetadataQuery``);
+/// any other predicate may run the app's code, which must not run there.
+///
+/// Bounded by the live ones: entries of predicates gone are dropped whenever the table has doubled since the last
+/// time. An identifier reused by a new object is not taken for the old one (the weak reference must be that object).
+///
+/// - Important: Thread-safe (`Locked`).
+enum FormatPredicates {
+    // @unchecked: the reference is only compared by identity, never used to call the predicate.
+    private struct Entry: @unchecked Sendable {
+        weak var predicate: NSPredicate?
+    }
+
+    private static let table = Locked((entries: [ObjectIdentifier: Entry](), pruneAt: 64))
+
+    static func add(_ predicate: NSPredicate) {
+        table.withLock { table in
+            table.entries[ObjectIdentifier(predicate)] = Entry(predicate: predicate)
+            guard table.entries.count >= table.pruneAt else { return }
+            table.entries = table.entries.filter { $0.value.predicate != nil }
+            table.pruneAt = max(64, 2 * table.entries.count)
+        }
+    }
+
+    /// Entries kept, live or not yet dropped (for the tests).
+    static var count: Int { table.withLock { $0.entries.count } }
+
+    /// Whether `predicate` was made from a format.
+    static func contains(_ predicate: NSPredicate) -> Bool {
+        table.withLock { $0.entries[ObjectIdentifier(predicate)]?.predicate === predicate }
+    }
 }

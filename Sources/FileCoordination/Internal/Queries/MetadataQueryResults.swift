@@ -251,6 +251,9 @@ struct MetadataQueryResults {
                 }
                 return .finishedGathering
             }
+            // What the gathering found is the truth now: changes pending from before it (the connection was lost
+            // while a batch waited) are compared again with it, not told on top of it.
+            pending = [:]
             for (path, item) in gathered {
                 if let old = current[path], Self.same(old, item) { continue }
                 pending[path] = .some(item)
