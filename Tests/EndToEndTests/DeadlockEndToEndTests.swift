@@ -4,7 +4,9 @@
 import Foundation
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+// Two minutes: the test that looks at a cycle before it is broken gives the detector 20 s, and CI's loaded test
+// phases have taken 50 s for one of these.
+@Suite(.timeLimit(.minutes(2)))
 struct DeadlockEndToEndTests {
     /// hydrixos/DeadlockExample across processes: a daemon, presenters A and B of one file (in hosts a and b) that
     /// read it inside presentedItemDidChange, and host c, whose write of the file starts the cycle.
@@ -69,7 +71,9 @@ struct DeadlockEndToEndTests {
     @Test("Before the detector breaks a cycle, fcdump shows it: the reads made in presentedItemDidChange, the edges")
     func fcdumpShowsACycleWhileItWaits() async throws {
         try await TestEnvironment.run { env in
-            let (doc, a, b, c) = try await classicSetUp(env, deadlockDelay: "6")
+            // The detector waits 20 s before it breaks the cycle, and the test looks for 18 s of them: with 6 and 4,
+            // CI's loaded second test phase (leases off) read the callbacks' lines after the cycle was already broken.
+            let (doc, a, b, c) = try await classicSetUp(env, deadlockDelay: "20")
             try c.send("write \(doc) abc")
             try await a.waitFor("presenter A didChange")
             try await b.waitFor("presenter B didChange")
@@ -77,7 +81,7 @@ struct DeadlockEndToEndTests {
             // Both reads wait, each made in its presenter's callback.
             var inCallbacks: [[String: Any]] = []
             var json = ""
-            let deadline = ContinuousClock.now + .seconds(4)
+            let deadline = ContinuousClock.now + .seconds(18)
             while inCallbacks.count < 2 && ContinuousClock.now < deadline {
                 json = try await env.runTool("fcdump", ["--json"]).output
                 let dump = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
@@ -105,8 +109,8 @@ struct DeadlockEndToEndTests {
 
             // Looking changed nothing: after the delay, the detector breaks the cycle as usual.
             let outcomes = [
-                try await a.waitFor("presenter A readOnChange", timeout: .seconds(20)).text,
-                try await b.waitFor("presenter B readOnChange", timeout: .seconds(20)).text,
+                try await a.waitFor("presenter A readOnChange", timeout: .seconds(40)).text,
+                try await b.waitFor("presenter B readOnChange", timeout: .seconds(40)).text,
             ]
             #expect(outcomes.filter { $0.hasSuffix("readOnChange done") }.count == 1, "outcomes: \(outcomes)")
         }
