@@ -1,4 +1,5 @@
 import FCProtocol
+import FCTestSupport
 import Foundation
 import Testing
 
@@ -186,7 +187,7 @@ import Testing
 
     /// Random batches, with and without a sort key, each checked against every result sorted from scratch.
     @Test(arguments: [false, true]) func randomBatchesLeaveTheResultsAsASortWould(bySize: Bool) throws {
-        var random = SplitMix(seed: bySize ? 7 : 11)
+        var random = SplitMix64(seed: bySize ? 7 : 11)
         var results = MetadataQueryResults(
             predicate: { _ in true },
             sortKeys: bySize ? [(key: NSMetadataItemFSSizeKey, ascending: false)] : []
@@ -228,19 +229,6 @@ import Testing
             if Self.paths(results.results) != expected { return }
         }
         #expect(results.fullSorts == sortsAfterGathering)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so that a failing sequence repeats.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -69,15 +69,17 @@ extension InotifyWatcher {
     }
 
     /// Forgets the directory watch `descriptor` and what hangs on it: dropped here (``dropWatch(of:)``), or by the
-    /// kernel (`IN_IGNORED`).
-    func forgetWatch(_ descriptor: Int32) {
+    /// kernel (`IN_IGNORED`). Whether it was a directory's watch.
+    @discardableResult
+    func forgetWatch(_ descriptor: Int32) -> Bool {
         foldsNames[descriptor] = nil
         directoryIdentities[descriptor] = nil
-        guard let directory = byDescriptor.removeValue(forKey: descriptor) else { return }
+        guard let directory = byDescriptor.removeValue(forKey: descriptor) else { return false }
         byPath[directory] = nil
         indexed.remove(directory)
         removed.append(directory)
         forgetLinkedFiles(in: directory)
+        return true
     }
 
     func add(_ directory: ItemPath, scan: Bool, indexing: Bool, into batch: inout [FileSystemEvent]) {

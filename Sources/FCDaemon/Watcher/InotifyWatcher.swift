@@ -268,9 +268,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         if mask & UInt32(IN_IGNORED) != 0 {
             // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
-            let watched = byDescriptor[descriptor] != nil
-            forgetWatch(descriptor)
-            if watched { updateWatchCounts() }
+            if forgetWatch(descriptor) { updateWatchCounts() }
             return
         }
         guard let directory = byDescriptor[descriptor], event.pointee.len > 0 else { return }

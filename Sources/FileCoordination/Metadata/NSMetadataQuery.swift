@@ -58,7 +58,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// The most changes of one frame read on the connection's reading thread, and the most results a query may hold
     /// for it (a batch that adds or removes an item copies them all), so that the other frames it reads wait little.
     static let changesReadOnReader = 16
-    static let resultsSortedOnReader = 4_096
+    static let resultsCopiedOnReader = 4_096
 
     public override init() {
         super.init()
@@ -283,7 +283,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
                 let small =
                     readsOnReader && !restarted && !items.gathered
                     && items.added.count + items.changed.count + items.removed.count <= Self.changesReadOnReader
-                    && query.state.withLock { !$0.gathering && $0.results.count <= Self.resultsSortedOnReader }
+                    && query.state.withLock { !$0.gathering && $0.results.count <= Self.resultsCopiedOnReader }
                 query.work.async(runningHereIfIdle: small) { query.receive(items, restarted: restarted) }
             }
         )
