@@ -17,7 +17,7 @@ import Testing
         return record
     }
 
-    static func paths(_ items: [NSMetadataItem]) -> [String] {
+    static func paths(_ items: some Sequence<NSMetadataItem>) -> [String] {
         items.compactMap { $0.value(forAttribute: NSMetadataItemPathKey) as? String }
     }
 
@@ -158,6 +158,37 @@ import Testing
             }
         )
         #expect(sizes["/t/f7"] == 3 && sizes["/t/f9999"] == 4 && sizes["/t/f1"] == 1)
+    }
+
+    /// A batch among 10,000 results leaves the copy its readers were given as it was, and shares all but a few of
+    /// its nodes with it: before, the results were an array shared with the readers, so each batch that added or
+    /// removed an item copied all of them (O(n) for one create, Benchmarks/README.md "Live queries").
+    @Test func aBatchSharesTheResultsItDoesNotChangeWithTheReadersCopy() throws {
+        var results = MetadataQueryResults(predicate: { _ in true })
+        var gathered = Filecoord_V1_QueryItems()
+        gathered.added = (0..<10_000).map { Self.record("/t/f\($0)", size: 1) }
+        gathered.gathered = true
+        _ = results.receive(gathered)
+        var first = Filecoord_V1_QueryItems()
+        first.added = [Self.record("/t/first", size: 1)]
+        _ = results.receive(first)
+        _ = results.applyPending()
+        let published = results.results
+        let before = Self.paths(published)
+        var batch = Filecoord_V1_QueryItems()
+        batch.added = [Self.record("/t/f5000x", size: 2)]
+        batch.changed = [Self.record("/t/f7", size: 3)]
+        batch.removed = [Data("/t/f123".utf8)]
+        _ = results.receive(batch)
+        _ = results.applyPending()
+        #expect(Self.paths(published) == before)
+        #expect(results.results.count == 10_001 && published.count == 10_001)
+        #expect(results.results.invariantViolation() == nil)
+        let shared = published.nodeIdentities()
+        let new = results.results.nodeIdentities().subtracting(shared)
+        // Three changes, each on one path from the root to a leaf (two levels here), and a neighbour or two.
+        #expect(new.count <= 12, "\(new.count) of \(shared.count) nodes copied")
+        #expect(results.fullSorts == 0)
     }
 
     /// A change still waiting for its batch when the connection was lost is compared with the gathering on the new

@@ -21,6 +21,9 @@ open class NSMetadataItem: NSObject, @unchecked Sendable {
     private let size: Int64?
     private let modified: Date?
     private let created: Date?
+    /// The path's bytes as the daemon sent them (a Linux name is bytes; ``value(forAttribute:)``'s path is them
+    /// decoded as UTF-8): what a query orders and finds its results by.
+    let pathBytes: Data
 
     /// The item for the file or folder at `url`, or `nil` when `url` is not a `file:` URL or names nothing.
     public convenience init?(url: URL) {
@@ -41,8 +44,17 @@ open class NSMetadataItem: NSObject, @unchecked Sendable {
 
     /// An item with these values; its attributes are made from them when asked for (a query's item that its
     /// predicate refuses costs no `URL`, type or date tree).
-    init(path: String, name: String, isDirectory: Bool, size: Int64?, modified: Date?, created: Date?) {
+    init(
+        path: String,
+        name: String,
+        isDirectory: Bool,
+        size: Int64?,
+        modified: Date?,
+        created: Date?,
+        pathBytes: Data? = nil
+    ) {
         self.path = path
+        self.pathBytes = pathBytes ?? Data(path.utf8)
         self.name = name
         self.isDirectory = isDirectory
         self.size = isDirectory ? nil : size
@@ -94,13 +106,28 @@ extension NSMetadataItem: PredicateAttributeSource {
 extension NSMetadataItem {
     /// An item of a live query, from what the daemon read (issue 44): no file system call here, and its name is the
     /// path's last component (the daemon's paths are absolute, with no trailing slash).
-    convenience init(path: String, size: Int64, isDirectory: Bool, modified: Date, created: Date) {
+    convenience init(
+        path: String,
+        size: Int64,
+        isDirectory: Bool,
+        modified: Date,
+        created: Date,
+        pathBytes: Data? = nil
+    ) {
         let name: String
         if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), path.utf8.index(after: slash) < path.utf8.endIndex {
             name = String(path[path.utf8.index(after: slash)...])
         } else {
             name = path
         }
-        self.init(path: path, name: name, isDirectory: isDirectory, size: size, modified: modified, created: created)
+        self.init(
+            path: path,
+            name: name,
+            isDirectory: isDirectory,
+            size: size,
+            modified: modified,
+            created: created,
+            pathBytes: pathBytes
+        )
     }
 }

@@ -36,7 +36,13 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         var gathering = false
         var stopped = false
         var updatesDisabled = 0
-        var results: [NSMetadataItem] = []
+        /// The results as of the last notification: a copy of the query's own, which shares its unchanged nodes.
+        var results = RankedTree<NSMetadataItem>()
+        /// ``results`` as an array, once a reader asked for it (`nil` again at each change).
+        var resultArray: [NSMetadataItem]?
+        /// The result set's index by path is made, so a change costs O(log n) (``MetadataQueryResults``): a frame of
+        /// changes may be read on the connection's reading thread.
+        var indexed = false
         var id: UInt64?
         var valueListAttributes: [String] = []
         var groupingAttributes: [String]?
@@ -54,11 +60,12 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     private let work = IdleInlineQueue(label: "filecoord.metadata-query")
     /// Only on `work`.
     private var resultSet: MetadataQueryResults?
+    /// Only on `work`: ``Settings/indexed`` as last set.
+    private var toldIndexed = false
     private var batchScheduled = false
-    /// The most changes of one frame read on the connection's reading thread, and the most results a query may hold
-    /// for it (a batch that adds or removes an item copies them all), so that the other frames it reads wait little.
+    /// The most changes of one frame read on the connection's reading thread, so that the other frames it reads
+    /// wait little (each costs O(log n) among n results).
     static let changesReadOnReader = 16
-    static let resultsCopiedOnReader = 4_096
 
     public override init() {
         super.init()
@@ -128,11 +135,21 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     open var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// The matching items, in path order, as of the last notification (or the delegate's replacements of them).
-    open var results: [Any] { replaced(state.withLock { ($0.results, $0.delegate.value) }) }
+    open var results: [Any] { replaced((resultItems(), state.withLock { $0.delegate.value })) }
     /// How many items ``results`` holds.
     open var resultCount: Int { state.withLock { $0.results.count } }
-    /// The item at `idx` of ``results`` (an `NSMetadataItem`, or the delegate's replacement).
+    /// The item at `idx` of ``results`` (an `NSMetadataItem`, or the delegate's replacement): O(log n).
     open func result(at idx: Int) -> Any { replaced(state.withLock { ([$0.results[idx]], $0.delegate.value) })[0] }
+
+    /// The results as an array: made once per change of them, when first asked for, and outside the lock (the
+    /// connection's reading thread looks at the state, and should not wait while 100,000 results are copied).
+    private func resultItems() -> [NSMetadataItem] {
+        let (tree, made) = state.withLock { ($0.results, $0.resultArray) }
+        if let made { return made }
+        let items = Array(tree)
+        state.withLock { if $0.results.isSameCopy(as: tree) { $0.resultArray = items } }
+        return items
+    }
 
     /// Calls `block` with each of ``results`` and its index, until it sets its last argument to `true`.
     open func enumerateResults(_ block: (Any, Int, UnsafeMutablePointer<ObjCBool>) -> Void) {
@@ -156,7 +173,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
 
     /// Each of ``valueListAttributes`` with its distinct values among ``results`` and how many have each.
     open var valueLists: [String: [NSMetadataQueryAttributeValueTuple]] {
-        let (items, attributes, delegate) = state.withLock { ($0.results, $0.valueListAttributes, $0.delegate.value) }
+        let items = resultItems()
+        let (attributes, delegate) = state.withLock { ($0.valueListAttributes, $0.delegate.value) }
         return MetadataQueryGroups.valueLists(of: items, attributes: attributes) { item, attribute in
             shown(item, attribute, delegate)
         }
@@ -164,7 +182,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
 
     /// ``results`` grouped by ``groupingAttributes`` (empty without them).
     open var groupedResults: [NSMetadataQueryResultGroup] {
-        let (items, attributes, delegate) = state.withLock { ($0.results, $0.groupingAttributes, $0.delegate.value) }
+        let items = resultItems()
+        let (attributes, delegate) = state.withLock { ($0.groupingAttributes, $0.delegate.value) }
         return MetadataQueryGroups.groups(
             of: items,
             by: (attributes ?? [])[...],
@@ -192,11 +211,9 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         guard let item = result as? NSMetadataItem,
             let path = item.value(forAttribute: NSMetadataItemPathKey) as? String
         else { return NSNotFound }
-        return state.withLock { state in
-            state.results.firstIndex {
-                $0 === item
-                    || ($0.value(forAttribute: NSMetadataItemPathKey) as? String)?.utf8.elementsEqual(path.utf8) == true
-            }
+        return resultItems().firstIndex {
+            $0 === item
+                || ($0.value(forAttribute: NSMetadataItemPathKey) as? String)?.utf8.elementsEqual(path.utf8) == true
         } ?? NSNotFound
     }
 
@@ -276,14 +293,14 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             receive: { [weak self] items, restarted in
                 guard let query = self else { return }
                 // On the reading thread, which reads every frame of the connection: only a few changes of a query
-                // that holds few results (telling them copies the results) are read here, and only when nothing
+                // whose index by path is made (each change then costs O(log n)) are read here, and only when nothing
                 // waits on `work`; anything else waits its turn there. Never the end of a gathering (a gathering
                 // again after a new connection is compared with every result then), nor a query whose predicate
                 // may run the app's code (a block that made a coordinated call would wait for this very thread).
                 let small =
                     readsOnReader && !restarted && !items.gathered
                     && items.added.count + items.changed.count + items.removed.count <= Self.changesReadOnReader
-                    && query.state.withLock { !$0.gathering && $0.results.count <= Self.resultsCopiedOnReader }
+                    && query.state.withLock { !$0.gathering && $0.indexed }
                 query.work.async(runningHereIfIdle: small) { query.receive(items, restarted: restarted) }
             }
         )
@@ -326,6 +343,10 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             return
         }
         let step = resultSet!.receive(items)
+        if !toldIndexed, resultSet!.isIndexed {
+            toldIndexed = true
+            state.withLock { $0.indexed = true }
+        }
         switch step {
         case .nothing:
             break
@@ -335,6 +356,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             let gathered = resultSet!.results
             state.withLock { state in
                 state.results = gathered
+                state.resultArray = nil
                 state.gathering = false
             }
             post(.NSMetadataQueryDidFinishGathering)
@@ -367,7 +389,10 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         }
         let (added, changed, removed) = resultSet!.applyPending()
         let now = resultSet!.results
-        state.withLock { $0.results = now }
+        state.withLock { state in
+            state.results = now
+            state.resultArray = nil
+        }
         post(
             .NSMetadataQueryDidUpdate,
             userInfo: [
@@ -384,32 +409,6 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         let send: @Sendable () -> Void = { NotificationCenter.default.post(notification.value) }
         if let queue { queue.addOperation(send) } else { DispatchQueue.main.async(execute: send) }
     }
-
-    /// The canonical folders `scopes` name.
-    static func roots(of scopes: [Any]) throws(FileCoordinationError) -> [ItemPath] {
-        var roots: [ItemPath] = []
-        for scope in scopes {
-            let url: URL
-            switch scope {
-            case let given as URL:
-                url = given
-            case let name as String where name == NSMetadataQueryUserHomeScope:
-                url = FileManager.default.homeDirectoryForCurrentUser
-            case let name as String where name.hasPrefix("kMDQueryScope") || name.hasPrefix("NSMetadataQuery"):
-                throw FileCoordinationError(
-                    .invalidRequest,
-                    "the scope \(name) is not supported: live queries search local folders (give their URLs) and "
-                        + "NSMetadataQueryUserHomeScope"
-                )
-            case let path as String:
-                url = URL(fileURLWithPath: path)
-            default:
-                throw FileCoordinationError(.invalidRequest, "a search scope must be a URL or a path, not \(scope)")
-            }
-            roots.append(try URLMapping.canonicalPath(url))
-        }
-        return roots
-    }
 }
 
 /// A notification handed to the queue that posts it.
@@ -418,25 +417,5 @@ private struct UncheckedNotification: @unchecked Sendable {
     let value: Notification
     init(name: NSNotification.Name, object: AnyObject, userInfo: [String: Any]?) {
         value = Notification(name: name, object: object, userInfo: userInfo)
-    }
-}
-
-extension NSMetadataQuery {
-    /// The paths of ``searchItems``: `URL`s, path `String`s and `NSMetadataItem`s (others are left out), standardized.
-    fileprivate static func searchPaths(_ items: [Any]) -> [String] {
-        items.compactMap { item -> String? in
-            switch item {
-            case let url as URL: url.isFileURL ? url.standardizedFileURL.path : nil
-            case let path as String: URL(fileURLWithPath: path).standardizedFileURL.path
-            case let metadata as NSMetadataItem: metadata.value(forAttribute: NSMetadataItemPathKey) as? String
-            default: nil
-            }
-        }
-    }
-
-    /// Whether `item` is one of `paths` or lies inside one of them.
-    fileprivate static func isWithin(_ item: NSMetadataItem, _ paths: [String]) -> Bool {
-        guard let path = item.value(forAttribute: NSMetadataItemPathKey) as? String else { return false }
-        return paths.contains { path == $0 || path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
     }
 }

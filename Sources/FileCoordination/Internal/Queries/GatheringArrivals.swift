@@ -55,18 +55,12 @@ struct GatheringArrivals {
         return kept.map { items[$0]! }
     }
 
-    /// The merged items by path, and their paths in the order ``merge()`` returned the items (after it).
-    func index() -> (byPath: [ByteKey: NSMetadataItem], paths: [ByteKey]) {
+    /// The merged items by path (after ``merge()``).
+    func index() -> [ByteKey: NSMetadataItem] {
         var index: [ByteKey: NSMetadataItem] = [:]
-        var paths: [ByteKey] = []
         index.reserveCapacity(order.count)
-        paths.reserveCapacity(order.count)
-        for position in order {
-            let path = ByteKey(Array(bytes[bounds[position]]))
-            index[path] = items[position]!
-            paths.append(path)
-        }
-        return (index, paths)
+        for position in order { index[ByteKey(Array(bytes[bounds[position]]))] = items[position]! }
+        return index
     }
 
     /// Sorts `indices` by the bytes their `bounds` give in `bytes`, compared in the buffer (no retain per

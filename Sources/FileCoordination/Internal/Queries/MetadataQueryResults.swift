@@ -29,12 +29,10 @@ struct MetadataQueryResults {
     let sortKeys: [(key: String, ascending: Bool)]
     /// The matching items by path.
     private(set) var current: [Path: NSMetadataItem] = [:]
-    /// The results in order, made when they change (not at each read).
-    private(set) var results: [NSMetadataItem] = []
-    /// The paths of ``results``, in the same order (made with the index after the first gathering,
-    /// ``indexIfPending()``): a batch's changes are found and placed in the results by binary search on them
-    /// (``place(leaving:arriving:inPlace:)``), not by sorting all the results again.
-    private var resultPaths: [Path] = []
+    /// The results in order (by the sort keys, then by the path's bytes). A tree, so that a batch of k changes
+    /// among n results finds and places each by binary search and copies O(k log n) of it, while the copy the
+    /// query's readers hold stays as it was (``RankedTree``).
+    private(set) var results = RankedTree<NSMetadataItem>()
     /// How many times every result was sorted again (for the tests: a batch of changes never needs it).
     private(set) var fullSorts = 0
     /// A gathering in progress (the first, or again after a new connection).
@@ -44,6 +42,8 @@ struct MetadataQueryResults {
     private var arrivals = GatheringArrivals()
     /// ``current`` is still to be made from ``arrivals`` (``indexIfPending()``).
     private var indexPending = false
+    /// The first gathering is done and its index by path made: a change costs O(log n) from here on.
+    var isIndexed: Bool { firstGatheringDone && !indexPending }
     /// Changes not yet told, by path: the new item, or `nil` for a removal.
     private(set) var pending: [Path: NSMetadataItem?] = [:]
 
@@ -80,87 +80,47 @@ struct MetadataQueryResults {
                 return entries[a].key < entries[b].key
             }
         }
-        results = order.map { entries[$0].value }
-        resultPaths = order.map { entries[$0].key }
+        results = RankedTree(order.lazy.map { entries[$0].value })
         fullSorts += 1
     }
 
-    /// Whether `a` (at `aPath`) comes before `b` (at `bPath`) in ``results``: ``order()``'s order.
-    private func precedes(_ a: NSMetadataItem, _ aPath: Path, _ b: NSMetadataItem, _ bPath: Path) -> Bool {
+    /// Whether `a` comes before `b` in ``results``: ``order()``'s order.
+    private func precedes(_ a: NSMetadataItem, _ b: NSMetadataItem) -> Bool {
         for (key, ascending) in sortKeys {
             let result = Self.compare(a.value(forAttribute: key), b.value(forAttribute: key))
             if result != .orderedSame { return (result == .orderedAscending) == ascending }
         }
-        return aPath < bPath
+        return a.pathBytes.withUnsafeBytes { x in b.pathBytes.withUnsafeBytes { y in ByteComparison.precedes(x, y) } }
     }
 
-    /// The first place in ``results`` whose item does not come before `item` at `path`: where it is, or would go.
-    private func place(of item: NSMetadataItem, at path: Path) -> Int {
-        var low = 0
-        var high = results.count
-        while low < high {
-            let middle = low + (high - low) / 2
-            if precedes(results[middle], resultPaths[middle], item, path) {
-                low = middle + 1
-            } else {
-                high = middle
-            }
-        }
-        return low
+    /// The first place in ``results`` whose item does not come before `item`: where it is, or would go.
+    private func place(of item: NSMetadataItem) -> Int {
+        results.partitioningPosition { precedes($0, item) }
     }
 
     /// Applies one batch to the ordered results: `leaving` (items to take out, as the results hold them), `arriving`
-    /// (items to put in) and `inPlace` (items that replace the one of their path where it stands). O(k log n)
-    /// comparisons for k changes of n results, and one copy of the results when items come or go. `false` if an
-    /// item to take out or replace is not where the order puts it (never expected): the caller sorts them all.
+    /// (items to put in) and `inPlace` (items that replace the one of their path where it stands), each found by
+    /// binary search: O(k log² n) node steps for k changes of n results, and O(k log n) nodes copied. `false` if the
+    /// batch is a large part of the results (sorting them all again is then cheaper), or if an item to take out or
+    /// replace is not where the order puts it (never expected): the caller sorts them all.
     private mutating func place(
-        leaving: [(Path, NSMetadataItem)],
-        arriving: [(Path, NSMetadataItem)],
-        inPlace: [(Path, NSMetadataItem)]
+        leaving: [NSMetadataItem],
+        arriving: [NSMetadataItem],
+        inPlace: [NSMetadataItem]
     ) -> Bool {
-        guard resultPaths.count == results.count else { return false }
-        for (path, item) in inPlace {
+        guard leaving.count + arriving.count + inPlace.count <= max(64, results.count / 8) else { return false }
+        for item in inPlace {
             // The same path, so the same place (no sort keys: the order is the paths').
-            let index = place(of: item, at: path)
-            guard index < results.count, resultPaths[index] == path else { return false }
+            let index = place(of: item)
+            guard index < results.count, results[index].pathBytes == item.pathBytes else { return false }
             results[index] = item
         }
-        guard !leaving.isEmpty || !arriving.isEmpty else { return true }
-        var out: [Int] = []
-        out.reserveCapacity(leaving.count)
-        for (path, item) in leaving {
-            let index = place(of: item, at: path)
-            guard index < results.count, resultPaths[index] == path else { return false }
-            out.append(index)
+        for item in leaving {
+            let index = place(of: item)
+            guard index < results.count, results[index].pathBytes == item.pathBytes else { return false }
+            results.remove(at: index)
         }
-        out.sort()
-        // Each arriving item's place among the results as they were, in the results' order (two at one place in
-        // their own order; a changed item's old self, which leaves, never comes before its new self).
-        let sorted = sortKeys.isEmpty ? arriving : arriving.sorted { precedes($0.1, $0.0, $1.1, $1.0) }
-        let places = sorted.map { place(of: $0.1, at: $0.0) }
-        var items: [NSMetadataItem] = []
-        var paths: [Path] = []
-        let count = results.count - out.count + sorted.count
-        items.reserveCapacity(count)
-        paths.reserveCapacity(count)
-        var next = 0
-        var nextOut = 0
-        for index in 0...results.count {
-            while next < sorted.count, places[next] == index {
-                paths.append(sorted[next].0)
-                items.append(sorted[next].1)
-                next += 1
-            }
-            guard index < results.count else { break }
-            if nextOut < out.count, out[nextOut] == index {
-                nextOut += 1
-                continue
-            }
-            items.append(results[index])
-            paths.append(resultPaths[index])
-        }
-        results = items
-        resultPaths = paths
+        for item in arriving { results.insert(item, at: place(of: item)) }
         return true
     }
 
@@ -183,7 +143,8 @@ struct MetadataQueryResults {
             size: record.size,
             isDirectory: record.isDirectory,
             modified: Date(timeIntervalSince1970: record.modified),
-            created: Date(timeIntervalSince1970: record.created)
+            created: Date(timeIntervalSince1970: record.created),
+            pathBytes: record.path
         )
     }
 
@@ -208,7 +169,7 @@ struct MetadataQueryResults {
     private mutating func indexIfPending() {
         guard indexPending else { return }
         indexPending = false
-        (current, resultPaths) = arrivals.index()
+        current = arrivals.index()
         arrivals = GatheringArrivals()
     }
 
@@ -243,7 +204,7 @@ struct MetadataQueryResults {
             if !firstGatheringDone {
                 firstGatheringDone = true
                 if arriving {
-                    results = arrivals.merge()
+                    results = RankedTree(arrivals.merge())
                     indexPending = true
                 } else {
                     current = gathered
@@ -286,28 +247,28 @@ struct MetadataQueryResults {
         var removed: [NSMetadataItem] = []
         // What the results lose, gain, and have replaced where it stands (a changed item keeps its place when the
         // order is the paths'; with sort keys it leaves and arrives again).
-        var leaving: [(Path, NSMetadataItem)] = []
-        var arriving: [(Path, NSMetadataItem)] = []
-        var inPlace: [(Path, NSMetadataItem)] = []
+        var leaving: [NSMetadataItem] = []
+        var arriving: [NSMetadataItem] = []
+        var inPlace: [NSMetadataItem] = []
         for (path, change) in pending.sorted(by: { $0.key < $1.key }) {
             switch (current[path], change) {
             case (nil, let item?):
                 current[path] = item
                 added.append(item)
-                arriving.append((path, item))
+                arriving.append(item)
             case (let old?, let item?):
                 current[path] = item
                 changed.append(item)
                 if sortKeys.isEmpty {
-                    inPlace.append((path, item))
+                    inPlace.append(item)
                 } else {
-                    leaving.append((path, old))
-                    arriving.append((path, item))
+                    leaving.append(old)
+                    arriving.append(item)
                 }
             case (let old?, nil):
                 current[path] = nil
                 removed.append(old)
-                leaving.append((path, old))
+                leaving.append(old)
             case (nil, nil):
                 continue
             }
