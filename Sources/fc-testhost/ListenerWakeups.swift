@@ -44,10 +44,10 @@ enum ListenerWakeups {
         var message: String
     }
 
-    /// The listener's name as the kernel keeps it (15 bytes at most), for when the library's thread names reach the
-    /// kernel. Foundation's `Thread.name` does not set it on Linux (Swift 6.3), so today the thread is found as the
-    /// one the first connection started.
-    static let listenerName = String("FileCoordination.listener".prefix(15))
+    /// The listener's name as the kernel keeps it (the library sets it, `DaemonTransport.listenerThreadName`;
+    /// Foundation's `Thread.name` does not reach the kernel on Linux). Without it the thread is found as the one the
+    /// first connection started.
+    static let listenerName = "fc.listener"
 
     /// What one measurement saw.
     struct Phases {

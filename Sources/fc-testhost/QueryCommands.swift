@@ -10,6 +10,9 @@ import Synchronization
 //                            `query NAME refused`), `query NAME gathered COUNT` and, per update,
 //                            `query NAME update added=P,... changed=P,... removed=P,...` (paths relative to FOLDER, in
 //                            order, `-` for none)
+//   query-block NAME FOLDER  the same, with a block predicate that keeps every item and counts the calls made on the
+//                            library's connection reader (batching interval 0)
+//   query-threads NAME       prints `query NAME block calls N on the reader M` (a query-block's predicate)
 //   query-stop NAME          stops it
 //   query-count NAME         prints `query NAME count COUNT`
 
@@ -21,6 +24,8 @@ final class QueryCommands: Sendable {
     private struct State: @unchecked Sendable {
         var queries: [String: NSMetadataQuery] = [:]
         var observers: [any NSObjectProtocol] = []
+        /// A query-block's predicate calls, and those made on the library's reading thread, by query name.
+        var blockCalls: [String: (all: Int, onReader: Int)] = [:]
     }
     private let state = Mutex(State())
     private let queue: OperationQueue = {
@@ -32,10 +37,10 @@ final class QueryCommands: Sendable {
     func run(_ command: String, _ arguments: [String]) {
         guard let name = arguments.first else { return say("error \(command) needs a name") }
         switch command {
-        case "query" where arguments.count >= 2:
+        case "query" where arguments.count >= 2, "query-block" where arguments.count == 2:
             let folder = arguments[1]
             var rest = Array(arguments.dropFirst(2))
-            var interval = 0.2
+            var interval = command == "query-block" ? 0 : 0.2
             if let first = rest.first, let milliseconds = Double(first) {
                 interval = milliseconds / 1000
                 rest.removeFirst()
@@ -43,6 +48,18 @@ final class QueryCommands: Sendable {
             let query = NSMetadataQuery()
             query.searchScopes = [URL(fileURLWithPath: folder)]
             if !rest.isEmpty { query.predicate = NSPredicate(format: rest.joined(separator: " "), argumentArray: nil) }
+            if command == "query-block" {
+                query.predicate = NSPredicate { [self] _, _ in
+                    // The name the library gives its reading thread, as the kernel keeps it.
+                    let comm = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+                    let onReader = comm?.trimmingCharacters(in: .newlines) == "fc.listener"
+                    state.withLock { state in
+                        let calls = state.blockCalls[name, default: (0, 0)]
+                        state.blockCalls[name] = (calls.all + 1, calls.onReader + (onReader ? 1 : 0))
+                    }
+                    return true
+                }
+            }
             query.notificationBatchingInterval = interval
             query.operationQueue = queue
             let prefix = folder.hasSuffix("/") ? folder : folder + "/"
@@ -76,6 +93,9 @@ final class QueryCommands: Sendable {
             guard let query = state.withLock({ $0.queries[name] }) else { return say("error no query \(name)") }
             query.stop()
             say("query \(name) stopped")
+        case "query-threads":
+            let calls = state.withLock { $0.blockCalls[name, default: (0, 0)] }
+            say("query \(name) block calls \(calls.all) on the reader \(calls.onReader)")
         case "query-count":
             guard let query = state.withLock({ $0.queries[name] }) else { return say("error no query \(name)") }
             say("query \(name) count \(query.resultCount)")

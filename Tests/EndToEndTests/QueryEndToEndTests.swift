@@ -93,6 +93,29 @@ import Testing
         }
     }
 
+    /// A small frame of changes may be read on the connection's reading thread, but only for a predicate of the
+    /// library's own (none, or one made from a format): a block is the app's code, and one that made a coordinated
+    /// call there would wait for the very thread that reads its reply.
+    @Test("A query's block predicate never runs on the library's reading thread")
+    func aBlockPredicateNeverRunsOnTheReader() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = try Self.tree(env, files: 10)
+            let host = try await env.host("Q")
+            try host.send("query-block B \(root)")
+            _ = try await host.waitFor("query B gathered 12")
+            // One create at a time, each told before the next: the query's queue is idle when each frame comes.
+            for index in 0..<6 {
+                try runToCompletion("/bin/sh", ["-c", "echo x > '\(root)/new\(index)'"])
+                _ = try await host.waitFor("query B update added=new\(index) changed=")
+            }
+            try host.send("query-threads B")
+            let calls = try await host.waitFor("query B block calls ")
+            #expect(calls.text.hasSuffix(" on the reader 0"), "\(calls.text)")
+            #expect(!calls.text.hasPrefix("query B block calls 0 "), "\(calls.text)")
+        }
+    }
+
     @Test("A folder deleted and made again at once is watched anew: what is made in it later is reported")
     func aFolderMadeAgainIsWatched() async throws {
         try await TestEnvironment.run { env in

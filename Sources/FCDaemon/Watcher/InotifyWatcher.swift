@@ -112,6 +112,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         let started = DispatchSemaphore(value: 0)
         let failure = Locked<WatcherError?>(nil)
         let thread = Thread { [self] in
+            nameCurrentThread("fcd.watcher")
             self.deliver = deliver
             if let error = self.setUp() {
                 failure.withLock { $0 = error }

@@ -1,4 +1,5 @@
 import Dispatch
+import FCSystem
 import FCToolkit
 import Foundation
 
@@ -14,8 +15,13 @@ final class SerialWorker: Sendable {
     /// Signalled once per job added; the thread sleeps here while there is none.
     private let added = DispatchSemaphore(value: 0)
 
-    init(name: String) {
-        let thread = Thread { [self] in run() }
+    /// A worker whose thread is `name` for Foundation and `kernelName` (at most 15 bytes) for the kernel (`top -H`,
+    /// `/proc/…/comm`), which Foundation's name does not reach on Linux.
+    init(name: String, kernelName: String) {
+        let thread = Thread { [self] in
+            nameCurrentThread(kernelName)
+            run()
+        }
         thread.name = name
         thread.start()
     }

@@ -1,4 +1,5 @@
 import FCCore
+import FCSystem
 import FCToolkit
 import Foundation
 import Logging
@@ -160,6 +161,7 @@ final class ConnectionManager: @unchecked Sendable {
             })
         else { return }
         let thread = Thread { [self] in
+            nameCurrentThread("fc.probe")
             var delay = 0.2
             while state.withLock({ $0.fallbackReason != nil }), let owner {
                 Thread.sleep(forTimeInterval: delay)
@@ -220,6 +222,7 @@ final class ConnectionManager: @unchecked Sendable {
             })
         else { return }
         let thread = Thread { [self] in
+            nameCurrentThread("fc.reconnect")
             var delay = 0.1
             while current == nil, owner?.needsConnection == true {
                 if case .success = transport() { break }

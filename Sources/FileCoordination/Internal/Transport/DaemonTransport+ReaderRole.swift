@@ -173,8 +173,15 @@ extension DaemonTransport {
         }
     }
 
+    /// The listener's name as the kernel shows it (`top -H`, `/proc/…/comm`; at most 15 bytes): Foundation's
+    /// `Thread.name`, also set, does not reach the kernel on Linux.
+    static let listenerThreadName = "fc.listener"
+
     func startListening() {
-        let thread = Thread { [self] in listen() }
+        let thread = Thread { [self] in
+            nameCurrentThread(Self.listenerThreadName)
+            listen()
+        }
         thread.name = "FileCoordination.listener"
         thread.start()
     }

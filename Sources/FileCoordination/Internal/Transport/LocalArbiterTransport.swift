@@ -33,7 +33,7 @@ final class LocalArbiterTransport: ArbiterTransport, @unchecked Sendable {
         var reroute: (@Sendable (ClaimRequest, ClaimWaiter) -> ClaimWait)?
     }
     private let state: Locked<State>
-    private let delivery = SerialWorker(name: "FileCoordination.delivery")
+    private let delivery = SerialWorker(name: "FileCoordination.delivery", kernelName: "fc.delivery")
     private let logger: @Sendable (LogRecord) -> Void
 
     init(configuration: ArbiterConfiguration, logger: @escaping @Sendable (LogRecord) -> Void) {
