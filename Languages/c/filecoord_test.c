@@ -238,6 +238,17 @@ int main(int argc, char **argv) {
     CHECK(outside == 124, "fccoord run without it waits for the claim and gives up (status %d)", outside);
     filecoord_free(purpose);
     CHECK(filecoord_coordinator_copy_purpose(NULL) == NULL, "no purpose for a NULL coordinator");
+    /* A nonblocking coordinator fails at once behind the held claim, as flock's LOCK_NB would (no timeout set). */
+    filecoord_coordinator *nonblocking = filecoord_coordinator_new();
+    filecoord_coordinator_set_nonblocking(nonblocking, 1);
+    filecoord_coordinator_set_timeout(nonblocking, 10); /* without the setting: FILECOORD_ERR_TIMED_OUT, not a hang */
+    ran = 0;
+    status = filecoord_read(nonblocking, document, 0, never_runs, &ran, &error);
+    CHECK(status == FILECOORD_ERR_WOULD_WAIT && ran == 0, "a nonblocking read behind the held claim fails at once (%s)",
+          error ? filecoord_error_message(error) : "no error");
+    filecoord_error_free(error);
+    error = NULL;
+    filecoord_coordinator_free(nonblocking);
     filecoord_coordinator *coordinator = filecoord_coordinator_new();
     filecoord_coordinator_set_timeout(coordinator, 0.3);
     ran = 0;

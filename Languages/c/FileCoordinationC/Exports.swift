@@ -52,6 +52,12 @@ public func filecoord_coordinator_set_timeout(_ coordinator: OpaquePointer?, _ s
     Handle.get(coordinator, as: CoordinatorBox.self).timeout.withLock { $0 = timeout }
 }
 
+@_cdecl("filecoord_coordinator_set_nonblocking")
+public func filecoord_coordinator_set_nonblocking(_ coordinator: OpaquePointer?, _ nonblocking: Int32) {
+    guard let coordinator else { return }
+    Handle.get(coordinator, as: CoordinatorBox.self).nonblocking.withLock { $0 = nonblocking != 0 }
+}
+
 /// A C timeout in seconds as a wait's limit: none for 0 or less (or not a number), as filecoord.h says.
 func waitLimit(seconds: Double) -> Duration? {
     seconds > 0 && seconds.isFinite ? .milliseconds(Int64(min(seconds, 1e9) * 1_000)) : nil

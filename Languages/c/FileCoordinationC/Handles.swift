@@ -26,9 +26,12 @@ final class ErrorBox {
 final class CoordinatorBox: Sendable {
     let coordinator = NSFileCoordinator(filePresenter: nil)
     let timeout = Locked<Duration?>(nil)
+    let nonblocking = Locked(false)
     let purpose = Locked<String?>(nil)
 
-    var settings: CallSettings { CallSettings(timeout: timeout.withLock { $0 }, purpose: nil) }
+    var settings: CallSettings {
+        CallSettings(timeout: timeout.withLock { $0 }, purpose: nil, nonblocking: nonblocking.withLock { $0 })
+    }
 }
 
 /// `filecoord_claim`: a claim held by a thread of its own until `filecoord_claim_end`.

@@ -48,6 +48,23 @@ def test_errors_are_exceptions_with_the_library_codes(tmp_path):
     assert raised.value.code == 22 and raised.value.errno == 2
 
 
+def test_a_nonblocking_claim_fails_at_once_as_flock_lock_nb_would(tmp_path):
+    """blocking=False: a claim behind another coordinator's raises WouldWait, a BlockingIOError with EWOULDBLOCK as
+    fcntl.flock(LOCK_EX | LOCK_NB) would, without waiting (the timeout, which would raise TimedOut, never comes)."""
+    item = tmp_path / "held.txt"
+    item.write_text("x")
+    with filecoord.writing(item):
+        for claim in (filecoord.writing(item, blocking=False, timeout=10), filecoord.reading(item, blocking=False)):
+            with pytest.raises(BlockingIOError) as raised:
+                with claim:
+                    pytest.fail("granted behind the held write")
+            assert isinstance(raised.value, filecoord.WouldWait), raised.value
+            assert raised.value.code == 13 and raised.value.errno == errno.EWOULDBLOCK
+    # Nothing conflicts any more: granted.
+    with filecoord.writing(item, blocking=False) as path:
+        assert path == str(item)
+
+
 def test_errors_are_also_the_matching_built_in_exceptions(tmp_path, python_child):
     """Code written against the standard library catches them: TimeoutError, FileNotFoundError, ConnectionError."""
     item = tmp_path / "held.txt"

@@ -70,6 +70,7 @@ enum {
     FILECOORD_ERR_INVALID_REQUEST = 8,    /* the arbiter refused the request (a limit) */
     FILECOORD_ERR_UNRESOLVABLE_PATH = 9,  /* a loop of symbolic links, a component that is no directory */
     FILECOORD_ERR_TIMED_OUT = 10,         /* not granted within the coordinator's timeout */
+    FILECOORD_ERR_WOULD_WAIT = 13,        /* a nonblocking coordinator's claim met a conflicting one (LOCK_NB) */
     FILECOORD_ERR_CANCELLED = 20,         /* filecoord_coordinator_cancel */
     FILECOORD_ERR_REFUSED = 21,           /* a presenter refused to save or to accommodate a deletion */
     FILECOORD_ERR_IO = 22,                /* the move or delete itself failed: filecoord_error_errno says why */
@@ -105,6 +106,10 @@ typedef struct filecoord_coordinator filecoord_coordinator;
 filecoord_coordinator *filecoord_coordinator_new(void);
 /* How long each later call may wait for its claims; 0 or less: as long as it takes (the default). */
 void filecoord_coordinator_set_timeout(filecoord_coordinator *coordinator, double seconds);
+/* Nonzero: each later call fails at once with FILECOORD_ERR_WOULD_WAIT instead of waiting for a conflicting claim
+ * of another coordinator, granted or queued ahead, as flock's LOCK_NB does (`fccoord -n`); presenters are still asked
+ * first, and waited for. 0: calls wait (the default). */
+void filecoord_coordinator_set_nonblocking(filecoord_coordinator *coordinator, int nonblocking);
 /* The purpose identifier: coordinators with the same one never block each other. Once, before any call. */
 int filecoord_coordinator_set_purpose(filecoord_coordinator *coordinator, const char *purpose,
                                       filecoord_error **error);

@@ -38,6 +38,7 @@ from .errors import (
     Refused,
     TimedOut,
     Unreachable,
+    WouldWait,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "PresenterTimeout",
     "BadPath",
     "TimedOut",
+    "WouldWait",
     "Cancelled",
     "Refused",
     "OperationFailed",
@@ -109,10 +111,12 @@ PURPOSE_VARIABLE = "FILECOORD_PURPOSE"
 _INHERITED_PURPOSE = os.environ.get(PURPOSE_VARIABLE) or None
 
 
-def _coordinator(timeout: Optional[float], purpose: Optional[str] = None) -> _waiting.Coordinator:
+def _coordinator(
+    timeout: Optional[float], purpose: Optional[str] = None, blocking: bool = True
+) -> _waiting.Coordinator:
     if timeout is not None and not timeout > 0:
         raise InvalidArgument("timeout must be positive", code=errors.ERR_INVALID_ARGUMENT)
-    return _waiting.Coordinator(timeout, purpose or _INHERITED_PURPOSE)
+    return _waiting.Coordinator(timeout, purpose or _INHERITED_PURPOSE, blocking)
 
 
 class Claim(Generic[Paths]):
@@ -127,6 +131,10 @@ class Claim(Generic[Paths]):
     ``async with``: waits on a helper thread without blocking the event loop; cancelling the task cancels the request
     the same way, and the task sees CancelledError once nothing is held or asked for any more.
 
+    With ``blocking=False`` entering raises :class:`WouldWait` (a :class:`BlockingIOError`) at once instead of waiting
+    for a conflicting claim of another coordinator, held or queued ahead: ``fcntl.flock``'s ``LOCK_NB``. Presenters
+    are still asked first, and waited for.
+
     While the block runs, ``os.environ["FILECOORD_PURPOSE"]`` carries the claims' purpose, so that a program it
     starts (``subprocess``) is inside them: ``fccoord``, the preload library and this package in that program never
     wait for them. The variable is the process's: with claims held in several threads (or tasks) at once, a child
@@ -139,11 +147,13 @@ class Claim(Generic[Paths]):
         timeout: Optional[float],
         purpose: Optional[str],
         result: Callable[[List[str]], Paths],
+        blocking: bool = True,
     ) -> None:
         if timeout is not None and not timeout > 0:
             raise InvalidArgument("timeout must be positive", code=errors.ERR_INVALID_ARGUMENT)
         self._items = [(_path(path), 1 if kind == "write" else 0, int(options)) for path, kind, options in items]
         self._timeout = timeout
+        self._blocking = bool(blocking)
         self._purpose = purpose or _INHERITED_PURPOSE or "python " + uuid.uuid4().hex
         self._result: Callable[[List[str]], Paths] = result
         self._entered = False
@@ -155,7 +165,7 @@ class Claim(Generic[Paths]):
         if self._entered:
             raise RuntimeError("a filecoord.Claim is entered once; call reading/writing/coordinate again")
         self._entered = True
-        return _coordinator(self._timeout, self._purpose)
+        return _coordinator(self._timeout, self._purpose, self._blocking)
 
     def _begin(self, coordinator: _waiting.Coordinator) -> Tuple[Any, List[str]]:
         """filecoord_claim_begin (on the thread that waits): the claim and the paths to use."""
@@ -245,12 +255,14 @@ def coordinate(
     items: Sequence[Tuple[StrPath, str, int]],
     timeout: Optional[float] = None,
     purpose: Optional[str] = None,
+    blocking: bool = True,
 ) -> Claim[List[str]]:
     """Claims several items at once: `items` is a list of ``(path, "read"|"write", options)``; the block gets the
     paths to use, in the same order, while every claim is held (``with`` or ``async with``, see :class:`Claim`).
 
-    Without `purpose` the claims take the one this interpreter was started inside, or a new one."""
-    return Claim(items, timeout, purpose, list)
+    Without `purpose` the claims take the one this interpreter was started inside, or a new one. ``blocking=False``
+    raises :class:`WouldWait` instead of waiting for another coordinator's claim."""
+    return Claim(items, timeout, purpose, list, blocking)
 
 
 def _first(paths: List[str]) -> str:
@@ -263,14 +275,15 @@ def reading(
     resolves_symbolic_link: bool = False,
     timeout: Optional[float] = None,
     purpose: Optional[str] = None,
+    blocking: bool = True,
 ) -> Claim[str]:
     """A coordinated read of `path`: presenters elsewhere save (unless `without_changes`) and relinquish, writers
     wait; the block gets the path to use (``with`` or ``async with``, see :class:`Claim`). `timeout` (seconds)
-    raises :class:`TimedOut`."""
+    raises :class:`TimedOut`; ``blocking=False`` raises :class:`WouldWait` instead of waiting for a writer."""
     options = (READ_WITHOUT_CHANGES if without_changes else 0) | (
         READ_RESOLVES_SYMBOLIC_LINK if resolves_symbolic_link else 0
     )
-    return Claim([(path, "read", options)], timeout, purpose, _first)
+    return Claim([(path, "read", options)], timeout, purpose, _first, blocking)
 
 
 def writing(
@@ -281,16 +294,18 @@ def writing(
     replacing: bool = False,
     timeout: Optional[float] = None,
     purpose: Optional[str] = None,
+    blocking: bool = True,
 ) -> Claim[str]:
     """A coordinated write of `path`, with Apple's writing options; the block gets the path to use (``with`` or
-    ``async with``, see :class:`Claim`)."""
+    ``async with``, see :class:`Claim`). ``blocking=False`` raises :class:`WouldWait` instead of waiting for another
+    coordinator's claim, as ``fcntl.flock(fd, LOCK_EX | LOCK_NB)`` raises :class:`BlockingIOError`."""
     options = (
         (WRITE_FOR_DELETING if deleting else 0)
         | (WRITE_FOR_MOVING if moving else 0)
         | (WRITE_FOR_MERGING if merging else 0)
         | (WRITE_FOR_REPLACING if replacing else 0)
     )
-    return Claim([(path, "write", options)], timeout, purpose, _first)
+    return Claim([(path, "write", options)], timeout, purpose, _first, blocking)
 
 
 def _nothing(_: None) -> None:

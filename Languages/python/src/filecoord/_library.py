@@ -23,6 +23,7 @@ void filecoord_error_free(filecoord_error *error);
 typedef struct filecoord_coordinator filecoord_coordinator;
 filecoord_coordinator *filecoord_coordinator_new(void);
 void filecoord_coordinator_set_timeout(filecoord_coordinator *coordinator, double seconds);
+void filecoord_coordinator_set_nonblocking(filecoord_coordinator *coordinator, int nonblocking);
 int filecoord_coordinator_set_purpose(filecoord_coordinator *coordinator, const char *purpose,
                                       filecoord_error **error);
 char *filecoord_coordinator_copy_purpose(const filecoord_coordinator *coordinator);

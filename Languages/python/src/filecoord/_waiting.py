@@ -33,13 +33,17 @@ class Coordinator:
     :meth:`close` frees it at once when no call of it runs, else as soon as the last one returns (a call abandoned
     by an interrupted caller may still be on its way out)."""
 
-    def __init__(self, timeout: Optional[float] = None, purpose: Optional[str] = None) -> None:
+    def __init__(
+        self, timeout: Optional[float] = None, purpose: Optional[str] = None, blocking: bool = True
+    ) -> None:
         self._lock = threading.Lock()
         self._calls = 0
         self._closing = False
         self.handle: Any = lib.filecoord_coordinator_new()
         if timeout is not None:
             lib.filecoord_coordinator_set_timeout(self.handle, float(timeout))
+        if not blocking:
+            lib.filecoord_coordinator_set_nonblocking(self.handle, 1)
         if purpose is not None:
             error = ffi.new("filecoord_error **")
             if lib.filecoord_coordinator_set_purpose(self.handle, purpose.encode(), error) != 0:

@@ -2,7 +2,8 @@
 
 Each class also derives from the built-in exception a Python program would catch for the same failure, so that code
 written against the standard library handles it without knowing this package: :class:`TimedOut` is a
-:class:`TimeoutError`, :class:`Unreachable` a :class:`ConnectionError`, :class:`InvalidArgument` a :class:`ValueError`,
+:class:`TimeoutError`, :class:`WouldWait` a :class:`BlockingIOError` (what ``fcntl.flock`` with ``LOCK_NB``
+raises), :class:`Unreachable` a :class:`ConnectionError`, :class:`InvalidArgument` a :class:`ValueError`,
 :class:`OperationFailed` an :class:`OSError`, and :class:`FileNotFound` (an :class:`OperationFailed` with errno ENOENT)
 a :class:`FileNotFoundError`.
 """
@@ -23,6 +24,7 @@ ERR_NESTED_WRITE = 7
 ERR_INVALID_REQUEST = 8
 ERR_UNRESOLVABLE_PATH = 9
 ERR_TIMED_OUT = 10
+ERR_WOULD_WAIT = 13
 ERR_CANCELLED = 20
 ERR_REFUSED = 21
 ERR_IO = 22
@@ -80,6 +82,17 @@ class TimedOut(FileCoordinationError, TimeoutError):
     code = ERR_TIMED_OUT
 
 
+class WouldWait(FileCoordinationError, BlockingIOError):
+    """A call made with ``blocking=False`` met a conflicting claim of another coordinator, held or queued ahead
+    (code 13): what ``fcntl.flock(fd, LOCK_EX | LOCK_NB)`` reports as :class:`BlockingIOError`, which this also is,
+    with `errno` EWOULDBLOCK."""
+
+    code = ERR_WOULD_WAIT
+
+    def __init__(self, message: str, code: Optional[int] = None, errno: Optional[int] = 0) -> None:
+        super().__init__(message, code=code, errno=errno or _errno.EWOULDBLOCK)
+
+
 class Cancelled(FileCoordinationError):
     """The call's coordinator was cancelled (code 20)."""
 
@@ -117,6 +130,7 @@ _CLASSES: Dict[int, Type[FileCoordinationError]] = {
     ERR_UNSUPPORTED_PATH: BadPath,
     ERR_UNRESOLVABLE_PATH: BadPath,
     ERR_TIMED_OUT: TimedOut,
+    ERR_WOULD_WAIT: WouldWait,
     ERR_CANCELLED: Cancelled,
     ERR_REFUSED: Refused,
     ERR_IO: OperationFailed,
