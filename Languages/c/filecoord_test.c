@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
     CHECK(outside == 124, "fccoord run without it waits for the claim and gives up (status %d)", outside);
     filecoord_free(purpose);
     CHECK(filecoord_coordinator_copy_purpose(NULL) == NULL, "no purpose for a NULL coordinator");
-    /* A nonblocking coordinator fails at once behind the held claim, as flock's LOCK_NB would (no timeout set). */
+    /* A nonblocking coordinator fails at once behind the held claim, as flock's LOCK_NB would. */
     filecoord_coordinator *nonblocking = filecoord_coordinator_new();
     filecoord_coordinator_set_nonblocking(nonblocking, 1);
     filecoord_coordinator_set_timeout(nonblocking, 10); /* without the setting: FILECOORD_ERR_TIMED_OUT, not a hang */

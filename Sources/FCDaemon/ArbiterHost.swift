@@ -59,6 +59,8 @@ final class ArbiterHost {
     /// Where the watcher's thread finds ``queries`` (``QueryRelay``).
     let queryRelay = QueryRelay()
     var liveQueries: [ClientID: Set<UInt64>] = [:]
+    /// The result count each live query last told (`QueryResults`, for fcdump): at most one per live query.
+    var queryResultCounts: [QueryService.QueryKey: UInt64] = [:]
     var queryWatches: [ItemPath: Int] = [:]
     var arbiterWatches: Set<ItemPath> = []
     /// Query frames waiting for their client to take the one before (``sendQueryFrame(_:to:)``).

@@ -60,13 +60,21 @@ extension ArbiterHost {
             cluster: cluster?.dump(),
             progress: progress.dumpItems(),
             queries: (queries?.summaries ?? []).map {
-                DaemonDump.QueryTree(
+                var tree = DaemonDump.QueryTree(
                     root: $0.root.escapedDescription,
                     queries: $0.queries.map(\.client.rawValue),
                     items: $0.items,
                     directories: $0.directories,
                     gathered: $0.gathered
                 )
+                tree.live = $0.queries.map { key in
+                    DaemonDump.LiveQuery(
+                        client: key.client.rawValue,
+                        query: key.local,
+                        results: queryResultCounts[key].map { Int(clamping: $0) }
+                    )
+                }
+                return tree
             }
         )
     }

@@ -68,6 +68,9 @@ extension DaemonDump {
         public var directories: Int
         /// The first gathering is done.
         public var gathered: Bool
+        /// Each query that uses it, with its result count (added within version 1: absent from older daemons, and
+        /// then empty here).
+        public var live: [LiveQuery] = []
 
         public init(root: String, queries: [UInt64], items: Int, directories: Int, gathered: Bool) {
             self.root = root
@@ -75,6 +78,34 @@ extension DaemonDump {
             self.items = items
             self.directories = directories
             self.gathered = gathered
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case root, queries, items, directories, gathered, live
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            root = try container.decode(String.self, forKey: .root)
+            queries = try container.decode([UInt64].self, forKey: .queries)
+            items = try container.decode(Int.self, forKey: .items)
+            directories = try container.decode(Int.self, forKey: .directories)
+            gathered = try container.decode(Bool.self, forKey: .gathered)
+            live = try container.decodeIfPresent([LiveQuery].self, forKey: .live) ?? []
+        }
+    }
+
+    /// A live query of a tree (issue 44): its client, its id in that client, and how many results it holds after
+    /// its predicate, as the client last told (`nil` until it does: a client before revision 8 never does).
+    public struct LiveQuery: Codable, Hashable, Sendable {
+        public var client: UInt64
+        public var query: UInt64
+        public var results: Int?
+
+        public init(client: UInt64, query: UInt64, results: Int?) {
+            self.client = client
+            self.query = query
+            self.results = results
         }
     }
 }

@@ -39,7 +39,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .progressControl:
             .toDaemon
         case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested: .toClient
-        case .queryStart, .queryStop: .toDaemon
+        case .queryStart, .queryStop, .queryResults: .toDaemon
         case .queryItems: .toClient
         }
     }
@@ -89,6 +89,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .progressControlRequested: "ProgressControlRequested"
         case .queryStart: "QueryStart"
         case .queryStop: "QueryStop"
+        case .queryResults: "QueryResults"
         case .queryItems: "QueryItems"
         }
     }

@@ -17,8 +17,9 @@ public enum ProtocolVersion {
     /// claim that must not wait (`RequestClaim.nonblocking`, `ClaimFailed.FAILURE_KIND_WOULD_WAIT`; issue 43). 6:
     /// file progress (`ProgressPublish` and the messages after it) and live queries (`QueryStart`, `QueryStop`,
     /// `QueryItems`; issue 44). 7: lease counters for a client without a thread (`Hello.lease_counters`,
-    /// `LeaseGranted.counters_file`, `LeaseCounterIdle`; issue 42), which an older daemon ignores (no lease).
-    public static let revision: UInt32 = 7
+    /// `LeaseGranted.counters_file`, `LeaseCounterIdle`; issue 42), which an older daemon ignores (no lease). 8: a
+    /// live query's result count (`QueryResults`, for fcdump; issue 44).
+    public static let revision: UInt32 = 8
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -45,6 +46,9 @@ public enum ProtocolVersion {
     /// The revision that added live queries of folder trees (`QueryStart`, `QueryStop`, `QueryItems`; docs/PROTOCOL.md
     /// section 13).
     public static let queriesRevision: UInt32 = 6
+    /// The revision that added `QueryResults` (a query's result count, for fcdump): a client sends it only to a
+    /// daemon of this revision or later.
+    public static let queryResultsRevision: UInt32 = 8
 
     /// The versions this build's daemon accepts from clients.
     public static let supported: ClosedRange<UInt32> = 1...1

@@ -11,7 +11,7 @@ import Synchronization
 //                            `query NAME update added=P,... changed=P,... removed=P,...` (paths relative to FOLDER, in
 //                            order, `-` for none)
 //   query-block NAME FOLDER  the same, with a block predicate that keeps every item and counts the calls made on the
-//                            library's connection reader (batching interval 0)
+//                            library's listener thread (`fc.listener`; batching interval 0)
 //   query-threads NAME       prints `query NAME block calls N on the reader M` (a query-block's predicate)
 //   query-stop NAME          stops it
 //   query-count NAME         prints `query NAME count COUNT`
@@ -50,9 +50,10 @@ final class QueryCommands: Sendable {
             if !rest.isEmpty { query.predicate = NSPredicate(format: rest.joined(separator: " "), argumentArray: nil) }
             if command == "query-block" {
                 query.predicate = NSPredicate { [self] _, _ in
-                    // The name the library gives its reading thread, as the kernel keeps it.
+                    // The name the library gives its reading thread, as the kernel keeps it; a name that cannot be
+                    // read counts as one on the reader (the test then fails instead of passing unseen).
                     let comm = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
-                    let onReader = comm?.trimmingCharacters(in: .newlines) == "fc.listener"
+                    let onReader = comm.map { $0.trimmingCharacters(in: .newlines) == "fc.listener" } ?? true
                     state.withLock { state in
                         let calls = state.blockCalls[name, default: (0, 0)]
                         state.blockCalls[name] = (calls.all + 1, calls.onReader + (onReader ? 1 : 0))

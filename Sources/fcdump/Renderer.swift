@@ -200,7 +200,14 @@ struct Renderer {
             out +=
                 "    \(tree.items) items, \(tree.directories) folders watched"
                 + (tree.gathered ? "" : ", gathering") + "\n"
-            for client in tree.queries { out += "    \(paint("query", "36")) of \(self.client(client))\n" }
+            if tree.live.isEmpty {
+                // A daemon before the result counts.
+                for client in tree.queries { out += "    \(paint("query", "36")) of \(self.client(client))\n" }
+            }
+            for query in tree.live {
+                let results = query.results.map { "\($0) result" + ($0 == 1 ? "" : "s") } ?? "results not told yet"
+                out += "    \(paint("query \(query.query)", "36")) of \(self.client(query.client)): \(results)\n"
+            }
         }
         return out
     }

@@ -95,7 +95,8 @@ import Testing
 
     /// A small frame of changes may be read on the connection's reading thread, but only for a predicate of the
     /// library's own (none, or one made from a format): a block is the app's code, and one that made a coordinated
-    /// call there would wait for the very thread that reads its reply.
+    /// call there would wait for the very thread that reads its reply. Checked on the listener (the thread that reads
+    /// when no call waits, as here); a caller blocked in a call reads too, through the same rule.
     @Test("A query's block predicate never runs on the library's reading thread")
     func aBlockPredicateNeverRunsOnTheReader() async throws {
         try await TestEnvironment.run { env in
@@ -113,6 +114,36 @@ import Testing
             let calls = try await host.waitFor("query B block calls ")
             #expect(calls.text.hasSuffix(" on the reader 0"), "\(calls.text)")
             #expect(!calls.text.hasPrefix("query B block calls 0 "), "\(calls.text)")
+        }
+    }
+
+    /// The daemon sends every item and the client filters: the client tells the daemon its count (`QueryResults`,
+    /// revision 8) when it changes, at most once a second, for fcdump.
+    @Test("fcdump shows each live query's result count, after its predicate, as it changes")
+    func fcdumpShowsResultCounts() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = try Self.tree(env, files: 10)
+            try writeText("text", toFile: root + "/notes.txt")
+            let host = try await env.host("Q")
+            try host.send("query T \(root) 100 kMDItemFSName LIKE[c] '*.TXT'")
+            _ = try await host.waitFor("query T gathered 1")
+            func dumpShows(_ results: String) async throws -> String {
+                var output = ""
+                for _ in 0..<250 {
+                    output = try await env.runTool("fcdump", ["queries"]).output
+                    if output.contains(results) { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                return output
+            }
+            let gathered = try await dumpShows("): 1 result\n")
+            #expect(gathered.contains("\(root)\n    13 items, 3 folders watched\n"), "\(gathered)")
+            #expect(gathered.contains(" of fc-testhost (pid ") && gathered.contains("): 1 result\n"), "\(gathered)")
+            try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && echo x > b/more.txt && echo y > a/other.TXT"])
+            _ = try await host.waitFor("query T update ")
+            let changed = try await dumpShows("): 3 results\n")
+            #expect(changed.contains("): 3 results\n"), "\(changed)")
         }
     }
 
@@ -149,7 +180,7 @@ import Testing
             _ = try await second.waitFor("query B gathered 102")
             let dump = try await env.runTool("fcdump", ["queries"])
             #expect(dump.output.contains("\(root)\n    102 items, 3 folders watched\n"), "\(dump.output)")
-            #expect(dump.output.components(separatedBy: "    query of fc-testhost").count == 3, "\(dump.output)")
+            #expect(dump.output.components(separatedBy: "\n    query ").count == 3, "\(dump.output)")
             // A folder made with a file in it at once: both are added, and what is made in it later is seen.
             try runToCompletion("/bin/sh", ["-c", "mkdir -p '\(root)/c/d' && echo x > '\(root)/c/d/one'"])
             _ = try await first.waitFor(lineMatching: { $0.hasPrefix("query A update") && $0.contains("c/d/one") })

@@ -175,6 +175,7 @@ import Testing
         _ = results.applyPending()
         let published = results.results
         let before = Self.paths(published)
+        let items = Array(published)
         var batch = Filecoord_V1_QueryItems()
         batch.added = [Self.record("/t/f5000x", size: 2)]
         batch.changed = [Self.record("/t/f7", size: 3)]
@@ -182,6 +183,7 @@ import Testing
         _ = results.receive(batch)
         _ = results.applyPending()
         #expect(Self.paths(published) == before)
+        #expect(zip(published, items).allSatisfy { $0 === $1 }, "the readers' copy changed")
         #expect(results.results.count == 10_001 && published.count == 10_001)
         #expect(results.results.invariantViolation() == nil)
         let shared = published.nodeIdentities()

@@ -59,9 +59,44 @@ import Testing
 
     @Test func removingEverythingLeavesAnEmptyTree() {
         var tree = RankedTree(0..<5_000)
-        while !tree.isEmpty { tree.remove(at: tree.count / 2) }
-        #expect(tree.invariantViolation() == nil && Array(tree).isEmpty)
+        while !tree.isEmpty {
+            tree.remove(at: tree.count / 2)
+            if let violation = tree.invariantViolation() {
+                Issue.record("\(tree.count) left: \(violation)")
+                return
+            }
+        }
+        #expect(Array(tree).isEmpty)
         tree.insert(1, at: 0)
         #expect(Array(tree) == [1])
+    }
+
+    /// A tree three levels deep shrunk at random places to a hundredth, then grown back: nodes below the root are
+    /// joined and split again, and the root collapses and grows, with the rules checked as it goes.
+    @Test func aDeepTreeShrinksAndGrowsByTheRules() {
+        var random = SplitMix64(seed: 5)
+        var tree = RankedTree(0..<60_000)
+        var model = Array(0..<60_000)
+        #expect(tree.height == 3)
+        var heights: Set<Int> = []
+        for step in 0..<118_800 {
+            if step < 59_400 {
+                let position = Int(random.next() % UInt64(model.count))
+                #expect(tree.remove(at: position) == model.remove(at: position))
+            } else {
+                let position = Int(random.next() % UInt64(model.count + 1))
+                tree.insert(step, at: position)
+                model.insert(step, at: position)
+            }
+            if step % 500 == 0 {
+                heights.insert(tree.height)
+                if let violation = tree.invariantViolation() {
+                    Issue.record("step \(step): \(violation)")
+                    return
+                }
+            }
+        }
+        #expect(Array(tree) == model)
+        #expect(heights.contains(2) && heights.contains(3), "\(heights)")
     }
 }

@@ -2314,6 +2314,51 @@ void   filecoord__v1__query_stop__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__query_stop__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__query_results__init
+                     (Filecoord__V1__QueryResults         *message)
+{
+  static const Filecoord__V1__QueryResults init_value = FILECOORD__V1__QUERY_RESULTS__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_results__get_packed_size
+                     (const Filecoord__V1__QueryResults *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_results__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_results__pack
+                     (const Filecoord__V1__QueryResults *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_results__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_results__pack_to_buffer
+                     (const Filecoord__V1__QueryResults *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_results__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryResults *
+       filecoord__v1__query_results__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryResults *)
+     protobuf_c_message_unpack (&filecoord__v1__query_results__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_results__free_unpacked
+                     (Filecoord__V1__QueryResults *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_results__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__query_item__init
                      (Filecoord__V1__QueryItem         *message)
 {
@@ -2404,7 +2449,7 @@ void   filecoord__v1__query_items__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[43] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[44] =
 {
   {
     "hello",
@@ -2911,6 +2956,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[43
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "query_results",
+    102,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, query_results),
+    &filecoord__v1__query_results__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "query_items",
     110,
     PROTOBUF_C_LABEL_NONE,
@@ -2956,7 +3013,8 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   34,   /* field[34] = progress_unsubscribe */
   31,   /* field[31] = progress_update */
   19,   /* field[19] = protocol_error */
-  42,   /* field[42] = query_items */
+  43,   /* field[43] = query_items */
+  42,   /* field[42] = query_results */
   40,   /* field[40] = query_start */
   41,   /* field[41] = query_stop */
   15,   /* field[15] = refused */
@@ -2979,8 +3037,8 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
   { 80, 30 },
   { 90, 36 },
   { 100, 40 },
-  { 110, 42 },
-  { 0, 43 }
+  { 110, 43 },
+  { 0, 44 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -2990,7 +3048,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  43,
+  44,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   10,  filecoord__v1__frame__number_ranges,
@@ -6712,6 +6770,57 @@ const ProtobufCMessageDescriptor filecoord__v1__query_stop__descriptor =
   filecoord__v1__query_stop__field_indices_by_name,
   1,  filecoord__v1__query_stop__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__query_stop__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_results__field_descriptors[2] =
+{
+  {
+    "query_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryResults, query_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "result_count",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryResults, result_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_results__field_indices_by_name[] = {
+  0,   /* field[0] = query_id */
+  1,   /* field[1] = result_count */
+};
+static const ProtobufCIntRange filecoord__v1__query_results__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_results__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryResults",
+  "QueryResults",
+  "Filecoord__V1__QueryResults",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryResults),
+  2,
+  filecoord__v1__query_results__field_descriptors,
+  filecoord__v1__query_results__field_indices_by_name,
+  1,  filecoord__v1__query_results__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_results__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__query_item__field_descriptors[5] =

@@ -68,6 +68,7 @@ typedef struct Filecoord__V1__ProgressGone Filecoord__V1__ProgressGone;
 typedef struct Filecoord__V1__ProgressControlRequested Filecoord__V1__ProgressControlRequested;
 typedef struct Filecoord__V1__QueryStart Filecoord__V1__QueryStart;
 typedef struct Filecoord__V1__QueryStop Filecoord__V1__QueryStop;
+typedef struct Filecoord__V1__QueryResults Filecoord__V1__QueryResults;
 typedef struct Filecoord__V1__QueryItem Filecoord__V1__QueryItem;
 typedef struct Filecoord__V1__QueryItems Filecoord__V1__QueryItems;
 
@@ -292,6 +293,7 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_PROGRESS_CONTROL_REQUESTED = 93,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_START = 100,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_STOP = 101,
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_RESULTS = 102,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_ITEMS = 110
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
@@ -375,6 +377,10 @@ struct  Filecoord__V1__Frame
      */
     Filecoord__V1__QueryStart *query_start;
     Filecoord__V1__QueryStop *query_stop;
+    /*
+     * revision 8
+     */
+    Filecoord__V1__QueryResults *query_results;
     Filecoord__V1__QueryItems *query_items;
   };
 };
@@ -1508,6 +1514,21 @@ struct  Filecoord__V1__QueryStop
 
 
 /*
+ * How many results a live query holds after its predicate (the daemon sends every item; the client filters), for
+ * fcdump. Sent when the count changed, at most about once a second per query. Revision 8.
+ */
+struct  Filecoord__V1__QueryResults
+{
+  ProtobufCMessage base;
+  uint64_t query_id;
+  uint64_t result_count;
+};
+#define FILECOORD__V1__QUERY_RESULTS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_results__descriptor) \
+    , 0, 0 }
+
+
+/*
  * One item of a query's tree, as the daemon last read it.
  */
 struct  Filecoord__V1__QueryItem
@@ -2538,6 +2559,25 @@ Filecoord__V1__QueryStop *
 void   filecoord__v1__query_stop__free_unpacked
                      (Filecoord__V1__QueryStop *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryResults methods */
+void   filecoord__v1__query_results__init
+                     (Filecoord__V1__QueryResults         *message);
+size_t filecoord__v1__query_results__get_packed_size
+                     (const Filecoord__V1__QueryResults   *message);
+size_t filecoord__v1__query_results__pack
+                     (const Filecoord__V1__QueryResults   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_results__pack_to_buffer
+                     (const Filecoord__V1__QueryResults   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryResults *
+       filecoord__v1__query_results__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_results__free_unpacked
+                     (Filecoord__V1__QueryResults *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__QueryItem methods */
 void   filecoord__v1__query_item__init
                      (Filecoord__V1__QueryItem         *message);
@@ -2737,6 +2777,9 @@ typedef void (*Filecoord__V1__QueryStart_Closure)
 typedef void (*Filecoord__V1__QueryStop_Closure)
                  (const Filecoord__V1__QueryStop *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__QueryResults_Closure)
+                 (const Filecoord__V1__QueryResults *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__QueryItem_Closure)
                  (const Filecoord__V1__QueryItem *message,
                   void *closure_data);
@@ -2807,6 +2850,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__progress_gone__descriptor
 extern const ProtobufCMessageDescriptor filecoord__v1__progress_control_requested__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_start__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_stop__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_results__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_item__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_items__descriptor;
 

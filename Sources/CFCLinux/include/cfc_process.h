@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 /// Names the calling thread as the kernel shows it (`comm`, 15 bytes and a NUL at most: longer is cut): prctl's
-/// PR_SET_NAME, through syscall() as prctl is variadic. 0, or -1 with errno.
+/// PR_SET_NAME, through syscall() as this header's other GNU-only calls go (no feature macros here, see above).
+/// 0, or -1 with errno.
 static inline int cfc_set_thread_name(const char *name) { return (int)syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0); }
 
 /// What the status pipe of `cfc_spawn_detached` carries: a tag and a value.

@@ -70,7 +70,7 @@ final class SessionHandler: ChannelInboundHandler {
         case .leaseCounterIdle(let idle)?:
             // A client that keeps lease counters (the C preload library): its count in a recalled lease reached 0.
             host.leaseCounterIdle(idle.slot, from: client)
-        case .queryStart?, .queryStop?:
+        case .queryStart?, .queryStop?, .queryResults?:
             // Live queries (issue 44): the host's query service, not the arbiter.
             try host.receiveQuery(frame.payload!, from: client, limits: limits)
         default:

@@ -55,7 +55,13 @@ extension ArbiterHost {
         case .queryStop(let message):
             guard liveQueries[client]?.remove(message.queryID) != nil else { return }
             if liveQueries[client]?.isEmpty == true { liveQueries[client] = nil }
-            queries?.stop(QueryService.QueryKey(client: client, local: message.queryID))
+            let key = QueryService.QueryKey(client: client, local: message.queryID)
+            queryResultCounts[key] = nil
+            queries?.stop(key)
+        case .queryResults(let message):
+            // A query stopped meanwhile (or never started) keeps nothing.
+            guard liveQueries[client]?.contains(message.queryID) == true else { return }
+            queryResultCounts[QueryService.QueryKey(client: client, local: message.queryID)] = message.resultCount
         default:
             return
         }
@@ -64,7 +70,8 @@ extension ArbiterHost {
     /// A client left: its queries stop.
     func queryClientLeft(_ client: ClientID) {
         queryOutbox[client] = nil
-        guard liveQueries.removeValue(forKey: client) != nil else { return }
+        guard let ids = liveQueries.removeValue(forKey: client) else { return }
+        for id in ids { queryResultCounts[QueryService.QueryKey(client: client, local: id)] = nil }
         queries?.clientLeft(client)
     }
 

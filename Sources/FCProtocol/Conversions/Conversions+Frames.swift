@@ -115,7 +115,7 @@ extension ArbiterEvent {
             .progressControl:
             // File progress (issue 44) goes to the daemon's progress board, not to the arbiter.
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
-        case .queryStart, .queryStop:
+        case .queryStart, .queryStop, .queryResults:
             // Live queries (issue 44) go to the daemon's query service, not to the arbiter.
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
         case .leaseCounterIdle:

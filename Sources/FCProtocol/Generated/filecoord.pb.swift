@@ -586,6 +586,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .queryStop(newValue)}
   }
 
+  /// revision 8
+  public var queryResults: Filecoord_V1_QueryResults {
+    get {
+      if case .queryResults(let v)? = payload {return v}
+      return Filecoord_V1_QueryResults()
+    }
+    set {payload = .queryResults(newValue)}
+  }
+
   public var queryItems: Filecoord_V1_QueryItems {
     get {
       if case .queryItems(let v)? = payload {return v}
@@ -650,6 +659,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     /// daemon -> client 110-119.
     case queryStart(Filecoord_V1_QueryStart)
     case queryStop(Filecoord_V1_QueryStop)
+    /// revision 8
+    case queryResults(Filecoord_V1_QueryResults)
     case queryItems(Filecoord_V1_QueryItems)
 
   }
@@ -2272,6 +2283,22 @@ public nonisolated struct Filecoord_V1_QueryStop: Sendable {
   public init() {}
 }
 
+/// How many results a live query holds after its predicate (the daemon sends every item; the client filters), for
+/// fcdump. Sent when the count changed, at most about once a second per query. Revision 8.
+public nonisolated struct Filecoord_V1_QueryResults: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var queryID: UInt64 = 0
+
+  public var resultCount: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// One item of a query's tree, as the daemon last read it.
 public nonisolated struct Filecoord_V1_QueryItem: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -2340,7 +2367,7 @@ nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{4}\u{9}query_items\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2894,6 +2921,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .queryStop(v)
         }
       }()
+      case 102: try {
+        var v: Filecoord_V1_QueryResults?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .queryResults(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .queryResults(v)
+        }
+      }()
       case 110: try {
         var v: Filecoord_V1_QueryItems?
         var hadOneofValue = false
@@ -3085,6 +3125,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .queryStop?: try {
       guard case .queryStop(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 101)
+    }()
+    case .queryResults?: try {
+      guard case .queryResults(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 102)
     }()
     case .queryItems?: try {
       guard case .queryItems(let v)? = self.payload else { preconditionFailure() }
@@ -5464,6 +5508,41 @@ nonisolated extension Filecoord_V1_QueryStop: SwiftProtobuf.Message, SwiftProtob
 
   public static func ==(lhs: Filecoord_V1_QueryStop, rhs: Filecoord_V1_QueryStop) -> Bool {
     if lhs.queryID != rhs.queryID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryResults: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryResults"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}query_id\0\u{3}result_count\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queryID) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.resultCount) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.queryID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queryID, fieldNumber: 1)
+    }
+    if self.resultCount != 0 {
+      try visitor.visitSingularUInt64Field(value: self.resultCount, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryResults, rhs: Filecoord_V1_QueryResults) -> Bool {
+    if lhs.queryID != rhs.queryID {return false}
+    if lhs.resultCount != rhs.resultCount {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -36,6 +36,9 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         var gathering = false
         var stopped = false
         var updatesDisabled = 0
+        /// From ``disableUpdates()`` until the flush the last ``enableUpdates()`` queued has run: changes pile up, so
+        /// no frame is read on the connection's reading thread (its flush would tell them all there).
+        var holdsChanges = false
         /// The results as of the last notification: a copy of the query's own, which shares its unchanged nodes.
         var results = RankedTree<NSMetadataItem>()
         /// ``results`` as an array, once a reader asked for it (`nil` again at each change).
@@ -62,6 +65,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     private var resultSet: MetadataQueryResults?
     /// Only on `work`: ``Settings/indexed`` as last set.
     private var toldIndexed = false
+    /// Only on `work`: when the result count is told the daemon (for fcdump).
+    private let countReports = ResultCountReports()
     private var batchScheduled = false
     /// The most changes of one frame read on the connection's reading thread, so that the other frames it reads
     /// wait little (each costs O(log n) among n results).
@@ -208,13 +213,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// The index of `result` (an item of ``results``, or one with the same path, compared byte for byte as the
     /// results tell paths apart), or `NSNotFound`.
     open func index(ofResult result: Any) -> Int {
-        guard let item = result as? NSMetadataItem,
-            let path = item.value(forAttribute: NSMetadataItemPathKey) as? String
-        else { return NSNotFound }
-        return resultItems().firstIndex {
-            $0 === item
-                || ($0.value(forAttribute: NSMetadataItemPathKey) as? String)?.utf8.elementsEqual(path.utf8) == true
-        } ?? NSNotFound
+        guard let item = result as? NSMetadataItem else { return NSNotFound }
+        return resultItems().firstIndex { $0 === item || $0.pathBytes == item.pathBytes } ?? NSNotFound
     }
 
     /// The attribute `attrName` of the item at `idx` of ``results``.
@@ -224,7 +224,12 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     }
 
     /// Holds the `…DidUpdate` notifications (and the changes of ``results``) until as many ``enableUpdates()``.
-    open func disableUpdates() { state.withLock { $0.updatesDisabled += 1 } }
+    open func disableUpdates() {
+        state.withLock { state in
+            state.updatesDisabled += 1
+            state.holdsChanges = true
+        }
+    }
 
     /// Ends one ``disableUpdates()``; after the last, what happened meanwhile is told in one `…DidUpdate`.
     open func enableUpdates() {
@@ -232,7 +237,11 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             state.updatesDisabled = max(0, state.updatesDisabled - 1)
             return state.updatesDisabled == 0
         }
-        if resume { work.async { self.flushIfPending() } }
+        guard resume else { return }
+        work.async {
+            self.flushIfPending()
+            self.state.withLock { if $0.updatesDisabled == 0 { $0.holdsChanges = false } }
+        }
     }
 
     /// Starts gathering. `false` when the query was started before, a scope is refused, or no filecoordd can be
@@ -300,7 +309,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
                 let small =
                     readsOnReader && !restarted && !items.gathered
                     && items.added.count + items.changed.count + items.removed.count <= Self.changesReadOnReader
-                    && query.state.withLock { !$0.gathering && $0.indexed }
+                    && query.state.withLock { !$0.gathering && $0.indexed && !$0.holdsChanges }
                 query.work.async(runningHereIfIdle: small) { query.receive(items, restarted: restarted) }
             }
         )
@@ -340,6 +349,8 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         guard !isStopped, resultSet != nil else { return }
         if restarted {
             resultSet!.restart()
+            countReports.connectionChanged()
+            resultCountChanged()
             return
         }
         let step = resultSet!.receive(items)
@@ -360,6 +371,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
                 state.gathering = false
             }
             post(.NSMetadataQueryDidFinishGathering)
+            resultCountChanged()
         case .changesPending:
             guard !batchScheduled else { return }
             batchScheduled = true
@@ -393,6 +405,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
             state.results = now
             state.resultArray = nil
         }
+        resultCountChanged()
         post(
             .NSMetadataQueryDidUpdate,
             userInfo: [
@@ -403,19 +416,27 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
         )
     }
 
+    /// The results may have changed: their count is told the daemon (for fcdump) by a job of its own on `work`, at
+    /// most once per ``resultCountInterval``, never on the connection's reading thread (this may run there).
+    private func resultCountChanged() {
+        guard let count = resultSet?.results.count, let wait = countReports.changed(count) else { return }
+        let milliseconds = Int(wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000)
+        work.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+            guard let self, let count = resultSet?.results.count, countReports.due(count), !isStopped,
+                let id = state.withLock({ $0.id })
+            else { return }
+            // Not told (no connection now, an older daemon): a new connection's gathering tells it.
+            let client = CoordinationClient.shared
+            if client.queries.reportResults(id, count: count, on: client.connection.current as? DaemonTransport) {
+                countReports.told(count)
+            }
+        }
+    }
+
     private func post(_ name: NSNotification.Name, userInfo: [String: Any]? = nil) {
         let notification = UncheckedNotification(name: name, object: self, userInfo: userInfo)
         let queue = operationQueue
         let send: @Sendable () -> Void = { NotificationCenter.default.post(notification.value) }
         if let queue { queue.addOperation(send) } else { DispatchQueue.main.async(execute: send) }
-    }
-}
-
-/// A notification handed to the queue that posts it.
-// @unchecked: its user info holds the query's immutable items and arrays of them.
-private struct UncheckedNotification: @unchecked Sendable {
-    let value: Notification
-    init(name: NSNotification.Name, object: AnyObject, userInfo: [String: Any]?) {
-        value = Notification(name: name, object: object, userInfo: userInfo)
     }
 }

@@ -59,7 +59,7 @@ const char *filecoord_version(void);
 
 enum {
     FILECOORD_OK = 0,
-    /* 1-10: as FileCoordinationError.Code in Swift. */
+    /* 1-13: as FileCoordinationError.Code in Swift. */
     FILECOORD_ERR_UNREACHABLE = 1,        /* no daemon answered and none could be started */
     FILECOORD_ERR_CONNECTION_LOST = 2,    /* the connection to the daemon was lost while the call waited */
     FILECOORD_ERR_DEADLOCK = 3,           /* the call was failed to break a deadlock (the message has the report) */
@@ -70,6 +70,8 @@ enum {
     FILECOORD_ERR_INVALID_REQUEST = 8,    /* the arbiter refused the request (a limit) */
     FILECOORD_ERR_UNRESOLVABLE_PATH = 9,  /* a loop of symbolic links, a component that is no directory */
     FILECOORD_ERR_TIMED_OUT = 10,         /* not granted within the coordinator's timeout */
+    FILECOORD_ERR_UNTRUSTED_DAEMON = 11,  /* the daemon's socket folder is not this user's own: nothing was sent */
+    FILECOORD_ERR_CLUSTER_UNREACHABLE = 12, /* a shared folder's cluster cannot decide claims now (filecoordd) */
     FILECOORD_ERR_WOULD_WAIT = 13,        /* a nonblocking coordinator's claim met a conflicting one (LOCK_NB) */
     FILECOORD_ERR_CANCELLED = 20,         /* filecoord_coordinator_cancel */
     FILECOORD_ERR_REFUSED = 21,           /* a presenter refused to save or to accommodate a deletion */

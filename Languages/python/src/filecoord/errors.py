@@ -24,6 +24,8 @@ ERR_NESTED_WRITE = 7
 ERR_INVALID_REQUEST = 8
 ERR_UNRESOLVABLE_PATH = 9
 ERR_TIMED_OUT = 10
+ERR_UNTRUSTED_DAEMON = 11
+ERR_CLUSTER_UNREACHABLE = 12
 ERR_WOULD_WAIT = 13
 ERR_CANCELLED = 20
 ERR_REFUSED = 21
@@ -52,8 +54,9 @@ class FileCoordinationError(Exception):
 
 
 class Unreachable(FileCoordinationError, ConnectionError):
-    """No daemon answered and none could be started, the connection to it was lost while the call waited, or it
-    speaks another protocol (codes 1, 2, 6). Also a :class:`ConnectionError`."""
+    """No daemon answered and none could be started, the connection to it was lost while the call waited, it
+    speaks another protocol, or a shared folder's cluster cannot decide claims now (codes 1, 2, 6, 12). Also a
+    :class:`ConnectionError`."""
 
     code = ERR_UNREACHABLE
 
@@ -125,6 +128,7 @@ _CLASSES: Dict[int, Type[FileCoordinationError]] = {
     ERR_UNREACHABLE: Unreachable,
     ERR_CONNECTION_LOST: Unreachable,
     ERR_PROTOCOL_VERSION: Unreachable,
+    ERR_CLUSTER_UNREACHABLE: Unreachable,
     ERR_DEADLOCK: Deadlock,
     ERR_PRESENTER_TIMEOUT: PresenterTimeout,
     ERR_UNSUPPORTED_PATH: BadPath,

@@ -64,6 +64,18 @@ final class MetadataQueryRegistry: Sendable {
         transport.sendProgress(Filecoord_V1_Frame(.queryStop(message)))
     }
 
+    /// Tells the daemon how many results query `id` holds (`QueryResults`, for fcdump), on the connection it was
+    /// started on; `false` when it cannot be told there (no such connection, or a daemon before revision 8).
+    func reportResults(_ id: UInt64, count: Int, on transport: DaemonTransport?) -> Bool {
+        guard let transport, transport.daemonRevision >= ProtocolVersion.queryResultsRevision,
+            entries.withLock({ $0[id]?.startedOn == transport.serial })
+        else { return false }
+        var message = Filecoord_V1_QueryResults()
+        message.queryID = id
+        message.resultCount = UInt64(count)
+        return transport.sendProgress(Filecoord_V1_Frame(.queryResults(message)))
+    }
+
     private static func startFrame(_ id: UInt64, _ scopes: [ItemPath]) -> Filecoord_V1_Frame {
         var message = Filecoord_V1_QueryStart()
         message.queryID = id

@@ -199,9 +199,21 @@ struct RankedTree<Element>: RandomAccessCollection {
         return found
     }
 
+    /// How many levels of nodes the tree has (1: the root is a leaf), for the tests.
+    var height: Int {
+        var levels = 1
+        var node = root
+        while !node.isLeaf {
+            levels += 1
+            node = node.children[0]
+        }
+        return levels
+    }
+
     /// What breaks the tree's rules, for the tests: `nil` when every leaf is at one depth, every node but the root
-    /// within its widths, and every count right.
+    /// within its widths, an inner root holds two children or more, and every count is right.
     func invariantViolation() -> String? {
+        if !root.isLeaf, root.children.count < 2 { return "an inner root of \(root.children.count) child" }
         var leafDepth: Int?
         func check(_ node: Node, depth: Int) -> String? {
             if node !== root, node.width < Self.minimumWidth || node.width > Self.maximumWidth {
