@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 import FCSystem
 import Testing
 
@@ -25,6 +26,31 @@ import Testing
             messages.first.map { ($0.added.count, $0.changed.count, $0.removed) } ?? (0, 0, []) == (1, 1, [path(3)])
         )
         #expect(QueryMessageRuns.pack(added: [], removed: []).isEmpty)
+    }
+
+    /// Under a daemon whose frames are smaller than the usual cut (`DaemonConfiguration.maximumFrameSize`), each
+    /// message still encodes as a frame: before, a gathering piece of 512 KiB failed to encode under a 64 KiB
+    /// limit, the client's connection was closed, and the client met the same piece again on the next one.
+    @Test(arguments: [8_192, 65_536, 1 << 20])
+    func eachMessageFitsTheDaemonsFrameLimit(maximumFrameSize: Int) throws {
+        let budget = QueryMessageRuns.bytesPerMessage(maximumFrameSize: maximumFrameSize)
+        #expect(budget <= QueryMessageRuns.bytesPerMessage && budget <= maximumFrameSize / 2)
+        let items = (0..<3_000).map { (path($0, length: $0 % 7 == 0 ? 4_000 : 300), metadata) }
+        let messages = QueryMessageRuns.pack(added: items, removed: items.map(\.0), bytesPerMessage: budget)
+        #expect(messages.flatMap(\.added).count == 3_000 && messages.flatMap(\.removed).count == 3_000)
+        let encoder = FrameEncoder(maximumFrameSize: maximumFrameSize)
+        for message in messages {
+            let queued = QueuedQueryItems(
+                key: QueryService.QueryKey(client: ClientID(rawValue: 1), local: 1),
+                added: message.added,
+                changed: message.changed,
+                removed: message.removed,
+                gathered: false,
+                count: 3_000
+            )
+            var buffer: [UInt8] = []
+            try encoder.encode(queued.frame(namespace: nil), into: &buffer)
+        }
     }
 
     @Test func bigBatchesAreCutByCountAndByBytesWithRemovalsLast() {

@@ -149,7 +149,10 @@ extension ArbiterHost {
         if let queries { return queries }
         let bound = NIOLoopBound(self, eventLoop: loop)
         let loop = self.loop
-        let service = QueryService(logger: logger) { outputs in
+        let service = QueryService(
+            bytesPerMessage: QueryMessageRuns.bytesPerMessage(maximumFrameSize: configuration.maximumFrameSize),
+            logger: logger
+        ) { outputs in
             loop.execute { bound.value.apply(outputs) }
         }
         queries = service

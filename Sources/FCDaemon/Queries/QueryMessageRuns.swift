@@ -12,6 +12,13 @@ enum QueryMessageRuns {
     /// What a message spends on an item besides its path's bytes (its fields and their tags: about 30 bytes).
     static let bytesPerItem = 64
 
+    /// The bytes a message may take under a daemon whose frames are at most `maximumFrameSize` bytes: half of it, at
+    /// most ``bytesPerMessage``. The other half is room for what the count leaves out (the frame's own fields, paths
+    /// spelled longer in a client's mount namespace), so that no message fails to encode as a frame: a frame that
+    /// could never be sent closed its client's connection, and the client, starting its queries again on the next
+    /// one, would have met it again. A single item always fits a limit of 8 KiB or more (a path is at most 4 KiB).
+    static func bytesPerMessage(maximumFrameSize: Int) -> Int { min(bytesPerMessage, max(maximumFrameSize / 2, 1)) }
+
     /// One message's items.
     struct Message {
         var added: [(ItemPath, ItemMetadata)] = []
@@ -27,13 +34,14 @@ enum QueryMessageRuns {
     static func pack(
         added: [(ItemPath, ItemMetadata)],
         changed: [(ItemPath, ItemMetadata)] = [],
-        removed: [ItemPath]
+        removed: [ItemPath],
+        bytesPerMessage budget: Int = bytesPerMessage
     ) -> [Message] {
         var messages: [Message] = []
         var current = Message()
         func admit(_ path: ItemPath) {
             let cost = length(path) + bytesPerItem
-            if current.count > 0, current.count >= itemsPerMessage || current.bytes + cost > bytesPerMessage {
+            if current.count > 0, current.count >= itemsPerMessage || current.bytes + cost > budget {
                 messages.append(current)
                 current = Message()
             }

@@ -44,15 +44,19 @@ final class QueryService: @unchecked Sendable {
     static let itemsPerMessage = QueryMessageRuns.itemsPerMessage
     let maximumQueriesPerClient: Int
     let maximumItemsPerTree: Int
+    /// About the most bytes of one `QueryItems` (``QueryMessageRuns/bytesPerMessage(maximumFrameSize:)``).
+    let bytesPerMessage: Int
 
     init(
         maximumQueriesPerClient: Int = 64,
         maximumItemsPerTree: Int = 2_000_000,
+        bytesPerMessage: Int = QueryMessageRuns.bytesPerMessage,
         logger: Logger,
         output: @escaping @Sendable ([Output]) -> Void
     ) {
         self.maximumQueriesPerClient = maximumQueriesPerClient
         self.maximumItemsPerTree = maximumItemsPerTree
+        self.bytesPerMessage = bytesPerMessage
         self.logger = logger
         self.output = output
     }
@@ -254,7 +258,7 @@ final class QueryService: @unchecked Sendable {
         to keys: [QueryKey],
         last: Bool
     ) -> [Output] {
-        let packed = QueryMessageRuns.pack(added: items, removed: removed)
+        let packed = QueryMessageRuns.pack(added: items, removed: removed, bytesPerMessage: bytesPerMessage)
         var outputs: [Output] = []
         for key in keys {
             guard var query = queries[key], query.waiting.contains(tree.root) else { continue }
@@ -289,7 +293,8 @@ final class QueryService: @unchecked Sendable {
         let messages = QueryMessageRuns.pack(
             added: delta.added.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
             changed: delta.changed.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
-            removed: delta.removed.sorted()
+            removed: delta.removed.sorted(),
+            bytesPerMessage: bytesPerMessage
         )
         for key in tree.queries.sorted() {
             for message in messages {
