@@ -417,7 +417,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     }
 
     /// The results may have changed: their count is told the daemon (for fcdump) by a job of its own on `work`, at
-    /// most once per ``resultCountInterval``, never on the connection's reading thread (this may run there).
+    /// most once per ``ResultCountReports/interval``, never on the connection's reading thread (this may run there).
     private func resultCountChanged() {
         guard let count = resultSet?.results.count, let wait = countReports.changed(count) else { return }
         let milliseconds = Int(wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000)
