@@ -54,13 +54,11 @@ final class ArbiterHost {
     /// File progress published and subscribed to (issue 44; Progress/ArbiterHost+Progress.swift).
     let progress = ProgressBoard()
     /// Live queries of folder trees (issue 44; Queries/ArbiterHost+Queries.swift): the service, each client's live
-    /// query ids, and the folders watched for queries (how many trees want each) beside those the arbiter wants.
+    /// queries by id (with the result count each last told), and the folders watched for queries (how many trees want each) beside those the arbiter wants.
     var queries: QueryService?
     /// Where the watcher's thread finds ``queries`` (``QueryRelay``).
     let queryRelay = QueryRelay()
-    var liveQueries: [ClientID: Set<UInt64>] = [:]
-    /// The result count each live query last told (`QueryResults`, for fcdump): at most one per live query.
-    var queryResultCounts: [QueryService.QueryKey: UInt64] = [:]
+    var liveQueries: [ClientID: [UInt64: LiveQuery]] = [:]
     var queryWatches: [ItemPath: Int] = [:]
     var arbiterWatches: Set<ItemPath> = []
     /// Query frames waiting for their client to take the one before (``sendQueryFrame(_:to:)``).

@@ -71,7 +71,7 @@ extension ArbiterHost {
                     DaemonDump.LiveQuery(
                         client: key.client.rawValue,
                         query: key.local,
-                        results: queryResultCounts[key].map { Int(clamping: $0) }
+                        results: liveQueries[key.client]?[key.local]?.resultCount.map { Int(clamping: $0) }
                     )
                 }
                 return tree

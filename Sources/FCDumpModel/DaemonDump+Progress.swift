@@ -68,9 +68,8 @@ extension DaemonDump {
         public var directories: Int
         /// The first gathering is done.
         public var gathered: Bool
-        /// Each query that uses it, with its result count (added within version 1: absent from older daemons, and
-        /// then empty here).
-        public var live: [LiveQuery] = []
+        /// Each query that uses it, with its result count (added within version 1: absent from older daemons).
+        public var live: [LiveQuery]?
 
         public init(root: String, queries: [UInt64], items: Int, directories: Int, gathered: Bool) {
             self.root = root
@@ -78,20 +77,6 @@ extension DaemonDump {
             self.items = items
             self.directories = directories
             self.gathered = gathered
-        }
-
-        private enum CodingKeys: String, CodingKey {
-            case root, queries, items, directories, gathered, live
-        }
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            root = try container.decode(String.self, forKey: .root)
-            queries = try container.decode([UInt64].self, forKey: .queries)
-            items = try container.decode(Int.self, forKey: .items)
-            directories = try container.decode(Int.self, forKey: .directories)
-            gathered = try container.decode(Bool.self, forKey: .gathered)
-            live = try container.decodeIfPresent([LiveQuery].self, forKey: .live) ?? []
         }
     }
 

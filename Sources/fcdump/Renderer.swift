@@ -200,11 +200,12 @@ struct Renderer {
             out +=
                 "    \(tree.items) items, \(tree.directories) folders watched"
                 + (tree.gathered ? "" : ", gathering") + "\n"
-            if tree.live.isEmpty {
+            guard let live = tree.live else {
                 // A daemon before the result counts.
                 for client in tree.queries { out += "    \(paint("query", "36")) of \(self.client(client))\n" }
+                continue
             }
-            for query in tree.live {
+            for query in live {
                 let results = query.results.map { "\($0) result" + ($0 == 1 ? "" : "s") } ?? "results not told yet"
                 out += "    \(paint("query \(query.query)", "36")) of \(self.client(query.client)): \(results)\n"
             }

@@ -18,6 +18,29 @@ import Testing
         return root
     }
 
+    /// A daemon, a tree of 10 files with `notes.txt` beside them, and a query `T` of it in a host that keeps the names
+    /// ending in `.txt` in any case, gathered (one result).
+    private static func textQuery(_ env: TestEnvironment) async throws -> (root: String, host: HostProcess) {
+        _ = try await env.startDaemon()
+        let root = try tree(env, files: 10)
+        try writeText("text", toFile: root + "/notes.txt")
+        let host = try await env.host("Q")
+        try host.send("query T \(root) 100 kMDItemFSName LIKE[c] '*.TXT'")
+        _ = try await host.waitFor("query T gathered 1")
+        return (root, host)
+    }
+
+    /// `fcdump queries` once it shows `text`, or its last output after about 10 s.
+    private static func fcdumpQueries(_ env: TestEnvironment, showing text: String) async throws -> String {
+        var output = ""
+        for _ in 0..<500 {
+            output = try await env.runTool("fcdump", ["queries"]).output
+            if output.contains(text) { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return output
+    }
+
     @Test("A query gathers 10,000 files, then reports a shell's create, change, rename and delete once, in one batch")
     func gathersThenReportsChanges() async throws {
         try await TestEnvironment.run { env in
@@ -81,12 +104,7 @@ import Testing
     @Test("A predicate filters the items; an item that stops matching is removed")
     func predicateFilters() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
-            let root = try Self.tree(env, files: 10)
-            try writeText("text", toFile: root + "/notes.txt")
-            let host = try await env.host("Q")
-            try host.send("query T \(root) 100 kMDItemFSName LIKE[c] '*.TXT'")
-            _ = try await host.waitFor("query T gathered 1")
+            let (root, host) = try await Self.textQuery(env)
             try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && echo x > b/more.txt && mv notes.txt notes.md"])
             let update = try await host.waitFor("query T update ")
             #expect(update.text == "query T update added=b/more.txt changed=- removed=notes.txt")
@@ -122,27 +140,13 @@ import Testing
     @Test("fcdump shows each live query's result count, after its predicate, as it changes")
     func fcdumpShowsResultCounts() async throws {
         try await TestEnvironment.run { env in
-            _ = try await env.startDaemon()
-            let root = try Self.tree(env, files: 10)
-            try writeText("text", toFile: root + "/notes.txt")
-            let host = try await env.host("Q")
-            try host.send("query T \(root) 100 kMDItemFSName LIKE[c] '*.TXT'")
-            _ = try await host.waitFor("query T gathered 1")
-            func dumpShows(_ results: String) async throws -> String {
-                var output = ""
-                for _ in 0..<250 {
-                    output = try await env.runTool("fcdump", ["queries"]).output
-                    if output.contains(results) { break }
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                return output
-            }
-            let gathered = try await dumpShows("): 1 result\n")
+            let (root, host) = try await Self.textQuery(env)
+            let gathered = try await Self.fcdumpQueries(env, showing: "): 1 result\n")
             #expect(gathered.contains("\(root)\n    13 items, 3 folders watched\n"), "\(gathered)")
             #expect(gathered.contains(" of fc-testhost (pid ") && gathered.contains("): 1 result\n"), "\(gathered)")
             try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && echo x > b/more.txt && echo y > a/other.TXT"])
             _ = try await host.waitFor("query T update ")
-            let changed = try await dumpShows("): 3 results\n")
+            let changed = try await Self.fcdumpQueries(env, showing: "): 3 results\n")
             #expect(changed.contains("): 3 results\n"), "\(changed)")
         }
     }
@@ -194,12 +198,7 @@ import Testing
             _ = try await first.waitFor("query A stopped")
             try second.send("query-stop B")
             _ = try await second.waitFor("query B stopped")
-            var after = ""
-            for _ in 0..<500 {
-                after = try await env.runTool("fcdump", ["queries"]).output
-                if after.contains("no live queries") { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let after = try await Self.fcdumpQueries(env, showing: "no live queries")
             #expect(after.contains("no live queries"), "\(after)")
         }
     }

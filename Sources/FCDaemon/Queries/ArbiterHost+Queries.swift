@@ -8,6 +8,12 @@ import NIOCore
 // queries of the host's ``QueryService``; what the service asks (items for a client, folders to watch) is done here,
 // on the loop. A folder is watched while the arbiter or a query tree wants it.
 
+/// A live query as the host keeps it, by client and the client's query id (``ArbiterHost/liveQueries``).
+struct LiveQuery {
+    /// How many results the query holds after its predicate, as its client last told (`QueryResults`, for fcdump).
+    var resultCount: UInt64?
+}
+
 extension ArbiterHost {
     /// The most live queries one connection may have.
     static let maximumQueriesPerClient = 64
@@ -39,8 +45,8 @@ extension ArbiterHost {
                 let path = try ItemPath(wire: bytes, limits: limits)
                 scopes.append(connections.namespaces[client]?.toDaemon(path) ?? path)
             }
-            var live = liveQueries[client] ?? []
-            guard !live.contains(message.queryID) else {
+            var live = liveQueries[client] ?? [:]
+            guard live[message.queryID] == nil else {
                 throw ProtocolError(.limitExceeded, "query id \(message.queryID) reused while live")
             }
             guard live.count < Self.maximumQueriesPerClient else {
@@ -49,19 +55,16 @@ extension ArbiterHost {
                     "more than \(Self.maximumQueriesPerClient) live queries on one connection"
                 )
             }
-            live.insert(message.queryID)
+            live[message.queryID] = LiveQuery()
             liveQueries[client] = live
             queryService().start(QueryService.QueryKey(client: client, local: message.queryID), scopes: scopes)
         case .queryStop(let message):
-            guard liveQueries[client]?.remove(message.queryID) != nil else { return }
+            guard liveQueries[client]?.removeValue(forKey: message.queryID) != nil else { return }
             if liveQueries[client]?.isEmpty == true { liveQueries[client] = nil }
-            let key = QueryService.QueryKey(client: client, local: message.queryID)
-            queryResultCounts[key] = nil
-            queries?.stop(key)
+            queries?.stop(QueryService.QueryKey(client: client, local: message.queryID))
         case .queryResults(let message):
             // A query stopped meanwhile (or never started) keeps nothing.
-            guard liveQueries[client]?.contains(message.queryID) == true else { return }
-            queryResultCounts[QueryService.QueryKey(client: client, local: message.queryID)] = message.resultCount
+            liveQueries[client]?[message.queryID]?.resultCount = message.resultCount
         default:
             return
         }
@@ -70,8 +73,7 @@ extension ArbiterHost {
     /// A client left: its queries stop.
     func queryClientLeft(_ client: ClientID) {
         queryOutbox[client] = nil
-        guard let ids = liveQueries.removeValue(forKey: client) else { return }
-        for id in ids { queryResultCounts[QueryService.QueryKey(client: client, local: id)] = nil }
+        guard liveQueries.removeValue(forKey: client) != nil else { return }
         queries?.clientLeft(client)
     }
 
@@ -108,7 +110,7 @@ extension ArbiterHost {
         }
         let queued = box.frames.removeFirst()
         // A query stopped since its frame was queued gets nothing more.
-        guard liveQueries[client]?.contains(queued.key.local) == true else {
+        guard liveQueries[client]?[queued.key.local] != nil else {
             queryOutbox[client] = box
             pumpQueryOutbox(client)
             return
@@ -185,7 +187,7 @@ extension ArbiterHost {
                 if let watcher { watcher.barrier(token) } else { queries?.barriersPassed([token]) }
             case .items(let key, let added, let changed, let removed, let gathered, let count):
                 // A query stopped meanwhile gets nothing more.
-                guard liveQueries[key.client]?.contains(key.local) == true else { continue }
+                guard liveQueries[key.client]?[key.local] != nil else { continue }
                 sendQueryFrame(
                     QueuedQueryItems(
                         key: key,

@@ -420,8 +420,7 @@ open class NSMetadataQuery: NSObject, @unchecked Sendable {
     /// most once per ``ResultCountReports/interval``, never on the connection's reading thread (this may run there).
     private func resultCountChanged() {
         guard let count = resultSet?.results.count, let wait = countReports.changed(count) else { return }
-        let milliseconds = Int(wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000)
-        work.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+        work.asyncAfter(deadline: .now() + wait.dispatchInterval) { [weak self] in
             guard let self, let count = resultSet?.results.count, countReports.due(count), !isStopped,
                 let id = state.withLock({ $0.id })
             else { return }

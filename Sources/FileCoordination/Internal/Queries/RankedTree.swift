@@ -22,16 +22,16 @@ struct RankedTree<Element>: RandomAccessCollection {
             self.count = elements.count
         }
 
-        init(children: [Node]) {
+        init(children: [Node], count: Int? = nil) {
             self.elements = []
             self.children = children
-            self.count = children.reduce(0) { $0 + $1.count }
+            self.count = count ?? children.reduce(0) { $0 + $1.count }
         }
 
         var isLeaf: Bool { children.isEmpty }
         var width: Int { isLeaf ? elements.count : children.count }
 
-        func copy() -> Node { isLeaf ? Node(elements: elements) : Node(children: children) }
+        func copy() -> Node { isLeaf ? Node(elements: elements) : Node(children: children, count: count) }
 
         /// The child that holds position `position` (of this inner node), and the position within it; with
         /// `inserting`, a position at a child's end belongs to that child.
