@@ -50,8 +50,7 @@ public enum ChangeTimes {
 
     /// ``state(of:)`` for a path given as its bytes (a name need not be UTF-8).
     public static func state(ofPathBytes path: [UInt8]) throws(Errno) -> FileState? {
-        let copy: (UnsafeMutableBufferPointer<UInt8>) -> Void = { _ = $0.initialize(fromContentsOf: path) }
-        return try withNulTerminated(byteCount: path.count, copy, state(ofTerminatedPath:))
+        try withNulTerminated(path, state(ofTerminatedPath:))
     }
 
     /// ``state(of:)`` for a path that `write` puts as `byteCount` bytes into a buffer on the stack (no allocation
@@ -61,25 +60,6 @@ public enum ChangeTimes {
         writtenBy write: (UnsafeMutableBufferPointer<UInt8>) -> Void
     ) throws(Errno) -> FileState? {
         try withNulTerminated(byteCount: byteCount, write, state(ofTerminatedPath:))
-    }
-
-    /// Calls `body` with `byteCount` bytes written by `write` and a NUL after them, in a temporary buffer.
-    private static func withNulTerminated<Result>(
-        byteCount: Int,
-        _ write: (UnsafeMutableBufferPointer<UInt8>) -> Void,
-        _ body: (UnsafePointer<CChar>) throws(Errno) -> Result
-    ) throws(Errno) -> Result {
-        let outcome: Swift.Result<Result, Errno> = withUnsafeTemporaryAllocation(
-            of: UInt8.self,
-            capacity: byteCount + 1
-        ) { buffer in
-            write(UnsafeMutableBufferPointer(rebasing: buffer[..<byteCount]))
-            buffer[byteCount] = 0
-            return buffer.withMemoryRebound(to: CChar.self) { characters in
-                Swift.Result { () throws(Errno) -> Result in try body(characters.baseAddress!) }
-            }
-        }
-        return try outcome.get()
     }
 
     private static func state(ofTerminatedPath path: UnsafePointer<CChar>) throws(Errno) -> FileState? {

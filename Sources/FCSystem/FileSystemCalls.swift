@@ -205,7 +205,18 @@ public enum FileSystemCalls {
         ofDirectory path: String,
         _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
     ) throws(Errno) {
-        guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
+        try forEachEntryName(ofDirectoryBytes: Array(path.utf8), body)
+    }
+
+    /// ``forEachEntryName(ofDirectory:_:)`` for a directory's path given as its bytes (a name need not be UTF-8).
+    static func forEachEntryName(
+        ofDirectoryBytes path: [UInt8],
+        _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
+    ) throws(Errno) {
+        let dir = try withNulTerminated(path) { path throws(Errno) in
+            guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
+            return dir
+        }
         defer { _ = closedir(dir) }
         let descriptor = dirfd(dir)
         let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!

@@ -29,6 +29,15 @@ public struct ItemMetadata: Hashable, Sendable {
     ///
     /// - Throws: `Errno` for another failure (`EACCES`, `ELOOP`).
     public static func of(_ path: String) throws(Errno) -> ItemMetadata? {
+        try of(pathBytes: Array(path.utf8))
+    }
+
+    /// ``of(_:)`` for a path given as its bytes (a name need not be UTF-8: a `String` would replace what is not).
+    public static func of(pathBytes path: [UInt8]) throws(Errno) -> ItemMetadata? {
+        try withNulTerminated(path, of(terminatedPath:))
+    }
+
+    private static func of(terminatedPath path: UnsafePointer<CChar>) throws(Errno) -> ItemMetadata? {
         var buffer = stat()
         do {
             _ = try retryOnInterrupt { lstat(path, &buffer) }
@@ -59,7 +68,15 @@ public struct ItemMetadata: Hashable, Sendable {
         ofDirectory path: String,
         _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
     ) throws(Errno) {
-        try FileSystemCalls.forEachEntryName(ofDirectory: path) { directory, name in
+        try forEachEntry(ofDirectoryBytes: Array(path.utf8), body)
+    }
+
+    /// ``forEachEntry(ofDirectory:_:)`` for a directory's path given as its bytes (a name need not be UTF-8).
+    public static func forEachEntry(
+        ofDirectoryBytes path: [UInt8],
+        _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
+    ) throws(Errno) {
+        try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { directory, name in
             var buffer = stat()
             let found = name.withMemoryRebound(to: CChar.self) { text in
                 (try? retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }) != nil

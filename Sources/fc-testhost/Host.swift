@@ -243,7 +243,7 @@ final class Host: @unchecked Sendable {
         case "publish", "progress-set", "progress-count", "unpublish", "subscribe", "unsubscribe", "proxy-cancel",
             "proxy-pause", "proxy-resume", "proxy-updates":
             ProgressCommands.shared.run(command, arguments)
-        case "query", "query-block", "query-threads", "query-stop", "query-count":
+        case "query", "query-block", "query-threads", "query-stop", "query-count", "query-keep", "query-index":
             QueryCommands.shared.run(command, arguments)
         case "release":
             let semaphore = lock.withLock { held.isEmpty ? nil : held.removeFirst() }

@@ -15,6 +15,9 @@ import Synchronization
 //   query-threads NAME       prints `query NAME block calls N on the reader M` (a query-block's predicate)
 //   query-stop NAME          stops it
 //   query-count NAME         prints `query NAME count COUNT`
+//   query-keep NAME          keeps the query's result items as they are now; prints `query NAME kept COUNT`
+//   query-index NAME         prints `query NAME index I,J,...`: `index(ofResult:)` of each kept item, in the kept
+//                            order (`-` for NSNotFound); a kept item replaced since by a change is a different object
 
 /// The queries this host runs, by the names the test gave.
 final class QueryCommands: Sendable {
@@ -26,6 +29,8 @@ final class QueryCommands: Sendable {
         var observers: [any NSObjectProtocol] = []
         /// A query-block's predicate calls, and those made on the library's reading thread, by query name.
         var blockCalls: [String: (all: Int, onReader: Int)] = [:]
+        /// The result items `query-keep` kept, by query name.
+        var kept: [String: [Any]] = [:]
     }
     private let state = Mutex(State())
     private let queue: OperationQueue = {
@@ -100,6 +105,19 @@ final class QueryCommands: Sendable {
         case "query-count":
             guard let query = state.withLock({ $0.queries[name] }) else { return say("error no query \(name)") }
             say("query \(name) count \(query.resultCount)")
+        case "query-keep":
+            guard let query = state.withLock({ $0.queries[name] }) else { return say("error no query \(name)") }
+            let items = query.results
+            state.withLock { $0.kept[name] = items }
+            say("query \(name) kept \(items.count)")
+        case "query-index":
+            guard let query = state.withLock({ $0.queries[name] }) else { return say("error no query \(name)") }
+            let kept = state.withLock { $0.kept[name] ?? [] }
+            let indices = kept.map { item -> String in
+                let index = query.index(ofResult: item)
+                return index == NSNotFound ? "-" : String(index)
+            }
+            say("query \(name) index \(indices.joined(separator: ","))")
         default:
             say("error unknown command: \(command) \(arguments.joined(separator: " "))")
         }

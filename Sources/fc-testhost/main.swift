@@ -84,7 +84,8 @@
 //                                                                    coordinated call)
 //   publish, progress-set, progress-count, unpublish, subscribe, unsubscribe, proxy-cancel, proxy-pause,
 //   proxy-resume, proxy-updates                                      file progress (ProgressCommands.swift)
-//   query, query-block, query-threads, query-stop, query-count       live queries (QueryCommands.swift)
+//   query, query-block, query-threads, query-stop, query-count, query-keep, query-index
+//                                                                    live queries (QueryCommands.swift)
 //   sleep MS
 //   ignore SIGNAL                                                    set SIGNAL (a number) to SIG_IGN in this process
 //   exit

@@ -101,6 +101,39 @@ import Testing
         }
     }
 
+    @Test("index(ofResult:) finds an item replaced by a change by its path's bytes, among names not valid UTF-8")
+    func indexOfResultComparesBytes() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let root = env.path("invalid")
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            // Two names that are not UTF-8 (bytes 0xFE and 0xFF): both decode to the same replacement character. And
+            // a folder so named, with a file: listed by a `String` path, it could not be opened.
+            try runToCompletion(
+                "/bin/sh",
+                [
+                    "-c",
+                    "cd '\(root)' && touch \"$(printf '\\376')\" \"$(printf '\\377')\" && mkdir \"$(printf 'd\\376')\" "
+                        + "&& touch \"$(printf 'd\\376/f')\"",
+                ]
+            )
+            let host = try await env.host("Q")
+            try host.send("query I \(root) 0")
+            _ = try await host.waitFor("query I gathered 4")
+            try host.send("query-keep I")
+            _ = try await host.waitFor("query I kept 4")
+            // A change replaces the second item with a new object: the kept one is found by its path alone. Its `lstat`
+            // by a `String` path found nothing, and the change was told as a removal.
+            try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && echo x >> \"$(printf '\\377')\""])
+            let update = try await host.waitFor("query I update ")
+            #expect(update.text == "query I update added=- changed=\u{FFFD} removed=-")
+            try host.send("query-index I")
+            // Compared by their decodings, the kept second item was found at 0, the first's place.
+            let line = try await host.waitFor("query I index ")
+            #expect(line.text == "query I index 0,1,2,3")
+        }
+    }
+
     @Test("A predicate filters the items; an item that stops matching is removed")
     func predicateFilters() async throws {
         try await TestEnvironment.run { env in

@@ -9,7 +9,7 @@ extension QueryService {
         var fresh: [ItemPath] = []
         var pending = [tree.root]
         while let folder = pending.popLast() {
-            try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
+            try? ItemMetadata.forEachEntry(ofDirectoryBytes: folder.bytes) { name, metadata in
                 let path = folder.appending(Array(name))
                 let wasFolder = tree.metadata(of: path)?.isDirectory == true
                 found.insert(path)

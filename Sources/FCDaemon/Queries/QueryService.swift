@@ -190,7 +190,7 @@ final class QueryService: @unchecked Sendable {
         // would be made again, empty, and kept for good. One made anew has an event, and a listing, of its own.
         for folder in folders where folder == tree.root || tree.metadata(of: folder)?.isDirectory == true {
             let node = tree.folder(folder)
-            try? ItemMetadata.forEachEntry(ofDirectory: folder.description) { name, metadata in
+            try? ItemMetadata.forEachEntry(ofDirectoryBytes: folder.bytes) { name, metadata in
                 let name = QueryTree.Name(Array(name))
                 let path = folder.appending(name.bytes)
                 tree.set(name, in: node, at: path, metadata, into: &delta)
@@ -369,7 +369,7 @@ final class QueryService: @unchecked Sendable {
                     // A tree being gathered adds the change to its piece: its queries may have had the item.
                     var delta = deltas[tree.root] ?? (tree.gathered ? QueryTree.Delta() : tree.piece)
                     if !tree.gathered { tree.piece = QueryTree.Delta(.piece) }
-                    let metadata = try? ItemMetadata.of(path.description)
+                    let metadata = try? ItemMetadata.of(pathBytes: path.bytes)
                     // The old item goes first, so that a folder made again at once (`rm -r d; mkdir d`, read in one
                     // batch) is a folder that appeared: the kernel dropped the old one's watch, and the new one is
                     // watched and listed. Read as the same folder, it was neither, and nothing made in it was told.
