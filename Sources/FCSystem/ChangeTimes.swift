@@ -33,6 +33,11 @@ public enum ChangeTimes {
         return Int64(buffer.st_ctim.tv_sec) * 1_000_000_000 + Int64(buffer.st_ctim.tv_nsec)
     }
 
+    /// ``changeTime(of:)`` of a path given as its bytes (a name need not be UTF-8); `nil` when nothing is there.
+    public static func changeTime(ofPathBytes path: [UInt8]) throws(Errno) -> Int64? {
+        try state(ofPathBytes: path)?.changeTime
+    }
+
     /// What `lstat` shows of an item: enough to tell whether it changed since (issue 37).
     public struct FileState: Hashable, Sendable {
         /// `st_ino`.

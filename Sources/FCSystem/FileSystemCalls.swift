@@ -99,6 +99,18 @@ public enum FileSystemCalls {
         return FileStatus(buffer)
     }
 
+    /// ``status(_:followingLinks:readingMount:)`` of a path given as its bytes (a name need not be UTF-8: a
+    /// `String` would replace what is not, and name another item or none).
+    public static func status(
+        pathBytes path: [UInt8],
+        followingLinks: Bool,
+        readingMount: Bool = true
+    ) throws(Errno) -> FileStatus {
+        try withNulTerminated(path) { path throws(Errno) in
+            try status(cString: path, followingLinks: followingLinks, readingMount: readingMount)
+        }
+    }
+
     /// Whether `statx` works here; cleared at its first `ENOSYS` or `EPERM`.
     private static let hasExtendedStatus = Atomic<Bool>(true)
 
@@ -195,6 +207,16 @@ public enum FileSystemCalls {
         try forEachEntryName(ofDirectory: path) { _, name in
             body(String(decoding: name, as: UTF8.self))
         }
+    }
+
+    /// Calls `body` with the bytes of each entry's name of the directory at `path` (given as its bytes; `.` and `..`
+    /// left out, valid only during the call) until it returns `false`: no `String` made per name, and a name that is
+    /// not UTF-8 kept as it is.
+    public static func forEachEntry(
+        ofDirectoryBytes path: [UInt8],
+        _ body: (_ name: UnsafeBufferPointer<UInt8>) -> Bool
+    ) throws(Errno) {
+        try forEachEntryName(ofDirectoryBytes: path) { _, name in body(name) }
     }
 
     /// The one `readdir` loop: calls `body` with the open directory's descriptor (for calls relative to it) and the

@@ -101,7 +101,7 @@ import Testing
         }
     }
 
-    @Test("index(ofResult:) finds an item replaced by a change by its path's bytes, among names not valid UTF-8")
+    @Test("Names that are not UTF-8 are gathered, changed and watched; index(ofResult:) finds an item by its bytes")
     func indexOfResultComparesBytes() async throws {
         try await TestEnvironment.run { env in
             _ = try await env.startDaemon()
@@ -131,6 +131,10 @@ import Testing
             // Compared by their decodings, the kept second item was found at 0, the first's place.
             let line = try await host.waitFor("query I index ")
             #expect(line.text == "query I index 0,1,2,3")
+            // The folder is watched: spelled as a `String`, inotify_add_watch found no such directory.
+            try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && touch \"$(printf 'd\\376/g')\""])
+            let created = try await host.waitFor("query I update ", count: 2)
+            #expect(created.text == "query I update added=d\u{FFFD}/g changed=- removed=-")
         }
     }
 

@@ -16,11 +16,11 @@ extension InotifyWatcher {
         presenter: PresenterID,
         into batch: inout [FileSystemEvent]
     ) {
-        let text = String(decoding: path.bytes, as: UTF8.self)
-        guard let status = try? FileSystemCalls.status(text, followingLinks: false) else { return }
+        let bytes = path.bytes
+        guard let status = try? FileSystemCalls.status(pathBytes: bytes, followingLinks: false) else { return }
         guard status.kind == .directory else {
             // A file (or link): exactly when its change time moved, or it appeared, since the registration.
-            if let changed = try? ChangeTimes.changeTime(of: text), changed != itemChangeTime {
+            if let changed = try? ChangeTimes.changeTime(ofPathBytes: bytes), changed != itemChangeTime {
                 batch.append(.changedBeforeWatch(path, presenter: presenter))
             }
             return
@@ -29,13 +29,14 @@ extension InotifyWatcher {
         // which inotify reports as subitem changes, not as a change of the folder). When the folder's own change time
         // moved (an entry made, removed or renamed since), a clock tick of allowance: a new entry may be stamped up to
         // a tick early by the kernel's coarse clock. Without it none, so nothing made before is reported.
-        let folderChanged = (try? ChangeTimes.changeTime(of: text)).map { $0 != itemChangeTime } ?? true
+        let folderChanged = (try? ChangeTimes.changeTime(ofPathBytes: bytes)).map { $0 != itemChangeTime } ?? true
         let threshold = folderChanged ? since - ChangeTimes.tickSlack : since
         let folds = byPath[path].map { foldsNames($0, path) } ?? false
-        try? FileSystemCalls.forEachEntry(ofDirectory: text) { name in
-            if let time = try? ChangeTimes.changeTime(of: text + "/" + name), time >= threshold {
-                let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
-                batch.append(.changedBeforeWatch(path.appending(bytes), presenter: presenter))
+        try? FileSystemCalls.forEachEntry(ofDirectoryBytes: bytes) { name in
+            let name = Array(name)
+            if let time = try? ChangeTimes.changeTime(ofPathBytes: bytes + [Self.slash] + name), time >= threshold {
+                let entry = path.appending(folds ? Self.folded(name) : name)
+                batch.append(.changedBeforeWatch(entry, presenter: presenter))
             }
             return true
         }

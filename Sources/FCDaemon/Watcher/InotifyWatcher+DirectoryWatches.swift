@@ -30,31 +30,38 @@ extension InotifyWatcher {
     /// last component than the last spelling it holds for another item. `nil` after ``maximumSpellings`` tries, or
     /// for a path of no slash. A linked file replaced under its name by another keeps its watch while it has other
     /// names, and libinotifytools its name: the new file is watched under another spelling.
-    func unseenSpelling(_ path: String, as item: SpelledItem, identity: FileIdentity? = nil) -> String? {
-        guard let slash = path.lastIndex(of: "/") else { return nil }
-        let head = String(path[..<slash])
-        let tail = String(path[slash...])
+    func unseenSpelling(_ path: [UInt8], as item: SpelledItem, identity: FileIdentity? = nil) -> [UInt8]? {
+        guard let slash = path.lastIndex(of: Self.slash) else { return nil }
+        let head = Array(path[..<slash])
+        let tail = Array(path[slash...])
         var spelling = path
         for dots in 0..<Self.maximumSpellings {
-            if dots > 0 { spelling = head + String(repeating: "/.", count: dots) + tail }
+            if dots > 0 { spelling = head + Array(repeating: [Self.slash, Self.dot], count: dots).joined() + tail }
             switch item {
             case .directory:
-                let known = inotifytools_wd_from_filename(spelling + "/")
+                let known = inotifytools_wd_from_filename(Self.cString(spelling + [Self.slash]))
                 if known < 0 || (identity != nil && directoryIdentities[known] == identity) { return spelling }
             case .file:
-                let known = inotifytools_wd_from_filename(spelling)
+                let known = inotifytools_wd_from_filename(Self.cString(spelling))
                 if known < 0 || (identity != nil && linked.watch(known)?.identity == identity) { return spelling }
             }
         }
         return nil
     }
 
+    static let slash = UInt8(ascii: "/")
+    static let dot = UInt8(ascii: ".")
+
+    /// A path's bytes with a NUL after them, as libinotifytools takes a name (`const char *`): a name that is not
+    /// UTF-8 is given as it is (a `String` would replace its bytes, and name another directory or none).
+    static func cString(_ bytes: [UInt8]) -> [CChar] { bytes.map { CChar(bitPattern: $0) } + [0] }
+
     /// Whether the watch of `directory` is of a directory no longer there (another one is, or nothing): then it is
     /// dropped, and `true` says to add the watch anew. A `stat` per request for a directory already watched.
     func watchesAnother(_ directory: ItemPath) -> Bool {
         guard let descriptor = byPath[directory], let watched = directoryIdentities[descriptor] else { return false }
-        let path = String(decoding: directory.bytes, as: UTF8.self)
-        let now = try? FileSystemCalls.status(path, followingLinks: true, readingMount: false).identity
+        let now = try? FileSystemCalls.status(pathBytes: directory.bytes, followingLinks: true, readingMount: false)
+            .identity
         guard now != watched else { return false }
         dropWatch(of: directory)
         return true
@@ -93,10 +100,10 @@ extension InotifyWatcher {
             )
             return
         }
-        let text = String(decoding: directory.bytes, as: UTF8.self)
+        let bytes = directory.bytes
         // What is there now (`nil` when it cannot be looked at: the watch's own call says why).
-        let identity = try? FileSystemCalls.status(text, followingLinks: true, readingMount: false).identity
-        guard let path = unseenSpelling(text, as: .directory, identity: identity) else {
+        let identity = try? FileSystemCalls.status(pathBytes: bytes, followingLinks: true, readingMount: false).identity
+        guard let path = unseenSpelling(bytes, as: .directory, identity: identity) else {
             status.failedWatches += 1
             batch.append(
                 .watchFailed(
@@ -106,7 +113,7 @@ extension InotifyWatcher {
             )
             return
         }
-        guard inotifytools_watch_file(path, Int32(bitPattern: Self.mask)) != 0 else {
+        guard inotifytools_watch_file(Self.cString(path), Int32(bitPattern: Self.mask)) != 0 else {
             switch inotifytools_error() {
             case ENOENT, ENOTDIR:
                 return  // Not a directory (its parent's watch covers it), or not there yet (asked again once created).
@@ -125,11 +132,11 @@ extension InotifyWatcher {
             }
             return
         }
-        let descriptor = inotifytools_wd_from_filename(path + "/")
+        let descriptor = inotifytools_wd_from_filename(Self.cString(path + [Self.slash]))
         guard descriptor >= 0 else { return }
         if let other = byDescriptor[descriptor], other != directory {
             // The same directory under another path (a bind mount): its events keep the first path.
-            logger.debug("\(text) is the directory already watched as \(other)")
+            logger.debug("\(directory) is the directory already watched as \(other)")
             return
         }
         byDescriptor[descriptor] = directory
@@ -140,8 +147,8 @@ extension InotifyWatcher {
         let folds = foldsNames(descriptor, directory)
         // One listing serves both: what a directory made before its watch holds, and its files' identities.
         guard scan || indexing else { return }
-        let names = Self.names(in: text)
-        if scan { self.scan(directory, path: text, names: names, folds: folds, into: &batch) }
+        let names = Self.names(in: bytes)
+        if scan { self.scan(directory, path: bytes, names: names, folds: folds, into: &batch) }
         if indexing {
             noteEntries(in: directory, names: names, folds: folds)
             indexed.insert(directory)

@@ -44,10 +44,10 @@ extension InotifyWatcher {
     /// Looks at the entries of a directory just watched (`names`, sorted): each file is indexed by identity, and
     /// those with other names get a watch each. One `lstat` per entry, once per watch added, for at most
     /// ``WatchedFileIdentities/maximumPerDirectory`` entries (in name order; past them, logged once).
-    func noteEntries(in directory: ItemPath, names: [String], folds: Bool) {
+    func noteEntries(in directory: ItemPath, names: [[UInt8]], folds: Bool) {
         if names.count > WatchedFileIdentities.maximumPerDirectory { noteCut(directory) }
         for name in names.prefix(WatchedFileIdentities.maximumPerDirectory) {
-            noteEntry(directory.appending(folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)))
+            noteEntry(directory.appending(folds ? Self.folded(name) : name))
         }
     }
 
@@ -55,8 +55,8 @@ extension InotifyWatcher {
     /// other names, let go if it was and is not (any more, or not the same file).
     func noteEntry(_ path: ItemPath) {
         guard let directory = path.parent else { return }
-        let text = String(decoding: path.bytes, as: UTF8.self)
-        guard let file = try? FileSystemCalls.status(text, followingLinks: false), file.kind == .other else {
+        guard let file = try? FileSystemCalls.status(pathBytes: path.bytes, followingLinks: false), file.kind == .other
+        else {
             forgetEntry(path)
             return
         }
@@ -78,16 +78,16 @@ extension InotifyWatcher {
             return
         }
         if let cap, byDescriptor.count + linked.count >= cap {
-            logger.debug("\(text) has other names but is not watched: the cap of \(cap) watches is reached")
+            logger.debug("\(path) has other names but is not watched: the cap of \(cap) watches is reached")
             return
         }
-        guard let spelling = unseenSpelling(text, as: .file, identity: file.identity),
-            inotifytools_watch_file(spelling, Int32(bitPattern: Self.linkedFileMask)) != 0
+        guard let spelling = unseenSpelling(path.bytes, as: .file, identity: file.identity),
+            inotifytools_watch_file(Self.cString(spelling), Int32(bitPattern: Self.linkedFileMask)) != 0
         else {
-            logger.debug("\(text) has other names but is not watched: errno \(inotifytools_error())")
+            logger.debug("\(path) has other names but is not watched: errno \(inotifytools_error())")
             return
         }
-        let descriptor = inotifytools_wd_from_filename(spelling)
+        let descriptor = inotifytools_wd_from_filename(Self.cString(spelling))
         guard descriptor >= 0, byDescriptor[descriptor] == nil else { return }
         if let emptied = linked.add(path, identity: file.identity, descriptor: descriptor) {
             removeLinkedWatch(emptied)

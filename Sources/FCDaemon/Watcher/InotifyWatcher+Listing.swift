@@ -1,20 +1,19 @@
 import FCCore
 import FCFileSystemPolicy
 import FCSystem
-import Foundation
 
 // Listing a watched directory's entries, and spelling their names as the arbiter's keys are. On the watcher's thread,
 // as the rest of ``InotifyWatcher``'s state.
 
 extension InotifyWatcher {
-    /// The names of a directory's entries, sorted (none when it cannot be read).
-    static func names(in path: String) -> [String] {
-        var names: [String] = []
-        try? FileSystemCalls.forEachEntry(ofDirectory: path) { name in
-            names.append(name)
+    /// The names of a directory's entries as their bytes, in byte order (none when it cannot be read).
+    static func names(in path: [UInt8]) -> [[UInt8]] {
+        var names: [[UInt8]] = []
+        try? FileSystemCalls.forEachEntry(ofDirectoryBytes: path) { name in
+            names.append(Array(name))
             return true
         }
-        return names.sorted()
+        return names.sorted { $0.lexicographicallyPrecedes($1) }
     }
 
     /// A name case-folded as the client folds names in case-insensitive directories (bytes that are not UTF-8 kept).
@@ -27,16 +26,15 @@ extension InotifyWatcher {
     /// existed.
     func scan(
         _ directory: ItemPath,
-        path: String,
-        names: [String],
+        path: [UInt8],
+        names: [[UInt8]],
         folds: Bool,
         into batch: inout [FileSystemEvent]
     ) {
         for name in names {
-            var isDirectory: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: path + "/" + name, isDirectory: &isDirectory)
-            let bytes = folds ? Self.folded(Array(name.utf8)) : Array(name.utf8)
-            batch.append(.created(directory.appending(bytes), isDirectory: isDirectory.boolValue))
+            let entry = try? FileSystemCalls.status(pathBytes: path + [Self.slash] + name, followingLinks: true)
+            let bytes = folds ? Self.folded(name) : name
+            batch.append(.created(directory.appending(bytes), isDirectory: entry?.kind == .directory))
         }
     }
 }

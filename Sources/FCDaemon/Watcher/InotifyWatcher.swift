@@ -318,8 +318,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                     add(directory, scan: again, indexing: indexing, into: &batch)
                 } else if indexing, !indexed.contains(directory), let descriptor = byPath[directory] {
                     // Watched for a live query only so far; now for the arbiter too: its files are indexed now.
-                    let path = String(decoding: directory.bytes, as: UTF8.self)
-                    noteEntries(in: directory, names: Self.names(in: path), folds: foldsNames(descriptor, directory))
+                    let names = Self.names(in: directory.bytes)
+                    noteEntries(in: directory, names: names, folds: foldsNames(descriptor, directory))
                     indexed.insert(directory)
                 }
             case .unwatch(let directory):
@@ -355,6 +355,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
     func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
         if let known = foldsNames[descriptor] { return known }
+        // Spelled as a `String`: a directory whose path is not UTF-8 is not found, and its names are not folded (a
+        // case-folding directory of ext4, f2fs or tmpfs refuses such names anyway).
         let path = String(decoding: directory.bytes, as: UTF8.self)
         guard let status = try? FileSystemCalls.status(path, followingLinks: true),
             let answer = FileSystemCaseRule.decide(path, device: status.identity.device)
