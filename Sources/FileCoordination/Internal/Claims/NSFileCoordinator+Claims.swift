@@ -31,7 +31,12 @@ extension NSFileCoordinator {
         /// Written items that did not exist before the accessor and do now.
         func createdItems(paths: [ItemPath]) -> [ItemPath] {
             zip(existedBefore, paths).compactMap { existed, path in
-                guard existed == false, FileManager.default.fileExists(atPath: path.description) else { return nil }
+                // `stat` (a link followed, as `FileManager.fileExists` does) of the path's bytes: a name that is not
+                // UTF-8 is looked up as it is.
+                guard existed == false,
+                    (try? FileSystemCalls.status(pathBytes: path.bytes, followingLinks: true, readingMount: false))
+                        != nil
+                else { return nil }
                 return path
             }
         }
@@ -116,6 +121,10 @@ extension NSFileCoordinator {
         var identities: [ItemIdentity?] = []
         // Whether that file had other names (hard links): a lease never decides such a claim in process (issue 23).
         var otherNames: [Bool] = []
+        // Whether each item existed when it was made canonical (before the claim is granted, so before the accessor),
+        // as the leased path takes it: a `stat` of each written item after the canonicalisation's own was a syscall
+        // more per write (issue 39).
+        var existed: [Bool] = []
         // The second keys of items in directories whose case rule is undecided (docs/ARCHITECTURE.md §8.3).
         var foldedItems: [ClaimItem] = []
         var originals = items.map(\.0)
@@ -125,6 +134,7 @@ extension NSFileCoordinator {
                 canonical.append(resolved.key)
                 identities.append(resolved.identity.map(ItemIdentity.init))
                 otherNames.append(resolved.hasOtherNames)
+                existed.append(resolved.exists)
                 if let folded = resolved.foldedKey, folded != resolved.key {
                     foldedItems.append(ClaimItem(path: folded, access: access))
                 }
@@ -193,9 +203,7 @@ extension NSFileCoordinator {
         )
         request.nonblocking = refusesToWait
         let route = client.register(waiter, for: request)
-        let existedBefore: [Bool?] = zip(canonical, items).map { path, item in
-            item.1.isWrite ? FileManager.default.fileExists(atPath: path.description) : nil
-        }
+        let existedBefore: [Bool?] = zip(existed, items).map { existed, item in item.1.isWrite ? existed : nil }
         return .success(
             PreparedClaim(
                 id: id,
