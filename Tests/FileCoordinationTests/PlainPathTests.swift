@@ -103,27 +103,6 @@ import Testing
         #expect(newKey == target.appending(Array("new".utf8)), "the parent cache kept the old key: \(newKey)")
     }
 
-    /// A path in a folder not cached yet resumes its walk from the cached folder above it (issue 39: a recall's first
-    /// claim in a new folder); that folder is checked first, as a cached parent is: renamed, with a link to it put
-    /// at its old name, the new folder's items take the new name's key.
-    @Test func aNewFolderResumesFromItsCachedParentWhileItIsTheSame() throws {
-        let dir = try TempDirectory()
-        defer { dir.remove() }
-        let root = dir.url.path
-        try FileManager.default.createDirectory(atPath: root + "/d/one", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: root + "/d/two", withIntermediateDirectories: true)
-        let canonicalizer = PathCanonicalizer.shared
-        let folder = try canonicalizer.canonicalize(root + "/d", followingFinalLink: true).key
-        _ = try canonicalizer.canonicalize(root + "/d/f", followingFinalLink: true)  // `d` cached as a parent.
-        let one = try canonicalizer.canonicalize(root + "/d/one/x", followingFinalLink: true).key
-        #expect(one == folder.appending(Array("one".utf8)).appending(Array("x".utf8)))
-        try FileManager.default.moveItem(atPath: root + "/d", toPath: root + "/e")
-        try FileManager.default.createSymbolicLink(atPath: root + "/d", withDestinationPath: "e")
-        let target = try canonicalizer.canonicalize(root + "/e", followingFinalLink: true).key
-        let two = try canonicalizer.canonicalize(root + "/d/two/x", followingFinalLink: true).key
-        #expect(two == target.appending(Array("two".utf8)).appending(Array("x".utf8)), "the old key: \(two)")
-    }
-
     /// A URL whose path the leased claim asks of the URL (an escape in it) is decoded as `URL.path` decodes it, the
     /// spelling the file system is handed: `%2F` is no slash. It claimed `a/b` for the file `a%2Fb` before.
     @Test(arguments: [

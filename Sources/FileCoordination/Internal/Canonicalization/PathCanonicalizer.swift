@@ -226,23 +226,20 @@ final class PathCanonicalizer: Sendable {
         let parentPath = slash == trimmed.startIndex ? "/" : String(Substring(trimmed[..<slash]))
         let name = Substring(trimmed[trimmed.index(after: slash)...])
         let parent: Walk
-        if let known = cachedDirectory(parentPath) {
+        // A parent reached through no link is looked up without following a final one: a directory replaced since
+        // by a link to it (renamed) is then a link, not the cached directory, and is walked again.
+        if let known = directories.withLock({ $0[PathBytes(parentPath)] }), let identity = known.identity,
+            case let direct = known.spelling.utf8.elementsEqual(parentPath.utf8),
+            let status = try? FileSystemCalls.status(parentPath, followingLinks: !direct, readingMount: readsMounts),
+            status.identity == identity, status.mountID == known.mountID,
+            direct
+                || (try? FileSystemCalls.status(known.spelling, followingLinks: false, readingMount: readsMounts)
+                    .identity) == identity
+        {
             parent = known
         } else {
-            // A new folder in a cached one (a recall's first claim in a folder no call has seen, issue 39): the walk
-            // resumes from the grandparent, one `statx` where the root's walk took one per component.
-            let grandparent = parentPath.utf8.lastIndex(of: Self.slash).flatMap { slash in
-                let above = parentPath.utf8[..<slash]
-                return above.isEmpty ? nil : cachedDirectory(String(Substring(above)))
-            }
-            var walk: Walk
-            if let grandparent {
-                walk = grandparent
-                try self.walk(&walk, [Self.lastComponent(parentPath)], true)
-            } else {
-                walk = try rootWalk()
-                try self.walk(&walk, Self.components(parentPath), true)
-            }
+            var walk = try rootWalk()
+            try self.walk(&walk, Self.components(parentPath), true)
             guard walk.exists, walk.identity != nil else { return nil }
             decideInsensitivity(&walk)
             decideMount(&walk)
@@ -283,30 +280,6 @@ final class PathCanonicalizer: Sendable {
             )
         }
         return canonical
-    }
-
-    /// The cached walk of the directory spelled `spelled`, when the cache holds it and it still names the same
-    /// directory: a `statx` of it as spelled (and of its resolved spelling when a link was followed). A directory
-    /// reached through no link is looked up without following a final one: a directory replaced since by a link to
-    /// it (renamed) is then a link, not the cached directory, and is walked again.
-    private func cachedDirectory(_ spelled: String) -> Walk? {
-        guard let known = directories.withLock({ $0[PathBytes(spelled)] }), let identity = known.identity else {
-            return nil
-        }
-        let direct = known.spelling.utf8.elementsEqual(spelled.utf8)
-        guard let status = try? FileSystemCalls.status(spelled, followingLinks: !direct, readingMount: readsMounts),
-            status.identity == identity, status.mountID == known.mountID,
-            direct
-                || (try? FileSystemCalls.status(known.spelling, followingLinks: false, readingMount: readsMounts)
-                    .identity) == identity
-        else { return nil }
-        return known
-    }
-
-    /// The last component of `path` (absolute, plain, not the root).
-    private static func lastComponent(_ path: String) -> Substring {
-        let slash = path.utf8.lastIndex(of: Self.slash)!
-        return Substring(path.utf8[path.utf8.index(after: slash)...])
     }
 
     private static let slash = UInt8(ascii: "/")
