@@ -227,7 +227,9 @@ public enum FileSystemCalls {
         ofDirectory path: String,
         _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
     ) throws(Errno) {
-        try forEachEntryName(ofDirectoryBytes: Array(path.utf8), body)
+        try path.withCString { path in
+            Result { () throws(Errno) in try forEachEntryName(ofTerminatedDirectory: path, body) }
+        }.get()
     }
 
     /// ``forEachEntryName(ofDirectory:_:)`` for a directory's path given as its bytes (a name need not be UTF-8).
@@ -235,10 +237,14 @@ public enum FileSystemCalls {
         ofDirectoryBytes path: [UInt8],
         _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
     ) throws(Errno) {
-        let dir = try withNulTerminated(path) { path throws(Errno) in
-            guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
-            return dir
-        }
+        try withNulTerminated(path) { path throws(Errno) in try forEachEntryName(ofTerminatedDirectory: path, body) }
+    }
+
+    private static func forEachEntryName(
+        ofTerminatedDirectory path: UnsafePointer<CChar>,
+        _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
+    ) throws(Errno) {
+        guard let dir = opendir(path) else { throw Errno(rawValue: errno) }
         defer { _ = closedir(dir) }
         let descriptor = dirfd(dir)
         let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!

@@ -29,7 +29,7 @@ public struct ItemMetadata: Hashable, Sendable {
     ///
     /// - Throws: `Errno` for another failure (`EACCES`, `ELOOP`).
     public static func of(_ path: String) throws(Errno) -> ItemMetadata? {
-        try of(pathBytes: Array(path.utf8))
+        try path.withCString { path in Result { () throws(Errno) in try of(terminatedPath: path) } }.get()
     }
 
     /// ``of(_:)`` for a path given as its bytes (a name need not be UTF-8: a `String` would replace what is not).

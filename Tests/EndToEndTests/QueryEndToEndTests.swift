@@ -122,13 +122,14 @@ import Testing
             _ = try await host.waitFor("query I gathered 4")
             try host.send("query-keep I")
             _ = try await host.waitFor("query I kept 4")
-            // A change replaces the second item with a new object: the kept one is found by its path alone. Its `lstat`
-            // by a `String` path found nothing, and the change was told as a removal.
+            // In byte order the results are `d\xFE`, `d\xFE/f`, `\xFE` and `\xFF`. A change replaces the last with a new
+            // object: the kept one is found by its path alone. Its `lstat` by a `String` path found nothing, and the
+            // change was told as a removal.
             try runToCompletion("/bin/sh", ["-c", "cd '\(root)' && echo x >> \"$(printf '\\377')\""])
             let update = try await host.waitFor("query I update ")
             #expect(update.text == "query I update added=- changed=\u{FFFD} removed=-")
             try host.send("query-index I")
-            // Compared by their decodings, the kept second item was found at 0, the first's place.
+            // Compared by their decodings, the kept last item was found at 2, the place of `\xFE`.
             let line = try await host.waitFor("query I index ")
             #expect(line.text == "query I index 0,1,2,3")
             // The folder is watched: spelled as a `String`, inotify_add_watch found no such directory.

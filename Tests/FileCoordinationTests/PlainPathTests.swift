@@ -103,6 +103,25 @@ import Testing
         #expect(newKey == target.appending(Array("new".utf8)), "the parent cache kept the old key: \(newKey)")
     }
 
+    /// A folder the parent cache does not hold is walked from the root, even when the folder above it is cached. That
+    /// one's check (a `statx` of it as spelled) cannot see an ancestor above it renamed and replaced by a link to its
+    /// new place: its own items keep the old key until the entry goes (docs/ARCHITECTURE.md §8). A walk that resumed
+    /// from it (tried and reverted in stop 61) gave the old key to every new folder below it too, and cached it there.
+    @Test func aNewFolderUnderAStaleCachedOneIsWalkedFromTheRoot() throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let root = dir.url.path
+        try FileManager.default.createDirectory(atPath: root + "/a/b", withIntermediateDirectories: true)
+        let canonicalizer = PathCanonicalizer.shared
+        _ = try canonicalizer.canonicalize(root + "/a/b/f", followingFinalLink: true)  // `a/b` cached as a parent.
+        try FileManager.default.moveItem(atPath: root + "/a", toPath: root + "/z")
+        try FileManager.default.createSymbolicLink(atPath: root + "/a", withDestinationPath: "z")
+        try FileManager.default.createDirectory(atPath: root + "/z/b/new", withIntermediateDirectories: true)
+        let target = try canonicalizer.canonicalize(root + "/z/b/new", followingFinalLink: true).key
+        let key = try canonicalizer.canonicalize(root + "/a/b/new/x", followingFinalLink: true).key
+        #expect(key == target.appending(Array("x".utf8)), "the stale folder's key spread to a new one: \(key)")
+    }
+
     /// A URL whose path the leased claim asks of the URL (an escape in it) is decoded as `URL.path` decodes it, the
     /// spelling the file system is handed: `%2F` is no slash. It claimed `a/b` for the file `a%2Fb` before.
     @Test(arguments: [

@@ -186,6 +186,26 @@ import Testing
         #expect(folder.offQueueCallbacks.isEmpty)
     }
 
+    /// A symbolic link is an item of its own: one a write makes where nothing was appears, whether or not its target
+    /// exists (the item is looked at after the accessor as before it, without following a final link). Looked at
+    /// through the link, as `FileManager.fileExists` does, a link to nothing was never told as appeared.
+    @Test func aDanglingLinkMadeByAWriteIsReportedAsAppeared() throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let folder = RecordingPresenter(url: dir.url)
+        let link = dir.url.appendingPathComponent("link")
+        var error: NSError?
+        withPresenters([folder]) {
+            NSFileCoordinator().coordinate(writingItemAt: link, options: [], error: &error) { url in
+                folder.record("accessor")
+                try? FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: "nowhere")
+            }
+            settle(folder)
+        }
+        #expect(error == nil)
+        #expect(folder.events == ["accessor", "subitemDidChange(\(link.path))", "subitemDidAppear(\(link.path))"])
+    }
+
     @Test func coordinatorCreatedWithAPresenterNeverMessagesIt() throws {
         let dir = try TempDirectory()
         defer { dir.remove() }

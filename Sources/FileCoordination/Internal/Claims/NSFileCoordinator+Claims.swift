@@ -31,10 +31,11 @@ extension NSFileCoordinator {
         /// Written items that did not exist before the accessor and do now.
         func createdItems(paths: [ItemPath]) -> [ItemPath] {
             zip(existedBefore, paths).compactMap { existed, path in
-                // `stat` (a link followed, as `FileManager.fileExists` does) of the path's bytes: a name that is not
-                // UTF-8 is looked up as it is.
+                // `lstat` of the key's bytes, as the canonicalisation looked at it before (a key whose final link the
+                // access follows is its target already): a link is an item, whether or not its target exists. A name
+                // that is not UTF-8 is looked up as it is.
                 guard existed == false,
-                    (try? FileSystemCalls.status(pathBytes: path.bytes, followingLinks: true, readingMount: false))
+                    (try? FileSystemCalls.status(pathBytes: path.bytes, followingLinks: false, readingMount: false))
                         != nil
                 else { return nil }
                 return path
