@@ -180,23 +180,30 @@ public enum FileSystemCaseRule {
     /// The answer for the directory `path` (on device `device`), or `nil` when it cannot be decided now (an empty
     /// directory of a file system that neither its type nor its device names).
     public static func decide(_ path: String, device: UInt64) -> Bool? {
-        let type = try? FileSystemCalls.fileSystemType(path)
+        decide(pathBytes: Array(path.utf8), device: device)
+    }
+
+    /// ``decide(_:device:)`` for a directory given as its bytes (a name need not be UTF-8: the daemon's watcher,
+    /// whose paths are bytes). The probe lists and looks up names as `String`s: a directory whose path is not UTF-8 is
+    /// not probed (`nil`), on the file systems that only the probe can decide.
+    public static func decide(pathBytes path: [UInt8], device: UInt64) -> Bool? {
+        let type = try? FileSystemCalls.fileSystemType(pathBytes: path)
         switch type {
         case .msdos?, .exfat?, .cifs?, .smb2?, .smb?:
             return true
         case .btrfs?, .xfs?:
             return false
         case .ext4?, .f2fs?, .tmpfs?:
-            return (try? FileSystemCalls.hasCasefoldFlag(directory: path)) ?? false
+            return (try? FileSystemCalls.hasCasefoldFlag(directoryBytes: path)) ?? false
         case .fuse?:
             if let name = DeviceFileSystem.type(ofFUSEDevice: device),
                 DeviceFileSystem.caseInsensitiveTypes.contains(name)
             {
                 return true
             }
-            return probe(path)
+            return String(validating: path, as: UTF8.self).flatMap(probe)
         default:
-            return probe(path)
+            return String(validating: path, as: UTF8.self).flatMap(probe)
         }
     }
 

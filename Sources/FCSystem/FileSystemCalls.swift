@@ -157,6 +157,15 @@ public enum FileSystemCalls {
 
     /// `statfs`'s `f_type` for the file system holding `path`.
     public static func fileSystemType(_ path: String) throws(Errno) -> FileSystemType {
+        try path.withCString { path in Result { () throws(Errno) in try fileSystemType(cString: path) } }.get()
+    }
+
+    /// ``fileSystemType(_:)`` of a path given as its bytes (a name need not be UTF-8).
+    public static func fileSystemType(pathBytes path: [UInt8]) throws(Errno) -> FileSystemType {
+        try withNulTerminated(path, fileSystemType(cString:))
+    }
+
+    private static func fileSystemType(cString path: UnsafePointer<CChar>) throws(Errno) -> FileSystemType {
         var type: UInt = 0
         _ = try retryOnInterrupt { cfc_statfs_type(path, &type) }
         return FileSystemType(rawValue: UInt64(type) & 0xFFFF_FFFF)
@@ -166,6 +175,15 @@ public enum FileSystemCalls {
     /// f2fs and tmpfs directories made case-insensitive with `chattr +F`. Throws when the file system has no inode
     /// flags (`ENOTTY`, `EOPNOTSUPP`).
     public static func hasCasefoldFlag(directory path: String) throws(Errno) -> Bool {
+        try path.withCString { path in Result { () throws(Errno) in try hasCasefoldFlag(cString: path) } }.get()
+    }
+
+    /// ``hasCasefoldFlag(directory:)`` of a directory given as its bytes (a name need not be UTF-8).
+    public static func hasCasefoldFlag(directoryBytes path: [UInt8]) throws(Errno) -> Bool {
+        try withNulTerminated(path, hasCasefoldFlag(cString:))
+    }
+
+    private static func hasCasefoldFlag(cString path: UnsafePointer<CChar>) throws(Errno) -> Bool {
         let fd = try retryOnInterrupt { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK) }
         defer { _ = close(fd) }
         var flags: CInt = 0

@@ -355,11 +355,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
     func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
         if let known = foldsNames[descriptor] { return known }
-        // Spelled as a `String`: a directory whose path is not UTF-8 is not found, and its names are not folded (a
-        // case-folding directory of ext4, f2fs or tmpfs refuses such names anyway).
-        let path = String(decoding: directory.bytes, as: UTF8.self)
-        guard let status = try? FileSystemCalls.status(path, followingLinks: true),
-            let answer = FileSystemCaseRule.decide(path, device: status.identity.device)
+        let path = directory.bytes
+        guard let status = try? FileSystemCalls.status(pathBytes: path, followingLinks: true),
+            let answer = FileSystemCaseRule.decide(pathBytes: path, device: status.identity.device)
         else { return false }
         foldsNames[descriptor] = answer
         return answer
