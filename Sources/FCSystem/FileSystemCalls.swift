@@ -68,12 +68,9 @@ public enum FileSystemCalls {
         followingLinks: Bool,
         readingMount: Bool = true
     ) throws(Errno) -> FileStatus {
-        // `withCString`: a `String` passed as `const char *` is copied into an array first (issue 39).
-        try path.withCString { path in
-            Result { () throws(Errno) in
-                try status(cString: path, followingLinks: followingLinks, readingMount: readingMount)
-            }
-        }.get()
+        try withNulTerminated(path) { path throws(Errno) in
+            try status(cString: path, followingLinks: followingLinks, readingMount: readingMount)
+        }
     }
 
     /// ``status(_:followingLinks:readingMount:)`` of a NUL-terminated path (a caller that holds one in a buffer
@@ -157,7 +154,7 @@ public enum FileSystemCalls {
 
     /// `statfs`'s `f_type` for the file system holding `path`.
     public static func fileSystemType(_ path: String) throws(Errno) -> FileSystemType {
-        try path.withCString { path in Result { () throws(Errno) in try fileSystemType(cString: path) } }.get()
+        try withNulTerminated(path, fileSystemType(cString:))
     }
 
     /// ``fileSystemType(_:)`` of a path given as its bytes (a name need not be UTF-8).
@@ -175,7 +172,7 @@ public enum FileSystemCalls {
     /// f2fs and tmpfs directories made case-insensitive with `chattr +F`. Throws when the file system has no inode
     /// flags (`ENOTTY`, `EOPNOTSUPP`).
     public static func hasCasefoldFlag(directory path: String) throws(Errno) -> Bool {
-        try path.withCString { path in Result { () throws(Errno) in try hasCasefoldFlag(cString: path) } }.get()
+        try withNulTerminated(path, hasCasefoldFlag(cString:))
     }
 
     /// ``hasCasefoldFlag(directory:)`` of a directory given as its bytes (a name need not be UTF-8).
@@ -245,9 +242,7 @@ public enum FileSystemCalls {
         ofDirectory path: String,
         _ body: (_ directory: Int32, _ name: UnsafeBufferPointer<UInt8>) -> Bool
     ) throws(Errno) {
-        try path.withCString { path in
-            Result { () throws(Errno) in try forEachEntryName(ofTerminatedDirectory: path, body) }
-        }.get()
+        try withNulTerminated(path) { path throws(Errno) in try forEachEntryName(ofTerminatedDirectory: path, body) }
     }
 
     /// ``forEachEntryName(ofDirectory:_:)`` for a directory's path given as its bytes (a name need not be UTF-8).

@@ -29,7 +29,7 @@ public struct ItemMetadata: Hashable, Sendable {
     ///
     /// - Throws: `Errno` for another failure (`EACCES`, `ELOOP`).
     public static func of(_ path: String) throws(Errno) -> ItemMetadata? {
-        try path.withCString { path in Result { () throws(Errno) in try of(terminatedPath: path) } }.get()
+        try withNulTerminated(path, of(terminatedPath:))
     }
 
     /// ``of(_:)`` for a path given as its bytes (a name need not be UTF-8: a `String` would replace what is not).
@@ -68,7 +68,7 @@ public struct ItemMetadata: Hashable, Sendable {
         ofDirectory path: String,
         _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
     ) throws(Errno) {
-        try forEachEntry(ofDirectoryBytes: Array(path.utf8), body)
+        try FileSystemCalls.forEachEntryName(ofDirectory: path) { entry($0, $1, body) }
     }
 
     /// ``forEachEntry(ofDirectory:_:)`` for a directory's path given as its bytes (a name need not be UTF-8).
@@ -76,13 +76,20 @@ public struct ItemMetadata: Hashable, Sendable {
         ofDirectoryBytes path: [UInt8],
         _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
     ) throws(Errno) {
-        try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { directory, name in
-            var buffer = stat()
-            let found = name.withMemoryRebound(to: CChar.self) { text in
-                (try? retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }) != nil
-            }
-            if found { body(name, ItemMetadata(buffer)) }
-            return true
+        try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { entry($0, $1, body) }
+    }
+
+    /// One entry of ``forEachEntry(ofDirectory:_:)``: `fstatat` relative to the open `directory`; always goes on.
+    private static func entry(
+        _ directory: Int32,
+        _ name: UnsafeBufferPointer<UInt8>,
+        _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
+    ) -> Bool {
+        var buffer = stat()
+        let found = name.withMemoryRebound(to: CChar.self) { text in
+            (try? retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }) != nil
         }
+        if found { body(name, ItemMetadata(buffer)) }
+        return true
     }
 }

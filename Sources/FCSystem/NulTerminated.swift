@@ -20,6 +20,15 @@ func withNulTerminated<Result>(
     return try outcome.get()
 }
 
+/// Calls `body` with `path`'s own C string (`withCString`: a `String` passed as `const char *` is copied into an array
+/// first, issue 39), for the `String` forms of the calls whose byte forms use ``withNulTerminated(_:_:)``.
+func withNulTerminated<Result>(
+    _ path: String,
+    _ body: (UnsafePointer<CChar>) throws(Errno) -> Result
+) throws(Errno) -> Result {
+    try path.withCString { path in Swift.Result { () throws(Errno) -> Result in try body(path) } }.get()
+}
+
 /// ``withNulTerminated(byteCount:_:_:)`` for a path given as its bytes.
 func withNulTerminated<Result>(
     _ path: [UInt8],
