@@ -347,6 +347,11 @@ public struct DaemonDump: Codable, Hashable, Sendable {
         public var failedWatches: Int?
         /// Of `watches`, those on files of watched directories that have other names (hard links, issue 26).
         public var linkedFileWatches: Int?
+        /// Watches the kernel dropped (directories deleted) that the inotify library still holds until its next
+        /// renewal.
+        public var retiredWatches: Int?
+        /// Times the inotify library was started again to let go of the watches the kernel dropped.
+        public var renewals: Int?
         /// Notifications sent for file-system events.
         public var notificationsSent: Int?
         /// Notifications held back by the coalescing window.

@@ -13,7 +13,9 @@ extension Renderer {
         out += " (cap \(watcher.watchCap.map(String.init) ?? "none"), kernel max_user_watches "
         out += "\(number(watcher.kernelMaximumWatches)), queue max_queued_events \(number(watcher.queueLimit)))\n"
         out += "events \(number(watcher.events)), overflows \(watcher.overflows), rescans \(watcher.recrawls), "
-        out += "failed watches \(number(watcher.failedWatches)); notifications \(number(watcher.notificationsSent)), "
+        out += "failed watches \(number(watcher.failedWatches)), "
+        out += "dropped watches held \(number(watcher.retiredWatches)), renewals \(number(watcher.renewals)); "
+        out += "notifications \(number(watcher.notificationsSent)), "
         out +=
             "coalesced \(number(watcher.coalesced)), echoes of coordinated writes \(number(watcher.echoesSuppressed))\n"
         let directories = watcher.directories ?? []

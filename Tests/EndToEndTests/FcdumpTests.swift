@@ -30,6 +30,8 @@ struct FcdumpTests {
         _ = try require(watcher, "watches", Int.self, "watcher")
         _ = try require(watcher, "overflows", Int.self, "watcher")
         _ = try require(watcher, "recrawls", Int.self, "watcher")
+        _ = try require(watcher, "retiredWatches", Int.self, "watcher")
+        _ = try require(watcher, "renewals", Int.self, "watcher")
         try optional(watcher, "maximumWatches", Int.self, "watcher")
         for directory in try require(watcher, "directories", [[String: Any]].self, "watcher") {
             _ = try require(directory, "path", String.self, "watched directory")

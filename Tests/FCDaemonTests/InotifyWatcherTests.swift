@@ -217,6 +217,76 @@ struct InotifyWatcherTests {
         }
     }
 
+    /// A build folder deleted and made again at each build: libinotifytools holds every dead watch's name, so each
+    /// round took one more spelling, and after 256 the folder was never watched again (its watch failed). Now the
+    /// 256th asks for a renewal, after which the folder is watched under its own name.
+    @Test func aDirectoryDeletedAndMadeAgainMoreTimesThanItHasSpellingsIsStillWatched() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let build = folder + "/build"
+            let rounds = InotifyWatcher.maximumSpellings + 20
+            for round in 0..<rounds {
+                try FileManager.default.createDirectory(atPath: build, withIntermediateDirectories: false)
+                watcher.watch(try path(build))
+                try collector.waitUntil("watch \(round)") { $0.status?.watches == 1 }
+                try FileManager.default.removeItem(atPath: build)
+                try collector.waitUntil("the watch of round \(round) to go") { $0.status?.watches == 0 }
+            }
+            try FileManager.default.createDirectory(atPath: build, withIntermediateDirectories: false)
+            watcher.watch(try path(build))
+            try collector.waitUntil("the last watch") { $0.status?.watches == 1 }
+            try write("built", to: build + "/out.o")
+            try collector.waitUntil("the write in the last folder") {
+                $0.events.contains(.closedAfterWriting(try! path(build + "/out.o")))
+            }
+            #expect(collector.status?.failedWatches == 0)
+            #expect(collector.status.map { $0.renewals >= 1 } == true)
+            #expect(collector.events.contains(.overflow))
+        }
+    }
+
+    /// Dead watches outnumbering the live ones (and at least ``InotifyWatcher/renewalFloor``) are let go: without the
+    /// renewal libinotifytools kept each one's entry and name for the daemon's life.
+    @Test func deadWatchesAreLetGoOnceTheyOutnumberTheLiveOnes() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let count = InotifyWatcher.renewalFloor + 100
+            let kept = folder + "/kept"
+            try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: false)
+            watcher.watch(try path(kept))
+            for index in 0..<count {
+                let directory = folder + "/d\(index)"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                watcher.watch(try path(directory))
+            }
+            try collector.waitUntil("every watch") { $0.status?.watches == count + 1 }
+            for index in 0..<count {
+                let directory = folder + "/d\(index)"
+                // Still wanted (the arbiter would ask again if it were made again): each dropped watch is one
+                // libinotifytools holds.
+                try FileManager.default.removeItem(atPath: directory)
+            }
+            try collector.waitUntil("the renewal") { ($0.status?.renewals ?? 0) >= 1 }
+            try collector.waitUntil("the deleted folders' watches to go") { $0.status?.watches == 1 }
+            #expect(collector.status.map { $0.retiredWatches < InotifyWatcher.renewalFloor } == true)
+            // libinotifytools' own count: the wake file, the kept folder, and the folders not yet gone at the renewal
+            // (at most the 100 above the floor); over a thousand if the dead ones were not let go.
+            #expect(collector.status?.heldAfterRenewal.map { $0 <= 2 + 100 } == true)
+            // The live watch was added anew, and goes on.
+            try write("after", to: kept + "/after.txt")
+            try collector.waitUntil("a write in the kept folder after the renewal") {
+                $0.events.contains(.closedAfterWriting(try! path(kept + "/after.txt")))
+            }
+            #expect(collector.status?.failedWatches == 0)
+        }
+    }
+
     /// While something holds a deleted directory (here a descriptor of this process; a shell's working directory
     /// does the same), the kernel keeps its watch and sends `IN_IGNORED` only once it is let go: a directory made
     /// again under the path and asked for meanwhile found the old watch in place, and was not watched.

@@ -96,6 +96,8 @@ extension ArbiterHost {
         dump.events = status.events
         dump.failedWatches = status.failedWatches
         dump.linkedFileWatches = status.linkedFileWatches
+        dump.retiredWatches = status.retiredWatches
+        dump.renewals = status.renewals
         dump.notificationsSent = watching.statistics.notificationsSent
         dump.coalesced = watching.statistics.coalesced
         dump.echoesSuppressed = watching.statistics.echoesSuppressed

@@ -117,6 +117,14 @@ public struct WatcherStatus: Hashable, Sendable {
     public var rescans = 0
     /// Watches that could not be added (limit reached, permission denied).
     public var failedWatches = 0
+    /// Watches the kernel dropped (a directory deleted) that the inotify library still holds, name and all, until
+    /// the next renewal.
+    public var retiredWatches = 0
+    /// Times the inotify library was started again to let go of the watches the kernel dropped (each reported as an
+    /// overflow).
+    public var renewals = 0
+    /// The watches the inotify library held right after the last renewal, by its own count (`nil` before one).
+    public var heldAfterRenewal: Int?
 
     /// Creates the status of a backend that watches nothing yet.
     public init(backend: String) {

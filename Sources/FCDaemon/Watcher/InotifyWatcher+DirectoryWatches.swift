@@ -20,10 +20,10 @@ extension InotifyWatcher {
         case file
     }
 
-    /// The most spellings tried for one name: a directory deleted and made again this many times while watched is not
-    /// watched again for the daemon's life (its watch fails, and says so), rather than searched for without end. The
-    /// names of dead watches stay in libinotifytools' tables (it frees a watch only when `inotify_rm_watch` succeeds).
-    static let maximumSpellings = 256
+    /// The most spellings tried for one name. The names of dead watches stay in libinotifytools' tables (it frees a
+    /// watch only when `inotify_rm_watch` succeeds) until the next renewal (`InotifyWatcher+Renewal.swift`): a
+    /// directory deleted and made again this many times while watched asks for one, and is watched after it.
+    public static let maximumSpellings = 256
 
     /// `path` as libinotifytools can be given it: as it is when libinotifytools holds no watch of that name, or holds
     /// a live one of the same item (a directory or a linked file of `identity`); else with one more `/.` before its
@@ -104,11 +104,17 @@ extension InotifyWatcher {
         // What is there now (`nil` when it cannot be looked at: the watch's own call says why).
         let identity = try? FileSystemCalls.status(pathBytes: bytes, followingLinks: true, readingMount: false).identity
         guard let path = unseenSpelling(bytes, as: .directory, identity: identity) else {
+            // Every spelling is held by a dead watch: libinotifytools is started again after this batch, and the
+            // directory (wanted) watched then under its own name.
+            guard renewing else {
+                renewalWanted = true
+                return
+            }
             status.failedWatches += 1
             batch.append(
                 .watchFailed(
                     directory,
-                    reason: "the directory was deleted and made again \(Self.maximumSpellings) times while watched"
+                    reason: "\(Self.maximumSpellings) live watches hold every spelling of its name"
                 )
             )
             return

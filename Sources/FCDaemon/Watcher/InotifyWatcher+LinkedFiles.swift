@@ -15,7 +15,7 @@ extension InotifyWatcher {
     func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
         if mask & UInt32(IN_IGNORED) != 0 {
             // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
-            // ``unseenSpelling(_:as:identity:)`` steps around.
+            // ``unseenSpelling(_:as:identity:)`` steps around until the next renewal.
             _ = linked.drop(descriptor)
             echoes.forget(descriptor)
             updateWatchCounts()
@@ -81,9 +81,13 @@ extension InotifyWatcher {
             logger.debug("\(path) has other names but is not watched: the cap of \(cap) watches is reached")
             return
         }
-        guard let spelling = unseenSpelling(path.bytes, as: .file, identity: file.identity),
-            inotifytools_watch_file(Self.cString(spelling), Int32(bitPattern: Self.linkedFileMask)) != 0
-        else {
+        guard let spelling = unseenSpelling(path.bytes, as: .file, identity: file.identity) else {
+            // Every spelling is held by a dead watch: watched after the renewal this asks for (its directory's
+            // entries are looked at again then).
+            if !renewing { renewalWanted = true }
+            return
+        }
+        guard inotifytools_watch_file(Self.cString(spelling), Int32(bitPattern: Self.linkedFileMask)) != 0 else {
             logger.debug("\(path) has other names but is not watched: errno \(inotifytools_error())")
             return
         }

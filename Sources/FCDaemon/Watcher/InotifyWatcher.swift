@@ -62,7 +62,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var directoryIdentities: [Int32: FileIdentity] = [:]
     var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
-    private var wanted: Set<ItemPath> = []
+    var wanted: Set<ItemPath> = []
     /// The watched directories whose files are indexed by identity (``FileSystemWatcher/watch(_:indexingFiles:)``):
     /// all but those watched for live queries only.
     var indexed: Set<ItemPath> = []
@@ -81,6 +81,13 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var removed: [ItemPath] = []
     /// Barrier tokens passed since the last report (on the watcher thread).
     private var barriers: [UInt64] = []
+    /// Watches the kernel dropped that libinotifytools still holds (`InotifyWatcher+Renewal.swift`).
+    var retiredWatches = 0
+    /// A name had no spelling left (``unseenSpelling(_:as:identity:)``): libinotifytools is started again after the
+    /// batch. Never set while ``renewing``.
+    var renewalWanted = false
+    /// Whether ``renew(into:)`` is adding the watches again.
+    var renewing = false
 
     /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
     /// through a file at `wakePath` (in the daemon's private runtime folder).
@@ -184,14 +191,20 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     // MARK: The watcher thread
 
-    private func setUp() -> WatcherError? {
+    /// Starts libinotifytools and watches the wake file: by its path at the start, by the descriptor the other
+    /// threads write (`/proc/self/fd/N`) at a renewal, so that a wake file deleted meanwhile is still the one watched.
+    func setUp(renewing: Bool = false) -> WatcherError? {
         guard inotifytools_initialize() != 0 else {
             return WatcherError("inotify is not available: errno \(inotifytools_error())")
         }
-        guard inotifytools_watch_file(wakePath, Int32(IN_MODIFY)) != 0 else {
-            return WatcherError("cannot watch the wake file \(wakePath): errno \(inotifytools_error())")
+        var path = wakePath
+        if renewing, let descriptor = control.withLock({ $0.wakeFile?.rawValue }) {
+            path = "/proc/self/fd/\(descriptor)"
         }
-        wakeWatch = inotifytools_wd_from_filename(wakePath)
+        guard inotifytools_watch_file(path, Int32(IN_MODIFY)) != 0 else {
+            return WatcherError("cannot watch the wake file \(path): errno \(inotifytools_error())")
+        }
+        wakeWatch = inotifytools_wd_from_filename(path)
         return nil
     }
 
@@ -225,6 +238,16 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 drainedAt = ChangeTimes.now
             }
             if wake, !runCommands(into: &batch) { return }
+            if renewalDue {
+                guard renew(into: &batch) else {
+                    var last = WatcherReport(events: batch, status: status)
+                    last.drainedAt = .max
+                    deliver(last)
+                    return
+                }
+                // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
+                if !runCommands(into: &batch) { return }
+            }
             echoes.endBatch()
             var report = WatcherReport(
                 events: batch,
@@ -251,6 +274,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     ) {
         let mask = event.pointee.mask
         let descriptor = event.pointee.wd
+        if mask & UInt32(IN_IGNORED) != 0 { noteDropped(descriptor) }
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
             status.overflows += 1
             logger.warning("inotify's event queue overflowed: watched presenters are told of a change")

@@ -1,0 +1,88 @@
+import CInotifyTools
+import FCCore
+import Logging
+
+// Letting go of dead watches. libinotifytools frees a watch only when its own `inotify_rm_watch` succeeds, so every
+// watch the kernel drops (`IN_IGNORED`: a directory deleted, a linked file's last name gone) stays in its tables for
+// the life of its instance, name and all, and each directory made again under a name it holds takes one more spelling
+// (``InotifyWatcher/unseenSpelling(_:as:identity:)``). Left so, a daemon watching a build folder deleted and made
+// again at each build grew without end, and stopped watching the folder the 256th time.
+//
+// So the watcher starts libinotifytools again (a renewal) once the dead watches it holds are at least as many as the
+// live ones and at least ``InotifyWatcher/renewalFloor``, or a name has no spelling left: every watch is added anew in
+// the new instance, under its own name. What happened between the old instance's close and the new watches is not
+// known, so it is reported as after an overflow of the kernel's queue (presenters told of a change, live queries
+// rescanned). A renewal costs what adding the watches cost (a listing and an `lstat` per entry of the indexed
+// folders), once per as many dropped watches as there are live ones (and at least 1,024). Known limits: a folder
+// watched for live queries only loses the watches of its files with other names until they change again; a dropped
+// watch whose `IN_IGNORED` was lost in an overflow is not counted (it is let go at the next renewal all the same).
+// Everything here runs on the watcher's thread, as the rest of ``InotifyWatcher``'s state.
+
+extension InotifyWatcher {
+    /// The fewest dead watches a renewal lets go of (one renewal rescans every watched directory).
+    public static let renewalFloor = 1024
+
+    /// The kernel dropped the watch `descriptor` (`IN_IGNORED`): counted when libinotifytools still holds it (not
+    /// when this watcher removed it, which freed it).
+    func noteDropped(_ descriptor: Int32) {
+        guard let name = inotifytools_filename_from_wd(descriptor), name.pointee != 0 else { return }
+        retiredWatches += 1
+        status.retiredWatches = retiredWatches
+    }
+
+    /// Whether libinotifytools is to be started again after the batch being read.
+    var renewalDue: Bool {
+        renewalWanted || retiredWatches >= max(Self.renewalFloor, byDescriptor.count + linked.count)
+    }
+
+    /// Starts libinotifytools again and adds every wanted directory's watch anew, after an overflow in the batch; a
+    /// directory that can no longer be watched is reported unwatched. `false` when inotify cannot be started again:
+    /// the watcher stops, as when its read fails.
+    func renew(into batch: inout [FileSystemEvent]) -> Bool {
+        // In the order they were added (descriptors grow): the first of two paths to one directory keeps it.
+        let watchedBefore = byDescriptor.sorted { $0.key < $1.key }.map(\.value)
+        let indexedBefore = indexed
+        inotifytools_cleanup()
+        byDescriptor = [:]
+        byPath = [:]
+        foldsNames = [:]
+        directoryIdentities = [:]
+        indexed = []
+        linked = LinkedFileWatches()
+        echoes = LinkedWriteEchoes()
+        files = WatchedFileIdentities()
+        cutDirectories = []
+        retiredWatches = 0
+        renewalWanted = false
+        status.retiredWatches = 0
+        if let error = setUp(renewing: true) {
+            logger.error("the file watcher stopped: libinotifytools could not be started again: \(error)")
+            return false
+        }
+        status.renewals += 1
+        logger.notice(
+            "libinotifytools was started again to let go of the watches the kernel dropped; \(watchedBefore.count) directories are watched anew, and presenters told of a change as after an overflow"
+        )
+        batch.append(.overflow)
+        renewing = true
+        // The directories first, then their files (so that a cap on watches keeps the directories it kept), neither
+        // listed as made (the overflow says what may have changed); then the directories wanted but not watched, as
+        // after an overflow.
+        for directory in watchedBefore { add(directory, scan: false, indexing: false, into: &batch) }
+        for directory in watchedBefore where indexedBefore.contains(directory) {
+            guard let descriptor = byPath[directory] else { continue }
+            noteEntries(in: directory, names: Self.names(in: directory.bytes), folds: foldsNames(descriptor, directory))
+            indexed.insert(directory)
+        }
+        let before = Set(watchedBefore)
+        for directory in wanted.sorted() where !before.contains(directory) {
+            add(directory, scan: true, indexing: true, into: &batch)
+        }
+        renewing = false
+        removed += watchedBefore.filter { byPath[$0] == nil }
+        added.removeAll { byPath[$0] == nil }
+        updateWatchCounts()
+        status.heldAfterRenewal = Int(inotifytools_get_num_watches())  // O(watches), once per renewal.
+        return true
+    }
+}
