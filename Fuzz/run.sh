@@ -2,7 +2,6 @@
 # Builds the libFuzzer targets (Fuzz/Package.swift) and runs each for a bounded time on its committed corpus.
 #
 #   Fuzz/run.sh [SECONDS] [TARGET...]     default 30 s each, every target
-#   Fuzz/run.sh --build-only              build every target, run none (.ci/run builds them beside the tests)
 #
 # Targets: frame-decoder, handshake, version-store-repair (Swift, Fuzz/Sources) and preload-frames (C: the preload
 # library's frame reader, Fuzz/preload, built with the toolchain's clang under AddressSanitizer and
@@ -14,11 +13,6 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH="$PATH:/opt/swift/usr/bin"; fi
-build_only=0
-if [[ "${1:-}" == "--build-only" ]]; then
-    build_only=1
-    shift
-fi
 seconds="${1:-30}"
 shift || true
 targets=("$@")
@@ -37,10 +31,6 @@ preload=Languages/preload
     -fno-sanitize-recover=undefined $(pkg-config --cflags libprotobuf-c) -o "$bin/fuzz-preload-frames" \
     Fuzz/preload/fuzz-preload-frames.c "$preload"/src/{claims,client,connection,descriptors,frames,leases,paths,real}.c \
     "$preload/generated/filecoord.pb-c.c" -lprotobuf-c -ldl -lpthread
-if ((build_only)); then
-    echo "built the fuzz targets into $bin"
-    exit 0
-fi
 for target in "${targets[@]}"; do
     corpus="$scratch/corpus/$target"
     mkdir -p "$corpus"
