@@ -57,6 +57,8 @@ extension InotifyWatcher {
         status.retiredWatches = 0
         if let error = setUp(renewing: true) {
             logger.error("the file watcher stopped: libinotifytools could not be started again: \(error)")
+            removed += watchedBefore  // Nothing is watched any more.
+            added = []
             return false
         }
         status.renewals += 1

@@ -240,8 +240,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             if wake, !runCommands(into: &batch) { return }
             if renewalDue {
                 guard renew(into: &batch) else {
-                    var last = WatcherReport(events: batch, status: status)
+                    // The last report: what was read, and the barriers passed (a query waiting for one goes on).
+                    var last = WatcherReport(events: batch, status: status, watched: added, unwatched: removed)
                     last.drainedAt = .max
+                    last.barriers = barriers
                     deliver(last)
                     return
                 }
