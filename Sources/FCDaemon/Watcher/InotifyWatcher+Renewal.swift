@@ -1,5 +1,6 @@
 import CInotifyTools
 import FCCore
+import FCSystem
 import Logging
 
 // Letting go of dead watches. libinotifytools frees a watch only when its own `inotify_rm_watch` succeeds, so every
@@ -21,6 +22,29 @@ import Logging
 extension InotifyWatcher {
     /// The fewest dead watches a renewal lets go of (one renewal rescans every watched directory).
     public static let renewalFloor = 1024
+
+    /// `FD_SETSIZE`: libinotifytools waits for its inotify descriptor with `select()`, which cannot take a descriptor
+    /// from this number on (it would write past its set).
+    static let selectLimit = 1024
+
+    /// Whether the process's inotify descriptor (its only one: libinotifytools') is below ``selectLimit``, as the one
+    /// opened when the daemon started is. A renewal opens it anew while other threads open descriptors (connections),
+    /// so with more than 1,023 open (a raised `RLIMIT_NOFILE`) it may land higher: then the watcher stops, and says so,
+    /// rather than let `select()` write past its set. One `readlink` per descriptor from ``selectLimit`` on, once per
+    /// renewal. Not tested: it needs another thread to take the freed number in the instant between the close and
+    /// the open.
+    static func inotifyDescriptorIsSelectable() -> Bool {
+        var selectable = true
+        try? FileSystemCalls.forEachEntry(ofDirectory: "/proc/self/fd") { name in
+            guard let number = Int(name), number >= selectLimit else { return true }
+            if (try? FileSystemCalls.symbolicLinkTarget("/proc/self/fd/" + name)) == "anon_inode:inotify" {
+                selectable = false
+                return false
+            }
+            return true
+        }
+        return selectable
+    }
 
     /// The kernel dropped the watch `descriptor` (`IN_IGNORED`): counted when libinotifytools still holds it (not
     /// when this watcher removed it, which freed it).
@@ -58,6 +82,14 @@ extension InotifyWatcher {
         if let error = setUp(renewing: true) {
             logger.error("the file watcher stopped: libinotifytools could not be started again: \(error)")
             removed += watchedBefore  // Nothing is watched any more.
+            added = []
+            return false
+        }
+        guard Self.inotifyDescriptorIsSelectable() else {
+            logger.error(
+                "the file watcher stopped: libinotifytools' new inotify descriptor is above \(Self.selectLimit - 1), which its select() cannot take (more than \(Self.selectLimit - 1) descriptors are open)"
+            )
+            removed += watchedBefore
             added = []
             return false
         }
