@@ -51,6 +51,14 @@ extension InotifyWatcher {
         }
     }
 
+    /// Lists the watched `directory` and indexes its files (``noteEntries(in:names:folds:)``), when it was watched
+    /// without: a query's folder the arbiter now wants too, or a folder watched anew by a renewal.
+    func indexWatched(_ directory: ItemPath) {
+        guard let descriptor = byPath[directory] else { return }
+        noteEntries(in: directory, names: Self.names(in: directory.bytes), folds: foldsNames(descriptor, directory))
+        indexed.insert(directory)
+    }
+
     /// Looks at one entry `path` of a watched directory (one `lstat`): indexed if it is a file, watched if it has
     /// other names, let go if it was and is not (any more, or not the same file).
     func noteEntry(_ path: ItemPath) {

@@ -50,13 +50,12 @@ extension InotifyWatcher {
     /// when this watcher removed it, which freed it).
     func noteDropped(_ descriptor: Int32) {
         guard let name = inotifytools_filename_from_wd(descriptor), name.pointee != 0 else { return }
-        retiredWatches += 1
-        status.retiredWatches = retiredWatches
+        status.retiredWatches += 1
     }
 
     /// Whether libinotifytools is to be started again after the batch being read.
     var renewalDue: Bool {
-        renewalWanted || retiredWatches >= max(Self.renewalFloor, byDescriptor.count + linked.count)
+        renewalWanted || status.retiredWatches >= max(Self.renewalFloor, byDescriptor.count + linked.count)
     }
 
     /// Starts libinotifytools again and adds every wanted directory's watch anew, after an overflow in the batch; a
@@ -76,20 +75,19 @@ extension InotifyWatcher {
         echoes = LinkedWriteEchoes()
         files = WatchedFileIdentities()
         cutDirectories = []
-        retiredWatches = 0
         renewalWanted = false
         status.retiredWatches = 0
-        if let error = setUp(renewing: true) {
-            logger.error("the file watcher stopped: libinotifytools could not be started again: \(error)")
+        let failure: String? =
+            if let error = setUp(renewing: true) {
+                "libinotifytools could not be started again: \(error)"
+            } else if !Self.inotifyDescriptorIsSelectable() {
+                "libinotifytools' new inotify descriptor is above \(Self.selectLimit - 1), which its select() cannot take (more than \(Self.selectLimit - 1) descriptors are open)"
+            } else {
+                nil
+            }
+        if let failure {
+            logger.error("the file watcher stopped: \(failure)")
             removed += watchedBefore  // Nothing is watched any more.
-            added = []
-            return false
-        }
-        guard Self.inotifyDescriptorIsSelectable() else {
-            logger.error(
-                "the file watcher stopped: libinotifytools' new inotify descriptor is above \(Self.selectLimit - 1), which its select() cannot take (more than \(Self.selectLimit - 1) descriptors are open)"
-            )
-            removed += watchedBefore
             added = []
             return false
         }
@@ -103,11 +101,7 @@ extension InotifyWatcher {
         // listed as made (the overflow says what may have changed); then the directories wanted but not watched, as
         // after an overflow.
         for directory in watchedBefore { add(directory, scan: false, indexing: false, into: &batch) }
-        for directory in watchedBefore where indexedBefore.contains(directory) {
-            guard let descriptor = byPath[directory] else { continue }
-            noteEntries(in: directory, names: Self.names(in: directory.bytes), folds: foldsNames(descriptor, directory))
-            indexed.insert(directory)
-        }
+        for directory in watchedBefore where indexedBefore.contains(directory) { indexWatched(directory) }
         let before = Set(watchedBefore)
         for directory in wanted.sorted() where !before.contains(directory) {
             add(directory, scan: true, indexing: true, into: &batch)

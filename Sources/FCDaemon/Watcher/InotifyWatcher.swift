@@ -81,8 +81,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var removed: [ItemPath] = []
     /// Barrier tokens passed since the last report (on the watcher thread).
     private var barriers: [UInt64] = []
-    /// Watches the kernel dropped that libinotifytools still holds (`InotifyWatcher+Renewal.swift`).
-    var retiredWatches = 0
     /// A name had no spelling left (``unseenSpelling(_:as:identity:)``): libinotifytools is started again after the
     /// batch. Never set while ``renewing``.
     var renewalWanted = false
@@ -342,11 +340,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 if byPath[directory] == nil || watchesAnother(directory) {
                     if again { status.rescans += 1 }
                     add(directory, scan: again, indexing: indexing, into: &batch)
-                } else if indexing, !indexed.contains(directory), let descriptor = byPath[directory] {
+                } else if indexing, !indexed.contains(directory) {
                     // Watched for a live query only so far; now for the arbiter too: its files are indexed now.
-                    let names = Self.names(in: directory.bytes)
-                    noteEntries(in: directory, names: names, folds: foldsNames(descriptor, directory))
-                    indexed.insert(directory)
+                    indexWatched(directory)
                 }
             case .unwatch(let directory):
                 wanted.remove(directory)
