@@ -254,6 +254,8 @@ let package = Package(
             dependencies: [
                 "FCDaemon", "FCCore", "FCProtocol", "FCSystem", "FCTestSupport", "FCToolkit",
                 .product(name: "Logging", package: "swift-log"),
+                // A watcher's inotify descriptor replaced under it (InotifyWatcherTests).
+                .product(name: "SystemPackage", package: "swift-system"),
                 // The connection's handlers and the host's write batching, on embedded channels (issues 12, 22).
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
             ]

@@ -2,6 +2,7 @@ import FCCore
 import FCDaemon
 import FCSystem
 import Foundation
+import SystemPackage
 import Testing
 
 /// What an ``InotifyWatcher`` delivered, collected for a test; `hold()` blocks its thread in `deliver` (so that it
@@ -74,6 +75,17 @@ private func write(_ text: String, to file: String) throws {
     try FileSystemCalls.writeFile(file, Array(text.utf8))
 }
 
+/// The descriptors of this process open on an inotify instance.
+private func inotifyDescriptors() throws -> Set<Int32> {
+    let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")
+    return Set(
+        names.compactMap { name -> Int32? in
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name)
+            return target == "anon_inode:inotify" ? Int32(name) : nil
+        }
+    )
+}
+
 /// The inotify backend against the real kernel (issue 13). One watcher at a time: libinotifytools' state is global.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct InotifyWatcherTests {
@@ -93,6 +105,44 @@ struct InotifyWatcherTests {
             try collector.waitUntil("the write") { $0.events.contains(.closedAfterWriting(try! path(docs + "/a.txt"))) }
             watcher.unwatch(try path(docs))
             try collector.waitUntil("the unwatch") { $0.status?.watches == 0 }
+        }
+    }
+
+    /// A watcher whose thread ended by itself (here an inotify read that failed: its descriptor was made to name
+    /// `/dev/null`, open for writing only) passes the barriers asked before its end and after it, and answers a drain:
+    /// a live query lists a folder only once its barrier is passed, and waited for ever before.
+    @Test func aWatcherThatStoppedStillPassesBarriers() throws {
+        try withFolder { folder in
+            let before = try inotifyDescriptors()
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+            watcher.watch(try path(docs), indexingFiles: false)
+            watcher.barrier(1)
+            try collector.waitUntil("the first barrier") { $0.barriers.contains(1) }
+            // The watcher's thread waits in select() on its descriptor, which the kernel holds while it waits.
+            let descriptors = try inotifyDescriptors().subtracting(before)
+            try #require(descriptors.count == 1, "the watcher's inotify descriptor, alone: \(descriptors)")
+            let sink = try FileDescriptor.open("/dev/null", .writeOnly, options: .closeOnExec)
+            defer { try? sink.close() }
+            _ = try sink.duplicate(as: FileDescriptor(rawValue: descriptors.first!))
+            // Wakes the thread (the wake file's event reaches the instance it waits on), whose read then fails.
+            watcher.barrier(2)
+            try collector.waitUntil("the end, with the barrier asked before it") {
+                $0.barriers.contains(2) && $0.all.last?.drainedAt == .max
+            }
+            watcher.barrier(3)
+            watcher.drain()
+            try collector.waitUntil("a barrier and a drain asked after the end") {
+                $0.barriers.contains(3) && $0.all.last?.barriers.isEmpty == true && $0.all.last?.drainedAt == .max
+            }
+            watcher.watch(try path(docs))  // Dropped: nothing is delivered for it.
+            watcher.barrier(4)
+            try collector.waitUntil("the next barrier") { $0.barriers.contains(4) }
+            #expect(collector.barriers == [1, 2, 3, 4])
         }
     }
 

@@ -8,7 +8,8 @@ public import FCCore
 ///
 /// - Important: ``watch(_:)``, ``unwatch(_:)`` and ``stop()`` may be called from any thread (the daemon calls them
 ///   on its event loop, in the order of the arbiter's effects) and must not block on file-system work; the backend
-///   calls `deliver` from a thread of its own, in order, never concurrently with itself.
+///   calls `deliver` from a thread of its own (once that thread has ended by itself, from the thread that asks a
+///   ``barrier(_:)`` or a ``drain()``, which are answered at once), in order, never concurrently with itself.
 public protocol FileSystemWatcher: AnyObject, Sendable {
     /// Starts watching nothing; every batch of events (and every change of status) goes to `deliver`.
     func start(deliver: @escaping @Sendable (WatcherReport) -> Void) throws

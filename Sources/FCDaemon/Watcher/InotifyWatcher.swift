@@ -46,6 +46,34 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         var stopping = false
         var wakeFile: FileDescriptor?
         var thread: Thread?
+        /// Set when the watcher thread ended by itself (``end(with:)``): what ``enqueue(_:)`` answers with from then.
+        var ended: Ended?
+    }
+    /// What answers for a watcher whose thread ended by itself (``end(with:)``): commands are answered on their
+    /// caller's thread, one at a time (``FileSystemWatcher``: `deliver` is never called concurrently with itself).
+    private final class Ended: Sendable {
+        private let status: WatcherStatus
+        private let deliver: Locked<@Sendable (WatcherReport) -> Void>
+
+        init(status: WatcherStatus, deliver: @escaping @Sendable (WatcherReport) -> Void) {
+            self.status = status
+            self.deliver = Locked(deliver)
+        }
+
+        /// A barrier is passed at once and a drain answered (nothing will be read: a live query's listing and a
+        /// write's echo wait for nothing); the rest is dropped (no watch will be added, and nothing is queued).
+        func answer(_ commands: [Command]) {
+            for command in commands {
+                var report = WatcherReport(events: [], status: status)
+                report.drainedAt = .max
+                switch command {
+                case .barrier(let token): report.barriers = [token]
+                case .drain: break
+                case .watch, .unwatch, .fileWritten, .changedSince: continue
+                }
+                deliver.withLock { $0(report) }
+            }
+        }
     }
     private let control = Locked(Control())
     private let stopped = DispatchSemaphore(value: 0)
@@ -177,14 +205,43 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     private func enqueue(_ command: Command) {
-        let file = control.withLock { control -> FileDescriptor? in
-            guard !control.stopping else { return nil }
+        let (file, ended) = control.withLock { control -> (FileDescriptor?, Ended?) in
+            guard !control.stopping else { return (nil, nil) }
+            if let ended = control.ended { return (nil, ended) }
             control.commands.append(command)
-            guard !control.wakePending else { return nil }
+            guard !control.wakePending else { return (nil, nil) }
             control.wakePending = true
-            return control.wakeFile
+            return (control.wakeFile, nil)
+        }
+        if let ended {
+            ended.answer([command])
+            return
         }
         _ = try? file?.writeAll(toAbsoluteOffset: 0, [1])
+    }
+
+    /// The watcher thread's end other than by ``stop()`` (an inotify read failed, a renewal could not start
+    /// libinotifytools again): `last` goes out saying that nothing more will be read (`drainedAt` `.max`: no write's
+    /// echo is to be waited for), with the barriers of the commands still queued; from then on ``Ended`` answers
+    /// for the thread, the commands queued meanwhile first.
+    private func end(with last: WatcherReport) {
+        var last = last
+        last.drainedAt = .max
+        let queued = control.withLock { control -> [Command] in
+            defer { control.commands = [] }
+            return control.commands
+        }
+        for command in queued {
+            if case .barrier(let token) = command { last.barriers.append(token) }
+        }
+        deliver(last)
+        let ended = Ended(status: last.status, deliver: deliver)
+        let late = control.withLock { control -> [Command] in
+            control.ended = ended
+            defer { control.commands = [] }
+            return control.commands
+        }
+        ended.answer(late)
     }
 
     // MARK: The watcher thread
@@ -212,10 +269,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 let error = inotifytools_error()
                 if error == EINTR || error == 0 { continue }
                 logger.error("the file watcher stopped: reading inotify failed with errno \(error)")
-                // Nothing more will be read: no write's echo is to be waited for.
-                var last = WatcherReport(events: [], status: status)
-                last.drainedAt = .max
-                deliver(last)
+                end(with: WatcherReport(events: [], status: status))
                 return
             }
             var batch: [FileSystemEvent] = []
@@ -240,9 +294,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 guard renew(into: &batch) else {
                     // The last report: what was read, and the barriers passed (a query waiting for one goes on).
                     var last = WatcherReport(events: batch, status: status, watched: added, unwatched: removed)
-                    last.drainedAt = .max
                     last.barriers = barriers
-                    deliver(last)
+                    end(with: last)
                     return
                 }
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
