@@ -39,7 +39,10 @@ let package = Package(
         .library(name: "filecoord", type: .dynamic, targets: ["FileCoordinationC"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // None of its traits (BinaryDelimitedStreams, FieldMaskUtilities: APIs we do not use). With both, SwiftPM 6.3
+        // passes their `-D`s in an order that changes from one run to the next, so every other `swift build` or
+        // `swift test` compiled SwiftProtobuf again (about 25 s each in CI).
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
