@@ -77,6 +77,7 @@ let benchmarks: @Sendable () -> Void = {
     rawInotifyCreateDelivery()
     queryCreateDelivery()
     queryCreateDelivery(among: 50_000)
+    applySmokeRunIfAsked()
 }
 
 // MARK: - Baselines
