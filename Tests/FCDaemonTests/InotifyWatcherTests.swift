@@ -134,6 +134,9 @@ struct InotifyWatcherTests {
             try collector.waitUntil("the end, with the barrier asked before it") {
                 $0.barriers.contains(2) && $0.all.last?.drainedAt == .max
             }
+            // Nothing is watched any more, and the last report says so.
+            #expect(collector.all.last?.unwatched == [try path(docs)])
+            #expect(collector.status?.watches == 0)
             watcher.barrier(3)
             watcher.drain()
             try collector.waitUntil("a barrier and a drain asked after the end") {

@@ -119,7 +119,8 @@ extension ArbiterHost {
 /// query (the create-arrival benchmark counted five). The events of a batch, then its barriers, are handed over in
 /// the watcher's order, as the loop did.
 ///
-/// - Important: Thread-safe; ``pass(_:)`` runs on the watcher's thread, ``service`` is set on the loop.
+/// - Important: Thread-safe; ``pass(_:)`` runs on the watcher's thread (once that thread has ended by itself, on the
+///   loop, which asks the barriers then answered at once: ``FileSystemWatcher``), ``service`` is set on the loop.
 final class QueryRelay: Sendable {
     private let slot = Locked<QueryService?>(nil)
 

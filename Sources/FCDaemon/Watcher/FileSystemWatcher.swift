@@ -9,7 +9,9 @@ public import FCCore
 /// - Important: ``watch(_:)``, ``unwatch(_:)`` and ``stop()`` may be called from any thread (the daemon calls them
 ///   on its event loop, in the order of the arbiter's effects) and must not block on file-system work; the backend
 ///   calls `deliver` from a thread of its own (once that thread has ended by itself, from the thread that asks a
-///   ``barrier(_:)`` or a ``drain()``, which are answered at once), in order, never concurrently with itself.
+///   ``barrier(_:)`` or a ``drain()``, which are answered at once), in order, never concurrently with itself. So
+///   `deliver` must not call the watcher itself (it would wait for itself), and when those two and ``stop()`` are
+///   called from different threads, a report may follow `stop()`'s return (the daemon calls all three on its loop).
 public protocol FileSystemWatcher: AnyObject, Sendable {
     /// Starts watching nothing; every batch of events (and every change of status) goes to `deliver`.
     func start(deliver: @escaping @Sendable (WatcherReport) -> Void) throws

@@ -20,7 +20,8 @@ import SystemPackage
 // `private` are shared with the extensions in InotifyWatcher+LinkedFiles.swift and
 // InotifyWatcher+ChangesBeforeWatch.swift, on that thread too).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
-    private enum Command {
+    /// What other threads ask of the watcher thread (``enqueue(_:)``).
+    enum Command {
         case watch(ItemPath, indexing: Bool)
         case unwatch(ItemPath)
         case fileWritten(FileIdentity)
@@ -46,34 +47,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         var stopping = false
         var wakeFile: FileDescriptor?
         var thread: Thread?
-        /// Set when the watcher thread ended by itself (``end(with:)``): what ``enqueue(_:)`` answers with from then.
+        /// Set when the watcher thread ended by itself (``end(after:)``): what ``enqueue(_:)`` answers with from then.
         var ended: Ended?
-    }
-    /// What answers for a watcher whose thread ended by itself (``end(with:)``): commands are answered on their
-    /// caller's thread, one at a time (``FileSystemWatcher``: `deliver` is never called concurrently with itself).
-    private final class Ended: Sendable {
-        private let status: WatcherStatus
-        private let deliver: Locked<@Sendable (WatcherReport) -> Void>
-
-        init(status: WatcherStatus, deliver: @escaping @Sendable (WatcherReport) -> Void) {
-            self.status = status
-            self.deliver = Locked(deliver)
-        }
-
-        /// A barrier is passed at once and a drain answered (nothing will be read: a live query's listing and a
-        /// write's echo wait for nothing); the rest is dropped (no watch will be added, and nothing is queued).
-        func answer(_ commands: [Command]) {
-            for command in commands {
-                var report = WatcherReport(events: [], status: status)
-                report.drainedAt = .max
-                switch command {
-                case .barrier(let token): report.barriers = [token]
-                case .drain: break
-                case .watch, .unwatch, .fileWritten, .changedSince: continue
-                }
-                deliver.withLock { $0(report) }
-            }
-        }
     }
     private let control = Locked(Control())
     private let stopped = DispatchSemaphore(value: 0)
@@ -214,19 +189,24 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             return (control.wakeFile, nil)
         }
         if let ended {
-            ended.answer([command])
+            ended.answer { [command] }
             return
         }
         _ = try? file?.writeAll(toAbsoluteOffset: 0, [1])
     }
 
     /// The watcher thread's end other than by ``stop()`` (an inotify read failed, a renewal could not start
-    /// libinotifytools again): `last` goes out saying that nothing more will be read (`drainedAt` `.max`: no write's
-    /// echo is to be waited for), with the barriers of the commands still queued; from then on ``Ended`` answers
-    /// for the thread, the commands queued meanwhile first.
-    private func end(with last: WatcherReport) {
-        var last = last
+    /// libinotifytools again), after `batch`: nothing is watched any more, and the last report says so, and that
+    /// nothing more will be read (`drainedAt` `.max`: no write's echo is to be waited for), with the barriers passed
+    /// and those of the commands still queued; from then on ``Ended`` answers for the thread, the commands queued
+    /// meanwhile first.
+    private func end(after batch: [FileSystemEvent]) {
+        removed += byDescriptor.sorted { $0.key < $1.key }.map(\.value)
+        (byDescriptor, byPath, linked) = ([:], [:], LinkedFileWatches())
+        updateWatchCounts()
+        var last = WatcherReport(events: batch, status: status, unwatched: removed)
         last.drainedAt = .max
+        last.barriers = barriers
         let queued = control.withLock { control -> [Command] in
             defer { control.commands = [] }
             return control.commands
@@ -236,12 +216,13 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         deliver(last)
         let ended = Ended(status: last.status, deliver: deliver)
-        let late = control.withLock { control -> [Command] in
-            control.ended = ended
-            defer { control.commands = [] }
-            return control.commands
+        ended.answer {
+            control.withLock { control -> [Command] in
+                control.ended = ended
+                defer { control.commands = [] }
+                return control.commands
+            }
         }
-        ended.answer(late)
     }
 
     // MARK: The watcher thread
@@ -269,7 +250,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 let error = inotifytools_error()
                 if error == EINTR || error == 0 { continue }
                 logger.error("the file watcher stopped: reading inotify failed with errno \(error)")
-                end(with: WatcherReport(events: [], status: status))
+                end(after: [])
                 return
             }
             var batch: [FileSystemEvent] = []
@@ -292,10 +273,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             if wake, !runCommands(into: &batch) { return }
             if renewalDue {
                 guard renew(into: &batch) else {
-                    // The last report: what was read, and the barriers passed (a query waiting for one goes on).
-                    var last = WatcherReport(events: batch, status: status, watched: added, unwatched: removed)
-                    last.barriers = barriers
-                    end(with: last)
+                    end(after: batch)
                     return
                 }
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
