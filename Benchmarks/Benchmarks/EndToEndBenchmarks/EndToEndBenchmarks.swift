@@ -77,7 +77,6 @@ let benchmarks: @Sendable () -> Void = {
     rawInotifyCreateDelivery()
     queryCreateDelivery()
     queryCreateDelivery(among: 50_000)
-    applySmokeRunIfAsked()
 }
 
 // MARK: - Baselines
