@@ -23,7 +23,9 @@ step "Checking dependencies"
 # Sourced, so that a PATH fix for /opt/swift applies to the commands below.
 . scripts/install-deps.sh
 
-# Same flags for the build and the test run, so that `swift test` finds everything built and compiles nothing again.
+# Built once, with these flags; every `swift test` below is `--skip-build`. Without it each one planned the build
+# again whenever its command or environment differed from the last build's (`swift build` against `swift test`,
+# FILECOORD_LEASES, FILECOORD_ARBITER), 13-18 s each in CI with nothing to compile.
 . scripts/build-flags.sh
 build_flags=("${fc_build_flags[@]}")
 # test_phase: each `swift test` below fails when it ran no test (scripts/test-phase.sh).
@@ -79,7 +81,7 @@ trap stop_daemon EXIT
 
 if [[ $# -gt 0 ]]; then
     step "Running tests: $*"
-    test_phase swift test "${build_flags[@]}" "$@"
+    test_phase swift test --skip-build "$@"
     exit 0
 fi
 
@@ -87,17 +89,17 @@ fi
 # (synchronous coordinated calls, waits for other processes) and the simulator's CPU-bound schedules would starve the
 # async work of the tests that need it. So the async ones run on their own, and the simulator last.
 step "Running tests (the library through filecoordd at $FILECOORDD_SOCKET, with leases: docs/SEMANTICS.md §13)"
-test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests --skip SourceCompatibilityTests
+test_phase swift test --skip-build --skip SimulatorTests --skip AsyncAPITests --skip SourceCompatibilityTests
 
 step "Running them again without leases (FILECOORD_LEASES=0: every claim through the daemon)"
-FILECOORD_LEASES=0 test_phase swift test "${build_flags[@]}" --skip SimulatorTests --skip AsyncAPITests \
+FILECOORD_LEASES=0 test_phase swift test --skip-build --skip SimulatorTests --skip AsyncAPITests \
     --skip SourceCompatibilityTests
 
 step "Running the async API and source-compatibility tests on their own"
-test_phase swift test "${build_flags[@]}" --filter 'AsyncAPITests|SourceCompatibilityTests'
+test_phase swift test --skip-build --filter 'AsyncAPITests|SourceCompatibilityTests'
 
 step "Running the seeded simulator (SimulatorTests)"
-test_phase swift test "${build_flags[@]}" --filter SimulatorTests
+test_phase swift test --skip-build --filter SimulatorTests
 
 # Code written as for macOS, in both language modes, in a package of its own: there, as in an app and as on macOS,
 # a sendability mismatch with Apple's `@preconcurrency` API is a warning, not an error (Tests/PortedCode/Package.swift).
@@ -110,9 +112,9 @@ FILECOORD_ARBITER=in-process test_phase swift test "${ported[@]}" --skip-build
 
 # The same library tests once more with the in-process arbiter, the fallback when no daemon can be had.
 step "Running the library's tests again with the in-process arbiter"
-FILECOORD_ARBITER=in-process test_phase swift test "${build_flags[@]}" --filter FileCoordinationTests \
+FILECOORD_ARBITER=in-process test_phase swift test --skip-build --filter FileCoordinationTests \
     --skip AsyncAPITests
-FILECOORD_ARBITER=in-process test_phase swift test "${build_flags[@]}" \
+FILECOORD_ARBITER=in-process test_phase swift test --skip-build \
     --filter 'AsyncAPITests|SourceCompatibilityTests'
 
 # Other languages (issue 24): libfilecoord installed as a newcomer would, its C test under valgrind, the Python
