@@ -16,10 +16,17 @@ extension InotifyWatcher {
         /// Answers what `take` returns, taken under this object's lock (so that the commands queued before it was
         /// installed go out before any asked after): a barrier is passed at once, a drain is told that everything
         /// was read (nothing will be read: a live query's listing and a write's echo wait for nothing); the rest is
-        /// dropped (no watch will be added, and nothing is queued).
-        func answer(_ take: () -> [Command]) {
+        /// dropped (no watch will be added, and nothing is queued). With `last`, the thread's last report, that
+        /// report goes out first and carries the barriers taken, which it passes.
+        func answer(after last: WatcherReport? = nil, _ take: () -> [Command]) {
             deliver.withLock { deliver in
-                for command in take() {
+                let commands = take()
+                if var last {
+                    for case .barrier(let token) in commands { last.barriers.append(token) }
+                    deliver(last)
+                    return
+                }
+                for command in commands {
                     var report = WatcherReport(events: [], status: status)
                     switch command {
                     case .barrier(let token): report.barriers = [token]

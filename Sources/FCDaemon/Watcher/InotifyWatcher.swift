@@ -197,9 +197,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     /// The watcher thread's end other than by ``stop()`` (an inotify read failed, a renewal could not start
     /// libinotifytools again), after `batch`: nothing is watched any more, and the last report says so, and that
-    /// nothing more will be read (`drainedAt` `.max`: no write's echo is to be waited for), with the barriers passed
-    /// and those of the commands still queued; from then on ``Ended`` answers for the thread, the commands queued
-    /// meanwhile first.
+    /// nothing more will be read (`drainedAt` `.max`: no write's echo is to be waited for, and a queued drain is
+    /// answered), with the barriers passed and those of the commands still queued; from then on ``Ended`` answers
+    /// for the thread.
     private func end(after batch: [FileSystemEvent]) {
         removed += byDescriptor.sorted { $0.key < $1.key }.map(\.value)
         (byDescriptor, byPath, linked) = ([:], [:], LinkedFileWatches())
@@ -207,16 +207,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         var last = WatcherReport(events: batch, status: status, unwatched: removed)
         last.drainedAt = .max
         last.barriers = barriers
-        let queued = control.withLock { control -> [Command] in
-            defer { control.commands = [] }
-            return control.commands
-        }
-        for command in queued {
-            if case .barrier(let token) = command { last.barriers.append(token) }
-        }
-        deliver(last)
-        let ended = Ended(status: last.status, deliver: deliver)
-        ended.answer {
+        let ended = Ended(status: status, deliver: deliver)
+        ended.answer(after: last) {
             control.withLock { control -> [Command] in
                 control.ended = ended
                 defer { control.commands = [] }
