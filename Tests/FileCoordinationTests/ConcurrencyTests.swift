@@ -43,7 +43,10 @@ private struct Expected {
     static let operationsPerThread = 100
     static let fileCount = 3
 
-    @Test(.timeLimit(.minutes(1)))
+    // No bound on the wall time: the test takes about 1 s alone and took 35 s on a 2-core CI machine running the
+    // whole first phase beside it, so a bound would claim a speed (the benchmark suite's job) and fail with the
+    // load. A hang still fails: the workers' waits below, then the time limit.
+    @Test(.timeLimit(.minutes(3)))
     func manyThreadsCoordinatingFewFilesKeepReadersAndWritersApart() throws {
         let dir = try TempDirectory()
         defer { dir.remove() }
@@ -56,7 +59,6 @@ private struct Expected {
         let failures = Locked<[String]>([])
         let stopChurn = Atomic<Bool>(false)
 
-        let start = Date()
         withPresenters(presenters.flatMap { $0 } + [folder]) {
             // Presenters coming and going on the same files meanwhile.
             let churn = spawn {
@@ -85,12 +87,11 @@ private struct Expected {
                     }
                 }
             }
-            for worker in workers { #expect(worker.wait(seconds: 50), "every coordinated call completes") }
+            for worker in workers { #expect(worker.wait(seconds: 150), "every coordinated call completes") }
             stopChurn.store(true, ordering: .relaxed)
             #expect(churn.wait(seconds: patience))
             settle(presenters.flatMap { $0 } + [folder])
         }
-        let elapsed = Date().timeIntervalSince(start)
 
         #expect(completed.load(ordering: .relaxed) == Self.threadCount * Self.operationsPerThread)
         #expect(failures.current == [])
@@ -115,7 +116,6 @@ private struct Expected {
         #expect(subitemChanges == counts.map(\.didChanges).reduce(0, +))
         #expect(folder.events.count == subitemChanges)
         #expect(folder.offQueueCallbacks.isEmpty)
-        #expect(elapsed < 30, "took \(elapsed) s")
     }
 
     /// Makes one random coordinated access and counts what the presenters must hear. Returns a failure, if any.
