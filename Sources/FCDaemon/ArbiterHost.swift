@@ -62,7 +62,7 @@ final class ArbiterHost {
     var queryWatches: [ItemPath: Int] = [:]
     var arbiterWatches: Set<ItemPath> = []
     /// Query frames waiting for their client to take the one before (``sendQueryFrame(_:to:)``).
-    var queryOutbox: [ClientID: (inFlight: Bool, frames: [QueuedQueryItems])] = [:]
+    var queryOutbox: [ClientID: (inFlight: Bool, frames: [QueuedQueryFrame])] = [:]
     /// The file-system watcher the arbiter's watch effects go to, and its last status (ArbiterHost+Watching.swift).
     var watcher: (any FileSystemWatcher)?
     var watcherStatus: WatcherStatus?

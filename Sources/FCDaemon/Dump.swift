@@ -67,6 +67,7 @@ extension ArbiterHost {
                     directories: $0.directories,
                     gathered: $0.gathered
                 )
+                tree.unwatched = $0.unwatched
                 tree.live = $0.queries.map { key in
                     DaemonDump.LiveQuery(
                         client: key.client.rawValue,

@@ -70,6 +70,9 @@ extension DaemonDump {
         public var gathered: Bool
         /// Each query that uses it, with its result count (added within version 1: absent from older daemons).
         public var live: [LiveQuery]?
+        /// How many of its folders could not be watched: changes in them do not reach its queries (added within version
+        /// 1, protocol revision 9: absent from older daemons).
+        public var unwatched: Int?
 
         public init(root: String, queries: [UInt64], items: Int, directories: Int, gathered: Bool) {
             self.root = root

@@ -40,7 +40,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toDaemon
         case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested: .toClient
         case .queryStart, .queryStop, .queryResults: .toDaemon
-        case .queryItems: .toClient
+        case .queryItems, .queryWatchUnavailable: .toClient
         }
     }
 
@@ -91,6 +91,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .queryStop: "QueryStop"
         case .queryResults: "QueryResults"
         case .queryItems: "QueryItems"
+        case .queryWatchUnavailable: "QueryWatchUnavailable"
         }
     }
 }

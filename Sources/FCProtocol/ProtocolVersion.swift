@@ -18,8 +18,9 @@ public enum ProtocolVersion {
     /// file progress (`ProgressPublish` and the messages after it) and live queries (`QueryStart`, `QueryStop`,
     /// `QueryItems`; issue 44). 7: lease counters for a client without a thread (`Hello.lease_counters`,
     /// `LeaseGranted.counters_file`, `LeaseCounterIdle`; issue 42), which an older daemon ignores (no lease). 8: a
-    /// live query's result count (`QueryResults`, for fcdump; issue 44).
-    public static let revision: UInt32 = 8
+    /// live query's result count (`QueryResults`, for fcdump; issue 44). 9: part of a live query's tree not watched
+    /// (`QueryWatchUnavailable`, daemon to client: a client before it ignores the message).
+    public static let revision: UInt32 = 9
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1

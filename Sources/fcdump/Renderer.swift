@@ -199,6 +199,7 @@ struct Renderer {
             out += paint(tree.root, "1") + "\n"
             out +=
                 "    \(tree.items) items, \(tree.directories) folders watched"
+                + (tree.unwatched.map { $0 > 0 ? " (\($0) could not be: changes in them are not told)" : "" } ?? "")
                 + (tree.gathered ? "" : ", gathering") + "\n"
             guard let live = tree.live else {
                 // A daemon before the result counts.

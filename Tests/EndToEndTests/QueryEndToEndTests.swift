@@ -189,6 +189,35 @@ import Testing
         }
     }
 
+    /// Before, a query whose tree's folder could not be watched was not told: it went on as if live, deaf to changes
+    /// in that folder.
+    @Test("A folder of a query's tree past the daemon's watch cap is told to the query's client and counted by fcdump")
+    func aFolderThatCannotBeWatchedIsTold() async throws {
+        try await TestEnvironment.run { env in
+            // The tree's root and one of `a` and `b` are watched; the other is one too many.
+            _ = try await env.startDaemon(arguments: ["--max-watches", "2"])
+            let root = try Self.tree(env, files: 10)
+            let host = try await env.host("Q")
+            try host.send("query Q \(root) 100")
+            _ = try await host.waitFor("query Q gathered 12")
+            try await eventually("the client to report the folder not watched:\n\(host.standardError())") {
+                host.standardError().contains("will not reach a live query")
+                    && ["a", "b"].contains { host.standardError().contains("item.path=\(root)/\($0) ") }
+            }
+            let dump = try await Self.fcdumpQueries(env, showing: "could not be")
+            #expect(
+                dump.contains(
+                    "\(root)\n    12 items, 3 folders watched (1 could not be: changes in them are not told)\n"
+                ),
+                "\(dump)"
+            )
+            // The folders watched still report.
+            try runToCompletion("/bin/sh", ["-c", "echo x > '\(root)/new'"])
+            let update = try await host.waitFor("query Q update ")
+            #expect(update.text == "query Q update added=new changed=- removed=-", "\(update.text)")
+        }
+    }
+
     @Test("A folder deleted and made again at once is watched anew: what is made in it later is reported")
     func aFolderMadeAgainIsWatched() async throws {
         try await TestEnvironment.run { env in

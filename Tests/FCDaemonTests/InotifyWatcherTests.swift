@@ -134,18 +134,34 @@ struct InotifyWatcherTests {
             try collector.waitUntil("the end, with the barrier asked before it") {
                 $0.barriers.contains(2) && $0.all.last?.drainedAt == .max
             }
-            // Nothing is watched any more, and the last report says so.
+            // Nothing is watched any more, and the last report says so, telling the folder's watch as failed (the
+            // arbiter tells its presenters, the query service its queries).
             #expect(collector.all.last?.unwatched == [try path(docs)])
             #expect(collector.status?.watches == 0)
+            let failures = collector.events.compactMap { event -> ItemPath? in
+                guard case .watchFailed(let directory, let reason) = event else { return nil }
+                #expect(reason.hasPrefix("filecoordd's file watcher stopped: reading inotify failed"), "\(reason)")
+                return directory
+            }
+            #expect(failures == [try path(docs)])
             watcher.barrier(3)
             watcher.drain()
             try collector.waitUntil("a barrier and a drain asked after the end") {
                 $0.barriers.contains(3) && $0.all.last?.barriers.isEmpty == true && $0.all.last?.drainedAt == .max
             }
-            watcher.watch(try path(docs))  // Dropped: nothing is delivered for it.
+            // A watch asked after the end is told as failed, at once and in order.
+            watcher.watch(try path(folder))
             watcher.barrier(4)
             try collector.waitUntil("the next barrier") { $0.barriers.contains(4) }
             #expect(collector.barriers == [1, 2, 3, 4])
+            let last = collector.all.suffix(2).map(\.events)
+            #expect(last.first?.count == 1 && last.last == [], "\(last)")
+            if case .watchFailed(let directory, _)? = last.first?.first {
+                #expect(directory == (try path(folder)))
+            } else {
+                Issue.record("the watch asked after the end was not told as failed: \(last)")
+            }
+            #expect(collector.status?.failedWatches == 2)
         }
     }
 

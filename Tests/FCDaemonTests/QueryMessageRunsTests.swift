@@ -40,13 +40,15 @@ import Testing
         #expect(messages.flatMap(\.added).count == 3_000 && messages.flatMap(\.removed).count == 3_000)
         let encoder = FrameEncoder(maximumFrameSize: maximumFrameSize)
         for message in messages {
-            let queued = QueuedQueryItems(
+            let queued = QueuedQueryFrame(
                 key: QueryService.QueryKey(client: ClientID(rawValue: 1), local: 1),
-                added: message.added,
-                changed: message.changed,
-                removed: message.removed,
-                gathered: false,
-                count: 3_000
+                .items(
+                    added: message.added,
+                    changed: message.changed,
+                    removed: message.removed,
+                    gathered: false,
+                    count: 3_000
+                )
             )
             var buffer: [UInt8] = []
             try encoder.encode(queued.frame(namespace: nil), into: &buffer)

@@ -140,6 +140,59 @@ import Testing
         settle()
     }
 
+    /// What each query was told of folders not watched since output `start`: (query, folder).
+    private func unwatchedTold(after start: Int) -> [(QueryService.QueryKey, ItemPath)] {
+        recorder.all.dropFirst(start).compactMap { output in
+            guard case .watchUnavailable(let key, let folder, let reason) = output else { return nil }
+            #expect(reason == "the cap")
+            return (key, folder)
+        }
+    }
+
+    /// A folder of a tree whose watch failed (a cap, the kernel's limit, the watcher stopped): before, the queries
+    /// were not told, and went on as if live while deaf to changes there.
+    @Test func aFolderThatCannotBeWatchedIsToldToEachQueryOnce() throws {
+        let first = QueryService.QueryKey(client: ClientID(1), local: 1)
+        let second = QueryService.QueryKey(client: ClientID(2), local: 1)
+        service.start(first, scopes: [path()])
+        passBarriers()
+        var start = recorder.all.count
+        service.fileSystemChanged([
+            .watchFailed(path("c"), reason: "the cap"), .watchFailed(path("a"), reason: "the cap"),
+        ])
+        // A folder of no tree, and one failing again, tell nothing.
+        service.fileSystemChanged([.watchFailed(try ItemPath(absolute: "/elsewhere"), reason: "the cap")])
+        service.fileSystemChanged([.watchFailed(path("c"), reason: "the cap")])
+        settle()
+        var told = unwatchedTold(after: start)
+        #expect(told.map(\.0) == [first] && told.map(\.1) == [path("c")], "\(told)")
+        #expect(service.summaries.map(\.unwatched) == [2])
+        // A query that joins is told at once (the first folder by path).
+        start = recorder.all.count
+        service.start(second, scopes: [path()])
+        settle()
+        told = unwatchedTold(after: start)
+        #expect(told.map(\.0) == [second] && told.map(\.1) == [path("a")], "\(told)")
+        // Both folders go: none is left unwatched, and a new failure is told again, to both queries.
+        try FileManager.default.removeItem(atPath: root + "/a")
+        try FileManager.default.removeItem(atPath: root + "/c")
+        service.fileSystemChanged([.deleted(path("a")), .deleted(path("c"))])
+        settle()
+        #expect(service.summaries.map(\.unwatched) == [0])
+        try FileManager.default.createDirectory(atPath: root + "/c", withIntermediateDirectories: false)
+        start = recorder.all.count
+        service.fileSystemChanged([.created(path("c"), isDirectory: true)])
+        passBarriers(from: start)
+        service.fileSystemChanged([.watchFailed(path("c"), reason: "the cap")])
+        settle()
+        told = unwatchedTold(after: start)
+        #expect(told.map(\.0) == [first, second] && told.allSatisfy { $0.1 == path("c") }, "\(told)")
+        service.stop(first)
+        service.stop(second)
+        settle()
+        #expect(counts.isEmpty, "watches left after the queries stopped: \(counts)")
+    }
+
     @Test func aFileReplacedByAFolderInOneBatchIsWatchedAndListed() throws {
         #expect(FileManager.default.createFile(atPath: root + "/e", contents: Data("file".utf8)))
         let key = QueryService.QueryKey(client: ClientID(1), local: 1)

@@ -2449,7 +2449,52 @@ void   filecoord__v1__query_items__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__query_items__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[44] =
+void   filecoord__v1__query_watch_unavailable__init
+                     (Filecoord__V1__QueryWatchUnavailable         *message)
+{
+  static const Filecoord__V1__QueryWatchUnavailable init_value = FILECOORD__V1__QUERY_WATCH_UNAVAILABLE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_watch_unavailable__get_packed_size
+                     (const Filecoord__V1__QueryWatchUnavailable *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_watch_unavailable__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_watch_unavailable__pack
+                     (const Filecoord__V1__QueryWatchUnavailable *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_watch_unavailable__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_watch_unavailable__pack_to_buffer
+                     (const Filecoord__V1__QueryWatchUnavailable *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_watch_unavailable__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryWatchUnavailable *
+       filecoord__v1__query_watch_unavailable__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryWatchUnavailable *)
+     protobuf_c_message_unpack (&filecoord__v1__query_watch_unavailable__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_watch_unavailable__free_unpacked
+                     (Filecoord__V1__QueryWatchUnavailable *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_watch_unavailable__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[45] =
 {
   {
     "hello",
@@ -2979,6 +3024,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[44
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "query_watch_unavailable",
+    111,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, query_watch_unavailable),
+    &filecoord__v1__query_watch_unavailable__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
@@ -3017,6 +3074,7 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   42,   /* field[42] = query_results */
   40,   /* field[40] = query_start */
   41,   /* field[41] = query_stop */
+  44,   /* field[44] = query_watch_unavailable */
   15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
   4,   /* field[4] = request_claim */
@@ -3038,7 +3096,7 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
   { 90, 36 },
   { 100, 40 },
   { 110, 43 },
-  { 0, 44 }
+  { 0, 45 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -3048,7 +3106,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  44,
+  45,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   10,  filecoord__v1__frame__number_ranges,
@@ -7014,6 +7072,70 @@ const ProtobufCMessageDescriptor filecoord__v1__query_items__descriptor =
   filecoord__v1__query_items__field_indices_by_name,
   1,  filecoord__v1__query_items__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__query_items__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_watch_unavailable__field_descriptors[3] =
+{
+  {
+    "query_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryWatchUnavailable, query_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "directory",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryWatchUnavailable, directory),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reason",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryWatchUnavailable, reason),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_watch_unavailable__field_indices_by_name[] = {
+  1,   /* field[1] = directory */
+  0,   /* field[0] = query_id */
+  2,   /* field[2] = reason */
+};
+static const ProtobufCIntRange filecoord__v1__query_watch_unavailable__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_watch_unavailable__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryWatchUnavailable",
+  "QueryWatchUnavailable",
+  "Filecoord__V1__QueryWatchUnavailable",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryWatchUnavailable),
+  3,
+  filecoord__v1__query_watch_unavailable__field_descriptors,
+  filecoord__v1__query_watch_unavailable__field_indices_by_name,
+  1,  filecoord__v1__query_watch_unavailable__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_watch_unavailable__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue filecoord__v1__version_change_kind__enum_values_by_number[4] =

@@ -71,6 +71,7 @@ typedef struct Filecoord__V1__QueryStop Filecoord__V1__QueryStop;
 typedef struct Filecoord__V1__QueryResults Filecoord__V1__QueryResults;
 typedef struct Filecoord__V1__QueryItem Filecoord__V1__QueryItem;
 typedef struct Filecoord__V1__QueryItems Filecoord__V1__QueryItems;
+typedef struct Filecoord__V1__QueryWatchUnavailable Filecoord__V1__QueryWatchUnavailable;
 
 
 /* --- enums --- */
@@ -294,7 +295,8 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_START = 100,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_STOP = 101,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_RESULTS = 102,
-  FILECOORD__V1__FRAME__PAYLOAD_QUERY_ITEMS = 110
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_ITEMS = 110,
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_WATCH_UNAVAILABLE = 111
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
 
@@ -382,6 +384,10 @@ struct  Filecoord__V1__Frame
      */
     Filecoord__V1__QueryResults *query_results;
     Filecoord__V1__QueryItems *query_items;
+    /*
+     * revision 9
+     */
+    Filecoord__V1__QueryWatchUnavailable *query_watch_unavailable;
   };
 };
 #define FILECOORD__V1__FRAME__INIT \
@@ -1584,6 +1590,32 @@ struct  Filecoord__V1__QueryItems
     , 0, 0,NULL, 0,NULL, 0,NULL, 0, 0 }
 
 
+/*
+ * Part of a live query's tree is not watched (revision 9): the daemon could not watch `directory`, a folder of one of
+ * the query's trees (its cap, --max-watches; the kernel's fs.inotify.max_user_watches; the kernel refused; or its file
+ * watcher stopped), so changes in that folder, made with coordination or without, will not reach the query. Sent in
+ * order with the query's QueryItems, once per query and tree when the first of the tree's folders fails (a query that
+ * joins the tree later is told at once); told again only after every folder that failed has been let go. fcdump shows
+ * how many folders of each tree are not watched. No reply. The client logs it (FileCoordinationLogging).
+ */
+struct  Filecoord__V1__QueryWatchUnavailable
+{
+  ProtobufCMessage base;
+  uint64_t query_id;
+  /*
+   * in the client's spelling
+   */
+  ProtobufCBinaryData directory;
+  /*
+   * why, in words
+   */
+  char *reason;
+};
+#define FILECOORD__V1__QUERY_WATCH_UNAVAILABLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_watch_unavailable__descriptor) \
+    , 0, {0,NULL}, (char *)protobuf_c_empty_string }
+
+
 /* Filecoord__V1__Frame methods */
 void   filecoord__v1__frame__init
                      (Filecoord__V1__Frame         *message);
@@ -2616,6 +2648,25 @@ Filecoord__V1__QueryItems *
 void   filecoord__v1__query_items__free_unpacked
                      (Filecoord__V1__QueryItems *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryWatchUnavailable methods */
+void   filecoord__v1__query_watch_unavailable__init
+                     (Filecoord__V1__QueryWatchUnavailable         *message);
+size_t filecoord__v1__query_watch_unavailable__get_packed_size
+                     (const Filecoord__V1__QueryWatchUnavailable   *message);
+size_t filecoord__v1__query_watch_unavailable__pack
+                     (const Filecoord__V1__QueryWatchUnavailable   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_watch_unavailable__pack_to_buffer
+                     (const Filecoord__V1__QueryWatchUnavailable   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryWatchUnavailable *
+       filecoord__v1__query_watch_unavailable__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_watch_unavailable__free_unpacked
+                     (Filecoord__V1__QueryWatchUnavailable *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Filecoord__V1__Frame_Closure)
@@ -2786,6 +2837,9 @@ typedef void (*Filecoord__V1__QueryItem_Closure)
 typedef void (*Filecoord__V1__QueryItems_Closure)
                  (const Filecoord__V1__QueryItems *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__QueryWatchUnavailable_Closure)
+                 (const Filecoord__V1__QueryWatchUnavailable *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -2853,6 +2907,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__query_stop__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_results__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_item__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_items__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_watch_unavailable__descriptor;
 
 PROTOBUF_C__END_DECLS
 

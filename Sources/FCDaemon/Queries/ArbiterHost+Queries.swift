@@ -81,7 +81,7 @@ extension ArbiterHost {
     /// items is 50 frames, which written at once would fill the connection's queue past ``DaemonConfiguration/
     /// maximumQueuedBytes`` (a client that does not read) before the client could read them. One frame of queries
     /// at a time is in the connection's queue; the rest wait here, as much as the tree they come from.
-    func sendQueryFrame(_ frame: QueuedQueryItems, to client: ClientID) {
+    func sendQueryFrame(_ frame: QueuedQueryFrame, to client: ClientID) {
         queryOutbox[client, default: (false, [])].frames.append(frame)
         // A client that takes no frame while this many wait does not read: it is treated as such (like a queue over
         // --max-queued-bytes), so that the daemon does not keep its changes without bound.
@@ -189,42 +189,64 @@ extension ArbiterHost {
                 // A query stopped meanwhile gets nothing more.
                 guard liveQueries[key.client]?[key.local] != nil else { continue }
                 sendQueryFrame(
-                    QueuedQueryItems(
+                    QueuedQueryFrame(
                         key: key,
-                        added: added,
-                        changed: changed,
-                        removed: removed,
-                        gathered: gathered,
-                        count: count
+                        .items(added: added, changed: changed, removed: removed, gathered: gathered, count: count)
                     ),
                     to: key.client
                 )
+            case .watchUnavailable(let key, let folder, let reason):
+                guard liveQueries[key.client]?[key.local] != nil else { continue }
+                sendQueryFrame(QueuedQueryFrame(key: key, .watchUnavailable(folder, reason: reason)), to: key.client)
             }
         }
     }
 }
 
-/// One `QueryItems` waiting for its client (``ArbiterHost/sendQueryFrame(_:to:)``), converted to its frame only
-/// when it is written.
-struct QueuedQueryItems {
+/// One frame of a live query waiting for its client (``ArbiterHost/sendQueryFrame(_:to:)``), converted to its frame
+/// only when it is written.
+struct QueuedQueryFrame {
+    enum Content {
+        /// `QueryItems`.
+        case items(
+            added: [(ItemPath, ItemMetadata)],
+            changed: [(ItemPath, ItemMetadata)],
+            removed: [ItemPath],
+            gathered: Bool,
+            count: Int
+        )
+        /// `QueryWatchUnavailable` (revision 9).
+        case watchUnavailable(ItemPath, reason: String)
+    }
+
     let key: QueryService.QueryKey
-    let added: [(ItemPath, ItemMetadata)]
-    let changed: [(ItemPath, ItemMetadata)]
-    let removed: [ItemPath]
-    let gathered: Bool
-    let count: Int
+    let content: Content
+
+    init(key: QueryService.QueryKey, _ content: Content) {
+        self.key = key
+        self.content = content
+    }
 
     /// The frame, in the client's spelling of the paths.
     func frame(namespace: MountNamespaceTranslation?) -> Filecoord_V1_Frame {
         func spelled(_ path: ItemPath) -> ItemPath { namespace?.toClient(path) ?? path }
-        var message = Filecoord_V1_QueryItems()
-        message.queryID = key.local
-        message.added = added.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
-        message.changed = changed.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
-        message.removed = removed.map { Filecoord_V1_QueryItem.encode(spelled($0)) }
-        message.gathered = gathered
-        message.gatheredCount = UInt64(count)
-        return Filecoord_V1_Frame(.queryItems(message))
+        switch content {
+        case .items(let added, let changed, let removed, let gathered, let count):
+            var message = Filecoord_V1_QueryItems()
+            message.queryID = key.local
+            message.added = added.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
+            message.changed = changed.map { Filecoord_V1_QueryItem(path: spelled($0.0), metadata: $0.1) }
+            message.removed = removed.map { Filecoord_V1_QueryItem.encode(spelled($0)) }
+            message.gathered = gathered
+            message.gatheredCount = UInt64(count)
+            return Filecoord_V1_Frame(.queryItems(message))
+        case .watchUnavailable(let folder, let reason):
+            var message = Filecoord_V1_QueryWatchUnavailable()
+            message.queryID = key.local
+            message.directory = Filecoord_V1_QueryItem.encode(spelled(folder))
+            message.reason = reason
+            return Filecoord_V1_Frame(.queryWatchUnavailable(message))
+        }
     }
 }
 

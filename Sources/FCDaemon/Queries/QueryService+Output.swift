@@ -15,6 +15,9 @@ extension QueryService {
             gathered: Bool,
             count: Int
         )
+        /// A folder of the query's trees cannot be watched: changes in it will not reach the query
+        /// (`QueryWatchUnavailable`, sent in order with its items).
+        case watchUnavailable(QueryKey, folder: ItemPath, reason: String)
         /// Watch this folder for the queries (counted by the host with the arbiter's own watches).
         case watch(ItemPath)
         /// Ask the watcher again for a folder already watched for the tree (not counted again): a folder deleted
@@ -31,6 +34,8 @@ extension QueryService {
         let queries: [QueryKey]
         let items: Int
         let directories: Int
+        /// Folders of the tree whose watch failed (``QueryTree/unwatchable``).
+        let unwatched: Int
         let gathered: Bool
     }
 }

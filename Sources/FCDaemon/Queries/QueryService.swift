@@ -26,20 +26,22 @@ final class QueryService: @unchecked Sendable {
     }
 
     let queue = IdleInlineQueue(label: "filecoordd.queries")
-    private var trees: [ItemPath: QueryTree] = [:] {
+    /// The trees by root. Set only in this file; read by the service's extensions, on the queue.
+    private(set) var trees: [ItemPath: QueryTree] = [:] {
         didSet { holdsTrees.store(!trees.isEmpty, ordering: .releasing) }
     }
     /// `!trees.isEmpty`, stored on the queue whenever `trees` changes, read from any thread: the watcher's thread
     /// hands over no events while no tree holds any (``fileSystemChanged(_:)``).
-    private let holdsTrees = Atomic<Bool>(false)
-    private var queries: [QueryKey: (scopes: [ItemPath], waiting: Set<ItemPath>)] = [:]
+    let holdsTrees = Atomic<Bool>(false)
+    private(set) var queries: [QueryKey: (scopes: [ItemPath], waiting: Set<ItemPath>)] = [:]
     private var ownQueries: [ClientID: Set<UInt64>] = [:]
     /// Folders to list once their watches are in place: by barrier token, with their tree and whether what they
     /// hold is told as changes (a folder that appeared) or is part of the gathering.
     private var listings: [UInt64: (tree: QueryTree, folders: [ItemPath], asChanges: Bool)] = [:]
     private var lastToken: UInt64 = 0
-    private let output: @Sendable ([Output]) -> Void
-    private let logger: Logger
+    /// Hands what the service asks to the host (which runs it on its loop, in order).
+    let output: @Sendable ([Output]) -> Void
+    let logger: Logger
     /// The most items sent in one `QueryItems` (``QueryMessageRuns``).
     static let itemsPerMessage = QueryMessageRuns.itemsPerMessage
     let maximumQueriesPerClient: Int
@@ -94,6 +96,9 @@ final class QueryService: @unchecked Sendable {
                 // A tree gathered is handed over whole; one being gathered, what it holds so far, and then its
                 // pieces as they are read, with its other queries'.
                 outputs += pieces(tree.items, removed: [], of: tree, to: [key], last: tree.gathered)
+                if let (folder, reason) = tree.firstUnwatchable {
+                    outputs += watchUnavailable(folder, reason: reason, of: tree, to: [key])
+                }
             } else {
                 let tree = QueryTree(root: root, maximumItems: maximumItemsPerTree)
                 tree.queries.insert(key)
@@ -134,7 +139,7 @@ final class QueryService: @unchecked Sendable {
     /// A few folders per barrier: the first are listed while the watcher still adds the watches of the next (a
     /// watch of a folder of 1,000 files costs the kernel some 0.2 ms; one barrier after the 100 folders of a level
     /// held the level's listing back by 20 ms).
-    private func list(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
+    func list(_ folders: [ItemPath], of tree: QueryTree, asChanges: Bool) -> [Output] {
         // A folder listed again (it appeared in an event and in its parent's listing, or a rescan found it) is
         // watched once for the tree; the watcher is asked again all the same, for a folder made anew. Named twice
         // (made, deleted and made again within one batch), it is asked for once: two `watch`es and one `unwatch`
@@ -237,7 +242,7 @@ final class QueryService: @unchecked Sendable {
     }
 
     /// The tree's piece for its queries (``QueryTree/piece``), which is emptied.
-    private func flushPiece(of tree: QueryTree) -> [Output] {
+    func flushPiece(of tree: QueryTree) -> [Output] {
         guard !tree.piece.isEmpty else { return [] }
         defer { tree.piece = QueryTree.Delta(.piece) }
         return pieces(tree.piece, of: tree)
@@ -285,7 +290,7 @@ final class QueryService: @unchecked Sendable {
     }
 
     /// One update per query of `tree` for `delta`.
-    private func updates(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
+    func updates(_ delta: QueryTree.Delta, of tree: QueryTree) -> [Output] {
         var outputs: [Output] = []
         guard !delta.isEmpty else { return outputs }
         // One message unless it would be too big (see `QueryMessageRuns`): then the client receives them one after
@@ -313,103 +318,6 @@ final class QueryService: @unchecked Sendable {
         return outputs
     }
 
-    // MARK: Events
-
-    /// A batch of the watcher's events: each tree that holds their items reads what changed, and each of its
-    /// queries gets one update.
-    ///
-    /// Called from the watcher's own thread (``QueryRelay``). A tree is in `trees` before its first watch is asked
-    /// for, so no event of a watched folder finds the flag down.
-    func fileSystemChanged(_ events: [FileSystemEvent]) {
-        guard holdsTrees.load(ordering: .acquiring) else { return }
-        // A few events are read here, on the watcher's thread, when nothing else waits (an idle queue would wake a
-        // thread: about 60 us of a create's way to a query, issue 44). Never a rescan, a deletion or a move away,
-        // which may take a folder's subtree out of a tree: the watcher (and the arbiter after it) would wait for it.
-        let small =
-            events.count <= Self.eventsReadOnWatcherThread
-            && !events.contains {
-                switch $0 {
-                case .overflow, .deleted, .movedFrom: true
-                default: false
-                }
-            }
-        queue.async(runningHereIfIdle: small) { self.changed(events) }
-    }
-
-    /// The most events of one batch read on the watcher's thread (``fileSystemChanged(_:)``): each costs a `statx` of
-    /// its item, so the watcher's next read waits some microseconds at most (a folder that appears is listed later,
-    /// on the queue).
-    static let eventsReadOnWatcherThread = 16
-
-    private func changed(_ events: [FileSystemEvent]) {
-        guard !trees.isEmpty else { return }
-        var deltas: [ItemPath: QueryTree.Delta] = [:]
-        var appeared: [ItemPath: [ItemPath]] = [:]
-        for event in events {
-            if case .overflow = event {
-                for tree in trees.values {
-                    guard tree.gathered else {
-                        tree.rescanWhenGathered = true
-                        continue
-                    }
-                    let fresh = rescan(tree, into: &deltas[tree.root, default: QueryTree.Delta()])
-                    appeared[tree.root, default: []] += fresh
-                }
-                continue
-            }
-            // The name was vacated: whatever is there when the batch is read is another item, made since.
-            let vacated: Bool
-            switch event {
-            case .deleted, .movedFrom: vacated = true
-            default: vacated = false
-            }
-            for path in event.items {
-                // A tree being gathered takes the change too (its folder may be listed already).
-                for tree in trees.values where tree.holds(path) && path != tree.root {
-                    // A tree being gathered adds the change to its piece: its queries may have had the item.
-                    var delta = deltas[tree.root] ?? (tree.gathered ? QueryTree.Delta() : tree.piece)
-                    if !tree.gathered { tree.piece = QueryTree.Delta(.piece) }
-                    let metadata = try? ItemMetadata.of(pathBytes: path.bytes)
-                    // The old item goes first, so that a folder made again at once (`rm -r d; mkdir d`, read in one
-                    // batch) is a folder that appeared: the kernel dropped the old one's watch, and the new one is
-                    // watched and listed. Read as the same folder, it was neither, and nothing made in it was told.
-                    if vacated, metadata != nil { tree.set(path, nil, into: &delta) }
-                    let wasFolder = tree.metadata(of: path)?.isDirectory == true
-                    tree.set(path, metadata, into: &delta)
-                    // A folder that appears may hold what was made in it before its watch: listed once watched. So
-                    // does a folder that replaced a file of the same name (before, it was never watched nor listed).
-                    if let metadata, metadata.isDirectory, !wasFolder, tree.metadata(of: path) != nil {
-                        appeared[tree.root, default: []].append(path)
-                    }
-                    deltas[tree.root] = delta
-                }
-            }
-        }
-        var outputs: [Output] = []
-        for (root, recorded) in deltas.sorted(by: { $0.key < $1.key }) {
-            guard let tree = trees[root] else { continue }
-            var delta = recorded
-            // Folders gone are let go before those that appeared are watched (see `listed`).
-            outputs += watchOutputs(delta.unwatch, of: tree)
-            delta.unwatch = []
-            delta.watch = []
-            if let folders = appeared[root] { outputs += list(folders, of: tree, asChanges: tree.gathered) }
-            if tree.gathered {
-                outputs += updates(delta, of: tree)
-            } else {
-                tree.piece = delta
-                if delta.listed.count + delta.removed.count >= Self.itemsPerMessage { outputs += flushPiece(of: tree) }
-            }
-        }
-        output(outputs)
-        publish()
-    }
-
-    /// The folders of `tree` gone (`unwatch`), let go once each.
-    private func watchOutputs(_ unwatch: [ItemPath], of tree: QueryTree) -> [Output] {
-        tree.stopWatching(unwatch).map { .unwatch($0) }
-    }
-
     /// How many folder nodes the tree of `root` keeps (on the queue; for the tests).
     func folderNodes(of root: ItemPath) -> Int? { queue.sync { trees[root]?.folderNodes } }
 
@@ -419,13 +327,14 @@ final class QueryService: @unchecked Sendable {
     private let published = Locked<[TreeSummary]>([])
 
     /// Publishes the summaries (on the queue, after each change): O(trees).
-    private func publish() {
+    func publish() {
         let summaries = trees.values.sorted { $0.root < $1.root }.map {
             TreeSummary(
                 root: $0.root,
                 queries: $0.queries.sorted(),
                 items: $0.count,
                 directories: $0.directoryCount + 1,
+                unwatched: $0.unwatchable.count,
                 gathered: $0.gathered
             )
         }

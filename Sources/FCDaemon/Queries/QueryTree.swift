@@ -34,6 +34,11 @@ final class QueryTree {
     /// The folders this tree asked the daemon to watch and has not let go: each asked once, let go once, so that the
     /// host's count of the tree's watches is exact whatever order listings, events and rescans come in.
     private(set) var watched: Set<ItemPath> = []
+    /// The folders of ``watched`` whose watch failed, with why (`FileSystemEvent.watchFailed`): changes in them do not
+    /// reach the tree's queries, which are told when the first fails (``watchFailed(_:reason:)``). A folder leaves it
+    /// when it is let go; not when asked again (a folder deleted and made again within one batch): a watch that
+    /// failed again would tell its queries again, and one that took is counted here until then, an overstatement.
+    private(set) var unwatchable: [ItemPath: String] = [:]
     /// An overflow of the kernel's queue came while the tree was being gathered: it is read again once gathered.
     var rescanWhenGathered = false
     /// What the gathering read or was told since its last piece went out (``Delta/Recording/piece``): sent when it
@@ -204,12 +209,35 @@ final class QueryTree {
     func startWatching(_ folders: [ItemPath]) -> [ItemPath] { folders.filter { watched.insert($0).inserted } }
 
     /// The folders of `folders` watched for this tree, now let go.
-    func stopWatching(_ folders: [ItemPath]) -> [ItemPath] { folders.filter { watched.remove($0) != nil } }
+    func stopWatching(_ folders: [ItemPath]) -> [ItemPath] {
+        folders.filter {
+            guard watched.remove($0) != nil else { return false }
+            unwatchable[$0] = nil
+            return true
+        }
+    }
 
     /// Every folder watched for this tree, let go (the tree is dropped).
     func stopWatchingAll() -> [ItemPath] {
-        defer { watched = [] }
+        defer {
+            watched = []
+            unwatchable = [:]
+        }
         return watched.sorted()
+    }
+
+    /// Records that the watch of `folder` failed. Whether the tree's queries are to be told: it is one of the tree's
+    /// folders, and no other of them is recorded (they were told of that one).
+    func watchFailed(_ folder: ItemPath, reason: String) -> Bool {
+        guard watched.contains(folder), unwatchable[folder] == nil else { return false }
+        unwatchable[folder] = reason
+        return unwatchable.count == 1
+    }
+
+    /// What a query that joins the tree is told of its folders not watched: the first by path, and why. O(folders
+    /// not watched), once per joining query.
+    var firstUnwatchable: (folder: ItemPath, reason: String)? {
+        unwatchable.min { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// Whether `path` is in the tree (the root, or under it).

@@ -1,39 +1,55 @@
+import FCCore
 import FCToolkit
 
 extension InotifyWatcher {
-    /// What answers for a watcher whose thread ended by itself (``end(after:)``), on the callers' threads, one report
-    /// at a time and in order (``FileSystemWatcher``: `deliver` is never called concurrently with itself).
+    /// What answers for a watcher whose thread ended by itself (``end(after:because:)``), on the callers' threads, one
+    /// report at a time and in order (``FileSystemWatcher``: `deliver` is never called concurrently with itself).
     final class Ended: Sendable {
-        private let status: WatcherStatus
-        /// Its lock is held while a report is delivered, and while ``answer(_:)`` takes what it answers.
-        private let deliver: Locked<@Sendable (WatcherReport) -> Void>
+        /// Why no directory is watched any more, as `FileSystemEvent.watchFailed` tells it.
+        let reason: String
+        /// Its lock is held while a report is delivered, and while ``answer(after:_:)`` takes what it answers.
+        private let state: Locked<(status: WatcherStatus, deliver: @Sendable (WatcherReport) -> Void)>
 
-        init(status: WatcherStatus, deliver: @escaping @Sendable (WatcherReport) -> Void) {
-            self.status = status
-            self.deliver = Locked(deliver)
+        init(status: WatcherStatus, reason: String, deliver: @escaping @Sendable (WatcherReport) -> Void) {
+            self.reason = reason
+            state = Locked((status, deliver))
         }
 
         /// Answers what `take` returns, taken under this object's lock (so that the commands queued before it was
         /// installed go out before any asked after): a barrier is passed at once, a drain is told that everything
-        /// was read (nothing will be read: a live query's listing and a write's echo wait for nothing); the rest is
-        /// dropped (no watch will be added, and nothing is queued). With `last`, the thread's last report, that
-        /// report goes out first and carries the barriers taken, which it passes.
+        /// was read (nothing will be read: a live query's listing and a write's echo wait for nothing), a watch is
+        /// told it failed (``reason``: the arbiter tells the presenters that relied on it, the query service the
+        /// queries); the rest is dropped (nothing is queued). With `last`, the thread's last report, that report
+        /// goes out first and carries the barriers taken, which it passes, and the failures of the watches taken.
         func answer(after last: WatcherReport? = nil, _ take: () -> [Command]) {
-            deliver.withLock { deliver in
+            state.withLock { state in
                 let commands = take()
                 if var last {
-                    for case .barrier(let token) in commands { last.barriers.append(token) }
-                    deliver(last)
+                    for command in commands {
+                        switch command {
+                        case .barrier(let token): last.barriers.append(token)
+                        case .watch(let directory, _):
+                            last.events.append(.watchFailed(directory, reason: reason))
+                            state.status.failedWatches += 1
+                        case .unwatch, .fileWritten, .changedSince, .drain: continue
+                        }
+                    }
+                    last.status = state.status
+                    state.deliver(last)
                     return
                 }
                 for command in commands {
-                    var report = WatcherReport(events: [], status: status)
+                    var report = WatcherReport(events: [], status: state.status)
                     switch command {
                     case .barrier(let token): report.barriers = [token]
                     case .drain: report.drainedAt = .max
-                    case .watch, .unwatch, .fileWritten, .changedSince: continue
+                    case .watch(let directory, _):
+                        state.status.failedWatches += 1
+                        report.status = state.status
+                        report.events = [.watchFailed(directory, reason: reason)]
+                    case .unwatch, .fileWritten, .changedSince: continue
                     }
-                    deliver(report)
+                    state.deliver(report)
                 }
             }
         }

@@ -47,7 +47,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         var stopping = false
         var wakeFile: FileDescriptor?
         var thread: Thread?
-        /// Set when the watcher thread ended by itself (``end(after:)``): what ``enqueue(_:)`` answers with from then.
+        /// Set when the watcher thread ended by itself (``end(after:because:)``): what ``enqueue(_:)`` answers with
+        /// from then.
         var ended: Ended?
     }
     private let control = Locked(Control())
@@ -196,18 +197,26 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     /// The watcher thread's end other than by ``stop()`` (an inotify read failed, a renewal could not start
-    /// libinotifytools again), after `batch`: nothing is watched any more, and the last report says so, and that
-    /// nothing more will be read (`drainedAt` `.max`: no write's echo is to be waited for, and a queued drain is
-    /// answered), with the barriers passed and those of the commands still queued; from then on ``Ended`` answers
-    /// for the thread.
-    private func end(after batch: [FileSystemEvent]) {
-        removed += byDescriptor.sorted { $0.key < $1.key }.map(\.value)
+    /// libinotifytools again, as `reason` says), after `batch`: nothing is watched any more, and the last report says
+    /// so (each directory still watched let go, and told as a failed watch, `FileSystemEvent.watchFailed`: the
+    /// presenters and live queries that relied on it are told), and that nothing more will be read (`drainedAt`
+    /// `.max`: no write's echo is to be waited for, and a queued drain is answered), with the barriers passed and
+    /// those of the commands still queued; from then on ``Ended`` answers for the thread.
+    private func end(after batch: [FileSystemEvent], because reason: String) {
+        let reason = "filecoordd's file watcher stopped: \(reason)"
+        let stillWatched = byDescriptor.sorted { $0.key < $1.key }.map(\.value)
+        removed += stillWatched
         (byDescriptor, byPath, linked) = ([:], [:], LinkedFileWatches())
         updateWatchCounts()
-        var last = WatcherReport(events: batch, status: status, unwatched: removed)
+        status.failedWatches += stillWatched.count
+        var last = WatcherReport(
+            events: batch + stillWatched.sorted().map { .watchFailed($0, reason: reason) },
+            status: status,
+            unwatched: removed
+        )
         last.drainedAt = .max
         last.barriers = barriers
-        let ended = Ended(status: status, deliver: deliver)
+        let ended = Ended(status: status, reason: reason, deliver: deliver)
         ended.answer(after: last) {
             control.withLock { control -> [Command] in
                 control.ended = ended
@@ -242,7 +251,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 let error = inotifytools_error()
                 if error == EINTR || error == 0 { continue }
                 logger.error("the file watcher stopped: reading inotify failed with errno \(error)")
-                end(after: [])
+                end(after: [], because: "reading inotify failed with errno \(error)")
                 return
             }
             var batch: [FileSystemEvent] = []
@@ -265,7 +274,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             if wake, !runCommands(into: &batch) { return }
             if renewalDue {
                 guard renew(into: &batch) else {
-                    end(after: batch)
+                    end(after: batch, because: "inotify could not be started again to let dead watches go")
                     return
                 }
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.

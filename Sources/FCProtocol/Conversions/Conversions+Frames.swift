@@ -122,7 +122,8 @@ extension ArbiterEvent {
             // Read by the daemon against the client's lease counters (FCDaemon's LeaseCounterBoard), which may then
             // return the lease to the arbiter.
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
-        case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested, .queryItems:
+        case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested, .queryItems,
+            .queryWatchUnavailable:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         }
     }

@@ -603,6 +603,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .queryItems(newValue)}
   }
 
+  /// revision 9
+  public var queryWatchUnavailable: Filecoord_V1_QueryWatchUnavailable {
+    get {
+      if case .queryWatchUnavailable(let v)? = payload {return v}
+      return Filecoord_V1_QueryWatchUnavailable()
+    }
+    set {payload = .queryWatchUnavailable(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -662,6 +671,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     /// revision 8
     case queryResults(Filecoord_V1_QueryResults)
     case queryItems(Filecoord_V1_QueryItems)
+    /// revision 9
+    case queryWatchUnavailable(Filecoord_V1_QueryWatchUnavailable)
 
   }
 
@@ -2349,6 +2360,30 @@ public nonisolated struct Filecoord_V1_QueryItems: Sendable {
   public init() {}
 }
 
+/// Part of a live query's tree is not watched (revision 9): the daemon could not watch `directory`, a folder of one of
+/// the query's trees (its cap, --max-watches; the kernel's fs.inotify.max_user_watches; the kernel refused; or its file
+/// watcher stopped), so changes in that folder, made with coordination or without, will not reach the query. Sent in
+/// order with the query's QueryItems, once per query and tree when the first of the tree's folders fails (a query that
+/// joins the tree later is told at once); told again only after every folder that failed has been let go. fcdump shows
+/// how many folders of each tree are not watched. No reply. The client logs it (FileCoordinationLogging).
+public nonisolated struct Filecoord_V1_QueryWatchUnavailable: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var queryID: UInt64 = 0
+
+  /// in the client's spelling
+  public var directory: Data = Data()
+
+  /// why, in words
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "filecoord.v1"
@@ -2367,7 +2402,7 @@ nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0\u{3}query_watch_unavailable\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2947,6 +2982,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .queryItems(v)
         }
       }()
+      case 111: try {
+        var v: Filecoord_V1_QueryWatchUnavailable?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .queryWatchUnavailable(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .queryWatchUnavailable(v)
+        }
+      }()
       default: break
       }
     }
@@ -3133,6 +3181,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .queryItems?: try {
       guard case .queryItems(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 110)
+    }()
+    case .queryWatchUnavailable?: try {
+      guard case .queryWatchUnavailable(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 111)
     }()
     case nil: break
     }
@@ -5648,6 +5700,46 @@ nonisolated extension Filecoord_V1_QueryItems: SwiftProtobuf.Message, SwiftProto
     if lhs.removed != rhs.removed {return false}
     if lhs.gathered != rhs.gathered {return false}
     if lhs.gatheredCount != rhs.gatheredCount {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryWatchUnavailable: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryWatchUnavailable"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}query_id\0\u{1}directory\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queryID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.directory) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.queryID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queryID, fieldNumber: 1)
+    }
+    if !self.directory.isEmpty {
+      try visitor.visitSingularBytesField(value: self.directory, fieldNumber: 2)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryWatchUnavailable, rhs: Filecoord_V1_QueryWatchUnavailable) -> Bool {
+    if lhs.queryID != rhs.queryID {return false}
+    if lhs.directory != rhs.directory {return false}
+    if lhs.reason != rhs.reason {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

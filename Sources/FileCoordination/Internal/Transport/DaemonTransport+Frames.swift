@@ -189,6 +189,16 @@ extension DaemonTransport {
             delegate.receive(.queryItems(message, on: self))
         case .protocolError(let error)?:
             logger().error("filecoordd closed the connection: \(error.reason)")
+        case .queryWatchUnavailable(let message)?:
+            // Revision 9: a folder of a live query's tree is not watched; the query goes on, deaf to changes there.
+            logger().warning(
+                "changes in a folder will not reach a live query: the folder cannot be watched",
+                metadata: [
+                    "query.id": "\(message.queryID)",
+                    "item.path": "\(String(decoding: message.directory, as: UTF8.self))",
+                    "reason": "\(message.reason)",
+                ]
+            )
         case .watchUnavailable(let message)?:
             // Issue 13: changes made without coordination will not reach this presenter; coordination goes on.
             logger().warning(
