@@ -99,6 +99,56 @@ import Testing
         #expect(counts.isEmpty, "watches left after every query stopped: \(counts)")
     }
 
+    /// An item that cannot be read (`EACCES`: its folder lost its search permission) is kept as it was: before, an
+    /// event for it took it for gone, and it left every query's results until it changed again.
+    @Test func anItemThatCannotBeReadIsKeptNotTakenForGone() throws {
+        let key = QueryService.QueryKey(client: ClientID(1), local: 1)
+        service.start(key, scopes: [path()])
+        passBarriers()
+        settle()
+        let folder = root + "/a/b"
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: folder)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder) }
+        // The tests run as root, which reads a folder of mode 0 whatever its mode: the event is read on a thread of
+        // its own whose file system uid is nobody's (setfsuid acts on the calling thread only), where the service
+        // reads a small batch when its queue is idle.
+        let before = recorder.all.count
+        let service = self.service
+        let recorder = self.recorder
+        let event = FileSystemEvent.closedAfterWriting(path("a/b/f.txt"))
+        let (onReader, denied) = try onThreadAsNobody {
+            var buffer = stat()
+            let denied = lstat(folder + "/f.txt", &buffer) != 0 && errno == EACCES
+            // Idle is what the queue's last job leaves once it returns, a moment after `settle()` does: asked again
+            // until the batch ran here (one read on the queue's thread, with root's rights, changes nothing).
+            for _ in 0..<1_000 {
+                service.fileSystemChanged([event])
+                service.queue.sync {}
+                if recorder.lastCame(from: pthread_self()) { return (true, denied) }
+            }
+            return (false, denied)
+        }
+        try #require(denied, "the thread's lstat was not refused: the test cannot see the defect")
+        try #require(onReader, "the batch was not read on the thread without root's rights")
+        let removed = recorder.all.dropFirst(before).flatMap { output -> [ItemPath] in
+            if case .items(_, _, _, let removed, _, _) = output { removed } else { [] }
+        }
+        #expect(removed.isEmpty, "an item that could not be read was told as removed: \(removed)")
+        // A rescan (after an overflow) keeps what a folder that cannot be listed holds; called here, on such a thread,
+        // with the service's queue idle (it runs on the queue, whose threads are not the test's to change).
+        settle()
+        let treeRoot = path()
+        let rescanned = try onThreadAsNobody { () -> Set<ItemPath>? in
+            guard let tree = service.trees[treeRoot] else { return nil }
+            var delta = QueryTree.Delta()
+            _ = service.rescan(tree, into: &delta)
+            return delta.removed
+        }
+        #expect(rescanned == [], "a rescan took what a folder it could not list holds for gone: \(rescanned)")
+        service.stop(key)
+        settle()
+    }
+
     @Test func aFewEventsAreReadOnTheWatchersThreadWhenTheQueueIsIdle() throws {
         let key = QueryService.QueryKey(client: ClientID(1), local: 1)
         service.start(key, scopes: [path()])
@@ -391,3 +441,26 @@ import Testing
         #expect(counts.isEmpty, "\(counts)")
     }
 }
+
+/// Runs `body` on a thread of its own whose file system uid is nobody's (65534): its file access is checked as an
+/// ordinary user's, root's capabilities for files dropped (the kernel does so when the file system uid leaves 0), on
+/// that thread only. The uid is set back before the thread ends.
+private func onThreadAsNobody<T: Sendable>(_ body: @escaping @Sendable () -> T) throws -> T {
+    let result = Locked<T?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        _ = setFileSystemUserID(65_534)
+        result.withLock { $0 = body() }
+        _ = setFileSystemUserID(0)
+        done.signal()
+    }
+    thread.start()
+    guard done.wait(timeout: .now() + 30) == .success, let value = result.withLock({ $0 }) else {
+        throw CocoaError(.featureUnsupported)
+    }
+    return value
+}
+
+/// glibc's `setfsuid(2)`, which its Swift module does not export (`<sys/fsuid.h>`): acts on the calling thread only.
+@_silgen_name("setfsuid")
+private func setFileSystemUserID(_ uid: UInt32) -> Int32

@@ -68,11 +68,12 @@ extension QueryService {
             }
             for path in event.items {
                 // A tree being gathered takes the change too (its folder may be listed already).
-                for tree in trees.values where tree.holds(path) && path != tree.root {
+                let holders = trees.values.filter { $0.holds(path) && path != $0.root }
+                guard !holders.isEmpty, let metadata = readItem(path, vacated: vacated) else { continue }
+                for tree in holders {
                     // A tree being gathered adds the change to its piece: its queries may have had the item.
                     var delta = deltas[tree.root] ?? (tree.gathered ? QueryTree.Delta() : tree.piece)
                     if !tree.gathered { tree.piece = QueryTree.Delta(.piece) }
-                    let metadata = try? ItemMetadata.of(pathBytes: path.bytes)
                     // The old item goes first, so that a folder made again at once (`rm -r d; mkdir d`, read in one
                     // batch) is a folder that appeared: the kernel dropped the old one's watch, and the new one is
                     // watched and listed. Read as the same folder, it was neither, and nothing made in it was told.
@@ -110,6 +111,23 @@ extension QueryService {
     /// The folders of `tree` gone (`unwatch`), let go once each.
     func watchOutputs(_ unwatch: [ItemPath], of tree: QueryTree) -> [Output] {
         tree.stopWatching(unwatch).map { .unwatch($0) }
+    }
+
+    /// What is at `path` now (`.some(nil)`: nothing), once for every tree that holds it; `nil` when it cannot be read
+    /// (`EACCES`: a folder on its way lost its search permission; `ENAMETOOLONG`) and the event did not vacate the
+    /// name: the trees keep the item as they had it (before, it was taken for gone and removed from every query's
+    /// results, and nothing told it again when it could be read). A name vacated (deleted, moved away) is gone
+    /// whatever cannot be read there now.
+    private func readItem(_ path: ItemPath, vacated: Bool) -> ItemMetadata?? {
+        do {
+            return .some(try ItemMetadata.of(pathBytes: path.bytes))
+        } catch {
+            logger.info(
+                "an item of a live query's tree cannot be read: kept as it was",
+                metadata: ["item.path": "\(path)", "error": "\(error)"]
+            )
+            return vacated ? .some(nil) : nil
+        }
     }
 
     /// What the queries of `tree` are told when a folder of it cannot be watched (``QueryTree/watchFailed(_:reason:)``
