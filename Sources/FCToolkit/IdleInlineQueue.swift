@@ -63,6 +63,12 @@ public final class IdleInlineQueue: Sendable {
         queue.asyncAfter(deadline: deadline) { self.async(runningHereIfIdle: true, job) }
     }
 
+    /// Whether no job runs or waits: a job added now with `runningHereIfIdle` would run on the calling thread (unless
+    /// another is added first). Just after ``sync(_:)`` returns, the job that held the queue may still be ending.
+    public var isIdle: Bool {
+        state.withLock { !$0.busy }
+    }
+
     /// Whether jobs wait behind the one running (asked from a job: whether more work is queued already).
     public var hasWaitingJobs: Bool {
         state.withLock { $0.head < $0.jobs.count }

@@ -47,8 +47,13 @@ import Testing
         try! ItemPath(absolute: relative.isEmpty ? root : root + "/" + relative)
     }
 
-    /// Waits until the service's queue has run what was asked before.
-    private func settle() { service.queue.sync {} }
+    /// Waits until the service's queue has run what was asked before, and is idle: the job that held it for `sync`
+    /// ends a moment after `sync` returns, and a batch asked before that would not be read on the caller's thread.
+    private func settle() {
+        service.queue.sync {}
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !service.queue.isIdle, ContinuousClock.now < deadline { sched_yield() }
+    }
 
     /// The barriers asked and not yet passed.
     private func barriers(after seen: Int) -> [UInt64] {
@@ -119,14 +124,8 @@ import Testing
         let (onReader, denied) = try onThreadAsNobody {
             var buffer = stat()
             let denied = lstat(folder + "/f.txt", &buffer) != 0 && errno == EACCES
-            // Idle is what the queue's last job leaves once it returns, a moment after `settle()` does: asked again
-            // until the batch ran here (one read on the queue's thread, with root's rights, changes nothing).
-            for _ in 0..<1_000 {
-                service.fileSystemChanged([event])
-                service.queue.sync {}
-                if recorder.lastCame(from: pthread_self()) { return (true, denied) }
-            }
-            return (false, denied)
+            service.fileSystemChanged([event])
+            return (recorder.lastCame(from: pthread_self()), denied)
         }
         try #require(denied, "the thread's lstat was not refused: the test cannot see the defect")
         try #require(onReader, "the batch was not read on the thread without root's rights")
