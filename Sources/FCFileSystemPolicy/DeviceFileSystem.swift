@@ -184,8 +184,7 @@ public enum FileSystemCaseRule {
     }
 
     /// ``decide(_:device:)`` for a directory given as its bytes (a name need not be UTF-8: the daemon's watcher,
-    /// whose paths are bytes). The probe lists and looks up names as `String`s: a directory whose path is not UTF-8 is
-    /// not probed (`nil`), on the file systems that only the probe can decide.
+    /// whose paths are bytes).
     public static func decide(pathBytes path: [UInt8], device: UInt64) -> Bool? {
         let type = try? FileSystemCalls.fileSystemType(pathBytes: path)
         switch type {
@@ -201,28 +200,38 @@ public enum FileSystemCaseRule {
             {
                 return true
             }
-            return String(validating: path, as: UTF8.self).flatMap(probe)
+            return probe(pathBytes: path)
         default:
-            return String(validating: path, as: UTF8.self).flatMap(probe)
+            return probe(pathBytes: path)
         }
     }
 
     /// The probe that works on any file system, or `nil` when the directory has no entry with a cased name.
     public static func probe(_ path: String) -> Bool? {
-        var candidate: (name: String, swapped: String)?
-        try? FileSystemCalls.forEachEntry(ofDirectory: path) { name in
-            guard let swapped = CaseFolding.swapped(name) else { return true }
-            candidate = (name, swapped)
+        probe(pathBytes: Array(path.utf8))
+    }
+
+    /// ``probe(_:)`` of a directory given as its bytes. Names are looked up and compared by their bytes, as the file
+    /// system names them: a name that is not UTF-8 has no case and is not a candidate, and two names that differ only
+    /// in Unicode normalisation are two names (compared as `String`s, by canonical equivalence, `É` and `e` with
+    /// U+0301 on exFAT were one, and the folder was decided case-sensitive).
+    public static func probe(pathBytes path: [UInt8]) -> Bool? {
+        var candidate: (name: [UInt8], swapped: [UInt8])?
+        try? FileSystemCalls.forEachEntry(ofDirectoryBytes: path) { name in
+            guard let text = String(validating: name, as: UTF8.self), let swapped = CaseFolding.swapped(text) else {
+                return true
+            }
+            candidate = (Array(name), Array(swapped.utf8))
             return false
         }
         guard let candidate else { return nil }
         let swappedStatus: FileStatus
-        switch FileSystemCalls.lookUp(candidate.swapped, inDirectory: path) {
+        switch FileSystemCalls.lookUp(nameBytes: candidate.swapped, inDirectoryBytes: path) {
         case .found(let status): swappedStatus = status
         case .missing: return false
         case .failed: return nil
         }
-        if let original = try? FileSystemCalls.status(of: candidate.name, inDirectory: path),
+        if case .found(let original) = FileSystemCalls.lookUp(nameBytes: candidate.name, inDirectoryBytes: path),
             original.identity == swappedStatus.identity
         {
             return true
@@ -230,8 +239,8 @@ public enum FileSystemCaseRule {
         // Found under another inode number: two entries, or a file system that numbers each spelling apart.
         var listed = false
         do {
-            try FileSystemCalls.forEachEntry(ofDirectory: path) { name in
-                listed = name == candidate.swapped
+            try FileSystemCalls.forEachEntry(ofDirectoryBytes: path) { name in
+                listed = name.elementsEqual(candidate.swapped)
                 return !listed
             }
         } catch {

@@ -136,6 +136,17 @@ public enum FileSystemCalls {
         }
     }
 
+    /// ``lookUp(_:inDirectory:)`` of a name in a directory, both given as their bytes (a name need not be UTF-8, and
+    /// two names that differ only in Unicode normalisation are two names).
+    public static func lookUp(nameBytes name: [UInt8], inDirectoryBytes directory: [UInt8]) -> LookUp {
+        let path = directory.last == UInt8(ascii: "/") ? directory + name : directory + [UInt8(ascii: "/")] + name
+        do {
+            return .found(try status(pathBytes: path, followingLinks: false))
+        } catch {
+            return error == .noSuchFileOrDirectory ? .missing : .failed
+        }
+    }
+
     /// The target of the symbolic link at `path`, as stored (relative or absolute).
     public static func symbolicLinkTarget(_ path: String) throws(Errno) -> String {
         var capacity = 256

@@ -204,4 +204,21 @@ struct CaseInsensitiveFileSystemTests {
             #expect(!event.contains("/folder/"), "\(event)")
         }
     }
+
+    /// The probe compares names by their bytes, as the file system does: `É` (NFC) and `é` (NFD, `e` and U+0301) are
+    /// two names on exFAT, and neither is the other's case. Compared as `String`s (canonical equivalence), the swapped
+    /// spelling of either was taken for the other name, listed, and the folder decided case-sensitive.
+    @Test func theProbeTellsNamesApartByTheirBytes() throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        let composed = "\u{C9}"  // É
+        let decomposed = "e\u{301}"  // é
+        for name in [composed, decomposed] {
+            try Data("x".utf8).writeClosingOnExec(to: volume.root.appendingPathComponent(name))
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: volume.root.path)
+        try #require(Set(names.map { Array($0.utf8) }) == [Array(composed.utf8), Array(decomposed.utf8)], "\(names)")
+        #expect(FileSystemCaseRule.probe(volume.root.path) == true)
+        #expect(FileSystemCaseRule.probe(pathBytes: Array(volume.root.path.utf8)) == true)
+    }
 }
