@@ -261,8 +261,10 @@ extension Arbiter {
         guard watching.interest[directory] != nil else { return }  // No longer needed: nobody to tell.
         watching.statistics.watchFailures += 1
         let first = watching.failures.updateValue(reason, forKey: directory) == nil
+        // Logged once per directory (a watcher that stopped tells every directory, and every later watch, as failed).
+        guard first else { return }
         log(.warning, "a directory cannot be watched: \(reason)", ["item.path": "\(directory)"])
-        guard first, let node = tree.existingNode(directory) else { return }
+        guard let node = tree.existingNode(directory) else { return }
         for id in presentersAtAndDirectlyBelow(node) {
             guard let record = presenters[id] else { continue }
             effects.append(

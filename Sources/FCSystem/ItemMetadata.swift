@@ -79,6 +79,32 @@ public struct ItemMetadata: Hashable, Sendable {
         try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { entry($0, $1, body) }
     }
 
+    /// ``forEachEntry(ofDirectoryBytes:_:)`` that also names the entries whose `fstatat` failed otherwise than by
+    /// `ENOENT` (gone since the listing) to `unreadable`: `EACCES` in a folder that can be listed but not searched.
+    public static func forEachEntry(
+        ofDirectoryBytes path: [UInt8],
+        unreadable: (_ name: UnsafeBufferPointer<UInt8>) -> Void,
+        _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
+    ) throws(Errno) {
+        try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { directory, name in
+            var buffer = stat()
+            let failure = name.withMemoryRebound(to: CChar.self) { text -> Errno? in
+                do throws(Errno) {
+                    _ = try retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            switch failure {
+            case nil: body(name, ItemMetadata(buffer))
+            case .noSuchFileOrDirectory?: break
+            case _?: unreadable(name)
+            }
+            return true
+        }
+    }
+
     /// One entry of ``forEachEntry(ofDirectory:_:)``: `fstatat` relative to the open `directory`; always goes on.
     private static func entry(
         _ directory: Int32,

@@ -218,6 +218,21 @@ import Testing
         }
     }
 
+    @Test("A query of a daemon that does not watch the file system is told its folders are not watched")
+    func aQueryOfADaemonThatDoesNotWatchIsTold() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon(arguments: ["--no-watching"])
+            let root = try Self.tree(env, files: 4)
+            let host = try await env.host("Q")
+            try host.send("query Q \(root) 100")
+            _ = try await host.waitFor("query Q gathered 6")
+            try await eventually("the client to report the query's folders not watched:\n\(host.standardError())") {
+                host.standardError().contains("will not reach a live query")
+                    && host.standardError().contains("does not watch the file system")
+            }
+        }
+    }
+
     @Test("A folder deleted and made again at once is watched anew: what is made in it later is reported")
     func aFolderMadeAgainIsWatched() async throws {
         try await TestEnvironment.run { env in

@@ -161,7 +161,8 @@ struct InotifyWatcherTests {
             } else {
                 Issue.record("the watch asked after the end was not told as failed: \(last)")
             }
-            #expect(collector.status?.failedWatches == 2)
+            // The watch lost at the end was added once: only the watch asked after it counts as one not added.
+            #expect(collector.status?.failedWatches == 1)
         }
     }
 

@@ -107,6 +107,7 @@ import Testing
     /// An item that cannot be read (`EACCES`: its folder lost its search permission) is kept as it was: before, an
     /// event for it took it for gone, and it left every query's results until it changed again.
     @Test func anItemThatCannotBeReadIsKeptNotTakenForGone() throws {
+        try FileManager.default.createDirectory(atPath: root + "/a/b/x/y", withIntermediateDirectories: true)
         let key = QueryService.QueryKey(client: ClientID(1), local: 1)
         service.start(key, scopes: [path()])
         passBarriers()
@@ -144,6 +145,15 @@ import Testing
             return delta.removed
         }
         #expect(rescanned == [], "a rescan took what a folder it could not list holds for gone: \(rescanned)")
+        // Listed but not searchable (mode r--, `chmod a-x`): every entry's fstatat fails; kept, and x's subtree too.
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: folder)
+        let listedOnly = try onThreadAsNobody { () -> Set<ItemPath>? in
+            guard let tree = service.trees[treeRoot] else { return nil }
+            var delta = QueryTree.Delta()
+            _ = service.rescan(tree, into: &delta)
+            return delta.removed
+        }
+        #expect(listedOnly == [], "a rescan took what a listed folder it cannot search holds for gone: \(listedOnly)")
         service.stop(key)
         settle()
     }
@@ -222,6 +232,11 @@ import Testing
         settle()
         told = unwatchedTold(after: start)
         #expect(told.map(\.0) == [second] && told.map(\.1) == [path("a")], "\(told)")
+        // Watched later (after an overflow the watcher tries every wanted folder again, and the cap had room): live
+        // again. Before, fcdump went on counting them.
+        service.watchesAdded([path("a"), path("c")])
+        settle()
+        #expect(service.summaries.map(\.unwatched) == [0])
         // Both folders go: none is left unwatched, and a new failure is told again, to both queries.
         try FileManager.default.removeItem(atPath: root + "/a")
         try FileManager.default.removeItem(atPath: root + "/c")

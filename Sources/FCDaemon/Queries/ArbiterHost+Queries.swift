@@ -170,10 +170,9 @@ extension ArbiterHost {
                 // Passed on even when the arbiter wants the folder too: its watch may have gone with a folder that
                 // was deleted and made again (the watcher adds a watch only where none is in place).
                 queryWatches[directory, default: 0] += 1
-                // A query's folder needs no index of its files unless the arbiter watches it too (it asks again then).
-                watcher?.watch(directory, indexingFiles: arbiterWatches.contains(directory))
+                watchForQueries(directory)
             case .rewatch(let directory):
-                watcher?.watch(directory, indexingFiles: arbiterWatches.contains(directory))
+                watchForQueries(directory)
             case .unwatch(let directory):
                 guard let count = queryWatches[directory] else { continue }
                 if count > 1 {
@@ -200,6 +199,25 @@ extension ArbiterHost {
                 sendQueryFrame(QueuedQueryFrame(key: key, .watchUnavailable(folder, reason: reason)), to: key.client)
             }
         }
+    }
+}
+
+extension ArbiterHost {
+    /// Asks the watcher to watch `directory` for the query trees; without a watcher (`--no-watching`, or inotify did
+    /// not start), the queries are told it cannot be watched, as for a watch that failed.
+    fileprivate func watchForQueries(_ directory: ItemPath) {
+        guard let watcher else {
+            queries?.fileSystemChanged([
+                .watchFailed(
+                    directory,
+                    reason:
+                        "filecoordd does not watch the file system (--no-watching, or its file watcher did not start)"
+                )
+            ])
+            return
+        }
+        // A query's folder needs no index of its files unless the arbiter watches it too (it asks again then).
+        watcher.watch(directory, indexingFiles: arbiterWatches.contains(directory))
     }
 }
 

@@ -47,6 +47,9 @@ extension QueryService {
                 where tree.watchFailed(folder, reason: reason) {
                     outputs += watchUnavailable(folder, reason: reason, of: tree)
                 }
+                if trees.values.contains(where: { !$0.unwatchable.isEmpty }) {
+                    holdsUnwatchable.store(true, ordering: .releasing)
+                }
                 continue
             }
             if case .overflow = event {
@@ -122,11 +125,25 @@ extension QueryService {
         do {
             return .some(try ItemMetadata.of(pathBytes: path.bytes))
         } catch {
-            logger.info(
-                "an item of a live query's tree cannot be read: kept as it was",
+            logger.debug(
+                vacated
+                    ? "an item of a live query's tree cannot be read where one was deleted or moved away: told as gone"
+                    : "an item of a live query's tree cannot be read: kept as it was",
                 metadata: ["item.path": "\(path)", "error": "\(error)"]
             )
             return vacated ? .some(nil) : nil
+        }
+    }
+
+    /// Watches the watcher added (`WatcherReport.watched`): folders of trees that had failed are live again. Called
+    /// from the watcher's thread; a job on the queue only while some tree has a folder not watched.
+    func watchesAdded(_ folders: [ItemPath]) {
+        guard holdsUnwatchable.load(ordering: .acquiring) else { return }
+        queue.async {
+            var left = false
+            for tree in self.trees.values where tree.watchesTook(folders) { left = true }
+            self.holdsUnwatchable.store(left, ordering: .releasing)
+            self.publish()
         }
     }
 

@@ -7,8 +7,8 @@ extension QueryService {
     /// the folders that are new, to be watched. On the queue, with the tree it is given (no other state).
     ///
     /// A folder that cannot be listed (`EACCES`; not `ENOENT` or `ENOTDIR`: gone) keeps what the tree holds under it,
-    /// as an item that cannot be read does (``QueryService/fileSystemChanged(_:)``). An entry whose `fstatat` fails in
-    /// a folder that can be listed (read permission without search permission) is taken for gone: a known limit.
+    /// and so does an entry that is listed but cannot be read (a folder with read permission and no search
+    /// permission), as an item that cannot be read does (``QueryService/fileSystemChanged(_:)``).
     func rescan(_ tree: QueryTree, into delta: inout QueryTree.Delta) -> [ItemPath] {
         var found: Set<ItemPath> = []
         var unreadable: Set<ItemPath> = []
@@ -16,7 +16,12 @@ extension QueryService {
         var pending = [tree.root]
         while let folder = pending.popLast() {
             do {
-                try ItemMetadata.forEachEntry(ofDirectoryBytes: folder.bytes) { name, metadata in
+                try ItemMetadata.forEachEntry(ofDirectoryBytes: folder.bytes) { name in
+                    // Listed but not read (`EACCES`: the folder cannot be searched): kept as it was, with what it holds.
+                    let path = folder.appending(Array(name))
+                    found.insert(path)
+                    if tree.metadata(of: path)?.isDirectory == true { unreadable.insert(path) }
+                } _: { name, metadata in
                     let path = folder.appending(Array(name))
                     let wasFolder = tree.metadata(of: path)?.isDirectory == true
                     found.insert(path)

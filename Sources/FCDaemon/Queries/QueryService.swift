@@ -33,6 +33,9 @@ final class QueryService: @unchecked Sendable {
     /// `!trees.isEmpty`, stored on the queue whenever `trees` changes, read from any thread: the watcher's thread
     /// hands over no events while no tree holds any (``fileSystemChanged(_:)``).
     let holdsTrees = Atomic<Bool>(false)
+    /// Set on the queue when a tree records a folder whose watch failed, cleared there when none is left: the
+    /// watcher's thread hands over the watches it adds only while it is set (``watchesAdded(_:)``).
+    let holdsUnwatchable = Atomic<Bool>(false)
     private(set) var queries: [QueryKey: (scopes: [ItemPath], waiting: Set<ItemPath>)] = [:]
     private var ownQueries: [ClientID: Set<UInt64>] = [:]
     /// Folders to list once their watches are in place: by barrier token, with their tree and whether what they

@@ -36,8 +36,7 @@ final class QueryTree {
     private(set) var watched: Set<ItemPath> = []
     /// The folders of ``watched`` whose watch failed, with why (`FileSystemEvent.watchFailed`): changes in them do not
     /// reach the tree's queries, which are told when the first fails (``watchFailed(_:reason:)``). A folder leaves it
-    /// when it is let go; not when asked again (a folder deleted and made again within one batch): a watch that
-    /// failed again would tell its queries again, and one that took is counted here until then, an overstatement.
+    /// when it is let go, and when its watch is added later (``watchesTook(_:)``).
     private(set) var unwatchable: [ItemPath: String] = [:]
     /// An overflow of the kernel's queue came while the tree was being gathered: it is read again once gathered.
     var rescanWhenGathered = false
@@ -232,6 +231,14 @@ final class QueryTree {
         guard watched.contains(folder), unwatchable[folder] == nil else { return false }
         unwatchable[folder] = reason
         return unwatchable.count == 1
+    }
+
+    /// The watches of `folders` took (a folder whose watch failed was watched later: after an overflow, the watcher
+    /// tries every wanted folder again, and a cap may have room by then): they are live again. Whether the tree
+    /// still has a folder not watched.
+    func watchesTook(_ folders: [ItemPath]) -> Bool {
+        for folder in folders { unwatchable[folder] = nil }
+        return !unwatchable.isEmpty
     }
 
     /// What a query that joins the tree is told of its folders not watched: the first by path, and why. O(folders

@@ -130,10 +130,11 @@ final class QueryRelay: Sendable {
         set { slot.withLock { $0 = newValue } }
     }
 
-    /// Hands `report`'s events, then its barriers, to the query service, if there is one.
+    /// Hands `report`'s events, the watches it added, then its barriers, to the query service, if there is one.
     func pass(_ report: WatcherReport) {
-        guard !report.events.isEmpty || !report.barriers.isEmpty, let service else { return }
+        guard !report.events.isEmpty || !report.barriers.isEmpty || !report.watched.isEmpty, let service else { return }
         if !report.events.isEmpty { service.fileSystemChanged(report.events) }
+        if !report.watched.isEmpty { service.watchesAdded(report.watched) }
         if !report.barriers.isEmpty { service.barriersPassed(report.barriers) }
     }
 }

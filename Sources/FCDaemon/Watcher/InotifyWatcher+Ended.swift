@@ -25,10 +25,15 @@ extension InotifyWatcher {
             state.withLock { state in
                 let commands = take()
                 if var last {
+                    // The directories the last report tells as lost: a watch of one still queued is not told again.
+                    var told = Set(
+                        last.events.compactMap { if case .watchFailed(let path, _) = $0 { path } else { nil } }
+                    )
                     for command in commands {
                         switch command {
                         case .barrier(let token): last.barriers.append(token)
                         case .watch(let directory, _):
+                            guard told.insert(directory).inserted else { continue }
                             last.events.append(.watchFailed(directory, reason: reason))
                             state.status.failedWatches += 1
                         case .unwatch, .fileWritten, .changedSince, .drain: continue

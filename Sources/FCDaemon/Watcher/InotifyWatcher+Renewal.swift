@@ -87,7 +87,10 @@ extension InotifyWatcher {
             }
         if let failure {
             logger.error("the file watcher stopped: \(failure)")
-            removed += watchedBefore  // Nothing is watched any more.
+            // Nothing is watched any more: each directory is told as a failed watch (``end(after:because:)``).
+            removed += watchedBefore
+            let reason = Self.stoppedReason(failure)
+            batch += watchedBefore.sorted().map { .watchFailed($0, reason: reason) }
             added = []
             return false
         }

@@ -203,12 +203,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// `.max`: no write's echo is to be waited for, and a queued drain is answered), with the barriers passed and
     /// those of the commands still queued; from then on ``Ended`` answers for the thread.
     private func end(after batch: [FileSystemEvent], because reason: String) {
-        let reason = "filecoordd's file watcher stopped: \(reason)"
+        let reason = Self.stoppedReason(reason)
         let stillWatched = byDescriptor.sorted { $0.key < $1.key }.map(\.value)
         removed += stillWatched
         (byDescriptor, byPath, linked) = ([:], [:], LinkedFileWatches())
         updateWatchCounts()
-        status.failedWatches += stillWatched.count
         var last = WatcherReport(
             events: batch + stillWatched.sorted().map { .watchFailed($0, reason: reason) },
             status: status,
@@ -225,6 +224,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             }
         }
     }
+
+    /// How a directory's watch lost when the watcher's thread ends by itself is told (`FileSystemEvent.watchFailed`).
+    static func stoppedReason(_ why: String) -> String { "filecoordd's file watcher stopped: \(why)" }
 
     // MARK: The watcher thread
 
@@ -274,7 +276,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             if wake, !runCommands(into: &batch) { return }
             if renewalDue {
                 guard renew(into: &batch) else {
-                    end(after: batch, because: "inotify could not be started again to let dead watches go")
+                    end(after: batch, because: "libinotifytools could not be started again")
                     return
                 }
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
