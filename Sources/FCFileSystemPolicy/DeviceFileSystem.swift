@@ -214,7 +214,8 @@ public enum FileSystemCaseRule {
     /// ``probe(_:)`` of a directory given as its bytes. Names are looked up and compared by their bytes, as the file
     /// system names them: a name that is not UTF-8 has no case and is not a candidate, and two names that differ only
     /// in Unicode normalisation are two names (compared as `String`s, by canonical equivalence, `É` and `e` with
-    /// U+0301 on exFAT were one, and the folder was decided case-sensitive).
+    /// U+0301 on exFAT were one, and the folder was decided case-sensitive), unless the file system takes them for one
+    /// (a name that is equivalent to the swapped spelling and is the item found under it).
     public static func probe(pathBytes path: [UInt8]) -> Bool? {
         var candidate: (name: [UInt8], swapped: [UInt8])?
         try? FileSystemCalls.forEachEntry(ofDirectoryBytes: path) { name in
@@ -236,11 +237,21 @@ public enum FileSystemCaseRule {
         {
             return true
         }
-        // Found under another inode number: two entries, or a file system that numbers each spelling apart.
+        // Found under another inode number: two entries, or a file system that numbers each spelling apart. The
+        // swapped spelling is listed as it is, or (a file system that ignores Unicode normalisation but not case, as
+        // ZFS with normalization=formD) as a canonically equivalent name that is the very item the lookup found.
+        let swappedText = String(decoding: candidate.swapped, as: UTF8.self)
         var listed = false
         do {
             try FileSystemCalls.forEachEntry(ofDirectoryBytes: path) { name in
-                listed = name.elementsEqual(candidate.swapped)
+                if name.elementsEqual(candidate.swapped) {
+                    listed = true
+                } else if let text = String(validating: name, as: UTF8.self), text == swappedText,
+                    case .found(let status) = FileSystemCalls.lookUp(nameBytes: Array(name), inDirectoryBytes: path),
+                    status.identity == swappedStatus.identity
+                {
+                    listed = true
+                }
                 return !listed
             }
         } catch {

@@ -233,10 +233,17 @@ import Testing
         told = unwatchedTold(after: start)
         #expect(told.map(\.0) == [second] && told.map(\.1) == [path("a")], "\(told)")
         // Watched later (after an overflow the watcher tries every wanted folder again, and the cap had room): live
-        // again. Before, fcdump went on counting them.
+        // again, and what was made in them while unwatched (no event came) is read and told. Before, fcdump went on
+        // counting them, and what changed meanwhile was never told.
+        #expect(FileManager.default.createFile(atPath: root + "/c/unseen", contents: Data("u".utf8)))
+        start = recorder.all.count
         service.watchesAdded([path("a"), path("c")])
         settle()
         #expect(service.summaries.map(\.unwatched) == [0])
+        let caughtUp = recorder.all.dropFirst(start).flatMap { output -> [ItemPath] in
+            if case .items(_, let added, _, _, _, _) = output { added.map(\.0) } else { [] }
+        }
+        #expect(caughtUp == [path("c/unseen"), path("c/unseen")], "told to each query: \(caughtUp)")
         // Both folders go: none is left unwatched, and a new failure is told again, to both queries.
         try FileManager.default.removeItem(atPath: root + "/a")
         try FileManager.default.removeItem(atPath: root + "/c")

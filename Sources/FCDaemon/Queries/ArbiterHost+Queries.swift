@@ -164,15 +164,18 @@ extension ArbiterHost {
 
     /// What the service asked, in order (on the loop).
     private func apply(_ outputs: [QueryService.Output]) {
+        // Without a watcher, the folders asked are told to the service as not watched, in one batch at the end.
+        var notWatched: [ItemPath] = []
+        defer { tellNotWatched(notWatched) }
         for output in outputs {
             switch output {
             case .watch(let directory):
                 // Passed on even when the arbiter wants the folder too: its watch may have gone with a folder that
                 // was deleted and made again (the watcher adds a watch only where none is in place).
                 queryWatches[directory, default: 0] += 1
-                watchForQueries(directory)
+                watchForQueries(directory, else: &notWatched)
             case .rewatch(let directory):
-                watchForQueries(directory)
+                watchForQueries(directory, else: &notWatched)
             case .unwatch(let directory):
                 guard let count = queryWatches[directory] else { continue }
                 if count > 1 {
@@ -204,20 +207,22 @@ extension ArbiterHost {
 
 extension ArbiterHost {
     /// Asks the watcher to watch `directory` for the query trees; without a watcher (`--no-watching`, or inotify did
-    /// not start), the queries are told it cannot be watched, as for a watch that failed.
-    fileprivate func watchForQueries(_ directory: ItemPath) {
+    /// not start), adds it to `notWatched` (``tellNotWatched(_:)``).
+    fileprivate func watchForQueries(_ directory: ItemPath, else notWatched: inout [ItemPath]) {
         guard let watcher else {
-            queries?.fileSystemChanged([
-                .watchFailed(
-                    directory,
-                    reason:
-                        "filecoordd does not watch the file system (--no-watching, or its file watcher did not start)"
-                )
-            ])
+            notWatched.append(directory)
             return
         }
         // A query's folder needs no index of its files unless the arbiter watches it too (it asks again then).
         watcher.watch(directory, indexingFiles: arbiterWatches.contains(directory))
+    }
+
+    /// Tells the query service that `folders` cannot be watched, as for watches that failed: one batch, whatever
+    /// number of folders one pass asked for.
+    fileprivate func tellNotWatched(_ folders: [ItemPath]) {
+        guard !folders.isEmpty else { return }
+        let reason = "filecoordd does not watch the file system (--no-watching, or its file watcher did not start)"
+        queries?.fileSystemChanged(folders.map { .watchFailed($0, reason: reason) })
     }
 }
 

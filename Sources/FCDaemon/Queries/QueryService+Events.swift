@@ -16,6 +16,9 @@ extension QueryService {
     /// for, so no event of a watched folder finds the flag down.
     func fileSystemChanged(_ events: [FileSystemEvent]) {
         guard holdsTrees.load(ordering: .acquiring) else { return }
+        if events.contains(where: { if case .watchFailed = $0 { true } else { false } }) {
+            holdsUnwatchable.store(true, ordering: .releasing)
+        }
         // A few events are read here, on the watcher's thread, when nothing else waits (an idle queue would wake a
         // thread: about 60 us of a create's way to a query, issue 44). Never a rescan, a deletion or a move away,
         // which may take a folder's subtree out of a tree: the watcher (and the arbiter after it) would wait for it.
@@ -135,16 +138,35 @@ extension QueryService {
         }
     }
 
-    /// Watches the watcher added (`WatcherReport.watched`): folders of trees that had failed are live again. Called
-    /// from the watcher's thread; a job on the queue only while some tree has a folder not watched.
+    /// Watches the watcher added (`WatcherReport.watched`): folders of trees that had failed are live again, and what
+    /// changed in them meanwhile went unseen, so each such tree is read again and the difference told (as after an
+    /// overflow; a tree still being gathered is read again once gathered). Called from the watcher's thread; a job on
+    /// the queue only while a tree may have a folder not watched (``holdsUnwatchable``).
     func watchesAdded(_ folders: [ItemPath]) {
         guard holdsUnwatchable.load(ordering: .acquiring) else { return }
         queue.async {
-            var left = false
-            for tree in self.trees.values where tree.watchesTook(folders) { left = true }
-            self.holdsUnwatchable.store(left, ordering: .releasing)
+            var outputs: [Output] = []
+            for tree in self.trees.values.sorted(by: { $0.root < $1.root }) where tree.watchesTook(folders) {
+                outputs += self.readAgain(tree)
+            }
+            self.output(outputs)
             self.publish()
         }
+    }
+
+    /// Reads `tree` again and tells the difference, as after an overflow (``changed(_:)``).
+    private func readAgain(_ tree: QueryTree) -> [Output] {
+        guard tree.gathered else {
+            tree.rescanWhenGathered = true
+            return []
+        }
+        var delta = QueryTree.Delta()
+        let fresh = rescan(tree, into: &delta)
+        var outputs = watchOutputs(delta.unwatch, of: tree)
+        delta.unwatch = []
+        delta.watch = []
+        outputs += list(fresh, of: tree, asChanges: true)
+        return outputs + updates(delta, of: tree)
     }
 
     /// What the queries of `tree` are told when a folder of it cannot be watched (``QueryTree/watchFailed(_:reason:)``

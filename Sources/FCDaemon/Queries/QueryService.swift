@@ -28,13 +28,19 @@ final class QueryService: @unchecked Sendable {
     let queue = IdleInlineQueue(label: "filecoordd.queries")
     /// The trees by root. Set only in this file; read by the service's extensions, on the queue.
     private(set) var trees: [ItemPath: QueryTree] = [:] {
-        didSet { holdsTrees.store(!trees.isEmpty, ordering: .releasing) }
+        didSet {
+            holdsTrees.store(!trees.isEmpty, ordering: .releasing)
+            if trees.isEmpty { holdsUnwatchable.store(false, ordering: .releasing) }
+        }
     }
     /// `!trees.isEmpty`, stored on the queue whenever `trees` changes, read from any thread: the watcher's thread
     /// hands over no events while no tree holds any (``fileSystemChanged(_:)``).
     let holdsTrees = Atomic<Bool>(false)
-    /// Set on the queue when a tree records a folder whose watch failed, cleared there when none is left: the
-    /// watcher's thread hands over the watches it adds only while it is set (``watchesAdded(_:)``).
+    /// Whether a tree may hold a folder whose watch failed: the watcher's thread hands over the watches it adds only
+    /// while it is set (``watchesAdded(_:)``). Set on the calling thread before a batch that tells a failed watch is
+    /// queued (so that the watches of a later report are not dropped while that batch waits its turn), and on the
+    /// queue when a tree records one; cleared only when no tree is left (a clearing job could otherwise overtake a
+    /// setting that came after it was queued).
     let holdsUnwatchable = Atomic<Bool>(false)
     private(set) var queries: [QueryKey: (scopes: [ItemPath], waiting: Set<ItemPath>)] = [:]
     private var ownQueries: [ClientID: Set<UInt64>] = [:]

@@ -234,11 +234,13 @@ final class QueryTree {
     }
 
     /// The watches of `folders` took (a folder whose watch failed was watched later: after an overflow, the watcher
-    /// tries every wanted folder again, and a cap may have room by then): they are live again. Whether the tree
-    /// still has a folder not watched.
+    /// tries every wanted folder again, and a cap may have room by then): they are live again. Whether one of them
+    /// was a folder of this tree not watched.
     func watchesTook(_ folders: [ItemPath]) -> Bool {
-        for folder in folders { unwatchable[folder] = nil }
-        return !unwatchable.isEmpty
+        guard !unwatchable.isEmpty else { return false }
+        var took = false
+        for folder in folders where unwatchable.removeValue(forKey: folder) != nil { took = true }
+        return took
     }
 
     /// What a query that joins the tree is told of its folders not watched: the first by path, and why. O(folders

@@ -105,7 +105,7 @@ public struct WatcherStatus: Hashable, Sendable {
     public var watches = 0
     /// Of ``watches``, those on files of watched directories that have other names (issue 26).
     public var linkedFileWatches = 0
-    /// The daemon's own cap on watches (`--maximum-watches`), if set.
+    /// The daemon's own cap on watches (`--max-watches`), if set.
     public var watchCap: Int?
     /// The kernel's limit (`fs.inotify.max_user_watches`), shared by every inotify user of this uid.
     public var kernelMaximumWatches: Int?

@@ -95,7 +95,7 @@ extension InotifyWatcher {
             batch.append(
                 .watchFailed(
                     directory,
-                    reason: "filecoordd's cap of \(cap) inotify watches (--maximum-watches) is reached"
+                    reason: "filecoordd's cap of \(cap) inotify watches (--max-watches) is reached"
                 )
             )
             return

@@ -59,9 +59,9 @@ extension InotifyWatcher {
     }
 
     /// Starts libinotifytools again and adds every wanted directory's watch anew, after an overflow in the batch; a
-    /// directory that can no longer be watched is reported unwatched. `false` when inotify cannot be started again:
-    /// the watcher stops, as when its read fails.
-    func renew(into batch: inout [FileSystemEvent]) -> Bool {
+    /// directory that can no longer be watched is reported unwatched. Why not, when inotify cannot be started again
+    /// (`nil` when it was): the watcher stops, as when its read fails.
+    func renew(into batch: inout [FileSystemEvent]) -> String? {
         // In the order they were added (descriptors grow): the first of two paths to one directory keeps it.
         let watchedBefore = byDescriptor.sorted { $0.key < $1.key }.map(\.value)
         let indexedBefore = indexed
@@ -92,7 +92,7 @@ extension InotifyWatcher {
             let reason = Self.stoppedReason(failure)
             batch += watchedBefore.sorted().map { .watchFailed($0, reason: reason) }
             added = []
-            return false
+            return failure
         }
         status.renewals += 1
         logger.notice(
@@ -114,6 +114,6 @@ extension InotifyWatcher {
         added.removeAll { byPath[$0] == nil }
         updateWatchCounts()
         status.heldAfterRenewal = Int(inotifytools_get_num_watches())  // O(watches), once per renewal.
-        return true
+        return nil
     }
 }

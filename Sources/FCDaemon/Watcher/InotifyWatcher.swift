@@ -275,8 +275,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             }
             if wake, !runCommands(into: &batch) { return }
             if renewalDue {
-                guard renew(into: &batch) else {
-                    end(after: batch, because: "libinotifytools could not be started again")
+                if let failure = renew(into: &batch) {
+                    end(after: batch, because: failure)
                     return
                 }
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
