@@ -166,7 +166,8 @@ import Testing
             let fields = result.output.split(whereSeparator: \.isWhitespace)
             #expect(fields.first == "0", "unlink's result: \(result.output)")
             let took = fields.count == 2 ? Int(fields[1]) ?? -1 : -1
-            #expect((0..<1000).contains(took), "the handler's unlink took \(took) ms (20,000 before the fix)")
+            // Within half the claim's timeout (20,000 ms, what it took before the fix): milliseconds on a quiet machine.
+            #expect((0..<10_000).contains(took), "the handler's unlink took \(took) ms (20,000 before the fix)")
             #expect(!FileManager.default.fileExists(atPath: pidFile))
             #expect(env.contents(first) == "first\n")
             try reader.send("release")
