@@ -111,12 +111,6 @@ public enum FileSystemCalls {
     /// Whether `statx` works here; cleared at its first `ENOSYS` or `EPERM`.
     private static let hasExtendedStatus = Atomic<Bool>(true)
 
-    /// `fstatat` of `name` in the directory at `directory`, not following a final link.
-    public static func status(of name: String, inDirectory directory: String) throws(Errno) -> FileStatus {
-        let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-        return try status(path, followingLinks: false)
-    }
-
     /// What looking a name up found: for callers that tell "not there" from other failures without `Errno`.
     public enum LookUp: Sendable {
         /// The name exists.
@@ -127,17 +121,8 @@ public enum FileSystemCalls {
         case failed
     }
 
-    /// `lstat` of `name` in the directory at `directory`, as a ``LookUp``.
-    public static func lookUp(_ name: String, inDirectory directory: String) -> LookUp {
-        do {
-            return .found(try status(of: name, inDirectory: directory))
-        } catch {
-            return error == .noSuchFileOrDirectory ? .missing : .failed
-        }
-    }
-
-    /// ``lookUp(_:inDirectory:)`` of a name in a directory, both given as their bytes (a name need not be UTF-8, and
-    /// two names that differ only in Unicode normalisation are two names).
+    /// `lstat` of `name` in the directory at `directory`, both given as their bytes (a name need not be UTF-8, and two
+    /// names that differ only in Unicode normalisation are two names), as a ``LookUp``.
     public static func lookUp(nameBytes name: [UInt8], inDirectoryBytes directory: [UInt8]) -> LookUp {
         let path = directory.last == UInt8(ascii: "/") ? directory + name : directory + [UInt8(ascii: "/")] + name
         do {

@@ -86,36 +86,34 @@ public struct ItemMetadata: Hashable, Sendable {
         unreadable: (_ name: UnsafeBufferPointer<UInt8>) -> Void,
         _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
     ) throws(Errno) {
-        try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { directory, name in
-            var buffer = stat()
-            let failure = name.withMemoryRebound(to: CChar.self) { text -> Errno? in
-                do throws(Errno) {
-                    _ = try retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            switch failure {
-            case nil: body(name, ItemMetadata(buffer))
-            case .noSuchFileOrDirectory?: break
-            case _?: unreadable(name)
-            }
-            return true
+        // An optional closure escapes; this one is called only within the listing.
+        try withoutActuallyEscaping(unreadable) { unreadable throws(Errno) in
+            try FileSystemCalls.forEachEntryName(ofDirectoryBytes: path) { entry($0, $1, unreadable: unreadable, body) }
         }
     }
 
-    /// One entry of ``forEachEntry(ofDirectory:_:)``: `fstatat` relative to the open `directory`; always goes on.
+    /// One entry of ``forEachEntry(ofDirectory:_:)``: `fstatat` relative to the open `directory`; an entry that
+    /// cannot be read otherwise than by `ENOENT` goes to `unreadable`, if given; always goes on.
     private static func entry(
         _ directory: Int32,
         _ name: UnsafeBufferPointer<UInt8>,
+        unreadable: ((_ name: UnsafeBufferPointer<UInt8>) -> Void)? = nil,
         _ body: (_ name: UnsafeBufferPointer<UInt8>, ItemMetadata) -> Void
     ) -> Bool {
         var buffer = stat()
-        let found = name.withMemoryRebound(to: CChar.self) { text in
-            (try? retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }) != nil
+        let failure = name.withMemoryRebound(to: CChar.self) { text -> Errno? in
+            do throws(Errno) {
+                _ = try retryOnInterrupt { fstatat(directory, text.baseAddress!, &buffer, AT_SYMLINK_NOFOLLOW) }
+                return nil
+            } catch {
+                return error
+            }
         }
-        if found { body(name, ItemMetadata(buffer)) }
+        switch failure {
+        case nil: body(name, ItemMetadata(buffer))
+        case .noSuchFileOrDirectory?: break
+        case _?: unreadable?(name)
+        }
         return true
     }
 }

@@ -104,6 +104,18 @@ import Testing
         #expect(counts.isEmpty, "watches left after every query stopped: \(counts)")
     }
 
+    /// What a rescan of the tree at the root finds removed, read on a thread as nobody (``onThreadAsNobody(_:)``), with
+    /// the service's queue idle (it runs on the queue, whose threads are not the test's to change).
+    private func rescanAsNobody() throws -> Set<ItemPath>? {
+        let (service, root) = (self.service, path())
+        return try onThreadAsNobody {
+            guard let tree = service.trees[root] else { return nil }
+            var delta = QueryTree.Delta()
+            _ = service.rescan(tree, into: &delta)
+            return delta.removed
+        }
+    }
+
     /// An item that cannot be read (`EACCES`: its folder lost its search permission) is kept as it was: before, an
     /// event for it took it for gone, and it left every query's results until it changed again.
     @Test func anItemThatCannotBeReadIsKeptNotTakenForGone() throws {
@@ -134,25 +146,13 @@ import Testing
             if case .items(_, _, _, let removed, _, _) = output { removed } else { [] }
         }
         #expect(removed.isEmpty, "an item that could not be read was told as removed: \(removed)")
-        // A rescan (after an overflow) keeps what a folder that cannot be listed holds; called here, on such a thread,
-        // with the service's queue idle (it runs on the queue, whose threads are not the test's to change).
+        // A rescan (after an overflow) keeps what a folder that cannot be listed holds.
         settle()
-        let treeRoot = path()
-        let rescanned = try onThreadAsNobody { () -> Set<ItemPath>? in
-            guard let tree = service.trees[treeRoot] else { return nil }
-            var delta = QueryTree.Delta()
-            _ = service.rescan(tree, into: &delta)
-            return delta.removed
-        }
+        let rescanned = try rescanAsNobody()
         #expect(rescanned == [], "a rescan took what a folder it could not list holds for gone: \(rescanned)")
         // Listed but not searchable (mode r--, `chmod a-x`): every entry's fstatat fails; kept, and x's subtree too.
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: folder)
-        let listedOnly = try onThreadAsNobody { () -> Set<ItemPath>? in
-            guard let tree = service.trees[treeRoot] else { return nil }
-            var delta = QueryTree.Delta()
-            _ = service.rescan(tree, into: &delta)
-            return delta.removed
-        }
+        let listedOnly = try rescanAsNobody()
         #expect(listedOnly == [], "a rescan took what a listed folder it cannot search holds for gone: \(listedOnly)")
         service.stop(key)
         settle()

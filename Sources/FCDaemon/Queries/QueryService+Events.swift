@@ -50,9 +50,8 @@ extension QueryService {
                 where tree.watchFailed(folder, reason: reason) {
                     outputs += watchUnavailable(folder, reason: reason, of: tree)
                 }
-                if trees.values.contains(where: { !$0.unwatchable.isEmpty }) {
-                    holdsUnwatchable.store(true, ordering: .releasing)
-                }
+                // Set before the batch was queued; set again here, in case no tree was left in between (cleared).
+                holdsUnwatchable.store(true, ordering: .releasing)
                 continue
             }
             if case .overflow = event {

@@ -2,8 +2,9 @@ import FCCore
 import FCToolkit
 
 extension InotifyWatcher {
-    /// What answers for a watcher whose thread ended by itself (``end(after:because:)``), on the callers' threads, one
-    /// report at a time and in order (``FileSystemWatcher``: `deliver` is never called concurrently with itself).
+    /// What answers for a watcher whose thread ended by itself (``end(after:because:lost:)``), on the callers'
+    /// threads, one report at a time and in order (``FileSystemWatcher``: `deliver` is never called concurrently with
+    /// itself).
     final class Ended: Sendable {
         /// Why no directory is watched any more, as `FileSystemEvent.watchFailed` tells it.
         let reason: String

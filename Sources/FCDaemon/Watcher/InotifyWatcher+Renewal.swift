@@ -59,9 +59,10 @@ extension InotifyWatcher {
     }
 
     /// Starts libinotifytools again and adds every wanted directory's watch anew, after an overflow in the batch; a
-    /// directory that can no longer be watched is reported unwatched. Why not, when inotify cannot be started again
-    /// (`nil` when it was): the watcher stops, as when its read fails.
-    func renew(into batch: inout [FileSystemEvent]) -> String? {
+    /// directory that can no longer be watched is reported unwatched. When inotify cannot be started again: why, and
+    /// the directories it had let go to start again (`nil` when it was), for ``end(after:because:lost:)``: the
+    /// watcher stops, as when its read fails.
+    func renew(into batch: inout [FileSystemEvent]) -> (reason: String, lost: [ItemPath])? {
         // In the order they were added (descriptors grow): the first of two paths to one directory keeps it.
         let watchedBefore = byDescriptor.sorted { $0.key < $1.key }.map(\.value)
         let indexedBefore = indexed
@@ -87,12 +88,8 @@ extension InotifyWatcher {
             }
         if let failure {
             logger.error("the file watcher stopped: \(failure)")
-            // Nothing is watched any more: each directory is told as a failed watch (``end(after:because:)``).
-            removed += watchedBefore
-            let reason = Self.stoppedReason(failure)
-            batch += watchedBefore.sorted().map { .watchFailed($0, reason: reason) }
             added = []
-            return failure
+            return (failure, watchedBefore)
         }
         status.renewals += 1
         logger.notice(

@@ -47,8 +47,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         var stopping = false
         var wakeFile: FileDescriptor?
         var thread: Thread?
-        /// Set when the watcher thread ended by itself (``end(after:because:)``): what ``enqueue(_:)`` answers with
-        /// from then.
+        /// Set when the watcher thread ended by itself (``end(after:because:lost:)``): what ``enqueue(_:)`` answers
+        /// with from then.
         var ended: Ended?
     }
     private let control = Locked(Control())
@@ -201,10 +201,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// so (each directory still watched let go, and told as a failed watch, `FileSystemEvent.watchFailed`: the
     /// presenters and live queries that relied on it are told), and that nothing more will be read (`drainedAt`
     /// `.max`: no write's echo is to be waited for, and a queued drain is answered), with the barriers passed and
-    /// those of the commands still queued; from then on ``Ended`` answers for the thread.
-    private func end(after batch: [FileSystemEvent], because reason: String) {
-        let reason = Self.stoppedReason(reason)
-        let stillWatched = byDescriptor.sorted { $0.key < $1.key }.map(\.value)
+    /// those of the commands still queued; from then on ``Ended`` answers for the thread. `lost`: directories already
+    /// let go without a report (a renewal that could not start again), told the same way.
+    private func end(after batch: [FileSystemEvent], because reason: String, lost: [ItemPath] = []) {
+        let reason = "filecoordd's file watcher stopped: \(reason)"
+        let stillWatched = lost + byDescriptor.sorted { $0.key < $1.key }.map(\.value)
         removed += stillWatched
         (byDescriptor, byPath, linked) = ([:], [:], LinkedFileWatches())
         updateWatchCounts()
@@ -224,9 +225,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             }
         }
     }
-
-    /// How a directory's watch lost when the watcher's thread ends by itself is told (`FileSystemEvent.watchFailed`).
-    static func stoppedReason(_ why: String) -> String { "filecoordd's file watcher stopped: \(why)" }
 
     // MARK: The watcher thread
 
@@ -276,7 +274,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             if wake, !runCommands(into: &batch) { return }
             if renewalDue {
                 if let failure = renew(into: &batch) {
-                    end(after: batch, because: failure)
+                    end(after: batch, because: failure.reason, lost: failure.lost)
                     return
                 }
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
