@@ -98,7 +98,7 @@ extension Arbiter {
         var paired: Set<Int> = []
         for (index, event) in events.enumerated() where !paired.contains(index) {
             switch event {
-            case .closedAfterWriting(let path):
+            case .changed(let path):
                 guard reported(path, event) else { continue }
                 if let fresh = watching.fresh[path], !fresh.written {
                     watching.fresh[path]?.written = true

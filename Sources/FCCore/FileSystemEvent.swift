@@ -5,7 +5,7 @@
 /// batch into presenter notifications (docs/SEMANTICS.md §3, changes made without coordination).
 public enum FileSystemEvent: Hashable, Sendable {
     /// A file opened for writing was closed (`IN_CLOSE_WRITE`): one finished write.
-    case closedAfterWriting(ItemPath)
+    case changed(ItemPath)
     /// An item appeared in a watched directory (`IN_CREATE`), or was found by a scan of a directory whose watch was
     /// just added (so that nothing created before the watch existed is missed).
     case created(ItemPath, isDirectory: Bool)
@@ -34,7 +34,7 @@ extension FileSystemEvent {
     /// The items the event names: one, or none for ``overflow`` and ``watchFailed(_:reason:)``.
     public var items: [ItemPath] {
         switch self {
-        case .closedAfterWriting(let path), .created(let path, _), .deleted(let path), .movedFrom(let path, _),
+        case .changed(let path), .created(let path, _), .deleted(let path), .movedFrom(let path, _),
             .movedTo(let path, _, _), .changedBeforeWatch(let path, _):
             [path]
         case .overflow, .watchFailed:

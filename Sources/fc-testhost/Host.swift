@@ -129,7 +129,7 @@ final class Host: @unchecked Sendable {
             let path = arguments[0]
             let flags = Set(arguments.dropFirst())
             let text = arguments.dropFirst().first {
-                !["deleting", "moving", "merging", "replacing", "hold"].contains($0)
+                !["deleting", "moving", "merging", "replacing", "hold", "chmod"].contains($0)
             }
             var options: NSFileCoordinator.WritingOptions = []
             if flags.contains("deleting") { options.insert(.forDeleting) }
@@ -148,6 +148,9 @@ final class Host: @unchecked Sendable {
                     say("granted write \(path)")
                     if writeOptions.contains(.forDeleting) {
                         try? FileManager.default.removeItem(at: url)
+                    } else if flags.contains("chmod") {
+                        // A change that closes no written file (its mode: `IN_ATTRIB`).
+                        try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
                     } else if let text {
                         try? Data(text.utf8).write(to: url)
                     }

@@ -192,6 +192,63 @@ struct WatcherEndToEndTests {
         }
     }
 
+    @Test("Changes that close no written file (chmod, truncate(2), utime, a descriptor left open): one didChange each")
+    func changesWithoutAFinishedWrite() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (folder, doc) = try folderWithDocument(in: env)
+            let a = try await env.host("A")
+            try await a.present("F", doc)
+            try await a.present("D", folder)
+            try await env.waitForWatches(folder)
+
+            // Before, none of these was told: the watcher heard only finished writes (IN_CLOSE_WRITE).
+            try sh("chmod 600 '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 1) == ["didChange"])
+            try sh("python3 -c 'import os, sys; os.truncate(sys.argv[1], 2)' '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 2) == ["didChange", "didChange"])
+            try sh("python3 -c 'import os, sys; os.utime(sys.argv[1], (0, 978307200))' '\(doc)'")
+            #expect(try await a.settledPresenterEvents("F", count: 3) == Array(repeating: "didChange", count: 3))
+            // A writer that keeps its descriptor open is told while it holds it; its close adds nothing.
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+            writer.arguments = ["-c", "exec 3>>'\(doc)'; echo more >&3; read line"]
+            let input = Pipe()
+            writer.standardInput = input
+            try writer.run()
+            #expect(try await a.settledPresenterEvents("F", count: 4) == Array(repeating: "didChange", count: 4))
+            try input.fileHandleForWriting.close()
+            writer.waitForEnd()
+            #expect(try await a.staysWithout("presenter F didChange", count: 5, for: .seconds(1)))
+            #expect(
+                try await a.settledPresenterEvents("D", count: 4)
+                    == Array(repeating: "subitemDidChange \(doc)", count: 4)
+            )
+        }
+    }
+
+    @Test("A coordinated chmod by another process is notified once, by the coordination: the watcher adds no echo")
+    func coordinatedChangeWithoutAFinishedWriteHasNoEcho() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let (folder, doc) = try folderWithDocument(in: env)
+            let a = try await env.host("A")
+            let b = try await env.host("B")
+            try await a.present("F", doc)
+            try await env.waitForWatches(folder)
+
+            try b.send("write \(doc) chmod")
+            try await b.waitFor("done write \(doc)")
+            #expect(
+                try await a.settledPresenterEvents("F", count: 3) == ["relinquishToWriter", "didChange", "reacquire"]
+            )
+            // Held by the watcher until it settles (100 ms), then taken for the write's echo.
+            #expect(try await a.staysWithout("presenter F didChange", count: 2, for: .seconds(1)))
+            let mode = try FileManager.default.attributesOfItem(atPath: doc)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+        }
+    }
+
     @Test("Two hundred presenters in one folder cost one watch; a change reaches only its presenter, once")
     func twoHundredPresenters() async throws {
         try await TestEnvironment.run { env in

@@ -28,7 +28,7 @@ import Testing
     /// The file's close, its state `observed` read at `readAt`.
     private func closed(_ h: ArbiterHarness, observed: ItemStamp, readAt: Int64) {
         h.send(
-            .fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): observed], readAt: readAt)
+            .fileSystemChanged([.changed(path("/d/f"))], observed: [path("/d/f"): observed], readAt: readAt)
         )
     }
 

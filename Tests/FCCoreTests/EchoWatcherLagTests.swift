@@ -56,7 +56,7 @@ import Testing
         #expect(h.arbiter.watchingSnapshot().echoes == 1, "kept: the watcher has not read past the write's end")
         h.send(
             .fileSystemChanged(
-                [.closedAfterWriting(path("/d/f"))],
+                [.changed(path("/d/f"))],
                 observed: [path("/d/f"): written],
                 readAt: 5_000,
                 drainedAt: 4_990
@@ -90,7 +90,7 @@ import Testing
         windowsElapse(h, 20)
         h.send(
             .fileSystemChanged(
-                [.closedAfterWriting(path("/d/f"))],
+                [.changed(path("/d/f"))],
                 observed: [path("/d/f"): stamp(size: 11, at: 3_000)],
                 readAt: 5_000,
                 drainedAt: 4_990
@@ -110,7 +110,7 @@ import Testing
         let (h, file) = presentedFileWritten(drainedAt: nil)
         windowsElapse(h, 20)
         h.send(
-            .fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): written], readAt: 5_000)
+            .fileSystemChanged([.changed(path("/d/f"))], observed: [path("/d/f"): written], readAt: 5_000)
         )
         #expect(didChanges(h, file) == 1)
     }

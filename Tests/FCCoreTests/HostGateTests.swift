@@ -52,7 +52,7 @@ import Testing
         h.send(.hostGate(path("/share"), .close))
         #expect(h.messages(to: presenter).isEmpty)
         // A change made without coordination inside is reported, not taken for the gate's echo.
-        h.send(.fileSystemChanged([.closedAfterWriting(path("/share/doc"))], observed: [:]))
+        h.send(.fileSystemChanged([.changed(path("/share/doc"))], observed: [:]))
         h.send(.timerFired(.fileSystemWindow))
         #expect(h.messages(to: presenter).contains(.presentedItemDidChange))
     }

@@ -93,7 +93,7 @@ struct WatchingTests {
         let folder = h.present("/d", client: app)
         let file = h.present("/d/f", client: app)
         let other = h.present("/d/g", client: app)
-        h.fs(.closedAfterWriting(path("/d/f")))
+        h.fs(.changed(path("/d/f")))
         #expect(h.messages(to: file) == [.presentedItemDidChange])
         #expect(h.messages(to: folder) == [.presentedSubitemDidChange(at: path("/d/f"))])
         #expect(h.messages(to: other).isEmpty)
@@ -108,7 +108,7 @@ struct WatchingTests {
         let file = h.present("/d/f", client: app)
         h.fs(
             .created(path("/d/.f.tmp"), isDirectory: false),
-            .closedAfterWriting(path("/d/.f.tmp")),
+            .changed(path("/d/.f.tmp")),
             .movedFrom(path("/d/.f.tmp"), cookie: 7),
             .movedTo(path("/d/f"), cookie: 7, isDirectory: false)
         )
@@ -139,7 +139,7 @@ struct WatchingTests {
         let app = h.connect("app")
         let folder = h.present("/d", client: app)
         h.fs(.created(path("/d/n"), isDirectory: false))
-        h.fs(.closedAfterWriting(path("/d/n")))
+        h.fs(.changed(path("/d/n")))
         h.settle()
         #expect(
             h.messages(to: folder) == [
@@ -191,7 +191,7 @@ struct WatchingTests {
         let h = watchingHarness()
         let app = h.connect("app")
         let presenters = (0..<200).map { h.present("/d/f\($0)", client: app) }
-        h.fs(.closedAfterWriting(path("/d/f17")))
+        h.fs(.changed(path("/d/f17")))
         h.settle()
         for (index, presenter) in presenters.enumerated() {
             #expect(h.messages(to: presenter) == (index == 17 ? [.presentedItemDidChange] : []))
@@ -244,7 +244,7 @@ struct WatchingTests {
         h.settle()
         #expect(h.messages(to: folder) == [.presentedItemDidChange], "a creation: one did change")
         h.clearEffects()
-        h.fs(.closedAfterWriting(path("/d/a")), .closedAfterWriting(path("/d/b")), .deleted(path("/d/c")))
+        h.fs(.changed(path("/d/a")), .changed(path("/d/b")), .deleted(path("/d/c")))
         h.settle()
         #expect(
             h.messages(to: folder) == [.presentedItemDidChange, .presentedItemDidChange],
@@ -263,7 +263,7 @@ struct WatchingTests {
         let app = h.connect("app")
         let file = h.present("/d/f", client: app)
         for index in 0..<100 {
-            h.fs(.closedAfterWriting(path("/d/f")))
+            h.fs(.changed(path("/d/f")))
             if index % 25 == 24 && index < 99 { h.windowElapses() }
         }
         #expect(h.messages(to: file).count == 4)  // The first at once, then one per window that saw more.
@@ -279,7 +279,7 @@ struct WatchingTests {
         let h = watchingHarness()
         let app = h.connect("app")
         h.present("/d/f", client: app)
-        h.fs(.closedAfterWriting(path("/d/f")))
+        h.fs(.changed(path("/d/f")))
         #expect(h.lastEffects.contains(.startTimer(.fileSystemWindow, after: .milliseconds(50))))
         h.windowElapses()
         #expect(!h.lastEffects.contains { if case .startTimer = $0 { true } else { false } })
@@ -296,17 +296,17 @@ struct WatchingTests {
         h.answerAll()
         #expect(h.isGranted(write))
         h.clearEffects()
-        h.fs(.closedAfterWriting(path("/d/f")))
+        h.fs(.changed(path("/d/f")))
         #expect(h.messages(to: file).isEmpty)
         h.finish(write)
         #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
         // The event of the same write may come after the claim ended: still its echo.
-        h.fs(.closedAfterWriting(path("/d/f")))
+        h.fs(.changed(path("/d/f")))
         #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
         #expect(h.arbiter.watchingSnapshot().statistics.echoesSuppressed == 2)
         h.settle()
         // Once the echo retention is over, a write without coordination is reported again.
-        h.fs(.closedAfterWriting(path("/d/f")))
+        h.fs(.changed(path("/d/f")))
         #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 2)
     }
 
@@ -325,12 +325,12 @@ struct WatchingTests {
         )
         #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
         // The write's own event, read after its end: the file is as the writer left it.
-        h.send(.fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): written]))
+        h.send(.fileSystemChanged([.changed(path("/d/f"))], observed: [path("/d/f"): written]))
         #expect(h.messages(to: file).filter { $0 == .presentedItemDidChange }.count == 1)
         // Another process appends within the echo retention: reported.
         h.send(
             .fileSystemChanged(
-                [.closedAfterWriting(path("/d/f"))],
+                [.changed(path("/d/f"))],
                 observed: [path("/d/f"): stamp(size: 12, at: 1_002)]
             )
         )
@@ -356,7 +356,7 @@ struct WatchingTests {
         // The kernel's coarse clock gave the append the write's change time; its size tells it apart.
         h.send(
             .fileSystemChanged(
-                [.closedAfterWriting(path("/d/f"))],
+                [.changed(path("/d/f"))],
                 observed: [path("/d/f"): stamp(size: 11, at: 1_000)]
             )
         )
@@ -374,11 +374,11 @@ struct WatchingTests {
         // Read while the claim is still granted: an intermediate state of the write, then another process's append
         // made after the accessor returned (the finish is still on its way).
         h.send(
-            .fileSystemChanged([.closedAfterWriting(path("/d/f"))], observed: [path("/d/f"): stamp(size: 5, at: 990)])
+            .fileSystemChanged([.changed(path("/d/f"))], observed: [path("/d/f"): stamp(size: 5, at: 990)])
         )
         h.send(
             .fileSystemChanged(
-                [.closedAfterWriting(path("/d/f"))],
+                [.changed(path("/d/f"))],
                 observed: [path("/d/f"): stamp(size: 12, at: 1_002)]
             )
         )
@@ -407,7 +407,7 @@ struct WatchingTests {
         for size in 1...3 {
             h.send(
                 .fileSystemChanged(
-                    [.closedAfterWriting(path("/d/f"))],
+                    [.changed(path("/d/f"))],
                     observed: [path("/d/f"): stamp(size: Int64(size), at: 990 + Int64(size))]
                 )
             )
@@ -470,7 +470,7 @@ struct WatchingTests {
         for size in 1...1_000 {
             h.send(
                 .fileSystemChanged(
-                    [.closedAfterWriting(path("/d/f"))],
+                    [.changed(path("/d/f"))],
                     observed: [path("/d/f"): stamp(size: Int64(size), at: Int64(size))]
                 )
             )

@@ -133,7 +133,7 @@ import Testing
         let before = recorder.all.count
         let service = self.service
         let recorder = self.recorder
-        let event = FileSystemEvent.closedAfterWriting(path("a/b/f.txt"))
+        let event = FileSystemEvent.changed(path("a/b/f.txt"))
         let (onReader, denied) = try onThreadAsNobody {
             var buffer = stat()
             let denied = lstat(folder + "/f.txt", &buffer) != 0 && errno == EACCES

@@ -120,7 +120,7 @@ import Testing
         // Another process appends a second later; the watcher reads it then.
         let later = now + 1_000_000_000
         let routed = router.fileSystemChanged(
-            [.closedAfterWriting(file)],
+            [.changed(file)],
             observed: [file: .present(inode: 7, size: 2, changeTime: later)],
             readAt: later,
             drainedAt: later

@@ -1,5 +1,6 @@
 import CInotifyTools
 import FCCore
+import FCFileSystemPolicy
 import FCSystem
 import Foundation
 import Logging
@@ -158,6 +159,25 @@ extension InotifyWatcher {
         if indexing {
             noteEntries(in: directory, names: names, folds: folds)
             indexed.insert(directory)
+        }
+    }
+
+    /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
+    func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
+        if let known = foldsNames[descriptor] { return known }
+        let path = directory.bytes
+        guard let status = try? FileSystemCalls.status(pathBytes: path, followingLinks: true),
+            let answer = FileSystemCaseRule.decide(pathBytes: path, device: status.identity.device)
+        else { return false }
+        foldsNames[descriptor] = answer
+        return answer
+    }
+
+    /// After an overflow: directories that were wanted but not watchable (not created yet) may exist now.
+    func rescan(into batch: inout [FileSystemEvent]) {
+        status.rescans += 1
+        for directory in wanted.sorted() where byPath[directory] == nil {
+            add(directory, scan: true, indexing: true, into: &batch)  // Indexed: safe whoever wants it.
         }
     }
 }

@@ -37,7 +37,7 @@ extension InotifyWatcher {
                             guard told.insert(directory).inserted else { continue }
                             last.events.append(.watchFailed(directory, reason: reason))
                             state.status.failedWatches += 1
-                        case .unwatch, .fileWritten, .changedSince, .drain: continue
+                        case .unwatch, .fileWritten, .changedSince, .drain, .settle: continue
                         }
                     }
                     last.status = state.status
@@ -53,7 +53,7 @@ extension InotifyWatcher {
                         state.status.failedWatches += 1
                         report.status = state.status
                         report.events = [.watchFailed(directory, reason: reason)]
-                    case .unwatch, .fileWritten, .changedSince: continue
+                    case .unwatch, .fileWritten, .changedSince, .settle: continue
                     }
                     state.deliver(report)
                 }

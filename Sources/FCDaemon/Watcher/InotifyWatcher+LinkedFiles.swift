@@ -11,7 +11,10 @@ import Logging
 
 extension InotifyWatcher {
     /// An event on a linked file's own watch: a finished write is a change of each of its names in watched
-    /// directories; a change of its attributes may be a link made or removed, so its names are looked at again.
+    /// directories, and so, once settled, is a write without one (`IN_MODIFY`); a change of its attributes may be a
+    /// link made or removed (which is no change of the other names: the kernel tells it to this watch alone), so its
+    /// names are looked at again. An attribute changed through one of its names reaches that name's folder's watch,
+    /// when it has one.
     func readLinkedFile(_ mask: UInt32, _ descriptor: Int32, into batch: inout [FileSystemEvent]) {
         if mask & UInt32(IN_IGNORED) != 0 {
             // The file is gone (its last name removed and closed): libinotifytools keeps the watch's name, which
@@ -24,9 +27,12 @@ extension InotifyWatcher {
         status.events += 1
         guard let watch = linked.watch(descriptor) else { return }
         if mask & UInt32(IN_CLOSE_WRITE) != 0 {
-            for name in watch.names.sorted() where !echoes.isEcho(of: name, watchedBy: descriptor) {
-                batch.append(.closedAfterWriting(name))
+            for name in watch.names.sorted() where settling.closed(name) {
+                if !echoes.isEcho(of: name, watchedBy: descriptor) { batch.append(.changed(name)) }
             }
+        } else if mask & UInt32(IN_MODIFY) != 0 {
+            // Through any name: each name's change is held until it settles, as a directory's are.
+            for name in watch.names.sorted() { hold(name, into: &batch) }
         }
         if mask & UInt32(IN_ATTRIB) != 0 {
             // One lookup per name; a name that reaches another file, or a file with one name left, is let go (its
@@ -122,7 +128,7 @@ extension InotifyWatcher {
     func reportWrite(of identity: FileIdentity, into batch: inout [FileSystemEvent]) {
         guard linked.descriptor(of: identity) == nil else { return }
         let names = files.names(of: identity)
-        for name in names { batch.append(.closedAfterWriting(name)) }
+        for name in names { batch.append(.changed(name)) }
         for name in names { noteEntry(name) }
     }
 

@@ -29,13 +29,19 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         case barrier(UInt64)
         /// Nothing but a report (``FileSystemWatcher/drain()``).
         case drain
+        /// A held change may be due (``SettlingChanges``): the watcher's own timer.
+        case settle
     }
 
-    /// The events watched in every directory.
-    static let mask = UInt32(IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR)
+    /// The events watched in every directory: a finished write, a change without one (`IN_MODIFY`, `IN_ATTRIB`: held
+    /// until it settles, ``SettlingChanges``), and the names that come and go.
+    static let mask = UInt32(
+        IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR
+    )
     /// The events watched on a file of a watched directory that has other names (issue 26): a finished write through
-    /// any name, a change of its link count (`IN_ATTRIB`: a link made or removed anywhere), its end.
-    static let linkedFileMask = UInt32(IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_DONT_FOLLOW)
+    /// any name, a write without one (`IN_MODIFY`, as in a directory), a change of its link count (`IN_ATTRIB`: a link
+    /// made or removed anywhere), its end.
+    static let linkedFileMask = UInt32(IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_DONT_FOLLOW)
 
     let cap: Int?
     private let wakePath: String
@@ -90,6 +96,17 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var renewalWanted = false
     /// Whether ``renew(into:)`` is adding the watches again.
     var renewing = false
+    /// Changes without a finished write, held until they settle.
+    var settling = SettlingChanges()
+    /// Whether a ``Command/settle`` is on its way (one at a time: it comes no later than any held change is due).
+    var settleArmed = false
+    /// When the batch being read was read (a held change's time), and how far the watcher had read before it.
+    var batchReadAt = ContinuousClock.now
+    var drainedBeforeBatch = ChangeTimes.now
+    /// Whether the batch being read held anything but changes to hold (a report is due: an event, a watch's status).
+    var readOther = false
+    /// Where the settling timer waits (no thread of its own).
+    let settleTimers = DispatchQueue(label: "filecoordd.watcher.settling")
 
     /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
     /// through a file at `wakePath` (in the daemon's private runtime folder).
@@ -180,7 +197,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ command: Command) {
+    func enqueue(_ command: Command) {
         let (file, ended) = control.withLock { control -> (FileDescriptor?, Ended?) in
             guard !control.stopping else { return (nil, nil) }
             if let ended = control.ended { return (nil, ended) }
@@ -246,6 +263,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     private func run() {
+        drainedBeforeBatch = ChangeTimes.now  // Every watch is added after this.
         while true {
             guard let first = inotifytools_next_events(-1, 1) else {
                 let error = inotifytools_error()
@@ -256,6 +274,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             }
             var batch: [FileSystemEvent] = []
             var wake = false
+            (batchReadAt, readOther) = (.now, false)
             read(first, into: &batch, wake: &wake)
             // Taken before each look at the queue: the last one is before the look that found it empty.
             var drainedAt = ChangeTimes.now
@@ -281,6 +300,12 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 if !runCommands(into: &batch) { return }
             }
             echoes.endBatch()
+            armSettling()
+            // A batch of held changes alone says nothing yet (a write storm in a watched folder would cost the loop a
+            // pass per read otherwise).
+            let silent = !wake && !readOther && batch.isEmpty && added.isEmpty && removed.isEmpty && barriers.isEmpty
+            drainedBeforeBatch = drainedAt
+            if silent { continue }
             var report = WatcherReport(
                 events: batch,
                 status: status,
@@ -290,7 +315,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             )
             // After the last lstat: every state above was read before this moment.
             report.readAt = ChangeTimes.now
-            report.drainedAt = drainedAt
+            // A held change was made after `settling.drainedBefore` and is not told yet.
+            report.drainedAt = min(drainedAt, settling.drainedBefore ?? .max)
             report.barriers = barriers
             deliver(report)
             added = []
@@ -306,6 +332,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     ) {
         let mask = event.pointee.mask
         let descriptor = event.pointee.wd
+        // Set for all but a change to hold (put back where one is held).
+        let otherBefore = readOther
+        readOther = true
         if mask & UInt32(IN_IGNORED) != 0 { noteDropped(descriptor) }
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
             status.overflows += 1
@@ -321,6 +350,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         }
         if linked.watch(descriptor) != nil {
             readLinkedFile(mask, descriptor, into: &batch)
+            if mask == UInt32(IN_MODIFY) { readOther = otherBefore }
             return
         }
         if mask & UInt32(IN_IGNORED) != 0 {
@@ -342,8 +372,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             // A file made or moved in: indexed, and watched if it has other names (a link made into the directory).
             if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { noteEntry(path) }
         }
+        if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
+            settling.forget(path)  // A vacated name's change does not matter any more.
+        } else if mask & UInt32(IN_MODIFY | IN_ATTRIB) != 0 {
+            hold(path, into: &batch)
+            readOther = otherBefore
+            return
+        }
         if mask & UInt32(IN_CLOSE_WRITE) != 0 {
-            batch.append(.closedAfterWriting(path))
+            if settling.closed(path) { batch.append(.changed(path)) }
             noteDirectWrite(of: path)
         }
         if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
@@ -386,6 +423,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 barriers.append(token)
             case .drain:
                 break  // The report that follows says how far the queue was read.
+            case .settle:
+                settleArmed = false
+                tellSettled(into: &batch)
             case .changedSince(let since, let itemChangeTime, let path, let presenter):
                 // The presenter's watches were queued before this: they are in place (or failed, and said so).
                 reportChanges(
@@ -404,24 +444,5 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     func updateWatchCounts() {
         status.watches = byDescriptor.count + linked.count
         status.linkedFileWatches = linked.count
-    }
-
-    /// Whether the names of the watch `descriptor` (directory `directory`) are folded; decided once, on this thread.
-    func foldsNames(_ descriptor: Int32, _ directory: ItemPath) -> Bool {
-        if let known = foldsNames[descriptor] { return known }
-        let path = directory.bytes
-        guard let status = try? FileSystemCalls.status(pathBytes: path, followingLinks: true),
-            let answer = FileSystemCaseRule.decide(pathBytes: path, device: status.identity.device)
-        else { return false }
-        foldsNames[descriptor] = answer
-        return answer
-    }
-
-    /// After an overflow: directories that were wanted but not watchable (not created yet) may exist now.
-    private func rescan(into batch: inout [FileSystemEvent]) {
-        status.rescans += 1
-        for directory in wanted.sorted() where byPath[directory] == nil {
-            add(directory, scan: true, indexing: true, into: &batch)  // Indexed: safe whoever wants it.
-        }
     }
 }

@@ -385,7 +385,7 @@ struct Simulation {
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
             let path = Self.universe.randomElement(using: &rng)!
             switch Int.random(in: 0..<11, using: &rng) {
-            case 0..<3: events.append(.closedAfterWriting(path))
+            case 0..<3: events.append(.changed(path))
             case 3..<5: events.append(.created(path, isDirectory: rng.chance(30)))
             case 5..<6: events.append(.deleted(path))
             case 6..<8:
@@ -532,7 +532,7 @@ struct Simulation {
                 lag.enqueue(path, causedAt: causedAt, written: stamp, tick: windowTicks)
                 return
             }
-            let echo = [FileSystemEvent.closedAfterWriting(path)]
+            let echo = [FileSystemEvent.changed(path)]
             send(
                 .fileSystemChanged(echo, observed: observed(echo), readAt: clock, drainedAt: lag.drainedAt(now: clock))
             )
@@ -543,7 +543,7 @@ struct Simulation {
     /// (invariant 11).
     private mutating func readLateEchoes() {
         while let echo = lag.popFirst() {
-            let events = [FileSystemEvent.closedAfterWriting(echo.path)]
+            let events = [FileSystemEvent.changed(echo.path)]
             let held = arbiter.snapshot().claims.contains { claim in
                 claim.phase == .granted && claim.request.items.contains { $0.access.isWrite }
             }
@@ -578,7 +578,7 @@ struct Simulation {
     private mutating func sendFileSystemEvents(_ events: [FileSystemEvent]) {
         for event in events {
             switch event {
-            case .closedAfterWriting(let path), .changedBeforeWatch(let path, _): change(path, present: true)
+            case .changed(let path), .changedBeforeWatch(let path, _): change(path, present: true)
             case .created(let path, _), .movedTo(let path, _, _): change(path, present: true, replaced: true)
             case .deleted(let path), .movedFrom(let path, _): change(path, present: false)
             case .overflow, .watchFailed: break
