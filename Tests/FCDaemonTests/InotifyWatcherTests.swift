@@ -719,4 +719,29 @@ extension InotifyWatcherTests {
             #expect((collector.all[after...].compactMap(\.drainedAt).max() ?? .min) >= changed)
         }
     }
+
+    /// The wake file in a watched folder (the daemon's runtime folder presented, say): its writes are no change, or
+    /// each one told once settled would take a write of the wake file to tell, to be told in turn, for ever.
+    @Test func theWakeFileInAWatchedFolderIsNoChange() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            try write("probe", to: folder + "/probe")
+            watcher.watch(try path(folder))
+            watcher.barrier(1)
+            try collector.waitUntil("the watch") { $0.barriers.contains(1) && $0.status?.watches == 1 }
+            for token in 2...5 { watcher.barrier(UInt64(token)) }
+            try collector.waitUntil("the barriers, each a write of the wake file") { $0.barriers.contains(5) }
+            #expect(chmod(folder + "/probe", 0o600) == 0)
+            try collector.waitUntil("the probe's change") { $0.events.contains(.changed(try! path(folder + "/probe"))) }
+            // Each timer's wake-up wrote the wake file again, so had it been held it would be told at the longest
+            // hold (1 s) after its first write: looked for over 1.5 s.
+            let wake = FileSystemEvent.changed(try path(folder + "/wake"))
+            let deadline = ContinuousClock.now + .milliseconds(1_500)
+            while ContinuousClock.now < deadline, !collector.events.contains(wake) { usleep(10_000) }
+            #expect(!collector.events.contains(wake), "\(Self.story(of: collector))")
+        }
+    }
 }

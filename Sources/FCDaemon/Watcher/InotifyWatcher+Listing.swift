@@ -1,9 +1,10 @@
 import FCCore
 import FCFileSystemPolicy
 import FCSystem
+import Foundation
 
-// Listing a watched directory's entries, and spelling their names as the arbiter's keys are. On the watcher's thread,
-// as the rest of ``InotifyWatcher``'s state.
+// Listing a watched directory's entries, spelling their names as the arbiter's keys are, and reading the kernel's
+// limits. On the watcher's thread, as the rest of ``InotifyWatcher``'s state.
 
 extension InotifyWatcher {
     /// The names of a directory's entries as their bytes, in byte order (none when it cannot be read).
@@ -36,5 +37,13 @@ extension InotifyWatcher {
             let bytes = folds ? Self.folded(name) : name
             batch.append(.created(directory.appending(bytes), isDirectory: entry?.kind == .directory))
         }
+    }
+
+    /// The kernel's inotify limit `name` (`/proc/sys/fs/inotify/`), for the status.
+    static func readLimit(_ name: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/fs/inotify/\(name)", encoding: .utf8) else {
+            return nil
+        }
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

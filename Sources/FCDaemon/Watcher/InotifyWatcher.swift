@@ -45,6 +45,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     let cap: Int?
     private let wakePath: String
+    /// The wake file: its writes are not held in a watched folder (each, settled, would wake the watcher again).
+    private let wakeItem: ItemPath?
     let logger: Logger
     /// What other threads hand the watcher thread.
     private struct Control {
@@ -113,17 +115,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     public init(maximumWatches: Int?, wakePath: String, logger: Logger = Logger(label: "filecoordd.watcher")) {
         self.cap = maximumWatches
         self.wakePath = wakePath
+        wakeItem = try? ItemPath(absolute: wakePath)
         self.logger = logger
         status.watchCap = maximumWatches
         status.kernelMaximumWatches = Self.readLimit("max_user_watches")
         status.queueLimit = Self.readLimit("max_queued_events")
-    }
-
-    private static func readLimit(_ name: String) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/sys/fs/inotify/\(name)", encoding: .utf8) else {
-            return nil
-        }
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     public func start(deliver: @escaping @Sendable (WatcherReport) -> Void) throws {
@@ -375,7 +371,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
             settling.forget(path)  // A vacated name's change does not matter any more.
         } else if mask & UInt32(IN_MODIFY | IN_ATTRIB) != 0 {
-            hold(path, into: &batch)
+            if path != wakeItem { hold(path, into: &batch) }
             readOther = otherBefore
             return
         }
