@@ -300,7 +300,9 @@ struct EndToEndTests {
 
             let killed = try await b.kill9()
             let granted = try await c.waitFor("granted read \(doc)")
-            #expect(granted.time - killed < .seconds(2), "C waited \(granted.time - killed) after B died")
+            // At once (milliseconds alone; 10 s leaves room for the first test phase's load): without the release
+            // C waits for ever, and `waitFor` gives up at 30 s.
+            #expect(granted.time - killed < .seconds(10), "C waited \(granted.time - killed) after B died")
             try await c.waitFor("done read \(doc)")
 
             try await eventually("the daemon to log that \(clientB) disconnected:\n\(daemon.log())") {
@@ -330,7 +332,8 @@ struct EndToEndTests {
 
             let killed = try await a.kill9()
             let granted = try await b.waitFor("granted write \(doc)")
-            #expect(granted.time - killed < .seconds(2), "B waited \(granted.time - killed) after A died")
+            // The presenter timeout is infinite: without the daemon answering for the dead presenter B waits for ever.
+            #expect(granted.time - killed < .seconds(10), "B waited \(granted.time - killed) after A died")
             try await b.waitFor("done write \(doc)")
         }
     }
@@ -376,7 +379,8 @@ struct EndToEndTests {
             let killed = ContinuousClock.now
             daemon.signal(SIGKILL)
             let line = try await b.waitFor("failed write \(doc)")
-            #expect(line.time - killed < .seconds(2), "B's call failed \(line.time - killed) after the daemon died")
+            // The presenter timeout is infinite: a call that does not see the connection end waits for ever.
+            #expect(line.time - killed < .seconds(10), "B's call failed \(line.time - killed) after the daemon died")
             let failure = try #require(FailedCall(line.text), "unparsable: \(line.text)")
             #expect(failure.domain == "FileCoordinationErrorDomain" && failure.code == 2, "\(failure)")
             #expect(!b.lines.contains { $0.text.hasPrefix("granted write") })
