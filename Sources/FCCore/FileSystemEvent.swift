@@ -4,7 +4,9 @@
 /// as ``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``, one batch per read, in the kernel's order. The arbiter turns the
 /// batch into presenter notifications (docs/SEMANTICS.md §3, changes made without coordination).
 public enum FileSystemEvent: Hashable, Sendable {
-    /// A file opened for writing was closed (`IN_CLOSE_WRITE`): one finished write.
+    /// An item's contents or attributes changed: a file opened for writing was closed (`IN_CLOSE_WRITE`: one
+    /// finished write), or a change that closed no written file settled (`IN_MODIFY`, `IN_ATTRIB`: the watcher holds
+    /// them until the item is quiet, and tells one).
     case changed(ItemPath)
     /// An item appeared in a watched directory (`IN_CREATE`), or was found by a scan of a directory whose watch was
     /// just added (so that nothing created before the watch existed is missed).

@@ -46,6 +46,13 @@ public enum ChangeTimes {
         public var size: Int64
         /// `st_ctim`, nanoseconds since the Unix epoch.
         public var changeTime: Int64
+
+        /// A state of these three numbers.
+        public init(inode: UInt64, size: Int64, changeTime: Int64) {
+            self.inode = inode
+            self.size = size
+            self.changeTime = changeTime
+        }
     }
 
     /// The state of the item at `path` (`lstat`: a link's own), `nil` when nothing is there (`ENOENT`, `ENOTDIR`).

@@ -242,7 +242,9 @@ struct WatcherEndToEndTests {
             #expect(
                 try await a.settledPresenterEvents("F", count: 3) == ["relinquishToWriter", "didChange", "reacquire"]
             )
-            // Held by the watcher until it settles (100 ms), then taken for the write's echo.
+            // Held by the watcher until it settles (100 ms), then taken for the write's echo. (A guard: before the
+            // watcher heard IN_ATTRIB there was nothing to take; the hold of `drainedAt` that makes the echo record
+            // wait for a change held longer than its retention is InotifyWatcherTests'.)
             #expect(try await a.staysWithout("presenter F didChange", count: 2, for: .seconds(1)))
             let mode = try FileManager.default.attributesOfItem(atPath: doc)[.posixPermissions] as? Int
             #expect(mode == 0o600)

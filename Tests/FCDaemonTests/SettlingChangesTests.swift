@@ -1,4 +1,5 @@
 import FCCore
+import FCSystem
 import Testing
 
 @testable import FCDaemon
@@ -36,30 +37,71 @@ struct SettlingChangesTests {
         #expect(settling.isEmpty && settling.drainedBefore == nil && settling.nextDue == nil)
     }
 
-    @Test func aFinishedWriteTakesTheHeldChangeAndIsNotToldAgainAfterOneTold() {
+    @Test func aFinishedWriteTakesTheHeldChangeAndIsNotToldAgainWhenItClosesAChangeTold() {
         var settling = SettlingChanges()
         let file = Self.path("/d/file")
+        let toldState = ChangeTimes.FileState(inode: 1, size: 5, changeTime: 100)
+        let written = ChangeTimes.FileState(inode: 1, size: 5, changeTime: 200)
         settling.note(file, at: at(0), drainedBefore: 1)
-        var told = settling.closed(file)
-        #expect(told, "the close of a held change is the change, told")
+        var looked = false
+        var told = settling.closed(file) {
+            looked = true
+            return toldState
+        }
+        #expect(told && !looked, "the close of a held change is the change: told, without a look")
         #expect(settling.isEmpty)
         settling.note(file, at: at(200), drainedBefore: 2)
         var due = settling.takeDue(at: at(300))
         #expect(due == [file])
-        told = settling.closed(file)
-        #expect(!told, "the close of a change told is no change")
-        told = settling.closed(file)
+        settling.told(file, as: toldState)
+        told = settling.closed(file) { toldState }
+        #expect(!told, "the close of a change told, the file as it was told, is no change")
+        told = settling.closed(file) { toldState }
         #expect(told, "a close after that is")
+        // Written since it was told without an IN_MODIFY (through mmap): its close is told.
         settling.note(file, at: at(400), drainedBefore: 3)
         due = settling.takeDue(at: at(500))
-        #expect(due == [file])
+        settling.told(file, as: toldState)
+        told = settling.closed(file) { written }
+        #expect(told, "written since the change told")
+        // Written again (IN_MODIFY) since the change told: the close is the new change.
         settling.note(file, at: at(600), drainedBefore: 4)
-        told = settling.closed(file)
+        due = settling.takeDue(at: at(700))
+        settling.told(file, as: toldState)
+        settling.note(file, at: at(800), drainedBefore: 5)
+        told = settling.closed(file) { toldState }
         #expect(told, "written again since the change told")
-        settling.note(file, at: at(700), drainedBefore: 5)
+        settling.note(file, at: at(900), drainedBefore: 6)
         settling.forget(file)
         due = settling.takeDue(at: at(2_000))
         #expect(settling.isEmpty && due == [])
+    }
+
+    @Test func aMoveTakesTheHeldChangesOfTheItemOrOfTheFolderAtOnce() {
+        var settling = SettlingChanges()
+        let file = Self.path("/d/file")
+        let inner = Self.path("/d/sub/inner")
+        let deeper = Self.path("/d/sub/x/deeper")
+        let beside = Self.path("/d/subway")
+        for path in [file, inner, deeper, beside] { settling.note(path, at: at(0), drainedBefore: 1) }
+        let taken = settling.take(file)
+        #expect(taken)
+        let again = settling.take(file)
+        #expect(!again)
+        let below = settling.takeAll(under: Self.path("/d/sub"))
+        #expect(below == [inner, deeper])
+        let due = settling.takeDue(at: at(100))
+        #expect(due == [beside])
+    }
+
+    @Test func aTimingOfItsOwn() {
+        var settling = SettlingChanges(timing: SettlingTiming(quiet: .seconds(5), longest: .seconds(2)))
+        let file = Self.path("/d/file")
+        settling.note(file, at: at(0), drainedBefore: 1)
+        var due = settling.takeDue(at: at(1_999))
+        #expect(due == [])
+        due = settling.takeDue(at: at(2_000))
+        #expect(due == [file])
     }
 
     @Test func heldChangesAreBounded() {

@@ -27,7 +27,8 @@ extension InotifyWatcher {
         status.events += 1
         guard let watch = linked.watch(descriptor) else { return }
         if mask & UInt32(IN_CLOSE_WRITE) != 0 {
-            for name in watch.names.sorted() where settling.closed(name) {
+            for name in watch.names.sorted()
+            where settling.closed(name, now: { (try? ChangeTimes.state(ofPathBytes: name.bytes)) ?? nil }) {
                 if !echoes.isEcho(of: name, watchedBy: descriptor) { batch.append(.changed(name)) }
             }
         } else if mask & UInt32(IN_MODIFY) != 0 {

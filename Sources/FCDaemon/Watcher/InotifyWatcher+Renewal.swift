@@ -96,6 +96,7 @@ extension InotifyWatcher {
             "libinotifytools was started again to let go of the watches the kernel dropped; \(watchedBefore.count) directories are watched anew, and presenters told of a change as after an overflow"
         )
         batch.append(.overflow)
+        settling.clear()  // The overflow tells each held change's item.
         renewing = true
         // The directories first, then their files (so that a cap on watches keeps the directories it kept), neither
         // listed as made (the overflow says what may have changed); then the directories wanted but not watched, as

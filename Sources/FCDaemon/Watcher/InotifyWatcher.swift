@@ -45,8 +45,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
 
     let cap: Int?
     private let wakePath: String
-    /// The wake file: its writes are not held in a watched folder (each, settled, would wake the watcher again).
-    private let wakeItem: ItemPath?
+    /// The wake file's folder and name: its writes are not held in a watched folder (``isWakeFile(_:name:)``).
+    var wakeFile: (folder: FileIdentity, name: [UInt8])?
     let logger: Logger
     /// What other threads hand the watcher thread.
     private struct Control {
@@ -63,7 +63,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     // Owned by the watcher thread.
     private var deliver: @Sendable (WatcherReport) -> Void = { _ in }
-    private var wakeWatch: Int32 = -1
+    var wakeWatch: Int32 = -1
     var byDescriptor: [Int32: ItemPath] = [:]
     /// Per watch, whether its directory's names compare case-insensitively (`FileSystemCaseRule`, as the client's
     /// canonicaliser decides): event names there are case-folded as the arbiter's keys are (issue 14). Absent while
@@ -99,7 +99,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// Whether ``renew(into:)`` is adding the watches again.
     var renewing = false
     /// Changes without a finished write, held until they settle.
-    var settling = SettlingChanges()
+    var settling: SettlingChanges
     /// Whether a ``Command/settle`` is on its way (one at a time: it comes no later than any held change is due).
     var settleArmed = false
     /// When the batch being read was read (a held change's time), and how far the watcher had read before it.
@@ -111,11 +111,17 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     let settleTimers = DispatchQueue(label: "filecoordd.watcher.settling")
 
     /// Creates a watcher that uses at most `maximumWatches` watches (besides the kernel's limit), waking itself
-    /// through a file at `wakePath` (in the daemon's private runtime folder).
-    public init(maximumWatches: Int?, wakePath: String, logger: Logger = Logger(label: "filecoordd.watcher")) {
+    /// through a file at `wakePath` (in the daemon's private runtime folder), holding changes without a finished
+    /// write for `settlingTiming` (tests shorten or lengthen it).
+    public init(
+        maximumWatches: Int?,
+        wakePath: String,
+        logger: Logger = Logger(label: "filecoordd.watcher"),
+        settlingTiming: SettlingTiming = .standard
+    ) {
         self.cap = maximumWatches
         self.wakePath = wakePath
-        wakeItem = try? ItemPath(absolute: wakePath)
+        settling = SettlingChanges(timing: settlingTiming)
         self.logger = logger
         status.watchCap = maximumWatches
         status.kernelMaximumWatches = Self.readLimit("max_user_watches")
@@ -131,6 +137,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
         )
         _ = try file.writeAll(toAbsoluteOffset: 0, [0])
         control.withLock { $0.wakeFile = file }
+        let wakeBytes = Array(wakePath.utf8)
+        let slash = wakeBytes.lastIndex(of: UInt8(ascii: "/")) ?? -1
+        if let folder = try? FileSystemCalls.status(
+            pathBytes: slash > 0 ? Array(wakeBytes[..<slash]) : Array("/".utf8),
+            followingLinks: true,
+            readingMount: false
+        ) {
+            wakeFile = (folder.identity, Array(wakeBytes[(slash + 1)...]))
+        }
         let started = DispatchSemaphore(value: 0)
         let failure = Locked<WatcherError?>(nil)
         let thread = Thread { [self] in
@@ -210,14 +225,16 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     }
 
     /// The watcher thread's end other than by ``stop()`` (an inotify read failed, a renewal could not start
-    /// libinotifytools again, as `reason` says), after `batch`: nothing is watched any more, and the last report says
-    /// so (each directory still watched let go, and told as a failed watch, `FileSystemEvent.watchFailed`: the
-    /// presenters and live queries that relied on it are told), and that nothing more will be read (`drainedAt`
-    /// `.max`: no write's echo is to be waited for, and a queued drain is answered), with the barriers passed and
-    /// those of the commands still queued; from then on ``Ended`` answers for the thread. `lost`: directories already
-    /// let go without a report (a renewal that could not start again), told the same way.
+    /// libinotifytools again, as `reason` says), after `batch` and the changes still held: nothing is watched any more,
+    /// and the last report says so (each directory still watched let go, and told as a failed watch,
+    /// `FileSystemEvent.watchFailed`: the presenters and live queries that relied on it are told), and that nothing
+    /// more will be read (`drainedAt` `.max`: no write's echo is to be waited for, and a queued drain is answered),
+    /// with the barriers passed and those of the commands still queued; from then on ``Ended`` answers for the thread.
+    /// `lost`: directories already let go without a report (a renewal that could not start again), told the same way.
     private func end(after batch: [FileSystemEvent], because reason: String, lost: [ItemPath] = []) {
         let reason = "filecoordd's file watcher stopped: \(reason)"
+        var batch = batch
+        tellSettled(into: &batch, everything: true)  // Held changes are told: nothing will tell them later.
         let stillWatched = lost + byDescriptor.sorted { $0.key < $1.key }.map(\.value)
         removed += stillWatched
         (byDescriptor, byPath, linked) = ([:], [:], LinkedFileWatches())
@@ -318,72 +335,6 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
             added = []
             removed = []
             barriers = []
-        }
-    }
-
-    private func read(
-        _ event: UnsafeMutablePointer<inotify_event>,
-        into batch: inout [FileSystemEvent],
-        wake: inout Bool
-    ) {
-        let mask = event.pointee.mask
-        let descriptor = event.pointee.wd
-        // Set for all but a change to hold (put back where one is held).
-        let otherBefore = readOther
-        readOther = true
-        if mask & UInt32(IN_IGNORED) != 0 { noteDropped(descriptor) }
-        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-            status.overflows += 1
-            logger.warning("inotify's event queue overflowed: watched presenters are told of a change")
-            batch.append(.overflow)
-            rescan(into: &batch)
-            wake = true  // Commands' wake-ups may be lost with the rest.
-            return
-        }
-        if descriptor == wakeWatch {
-            wake = true
-            return
-        }
-        if linked.watch(descriptor) != nil {
-            readLinkedFile(mask, descriptor, into: &batch)
-            if mask == UInt32(IN_MODIFY) { readOther = otherBefore }
-            return
-        }
-        if mask & UInt32(IN_IGNORED) != 0 {
-            // The directory is gone (deleted, or on an unmounted file system); its parent's watch said so.
-            if forgetWatch(descriptor) { updateWatchCounts() }
-            return
-        }
-        guard let directory = byDescriptor[descriptor], event.pointee.len > 0 else { return }
-        status.events += 1
-        let name = UnsafeRawPointer(event).advanced(by: MemoryLayout<inotify_event>.size)
-            .assumingMemoryBound(to: UInt8.self)
-        let length = strnlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self), Int(event.pointee.len))
-        var bytes = Array(UnsafeBufferPointer(start: name, count: length))
-        if foldsNames(descriptor, directory) { bytes = Self.folded(bytes) }
-        let path = directory.appending(bytes)
-        let isDirectory = mask & UInt32(IN_ISDIR) != 0
-        if !isDirectory {
-            if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { forgetEntry(path) }
-            // A file made or moved in: indexed, and watched if it has other names (a link made into the directory).
-            if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { noteEntry(path) }
-        }
-        if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
-            settling.forget(path)  // A vacated name's change does not matter any more.
-        } else if mask & UInt32(IN_MODIFY | IN_ATTRIB) != 0 {
-            if path != wakeItem { hold(path, into: &batch) }
-            readOther = otherBefore
-            return
-        }
-        if mask & UInt32(IN_CLOSE_WRITE) != 0 {
-            if settling.closed(path) { batch.append(.changed(path)) }
-            noteDirectWrite(of: path)
-        }
-        if mask & UInt32(IN_CREATE) != 0 { batch.append(.created(path, isDirectory: isDirectory)) }
-        if mask & UInt32(IN_DELETE) != 0 { batch.append(.deleted(path)) }
-        if mask & UInt32(IN_MOVED_FROM) != 0 { batch.append(.movedFrom(path, cookie: event.pointee.cookie)) }
-        if mask & UInt32(IN_MOVED_TO) != 0 {
-            batch.append(.movedTo(path, cookie: event.pointee.cookie, isDirectory: isDirectory))
         }
     }
 
