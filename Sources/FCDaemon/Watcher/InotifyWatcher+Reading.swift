@@ -66,9 +66,11 @@ extension InotifyWatcher {
             if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { noteEntry(path) }
         }
         if mask & UInt32(IN_MOVED_FROM) != 0 {
-            tellBeforeMove(of: path, isDirectory: isDirectory, into: &batch)
+            tellBeforeMove(of: path, isDirectory: isDirectory, cookie: event.pointee.cookie, into: &batch)
         } else if mask & UInt32(IN_DELETE | IN_MOVED_TO) != 0 {
             settling.forget(path)  // Deleted, or the name holds another item now.
+            // Renamed within the watched folders: the rename is told (a save through a temporary is a change).
+            if mask & UInt32(IN_MOVED_TO) != 0 { dropToldBeforeMove(cookie: event.pointee.cookie) }
         } else if mask & UInt32(IN_MODIFY | IN_ATTRIB) != 0 {
             hold(path, into: &batch)
             readOther = otherBefore

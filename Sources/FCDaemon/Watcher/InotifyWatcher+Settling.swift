@@ -26,24 +26,50 @@ extension InotifyWatcher {
     }
 
     /// `path` moves away (`IN_MOVED_FROM`): its held change, or those below it for a folder, are told now, before the
-    /// move (at the new place the name means another item, and below a folder moved the old paths lead nowhere).
-    func tellBeforeMove(of path: ItemPath, isDirectory: Bool, into batch: inout [FileSystemEvent]) {
-        if settling.take(path) { batch.append(.changed(path)) }
-        guard isDirectory else { return }
-        for below in settling.takeAll(under: path) { batch.append(.changed(below)) }
+    /// move (at the new place the name means another item, and below a folder moved the old paths lead nowhere),
+    /// unless the move's other half comes in the same batch (``dropToldBeforeMove(cookie:)``).
+    func tellBeforeMove(of path: ItemPath, isDirectory: Bool, cookie: UInt32, into batch: inout [FileSystemEvent]) {
+        var told: [Int] = []
+        if settling.take(path) {
+            told.append(batch.count)
+            batch.append(.changed(path))
+        }
+        if isDirectory {
+            for below in settling.takeAll(under: path) {
+                told.append(batch.count)
+                batch.append(.changed(below))
+            }
+        }
+        if !told.isEmpty { toldBeforeMoves[cookie] = told }
     }
 
-    /// Tells the held changes that are due (all of them, `everything`), each if its item is still there (one `lstat`
-    /// each, remembered so that the close of a change told is not told again), and sets the timer for the next.
+    /// The move `cookie` ended in a watched folder (`IN_MOVED_TO`): the changes told before it are dropped, since the
+    /// rename is told, and a rename over an item (a save through a temporary file whose times or mode were set after
+    /// its last write, as rsync and `shutil.copy2` do) is a change of that item: told at the temporary's name, they
+    /// reached the folder's presenters for a name gone at once. A change and a rename of one item within the quiet
+    /// time is then told as the rename alone.
+    func dropToldBeforeMove(cookie: UInt32) {
+        guard let indices = toldBeforeMoves.removeValue(forKey: cookie) else { return }
+        droppedFromBatch.formUnion(indices)
+    }
+
+    /// The batch as it is to be reported: without the changes ``dropToldBeforeMove(cookie:)`` dropped. O(batch) when
+    /// one was dropped, else O(1).
+    func finishReading(_ batch: inout [FileSystemEvent]) {
+        toldBeforeMoves = [:]
+        guard !droppedFromBatch.isEmpty else { return }
+        batch = batch.enumerated().filter { !droppedFromBatch.contains($0.offset) }.map(\.element)
+        droppedFromBatch = []
+    }
+
+    /// Tells the held changes that are due, or due within ``settleStep`` (all of them, `everything`), and sets the
+    /// timer for the next. Each item's state is read (one `lstat`) and remembered, so that the close of a change told
+    /// is not told again. An item not there is told all the same: a deletion or a move in a watched folder took its
+    /// change before; one made since has its event next in the queue, after this change, as it happened.
     func tellSettled(into batch: inout [FileSystemEvent], everything: Bool = false) {
-        for path in settling.takeDue(at: .now, everything: everything) {
-            do {
-                guard let state = try ChangeTimes.state(ofPathBytes: path.bytes) else { continue }  // Gone since.
-                batch.append(.changed(path))
-                settling.told(path, as: state)
-            } catch {
-                batch.append(.changed(path))  // Not readable: told, not remembered.
-            }
+        for path in settling.takeDue(at: .now + Self.settleStep, everything: everything) {
+            batch.append(.changed(path))
+            if let state = (try? ChangeTimes.state(ofPathBytes: path.bytes)) ?? nil { settling.told(path, as: state) }
         }
         armSettling()
     }

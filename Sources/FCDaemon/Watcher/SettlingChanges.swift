@@ -7,11 +7,11 @@ import FCSystem
 /// latest ``SettlingTiming/longest`` after the first, so that a file written for minutes through one descriptor is told once
 /// a second. A finished write of the item (`IN_CLOSE_WRITE`) takes the held change with it (the write's own event
 /// says it: `echo x > f` is one change, as before), and is not told itself when it closes a change already told and
-/// the item is as it was told (``closed(_:now:)``); a deletion drops it; a move away tells it at once (``take(_:)``,
-/// ``takeAll(under:)``).
+/// the item is as it was told (``closed(_:now:)``); a deletion drops it; a move tells it at once (``take(_:)``,
+/// ``takeAll(under:)``), or drops it when the move ends in a watched folder (the rename is told).
 ///
 /// Bounded by ``limit`` items held and as many told: past it, every held change is told at once (``isFull``), and a
-/// change told is not remembered (its close is told too).
+/// change told makes another remembered go (whose close is then told too).
 ///
 /// - Important: Not thread-safe: owned by the watcher's thread, as the rest of ``InotifyWatcher``'s state.
 struct SettlingChanges {
@@ -97,7 +97,9 @@ struct SettlingChanges {
     /// A change just told, its item as it was then: remembered, room allowing, so that the close that ends it is not
     /// told too.
     mutating func told(_ path: ItemPath, as state: ChangeTimes.FileState) {
-        if told.count < Self.limit || told[path] != nil { told[path] = state }
+        // Full: one remembered goes, any (a change never closed, as a `chmod`'s, would stay for ever otherwise).
+        if told.count >= Self.limit, told[path] == nil { told.remove(at: told.startIndex) }
+        told[path] = state
     }
 
     /// Everything held and told is forgotten: every presenter and query was told a change (an overflow, a renewal).
