@@ -1,3 +1,4 @@
+import CFCLinux
 public import SystemPackage
 
 #if canImport(Glibc)
@@ -87,9 +88,10 @@ public enum ChildProcess {
     ///   executed.
     ///
     /// With `outputToError`, the child's standard output is the caller's standard error (hooks of a tool whose
-    /// standard output is machine-readable). With `outputPath`, its standard input is `/dev/null` and its standard
-    /// output and error are appended to that file (which must exist): for a tool that leaves a daemon behind holding
-    /// its output (`mount.exfat-fuse`), whose end a pipe would never reach (the exFAT test volume).
+    /// standard output is machine-readable). With `outputPath`, its standard input is `/dev/null`, its standard
+    /// output and error are appended to that file (which must exist), and it inherits no other descriptor: for a tool
+    /// that leaves a daemon behind holding what it inherited (`mount.exfat-fuse`), whose end a pipe would never reach
+    /// (the exFAT test volume; a pipe another thread of the tests had open to its own child hung a test run).
     public static func start(
         _ arguments: [String],
         environment: [String]? = nil,
@@ -105,6 +107,9 @@ public enum ChildProcess {
             posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, outputPath, O_WRONLY | O_APPEND, 0)
             posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO)
+            // Nothing else either: a daemon left behind would hold every descriptor the caller had open at the spawn
+            // (another thread's pipe to its own child, whose end would then never come).
+            _ = cfc_spawn_close_from(&actions, STDERR_FILENO + 1)
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

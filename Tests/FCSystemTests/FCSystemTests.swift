@@ -231,6 +231,24 @@ private final class FlakyCall {
         }
     }
 
+    /// A child given an output file inherits no other descriptor: `mount.exfat-fuse` (the exFAT test volume) left a
+    /// daemon holding a pipe another thread of the tests had open to its own child, whose end never came, and a
+    /// clean-clone test run hung on it. Here a descriptor open without close-on-exec is not among the child's.
+    @Test func aChildWithAnOutputFileInheritsNoOtherDescriptor() throws {
+        try withFolder { (folder: String) throws(any Error) in
+            let output = folder + "/out"
+            #expect(FileManager.default.createFile(atPath: output, contents: nil))
+            var ends: [Int32] = [-1, -1]
+            #expect(pipe(&ends) == 0)
+            defer { for end in ends { close(end) } }
+            #expect(try ChildProcess.run(["/bin/sh", "-c", "ls /proc/$$/fd"], outputPath: output) == .exited(0))
+            let listed = String(decoding: try FileSystemCalls.contents(of: output, limit: 4_096), as: UTF8.self)
+            let descriptors = Set(listed.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) })
+            #expect(descriptors.isSuperset(of: [0, 1, 2]), "\(listed)")
+            #expect(descriptors.isDisjoint(with: ends), "the child had the pipe \(ends): \(listed)")
+        }
+    }
+
     @Test func aChildIsReapedWithoutWaitingOnlyOnceItHasEnded() throws {
         try withFolder { (folder: String) throws(any Error) in
             let output = folder + "/out"
