@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -53,4 +54,13 @@ int cfc_statx(const char *path, int follow, struct cfc_status *out) {
     out->uid = buffer.stx_uid;
     out->has_mount_id = (buffer.stx_mask & STATX_MNT_ID) != 0;
     return 0;
+}
+
+// Weak: a C library without it (musl, for the static daemon) still links, and the call says ENOSYS.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+#pragma weak posix_spawn_file_actions_addclosefrom_np
+
+int cfc_spawn_close_from(void *actions, int from) {
+    if (!posix_spawn_file_actions_addclosefrom_np) return ENOSYS;
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -163,16 +162,11 @@ static inline int cfc_pidfd_open(pid_t pid) {
 /// `pipe2(ends, O_CLOEXEC)` (GNU-only in glibc's header, so through syscall()): 0, or -1 and errno.
 static inline int cfc_pipe_cloexec(int ends[2]) { return (int)syscall(SYS_pipe2, ends, O_CLOEXEC); }
 
-// glibc 2.34+ (GNU-only in its header); weak, so that a C library without it (musl, for the static daemon) links.
-extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from)
-    __attribute__((weak));
-
-/// Adds to `actions` the closing of every descriptor from `from` up in the child: 0; ENOSYS when the C library cannot
-/// (the child then inherits them, as before).
-static inline int cfc_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
-    if (!posix_spawn_file_actions_addclosefrom_np) return ENOSYS;
-    return posix_spawn_file_actions_addclosefrom_np(actions, from);
-}
+/// Adds to `actions` (a `posix_spawn_file_actions_t *`) the closing of every descriptor from `from` up in the child
+/// (`posix_spawn_file_actions_addclosefrom_np`, glibc 2.34+): 0; ENOSYS when the C library has it not (musl, for the
+/// static daemon: the child then inherits them). Defined in CFCLinux.c, the one translation unit compiled with
+/// `_GNU_SOURCE` (and this header includes no `spawn.h`, whose types would then be this module's to Swift).
+int cfc_spawn_close_from(void *actions, int from);
 
 /// Makes this process ignore `signal` (`sigaction` with `SIG_IGN`): 0, or the errno. (`SIG_IGN` and `SIG_ERR` are
 /// casts Swift cannot import.)

@@ -16,9 +16,9 @@ import SystemPackage
 /// number of presenters that need it (the arbiter counts them); `IN_ONLYDIR`, so a presented file costs nothing.
 ///
 /// - Important: One `InotifyWatcher` per process (libinotifytools' state is global). Thread-safe as described.
-// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread (the ones not
-// `private` are shared with the extensions in InotifyWatcher+LinkedFiles.swift and
-// InotifyWatcher+ChangesBeforeWatch.swift, on that thread too).
+// @unchecked: `control` is reached only under its lock; every other `var` only on the watcher thread (`wakeFile` is
+// set before that thread starts; the ones not `private` are shared with the extensions in the InotifyWatcher+*.swift
+// files, on that thread too; the settle timer only calls `enqueue`).
 public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// What other threads ask of the watcher thread (``enqueue(_:)``).
     enum Command {
