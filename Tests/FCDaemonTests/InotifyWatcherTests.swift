@@ -75,6 +75,19 @@ private func write(_ text: String, to file: String) throws {
     try FileSystemCalls.writeFile(file, Array(text.utf8))
 }
 
+/// A watcher started with its wake file in `folder` (or at `wakePath`), holding changes without a finished write for
+/// `timing`, and what it delivers.
+private func startWatcher(
+    in folder: String,
+    wakePath: String? = nil,
+    timing: SettlingTiming
+) throws -> (InotifyWatcher, Collector) {
+    let collector = Collector()
+    let watcher = InotifyWatcher(maximumWatches: nil, wakePath: wakePath ?? folder + "/wake", settlingTiming: timing)
+    try watcher.start(deliver: collector.deliver)
+    return (watcher, collector)
+}
+
 /// Writes `text` to each of `files` from a `/bin/sh` child, so that no descriptor of this process is open on them.
 private func writeByChild(_ text: String, to files: [String]) throws {
     let process = Process()
@@ -639,13 +652,10 @@ extension InotifyWatcherTests {
     /// the write that closes is one change only when it closes within it, which a loaded machine may not.)
     @Test func aChangeWithoutAFinishedWriteIsReportedOnceItSettles() throws {
         try withFolder { folder in
-            let collector = Collector()
-            let watcher = InotifyWatcher(
-                maximumWatches: nil,
-                wakePath: folder + "/wake",
-                settlingTiming: SettlingTiming(quiet: .seconds(1), longest: .seconds(2))
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .seconds(1), longest: .seconds(2))
             )
-            try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
             let docs = folder + "/docs"
             try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
@@ -687,13 +697,10 @@ extension InotifyWatcherTests {
     /// writes never leave, and a longest hold of 300 ms.
     @Test func aFileWrittenWithoutAPauseIsReportedAtTheLongestHold() throws {
         try withFolder { folder in
-            let collector = Collector()
-            let watcher = InotifyWatcher(
-                maximumWatches: nil,
-                wakePath: folder + "/wake",
-                settlingTiming: SettlingTiming(quiet: .seconds(5), longest: .milliseconds(300))
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .seconds(5), longest: .milliseconds(300))
             )
-            try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
             let docs = folder + "/docs"
             try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
@@ -718,14 +725,11 @@ extension InotifyWatcherTests {
     /// write's echo record waits for it, and takes it for the write's echo when it comes.
     @Test func aReportSaysNothingWasReadPastAHeldChange() throws {
         try withFolder { folder in
-            let collector = Collector()
             // Held 3 s: the drain and its report come well within it.
-            let watcher = InotifyWatcher(
-                maximumWatches: nil,
-                wakePath: folder + "/wake",
-                settlingTiming: SettlingTiming(quiet: .seconds(3), longest: .seconds(3))
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .seconds(3), longest: .seconds(3))
             )
-            try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
             let docs = folder + "/docs"
             try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
@@ -780,13 +784,10 @@ extension InotifyWatcherTests {
     /// (rsync, `shutil.copy2`) told the folder's presenters a change of a name gone at once.
     @Test func aHeldChangeIsToldBeforeItsItemOrFolderMovesOutAndDroppedByARename() throws {
         try withFolder { folder in
-            let collector = Collector()
-            let watcher = InotifyWatcher(
-                maximumWatches: nil,
-                wakePath: folder + "/wake",
-                settlingTiming: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
             )
-            try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
             let docs = folder + "/docs"
             try FileManager.default.createDirectory(atPath: docs + "/sub", withIntermediateDirectories: true)
@@ -820,13 +821,11 @@ extension InotifyWatcherTests {
             let real = folder + "/real"
             try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: folder + "/link", withDestinationPath: real)
-            let collector = Collector()
-            let watcher = InotifyWatcher(
-                maximumWatches: nil,
+            let (watcher, collector) = try startWatcher(
+                in: folder,
                 wakePath: folder + "/link/wake",
-                settlingTiming: SettlingTiming(quiet: .milliseconds(50), longest: .milliseconds(200))
+                timing: SettlingTiming(quiet: .milliseconds(50), longest: .milliseconds(200))
             )
-            try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
             try write("probe", to: real + "/probe")
             watcher.watch(try path(real))
@@ -848,13 +847,10 @@ extension InotifyWatcherTests {
     /// which inotify does not report), is told: the file's state is not the one told.
     @Test func aCloseAfterAChangeToldIsToldWhenTheFileChangedSince() throws {
         try withFolder { folder in
-            let collector = Collector()
-            let watcher = InotifyWatcher(
-                maximumWatches: nil,
-                wakePath: folder + "/wake",
-                settlingTiming: SettlingTiming(quiet: .milliseconds(50), longest: .seconds(1))
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .milliseconds(50), longest: .seconds(1))
             )
-            try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
             let docs = folder + "/docs"
             try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)

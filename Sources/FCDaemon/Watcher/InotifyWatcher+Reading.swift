@@ -1,13 +1,8 @@
 import CInotifyTools
 import FCCore
 import FCSystem
+import Foundation
 import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 // One inotify event read into the batch being read: the watcher's translation of the kernel's events
 // (`FileSystemEvent`). On the watcher's thread, as the rest of ``InotifyWatcher``'s state.
