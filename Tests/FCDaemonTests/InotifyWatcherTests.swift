@@ -814,6 +814,40 @@ extension InotifyWatcherTests {
         }
     }
 
+    /// A folder renamed within the watched folders while a change of an item below it is held: the change is told,
+    /// once, at the item's old path before the rename (it was dropped with the rename, which tells the items below a
+    /// move, not their change).
+    @Test func aHeldChangeBelowAFolderRenamedWithinTheWatchedFoldersIsToldBeforeTheRename() throws {
+        try withFolder { folder in
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+            )
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            try FileManager.default.createDirectory(atPath: docs + "/sub", withIntermediateDirectories: true)
+            try write("g", to: docs + "/sub/g")
+            watcher.watch(try path(docs))
+            watcher.watch(try path(docs + "/sub"))
+            try collector.waitUntil("the watches") { $0.status?.watches == 2 }
+            #expect(chmod(docs + "/sub/g", 0o600) == 0)
+            #expect(rename(docs + "/sub", docs + "/renamed") == 0)
+            let moved: (FileSystemEvent) -> Bool = { event in
+                if case .movedTo(let to, _, _) = event { to == (try! path(docs + "/renamed")) } else { false }
+            }
+            try collector.waitUntil("the rename") { $0.events.contains(where: moved) }
+            let events = collector.events
+            let names = [try path(docs + "/sub/g"), try path(docs + "/renamed/g")]
+            let changed = events.indices.filter { index in names.contains { events[index] == .changed($0) } }
+            #expect(changed.count == 1, "\(events)")
+            #expect(events.firstIndex(of: .changed(try path(docs + "/sub/g"))) != nil, "\(events)")
+            let movedFrom = events.firstIndex { event in
+                if case .movedFrom(let from, _) = event { from == (try! path(docs + "/sub")) } else { false }
+            }
+            #expect((changed.first ?? .max) < (movedFrom ?? -1), "\(events)")
+        }
+    }
+
     /// The wake file's folder reached through a symbolic link, and watched by its real path: the wake file's writes
     /// are still known (by the folder's identity), not held and told (for ever).
     @Test func theWakeFileReachedThroughALinkIsNoChangeEither() throws {

@@ -25,32 +25,28 @@ extension InotifyWatcher {
         }
     }
 
-    /// `path` moves away (`IN_MOVED_FROM`): its held change, or those below it for a folder, are told now, before the
-    /// move (at the new place the name means another item, and below a folder moved the old paths lead nowhere),
-    /// unless the move's other half comes in the same batch (``dropToldBeforeMove(cookie:)``).
+    /// `path` moves away (`IN_MOVED_FROM`): its held change, and those below it for a folder, are told now, before the
+    /// move (at the new place the name means another item, and below a folder moved the old paths lead nowhere). The
+    /// item's own is dropped again when the move's other half comes in the same batch (``dropToldBeforeMove(cookie:)``);
+    /// those below a folder are not: the rename tells them a move, not their change.
     func tellBeforeMove(of path: ItemPath, isDirectory: Bool, cookie: UInt32, into batch: inout [FileSystemEvent]) {
-        var told: [Int] = []
         if settling.take(path) {
-            told.append(batch.count)
+            toldBeforeMoves[cookie] = batch.count
             batch.append(.changed(path))
         }
         if isDirectory {
-            for below in settling.takeAll(under: path) {
-                told.append(batch.count)
-                batch.append(.changed(below))
-            }
+            for below in settling.takeAll(under: path) { batch.append(.changed(below)) }
         }
-        if !told.isEmpty { toldBeforeMoves[cookie] = told }
     }
 
-    /// The move `cookie` ended in a watched folder (`IN_MOVED_TO`): the changes told before it are dropped, since the
-    /// rename is told, and a rename over an item (a save through a temporary file whose times or mode were set after
-    /// its last write, as rsync and `shutil.copy2` do) is a change of that item: told at the temporary's name, they
-    /// reached the folder's presenters for a name gone at once. A change and a rename of one item within the quiet
-    /// time is then told as the rename alone.
+    /// The move `cookie` ended in a watched folder (`IN_MOVED_TO`): the moved item's change told before it is dropped,
+    /// since the rename is told, and a rename over an item (a save through a temporary file whose times or mode were
+    /// set after its last write, as rsync and `shutil.copy2` do) is a change of that item: told at the temporary's
+    /// name, it reached the folder's presenters for a name gone at once. A change and a rename of one item within the
+    /// quiet time is then told as the rename alone.
     func dropToldBeforeMove(cookie: UInt32) {
-        guard let indices = toldBeforeMoves.removeValue(forKey: cookie) else { return }
-        droppedFromBatch.formUnion(indices)
+        guard let index = toldBeforeMoves.removeValue(forKey: cookie) else { return }
+        droppedFromBatch.insert(index)
     }
 
     /// The batch as it is to be reported: without the changes ``dropToldBeforeMove(cookie:)`` dropped. O(batch) when

@@ -107,8 +107,9 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var drainedBeforeBatch = ChangeTimes.now
     /// Whether the batch being read held anything but changes to hold (a report is due: an event, a watch's status).
     var readOther = false
-    /// Per move of the batch being read, the changes told before it (their places in the batch), and those dropped.
-    var toldBeforeMoves: [UInt32: [Int]] = [:]
+    /// Per move of the batch being read, the moved item's change told before it (its place in the batch), and those
+    /// dropped.
+    var toldBeforeMoves: [UInt32: Int] = [:]
     var droppedFromBatch: Set<Int> = []
     /// Where the settling timer waits (no thread of its own).
     let settleTimers = DispatchQueue(label: "filecoordd.watcher.settling")
