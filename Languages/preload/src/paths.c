@@ -1,9 +1,10 @@
 /* Canonical paths as filecoordd compares them (docs/SEMANTICS.md §4): absolute, symbolic links in the folders
  * resolved (realpath of the parent), `.`/`..`/`//` gone, the last component as given unless the call follows it.
  *
- * Limit: names are not case-folded. The Swift client folds names in case-insensitive folders (casefold ext4, FAT,
- * exFAT); there the library's claims and a Swift client's claims on the same file may not meet. Common Linux
- * folders are case-sensitive and match exactly.
+ * Limit: names are not case-folded. The Swift client's keys fold names in case-insensitive folders (casefold ext4,
+ * FAT, exFAT, CIFS); there the library's claims and a Swift client's meet by key only for names spelled in lower case,
+ * else only by an existing file's identity (docs/SEMANTICS.md §15). Common Linux folders are case-sensitive and match
+ * exactly.
  *
  * No allocation: buffers are on the stack (realpath with a caller's buffer). */
 #include "internal.h"
