@@ -1,9 +1,10 @@
 import FCCore
-import FCDaemon
 import FCSystem
 import Foundation
 import SystemPackage
 import Testing
+
+@testable import FCDaemon
 
 /// What an ``InotifyWatcher`` delivered, collected for a test; `hold()` blocks its thread in `deliver` (so that it
 /// reads nothing meanwhile) until `release()`.
@@ -377,6 +378,41 @@ struct InotifyWatcherTests {
                 $0.events.contains(.changed(try! path(kept + "/after.txt")))
             }
             #expect(collector.status?.failedWatches == 0)
+        }
+    }
+
+    /// A renewal that cannot start libinotifytools again (made to fail here: `renewalFault`) ends the watcher: the
+    /// directories it had let go to start again are told as failed watches (their presenters and queries are told),
+    /// nothing is watched, and barriers and drains are still answered.
+    @Test func aRenewalThatCannotStartAgainTellsTheDirectoriesItLetGo() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
+            watcher.renewalFault = "a test's fault"
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            let kept = folder + "/kept"
+            try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: false)
+            watcher.watch(try path(kept))
+            let count = InotifyWatcher.renewalFloor + 10
+            for index in 0..<count {
+                let directory = folder + "/d\(index)"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                watcher.watch(try path(directory))
+            }
+            try collector.waitUntil("every watch") { $0.status?.watches == count + 1 }
+            for index in 0..<count { try FileManager.default.removeItem(atPath: folder + "/d\(index)") }
+            try collector.waitUntil("the end") { $0.all.last?.drainedAt == .max }
+            let reason = "filecoordd's file watcher stopped: libinotifytools could not be started again: a test's fault"
+            #expect(
+                collector.events.contains(.watchFailed(try path(kept), reason: reason)),
+                "\(collector.events.suffix(3))"
+            )
+            #expect(collector.status?.watches == 0)
+            #expect(collector.status?.renewals == 0)
+            #expect(collector.all.last?.unwatched.contains(try path(kept)) == true)
+            watcher.barrier(7)
+            try collector.waitUntil("a barrier after the end") { $0.barriers.contains(7) }
         }
     }
 

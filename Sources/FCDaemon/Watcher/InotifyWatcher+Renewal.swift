@@ -79,7 +79,9 @@ extension InotifyWatcher {
         renewalWanted = false
         status.retiredWatches = 0
         let failure: String? =
-            if let error = setUp(renewing: true) {
+            if let fault = renewalFault {
+                "libinotifytools could not be started again: \(fault)"
+            } else if let error = setUp(renewing: true) {
                 "libinotifytools could not be started again: \(error)"
             } else if !Self.inotifyDescriptorIsSelectable() {
                 "libinotifytools' new inotify descriptor is above \(Self.selectLimit - 1), which its select() cannot take (more than \(Self.selectLimit - 1) descriptors are open)"

@@ -96,6 +96,10 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     /// A name had no spelling left (``unseenSpelling(_:as:identity:)``): libinotifytools is started again after the
     /// batch. Never set while ``renewing``.
     var renewalWanted = false
+    /// Tests only (`@testable`): why a renewal's start of libinotifytools is to fail, set before ``start(deliver:)``
+    /// (it cannot be made to fail on demand: another thread must take the instance or the descriptor number freed in
+    /// the instant between the close and the open). `nil` in use.
+    var renewalFault: String?
     /// Whether ``renew(into:)`` is adding the watches again.
     var renewing = false
     /// Changes without a finished write, held until they settle.
