@@ -284,7 +284,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "FCProtocol", "FCCore", "FCTestSupport", "FCSystem",
+                "FCProtocol", "FCCore", "FCTestSupport", "FCSystem", "FCFileSystemPolicy",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             exclude: ["Corpus"]

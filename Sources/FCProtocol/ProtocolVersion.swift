@@ -19,8 +19,9 @@ public enum ProtocolVersion {
     /// `QueryItems`; issue 44). 7: lease counters for a client without a thread (`Hello.lease_counters`,
     /// `LeaseGranted.counters_file`, `LeaseCounterIdle`; issue 42), which an older daemon ignores (no lease). 8: a
     /// live query's result count (`QueryResults`, for fcdump; issue 44). 9: part of a live query's tree not watched
-    /// (`QueryWatchUnavailable`, daemon to client: a client before it ignores the message).
-    public static let revision: UInt32 = 9
+    /// (`QueryWatchUnavailable`, daemon to client: a client before it ignores the message). 10: the daemon refuses a
+    /// client whose `Hello.path_rules` are not its own (a daemon before it ignores the field).
+    public static let revision: UInt32 = 10
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1
@@ -60,15 +61,21 @@ public enum ProtocolVersion {
     ///   - hello: the client's first frame.
     ///   - supported: the versions the daemon accepts (``supported`` unless a test says otherwise).
     ///   - daemonVersion: the daemon's own version, named in a refusal (``current``).
+    ///   - pathRules: the daemon's path rules (FCFileSystemPolicy's `PathRules.revision`): a client that states
+    ///     others in `Hello.path_rules` is refused; `nil`: not checked.
     /// - Returns: `.accept(version:)` with the version both ends speak from now on, or `.refuse` with the `Refused`
-    ///   message whose reason names the client's and the daemon's versions and what to do.
+    ///   message whose reason names the client's and the daemon's versions (or path rules) and what to do.
     public static func check(
         _ hello: Filecoord_V1_Hello,
         supported: ClosedRange<UInt32> = ProtocolVersion.supported,
-        daemonVersion: UInt32 = ProtocolVersion.current
+        daemonVersion: UInt32 = ProtocolVersion.current,
+        pathRules: UInt32? = nil
     ) -> HandshakeVerdict {
         let clientVersion = hello.protocolVersion
         if supported.contains(clientVersion) {
+            if let pathRules, hello.pathRules != 0, hello.pathRules != pathRules {
+                return .refuse(pathRulesRefusal(hello, daemonRules: pathRules, daemonVersion: daemonVersion))
+            }
             return .accept(version: clientVersion)
         }
         let accepted =
@@ -88,6 +95,27 @@ public enum ProtocolVersion {
             "protocol version mismatch: client \"\(hello.clientName)\" (pid \(hello.pid)) speaks protocol version "
             + "\(clientVersion), filecoordd speaks protocol version \(daemonVersion) (accepts \(accepted)); \(advice)"
         return .refuse(refused)
+    }
+}
+
+extension ProtocolVersion {
+    /// The refusal of a client whose path rules are not the daemon's.
+    static func pathRulesRefusal(
+        _ hello: Filecoord_V1_Hello,
+        daemonRules: UInt32,
+        daemonVersion: UInt32
+    ) -> Filecoord_V1_Refused {
+        let advice =
+            hello.pathRules > daemonRules
+            ? "the client is newer than filecoordd; restart filecoordd from the client's release"
+            : "the client is older than filecoordd; rebuild the application with the daemon's release"
+        var refused = Filecoord_V1_Refused()
+        refused.daemonProtocolVersion = daemonVersion
+        refused.reason =
+            "path rules mismatch: client \"\(hello.clientName)\" (pid \(hello.pid)) makes canonical paths by rules "
+            + "revision \(hello.pathRules), filecoordd and its other clients by revision \(daemonRules), so that their "
+            + "claims on one item might not meet; \(advice)"
+        return refused
     }
 }
 

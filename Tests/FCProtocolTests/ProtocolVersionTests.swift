@@ -51,6 +51,26 @@ import Testing
         #expect(refused.reason.contains("no protocol version"))
     }
 
+    @Test func aClientOfOtherPathRulesIsRefusedAndOneThatStatesNoneIsAccepted() throws {
+        var hello = Filecoord_V1_Hello(clientName: "TextEdit", pid: 10)
+        #expect(ProtocolVersion.check(hello, pathRules: 3) == .accept(version: 1))  // None stated.
+        hello.pathRules = 3
+        #expect(ProtocolVersion.check(hello, pathRules: 3) == .accept(version: 1))
+        #expect(ProtocolVersion.check(hello) == .accept(version: 1))  // Not checked.
+        for (rules, advice) in [(UInt32(2), "older"), (4, "newer")] {
+            hello.pathRules = rules
+            guard case .refuse(let refused) = ProtocolVersion.check(hello, pathRules: 3) else {
+                Issue.record("path rules \(rules) accepted by a daemon of 3")
+                continue
+            }
+            #expect(refused.daemonProtocolVersion == 1)
+            let client = "client \"TextEdit\" (pid 10) makes canonical paths by rules revision \(rules)"
+            #expect(refused.reason.contains(client))
+            #expect(refused.reason.contains("filecoordd and its other clients by revision 3"))
+            #expect(refused.reason.contains(advice))
+        }
+    }
+
     @Test func aDaemonThatSupportsARangeAcceptsEveryVersionInIt() {
         for version: UInt32 in 2...4 {
             var hello = Filecoord_V1_Hello()

@@ -3113,7 +3113,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[5] =
+static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[6] =
 {
   {
     "protocol_version",
@@ -3175,11 +3175,24 @@ static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[5]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "path_rules",
+    12,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Hello, path_rules),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__hello__field_indices_by_name[] = {
   3,   /* field[3] = answers_recalls */
   1,   /* field[1] = client_name */
   4,   /* field[4] = lease_counters */
+  5,   /* field[5] = path_rules */
   2,   /* field[2] = pid */
   0,   /* field[0] = protocol_version */
 };
@@ -3187,7 +3200,7 @@ static const ProtobufCIntRange filecoord__v1__hello__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 3 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
 {
@@ -3197,7 +3210,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   "Filecoord__V1__Hello",
   "filecoord.v1",
   sizeof(Filecoord__V1__Hello),
-  5,
+  6,
   filecoord__v1__hello__field_descriptors,
   filecoord__v1__hello__field_indices_by_name,
   2,  filecoord__v1__hello__number_ranges,

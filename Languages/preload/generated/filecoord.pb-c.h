@@ -425,10 +425,18 @@ struct  Filecoord__V1__Hello
    * answers their recalls itself (revision 7; docs/PROTOCOL.md section 10.1).
    */
   Filecoord__V1__LeaseCounters *lease_counters;
+  /*
+   * The revision of the rules by which the client makes canonical paths (FCFileSystemPolicy's PathRules.revision;
+   * docs/SEMANTICS.md section 4: links, each folder's case rule, the case folding, names compared by their bytes).
+   * A daemon refuses a client that states rules other than its own (Refused): keys made by two rules could name one
+   * item twice, and claims on it would not meet. 0 or absent: not stated (the preload library, whose keys fold no
+   * case; clients before this field), and not checked.
+   */
+  uint32_t path_rules;
 };
 #define FILECOORD__V1__HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__hello__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL }
+    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL, 0 }
 
 
 /*

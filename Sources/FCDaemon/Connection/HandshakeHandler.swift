@@ -1,4 +1,5 @@
 import FCCore
+import FCFileSystemPolicy
 import FCProtocol
 import FCSystem
 import Logging
@@ -142,7 +143,7 @@ final class HandshakeHandler: ChannelInboundHandler {
     private func greet(_ hello: Filecoord_V1_Hello, context: ChannelHandlerContext) {
         handshakeTimer?.cancel()
         handshakeTimer = nil
-        switch ProtocolVersion.check(hello) {
+        switch ProtocolVersion.check(hello, pathRules: PathRules.revision) {
         case .refuse(let refused):
             host.logger.warning("client refused: \(refused.reason)", metadata: ["client.pid": "\(peerPID)"])
             host.writeNow(Filecoord_V1_Frame(.refused(refused)), on: context.channel, pid: peerPID)

@@ -711,6 +711,13 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
   /// Clears the value of `leaseCounters`. Subsequent reads from it will return its default value.
   public mutating func clearLeaseCounters() {self._leaseCounters = nil}
 
+  /// The revision of the rules by which the client makes canonical paths (FCFileSystemPolicy's PathRules.revision;
+  /// docs/SEMANTICS.md section 4: links, each folder's case rule, the case folding, names compared by their bytes).
+  /// A daemon refuses a client that states rules other than its own (Refused): keys made by two rules could name one
+  /// item twice, and claims on it would not meet. 0 or absent: not stated (the preload library, whose keys fold no
+  /// case; clients before this field), and not checked.
+  public var pathRules: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3200,7 +3207,7 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0\u{3}lease_counters\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0\u{3}lease_counters\0\u{3}path_rules\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3213,6 +3220,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
       case 3: try { try decoder.decodeSingularInt32Field(value: &self.pid) }()
       case 10: try { try decoder.decodeSingularBoolField(value: &self.answersRecalls) }()
       case 11: try { try decoder.decodeSingularMessageField(value: &self._leaseCounters) }()
+      case 12: try { try decoder.decodeSingularUInt32Field(value: &self.pathRules) }()
       default: break
       }
     }
@@ -3238,6 +3246,9 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     try { if let v = self._leaseCounters {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
     } }()
+    if self.pathRules != 0 {
+      try visitor.visitSingularUInt32Field(value: self.pathRules, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3247,6 +3258,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.pid != rhs.pid {return false}
     if lhs.answersRecalls != rhs.answersRecalls {return false}
     if lhs._leaseCounters != rhs._leaseCounters {return false}
+    if lhs.pathRules != rhs.pathRules {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

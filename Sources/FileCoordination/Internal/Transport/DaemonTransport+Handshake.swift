@@ -1,4 +1,5 @@
 import FCCore
+import FCFileSystemPolicy
 import FCProtocol
 import FCSystem
 import Foundation
@@ -31,6 +32,7 @@ extension DaemonTransport {
         hello.clientName = ProcessInfo.processInfo.processName
         hello.pid = ProcessInfo.processInfo.processIdentifier
         hello.answersRecalls = policy.answersRecalls
+        hello.pathRules = PathRules.revision
         var decoder = FrameDecoder(accepting: .toClient)
         do {
             // A daemon that accepted but does not answer (stopped, or not a daemon at all) must not hold the call.
