@@ -40,7 +40,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toDaemon
         case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested: .toClient
         case .queryStart, .queryStop, .queryResults: .toDaemon
-        case .queryItems, .queryWatchUnavailable: .toClient
+        case .queryItems, .queryWatchUnavailable, .queryWatchAvailable: .toClient
         }
     }
 
@@ -92,6 +92,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .queryResults: "QueryResults"
         case .queryItems: "QueryItems"
         case .queryWatchUnavailable: "QueryWatchUnavailable"
+        case .queryWatchAvailable: "QueryWatchAvailable"
         }
     }
 }

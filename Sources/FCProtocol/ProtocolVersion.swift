@@ -20,8 +20,9 @@ public enum ProtocolVersion {
     /// `LeaseGranted.counters_file`, `LeaseCounterIdle`; issue 42), which an older daemon ignores (no lease). 8: a
     /// live query's result count (`QueryResults`, for fcdump; issue 44). 9: part of a live query's tree not watched
     /// (`QueryWatchUnavailable`, daemon to client: a client before it ignores the message). 10: the daemon refuses a
-    /// client whose `Hello.path_rules` are not its own (a daemon before it ignores the field).
-    public static let revision: UInt32 = 10
+    /// client whose `Hello.path_rules` are not its own (a daemon before it ignores the field). 11: every folder of a
+    /// live query's tree watched again (`QueryWatchAvailable`, daemon to client: a client before it ignores it).
+    public static let revision: UInt32 = 11
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1

@@ -237,13 +237,28 @@ import Testing
         // counting them, and what changed meanwhile was never told.
         #expect(FileManager.default.createFile(atPath: root + "/c/unseen", contents: Data("u".utf8)))
         start = recorder.all.count
-        service.watchesAdded([path("a"), path("c")])
+        service.watchesAdded([path("a")])
+        settle()
+        #expect(service.summaries.map(\.unwatched) == [1])
+        #expect(!recorder.all.dropFirst(start).contains { if case .watchAvailable = $0 { true } else { false } })
+        service.watchesAdded([path("c")])
         settle()
         #expect(service.summaries.map(\.unwatched) == [0])
         let caughtUp = recorder.all.dropFirst(start).flatMap { output -> [ItemPath] in
             if case .items(_, let added, _, _, _, _) = output { added.map(\.0) } else { [] }
         }
         #expect(caughtUp == [path("c/unseen"), path("c/unseen")], "told to each query: \(caughtUp)")
+        // And each query is told that the tree is watched again, after what it caught up (no message said so before:
+        // a query's log kept the warning as the last word).
+        let since = Array(recorder.all.dropFirst(start))
+        let available = since.indices.compactMap { index -> (Int, QueryService.QueryKey)? in
+            guard case .watchAvailable(let key, let root) = since[index] else { return nil }
+            #expect(root == path())
+            return (index, key)
+        }
+        #expect(available.map(\.1) == [first, second], "\(since)")
+        let lastItems = since.lastIndex { if case .items = $0 { true } else { false } } ?? .max
+        #expect(available.allSatisfy { $0.0 > lastItems }, "\(since)")
         // Both folders go: none is left unwatched, and a new failure is told again, to both queries.
         try FileManager.default.removeItem(atPath: root + "/a")
         try FileManager.default.removeItem(atPath: root + "/c")

@@ -2494,7 +2494,52 @@ void   filecoord__v1__query_watch_unavailable__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__query_watch_unavailable__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[45] =
+void   filecoord__v1__query_watch_available__init
+                     (Filecoord__V1__QueryWatchAvailable         *message)
+{
+  static const Filecoord__V1__QueryWatchAvailable init_value = FILECOORD__V1__QUERY_WATCH_AVAILABLE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__query_watch_available__get_packed_size
+                     (const Filecoord__V1__QueryWatchAvailable *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_watch_available__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__query_watch_available__pack
+                     (const Filecoord__V1__QueryWatchAvailable *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_watch_available__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__query_watch_available__pack_to_buffer
+                     (const Filecoord__V1__QueryWatchAvailable *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__query_watch_available__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__QueryWatchAvailable *
+       filecoord__v1__query_watch_available__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__QueryWatchAvailable *)
+     protobuf_c_message_unpack (&filecoord__v1__query_watch_available__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__query_watch_available__free_unpacked
+                     (Filecoord__V1__QueryWatchAvailable *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__query_watch_available__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[46] =
 {
   {
     "hello",
@@ -3036,6 +3081,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[45
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "query_watch_available",
+    112,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, query_watch_available),
+    &filecoord__v1__query_watch_available__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
@@ -3074,6 +3131,7 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   42,   /* field[42] = query_results */
   40,   /* field[40] = query_start */
   41,   /* field[41] = query_stop */
+  45,   /* field[45] = query_watch_available */
   44,   /* field[44] = query_watch_unavailable */
   15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
@@ -3096,7 +3154,7 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
   { 90, 36 },
   { 100, 40 },
   { 110, 43 },
-  { 0, 45 }
+  { 0, 46 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -3106,7 +3164,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  45,
+  46,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   10,  filecoord__v1__frame__number_ranges,
@@ -7149,6 +7207,57 @@ const ProtobufCMessageDescriptor filecoord__v1__query_watch_unavailable__descrip
   filecoord__v1__query_watch_unavailable__field_indices_by_name,
   1,  filecoord__v1__query_watch_unavailable__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__query_watch_unavailable__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__query_watch_available__field_descriptors[2] =
+{
+  {
+    "query_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryWatchAvailable, query_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "root",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__QueryWatchAvailable, root),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__query_watch_available__field_indices_by_name[] = {
+  0,   /* field[0] = query_id */
+  1,   /* field[1] = root */
+};
+static const ProtobufCIntRange filecoord__v1__query_watch_available__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__query_watch_available__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.QueryWatchAvailable",
+  "QueryWatchAvailable",
+  "Filecoord__V1__QueryWatchAvailable",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__QueryWatchAvailable),
+  2,
+  filecoord__v1__query_watch_available__field_descriptors,
+  filecoord__v1__query_watch_available__field_indices_by_name,
+  1,  filecoord__v1__query_watch_available__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__query_watch_available__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue filecoord__v1__version_change_kind__enum_values_by_number[4] =

@@ -72,6 +72,7 @@ typedef struct Filecoord__V1__QueryResults Filecoord__V1__QueryResults;
 typedef struct Filecoord__V1__QueryItem Filecoord__V1__QueryItem;
 typedef struct Filecoord__V1__QueryItems Filecoord__V1__QueryItems;
 typedef struct Filecoord__V1__QueryWatchUnavailable Filecoord__V1__QueryWatchUnavailable;
+typedef struct Filecoord__V1__QueryWatchAvailable Filecoord__V1__QueryWatchAvailable;
 
 
 /* --- enums --- */
@@ -296,7 +297,8 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_STOP = 101,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_RESULTS = 102,
   FILECOORD__V1__FRAME__PAYLOAD_QUERY_ITEMS = 110,
-  FILECOORD__V1__FRAME__PAYLOAD_QUERY_WATCH_UNAVAILABLE = 111
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_WATCH_UNAVAILABLE = 111,
+  FILECOORD__V1__FRAME__PAYLOAD_QUERY_WATCH_AVAILABLE = 112
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(FILECOORD__V1__FRAME__PAYLOAD__CASE)
 } Filecoord__V1__Frame__PayloadCase;
 
@@ -388,6 +390,10 @@ struct  Filecoord__V1__Frame
      * revision 9
      */
     Filecoord__V1__QueryWatchUnavailable *query_watch_unavailable;
+    /*
+     * revision 11
+     */
+    Filecoord__V1__QueryWatchAvailable *query_watch_available;
   };
 };
 #define FILECOORD__V1__FRAME__INIT \
@@ -1624,6 +1630,27 @@ struct  Filecoord__V1__QueryWatchUnavailable
     , 0, {0,NULL}, (char *)protobuf_c_empty_string }
 
 
+/*
+ * Every folder of a live query's tree is watched again (revision 11): the folders of a tree that the query was told of
+ * in QueryWatchUnavailable were watched later (after an overflow the watcher asks again for every folder it was asked
+ * to watch, and its cap may have room by then), and what changed in them meanwhile was read again and told in the
+ * query's QueryItems before this. Sent in order with them, once for each time the tree's folders went from all
+ * watched to not all (a tree's first failure). No reply. The client logs it (FileCoordinationLogging).
+ */
+struct  Filecoord__V1__QueryWatchAvailable
+{
+  ProtobufCMessage base;
+  uint64_t query_id;
+  /*
+   * the tree's root (one of the query's scopes), in the client's spelling
+   */
+  ProtobufCBinaryData root;
+};
+#define FILECOORD__V1__QUERY_WATCH_AVAILABLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__query_watch_available__descriptor) \
+    , 0, {0,NULL} }
+
+
 /* Filecoord__V1__Frame methods */
 void   filecoord__v1__frame__init
                      (Filecoord__V1__Frame         *message);
@@ -2675,6 +2702,25 @@ Filecoord__V1__QueryWatchUnavailable *
 void   filecoord__v1__query_watch_unavailable__free_unpacked
                      (Filecoord__V1__QueryWatchUnavailable *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__QueryWatchAvailable methods */
+void   filecoord__v1__query_watch_available__init
+                     (Filecoord__V1__QueryWatchAvailable         *message);
+size_t filecoord__v1__query_watch_available__get_packed_size
+                     (const Filecoord__V1__QueryWatchAvailable   *message);
+size_t filecoord__v1__query_watch_available__pack
+                     (const Filecoord__V1__QueryWatchAvailable   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__query_watch_available__pack_to_buffer
+                     (const Filecoord__V1__QueryWatchAvailable   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__QueryWatchAvailable *
+       filecoord__v1__query_watch_available__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__query_watch_available__free_unpacked
+                     (Filecoord__V1__QueryWatchAvailable *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Filecoord__V1__Frame_Closure)
@@ -2848,6 +2894,9 @@ typedef void (*Filecoord__V1__QueryItems_Closure)
 typedef void (*Filecoord__V1__QueryWatchUnavailable_Closure)
                  (const Filecoord__V1__QueryWatchUnavailable *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__QueryWatchAvailable_Closure)
+                 (const Filecoord__V1__QueryWatchAvailable *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -2916,6 +2965,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__query_results__descriptor
 extern const ProtobufCMessageDescriptor filecoord__v1__query_item__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_items__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__query_watch_unavailable__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__query_watch_available__descriptor;
 
 PROTOBUF_C__END_DECLS
 

@@ -200,6 +200,9 @@ extension ArbiterHost {
             case .watchUnavailable(let key, let folder, let reason):
                 guard liveQueries[key.client]?[key.local] != nil else { continue }
                 sendQueryFrame(QueuedQueryFrame(key: key, .watchUnavailable(folder, reason: reason)), to: key.client)
+            case .watchAvailable(let key, let root):
+                guard liveQueries[key.client]?[key.local] != nil else { continue }
+                sendQueryFrame(QueuedQueryFrame(key: key, .watchAvailable(root)), to: key.client)
             }
         }
     }
@@ -240,6 +243,8 @@ struct QueuedQueryFrame {
         )
         /// `QueryWatchUnavailable` (revision 9).
         case watchUnavailable(ItemPath, reason: String)
+        /// `QueryWatchAvailable` (revision 11).
+        case watchAvailable(ItemPath)
     }
 
     let key: QueryService.QueryKey
@@ -269,6 +274,11 @@ struct QueuedQueryFrame {
             message.directory = Filecoord_V1_QueryItem.encode(spelled(folder))
             message.reason = reason
             return Filecoord_V1_Frame(.queryWatchUnavailable(message))
+        case .watchAvailable(let root):
+            var message = Filecoord_V1_QueryWatchAvailable()
+            message.queryID = key.local
+            message.root = Filecoord_V1_QueryItem.encode(spelled(root))
+            return Filecoord_V1_Frame(.queryWatchAvailable(message))
         }
     }
 }

@@ -147,6 +147,7 @@ extension QueryService {
             var outputs: [Output] = []
             for tree in self.trees.values.sorted(by: { $0.root < $1.root }) where tree.watchesTook(folders) {
                 outputs += self.readAgain(tree)
+                if tree.allWatched { outputs += self.watchAvailable(of: tree) }
             }
             self.output(outputs)
             self.publish()
@@ -166,6 +167,16 @@ extension QueryService {
         delta.watch = []
         outputs += list(fresh, of: tree, asChanges: true)
         return outputs + updates(delta, of: tree)
+    }
+
+    /// What the queries of `tree` are told when its last folder not watched is watched again (each of them was told of
+    /// one: ``watchUnavailable(_:reason:of:to:)``, at the failure or as it joined), after what changed meanwhile.
+    func watchAvailable(of tree: QueryTree) -> [Output] {
+        logger.notice(
+            "every folder of a live query's tree is watched again: changes in them reach its queries",
+            metadata: ["query.root": "\(tree.root)"]
+        )
+        return tree.queries.sorted().map { .watchAvailable($0, root: tree.root) }
     }
 
     /// What the queries of `tree` are told when a folder of it cannot be watched (``QueryTree/watchFailed(_:reason:)``

@@ -18,6 +18,9 @@ extension QueryService {
         /// A folder of the query's trees cannot be watched: changes in it will not reach the query
         /// (`QueryWatchUnavailable`, sent in order with its items).
         case watchUnavailable(QueryKey, folder: ItemPath, reason: String)
+        /// Every folder of the query's tree `root` is watched again, after a ``watchUnavailable(_:folder:reason:)``
+        /// (`QueryWatchAvailable`, in order with its items).
+        case watchAvailable(QueryKey, root: ItemPath)
         /// Watch this folder for the queries (counted by the host with the arbiter's own watches).
         case watch(ItemPath)
         /// Ask the watcher again for a folder already watched for the tree (not counted again): a folder deleted

@@ -243,6 +243,9 @@ final class QueryTree {
         return took
     }
 
+    /// Whether every folder of the tree is watched (none recorded by ``watchFailed(_:reason:)`` is left).
+    var allWatched: Bool { unwatchable.isEmpty }
+
     /// What a query that joins the tree is told of its folders not watched: the first by path, and why. O(folders
     /// not watched), once per joining query.
     var firstUnwatchable: (folder: ItemPath, reason: String)? {

@@ -123,7 +123,7 @@ extension ArbiterEvent {
             // return the lease to the arbiter.
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is no arbiter event")
         case .progressAppeared, .progressChanged, .progressGone, .progressControlRequested, .queryItems,
-            .queryWatchUnavailable:
+            .queryWatchUnavailable, .queryWatchAvailable:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         }
     }

@@ -612,6 +612,15 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .queryWatchUnavailable(newValue)}
   }
 
+  /// revision 11
+  public var queryWatchAvailable: Filecoord_V1_QueryWatchAvailable {
+    get {
+      if case .queryWatchAvailable(let v)? = payload {return v}
+      return Filecoord_V1_QueryWatchAvailable()
+    }
+    set {payload = .queryWatchAvailable(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Payload: Equatable, Sendable {
@@ -673,6 +682,8 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case queryItems(Filecoord_V1_QueryItems)
     /// revision 9
     case queryWatchUnavailable(Filecoord_V1_QueryWatchUnavailable)
+    /// revision 11
+    case queryWatchAvailable(Filecoord_V1_QueryWatchAvailable)
 
   }
 
@@ -2391,6 +2402,26 @@ public nonisolated struct Filecoord_V1_QueryWatchUnavailable: Sendable {
   public init() {}
 }
 
+/// Every folder of a live query's tree is watched again (revision 11): the folders of a tree that the query was told of
+/// in QueryWatchUnavailable were watched later (after an overflow the watcher asks again for every folder it was asked
+/// to watch, and its cap may have room by then), and what changed in them meanwhile was read again and told in the
+/// query's QueryItems before this. Sent in order with them, once for each time the tree's folders went from all
+/// watched to not all (a tree's first failure). No reply. The client logs it (FileCoordinationLogging).
+public nonisolated struct Filecoord_V1_QueryWatchAvailable: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var queryID: UInt64 = 0
+
+  /// the tree's root (one of the query's scopes), in the client's spelling
+  public var root: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "filecoord.v1"
@@ -2409,7 +2440,7 @@ nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0\u{3}query_watch_unavailable\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0\u{3}query_watch_unavailable\0\u{3}query_watch_available\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3002,6 +3033,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
           self.payload = .queryWatchUnavailable(v)
         }
       }()
+      case 112: try {
+        var v: Filecoord_V1_QueryWatchAvailable?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .queryWatchAvailable(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .queryWatchAvailable(v)
+        }
+      }()
       default: break
       }
     }
@@ -3192,6 +3236,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .queryWatchUnavailable?: try {
       guard case .queryWatchUnavailable(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 111)
+    }()
+    case .queryWatchAvailable?: try {
+      guard case .queryWatchAvailable(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 112)
     }()
     case nil: break
     }
@@ -5752,6 +5800,41 @@ nonisolated extension Filecoord_V1_QueryWatchUnavailable: SwiftProtobuf.Message,
     if lhs.queryID != rhs.queryID {return false}
     if lhs.directory != rhs.directory {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_QueryWatchAvailable: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QueryWatchAvailable"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}query_id\0\u{1}root\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queryID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.root) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.queryID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queryID, fieldNumber: 1)
+    }
+    if !self.root.isEmpty {
+      try visitor.visitSingularBytesField(value: self.root, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_QueryWatchAvailable, rhs: Filecoord_V1_QueryWatchAvailable) -> Bool {
+    if lhs.queryID != rhs.queryID {return false}
+    if lhs.root != rhs.root {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

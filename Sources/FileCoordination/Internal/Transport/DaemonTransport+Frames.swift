@@ -199,6 +199,15 @@ extension DaemonTransport {
                     "reason": "\(message.reason)",
                 ]
             )
+        case .queryWatchAvailable(let message)?:
+            // Revision 11: every folder of that tree is watched again; what changed meanwhile came in its items.
+            logger().notice(
+                "every folder of a live query's tree is watched again: changes in them reach the query",
+                metadata: [
+                    "query.id": "\(message.queryID)",
+                    "item.path": "\(String(decoding: message.root, as: UTF8.self))",
+                ]
+            )
         case .watchUnavailable(let message)?:
             // Issue 13: changes made without coordination will not reach this presenter; coordination goes on.
             logger().warning(
