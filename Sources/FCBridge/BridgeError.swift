@@ -21,7 +21,7 @@ public struct BridgeError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let presenterTimeout = Code(rawValue: 4)
         /// The path cannot be coordinated (relative, or not a file path).
         public static let unsupportedPath = Code(rawValue: 5)
-        /// The daemon speaks another protocol version.
+        /// The daemon speaks another protocol version, or makes canonical paths by other rules.
         public static let protocolVersionMismatch = Code(rawValue: 6)
         /// A write nested in a single-item accessor.
         public static let nestedWrite = Code(rawValue: 7)

@@ -114,8 +114,8 @@ extension ProtocolVersion {
         refused.daemonProtocolVersion = daemonVersion
         refused.reason =
             "path rules mismatch: client \"\(hello.clientName)\" (pid \(hello.pid)) makes canonical paths by rules "
-            + "revision \(hello.pathRules), filecoordd and its other clients by revision \(daemonRules), so that their "
-            + "claims on one item might not meet; \(advice)"
+            + "revision \(hello.pathRules), filecoordd by revision \(daemonRules), so that the client's claims and "
+            + "other clients' on one item might not meet; \(advice)"
         return refused
     }
 }

@@ -26,7 +26,8 @@ public struct FileCoordinationError: Error, Hashable, Sendable, CustomStringConv
         public static let presenterTimeout = Code(rawValue: 4)
         /// The URL is not an absolute `file:` URL (code 5).
         public static let unsupportedURL = Code(rawValue: 5)
-        /// The arbiter speaks another protocol version (code 6).
+        /// The arbiter speaks another protocol version, or makes canonical paths by other rules (code 6; the message
+        /// says which).
         public static let protocolVersionMismatch = Code(rawValue: 6)
         /// A write was nested inside an accessor of the same coordinator where that is not allowed (code 7).
         public static let nestedWrite = Code(rawValue: 7)

@@ -413,6 +413,11 @@ struct InotifyWatcherTests {
             #expect(collector.all.last?.unwatched.contains(try path(kept)) == true)
             watcher.barrier(7)
             try collector.waitUntil("a barrier after the end") { $0.barriers.contains(7) }
+            let reports = collector.reportCount
+            watcher.drain()
+            try collector.waitUntil("a drain after the end") {
+                $0.reportCount > reports && $0.all.last?.drainedAt == .max
+            }
         }
     }
 

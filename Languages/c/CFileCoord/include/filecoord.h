@@ -65,7 +65,7 @@ enum {
     FILECOORD_ERR_DEADLOCK = 3,           /* the call was failed to break a deadlock (the message has the report) */
     FILECOORD_ERR_PRESENTER_TIMEOUT = 4,  /* a presenter did not answer in time */
     FILECOORD_ERR_UNSUPPORTED_PATH = 5,   /* the path cannot be coordinated */
-    FILECOORD_ERR_PROTOCOL_VERSION = 6,   /* the daemon speaks another protocol */
+    FILECOORD_ERR_PROTOCOL_VERSION = 6,   /* the daemon speaks another protocol, or has other path rules */
     FILECOORD_ERR_NESTED_WRITE = 7,       /* a write nested in a single-item accessor */
     FILECOORD_ERR_INVALID_REQUEST = 8,    /* the arbiter refused the request (a limit) */
     FILECOORD_ERR_UNRESOLVABLE_PATH = 9,  /* a loop of symbolic links, a component that is no directory */

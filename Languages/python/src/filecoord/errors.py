@@ -55,7 +55,7 @@ class FileCoordinationError(Exception):
 
 class Unreachable(FileCoordinationError, ConnectionError):
     """No daemon answered and none could be started, the connection to it was lost while the call waited, it
-    speaks another protocol, or a shared folder's cluster cannot decide claims now (codes 1, 2, 6, 12). Also a
+    speaks another protocol or makes canonical paths by other rules, or a shared folder's cluster cannot decide claims now (codes 1, 2, 6, 12). Also a
     :class:`ConnectionError`."""
 
     code = ERR_UNREACHABLE
