@@ -147,7 +147,7 @@ let package = Package(
         .target(
             name: "FCCluster",
             dependencies: [
-                "FCCore", "FCDaemon", "FCDumpModel", "FCSystem", "FCToolkit",
+                "FCCore", "FCDaemon", "FCDumpModel", "FCSystem", "FCFileSystemPolicy", "FCToolkit",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

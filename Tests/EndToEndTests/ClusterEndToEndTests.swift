@@ -63,12 +63,15 @@ struct ClusterHosts {
 
     /// The keys of a host in etcd now, read with Debian's `etcdctl` (a client the daemons do not share code with).
     func keys(of host: String) throws -> [String] {
+        try etcdctl(["get", "--prefix", "/filecoord/v1/", "--keys-only"]).split(separator: "\n").map(String.init)
+            .filter { $0.contains("/\(Self.hex(host))/") }
+    }
+
+    /// What Debian's `etcdctl` prints for `arguments`, run against this cluster.
+    func etcdctl(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/etcdctl")
-        process.arguments = [
-            "--endpoints", etcd.clientEndpoints.joined(separator: ","), "get", "--prefix", "/filecoord/v1/",
-            "--keys-only",
-        ]
+        process.arguments = ["--endpoints", etcd.clientEndpoints.joined(separator: ",")] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["ETCDCTL_API"] = "3"
         process.environment = environment
@@ -78,8 +81,7 @@ struct ClusterHosts {
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitForEnd()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-            .filter { $0.contains("/\(Self.hex(host))/") }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// Runs `body` in a test environment with two hosts (``start(in:watching:hostB:)``), and stops the etcd cluster

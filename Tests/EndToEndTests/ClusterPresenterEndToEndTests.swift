@@ -2,6 +2,7 @@
 // ClusterEndToEndTests (`ClusterHosts`), an `fc-testhost` presenter on host B, coordinated writes, moves and deletes
 // by clients of host A. Each test fails without the rule it names.
 
+import FCFileSystemPolicy
 import Foundation
 import Testing
 
@@ -213,6 +214,41 @@ struct ClusterPresenterEndToEndTests {
                 ]
             )
             #expect(!FileManager.default.fileExists(atPath: doomed))
+        }
+    }
+
+    /// A presenter published by a host that names items by other path rules (a daemon of another release, played
+    /// here by host B's record put again with etcdctl as host C's, of rules revision 99) is not stood in for: its
+    /// paths might name items otherwise than this host's. Before, nothing told the two apart.
+    @Test func aPresenterOfAHostWithOtherPathRulesIsIgnored() async throws {
+        try await withHosts { environment, hosts in
+            let doc = try environment.file("share/doc.txt", "v1")
+            let b = try await client("B", of: hosts.socketB, in: environment)
+            try await presentOnB("P", doc, by: b, hosts: hosts)
+            let keyB = try #require(try hosts.keys(of: "hostB").first { $0.contains("/presenters/") })
+            let value = try hosts.etcdctl(["get", keyB, "--print-value-only"])
+            var record = try #require(
+                try JSONSerialization.jsonObject(with: Data(value.utf8)) as? [String: Any],
+                "\(value)"
+            )
+            #expect(record["pathRules"] as? Int == Int(PathRules.revision), "host B's record: \(value)")
+            record["pathRules"] = 99
+            let keyC = keyB.replacingOccurrences(
+                of: "/\(ClusterHosts.hex("hostB"))/",
+                with: "/\(ClusterHosts.hex("hostC"))/"
+            )
+            let json = String(decoding: try JSONSerialization.data(withJSONObject: record), as: UTF8.self)
+            _ = try hosts.etcdctl(["put", keyC, json])
+            try await hosts.a.waitForLog(
+                "a presenter of host hostC is ignored: that host names items by path rules revision 99"
+            )
+            let dump = try await environment.runTool(
+                "fcdump",
+                ["clients"],
+                environment: ClusterHosts.client(of: hosts.socketA)
+            )
+            #expect(!dump.output.contains("host hostC"), "\(dump.output)")
+            #expect(dump.output.contains("host hostB"), "\(dump.output)")
         }
     }
 

@@ -1,5 +1,6 @@
 import FCCore
 public import FCDaemon
+import FCFileSystemPolicy
 import Foundation
 import Logging
 import NIOCore
@@ -46,7 +47,12 @@ extension ClusterHost {
             if let key = old.key { queuePresence(key, nil) }
             return
         }
-        let record = PresenceRecord(path: wire, callbacks: callbacks, isPackage: isPackage)
+        let record = PresenceRecord(
+            path: wire,
+            callbacks: callbacks,
+            isPackage: isPackage,
+            pathRules: PathRules.revision
+        )
         guard old?.record != record else { return }
         let key = session.map { presenceKey(id, record, lease: $0.lease) }
         if let oldKey = old?.key, oldKey != key { queuePresence(oldKey, nil) }
@@ -173,6 +179,14 @@ extension ClusterHost {
             let path = sharedPaths.local(record.path)
         else {
             noteError("another host's presenter key cannot be read, ignored: \(key)")
+            return
+        }
+        if let rules = record.pathRules, rules != PathRules.revision {
+            // Its paths may name items otherwise than this host's (docs/SEMANTICS.md §4, §14): not stood in for.
+            noteError(
+                "a presenter of host \(host) is ignored: that host names items by path rules revision \(rules), this "
+                    + "host by revision \(PathRules.revision) (run the same release of filecoordd on every host)"
+            )
             return
         }
         let sessionKey = "\(parts[1])/\(tail[0])"

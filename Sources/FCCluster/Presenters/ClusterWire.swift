@@ -22,6 +22,9 @@ struct PresenceRecord: Codable, Hashable, Sendable {
     var callbacks: UInt32
     /// Whether it presents a package (subitem notifications).
     var isPackage: Bool
+    /// The rules by which its host names items (FCFileSystemPolicy's `PathRules.revision`): a host of other rules
+    /// could name one item otherwise, and its presenter is not stood in for. `nil`: a host from before the field.
+    var pathRules: UInt32?
 }
 
 /// One letter of the mail between two daemons: a message for a presenter of the receiving host, or a reply to one
