@@ -855,6 +855,46 @@ extension InotifyWatcherTests {
         }
     }
 
+    /// A file renamed to a free name in a presenter's folder (indexed) while its change is held: the change is told,
+    /// at the old name, before the move (the rename tells no change; it was dropped with the rename), and a rename over
+    /// an existing file still takes it (one change of the target), as does any rename in a folder not indexed.
+    @Test func aHeldChangeOfAFileRenamedToAFreeNameIsToldBeforeTheMove() throws {
+        try withFolder { folder in
+            let (watcher, collector) = try startWatcher(
+                in: folder,
+                timing: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+            )
+            defer { watcher.stop() }
+            let docs = folder + "/docs"
+            let plain = folder + "/plain"
+            for directory in [docs, plain] {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                for name in ["f", "target", ".target.tmp"] { try write(name, to: directory + "/" + name) }
+            }
+            watcher.watch(try path(docs))
+            watcher.watch(try path(plain), indexingFiles: false)
+            try collector.waitUntil("the watches") { $0.status?.watches == 2 }
+            for directory in [docs, plain] {
+                for name in ["f", ".target.tmp"] { #expect(chmod(directory + "/" + name, 0o600) == 0) }
+                #expect(rename(directory + "/f", directory + "/g") == 0)
+                #expect(rename(directory + "/.target.tmp", directory + "/target") == 0)
+            }
+            let last: (FileSystemEvent) -> Bool = { event in
+                if case .movedTo(let to, _, _) = event { to == (try! path(plain + "/target")) } else { false }
+            }
+            try collector.waitUntil("the renames") { $0.events.contains(where: last) }
+            let events = collector.events
+            let changedF = try #require(events.firstIndex(of: .changed(try path(docs + "/f"))), "\(events)")
+            let movedF = events.firstIndex { event in
+                if case .movedFrom(let from, _) = event { from == (try! path(docs + "/f")) } else { false }
+            }
+            #expect(changedF < (movedF ?? -1), "\(events)")
+            #expect(!events.contains(.changed(try path(docs + "/.target.tmp"))), "\(events)")
+            #expect(!events.contains(.changed(try path(plain + "/f"))), "not indexed: \(events)")
+            #expect(!events.contains(.changed(try path(plain + "/.target.tmp"))), "\(events)")
+        }
+    }
+
     /// A folder renamed within the watched folders while a change of an item below it is held: the change is told,
     /// once, at the item's old path before the rename (it was dropped with the rename, which tells the items below a
     /// move, not their change).

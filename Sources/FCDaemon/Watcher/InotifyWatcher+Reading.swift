@@ -55,6 +55,10 @@ extension InotifyWatcher {
         if foldsNames(descriptor, directory) { bytes = Self.folded(bytes) }
         let path = directory.appending(bytes)
         let isDirectory = mask & UInt32(IN_ISDIR) != 0
+        // A file moved to a name that held none before (known only in a folder whose files are indexed).
+        let toFreeName =
+            mask & UInt32(IN_MOVED_TO) != 0 && !isDirectory && indexed.contains(directory)
+            && !cutDirectories.contains(directory) && !files.contains(path)
         if !isDirectory {
             if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { forgetEntry(path) }
             // A file made or moved in: indexed, and watched if it has other names (a link made into the directory).
@@ -64,8 +68,11 @@ extension InotifyWatcher {
             tellBeforeMove(of: path, isDirectory: isDirectory, cookie: event.pointee.cookie, into: &batch)
         } else if mask & UInt32(IN_DELETE | IN_MOVED_TO) != 0 {
             settling.forget(path)  // Deleted, or the name holds another item now.
-            // Renamed within the watched folders: the rename is told (a save through a temporary is a change).
-            if mask & UInt32(IN_MOVED_TO) != 0 { dropToldBeforeMove(cookie: event.pointee.cookie) }
+            // Renamed within the watched folders: the rename is told (a save through a temporary is a change), and
+            // tells the change too unless the name was free.
+            if mask & UInt32(IN_MOVED_TO) != 0 {
+                dropToldBeforeMove(cookie: event.pointee.cookie, toFreeName: toFreeName)
+            }
         } else if mask & UInt32(IN_MODIFY | IN_ATTRIB) != 0 {
             hold(path, into: &batch)
             readOther = otherBefore

@@ -43,9 +43,11 @@ extension InotifyWatcher {
     /// since the rename is told, and a rename over an item (a save through a temporary file whose times or mode were
     /// set after its last write, as rsync and `shutil.copy2` do) is a change of that item: told at the temporary's
     /// name, it reached the folder's presenters for a name gone at once. A change and a rename of one item within the
-    /// quiet time is then told as the rename alone.
-    func dropToldBeforeMove(cookie: UInt32) {
-        guard let index = toldBeforeMoves.removeValue(forKey: cookie) else { return }
+    /// quiet time is then told as the rename alone, unless the rename was to a name known to be free (`toFreeName`:
+    /// a file moved in a folder whose files are indexed, a presenter's): the rename then tells no change, and the
+    /// change stays, told before the move.
+    func dropToldBeforeMove(cookie: UInt32, toFreeName: Bool) {
+        guard let index = toldBeforeMoves.removeValue(forKey: cookie), !toFreeName else { return }
         droppedFromBatch.insert(index)
     }
 

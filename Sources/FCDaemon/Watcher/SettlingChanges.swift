@@ -9,7 +9,8 @@ import FCSystem
 /// says it: `echo x > f` is one change, as before), and is not told itself when it closes a change already told and
 /// the item is as it was told (``closed(_:now:)``); a deletion drops it; a move tells it at once (``take(_:)``,
 /// ``takeAll(under:)``), before the move; the watcher drops the moved item's own again when the move ends in a
-/// watched folder and both halves are read together (the rename is told), never those below a folder.
+/// watched folder, both halves read together, at a name not known to be free (the rename is told), never those
+/// below a folder.
 ///
 /// Bounded by ``limit`` items held and as many told: past it, every held change is told at once (``isFull``), and a
 /// change told makes another remembered go (whose close is then told too).

@@ -22,6 +22,9 @@ struct WatchedFileIdentities {
     /// Names indexed.
     var count: Int { byName.count }
 
+    /// Whether `name` is indexed (a file the watcher saw there and has not seen go).
+    func contains(_ name: ItemPath) -> Bool { byName[name] != nil }
+
     /// The names of the file `identity` in watched directories, sorted.
     func names(of identity: FileIdentity) -> [ItemPath] { byIdentity[identity]?.sorted() ?? [] }
 
