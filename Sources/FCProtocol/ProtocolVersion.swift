@@ -85,10 +85,8 @@ public enum ProtocolVersion {
         let advice: String
         if clientVersion == 0 {
             advice = "the client sent no protocol version; it is not a FileCoordination client"
-        } else if clientVersion > supported.upperBound {
-            advice = "the client is newer than filecoordd; restart filecoordd from the client's release"
         } else {
-            advice = "the client is older than filecoordd; rebuild the application with the daemon's release"
+            advice = releaseAdvice(clientIsNewer: clientVersion > supported.upperBound)
         }
         var refused = Filecoord_V1_Refused()
         refused.daemonProtocolVersion = daemonVersion
@@ -100,16 +98,20 @@ public enum ProtocolVersion {
 }
 
 extension ProtocolVersion {
+    /// What a refused client's user is to do when the client and filecoordd come from different releases.
+    static func releaseAdvice(clientIsNewer: Bool) -> String {
+        clientIsNewer
+            ? "the client is newer than filecoordd; restart filecoordd from the client's release"
+            : "the client is older than filecoordd; rebuild the application with the daemon's release"
+    }
+
     /// The refusal of a client whose path rules are not the daemon's.
     static func pathRulesRefusal(
         _ hello: Filecoord_V1_Hello,
         daemonRules: UInt32,
         daemonVersion: UInt32
     ) -> Filecoord_V1_Refused {
-        let advice =
-            hello.pathRules > daemonRules
-            ? "the client is newer than filecoordd; restart filecoordd from the client's release"
-            : "the client is older than filecoordd; rebuild the application with the daemon's release"
+        let advice = releaseAdvice(clientIsNewer: hello.pathRules > daemonRules)
         var refused = Filecoord_V1_Refused()
         refused.daemonProtocolVersion = daemonVersion
         refused.reason =

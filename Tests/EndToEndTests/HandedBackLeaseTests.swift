@@ -23,10 +23,7 @@ import Testing
                 return
             }
             // The client said it answers recalls (a daemon grants leases only then).
-            let hellos = daemon.received.compactMap { frame -> Filecoord_V1_Hello? in
-                guard case .hello(let hello)? = frame.payload else { return nil }
-                return hello
-            }
+            let hellos = daemon.hellos
             #expect(hellos.last?.answersRecalls == true)
             var handBack = Filecoord_V1_ClaimInsideLease()
             handBack.claimID = request.claimID

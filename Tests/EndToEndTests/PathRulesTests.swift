@@ -54,10 +54,7 @@ import Testing
                 Issue.record("expected the read's RequestClaim; the client sent \(daemon.received)")
                 return
             }
-            let hellos = daemon.received.compactMap { frame -> Filecoord_V1_Hello? in
-                guard case .hello(let hello)? = frame.payload else { return nil }
-                return hello
-            }
+            let hellos = daemon.hellos
             #expect(!hellos.isEmpty && hellos.allSatisfy { $0.pathRules == PathRules.revision }, "\(hellos)")
         }
     }

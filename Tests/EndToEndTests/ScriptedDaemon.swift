@@ -48,6 +48,12 @@ final class ScriptedDaemon: @unchecked Sendable {
     var connections: Int { state.withLock { shared.connections } }
     /// Every frame the clients sent, in order (hellos and pings included).
     var received: [Filecoord_V1_Frame] { state.withLock { shared.received } }
+    /// Every `Hello` the clients sent, in order.
+    var hellos: [Filecoord_V1_Hello] {
+        received.compactMap { frame in
+            if case .hello(let hello)? = frame.payload { hello } else { nil }
+        }
+    }
 
     /// Sends one frame to the client connected last.
     func send(_ frame: Filecoord_V1_Frame) throws {

@@ -89,6 +89,19 @@ private func startWatcher(
     return (watcher, collector)
 }
 
+/// A timing that holds every change for the whole of a test: it is told only by a move (or the watcher's end).
+private let holdingThroughTheTest = SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+
+/// Whether an event is the first half of a move of `path`.
+private func isMove(from path: ItemPath) -> (FileSystemEvent) -> Bool {
+    { event in if case .movedFrom(let from, _) = event { from == path } else { false } }
+}
+
+/// Whether an event is the second half of a move to `path`.
+private func isMove(to path: ItemPath) -> (FileSystemEvent) -> Bool {
+    { event in if case .movedTo(let to, _, _) = event { to == path } else { false } }
+}
+
 /// Writes `text` to each of `files` from a `/bin/sh` child, so that no descriptor of this process is open on them.
 private func writeByChild(_ text: String, to files: [String]) throws {
     let process = Process()
@@ -793,6 +806,28 @@ extension InotifyWatcherTests {
         }
     }
 
+    /// Watches `folder`, which holds the watcher's wake file, has the wake file written five times (a barrier each),
+    /// changes a probe file there, and expects no change of the wake file told within `window` after the probe's.
+    private func expectTheWakeFileUntold(
+        _ watcher: InotifyWatcher,
+        _ collector: Collector,
+        in folder: String,
+        for window: Duration
+    ) throws {
+        try write("probe", to: folder + "/probe")
+        watcher.watch(try path(folder))
+        watcher.barrier(1)
+        try collector.waitUntil("the watch") { $0.barriers.contains(1) && $0.status?.watches == 1 }
+        for token in 2...5 { watcher.barrier(UInt64(token)) }
+        try collector.waitUntil("the barriers, each a write of the wake file") { $0.barriers.contains(5) }
+        #expect(chmod(folder + "/probe", 0o600) == 0)
+        try collector.waitUntil("the probe's change") { $0.events.contains(.changed(try! path(folder + "/probe"))) }
+        let wake = FileSystemEvent.changed(try path(folder + "/wake"))
+        let deadline = ContinuousClock.now + window
+        while ContinuousClock.now < deadline, !collector.events.contains(wake) { usleep(10_000) }
+        #expect(!collector.events.contains(wake), "\(Self.story(of: collector))")
+    }
+
     /// The wake file in a watched folder (the daemon's runtime folder presented, say): its writes are no change, or
     /// each one told once settled would take a write of the wake file to tell, to be told in turn, for ever.
     @Test func theWakeFileInAWatchedFolderIsNoChange() throws {
@@ -801,20 +836,9 @@ extension InotifyWatcherTests {
             let watcher = InotifyWatcher(maximumWatches: nil, wakePath: folder + "/wake")
             try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
-            try write("probe", to: folder + "/probe")
-            watcher.watch(try path(folder))
-            watcher.barrier(1)
-            try collector.waitUntil("the watch") { $0.barriers.contains(1) && $0.status?.watches == 1 }
-            for token in 2...5 { watcher.barrier(UInt64(token)) }
-            try collector.waitUntil("the barriers, each a write of the wake file") { $0.barriers.contains(5) }
-            #expect(chmod(folder + "/probe", 0o600) == 0)
-            try collector.waitUntil("the probe's change") { $0.events.contains(.changed(try! path(folder + "/probe"))) }
             // Each timer's wake-up wrote the wake file again, so had it been held it would be told at the longest
             // hold (1 s) after its first write: looked for over 1.5 s.
-            let wake = FileSystemEvent.changed(try path(folder + "/wake"))
-            let deadline = ContinuousClock.now + .milliseconds(1_500)
-            while ContinuousClock.now < deadline, !collector.events.contains(wake) { usleep(10_000) }
-            #expect(!collector.events.contains(wake), "\(Self.story(of: collector))")
+            try expectTheWakeFileUntold(watcher, collector, in: folder, for: .milliseconds(1_500))
         }
     }
 
@@ -827,7 +851,7 @@ extension InotifyWatcherTests {
         try withFolder { folder in
             let (watcher, collector) = try startWatcher(
                 in: folder,
-                timing: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+                timing: holdingThroughTheTest
             )
             defer { watcher.stop() }
             let docs = folder + "/docs"
@@ -840,11 +864,7 @@ extension InotifyWatcherTests {
             #expect(rename(docs + "/f", folder + "/f") == 0)  // Out: `folder` is not watched.
             #expect(rename(docs + "/sub", folder + "/sub") == 0)
             #expect(rename(docs + "/.target.tmp", docs + "/target") == 0)
-            func movedFrom(_ name: String) -> (FileSystemEvent) -> Bool {
-                { event in
-                    if case .movedFrom(let from, _) = event { from == (try! path(docs + "/" + name)) } else { false }
-                }
-            }
+            func movedFrom(_ name: String) -> (FileSystemEvent) -> Bool { isMove(from: try! path(docs + "/" + name)) }
             try collector.waitUntil("the moves") { $0.events.contains(where: movedFrom(".target.tmp")) }
             let events = collector.events
             let changedF = try #require(events.firstIndex(of: .changed(try path(docs + "/f"))), "\(events)")
@@ -862,7 +882,7 @@ extension InotifyWatcherTests {
         try withFolder { folder in
             let (watcher, collector) = try startWatcher(
                 in: folder,
-                timing: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+                timing: holdingThroughTheTest
             )
             defer { watcher.stop() }
             let docs = folder + "/docs"
@@ -879,15 +899,11 @@ extension InotifyWatcherTests {
                 #expect(rename(directory + "/f", directory + "/g") == 0)
                 #expect(rename(directory + "/.target.tmp", directory + "/target") == 0)
             }
-            let last: (FileSystemEvent) -> Bool = { event in
-                if case .movedTo(let to, _, _) = event { to == (try! path(plain + "/target")) } else { false }
-            }
+            let last = isMove(to: try path(plain + "/target"))
             try collector.waitUntil("the renames") { $0.events.contains(where: last) }
             let events = collector.events
             let changedF = try #require(events.firstIndex(of: .changed(try path(docs + "/f"))), "\(events)")
-            let movedF = events.firstIndex { event in
-                if case .movedFrom(let from, _) = event { from == (try! path(docs + "/f")) } else { false }
-            }
+            let movedF = events.firstIndex(where: isMove(from: try path(docs + "/f")))
             #expect(changedF < (movedF ?? -1), "\(events)")
             #expect(!events.contains(.changed(try path(docs + "/.target.tmp"))), "\(events)")
             #expect(!events.contains(.changed(try path(plain + "/f"))), "not indexed: \(events)")
@@ -902,7 +918,7 @@ extension InotifyWatcherTests {
         try withFolder { folder in
             let (watcher, collector) = try startWatcher(
                 in: folder,
-                timing: SettlingTiming(quiet: .seconds(10), longest: .seconds(10))
+                timing: holdingThroughTheTest
             )
             defer { watcher.stop() }
             let docs = folder + "/docs"
@@ -913,18 +929,14 @@ extension InotifyWatcherTests {
             try collector.waitUntil("the watches") { $0.status?.watches == 2 }
             #expect(chmod(docs + "/sub/g", 0o600) == 0)
             #expect(rename(docs + "/sub", docs + "/renamed") == 0)
-            let moved: (FileSystemEvent) -> Bool = { event in
-                if case .movedTo(let to, _, _) = event { to == (try! path(docs + "/renamed")) } else { false }
-            }
+            let moved = isMove(to: try path(docs + "/renamed"))
             try collector.waitUntil("the rename") { $0.events.contains(where: moved) }
             let events = collector.events
             let names = [try path(docs + "/sub/g"), try path(docs + "/renamed/g")]
             let changed = events.indices.filter { index in names.contains { events[index] == .changed($0) } }
             #expect(changed.count == 1, "\(events)")
             #expect(events.firstIndex(of: .changed(try path(docs + "/sub/g"))) != nil, "\(events)")
-            let movedFrom = events.firstIndex { event in
-                if case .movedFrom(let from, _) = event { from == (try! path(docs + "/sub")) } else { false }
-            }
+            let movedFrom = events.firstIndex(where: isMove(from: try path(docs + "/sub")))
             #expect((changed.first ?? .max) < (movedFrom ?? -1), "\(events)")
         }
     }
@@ -942,19 +954,8 @@ extension InotifyWatcherTests {
                 timing: SettlingTiming(quiet: .milliseconds(50), longest: .milliseconds(200))
             )
             defer { watcher.stop() }
-            try write("probe", to: real + "/probe")
-            watcher.watch(try path(real))
-            watcher.barrier(1)
-            try collector.waitUntil("the watch") { $0.barriers.contains(1) && $0.status?.watches == 1 }
-            for token in 2...5 { watcher.barrier(UInt64(token)) }
-            try collector.waitUntil("the barriers, each a write of the wake file") { $0.barriers.contains(5) }
-            #expect(chmod(real + "/probe", 0o600) == 0)
-            try collector.waitUntil("the probe's change") { $0.events.contains(.changed(try! path(real + "/probe"))) }
             // Held, it would be told at the longest hold (200 ms) after its first write: looked for over 1 s.
-            let wake = FileSystemEvent.changed(try path(real + "/wake"))
-            let deadline = ContinuousClock.now + .seconds(1)
-            while ContinuousClock.now < deadline, !collector.events.contains(wake) { usleep(10_000) }
-            #expect(!collector.events.contains(wake), "\(Self.story(of: collector))")
+            try expectTheWakeFileUntold(watcher, collector, in: real, for: .seconds(1))
         }
     }
 

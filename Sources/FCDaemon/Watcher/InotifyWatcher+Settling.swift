@@ -27,7 +27,7 @@ extension InotifyWatcher {
 
     /// `path` moves away (`IN_MOVED_FROM`): its held change, and those below it for a folder, are told now, before the
     /// move (at the new place the name means another item, and below a folder moved the old paths lead nowhere). The
-    /// item's own is dropped again when the move's other half comes in the same batch (``dropToldBeforeMove(cookie:)``);
+    /// item's own is dropped again when the move's other half comes in the same batch (``dropToldBeforeMove(cookie:toFreeName:)``);
     /// those below a folder are not: the rename tells them a move, not their change.
     func tellBeforeMove(of path: ItemPath, isDirectory: Bool, cookie: UInt32, into batch: inout [FileSystemEvent]) {
         if settling.take(path) {
@@ -51,7 +51,7 @@ extension InotifyWatcher {
         droppedFromBatch.insert(index)
     }
 
-    /// The batch as it is to be reported: without the changes ``dropToldBeforeMove(cookie:)`` dropped. O(batch) when
+    /// The batch as it is to be reported: without the changes ``dropToldBeforeMove(cookie:toFreeName:)`` dropped. O(batch) when
     /// one was dropped, else O(1).
     func finishReading(_ batch: inout [FileSystemEvent]) {
         toldBeforeMoves = [:]
