@@ -99,7 +99,8 @@ final class ArbiterHost {
         self.versionStore = VersionStoreService(
             directory: configuration.versionStoreDirectory,
             retention: configuration.versionRetention,
-            logger: logger
+            logger: logger,
+            answersInline: configuration.runsOffLoopWorkInline
         )
         self.router = SessionRouter(
             configuration: configuration.arbiterConfiguration,

@@ -57,6 +57,10 @@ public struct DaemonConfiguration: Sendable {
     var documentPortal: DocumentPortalMapping.Portal?
     /// Where the document portal is asked (tests); `nil`: ``DocumentPortalMapping/lookupQueue``.
     var portalLookups: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+    /// `true` (the handshake's fuzz target only, ``HandshakeProbe``): the work the daemon does off its event loop
+    /// (a dump's encoding, a version store request) runs on the loop's thread at once instead, because an
+    /// `EmbeddedEventLoop` may be used from one thread only.
+    var runsOffLoopWorkInline = false
 
     /// The default settings, with the socket at ``defaultSocketPath(environment:uid:)``.
     public init(

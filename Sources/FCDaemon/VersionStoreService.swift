@@ -18,11 +18,20 @@ final class VersionStoreService: @unchecked Sendable {
     /// Opened on `queue` only.
     private var store: VersionStore?
     private var purging = false
+    /// Requests answered on the caller's thread (``DaemonConfiguration/runsOffLoopWorkInline``: the handshake's
+    /// fuzz target, whose one thread is everything's).
+    private let answersInline: Bool
 
-    init(directory: String, retention: Duration = .seconds(30 * 24 * 3600), logger: Logger) {
+    init(
+        directory: String,
+        retention: Duration = .seconds(30 * 24 * 3600),
+        logger: Logger,
+        answersInline: Bool = false
+    ) {
         self.directory = directory
         self.retention = retention
         self.logger = logger
+        self.answersInline = answersInline
     }
 
     /// An item moved without coordination (the watcher of issue 13 saw a rename): its versions, and those of
@@ -46,6 +55,10 @@ final class VersionStoreService: @unchecked Sendable {
         from pid: Int32,
         reply: @escaping @Sendable (Filecoord_V1_VersionStoreReply) -> Void
     ) {
+        if answersInline {
+            reply(handle(request, from: pid))
+            return
+        }
         queue.async { [self] in reply(handle(request, from: pid)) }
     }
 

@@ -1,3 +1,4 @@
+internal import CFCLinux
 public import SystemPackage
 
 #if canImport(Glibc)

@@ -48,7 +48,7 @@ private func daemonSide(_ input: UnsafeBufferPointer<UInt8>) {
         precondition(answers.first.map(isProtocolError) == true, "a first frame other than Hello: \(answers)")
         return
     }
-    switch ProtocolVersion.check(hello) {
+    switch ProtocolVersion.check(hello, pathRules: HandshakeProbe.pathRules) {
     case .accept(let version):
         precondition(ProtocolVersion.supported.contains(version) && version == hello.protocolVersion)
         guard case .helloReply(let reply)? = answers.first else {
@@ -64,9 +64,14 @@ private func daemonSide(_ input: UnsafeBufferPointer<UInt8>) {
             )
         }
         precondition(outcome.closed, "a refused client's connection was left open")
-        precondition(!ProtocolVersion.supported.contains(hello.protocolVersion), "a supported version was refused")
         precondition(refused.daemonProtocolVersion == ProtocolVersion.current)
-        precondition(refused.reason.contains("\(hello.protocolVersion)"), "the refusal does not name the version")
+        if ProtocolVersion.supported.contains(hello.protocolVersion) {
+            // A supported version is refused only for other path rules (0: none stated, never refused).
+            precondition(hello.pathRules != 0 && hello.pathRules != HandshakeProbe.pathRules, "a supported version was refused")
+            precondition(refused.reason.contains("\(hello.pathRules)"), "the refusal does not name the path rules")
+        } else {
+            precondition(refused.reason.contains("\(hello.protocolVersion)"), "the refusal does not name the version")
+        }
     }
 }
 

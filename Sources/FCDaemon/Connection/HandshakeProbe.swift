@@ -1,3 +1,4 @@
+import FCFileSystemPolicy
 public import FCProtocol
 import FCSystem
 import Foundation
@@ -25,6 +26,9 @@ import NIOEmbedded
 
     /// The largest frame the probe's daemon accepts.
     public static var maximumFrameSize: Int { configuration.maximumFrameSize }
+
+    /// The path rules the probe's daemon makes canonical paths by (a `Hello` stating others is refused).
+    public static var pathRules: UInt32 { PathRules.revision }
 
     /// Feeds `bytes` to a new connection as one read and returns what the daemon answered.
     ///
@@ -57,7 +61,7 @@ import NIOEmbedded
         return Outcome(frames: frames, closed: closed)
     }
 
-    /// The probe's daemon: no watcher, no portal, a deadlock check an hour away.
+    /// The probe's daemon: no watcher, no portal, a deadlock check an hour away, nothing done off the probe's thread.
     private static var configuration: DaemonConfiguration {
         var configuration = DaemonConfiguration(
             socketPath: NSTemporaryDirectory() + "fc-handshake-probe-\(ProcessIdentity.processID)",
@@ -66,6 +70,7 @@ import NIOEmbedded
         )
         configuration.watchesFileSystem = false
         configuration.mapsDocumentPortalPaths = false
+        configuration.runsOffLoopWorkInline = true
         configuration.versionStoreDirectory =
             NSTemporaryDirectory() + "fc-handshake-probe-versions-\(ProcessIdentity.processID)"
         return configuration

@@ -107,7 +107,7 @@ final class SessionHandler: ChannelInboundHandler {
         let maximumFrameSize = host.configuration.maximumFrameSize
         let loop = context.eventLoop
         let bound = NIOLoopBound((handler: self, channel: context.channel), eventLoop: loop)
-        Self.dumpQueue.async {
+        let encode: @Sendable () -> Void = {
             let start = ContinuousClock.now
             let json = state.json(logger: logger)
             let replies = Filecoord_V1_DumpReply.chunks(of: json, maximumFrameSize: maximumFrameSize)
@@ -127,6 +127,7 @@ final class SessionHandler: ChannelInboundHandler {
                 }
             }
         }
+        if host.configuration.runsOffLoopWorkInline { encode() } else { Self.dumpQueue.async(execute: encode) }
     }
 
     /// Where dumps are encoded: one at a time, off the event loop.
