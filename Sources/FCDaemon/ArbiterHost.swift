@@ -76,6 +76,9 @@ final class ArbiterHost {
     /// The lease counters of clients that keep them instead of answering recalls (the C preload library; issue 42;
     /// Host/ArbiterHost+LeaseCounters.swift).
     let leaseCounters: LeaseCounterBoard
+    /// The case folding of paths from clients that leave it to the daemon (the preload library), made when the first
+    /// such client connects (``ClientNameFolding``).
+    private(set) lazy var nameFolding = ClientNameFolding()
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -127,15 +130,18 @@ final class ArbiterHost {
     }
 
     /// A client finished its handshake. `leaseCounterHold`: the client keeps lease counters (`Hello.lease_counters`)
-    /// and may hold a recalled lease that long (``LeaseCounterBoard``).
+    /// and may hold a recalled lease that long (``LeaseCounterBoard``). `foldsNames`: the client leaves the case
+    /// folding of its paths to the daemon (`Hello.daemon_folds_names`, ``ClientNameFolding``).
     func accept(
         _ channel: any Channel,
         pid: Int32,
         name: String,
         answersRecalls: Bool = false,
-        leaseCounterHold: Duration? = nil
+        leaseCounterHold: Duration? = nil,
+        foldsNames: Bool = false
     ) -> ClientID {
         loop.preconditionInEventLoop()
+        if foldsNames { _ = nameFolding }
         let namespace = MountNamespaceTranslation.of(pid: pid)
         // A client in another mount namespace gets no lease: a lease is a subtree in the daemon's paths, which the
         // client's library compares with its own, so it would decide in process claims on paths that the daemon
@@ -151,7 +157,8 @@ final class ArbiterHost {
             channel,
             for: client,
             arguments: ProcessCommandLine.arguments(of: pid),
-            namespace: namespace
+            namespace: namespace,
+            foldsNames: foldsNames
         )
         discoverDocumentPortal(for: client)
         logger.info(
@@ -201,7 +208,8 @@ final class ArbiterHost {
         }
         do {
             // In the daemon's paths once, here: held-back events come through this function again.
-            let inDaemonPaths = connections.namespaces[client]?.inbound(event) ?? event
+            var inDaemonPaths = connections.namespaces[client]?.inbound(event) ?? event
+            if connections.foldsNames(client) { inDaemonPaths = nameFolding.inbound(inDaemonPaths) }
             var translated = inDaemonPaths
             if namesDocumentPortalPath(inDaemonPaths) {
                 if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }
@@ -287,25 +295,6 @@ final class ArbiterHost {
         flushPending()
         for channel in connections.allChannels { channel.close(promise: nil) }
         timers.removeAll()
-    }
-
-    /// The state as JSON, for `DumpRequest` (`fcdump`; the schema is docs/FCDUMP-SCHEMA.md). Read-only.
-    /// The state for a dump, copied now (``captureDumpState()``); encode it off the loop with
-    /// ``DumpState/json(logger:)``.
-    func dumpState() -> DumpState {
-        loop.preconditionInEventLoop()
-        let start = ContinuousClock.now
-        let state = captureDumpState()
-        // Every other client waits while the state is copied: say how long, for whoever runs fcdump --watch.
-        logger.debug(
-            "dump state copied",
-            metadata: [
-                "dump.presenters": "\(state.snapshot.presenters.count)",
-                "dump.claims": "\(state.snapshot.claims.count)",
-                "dump.milliseconds": "\((ContinuousClock.now - start) / .milliseconds(1))",
-            ]
-        )
-        return state
     }
 
     func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {

@@ -6,8 +6,27 @@ import FCDumpModel
 import FCSystem
 import Foundation
 import Logging
+import NIOCore
 
 extension ArbiterHost {
+    /// The state for a `DumpRequest` (`fcdump`; the schema is docs/FCDUMP-SCHEMA.md), copied now (``captureDumpState()``); encode it off the loop with
+    /// ``DumpState/json(logger:)``.
+    func dumpState() -> DumpState {
+        loop.preconditionInEventLoop()
+        let start = ContinuousClock.now
+        let state = captureDumpState()
+        // Every other client waits while the state is copied: say how long, for whoever runs fcdump --watch.
+        logger.debug(
+            "dump state copied",
+            metadata: [
+                "dump.presenters": "\(state.snapshot.presenters.count)",
+                "dump.claims": "\(state.snapshot.claims.count)",
+                "dump.milliseconds": "\((ContinuousClock.now - start) / .milliseconds(1))",
+            ]
+        )
+        return state
+    }
+
     /// Copies what a dump needs, on the event loop: values only, no formatting and no encoding, so that other
     /// clients wait as little as possible (``DumpState/json(logger:)`` does the rest on another thread).
     func captureDumpState() -> DumpState {

@@ -5,8 +5,10 @@ import FCCore
 /// same paths, in and out.
 extension ArbiterEvent {
     /// The event with each path the client sent passed through `map`, with the identity the client read for that
-    /// path where it sent one (claim items and presenter registrations).
-    func mappingPaths(_ map: (ItemPath, ItemIdentity?) -> ItemPath) -> ArbiterEvent {
+    /// path where it sent one (claim items and presenter registrations). `sameItems`: `map` names each item the
+    /// client read by another path to the same file (a fold of its names), so the states a write left behind keep
+    /// their values under the new paths; otherwise a state read through a path that `map` changes is dropped.
+    func mappingPaths(sameItems: Bool = false, _ map: (ItemPath, ItemIdentity?) -> ItemPath) -> ArbiterEvent {
         switch self {
         case .presenterAdded(var registration):
             registration.path = registration.path.map { map($0, registration.identity) }
@@ -27,7 +29,9 @@ extension ArbiterEvent {
                 outcome: outcome.map { outcome in
                     WriteOutcome(
                         endedAt: outcome.endedAt,
-                        items: outcome.items.filter { map($0.key, nil) == $0.key }
+                        items: sameItems
+                            ? Dictionary(outcome.items.map { (map($0.key, nil), $0.value) }) { first, _ in first }
+                            : outcome.items.filter { map($0.key, nil) == $0.key }
                     )
                 }
             )

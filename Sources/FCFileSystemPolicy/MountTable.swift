@@ -18,6 +18,10 @@ public struct MountTable: Sendable {
         public var root: String
         /// Where it is shown, in the namespace whose table this is.
         public var mountPoint: String
+        /// The file system's type (`ext4`, `vfat`, `fuseblk`, `fuse.sshfs`...); empty when the line names none.
+        public var type: String = ""
+        /// The mount's source (a device, a share, any text for FUSE); empty when the line names none.
+        public var source: String = ""
     }
 
     /// The lines, in the table's order.
@@ -35,15 +39,19 @@ public struct MountTable: Sendable {
             guard numbers.count == 2, let major = UInt64(String(decoding: numbers[0], as: UTF8.self)),
                 let minor = UInt64(String(decoding: numbers[1], as: UTF8.self))
             else { continue }
-            entries.append(
-                Entry(
-                    id: id,
-                    parent: parent,
-                    device: Self.device(major: major, minor: minor),
-                    root: MountInfo.unescape(fields[3]),
-                    mountPoint: MountInfo.unescape(fields[4])
-                )
+            var entry = Entry(
+                id: id,
+                parent: parent,
+                device: Self.device(major: major, minor: minor),
+                root: MountInfo.unescape(fields[3]),
+                mountPoint: MountInfo.unescape(fields[4])
             )
+            // The optional fields end at a lone `-`; the type and the source follow it.
+            if fields.count > 6, let dash = fields[6...].firstIndex(where: { $0.elementsEqual([UInt8(ascii: "-")]) }) {
+                if dash + 1 < fields.count { entry.type = MountInfo.unescape(fields[dash + 1]) }
+                if dash + 2 < fields.count { entry.source = MountInfo.unescape(fields[dash + 2]) }
+            }
+            entries.append(entry)
         }
     }
 

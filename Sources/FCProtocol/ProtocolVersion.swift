@@ -21,8 +21,10 @@ public enum ProtocolVersion {
     /// live query's result count (`QueryResults`, for fcdump; issue 44). 9: part of a live query's tree not watched
     /// (`QueryWatchUnavailable`, daemon to client: a client before it ignores the message). 10: the daemon refuses a
     /// client whose `Hello.path_rules` are not its own (a daemon before it ignores the field). 11: every folder of a
-    /// live query's tree watched again (`QueryWatchAvailable`, daemon to client: a client before it ignores it).
-    public static let revision: UInt32 = 11
+    /// live query's tree watched again (`QueryWatchAvailable`, daemon to client: a client before it ignores it). 12: the
+    /// daemon folds the names of a client that leaves it to the daemon (`Hello.daemon_folds_names`: the preload
+    /// library), which a daemon before it keeps as sent.
+    public static let revision: UInt32 = 12
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1

@@ -116,9 +116,11 @@ import Testing
             let frames = try decoder.feed(sent)
             #expect(decoder.bufferedByteCount == 0)
             let pid = running.process.processIdentifier
-            // The library keeps lease counters (docs/PROTOCOL.md section 10.1), held at most its own timeout.
+            // The library keeps lease counters (docs/PROTOCOL.md section 10.1), held at most its own timeout, and
+            // leaves the case folding of its names to the daemon (section 2).
             var hello = Filecoord_V1_Hello(clientName: "preload:preload-wire", pid: pid)
             hello.leaseCounters.maximumHoldMilliseconds = 1_234
+            hello.daemonFoldsNames = true
             let expected: [Filecoord_V1_Frame] = [
                 Filecoord_V1_Frame(.hello(hello)),
                 Self.claim(1, [try Self.item("/d/a.txt", .write([.forMerging]))], maximumHold: .seconds(5)),

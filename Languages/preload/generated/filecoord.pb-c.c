@@ -3171,7 +3171,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   (ProtobufCMessageInit) filecoord__v1__frame__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[6] =
+static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[7] =
 {
   {
     "protocol_version",
@@ -3245,10 +3245,23 @@ static const ProtobufCFieldDescriptor filecoord__v1__hello__field_descriptors[6]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "daemon_folds_names",
+    13,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__Hello, daemon_folds_names),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned filecoord__v1__hello__field_indices_by_name[] = {
   3,   /* field[3] = answers_recalls */
   1,   /* field[1] = client_name */
+  6,   /* field[6] = daemon_folds_names */
   4,   /* field[4] = lease_counters */
   5,   /* field[5] = path_rules */
   2,   /* field[2] = pid */
@@ -3258,7 +3271,7 @@ static const ProtobufCIntRange filecoord__v1__hello__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 3 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
 {
@@ -3268,7 +3281,7 @@ const ProtobufCMessageDescriptor filecoord__v1__hello__descriptor =
   "Filecoord__V1__Hello",
   "filecoord.v1",
   sizeof(Filecoord__V1__Hello),
-  6,
+  7,
   filecoord__v1__hello__field_descriptors,
   filecoord__v1__hello__field_indices_by_name,
   2,  filecoord__v1__hello__number_ranges,

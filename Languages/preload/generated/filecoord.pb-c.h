@@ -435,14 +435,22 @@ struct  Filecoord__V1__Hello
    * The revision of the rules by which the client makes canonical paths (FCFileSystemPolicy's PathRules.revision;
    * docs/SEMANTICS.md section 4: links, each folder's case rule, the case folding, names compared by their bytes).
    * A daemon refuses a client that states rules other than its own (Refused): keys made by two rules could name one
-   * item twice, and claims on it would not meet. 0 or absent: not stated (the preload library, whose keys fold no
-   * case; clients before this field), and not checked.
+   * item twice, and claims on it would not meet. 0 or absent: not stated (the preload library, which leaves the case
+   * folding to the daemon: daemon_folds_names; clients before this field), and not checked.
    */
   uint32_t path_rules;
+  /*
+   * true: the client's paths are canonical but for case: links resolved, names as its caller spelled them; the daemon
+   * folds the names below a mount whose file system compares names case-insensitively by its type (vfat, msdos,
+   * exFAT, CIFS, SMB; a FUSE mount of exFAT or FAT), as a Swift client's key has them (revision 12; the preload
+   * library, which has no Unicode case tables). False or absent: the client folds (the Swift client) or a daemon
+   * before the field keeps its names as sent.
+   */
+  protobuf_c_boolean daemon_folds_names;
 };
 #define FILECOORD__V1__HELLO__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__hello__descriptor) \
-    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL, 0 }
+    , 0, (char *)protobuf_c_empty_string, 0, 0, NULL, 0, 0 }
 
 
 /*

@@ -206,6 +206,8 @@ int connect_locked(void) {
     hello.protocol_version = 1;
     hello.client_name = client_name;
     hello.pid = getpid();
+    /* Names are sent as the program spelled them: the daemon folds them below case-insensitive mounts (paths.c). */
+    hello.daemon_folds_names = 1;
     /* Leases are kept with counters (issue 42): a claim's longest hold is the program's own timeout. */
     Filecoord__V1__LeaseCounters counters = FILECOORD__V1__LEASE_COUNTERS__INIT;
     counters.maximum_hold_milliseconds = fcp_settings.timeout_ms;

@@ -1,10 +1,12 @@
 /* Canonical paths as filecoordd compares them (docs/SEMANTICS.md §4): absolute, symbolic links in the folders
  * resolved (realpath of the parent), `.`/`..`/`//` gone, the last component as given unless the call follows it.
  *
- * Limit: names are not case-folded. The Swift client's keys fold names in case-insensitive folders (casefold ext4,
- * FAT, exFAT, CIFS); there the library's claims and a Swift client's meet by key only for names spelled in lower case,
- * else only by an existing file's identity (docs/SEMANTICS.md §15). Common Linux folders are case-sensitive and match
- * exactly.
+ * Names are not case-folded here (that needs Unicode's case tables): the connection's Hello says so
+ * (daemon_folds_names), and the daemon folds the names below a mount that is case-insensitive by its type (FAT, exFAT,
+ * CIFS, SMB), as a Swift client's key has them. Limit: in a casefold folder of ext4, f2fs or tmpfs, and on a FUSE
+ * mount whose file system the daemon cannot tell, names are not folded; there the library's claims and a Swift
+ * client's meet by key only for names spelled as the fold gives them (lower case), else only by an existing file's
+ * identity (docs/SEMANTICS.md §15). Common Linux folders are case-sensitive and match exactly.
  *
  * No allocation: buffers are on the stack (realpath with a caller's buffer). */
 #include "internal.h"

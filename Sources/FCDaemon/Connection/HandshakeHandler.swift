@@ -159,7 +159,8 @@ final class HandshakeHandler: ChannelInboundHandler {
                 answersRecalls: hello.answersRecalls,
                 leaseCounterHold: hello.hasLeaseCounters
                     ? Self.leaseCounterHold(hello.leaseCounters, presenterTimeout: host.configuration.presenterTimeout)
-                    : nil
+                    : nil,
+                foldsNames: hello.daemonFoldsNames
             )
             state = .ready
             do {

@@ -20,6 +20,8 @@ struct ConnectionRegistry {
     private(set) var arguments: [ClientID: [String]] = [:]
     /// The path translation of each client in another mount namespace than the daemon's (issue 26).
     private(set) var namespaces: [ClientID: MountNamespaceTranslation] = [:]
+    /// The clients that leave the case folding of their paths to the daemon (`Hello.daemon_folds_names`).
+    private var foldingClients: Set<ClientID> = []
     /// Each connected client's claims that failed `TIMED_OUT` (for the dump: a preload client lets its program's
     /// call through uncoordinated after each, Languages/preload/README.md).
     private(set) var timedOutClaims: [ClientID: Int] = [:]
@@ -45,12 +47,17 @@ struct ConnectionRegistry {
         _ channel: any Channel,
         for client: ClientID,
         arguments: [String],
-        namespace: MountNamespaceTranslation?
+        namespace: MountNamespaceTranslation?,
+        foldsNames: Bool = false
     ) {
         channels[client] = channel
         self.arguments[client] = arguments
         namespaces[client] = namespace
+        if foldsNames { foldingClients.insert(client) }
     }
+
+    /// Whether `client` leaves the case folding of its paths to the daemon.
+    func foldsNames(_ client: ClientID) -> Bool { foldingClients.contains(client) }
 
     /// The channel of a connected client, closing or not.
     subscript(client: ClientID) -> (any Channel)? { channels[client] }
@@ -82,6 +89,7 @@ struct ConnectionRegistry {
         let closedByDaemon = closing.remove(client) != nil
         arguments[client] = nil
         namespaces[client] = nil
+        foldingClients.remove(client)
         timedOutClaims[client] = nil
         return closedByDaemon
     }

@@ -725,9 +725,16 @@ public nonisolated struct Filecoord_V1_Hello: Sendable {
   /// The revision of the rules by which the client makes canonical paths (FCFileSystemPolicy's PathRules.revision;
   /// docs/SEMANTICS.md section 4: links, each folder's case rule, the case folding, names compared by their bytes).
   /// A daemon refuses a client that states rules other than its own (Refused): keys made by two rules could name one
-  /// item twice, and claims on it would not meet. 0 or absent: not stated (the preload library, whose keys fold no
-  /// case; clients before this field), and not checked.
+  /// item twice, and claims on it would not meet. 0 or absent: not stated (the preload library, which leaves the case
+  /// folding to the daemon: daemon_folds_names; clients before this field), and not checked.
   public var pathRules: UInt32 = 0
+
+  /// true: the client's paths are canonical but for case: links resolved, names as its caller spelled them; the daemon
+  /// folds the names below a mount whose file system compares names case-insensitively by its type (vfat, msdos,
+  /// exFAT, CIFS, SMB; a FUSE mount of exFAT or FAT), as a Swift client's key has them (revision 12; the preload
+  /// library, which has no Unicode case tables). False or absent: the client folds (the Swift client) or a daemon
+  /// before the field keeps its names as sent.
+  public var daemonFoldsNames: Bool = false
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -3255,7 +3262,7 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
 
 nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0\u{3}lease_counters\0\u{3}path_rules\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}client_name\0\u{1}pid\0\u{4}\u{7}answers_recalls\0\u{3}lease_counters\0\u{3}path_rules\0\u{3}daemon_folds_names\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3269,6 +3276,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
       case 10: try { try decoder.decodeSingularBoolField(value: &self.answersRecalls) }()
       case 11: try { try decoder.decodeSingularMessageField(value: &self._leaseCounters) }()
       case 12: try { try decoder.decodeSingularUInt32Field(value: &self.pathRules) }()
+      case 13: try { try decoder.decodeSingularBoolField(value: &self.daemonFoldsNames) }()
       default: break
       }
     }
@@ -3297,6 +3305,9 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if self.pathRules != 0 {
       try visitor.visitSingularUInt32Field(value: self.pathRules, fieldNumber: 12)
     }
+    if self.daemonFoldsNames != false {
+      try visitor.visitSingularBoolField(value: self.daemonFoldsNames, fieldNumber: 13)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3307,6 +3318,7 @@ nonisolated extension Filecoord_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._
     if lhs.answersRecalls != rhs.answersRecalls {return false}
     if lhs._leaseCounters != rhs._leaseCounters {return false}
     if lhs.pathRules != rhs.pathRules {return false}
+    if lhs.daemonFoldsNames != rhs.daemonFoldsNames {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,41 @@
+import FCCore
+import FCFileSystemPolicy
+import FCSystem
+
+/// The case folding the daemon does for clients that leave it to the daemon (`Hello.daemon_folds_names`: the preload
+/// library, which has no Unicode tables and no folder probes): each path such a client sends has its names folded
+/// below a mount that is case-insensitive by its file system's type (``CaseInsensitiveMounts``), as a Swift client's
+/// key has them, so that a program under the preload and a Swift client that spell one item in two cases on a FAT,
+/// exFAT or SMB folder meet (docs/SEMANTICS.md §4 and §15).
+///
+/// The mount table is read once, and again only after the kernel marked it changed (``MountTableWatch``, one `poll`
+/// that does not wait, per event that carries a path of such a client): a USB stick mounted while the daemon runs is
+/// folded from the first claim after it.
+///
+/// - Important: Confined to the arbiter's event loop (``ArbiterHost`` owns it and calls it there); not `Sendable`.
+final class ClientNameFolding {
+    private let watch: MountTableWatch?
+    private var mounts: CaseInsensitiveMounts
+    /// How the mounts are read (tests give a table of their own).
+    private let read: () -> CaseInsensitiveMounts
+
+    init(reading read: @escaping () -> CaseInsensitiveMounts = { CaseInsensitiveMounts.read() }) {
+        // Opened before the first read: a change after it is told by the first look.
+        watch = try? MountTableWatch()
+        self.read = read
+        mounts = read()
+    }
+
+    /// `event`, from a client that leaves folding to the daemon, with its paths' names folded below case-insensitive
+    /// mounts.
+    func inbound(_ event: ArbiterEvent) -> ArbiterEvent {
+        guard event.containsPath(where: { _ in true }) else { return event }
+        // Without the watch (no /proc), the table read at start is kept: it cannot be told changed.
+        if watch?.changed() == true { mounts = read() }
+        let mounts = mounts
+        guard mounts.foldsAny, event.containsPath(where: { mounts.folds($0.components) }) else { return event }
+        return event.mappingPaths(sameItems: true) { path, _ in
+            mounts.folded(path.components).map(ItemPath.init(components:)) ?? path
+        }
+    }
+}

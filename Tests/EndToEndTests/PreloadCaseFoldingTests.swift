@@ -1,0 +1,63 @@
+// The preload library on a case-insensitive file system (docs/SEMANTICS.md §15): it sends names as the program spelled
+// them, and the daemon folds them below a mount that is case-insensitive by its type (Hello.daemon_folds_names), so a
+// program's claim and a Swift process's meet whichever case each spells. An exFAT volume through FUSE (ExFATVolume,
+// FCTestSupport: root, /dev/fuse, a loop device, exfatprogs and exfat-fuse); where it cannot be mounted the test is
+// reported as skipped with the reason printed (CI requires it: FC_REQUIRE_EXFAT).
+
+import FCSystem
+import FCTestSupport
+import Foundation
+import Testing
+
+@Suite("The preload library on a case-insensitive folder")
+struct PreloadCaseFoldingTests {
+    @Test(
+        "A program writing DOCS/A.TXT waits for a Swift writer of Docs, and one writing DOCS/PLAN.TXT for one of Plan.txt",
+        .enabled(if: ExFATVolume.shouldRun, "DID NOT RUN: needs an exFAT image mounted through FUSE")
+    )
+    func aProgramsClaimsMeetASwiftClientsSpelledInAnotherCase() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            // A program under the library connects first, and the volume is mounted after: the daemon reads the
+            // mount table again when the kernel says it changed.
+            _ = try env.file("before.txt", "old\n")
+            #expect(try await env.runProgram(["tee", "before.txt"], input: "new\n").status == 0)
+            let volume = try ExFATVolume()
+            defer { volume.remove() }
+            let root = volume.root.path
+            try FileManager.default.createDirectory(atPath: root + "/Docs", withIntermediateDirectories: false)
+            // Files that exist: the library claims a write that opens one (a file it creates has nothing to wait for).
+            try FileSystemCalls.writeFile(root + "/Docs/a.txt", Array("old\n".utf8))
+            try FileSystemCalls.writeFile(root + "/Docs/Plan.txt", Array("old\n".utf8))
+            let swift = try await env.host("S")
+            // A folder being moved that the program writes into, spelled otherwise (a folder has no identity to meet
+            // by: only the folded key; a plain write of a folder blocks nothing inside it, SEMANTICS §2 rule 3); a
+            // file in that folder, spelled otherwise.
+            let cases = [
+                (root + "/Docs", "moving", "DOCS/A.TXT"),
+                (root + "/Docs/Plan.txt", "", "DOCS/PLAN.TXT"),
+            ]
+            for (held, options, written) in cases {
+                try swift.send("write \(held) \(options) hold")
+                try await swift.waitFor("holding write \(held)")
+                let program = try env.startProgram(["tee", written], input: "x\n", in: root)
+                let pid = program.process.processIdentifier
+                // Its claim waits: fcdump lists it with one claim, while the program runs and its file is not made.
+                var listing = ""
+                let deadline = ContinuousClock.now + defaultTimeout
+                while ContinuousClock.now < deadline, program.process.stillRuns {
+                    listing = try await env.runTool("fcdump", ["clients"]).output
+                    if listing.contains("preload:tee pid \(pid): 0 presenters, 1 claims") { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(program.process.stillRuns, "tee \(written) ran while \(held) was held for writing")
+                #expect(listing.contains("preload:tee pid \(pid): 0 presenters, 1 claims"), "\(listing)")
+                #expect(env.contents(root + "/" + written) == "old\n")
+                try swift.send("release")
+                try await swift.waitFor("done write \(held)")
+                #expect(try await program.waitForExit() == 0)
+                #expect(env.contents(root + "/" + written) == "x\n")
+            }
+        }
+    }
+}

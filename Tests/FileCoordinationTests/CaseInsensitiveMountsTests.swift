@@ -1,0 +1,75 @@
+import Testing
+
+@testable import FCFileSystemPolicy
+
+// The names the daemon folds for a client that leaves folding to it (the preload library, Hello.daemon_folds_names):
+// those in a folder of a mount that is case-insensitive by its type, decided from mountinfo text, without mounting.
+struct CaseInsensitiveMountsTests {
+    static let table = """
+        21 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+        30 21 8:17 / /media/usb rw - vfat /dev/sdb1 rw
+        31 30 8:33 / /media/usb/inner rw - ext4 /dev/sdc1 rw
+        40 21 0:50 / /mnt/share rw - cifs //server/share rw
+        41 21 0:51 / /mnt/stick rw - fuseblk /dev/loop0 rw
+        42 21 0:52 / /mnt/remote rw - fuse.sshfs host:/ rw
+        50 21 7:1 / /hidden rw - exfat /dev/loop1 rw
+        51 21 8:1 /tmp /hidden rw - ext4 /dev/sda1 rw
+        60 21 8:49 / /Media2 rw - exfat /dev/sdd1 rw
+        61 60 8:65 / /Media2/Inner rw - xfs /dev/sde1 rw
+        """
+
+    static let mounts = CaseInsensitiveMounts(table: MountTable(parsing: Array(table.utf8))) { device in
+        switch device {
+        case MountTable.device(major: 0, minor: 51): "exfat"
+        case MountTable.device(major: 0, minor: 52): "sshfs"
+        default: nil
+        }
+    }
+
+    static func fold(_ path: String) -> String {
+        let names = path.split(separator: "/").map { Array($0.utf8) }
+        let folded = mounts.folded(names)
+        #expect(mounts.folds(names) == (folded != nil), "folds(_:) and folded(_:) disagree on \(path)")
+        return "/" + (folded ?? names).map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+    }
+
+    @Test func theTypeAndTheSourceFollowTheSeparator() throws {
+        let table = MountTable(parsing: Array(Self.table.utf8))
+        let share = try #require(table.entries.first { $0.id == 40 })
+        #expect(share.type == "cifs")
+        #expect(share.source == "//server/share")
+        #expect(table.entries.first { $0.id == 21 }?.type == "ext4")
+    }
+
+    @Test func namesBelowAFATOrSMBMountAreFoldedAndTheMountPointsOwnNameIsNot() {
+        #expect(Self.fold("/media/usb/Docs/Ä Report.TXT") == "/media/usb/docs/ä report.txt")
+        #expect(Self.fold("/mnt/share/Team/Plan.ODS") == "/mnt/share/team/plan.ods")
+        #expect(Self.fold("/Media2/Notes") == "/Media2/notes")
+        // Above the mounts, and on a case-sensitive file system: as spelled.
+        #expect(Self.fold("/Media/USB") == "/Media/USB")
+        #expect(Self.fold("/home/Ann/Doc.TXT") == "/home/Ann/Doc.TXT")
+    }
+
+    @Test func aFUSEMountIsFoldedOnlyWhenItsDeviceIsOfACaseInsensitiveType() {
+        #expect(Self.fold("/mnt/stick/Photos/IMG.JPG") == "/mnt/stick/photos/img.jpg")
+        #expect(Self.fold("/mnt/remote/Photos/IMG.JPG") == "/mnt/remote/Photos/IMG.JPG")
+    }
+
+    @Test func aMountInsideACaseInsensitiveFolderDecidesItsOwnNamesWhateverTheCaseOfItsPoint() {
+        // The ext4 mount at /media/usb/inner: its name lies in the FAT folder (folded), its names do not.
+        #expect(Self.fold("/media/usb/inner/ABC") == "/media/usb/inner/ABC")
+        #expect(Self.fold("/media/usb/INNER/ABC") == "/media/usb/inner/ABC")
+        // A mount point recorded with upper case inside an exFAT folder is met in any case.
+        #expect(Self.fold("/Media2/INNER/Xyz") == "/Media2/inner/Xyz")
+    }
+
+    @Test func aHiddenMountDoesNotDecide() {
+        #expect(Self.fold("/hidden/ABC") == "/hidden/ABC")
+    }
+
+    @Test func namesThatAreNotUTF8OrHaveNoUpperCaseAreKept() {
+        let names: [[UInt8]] = [Array("media".utf8), Array("usb".utf8), [0x41, 0xFF], Array("lower".utf8)]
+        #expect(Self.mounts.folded(names) == nil)
+        #expect(CaseInsensitiveMounts().folded([Array("ABC".utf8)]) == nil)
+    }
+}
