@@ -67,7 +67,10 @@ private func daemonSide(_ input: UnsafeBufferPointer<UInt8>) {
         precondition(refused.daemonProtocolVersion == ProtocolVersion.current)
         if ProtocolVersion.supported.contains(hello.protocolVersion) {
             // A supported version is refused only for other path rules (0: none stated, never refused).
-            precondition(hello.pathRules != 0 && hello.pathRules != HandshakeProbe.pathRules, "a supported version was refused")
+            precondition(
+                hello.pathRules != 0 && hello.pathRules != HandshakeProbe.pathRules,
+                "a supported version was refused"
+            )
             precondition(refused.reason.contains("\(hello.pathRules)"), "the refusal does not name the path rules")
         } else {
             precondition(refused.reason.contains("\(hello.protocolVersion)"), "the refusal does not name the version")
