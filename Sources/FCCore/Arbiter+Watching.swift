@@ -9,7 +9,8 @@ struct WatchState {
     var interest: [ItemPath: Int] = [:]
     /// The counts, before this event, of the directories whose count this event changed (``flushWatchChanges()``).
     var touched: [ItemPath: Int] = [:]
-    /// Why a directory could not be watched, as the watcher reported it, while presenters still need it.
+    /// Why a directory could not be watched, as the watcher reported it, while presenters still need it and until
+    /// the watcher says it is watched (``FileSystemEvent/watchAdded(_:)``).
     var failures: [ItemPath: String] = [:]
     /// Notifications sent for file-system events whose coalescing window is open; `true` when more of the same came
     /// in the window (one more is sent when it closes).
@@ -130,6 +131,8 @@ extension Arbiter {
                 queueOverflowed()
             case .watchFailed(let directory, let reason):
                 watchFailed(directory, reason: reason)
+            case .watchAdded(let directory):
+                watchAdded(directory)
             case .changedBeforeWatch(let path, let id):
                 guard reported(path, event) else { continue }
                 changedBeforeWatch(path, presenter: id)
@@ -172,8 +175,9 @@ extension Arbiter {
         notifyEnclosingDirectories(of: path, appeared: true)
         if isDirectory, configuration.watchesFileSystem, watching.interest[path] != nil {
             // Presenters wait for this directory: ask again (its watch could not be added while it did not exist);
-            // the host scans it right after adding the watch, so that nothing created in between is missed.
-            watching.failures[path] = nil
+            // the host scans it right after adding the watch, so that nothing created in between is missed. A
+            // failure already told stays until the watcher says the watch was added (then the presenters hear it
+            // is), or fails again without telling anybody twice.
             effects.append(.watch(path))
         }
     }
@@ -261,7 +265,7 @@ extension Arbiter {
         guard watching.interest[directory] != nil else { return }  // No longer needed: nobody to tell.
         watching.statistics.watchFailures += 1
         let first = watching.failures.updateValue(reason, forKey: directory) == nil
-        // Logged once per directory (a watcher that stopped tells every directory, and every later watch, as failed).
+        // Logged once per failure (a watcher that stopped tells every directory, and every later watch, as failed).
         guard first else { return }
         log(.warning, "a directory cannot be watched: \(reason)", ["item.path": "\(directory)"])
         guard let node = tree.existingNode(directory) else { return }
@@ -272,6 +276,40 @@ extension Arbiter {
             )
         }
     }
+
+    /// A directory whose watch had failed is watched (``FileSystemEvent/watchAdded(_:)``): its presenters, and those
+    /// of its entries, hear that it is, and that their item did change (what changed meanwhile went unseen). A
+    /// failure after this is told again.
+    private func watchAdded(_ directory: ItemPath) {
+        guard watching.failures.removeValue(forKey: directory) != nil else { return }
+        log(.notice, "a directory that could not be watched is watched", ["item.path": "\(directory)"])
+        guard let node = tree.existingNode(directory) else { return }
+        for id in presentersAtAndDirectlyBelow(node) {
+            guard let record = presenters[id] else { continue }
+            effects.append(.watchAvailable(id, client: record.registration.client, directory: directory))
+            fileSystemNotify(id, .presentedItemDidChange)
+        }
+    }
+
+    /// Tells a presenter that comes to need directories whose watch failed (registered, or its item moved from
+    /// `previous`) that they are not watched, as those that needed them when they failed were told; a directory it
+    /// needed before is not told twice.
+    func tellWatchFailures(to id: PresenterID, previous: ItemPath? = nil) {
+        guard !watching.failures.isEmpty, let record = presenters[id], let path = record.registration.path else {
+            return
+        }
+        let before = [previous?.parent, previous].compactMap { $0 }
+        for directory in [path.parent, path].compactMap({ $0 }) where !before.contains(directory) {
+            guard let reason = watching.failures[directory] else { continue }
+            effects.append(
+                .watchUnavailable(id, client: record.registration.client, directory: directory, reason: reason)
+            )
+        }
+    }
+
+    /// Whether a directory's watch failed and was not added since: the daemon then passes the watches its watcher
+    /// added (``FileSystemEvent/watchAdded(_:)``), and only then.
+    public var hasWatchFailures: Bool { !watching.failures.isEmpty }
 
     // MARK: Who hears
 

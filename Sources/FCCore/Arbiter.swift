@@ -208,6 +208,7 @@ public final class Arbiter {
             if registration.isPackage && node.packageDeclarations == 1 { reindexClaims() }
         }
         changeWatchInterest(registration.path, by: 1)
+        tellWatchFailures(to: registration.id)
         recallLeases(around: registration.path)
     }
 
@@ -265,6 +266,7 @@ public final class Arbiter {
     }
 
     func relocate(_ record: PresenterRecord, to path: ItemPath?) {
+        let previous = record.registration.path
         if let node = record.node {
             tree.removePresenter(record.registration.id, at: node, declaredPackage: record.registration.isPackage)
             record.node = nil
@@ -278,6 +280,7 @@ public final class Arbiter {
             record.node = node
         }
         if record.registration.isPackage { reindexClaims() }
+        tellWatchFailures(to: record.registration.id, previous: previous)
         recallLeases(around: path)
     }
 

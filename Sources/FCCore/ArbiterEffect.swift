@@ -90,6 +90,9 @@ public enum ArbiterEffect: Hashable, Sendable {
     /// A presenter's item or its parent cannot be watched (out of watches, say): changes made without coordination
     /// will not reach it. For the presenter's client.
     case watchUnavailable(PresenterID, client: ClientID, directory: ItemPath, reason: String)
+    /// A directory the presenter was told of in ``watchUnavailable(_:client:directory:reason:)`` is watched again
+    /// (``FileSystemEvent/watchAdded(_:)``): changes made without coordination reach it again. For its client.
+    case watchAvailable(PresenterID, client: ClientID, directory: ItemPath)
     /// The client may decide the claims inside `subtree` itself, until the lease is recalled (docs/SEMANTICS.md §13).
     case grantLease(LeaseID, client: ClientID, subtree: ItemPath)
     /// The holder must stop granting claims inside the lease, and return it with the claims still running

@@ -25,6 +25,12 @@ public enum FileSystemEvent: Hashable, Sendable {
     /// `max_user_watches` or the daemon's own cap), or the kernel refused for another reason. Presenters that
     /// relied on it are reported (``ArbiterEffect/watchUnavailable(_:client:directory:reason:)``).
     case watchFailed(ItemPath, reason: String)
+    /// A directory whose watch had failed is watched now: the watcher added it later (the directory was made again,
+    /// or the watches were renewed with room under the cap). The presenters told it could not be watched are told it
+    /// is (``ArbiterEffect/watchAvailable(_:client:directory:)``) and, since what changed meanwhile went unseen, that
+    /// their item did change, as after an ``overflow``. The daemon makes it from the watches its watcher reports
+    /// added (`WatcherReport.watched`); nothing of inotify names it.
+    case watchAdded(ItemPath)
     /// An item changed between a presenter's registration and the moment its watch was in place (issue 37): the
     /// watcher found the item's (or, for a directory presenter, an entry's) change time not older than the
     /// registration. Told to that presenter alone (the others were registered, and heard of it from inotify): did
@@ -33,13 +39,13 @@ public enum FileSystemEvent: Hashable, Sendable {
 }
 
 extension FileSystemEvent {
-    /// The items the event names: one, or none for ``overflow`` and ``watchFailed(_:reason:)``.
+    /// The items the event names: one, or none for ``overflow``, ``watchFailed(_:reason:)`` and ``watchAdded(_:)``.
     public var items: [ItemPath] {
         switch self {
         case .changed(let path), .created(let path, _), .deleted(let path), .movedFrom(let path, _),
             .movedTo(let path, _, _), .changedBeforeWatch(let path, _):
             [path]
-        case .overflow, .watchFailed:
+        case .overflow, .watchFailed, .watchAdded:
             []
         }
     }

@@ -377,8 +377,8 @@ final class ArbiterHost {
                 loop.assumeIsolated().execute { [weak self] in self?.cluster?.claimWaits(in: folder) }
             case .hostGateDrained(let folder):
                 loop.assumeIsolated().execute { [weak self] in self?.cluster?.drained(folder) }
-            case .grant, .fail, .message, .watchUnavailable, .grantLease, .recallLease, .leaseDropped,
-                .claimInsideLease:
+            case .grant, .fail, .message, .watchUnavailable, .watchAvailable, .grantLease, .recallLease,
+                .leaseDropped, .claimInsideLease:
                 break
             }
         }

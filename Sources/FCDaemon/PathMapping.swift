@@ -81,6 +81,8 @@ extension ArbiterEffect {
             return .message(message)
         case .watchUnavailable(let presenter, let client, let directory, let reason):
             return .watchUnavailable(presenter, client: client, directory: map(directory), reason: reason)
+        case .watchAvailable(let presenter, let client, let directory):
+            return .watchAvailable(presenter, client: client, directory: map(directory))
         default:
             return self
         }

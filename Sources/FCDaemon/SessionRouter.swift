@@ -386,6 +386,9 @@ public final class SessionRouter {
                     .watchUnavailable(PresenterID(local), client: client, directory: directory, reason: reason),
                     to: owner
                 )
+            case .watchAvailable(let presenter, let client, let directory):
+                guard let (owner, local) = presenterOwner[presenter], owner == client else { continue }
+                append(.watchAvailable(PresenterID(local), client: client, directory: directory), to: owner)
             }
         }
         routed.perClient = order.map { ($0, buckets[$0]!) }

@@ -27,7 +27,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
             .toDaemon
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply:
             .toClient
-        case .watchUnavailable:
+        case .watchUnavailable, .watchAvailable:
             .toClient
         case .versionStoreRequest: .toDaemon
         case .versionStoreReply: .toClient
@@ -68,6 +68,7 @@ extension Filecoord_V1_Frame.OneOf_Payload {
         case .protocolError: "ProtocolError"
         case .dumpReply: "DumpReply"
         case .watchUnavailable: "WatchUnavailable"
+        case .watchAvailable: "WatchAvailable"
         case .versionStoreRequest: "VersionStoreRequest"
         case .versionStoreReply: "VersionStoreReply"
         case .ping: "Ping"

@@ -23,8 +23,9 @@ public enum ProtocolVersion {
     /// client whose `Hello.path_rules` are not its own (a daemon before it ignores the field). 11: every folder of a
     /// live query's tree watched again (`QueryWatchAvailable`, daemon to client: a client before it ignores it). 12: the
     /// daemon folds the names of a client that leaves it to the daemon (`Hello.daemon_folds_names`: the preload
-    /// library), which a daemon before it keeps as sent.
-    public static let revision: UInt32 = 12
+    /// library), which a daemon before it keeps as sent. 13: a presenter's directory watched again after it was told
+    /// it could not be (`WatchAvailable`, daemon to client: a client before it ignores it).
+    public static let revision: UInt32 = 13
 
     /// The revision that added `PreparationReturned`.
     public static let preparationReturnedRevision: UInt32 = 1

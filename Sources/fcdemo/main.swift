@@ -25,7 +25,8 @@ var presenterNames: [PresenterID: String] = [:]
         case .message(let message):
             let who = presenterNames[message.presenter] ?? "\(message.presenter)"
             say("   arbiter -> \(who): \(message.kind)")
-        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .grantLease, .recallLease,
+        case .startTimer, .cancelTimer, .log, .watch, .unwatch, .watchUnavailable, .watchAvailable, .grantLease,
+            .recallLease,
             .leaseDropped, .claimInsideLease, .fileWithOtherNamesWritten, .hostGateWanted, .hostGateDrained,
             .drainWatcher:
             break

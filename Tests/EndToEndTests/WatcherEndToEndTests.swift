@@ -374,4 +374,38 @@ struct WatcherEndToEndTests {
             try await a.waitFor("done write \(second)/x.txt")
         }
     }
+
+    @Test("A folder watched after all once there is room: its client is told, the dump clears it, changes reach it")
+    func aFolderWatchedAfterAllIsTold() async throws {
+        try await TestEnvironment.run { env in
+            // As above: the second folder is one watch too many, until the first presenter goes.
+            _ = try await env.startDaemon(arguments: ["--max-watches", "2"])
+            let first = env.path("first")
+            let second = env.path("second")
+            for folder in [first, second] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+            let a = try await env.host("A")
+            try await a.present("D1", first)
+            try await env.waitForWatches(first)
+            try await a.present("D2", second)
+            try await eventually("the client to report the unwatched presenter:\n\(a.standardError())") {
+                a.standardError().contains("cannot be watched") && a.standardError().contains("item.path=\(second)")
+            }
+            // Room under the cap, and the folder made again: the daemon watches it (until stop 66 the dump kept it
+            // NOT WATCHED, and nothing told the presenter's client).
+            try a.send("unpresent D1")
+            try await a.waitFor("unpresented D1")
+            try sh("rmdir '\(second)' && mkdir '\(second)'")
+            try await env.waitForWatches(second)
+            try await eventually("the client to report the presenter's folder watched:\n\(a.standardError())") {
+                a.standardError().contains("reach a presenter again")
+            }
+            // It hears a change made without coordination in it again.
+            try sh("touch '\(second)/new.txt'")
+            try await eventually("D2 to hear new.txt") {
+                a.presenterEvents("D2").contains("subitemDidAppear \(second)/new.txt")
+            }
+        }
+    }
 }

@@ -1594,6 +1594,51 @@ void   filecoord__v1__watch_unavailable__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__watch_unavailable__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   filecoord__v1__watch_available__init
+                     (Filecoord__V1__WatchAvailable         *message)
+{
+  static const Filecoord__V1__WatchAvailable init_value = FILECOORD__V1__WATCH_AVAILABLE__INIT;
+  *message = init_value;
+}
+size_t filecoord__v1__watch_available__get_packed_size
+                     (const Filecoord__V1__WatchAvailable *message)
+{
+  assert(message->base.descriptor == &filecoord__v1__watch_available__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t filecoord__v1__watch_available__pack
+                     (const Filecoord__V1__WatchAvailable *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &filecoord__v1__watch_available__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t filecoord__v1__watch_available__pack_to_buffer
+                     (const Filecoord__V1__WatchAvailable *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &filecoord__v1__watch_available__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Filecoord__V1__WatchAvailable *
+       filecoord__v1__watch_available__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Filecoord__V1__WatchAvailable *)
+     protobuf_c_message_unpack (&filecoord__v1__watch_available__descriptor,
+                                allocator, len, data);
+}
+void   filecoord__v1__watch_available__free_unpacked
+                     (Filecoord__V1__WatchAvailable *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &filecoord__v1__watch_available__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   filecoord__v1__version_store_request__init
                      (Filecoord__V1__VersionStoreRequest         *message)
 {
@@ -2539,7 +2584,7 @@ void   filecoord__v1__query_watch_available__free_unpacked
   assert(message->base.descriptor == &filecoord__v1__query_watch_available__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[46] =
+static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[47] =
 {
   {
     "hello",
@@ -2813,6 +2858,18 @@ static const ProtobufCFieldDescriptor filecoord__v1__frame__field_descriptors[46
     offsetof(Filecoord__V1__Frame, payload_case),
     offsetof(Filecoord__V1__Frame, watch_unavailable),
     &filecoord__v1__watch_unavailable__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "watch_available",
+    41,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Filecoord__V1__Frame, payload_case),
+    offsetof(Filecoord__V1__Frame, watch_available),
+    &filecoord__v1__watch_available__descriptor,
     NULL,
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -3098,7 +3155,7 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   7,   /* field[7] = cancel_claim */
   6,   /* field[6] = cancel_coordinator */
   17,   /* field[17] = claim_failed */
-  29,   /* field[29] = claim_inside_lease */
+  30,   /* field[30] = claim_inside_lease */
   20,   /* field[20] = dump_reply */
   11,   /* field[11] = dump_request */
   5,   /* field[5] = finish_claim */
@@ -3106,40 +3163,41 @@ static const unsigned filecoord__v1__frame__field_indices_by_name[] = {
   0,   /* field[0] = hello */
   14,   /* field[14] = hello_reply */
   9,   /* field[9] = item_moved */
-  26,   /* field[26] = lease_counter_idle */
-  27,   /* field[27] = lease_granted */
-  28,   /* field[28] = lease_recalled */
-  25,   /* field[25] = lease_returned */
+  27,   /* field[27] = lease_counter_idle */
+  28,   /* field[28] = lease_granted */
+  29,   /* field[29] = lease_recalled */
+  26,   /* field[26] = lease_returned */
   13,   /* field[13] = ping */
   21,   /* field[21] = pong */
   12,   /* field[12] = preparation_returned */
   18,   /* field[18] = presenter_message */
   8,   /* field[8] = presenter_reply */
   3,   /* field[3] = presenter_url_changed */
-  36,   /* field[36] = progress_appeared */
-  37,   /* field[37] = progress_changed */
-  35,   /* field[35] = progress_control */
-  39,   /* field[39] = progress_control_requested */
-  38,   /* field[38] = progress_gone */
-  30,   /* field[30] = progress_publish */
-  33,   /* field[33] = progress_subscribe */
-  32,   /* field[32] = progress_unpublish */
-  34,   /* field[34] = progress_unsubscribe */
-  31,   /* field[31] = progress_update */
+  37,   /* field[37] = progress_appeared */
+  38,   /* field[38] = progress_changed */
+  36,   /* field[36] = progress_control */
+  40,   /* field[40] = progress_control_requested */
+  39,   /* field[39] = progress_gone */
+  31,   /* field[31] = progress_publish */
+  34,   /* field[34] = progress_subscribe */
+  33,   /* field[33] = progress_unpublish */
+  35,   /* field[35] = progress_unsubscribe */
+  32,   /* field[32] = progress_update */
   19,   /* field[19] = protocol_error */
-  43,   /* field[43] = query_items */
-  42,   /* field[42] = query_results */
-  40,   /* field[40] = query_start */
-  41,   /* field[41] = query_stop */
-  45,   /* field[45] = query_watch_available */
-  44,   /* field[44] = query_watch_unavailable */
+  44,   /* field[44] = query_items */
+  43,   /* field[43] = query_results */
+  41,   /* field[41] = query_start */
+  42,   /* field[42] = query_stop */
+  46,   /* field[46] = query_watch_available */
+  45,   /* field[45] = query_watch_unavailable */
   15,   /* field[15] = refused */
   1,   /* field[1] = register_presenter */
   4,   /* field[4] = request_claim */
   2,   /* field[2] = unregister_presenter */
   10,   /* field[10] = version_changed */
-  24,   /* field[24] = version_store_reply */
-  23,   /* field[23] = version_store_request */
+  25,   /* field[25] = version_store_reply */
+  24,   /* field[24] = version_store_request */
+  23,   /* field[23] = watch_available */
   22,   /* field[22] = watch_unavailable */
 };
 static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
@@ -3147,14 +3205,14 @@ static const ProtobufCIntRange filecoord__v1__frame__number_ranges[10 + 1] =
   { 1, 0 },
   { 16, 14 },
   { 40, 22 },
-  { 50, 23 },
-  { 60, 25 },
-  { 70, 27 },
-  { 80, 30 },
-  { 90, 36 },
-  { 100, 40 },
-  { 110, 43 },
-  { 0, 46 }
+  { 50, 24 },
+  { 60, 26 },
+  { 70, 28 },
+  { 80, 31 },
+  { 90, 37 },
+  { 100, 41 },
+  { 110, 44 },
+  { 0, 47 }
 };
 const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
 {
@@ -3164,7 +3222,7 @@ const ProtobufCMessageDescriptor filecoord__v1__frame__descriptor =
   "Filecoord__V1__Frame",
   "filecoord.v1",
   sizeof(Filecoord__V1__Frame),
-  46,
+  47,
   filecoord__v1__frame__field_descriptors,
   filecoord__v1__frame__field_indices_by_name,
   10,  filecoord__v1__frame__number_ranges,
@@ -5654,6 +5712,57 @@ const ProtobufCMessageDescriptor filecoord__v1__watch_unavailable__descriptor =
   filecoord__v1__watch_unavailable__field_indices_by_name,
   1,  filecoord__v1__watch_unavailable__number_ranges,
   (ProtobufCMessageInit) filecoord__v1__watch_unavailable__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor filecoord__v1__watch_available__field_descriptors[2] =
+{
+  {
+    "presenter_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__WatchAvailable, presenter_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "directory",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BYTES,
+    0,   /* quantifier_offset */
+    offsetof(Filecoord__V1__WatchAvailable, directory),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned filecoord__v1__watch_available__field_indices_by_name[] = {
+  1,   /* field[1] = directory */
+  0,   /* field[0] = presenter_id */
+};
+static const ProtobufCIntRange filecoord__v1__watch_available__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor filecoord__v1__watch_available__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "filecoord.v1.WatchAvailable",
+  "WatchAvailable",
+  "Filecoord__V1__WatchAvailable",
+  "filecoord.v1",
+  sizeof(Filecoord__V1__WatchAvailable),
+  2,
+  filecoord__v1__watch_available__field_descriptors,
+  filecoord__v1__watch_available__field_indices_by_name,
+  1,  filecoord__v1__watch_available__number_ranges,
+  (ProtobufCMessageInit) filecoord__v1__watch_available__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor filecoord__v1__version_store_request__field_descriptors[9] =

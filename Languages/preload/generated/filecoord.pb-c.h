@@ -52,6 +52,7 @@ typedef struct Filecoord__V1__ProtocolError Filecoord__V1__ProtocolError;
 typedef struct Filecoord__V1__DumpReply Filecoord__V1__DumpReply;
 typedef struct Filecoord__V1__Pong Filecoord__V1__Pong;
 typedef struct Filecoord__V1__WatchUnavailable Filecoord__V1__WatchUnavailable;
+typedef struct Filecoord__V1__WatchAvailable Filecoord__V1__WatchAvailable;
 typedef struct Filecoord__V1__VersionStoreRequest Filecoord__V1__VersionStoreRequest;
 typedef struct Filecoord__V1__StoredVersionRecord Filecoord__V1__StoredVersionRecord;
 typedef struct Filecoord__V1__VersionStoreReply Filecoord__V1__VersionStoreReply;
@@ -276,6 +277,7 @@ typedef enum {
   FILECOORD__V1__FRAME__PAYLOAD_DUMP_REPLY = 22,
   FILECOORD__V1__FRAME__PAYLOAD_PONG = 23,
   FILECOORD__V1__FRAME__PAYLOAD_WATCH_UNAVAILABLE = 40,
+  FILECOORD__V1__FRAME__PAYLOAD_WATCH_AVAILABLE = 41,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REQUEST = 50,
   FILECOORD__V1__FRAME__PAYLOAD_VERSION_STORE_REPLY = 51,
   FILECOORD__V1__FRAME__PAYLOAD_LEASE_RETURNED = 60,
@@ -348,6 +350,7 @@ struct  Filecoord__V1__Frame
      * Daemon -> client, the file watcher (issue 13; numbers 40-49).
      */
     Filecoord__V1__WatchUnavailable *watch_unavailable;
+    Filecoord__V1__WatchAvailable *watch_available;
     /*
      * Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
      */
@@ -1212,7 +1215,8 @@ struct  Filecoord__V1__Pong
 /*
  * Changes made without coordination will not reach this presenter (issue 13): the daemon could not watch a directory
  * it needs (its item's parent, or its item), because the daemon's cap (--max-watches) or the kernel's
- * fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter; no reply.
+ * fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter (at the
+ * failure, or when the presenter comes to need the directory later), again only after a WatchAvailable; no reply.
  * Coordinated access and its notifications are not affected. The client logs it (FileCoordinationLogging).
  */
 struct  Filecoord__V1__WatchUnavailable
@@ -1234,6 +1238,29 @@ struct  Filecoord__V1__WatchUnavailable
 #define FILECOORD__V1__WATCH_UNAVAILABLE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__watch_unavailable__descriptor) \
     , 0, {0,NULL}, (char *)protobuf_c_empty_string }
+
+
+/*
+ * A directory this presenter was told of in WatchUnavailable is watched again (the watcher added its watch later:
+ * the directory was made again, or the watches were renewed with room under the cap): changes made without
+ * coordination reach the presenter again. What changed meanwhile went unseen, so the presenter is also told its item
+ * did change, as after lost events. Revision 13; a client before it ignores it. No reply. The client logs it.
+ */
+struct  Filecoord__V1__WatchAvailable
+{
+  ProtobufCMessage base;
+  /*
+   * The client's id for the presenter.
+   */
+  uint64_t presenter_id;
+  /*
+   * The directory that is watched again.
+   */
+  ProtobufCBinaryData directory;
+};
+#define FILECOORD__V1__WATCH_AVAILABLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&filecoord__v1__watch_available__descriptor) \
+    , 0, {0,NULL} }
 
 
 /*
@@ -2330,6 +2357,25 @@ Filecoord__V1__WatchUnavailable *
 void   filecoord__v1__watch_unavailable__free_unpacked
                      (Filecoord__V1__WatchUnavailable *message,
                       ProtobufCAllocator *allocator);
+/* Filecoord__V1__WatchAvailable methods */
+void   filecoord__v1__watch_available__init
+                     (Filecoord__V1__WatchAvailable         *message);
+size_t filecoord__v1__watch_available__get_packed_size
+                     (const Filecoord__V1__WatchAvailable   *message);
+size_t filecoord__v1__watch_available__pack
+                     (const Filecoord__V1__WatchAvailable   *message,
+                      uint8_t             *out);
+size_t filecoord__v1__watch_available__pack_to_buffer
+                     (const Filecoord__V1__WatchAvailable   *message,
+                      ProtobufCBuffer     *buffer);
+Filecoord__V1__WatchAvailable *
+       filecoord__v1__watch_available__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   filecoord__v1__watch_available__free_unpacked
+                     (Filecoord__V1__WatchAvailable *message,
+                      ProtobufCAllocator *allocator);
 /* Filecoord__V1__VersionStoreRequest methods */
 void   filecoord__v1__version_store_request__init
                      (Filecoord__V1__VersionStoreRequest         *message);
@@ -2842,6 +2888,9 @@ typedef void (*Filecoord__V1__Pong_Closure)
 typedef void (*Filecoord__V1__WatchUnavailable_Closure)
                  (const Filecoord__V1__WatchUnavailable *message,
                   void *closure_data);
+typedef void (*Filecoord__V1__WatchAvailable_Closure)
+                 (const Filecoord__V1__WatchAvailable *message,
+                  void *closure_data);
 typedef void (*Filecoord__V1__VersionStoreRequest_Closure)
                  (const Filecoord__V1__VersionStoreRequest *message,
                   void *closure_data);
@@ -2953,6 +3002,7 @@ extern const ProtobufCMessageDescriptor filecoord__v1__protocol_error__descripto
 extern const ProtobufCMessageDescriptor filecoord__v1__dump_reply__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__pong__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__watch_unavailable__descriptor;
+extern const ProtobufCMessageDescriptor filecoord__v1__watch_available__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__version_store_request__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__stored_version_record__descriptor;
 extern const ProtobufCMessageDescriptor filecoord__v1__version_store_reply__descriptor;

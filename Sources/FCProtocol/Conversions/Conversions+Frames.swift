@@ -101,7 +101,7 @@ extension ArbiterEvent {
             }
             self = .leaseReturned(LeaseID(message.leaseID), client: client, running: running)
         case .helloReply, .refused, .granted, .claimFailed, .presenterMessage, .protocolError, .dumpReply,
-            .watchUnavailable, .leaseGranted, .leaseRecalled, .claimInsideLease:
+            .watchUnavailable, .watchAvailable, .leaseGranted, .leaseRecalled, .claimInsideLease:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
         case .versionStoreReply, .pong:
             throw ProtocolError(.unexpectedMessage, "\(payload.messageName) is sent by the daemon, not to it")
@@ -204,6 +204,11 @@ extension Filecoord_V1_Frame {
             message.directory = encodePath(directory)
             message.reason = reason
             self.init(.watchUnavailable(message))
+        case .watchAvailable(let presenter, _, let directory):
+            var message = Filecoord_V1_WatchAvailable()
+            message.presenterID = presenter.rawValue
+            message.directory = encodePath(directory)
+            self.init(.watchAvailable(message))
         case .grant(let claim, _, let paths):
             self.init(.granted(Filecoord_V1_Granted(claim: claim, paths: paths)))
         case .fail(let claim, _, let failure):

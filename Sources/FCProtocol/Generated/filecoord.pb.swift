@@ -428,6 +428,14 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     set {payload = .watchUnavailable(newValue)}
   }
 
+  public var watchAvailable: Filecoord_V1_WatchAvailable {
+    get {
+      if case .watchAvailable(let v)? = payload {return v}
+      return Filecoord_V1_WatchAvailable()
+    }
+    set {payload = .watchAvailable(newValue)}
+  }
+
   /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
   public var versionStoreRequest: Filecoord_V1_VersionStoreRequest {
     get {
@@ -652,6 +660,7 @@ public nonisolated struct Filecoord_V1_Frame: Sendable {
     case pong(Filecoord_V1_Pong)
     /// Daemon -> client, the file watcher (issue 13; numbers 40-49).
     case watchUnavailable(Filecoord_V1_WatchUnavailable)
+    case watchAvailable(Filecoord_V1_WatchAvailable)
     /// Version store (issue 15; numbers 50-59): client -> daemon 50, daemon -> client 51.
     case versionStoreRequest(Filecoord_V1_VersionStoreRequest)
     case versionStoreReply(Filecoord_V1_VersionStoreReply)
@@ -1828,7 +1837,8 @@ public nonisolated struct Filecoord_V1_Pong: Sendable {
 
 /// Changes made without coordination will not reach this presenter (issue 13): the daemon could not watch a directory
 /// it needs (its item's parent, or its item), because the daemon's cap (--max-watches) or the kernel's
-/// fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter; no reply.
+/// fs.inotify.max_user_watches is reached, or the kernel refused. Sent once per directory and presenter (at the
+/// failure, or when the presenter comes to need the directory later), again only after a WatchAvailable; no reply.
 /// Coordinated access and its notifications are not affected. The client logs it (FileCoordinationLogging).
 public nonisolated struct Filecoord_V1_WatchUnavailable: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1843,6 +1853,26 @@ public nonisolated struct Filecoord_V1_WatchUnavailable: Sendable {
 
   /// Why, in words.
   public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A directory this presenter was told of in WatchUnavailable is watched again (the watcher added its watch later:
+/// the directory was made again, or the watches were renewed with room under the cap): changes made without
+/// coordination reach the presenter again. What changed meanwhile went unseen, so the presenter is also told its item
+/// did change, as after lost events. Revision 13; a client before it ignores it. No reply. The client logs it.
+public nonisolated struct Filecoord_V1_WatchAvailable: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// The client's id for the presenter.
+  public var presenterID: UInt64 = 0
+
+  /// The directory that is watched again.
+  public var directory: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2447,7 +2477,7 @@ nonisolated extension Filecoord_V1_ProgressAction: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{4}\u{a}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0\u{3}query_watch_unavailable\0\u{3}query_watch_available\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}register_presenter\0\u{3}unregister_presenter\0\u{3}presenter_url_changed\0\u{3}request_claim\0\u{3}finish_claim\0\u{3}cancel_coordinator\0\u{3}cancel_claim\0\u{3}presenter_reply\0\u{3}item_moved\0\u{3}version_changed\0\u{3}dump_request\0\u{3}preparation_returned\0\u{1}ping\0\u{4}\u{2}hello_reply\0\u{1}refused\0\u{1}granted\0\u{3}claim_failed\0\u{3}presenter_message\0\u{3}protocol_error\0\u{3}dump_reply\0\u{1}pong\0\u{4}\u{11}watch_unavailable\0\u{3}watch_available\0\u{4}\u{9}version_store_request\0\u{3}version_store_reply\0\u{4}\u{9}lease_returned\0\u{3}lease_counter_idle\0\u{4}\u{9}lease_granted\0\u{3}lease_recalled\0\u{3}claim_inside_lease\0\u{4}\u{8}progress_publish\0\u{3}progress_update\0\u{3}progress_unpublish\0\u{3}progress_subscribe\0\u{3}progress_unsubscribe\0\u{3}progress_control\0\u{4}\u{5}progress_appeared\0\u{3}progress_changed\0\u{3}progress_gone\0\u{3}progress_control_requested\0\u{4}\u{7}query_start\0\u{3}query_stop\0\u{3}query_results\0\u{4}\u{8}query_items\0\u{3}query_watch_unavailable\0\u{3}query_watch_available\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2752,6 +2782,19 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
         if let v = v {
           if hadOneofValue {try decoder.handleConflictingOneOf()}
           self.payload = .watchUnavailable(v)
+        }
+      }()
+      case 41: try {
+        var v: Filecoord_V1_WatchAvailable?
+        var hadOneofValue = false
+        if let current = self.payload {
+          hadOneofValue = true
+          if case .watchAvailable(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.payload = .watchAvailable(v)
         }
       }()
       case 50: try {
@@ -3155,6 +3198,10 @@ nonisolated extension Filecoord_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._
     case .watchUnavailable?: try {
       guard case .watchUnavailable(let v)? = self.payload else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    }()
+    case .watchAvailable?: try {
+      guard case .watchAvailable(let v)? = self.payload else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
     }()
     case .versionStoreRequest?: try {
       guard case .versionStoreRequest(let v)? = self.payload else { preconditionFailure() }
@@ -4806,6 +4853,41 @@ nonisolated extension Filecoord_V1_WatchUnavailable: SwiftProtobuf.Message, Swif
     if lhs.presenterID != rhs.presenterID {return false}
     if lhs.directory != rhs.directory {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Filecoord_V1_WatchAvailable: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WatchAvailable"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}presenter_id\0\u{1}directory\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.presenterID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.directory) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.presenterID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.presenterID, fieldNumber: 1)
+    }
+    if !self.directory.isEmpty {
+      try visitor.visitSingularBytesField(value: self.directory, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Filecoord_V1_WatchAvailable, rhs: Filecoord_V1_WatchAvailable) -> Bool {
+    if lhs.presenterID != rhs.presenterID {return false}
+    if lhs.directory != rhs.directory {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

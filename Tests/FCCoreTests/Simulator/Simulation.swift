@@ -32,6 +32,8 @@ import FCTestSupport
 /// 9. Hold limits (issue 42): HoldLimitModel.swift, in one seed of three.
 /// 10. Claims that must not wait (issue 43): NonblockingModel.swift, in one seed of three.
 /// 11. A watcher behind the writes: a write's late echo is still an echo (WatcherLagModel.swift).
+/// 12. Failed watches: a presenter is told a directory is watched again (`watchAvailable`) only after it was told it
+///    could not be (`watchUnavailable`), once per such telling, and only when the arbiter no longer shows the failure.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -379,7 +381,7 @@ struct Simulation {
     }
 
     /// One batch of file-system events on the universe's paths (issue 13): writes, creations, deletions, renames
-    /// paired by cookie or not, overflows and failed watches.
+    /// paired by cookie or not, overflows, failed watches and watches added later.
     private mutating func randomFileSystemEvents() -> [FileSystemEvent] {
         var events: [FileSystemEvent] = []
         for _ in 0..<Int.random(in: 1...4, using: &rng) {
@@ -394,7 +396,15 @@ struct Simulation {
                 if to != path, !to.isDescendant(of: path) { events.append(.movedFrom(path, cookie: cookie)) }
                 if rng.chance(80) { events.append(.movedTo(to, cookie: cookie, isDirectory: rng.chance(30))) }
             case 8: events.append(.overflow)
-            case 9: events.append(.watchFailed(path, reason: "simulated"))
+            case 9:
+                // Failed, or (at odd steps) the last failed one added after all: the generator's draws stay those of
+                // every earlier schedule.
+                if step % 2 == 0 {
+                    events.append(.watchFailed(path, reason: "simulated"))
+                    lastFailedWatch = path
+                } else {
+                    events.append(.watchAdded(lastFailedWatch ?? path))
+                }
             default:
                 // What the watcher found changed between a presenter's registration and its watch (issue 37); any
                 // presenter, removed ones included.
@@ -581,7 +591,7 @@ struct Simulation {
             case .changed(let path), .changedBeforeWatch(let path, _): change(path, present: true)
             case .created(let path, _), .movedTo(let path, _, _): change(path, present: true, replaced: true)
             case .deleted(let path), .movedFrom(let path, _): change(path, present: false)
-            case .overflow, .watchFailed: break
+            case .overflow, .watchFailed, .watchAdded: break
             }
         }
         let observed = rng.chance(80) ? observed(events) : [:]
@@ -1056,6 +1066,12 @@ struct Simulation {
     private var violations: [String] = []
     /// Directories watched now, from the watch and unwatch effects (issue 13).
     private var watchedDirectories: Set<ItemPath> = []
+    /// "presenter directory" for each watchUnavailable not followed by a watchAvailable.
+    private var toldUnwatched: Set<String> = []
+    /// watchAvailable effects checked.
+    private(set) var watchesAvailableAgain = 0
+    /// The directory of the last `watchFailed` event made, which a `watchAdded` names.
+    private var lastFailedWatch: ItemPath?
     /// File-system notifications sent since the coalescing window's timer last fired.
     private var fileSystemNotificationsThisWindow: Set<String> = []
     private var movedClaims: Set<ClaimID> = []
@@ -1156,8 +1172,19 @@ struct Simulation {
             if watchedDirectories.remove(directory) == nil {
                 violations.append("unwatch of \(directory), which was not watched")
             }
-        case .watchUnavailable(let presenter, _, _, _):
+        case .watchUnavailable(let presenter, _, let directory, _):
             if presenterInfo[presenter] == nil { violations.append("watchUnavailable to unknown \(presenter)") }
+            toldUnwatched.insert("\(presenter) \(directory)")
+        case .watchAvailable(let presenter, _, let directory):
+            // Only to a presenter told that this directory could not be watched, and only once it no longer fails.
+            if presenterInfo[presenter] == nil { violations.append("watchAvailable to unknown \(presenter)") }
+            watchesAvailableAgain += 1
+            if toldUnwatched.remove("\(presenter) \(directory)") == nil {
+                violations.append("watchAvailable of \(directory) to \(presenter), never told it was not watched")
+            }
+            if arbiter.watchingSnapshot().directories.contains(where: { $0.path == directory && $0.failure != nil }) {
+                violations.append("watchAvailable of \(directory), whose failure the arbiter still shows")
+            }
         case .claimInsideLease(let id, _, _):
             // Handed back to its client, to decide in its lease: neither granted nor failed here.
             failed.insert(id)

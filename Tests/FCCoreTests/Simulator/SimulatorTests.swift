@@ -38,6 +38,7 @@ import Testing
         var holdsEnded = 0
         var nonblocking = (granted: 0, refused: 0)
         var lateEchoes = (late: 0, checked: 0, pastRetention: 0)
+        var watchesAvailableAgain = 0
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -58,6 +59,7 @@ import Testing
                 lateEchoes.late += simulation.lag.counts.late
                 lateEchoes.checked += simulation.lag.counts.checked
                 lateEchoes.pastRetention += simulation.lag.counts.pastRetention
+                watchesAvailableAgain += simulation.watchesAvailableAgain
             }
             do {
                 try simulation.run()
@@ -78,7 +80,8 @@ import Testing
                 + "host gates: \(gates.commands) commands, \(gates.drained) drains ended, \(gates.failedAtGate) claims "
                 + "failed at a gate; \(holdsEnded) claims ended past their hold limit; claims that must not wait: "
                 + "\(nonblocking.granted) granted, \(nonblocking.refused) refused; \(lateEchoes.late) write echoes read "
-                + "late, \(lateEchoes.checked) of them checked, \(lateEchoes.pastRetention) past the retention"
+                + "late, \(lateEchoes.checked) of them checked, \(lateEchoes.pastRetention) past the retention; "
+                + "\(watchesAvailableAgain) presenters told a failed watch was added"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -92,6 +95,7 @@ import Testing
                 "issue 43: no claim that must not wait was granted, or none refused"
             )
             #expect(lateEchoes.pastRetention > 0, "invariant 11: no write echo read past its retention was checked")
+            #expect(watchesAvailableAgain > 0, "no presenter was told that a directory's failed watch was added")
         }
     }
 

@@ -218,6 +218,15 @@ extension DaemonTransport {
                     "reason": "\(message.reason)",
                 ]
             )
+        case .watchAvailable(let message)?:
+            // Revision 13: that directory is watched again; the presenter was told its item did change.
+            logger().notice(
+                "changes made without coordination reach a presenter again: its directory is watched",
+                metadata: [
+                    "presenter.id": "\(message.presenterID)",
+                    "item.path": "\(String(decoding: message.directory, as: UTF8.self))",
+                ]
+            )
         default:
             break
         }

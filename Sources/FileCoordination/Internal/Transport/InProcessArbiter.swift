@@ -78,7 +78,8 @@ struct InProcessArbiter: @unchecked Sendable {
                 timers.removeValue(forKey: id)?.cancel()
             case .log(let record):
                 log(record)
-            case .watch, .unwatch, .watchUnavailable, .fileWithOtherNamesWritten, .grantLease, .recallLease,
+            case .watch, .unwatch, .watchUnavailable, .watchAvailable, .fileWithOtherNamesWritten, .grantLease,
+                .recallLease,
                 .leaseDropped, .claimInsideLease, .hostGateWanted, .hostGateDrained, .drainWatcher:
                 break  // Only the daemon watches, grants leases and shares folders (see the type's comment).
             }
