@@ -25,8 +25,8 @@ public enum FileSystemEvent: Hashable, Sendable {
     /// `max_user_watches` or the daemon's own cap), or the kernel refused for another reason. Presenters that
     /// relied on it are reported (``ArbiterEffect/watchUnavailable(_:client:directory:reason:)``).
     case watchFailed(ItemPath, reason: String)
-    /// A directory whose watch had failed is watched now: the watcher added it later (the directory was made again,
-    /// or the watches were renewed with room under the cap). The presenters told it could not be watched are told it
+    /// A directory whose watch had failed is watched now: the watcher added it later (a watch let go gave it room,
+    /// the directory was made again, or the watches were renewed). The presenters told it could not be watched are told it
     /// is (``ArbiterEffect/watchAvailable(_:client:directory:)``) and, since what changed meanwhile went unseen, that
     /// their item did change, as after an ``overflow``. The daemon makes it from the watches its watcher reports
     /// added (`WatcherReport.watched`); nothing of inotify names it.

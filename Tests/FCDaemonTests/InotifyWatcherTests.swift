@@ -278,6 +278,38 @@ struct InotifyWatcherTests {
         }
     }
 
+    @Test func aDirectoryRefusedAtTheCapGetsTheWatchLetGoUnscanned() throws {
+        try withFolder { folder in
+            let collector = Collector()
+            let watcher = InotifyWatcher(maximumWatches: 1, wakePath: folder + "/wake")
+            try watcher.start(deliver: collector.deliver)
+            defer { watcher.stop() }
+            for name in ["one", "two"] {
+                try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
+                try Data("x".utf8).write(to: URL(fileURLWithPath: folder + "/" + name + "/held.txt"))
+                watcher.watch(try path(folder + "/" + name))
+            }
+            try collector.waitUntil("the failure") {
+                $0.events.contains {
+                    if case .watchFailed(let p, _) = $0 { p.description.hasSuffix("/two") } else { false }
+                }
+            }
+            // Until stop 66 the watch let go went to nobody: `two` stayed unwatched while there was room.
+            watcher.unwatch(try path(folder + "/one"))
+            try collector.waitUntil("two watched") {
+                $0.all.contains { $0.watched.contains(try! path(folder + "/two")) }
+            }
+            #expect(collector.status?.watches == 1)
+            #expect(collector.status?.failedWatches == 1, "the retry that took is no failure")
+            // Not scanned as made: what it held before is no creation.
+            #expect(!collector.events.contains(.created(try path(folder + "/two/held.txt"), isDirectory: false)))
+            try Data("y".utf8).write(to: URL(fileURLWithPath: folder + "/two/new.txt"))
+            try collector.waitUntil("a change in two") {
+                $0.events.contains(.created(try! path(folder + "/two/new.txt"), isDirectory: false))
+            }
+        }
+    }
+
     @Test func aDirectoryAskedForAgainAfterItsCreationIsScanned() throws {
         try withFolder { folder in
             let collector = Collector()

@@ -92,6 +92,7 @@ extension InotifyWatcher {
 
     func add(_ directory: ItemPath, scan: Bool, indexing: Bool, into batch: inout [FileSystemEvent]) {
         if let cap, byDescriptor.count + linked.count >= cap {
+            refusedForRoom(directory)
             status.failedWatches += 1
             batch.append(
                 .watchFailed(
@@ -125,6 +126,7 @@ extension InotifyWatcher {
             case ENOENT, ENOTDIR:
                 return  // Not a directory (its parent's watch covers it), or not there yet (asked again once created).
             case ENOSPC:
+                refusedForRoom(directory)
                 status.failedWatches += 1
                 let limit = status.kernelMaximumWatches.map { " (\($0))" } ?? ""
                 batch.append(
@@ -149,6 +151,7 @@ extension InotifyWatcher {
         byDescriptor[descriptor] = directory
         byPath[directory] = descriptor
         directoryIdentities[descriptor] = identity
+        waitingForRoom.remove(directory)
         added.append(directory)
         updateWatchCounts()
         let folds = foldsNames(descriptor, directory)
@@ -171,6 +174,36 @@ extension InotifyWatcher {
         else { return false }
         foldsNames[descriptor] = answer
         return answer
+    }
+
+    /// Notes a wanted directory refused for want of a watch.
+    private func refusedForRoom(_ directory: ItemPath) {
+        waitingForRoom.insert(directory)
+        watchesAtRefusal = byDescriptor.count + linked.count
+        roomRefusals += 1
+    }
+
+    /// Gives the watches let go since the last refusal to the directories that wait for one, in path order, one
+    /// each, until one is refused again (no room after all): its presenters and live queries hear it is watched
+    /// (`WatcherReport.watched`). Not scanned as made: what changed meanwhile is told as such (a did change to the
+    /// presenters; the query's tree is read again). At the end of each pass, after the commands and the events that
+    /// may have let watches go; costs nothing while none waits or none was let go.
+    func retryWaitingForRoom(into batch: inout [FileSystemEvent]) {
+        guard !waitingForRoom.isEmpty else { return }
+        var room = watchesAtRefusal - (byDescriptor.count + linked.count)
+        for directory in waitingForRoom.sorted() {
+            guard room > 0 else { return }
+            guard wanted.contains(directory), byPath[directory] == nil else {
+                waitingForRoom.remove(directory)
+                continue
+            }
+            room -= 1
+            let refusals = roomRefusals
+            add(directory, scan: false, indexing: true, into: &batch)
+            if roomRefusals != refusals { return }  // No room after all: wait for the next watch let go.
+            // Watched; or gone (asked again once made), or refused for another reason (told): not waiting any more.
+            waitingForRoom.remove(directory)
+        }
     }
 
     /// After an overflow: directories that were wanted but not watchable (not created yet) may exist now.

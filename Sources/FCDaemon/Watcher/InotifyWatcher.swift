@@ -75,6 +75,11 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     var wanted: Set<ItemPath> = []
+    /// Wanted directories refused for want of a watch (the daemon's cap, or the kernel's limit), and how many watches
+    /// were in use at the last refusal: tried again as watches are let go (``retryWaitingForRoom(into:)``).
+    var waitingForRoom: Set<ItemPath> = []
+    var watchesAtRefusal = 0
+    var roomRefusals = 0
     /// The watched directories whose files are indexed by identity (``FileSystemWatcher/watch(_:indexingFiles:)``):
     /// all but those watched for live queries only.
     var indexed: Set<ItemPath> = []
@@ -321,6 +326,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 // Commands queued while the wake file's watch was away: their wake-up went to the old instance.
                 if !runCommands(into: &batch) { return }
             }
+            retryWaitingForRoom(into: &batch)
             echoes.endBatch()
             armSettling()
             // A batch of held changes alone says nothing yet (a write storm in a watched folder would cost the loop a
@@ -371,6 +377,7 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 }
             case .unwatch(let directory):
                 wanted.remove(directory)
+                waitingForRoom.remove(directory)
                 dropWatch(of: directory)
             case .fileWritten(let identity):
                 reportWrite(of: identity, into: &batch)

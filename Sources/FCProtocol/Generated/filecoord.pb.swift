@@ -1859,8 +1859,8 @@ public nonisolated struct Filecoord_V1_WatchUnavailable: Sendable {
   public init() {}
 }
 
-/// A directory this presenter was told of in WatchUnavailable is watched again (the watcher added its watch later:
-/// the directory was made again, or the watches were renewed with room under the cap): changes made without
+/// A directory this presenter was told of in WatchUnavailable is watched again (the watcher added its watch later: a
+/// watch let go gave it room, the directory was made again, or the watches were renewed): changes made without
 /// coordination reach the presenter again. What changed meanwhile went unseen, so the presenter is also told its item
 /// did change, as after lost events. Revision 13; a client before it ignores it. No reply. The client logs it.
 public nonisolated struct Filecoord_V1_WatchAvailable: Sendable {
