@@ -307,10 +307,6 @@ extension Arbiter {
         }
     }
 
-    /// Whether a directory's watch failed and was not added since: the daemon then passes the watches its watcher
-    /// added (``FileSystemEvent/watchAdded(_:)``), and only then.
-    public var hasWatchFailures: Bool { !watching.failures.isEmpty }
-
     // MARK: Who hears
 
     /// The presenters of a directory and of its direct entries, in a stable order (children by name).

@@ -28,8 +28,8 @@ public enum FileSystemEvent: Hashable, Sendable {
     /// A directory whose watch had failed is watched now: the watcher added it later (a watch let go gave it room,
     /// the directory was made again, or the watches were renewed). The presenters told it could not be watched are told it
     /// is (``ArbiterEffect/watchAvailable(_:client:directory:)``) and, since what changed meanwhile went unseen, that
-    /// their item did change, as after an ``overflow``. The daemon makes it from the watches its watcher reports
-    /// added (`WatcherReport.watched`); nothing of inotify names it.
+    /// their item did change, as after an ``overflow``. The daemon's watcher tells it, in the batch's order, when it
+    /// adds the watch of a directory whose failure it told; nothing of inotify names it.
     case watchAdded(ItemPath)
     /// An item changed between a presenter's registration and the moment its watch was in place (issue 37): the
     /// watcher found the item's (or, for a directory presenter, an entry's) change time not older than the

@@ -32,7 +32,9 @@ extension ClaimRequest {
     /// lies at or under `subtree`, no item names a file with other names (``ClaimItem/hasOtherNames``: they may lie
     /// outside the lease, or inside another client's), and the claim is neither made with a presenter nor from a
     /// presenter's queue (the daemon knows the presenters and their queues). The holder's library and the arbiter's
-    /// hand-back (``ArbiterEffect/claimInsideLease(_:client:lease:)``) apply the same rule. O(items).
+    /// hand-back (``ArbiterEffect/claimInsideLease(_:client:lease:)``) apply the same rule, on the paths each has: a
+    /// client whose names the daemon folds (the preload library) may see outside the subtree a path the arbiter's key
+    /// puts inside; it sends such a claim, and decides it in the lease the hand-back names. O(items).
     public func mayBeDecided(inLeaseOn subtree: ItemPath) -> Bool {
         guard filePresenter == nil, fromPresenterQueue == nil else { return false }
         return items.allSatisfy { $0.mayBeDecided(inLeaseOn: subtree) }

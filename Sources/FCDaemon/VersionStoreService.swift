@@ -74,7 +74,8 @@ final class VersionStoreService: @unchecked Sendable {
     private func purge() {
         guard let store else { return }
         do { try store.purgeDeletedItems() } catch { logger.error("purging the version store failed: \(error)") }
-        guard !purging else { return }
+        // Answered inline (the fuzz target's probe): no hourly purge on the queue, which would race the caller.
+        guard !purging, !answersInline else { return }
         purging = true
         queue.asyncAfter(deadline: .now() + 3600) { [self] in
             purging = false

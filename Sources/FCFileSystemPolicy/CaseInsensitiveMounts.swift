@@ -7,8 +7,11 @@
 /// ``DeviceFileSystem/caseInsensitiveTypes`` (exfat-fuse). A folder that the rule decides one by one (a casefold
 /// folder of ext4, f2fs or tmpfs; a FUSE mount decided by the probe) is not folded here.
 ///
-/// - Important: A value; thread-safe. ``read()`` reads `/proc/self/mountinfo` (and, for a `fuseblk` mount, its
-///   device's boot sector); the rest is pure.
+/// Only the mounts a path can reach count: the later of two at one place hides the other, and a mount whose folder
+/// another mount came to cover (a FAT volume mounted over the folder that held it) is hidden too.
+///
+/// - Important: A value; thread-safe. ``read(fuseType:)`` reads `/proc/self/mountinfo` (and what `fuseType` reads for
+///   a `fuseblk` mount: its device's boot sector); the rest is pure.
 public struct CaseInsensitiveMounts: Sendable {
     /// Each visible mount point (its names, those in a case-insensitive folder folded: a mount on a FAT folder is
     /// reached whatever the case of its name) and whether its file system is case-insensitive by type; the later of
@@ -20,16 +23,30 @@ public struct CaseInsensitiveMounts: Sendable {
     /// Whether any mount is case-insensitive: when none is, ``folded(_:)`` has nothing to do.
     public private(set) var foldsAny = false
 
-    /// The mounts of `table`, with `fuseType` telling a FUSE mount's file system from its device (`st_dev`).
-    public init(table: MountTable, fuseType: (UInt64) -> String?) {
+    /// The mounts of `table`, with `fuseType` telling a `fuseblk` mount's file system (from its device, `st_dev`).
+    public init(table: MountTable, fuseType: (MountTable.Entry) -> String?) {
         // Shallower mount points first (in the table's order among equals), so that each point's names are folded by
-        // the mounts above it.
+        // the mounts above it, and each mount is judged reachable by those above it.
         let entries = table.entries.enumerated().sorted {
             (Self.names($0.element.mountPoint).count, $0.offset) < (Self.names($1.element.mountPoint).count, $1.offset)
         }
+        var visible: [[[UInt8]]: UInt64] = [:]
         for (_, entry) in entries {
             var point = Self.names(entry.mountPoint)
             if let folded = folded(point) { point = folded }
+            // Reachable when mounted on what a path finds there: stacked on the mount at its own place, or on a folder
+            // of the deepest mount above it (the first root mount has no parent in the table).
+            let reachable: Bool
+            if let below = visible[point] {
+                reachable = below == entry.parent
+            } else if point.isEmpty {
+                reachable = true
+            } else {
+                let above = (0..<point.count).reversed().lazy.compactMap { visible[Array(point[0..<$0])] }.first
+                reachable = above == entry.parent
+            }
+            guard reachable else { continue }
+            visible[point] = entry.id
             let insensitive = Self.isCaseInsensitive(entry, fuseType: fuseType)
             rules[point] = insensitive
             depths.insert(point.count)
@@ -41,20 +58,28 @@ public struct CaseInsensitiveMounts: Sendable {
     /// No mount: nothing folded.
     public init() {}
 
-    /// This process's mounts now (an empty table when `/proc/self/mountinfo` cannot be read).
-    public static func read() -> CaseInsensitiveMounts {
+    /// This process's mounts now (an empty table when `/proc/self/mountinfo` cannot be read). `fuseType`: a
+    /// `fuseblk` mount's file system (by default ``DeviceFileSystem/type(ofFUSEDevice:)``, which reads the table
+    /// again and the device's boot sector; the daemon keeps its answers by mount).
+    public static func read(
+        fuseType: (MountTable.Entry) -> String? = { DeviceFileSystem.type(ofFUSEDevice: $0.device) }
+    ) -> CaseInsensitiveMounts {
         guard let table = MountTable.read() else { return CaseInsensitiveMounts() }
-        return CaseInsensitiveMounts(table: table) { DeviceFileSystem.type(ofFUSEDevice: $0) }
+        return CaseInsensitiveMounts(table: table, fuseType: fuseType)
     }
 
     /// Whether a mount of this type compares names case-insensitively in every folder, by type alone.
-    static func isCaseInsensitive(_ entry: MountTable.Entry, fuseType: (UInt64) -> String?) -> Bool {
+    static func isCaseInsensitive(_ entry: MountTable.Entry, fuseType: (MountTable.Entry) -> String?) -> Bool {
         switch entry.type {
         case "vfat", "msdos", "exfat", "cifs", "smb3", "smbfs":
             return true
+        case "fuseblk", "fuse.fuseblk":
+            return fuseType(entry).map { DeviceFileSystem.caseInsensitiveTypes.contains($0) } ?? false
+        case let type where type.hasPrefix("fuse."):
+            // The type names the file system, as ``DeviceFileSystem/type(ofFUSEDevice:)`` reads it.
+            return DeviceFileSystem.caseInsensitiveTypes.contains(String(type.dropFirst("fuse.".count)))
         default:
-            guard entry.type == "fuseblk" || entry.type.hasPrefix("fuse.") else { return false }
-            return fuseType(entry.device).map { DeviceFileSystem.caseInsensitiveTypes.contains($0) } ?? false
+            return false
         }
     }
 

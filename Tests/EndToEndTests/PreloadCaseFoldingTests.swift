@@ -9,6 +9,12 @@ import FCTestSupport
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#endif
+
 @Suite("The preload library on a case-insensitive folder")
 struct PreloadCaseFoldingTests {
     @Test(
@@ -58,6 +64,45 @@ struct PreloadCaseFoldingTests {
                 #expect(try await program.waitForExit() == 0)
                 #expect(env.contents(root + "/" + written) == "x\n")
             }
+        }
+    }
+
+    @Test(
+        "A program's claim spelled otherwise than its lease's folder is counted in the lease: a Swift writer waits for it",
+        .enabled(if: ExFATVolume.shouldRun, "DID NOT RUN: needs an exFAT image mounted through FUSE")
+    )
+    func aClaimSpelledOtherwiseIsCountedInTheLease() async throws {
+        let volume = try ExFATVolume()
+        defer { volume.remove() }
+        let root = volume.root.path
+        try FileManager.default.createDirectory(atPath: root + "/Docs", withIntermediateDirectories: false)
+        for name in ["first.txt", "held.txt", "other.txt"] {
+            try FileSystemCalls.writeFile(root + "/Docs/" + name, Array("old\n".utf8))
+        }
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let release = env.path("release")
+            // The program writes Docs/first.txt (the daemon lends it the folder, `docs` as the daemon folds it), then
+            // keeps DOCS/held.txt open: a path its lease's folder does not hold by its bytes. The daemon hands that
+            // claim back into the lease; until stop 66 the library compared the paths again, found no lease, and let
+            // the open through uncounted, so a recall found nothing running and a Swift writer went in beside it.
+            let program = try await PreloadLeaseTests.startHolder(
+                env,
+                [root + "/Docs/first.txt", root + "/DOCS/held.txt", release],
+                until: "held",
+                leasesOn: [root + "/docs"]
+            )
+            let writer = try await env.host("W")
+            try writer.send("write \(root)/docs/held.txt new")
+            let listing = try await PreloadLeaseTests.waitForLease(env, of: program, on: root + "/docs", "recalled")
+            #expect(
+                try await writer.staysWithout("granted write"),
+                "the write went in while the file was open: \(listing)"
+            )
+            try writeText("", toFile: release)
+            _ = try await writer.waitFor("done write \(root)/docs/held.txt")
+            #expect(program.output.contains("closed"))
+            kill(program.process.processIdentifier, SIGKILL)
         }
     }
 }

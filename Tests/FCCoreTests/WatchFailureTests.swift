@@ -52,7 +52,7 @@ struct WatchFailureTests {
         h.send(.fileSystemChanged([.watchAdded(path("/d"))]))
         #expect(told(h).isEmpty)
         #expect(h.messages(to: file).isEmpty)
-        #expect(!h.arbiter.hasWatchFailures)
+        #expect(h.arbiter.watchingSnapshot().directories.allSatisfy { $0.failure == nil })
     }
 
     @Test func aPresenterThatComesToNeedAFailedDirectoryIsToldAtOnceAndOnlyOnce() {
@@ -71,7 +71,7 @@ struct WatchFailureTests {
                 "unavailable \(moved.rawValue) /d",
             ]
         )
-        #expect(h.arbiter.hasWatchFailures)
+        #expect(failure(of: "/d", in: h) == "cap reached")
     }
 
     @Test func aDirectoryMadeAgainKeepsItsFailureUntilItsWatchIsAdded() {

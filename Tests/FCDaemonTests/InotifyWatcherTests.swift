@@ -301,6 +301,16 @@ struct InotifyWatcherTests {
             }
             #expect(collector.status?.watches == 1)
             #expect(collector.status?.failedWatches == 1, "the retry that took is no failure")
+            // Told in the order it happened, after the failure (the arbiter clears the failure, and tells it).
+            let two = try path(folder + "/two")
+            let told: [String] = collector.events.compactMap {
+                switch $0 {
+                case .watchFailed(two, _): "failed"
+                case .watchAdded(two): "added"
+                default: nil
+                }
+            }
+            #expect(told == ["failed", "added"])
             // Not scanned as made: what it held before is no creation.
             #expect(!collector.events.contains(.created(try path(folder + "/two/held.txt"), isDirectory: false)))
             try Data("y".utf8).write(to: URL(fileURLWithPath: folder + "/two/new.txt"))

@@ -13,17 +13,17 @@ struct CaseInsensitiveMountsTests {
         41 21 0:51 / /mnt/stick rw - fuseblk /dev/loop0 rw
         42 21 0:52 / /mnt/remote rw - fuse.sshfs host:/ rw
         50 21 7:1 / /hidden rw - exfat /dev/loop1 rw
-        51 21 8:1 /tmp /hidden rw - ext4 /dev/sda1 rw
+        51 50 8:1 /tmp /hidden rw - ext4 /dev/sda1 rw
         60 21 8:49 / /Media2 rw - exfat /dev/sdd1 rw
         61 60 8:65 / /Media2/Inner rw - xfs /dev/sde1 rw
+        70 21 8:81 / /cover/inner rw - ext4 /dev/sdf1 rw
+        71 21 8:97 / /cover rw - vfat /dev/sdg1 rw
+        72 21 0:53 / /mnt/fusefat rw - fuse.exfat /dev/sdh1 rw
         """
 
-    static let mounts = CaseInsensitiveMounts(table: MountTable(parsing: Array(table.utf8))) { device in
-        switch device {
-        case MountTable.device(major: 0, minor: 51): "exfat"
-        case MountTable.device(major: 0, minor: 52): "sshfs"
-        default: nil
-        }
+    static let mounts = CaseInsensitiveMounts(table: MountTable(parsing: Array(table.utf8))) { entry in
+        // Asked for fuseblk mounts only: the others' type says it.
+        entry.device == MountTable.device(major: 0, minor: 51) ? "exfat" : nil
     }
 
     static func fold(_ path: String) -> String {
@@ -64,7 +64,15 @@ struct CaseInsensitiveMountsTests {
     }
 
     @Test func aHiddenMountDoesNotDecide() {
+        // Under a later mount at the same place.
         #expect(Self.fold("/hidden/ABC") == "/hidden/ABC")
+        // Under a later mount above it (a FAT volume mounted over the folder that held the ext4 mount): the path
+        // reaches the FAT folder, as the Swift client's rule finds it.
+        #expect(Self.fold("/cover/inner/ABC") == "/cover/inner/abc")
+    }
+
+    @Test func aFUSEMountNamedByItsTypeIsDecidedByIt() {
+        #expect(Self.fold("/mnt/fusefat/DCIM") == "/mnt/fusefat/dcim")
     }
 
     @Test func namesThatAreNotUTF8OrHaveNoUpperCaseAreKept() {

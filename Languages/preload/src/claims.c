@@ -143,7 +143,7 @@ uint64_t fcp_claim(const struct fcp_item *asked, size_t count, uint64_t maximum_
         return 0;
     }
     /* Inside a lease of ours: decided here, no round trip (leases.c). */
-    uint64_t leased = fcp_lease_claim_locked(items, count);
+    uint64_t leased = fcp_lease_claim_locked(items, count, 0);
     if (leased) {
         fcp_unlock();
         return leased;
@@ -185,7 +185,7 @@ uint64_t fcp_claim(const struct fcp_item *asked, size_t count, uint64_t maximum_
             continue;
         }
         if (state != INSIDE_LEASE) break;
-        leased = fcp_lease_claim_locked(items, count);
+        leased = fcp_lease_claim_locked(items, count, pending[slot].lease);
         if (leased) {
             pending[slot].claim = 0;
             fcp_unlock();

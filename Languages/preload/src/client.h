@@ -43,13 +43,16 @@ FCP_HIDDEN extern char purpose[256];
 FCP_HIDDEN extern char client_name[256];
 
 /* Replies awaited: one slot per thread waiting for a claim. */
-/* INSIDE_LEASE: the daemon handed the claim back (ClaimInsideLease): it lies in a lease of ours granted meanwhile. */
+/* INSIDE_LEASE: the daemon handed the claim back (ClaimInsideLease): it lies in a lease of ours granted meanwhile,
+ * named in `lease` (the daemon's judgement, by its keys: a path spelled otherwise than the lease's folder, in a folder
+ * the daemon folds, lies in it too). */
 /* NOT_SENT: the request could not be sent, the connection having ended (not a refusal): no daemon saw it. */
 enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT, SILENT, INSIDE_LEASE, NOT_SENT };
 #define FCP_MAX_PENDING 64
 struct fcp_pending {
     uint64_t claim; /* 0: free */
     int state;
+    uint64_t lease; /* INSIDE_LEASE: the lease the daemon handed the claim back into */
 };
 FCP_HIDDEN extern struct fcp_pending pending[FCP_MAX_PENDING];
 
@@ -74,8 +77,10 @@ FCP_HIDDEN void daemon_silent_locked(void);
 /* Whether Hello may offer lease counters (a mapping is left for this connection). */
 FCP_HIDDEN int fcp_leases_offered_locked(void);
 FCP_HIDDEN void fcp_lease_granted_locked(const Filecoord__V1__LeaseGranted *granted);
-/* A claim decided in a lease of ours (its id), or 0 when it must go to the daemon. */
-FCP_HIDDEN uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count);
+/* A claim decided in a lease of ours (its id), or 0 when it must go to the daemon. `handed_back`: 0, the lease whose
+ * folder holds every item's path; else the id of the lease the daemon handed the claim back into (ClaimInsideLease),
+ * whatever the paths' spelling. */
+FCP_HIDDEN uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count, uint64_t handed_back);
 /* The connection ended: its leases with it (the mappings stay). */
 FCP_HIDDEN void fcp_leases_connection_ended_locked(void);
 /* In a forked child: no lease, no mapping of the parent's. */

@@ -55,11 +55,12 @@ int send_frame_locked(Filecoord__V1__Frame *frame) {
 
 /* Hands a claim's answer to its waiter. Claim 0 is no claim (a free slot's id): an answer for it settles nothing
  * (found by the fuzzer, Fuzz/preload). */
-static void settle(uint64_t claim, int state) {
+static void settle(uint64_t claim, int state, uint64_t lease) {
     if (claim == 0) return;
     for (int index = 0; index < FCP_MAX_PENDING; index++) {
         if (pending[index].claim == claim && pending[index].state == WAITING) {
             pending[index].state = state;
+            pending[index].lease = lease;
             return;
         }
     }
@@ -96,19 +97,20 @@ int handle_frames_locked(void) {
             retry_after.tv_nsec = 0;
             break;
         case FILECOORD__V1__FRAME__PAYLOAD_GRANTED:
-            settle(frame->granted->claim_id, GRANTED);
+            settle(frame->granted->claim_id, GRANTED, 0);
             break;
         case FILECOORD__V1__FRAME__PAYLOAD_CLAIM_FAILED:
             settle(frame->claim_failed->claim_id,
                    frame->claim_failed->kind == FILECOORD__V1__CLAIM_FAILED__FAILURE_KIND__FAILURE_KIND_TIMED_OUT
                        ? TIMED_OUT
-                       : FAILED);
+                       : FAILED,
+                   0);
             break;
         case FILECOORD__V1__FRAME__PAYLOAD_LEASE_GRANTED:
             fcp_lease_granted_locked(frame->lease_granted);
             break;
         case FILECOORD__V1__FRAME__PAYLOAD_CLAIM_INSIDE_LEASE:
-            settle(frame->claim_inside_lease->claim_id, INSIDE_LEASE);
+            settle(frame->claim_inside_lease->claim_id, INSIDE_LEASE, frame->claim_inside_lease->lease_id);
             break;
         case FILECOORD__V1__FRAME__PAYLOAD_PROTOCOL_ERROR:
         case FILECOORD__V1__FRAME__PAYLOAD_REFUSED:

@@ -194,7 +194,7 @@ static int inside(const char *path, const struct lease *lease) {
             (lease->length == 1 && lease->subtree[0] == '/'));
 }
 
-uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count) {
+uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count, uint64_t handed_back) {
     if (lease_count == 0) return 0;
     int saved = errno;
     read_pending_locked();
@@ -202,6 +202,12 @@ uint64_t fcp_lease_claim_locked(const struct fcp_item *items, size_t count) {
     if (lease_count == 0 || current < 0 || connection < 0) return 0;
     int found = -1;
     for (int index = 0; index < lease_count && found < 0; index++) {
+        if (handed_back != 0) {
+            /* The daemon judged the claim inside this lease by its own keys: its names folded below a case-insensitive
+             * mount (Hello.daemon_folds_names), where the program's spelling need not be the folder's. */
+            if (leases[index].id == handed_back) found = index;
+            continue;
+        }
         int all = 1;
         for (size_t item = 0; item < count && all; item++) all = inside(items[item].path, &leases[index]);
         if (all) found = index;

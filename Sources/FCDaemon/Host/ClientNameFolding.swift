@@ -1,6 +1,7 @@
 import FCCore
 import FCFileSystemPolicy
 import FCSystem
+import FCToolkit
 
 /// The case folding the daemon does for clients that leave it to the daemon (`Hello.daemon_folds_names`: the preload
 /// library, which has no Unicode tables and no folder probes): each path such a client sends has its names folded
@@ -19,11 +20,34 @@ final class ClientNameFolding {
     /// How the mounts are read (tests give a table of their own).
     private let read: () -> CaseInsensitiveMounts
 
-    init(reading read: @escaping () -> CaseInsensitiveMounts = { CaseInsensitiveMounts.read() }) {
+    init(reading read: (() -> CaseInsensitiveMounts)? = nil) {
         // Opened before the first read: a change after it is told by the first look.
         watch = try? MountTableWatch()
-        self.read = read
-        mounts = read()
+        // A `fuseblk` mount's type, read once per mount (a boot sector), not at every change of the table.
+        let fuseTypes = Locked([FUSEMount: String?]())
+        self.read =
+            read ?? {
+                CaseInsensitiveMounts.read { entry in
+                    let mount = FUSEMount(id: entry.id, device: entry.device, source: entry.source)
+                    if let known = fuseTypes.withLock({ $0[mount] }) { return known }
+                    let type = DeviceFileSystem.type(ofFUSEDevice: entry.device)
+                    // Bounded: a table holds so many mounts; forgotten whole past 1,024 (mounts come and go).
+                    fuseTypes.withLock { types in
+                        if types.count >= 1_024 { types = [:] }
+                        types[mount] = type
+                    }
+                    return type
+                }
+            }
+        mounts = self.read()
+    }
+
+    /// A `fuseblk` mount, as its type is kept: a mount id or a device number reused by another mount is another key
+    /// only with the source too.
+    private struct FUSEMount: Hashable {
+        var id: UInt64
+        var device: UInt64
+        var source: String
     }
 
     /// `event`, from a client that leaves folding to the daemon, with its paths' names folded below case-insensitive

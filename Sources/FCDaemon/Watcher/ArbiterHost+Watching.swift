@@ -11,13 +11,8 @@ extension ArbiterHost {
         watcherStatus = report.status
         for directory in report.unwatched { watchedDirectories.remove(directory) }
         for directory in report.watched { watchedDirectories.insert(directory) }
-        // A watch added where one had failed: the arbiter tells its presenters (only while one failed: a flag).
-        var events = report.events
-        if !report.watched.isEmpty, router.arbiter.hasWatchFailures {
-            events = report.watched.map(FileSystemEvent.watchAdded) + events
-        }
         // The queries had the events and the barriers from the watcher's thread (``QueryRelay``).
-        guard !events.isEmpty else {
+        guard !report.events.isEmpty else {
             // How far the watcher has read, when the arbiter asked (``ArbiterEffect/drainWatcher``) or the watcher
             // stopped: other empty reports (a watch added, a barrier) would cost the arbiter a pass each.
             if let drainedAt = report.drainedAt, router.arbiter.asksWatcherToDrain || drainedAt == .max {
@@ -28,7 +23,7 @@ extension ArbiterHost {
         cluster?.checkFence()
         apply(
             router.fileSystemChanged(
-                events,
+                report.events,
                 observed: report.observed,
                 readAt: report.readAt,
                 drainedAt: report.drainedAt

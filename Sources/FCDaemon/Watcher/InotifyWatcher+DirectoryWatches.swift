@@ -92,14 +92,8 @@ extension InotifyWatcher {
 
     func add(_ directory: ItemPath, scan: Bool, indexing: Bool, into batch: inout [FileSystemEvent]) {
         if let cap, byDescriptor.count + linked.count >= cap {
-            refusedForRoom(directory)
-            status.failedWatches += 1
-            batch.append(
-                .watchFailed(
-                    directory,
-                    reason: "filecoordd's cap of \(cap) inotify watches (--max-watches) is reached"
-                )
-            )
+            refusedForRoom(directory, indexing: indexing)
+            failed(directory, "filecoordd's cap of \(cap) inotify watches (--max-watches) is reached", into: &batch)
             return
         }
         let bytes = directory.bytes
@@ -112,13 +106,7 @@ extension InotifyWatcher {
                 renewalWanted = true
                 return
             }
-            status.failedWatches += 1
-            batch.append(
-                .watchFailed(
-                    directory,
-                    reason: "\(Self.maximumSpellings) live watches hold every spelling of its name"
-                )
-            )
+            failed(directory, "\(Self.maximumSpellings) live watches hold every spelling of its name", into: &batch)
             return
         }
         guard inotifytools_watch_file(Self.cString(path), Int32(bitPattern: Self.mask)) != 0 else {
@@ -126,18 +114,15 @@ extension InotifyWatcher {
             case ENOENT, ENOTDIR:
                 return  // Not a directory (its parent's watch covers it), or not there yet (asked again once created).
             case ENOSPC:
-                refusedForRoom(directory)
-                status.failedWatches += 1
+                refusedForRoom(directory, indexing: indexing)
                 let limit = status.kernelMaximumWatches.map { " (\($0))" } ?? ""
-                batch.append(
-                    .watchFailed(
-                        directory,
-                        reason: "the kernel's limit of inotify watches, fs.inotify.max_user_watches\(limit), is reached"
-                    )
+                failed(
+                    directory,
+                    "the kernel's limit of inotify watches, fs.inotify.max_user_watches\(limit), is reached",
+                    into: &batch
                 )
             case let error:
-                status.failedWatches += 1
-                batch.append(.watchFailed(directory, reason: "inotify_add_watch failed: \(Errno(rawValue: error))"))
+                failed(directory, "inotify_add_watch failed: \(Errno(rawValue: error))", into: &batch)
             }
             return
         }
@@ -151,8 +136,10 @@ extension InotifyWatcher {
         byDescriptor[descriptor] = directory
         byPath[directory] = descriptor
         directoryIdentities[descriptor] = identity
-        waitingForRoom.remove(directory)
+        waitingForRoom[directory] = nil
         added.append(directory)
+        // In the batch's order: a failure told before, in this batch or an earlier one, is over from here.
+        if toldFailed.remove(directory) != nil { batch.append(.watchAdded(directory)) }
         updateWatchCounts()
         let folds = foldsNames(descriptor, directory)
         // One listing serves both: what a directory made before its watch holds, and its files' identities.
@@ -176,9 +163,18 @@ extension InotifyWatcher {
         return answer
     }
 
+    /// Tells that `directory` could not be watched (`FileSystemEvent.watchFailed`), and remembers it was told: a
+    /// watch added later is told too (``FileSystemEvent/watchAdded(_:)``), in the batch's order.
+    private func failed(_ directory: ItemPath, _ reason: String, into batch: inout [FileSystemEvent]) {
+        status.failedWatches += 1
+        toldFailed.insert(directory)
+        batch.append(.watchFailed(directory, reason: reason))
+    }
+
     /// Notes a wanted directory refused for want of a watch.
-    private func refusedForRoom(_ directory: ItemPath) {
-        waitingForRoom.insert(directory)
+    private func refusedForRoom(_ directory: ItemPath, indexing: Bool) {
+        // Indexed if any who asked wanted it indexed (a presenter's folder; not a live query's alone).
+        waitingForRoom[directory] = indexing || waitingForRoom[directory] == true
         watchesAtRefusal = byDescriptor.count + linked.count
         roomRefusals += 1
     }
@@ -187,22 +183,24 @@ extension InotifyWatcher {
     /// each, until one is refused again (no room after all): its presenters and live queries hear it is watched
     /// (`WatcherReport.watched`). Not scanned as made: what changed meanwhile is told as such (a did change to the
     /// presenters; the query's tree is read again). At the end of each pass, after the commands and the events that
-    /// may have let watches go; costs nothing while none waits or none was let go.
+    /// may have let watches go; costs a comparison while none waits or none was let go. Watches other processes let go
+    /// under the kernel's limit are not seen: a directory refused by `ENOSPC` waits for one of the daemon's.
     func retryWaitingForRoom(into batch: inout [FileSystemEvent]) {
         guard !waitingForRoom.isEmpty else { return }
         var room = watchesAtRefusal - (byDescriptor.count + linked.count)
-        for directory in waitingForRoom.sorted() {
+        guard room > 0 else { return }
+        for (directory, indexing) in waitingForRoom.sorted(by: { $0.key < $1.key }) {
             guard room > 0 else { return }
             guard wanted.contains(directory), byPath[directory] == nil else {
-                waitingForRoom.remove(directory)
+                waitingForRoom[directory] = nil
                 continue
             }
             room -= 1
             let refusals = roomRefusals
-            add(directory, scan: false, indexing: true, into: &batch)
+            add(directory, scan: false, indexing: indexing, into: &batch)
             if roomRefusals != refusals { return }  // No room after all: wait for the next watch let go.
             // Watched; or gone (asked again once made), or refused for another reason (told): not waiting any more.
-            waitingForRoom.remove(directory)
+            waitingForRoom[directory] = nil
         }
     }
 

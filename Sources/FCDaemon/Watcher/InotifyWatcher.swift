@@ -75,11 +75,15 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
     var byPath: [ItemPath: Int32] = [:]
     /// Directories the arbiter asked for and has not given up, watched or not.
     var wanted: Set<ItemPath> = []
-    /// Wanted directories refused for want of a watch (the daemon's cap, or the kernel's limit), and how many watches
-    /// were in use at the last refusal: tried again as watches are let go (``retryWaitingForRoom(into:)``).
-    var waitingForRoom: Set<ItemPath> = []
+    /// Wanted directories refused for want of a watch (the daemon's cap, or the kernel's limit), each with whether its
+    /// files are to be indexed, and how many watches were in use at the last refusal: tried again as watches are let
+    /// go (``retryWaitingForRoom(into:)``).
+    var waitingForRoom: [ItemPath: Bool] = [:]
     var watchesAtRefusal = 0
     var roomRefusals = 0
+    /// Directories told as failed watches (`watchFailed`) while wanted: their watch, once added, is told as
+    /// `watchAdded`.
+    var toldFailed: Set<ItemPath> = []
     /// The watched directories whose files are indexed by identity (``FileSystemWatcher/watch(_:indexingFiles:)``):
     /// all but those watched for live queries only.
     var indexed: Set<ItemPath> = []
@@ -377,7 +381,8 @@ public final class InotifyWatcher: FileSystemWatcher, @unchecked Sendable {
                 }
             case .unwatch(let directory):
                 wanted.remove(directory)
-                waitingForRoom.remove(directory)
+                waitingForRoom[directory] = nil
+                toldFailed.remove(directory)
                 dropWatch(of: directory)
             case .fileWritten(let identity):
                 reportWrite(of: identity, into: &batch)

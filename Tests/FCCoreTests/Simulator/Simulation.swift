@@ -33,7 +33,8 @@ import FCTestSupport
 /// 10. Claims that must not wait (issue 43): NonblockingModel.swift, in one seed of three.
 /// 11. A watcher behind the writes: a write's late echo is still an echo (WatcherLagModel.swift).
 /// 12. Failed watches: a presenter is told a directory is watched again (`watchAvailable`) only after it was told it
-///    could not be (`watchUnavailable`), once per such telling, and only when the arbiter no longer shows the failure.
+///    could not be (`watchUnavailable`), once per such telling; a directory whose last event in a batch is
+///    `watchAdded` shows no failure after it (a batch may hold both, in either order, as the watcher reads them).
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -397,9 +398,9 @@ struct Simulation {
                 if rng.chance(80) { events.append(.movedTo(to, cookie: cookie, isDirectory: rng.chance(30))) }
             case 8: events.append(.overflow)
             case 9:
-                // Failed, or (at odd steps) the last failed one added after all: the generator's draws stay those of
-                // every earlier schedule.
-                if step % 2 == 0 {
+                // Failed, or the last failed one added after all (one or the other by the step and the batch's
+                // length, so that a batch may hold both: the generator's draws stay those of every earlier schedule).
+                if (step + events.count) % 2 == 0 {
                     events.append(.watchFailed(path, reason: "simulated"))
                     lastFailedWatch = path
                 } else {
@@ -601,8 +602,23 @@ struct Simulation {
         let before = arbiter.watchingSnapshot().statistics
         // Read after the model moved on: later than every write that ended (each change advances the clock).
         send(.fileSystemChanged(events, observed: observed, readAt: clock, drainedAt: lag.drainedAt(now: clock)))
-        let after = arbiter.watchingSnapshot().statistics
+        let watching = arbiter.watchingSnapshot()
+        let after = watching.statistics
         echoCounts.laterChanges += after.changesAfterWrites - before.changesAfterWrites
+        // Invariant 12: a directory whose last word in the batch was "watched" shows no failure.
+        var lastWord: [ItemPath: Bool] = [:]
+        for event in events {
+            switch event {
+            case .watchFailed(let directory, _): lastWord[directory] = false
+            case .watchAdded(let directory): lastWord[directory] = true
+            default: continue
+            }
+        }
+        for (directory, added) in lastWord where added {
+            if watching.directories.contains(where: { $0.path == directory && $0.failure != nil }) {
+                violations.append("invariant 12: \(directory) was watched last, and its failure stays")
+            }
+        }
         if events.count == 1, let path = events[0].items.first, !observed.isEmpty, !writing, !endedUnsaid(path),
             after.echoesSuppressed != before.echoesSuppressed
         {
@@ -1181,9 +1197,6 @@ struct Simulation {
             watchesAvailableAgain += 1
             if toldUnwatched.remove("\(presenter) \(directory)") == nil {
                 violations.append("watchAvailable of \(directory) to \(presenter), never told it was not watched")
-            }
-            if arbiter.watchingSnapshot().directories.contains(where: { $0.path == directory && $0.failure != nil }) {
-                violations.append("watchAvailable of \(directory), whose failure the arbiter still shows")
             }
         case .claimInsideLease(let id, _, _):
             // Handed back to its client, to decide in its lease: neither granted nor failed here.
