@@ -220,6 +220,22 @@ extension Arbiter {
         }
     }
 
+    /// Recalls at once, minimum hold or not, every lease at, under or above `path`: the host's keys there changed (a
+    /// file system mounted or unmounted at `path` that folds names otherwise), so a holder that compares its own
+    /// spellings with a lease's folder could decide there by keys no longer the others'.
+    ///
+    /// - Returns: What the host must do (the recalls), in order.
+    public func recallLeasesAtOnce(around path: ItemPath) -> [ArbiterEffect] {
+        effects = []
+        for lease in leases.values.sorted(by: { $0.id < $1.id })
+        where lease.subtree == path || path.isDescendant(of: lease.subtree) || lease.subtree.isDescendant(of: path) {
+            requestRecall(lease.id, atOnce: true)
+        }
+        let out = effects
+        effects = []
+        return out
+    }
+
     /// Asks the holder for the lease back, now, or when its minimum hold time has passed; `atOnce` (a host gate
     /// closing over the lease: this host no longer decides there) does not wait for the minimum hold.
     func requestRecall(_ id: LeaseID, atOnce: Bool = false) {

@@ -209,7 +209,11 @@ final class ArbiterHost {
         do {
             // In the daemon's paths once, here: held-back events come through this function again.
             var inDaemonPaths = connections.namespaces[client]?.inbound(event) ?? event
-            if connections.foldsNames(client) { inDaemonPaths = nameFolding.inbound(inDaemonPaths) }
+            if connections.anyFoldsNames, event.containsPath(where: { _ in true }) {
+                // Any client's: a lease of a folding client is keyed by the table it was granted under.
+                for point in nameFolding.refresh() { apply(router.recallLeasesAtOnce(around: point)) }
+                if connections.foldsNames(client) { inDaemonPaths = nameFolding.inbound(inDaemonPaths) }
+            }
             var translated = inDaemonPaths
             if namesDocumentPortalPath(inDaemonPaths) {
                 if waitsForPortal(event, inDaemonPaths: inDaemonPaths, from: client) { return }

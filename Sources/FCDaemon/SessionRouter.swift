@@ -324,6 +324,11 @@ public final class SessionRouter {
         route(arbiter.handle(.hostGate(folder, command), at: now()))
     }
 
+    /// The leases at, under or above `path` recalled at once (``Arbiter/recallLeasesAtOnce(around:)``).
+    public func recallLeasesAtOnce(around path: ItemPath) -> Routed {
+        route(arbiter.recallLeasesAtOnce(around: path))
+    }
+
     /// No lease at, under or above `path` from now on, and those there recalled (``Arbiter/excludeLeases(around:)``).
     public func excludeLeases(around path: ItemPath) -> Routed {
         route(arbiter.excludeLeases(around: path))

@@ -58,6 +58,15 @@ public struct CaseInsensitiveMounts: Sendable {
     /// No mount: nothing folded.
     public init() {}
 
+    /// The mount points (their folded names) whose rule differs from `old`'s: mounted, unmounted, or of another
+    /// case rule. Keys made under them before the change may not be the keys made now.
+    public func changedPoints(since old: CaseInsensitiveMounts) -> [[[UInt8]]] {
+        let points = Set(rules.keys).union(old.rules.keys)
+        return points.filter { rules[$0] != old.rules[$0] }.sorted {
+            $0.lexicographicallyPrecedes($1) { $0.lexicographicallyPrecedes($1) }
+        }
+    }
+
     /// This process's mounts now (an empty table when `/proc/self/mountinfo` cannot be read). `fuseType`: a
     /// `fuseblk` mount's file system (by default ``DeviceFileSystem/type(ofFUSEDevice:)``, which reads the table
     /// again and the device's boot sector; the daemon keeps its answers by mount).

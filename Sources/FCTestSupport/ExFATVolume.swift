@@ -17,20 +17,26 @@ public final class ExFATVolume: @unchecked Sendable {
     private var loopDevice: String?
     private var mounted = false
 
-    /// Makes, attaches and mounts a new 16 MiB volume.
-    public init() throws {
+    /// Makes, attaches and mounts a new 16 MiB volume, at `mountPoint` (an existing folder, which it covers until
+    /// ``remove()``) or at a folder of its own.
+    public init(at mountPoint: URL? = nil) throws {
         base = URL(fileURLWithPath: NSTemporaryDirectory()).resolvingSymlinksInPath()
             .appendingPathComponent("fc-exfat-\(UUID().uuidString)", isDirectory: true)
-        root = base.appendingPathComponent("mnt", isDirectory: true)
+        root = mountPoint ?? base.appendingPathComponent("mnt", isDirectory: true)
         do {
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+            if mountPoint == nil {
+                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            }
             let image = base.appendingPathComponent("image").path
             guard FileManager.default.createFile(atPath: image, contents: nil),
                 (try? FileSystemCalls.setLength(image, to: 16 << 20)) != nil
             else { throw Failure("cannot make the image file \(image)") }
             try Self.run("mkfs.exfat", [image])
             loopDevice = try Self.run("losetup", ["--find", "--show", image])
-            try Self.run("mount.exfat-fuse", [loopDevice!, root.path])
+            // Over a folder that holds something: FUSE refuses that unless told.
+            let options = mountPoint == nil ? [] : ["-o", "nonempty"]
+            try Self.run("mount.exfat-fuse", options + [loopDevice!, root.path])
             mounted = true
         } catch {
             remove()

@@ -105,4 +105,50 @@ struct PreloadCaseFoldingTests {
             kill(program.process.processIdentifier, SIGKILL)
         }
     }
+
+    @Test(
+        "A FAT volume mounted over a program's leased folder recalls the lease: its claim spelled otherwise waits",
+        .enabled(if: ExFATVolume.shouldRun, "DID NOT RUN: needs an exFAT image mounted through FUSE")
+    )
+    func aVolumeMountedOverALeasedFolderRecallsTheLease() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("x")
+            try FileManager.default.createDirectory(atPath: folder + "/DOCS", withIntermediateDirectories: true)
+            let first = try env.file("x/DOCS/first.txt", "old\n")
+            let go = env.path("go")
+            // The program writes DOCS/first.txt twice (the daemon lends it DOCS, keyed as spelled: not folded yet),
+            // then waits; once `go` exists it writes DOCS/late.txt, a claim its lease's folder holds by its bytes.
+            let program = try await PreloadLeaseTests.startHolder(
+                env,
+                [first, "", go, folder + "/DOCS/late.txt"],
+                until: "idle",
+                leasesOn: [folder + "/DOCS"]
+            )
+            // A FAT volume comes over the folder: DOCS is now a folder of it, which the daemon keys as `docs`.
+            let volume = try ExFATVolume(at: URL(fileURLWithPath: folder))
+            defer { volume.remove() }
+            try FileManager.default.createDirectory(atPath: folder + "/DOCS", withIntermediateDirectories: false)
+            try FileSystemCalls.writeFile(folder + "/DOCS/late.txt", Array("old\n".utf8))
+            let writer = try await env.host("W")
+            try writer.send("write \(folder)/docs/late.txt hold")
+            _ = try await writer.waitFor("holding write \(folder)/docs/late.txt")
+            // Until stop 66 the lease stayed, keyed by the old table: the program decided DOCS/late.txt in its own
+            // process, and wrote the file the Swift writer held.
+            try writeText("", toFile: go)
+            var listing = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline, !program.output.contains("wrote") {
+                listing = try await env.runTool("fcdump", ["clients"]).output
+                if listing.contains("(1 not granted)") { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(!program.output.contains("wrote"), "the program wrote while the file was held: \(listing)")
+            #expect(listing.contains("(1 not granted)"), "\(listing)")
+            try writer.send("release")
+            _ = try await writer.waitFor("done write \(folder)/docs/late.txt")
+            try await eventually("the program to write once the writer is done") { program.output.contains("wrote") }
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
 }

@@ -80,4 +80,18 @@ struct CaseInsensitiveMountsTests {
         #expect(Self.mounts.folded(names) == nil)
         #expect(CaseInsensitiveMounts().folded([Array("ABC".utf8)]) == nil)
     }
+
+    @Test func theMountPointsWhoseRuleChangedAreTold() {
+        let before = CaseInsensitiveMounts(
+            table: MountTable(parsing: Array("21 1 8:1 / / rw - ext4 /dev/sda1 rw".utf8))
+        ) {
+            _ in nil
+        }
+        let names = { (path: String) in path.split(separator: "/").map { Array($0.utf8) } }
+        #expect(Self.mounts.changedPoints(since: Self.mounts).isEmpty)
+        let changed = Self.mounts.changedPoints(since: before)
+        #expect(changed.contains(names("/media/usb")) && changed.contains(names("/mnt/share")))
+        #expect(!changed.contains([]), "the root's rule is the same")
+        #expect(before.changedPoints(since: Self.mounts).count == changed.count, "unmounted: the same points")
+    }
 }

@@ -10,8 +10,10 @@ import FCToolkit
 /// exFAT or SMB folder meet (docs/SEMANTICS.md §4 and §15).
 ///
 /// The mount table is read once, and again only after the kernel marked it changed (``MountTableWatch``, one `poll`
-/// that does not wait, per event that carries a path of such a client): a USB stick mounted while the daemon runs is
-/// folded from the first claim after it.
+/// that does not wait, per event that carries a path, from any client, while such a client is connected): a USB stick
+/// mounted while the daemon runs is folded from the first claim after it, and the leases around a mount point whose
+/// rule changed are recalled at once (``refresh()``): a holder under the library compares its own spellings with
+/// its lease's folder, keyed before the change.
 ///
 /// - Important: Confined to the arbiter's event loop (``ArbiterHost`` owns it and calls it there); not `Sendable`.
 final class ClientNameFolding {
@@ -50,12 +52,18 @@ final class ClientNameFolding {
         var source: String
     }
 
+    /// Reads the table again when the kernel marked it changed: the mount points whose rule changed (empty when
+    /// nothing did). Without the watch (no /proc), the table read at start is kept: it cannot be told changed.
+    func refresh() -> [ItemPath] {
+        guard watch?.changed() == true else { return [] }
+        let old = mounts
+        mounts = read()
+        return mounts.changedPoints(since: old).map(ItemPath.init(components:))
+    }
+
     /// `event`, from a client that leaves folding to the daemon, with its paths' names folded below case-insensitive
-    /// mounts.
+    /// mounts as last read (``refresh()`` comes first).
     func inbound(_ event: ArbiterEvent) -> ArbiterEvent {
-        guard event.containsPath(where: { _ in true }) else { return event }
-        // Without the watch (no /proc), the table read at start is kept: it cannot be told changed.
-        if watch?.changed() == true { mounts = read() }
         let mounts = mounts
         guard mounts.foldsAny, event.containsPath(where: { mounts.folds($0.components) }) else { return event }
         return event.mappingPaths(sameItems: true) { path, _ in

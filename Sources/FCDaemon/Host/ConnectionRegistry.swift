@@ -59,6 +59,9 @@ struct ConnectionRegistry {
     /// Whether `client` leaves the case folding of its paths to the daemon.
     func foldsNames(_ client: ClientID) -> Bool { foldingClients.contains(client) }
 
+    /// Whether any connected client leaves the case folding of its paths to the daemon.
+    var anyFoldsNames: Bool { !foldingClients.isEmpty }
+
     /// The channel of a connected client, closing or not.
     subscript(client: ClientID) -> (any Channel)? { channels[client] }
 
