@@ -35,7 +35,8 @@ public struct CaseInsensitiveMounts: Sendable {
             var point = Self.names(entry.mountPoint)
             if let folded = folded(point) { point = folded }
             // Reachable when mounted on what a path finds there: stacked on the mount at its own place, or on a folder
-            // of the deepest mount above it (the first root mount has no parent in the table).
+            // of the deepest mount above it, or with no mount above it at all (the first root mount, whose parent is
+            // not in the table; every mount of a chroot, whose root the table leaves out).
             let reachable: Bool
             if let below = visible[point] {
                 reachable = below == entry.parent
@@ -43,7 +44,7 @@ public struct CaseInsensitiveMounts: Sendable {
                 reachable = true
             } else {
                 let above = (0..<point.count).reversed().lazy.compactMap { visible[Array(point[0..<$0])] }.first
-                reachable = above == entry.parent
+                reachable = above == nil || above == entry.parent
             }
             guard reachable else { continue }
             visible[point] = entry.id

@@ -94,4 +94,17 @@ struct CaseInsensitiveMountsTests {
         #expect(!changed.contains([]), "the root's rule is the same")
         #expect(before.changedPoints(since: Self.mounts).count == changed.count, "unmounted: the same points")
     }
+
+    @Test func inAChrootWithoutItsRootMountEveryMountCounts() {
+        // A plain chroot into a folder that is no mount point: the table leaves the root out, and each mount names
+        // a parent it does not hold.
+        let table = """
+            40 29 0:22 / /proc rw - proc proc rw
+            41 29 8:17 / /media/stick rw - vfat /dev/sdb1 rw
+            """
+        let mounts = CaseInsensitiveMounts(table: MountTable(parsing: Array(table.utf8))) { _ in nil }
+        #expect(
+            mounts.folded([Array("media".utf8), Array("stick".utf8), Array("DCIM".utf8)])?.last == Array("dcim".utf8)
+        )
+    }
 }

@@ -208,7 +208,8 @@ extension InotifyWatcher {
     func rescan(into batch: inout [FileSystemEvent]) {
         status.rescans += 1
         for directory in wanted.sorted() where byPath[directory] == nil {
-            add(directory, scan: true, indexing: true, into: &batch)  // Indexed: safe whoever wants it.
+            // Indexed unless it waits for room for a live query alone: safe whoever wants it.
+            add(directory, scan: true, indexing: waitingForRoom[directory] ?? true, into: &batch)
         }
     }
 }

@@ -107,7 +107,7 @@ extension InotifyWatcher {
         for directory in watchedBefore where indexedBefore.contains(directory) { indexWatched(directory) }
         let before = Set(watchedBefore)
         for directory in wanted.sorted() where !before.contains(directory) {
-            add(directory, scan: true, indexing: true, into: &batch)
+            add(directory, scan: true, indexing: waitingForRoom[directory] ?? true, into: &batch)
         }
         renewing = false
         removed += watchedBefore.filter { byPath[$0] == nil }
