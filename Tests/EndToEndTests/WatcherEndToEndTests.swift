@@ -342,21 +342,26 @@ struct WatcherEndToEndTests {
         }
     }
 
+    /// A daemon under `--max-watches 2` and host A presenting folder `first` as D1 (two watches: it and the test's
+    /// folder, its parent), then `second` as D2, one watch too many.
+    static func presentPastTheCap(_ env: TestEnvironment) async throws -> (HostProcess, String, String) {
+        _ = try await env.startDaemon(arguments: ["--max-watches", "2"])
+        let first = env.path("first")
+        let second = env.path("second")
+        for folder in [first, second] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        let a = try await env.host("A")
+        try await a.present("D1", first)
+        try await env.waitForWatches(first)
+        try await a.present("D2", second)
+        return (a, first, second)
+    }
+
     @Test("Watch exhaustion under --max-watches: the daemon keeps working, the client is told, the dump shows it")
     func watchExhaustion() async throws {
         try await TestEnvironment.run { env in
-            // The first presenter needs two watches (its folder and the test's folder, its parent); the second's folder is one
-            // too many.
-            _ = try await env.startDaemon(arguments: ["--max-watches", "2"])
-            let first = env.path("first")
-            let second = env.path("second")
-            for folder in [first, second] {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            }
-            let a = try await env.host("A")
-            try await a.present("D1", first)
-            try await env.waitForWatches(first)
-            try await a.present("D2", second)
+            let (a, first, second) = try await Self.presentPastTheCap(env)
             var last = ""
             try await poll("the second folder reported as not watched in:\n\(last)") {
                 last = (try? await env.watcherDump()) ?? ""
@@ -378,17 +383,8 @@ struct WatcherEndToEndTests {
     @Test("A folder that waited for a watch gets one let go: its client is told, the dump clears it, changes reach it")
     func aFolderWatchedAfterAllIsTold() async throws {
         try await TestEnvironment.run { env in
-            // As above: the second folder is one watch too many, until the first presenter goes.
-            _ = try await env.startDaemon(arguments: ["--max-watches", "2"])
-            let first = env.path("first")
-            let second = env.path("second")
-            for folder in [first, second] {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            }
-            let a = try await env.host("A")
-            try await a.present("D1", first)
-            try await env.waitForWatches(first)
-            try await a.present("D2", second)
+            // The second folder is one watch too many, until the first presenter goes.
+            let (a, _, second) = try await Self.presentPastTheCap(env)
             try await eventually("the client to report the unwatched presenter:\n\(a.standardError())") {
                 a.standardError().contains("cannot be watched") && a.standardError().contains("item.path=\(second)")
             }

@@ -258,21 +258,28 @@ struct InotifyWatcherTests {
         }
     }
 
+    /// Makes folders `one` and `two` (each holding `held.txt`) in `folder` and asks `watcher`, of a cap of one watch,
+    /// to watch both; returns once `two`'s watch failed.
+    private func watchOneAndTwo(in folder: String, with watcher: InotifyWatcher, until collector: Collector) throws {
+        for name in ["one", "two"] {
+            try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
+            try Data("x".utf8).write(to: URL(fileURLWithPath: folder + "/" + name + "/held.txt"))
+            watcher.watch(try path(folder + "/" + name))
+        }
+        try collector.waitUntil("the failure") {
+            $0.events.contains {
+                if case .watchFailed(let p, _) = $0 { p.description.hasSuffix("/two") } else { false }
+            }
+        }
+    }
+
     @Test func pastTheCapAWatchFailsWithTheReason() throws {
         try withFolder { folder in
             let collector = Collector()
             let watcher = InotifyWatcher(maximumWatches: 1, wakePath: folder + "/wake")
             try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
-            for name in ["one", "two"] {
-                try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
-                watcher.watch(try path(folder + "/" + name))
-            }
-            try collector.waitUntil("the failure") {
-                $0.events.contains {
-                    if case .watchFailed(let p, _) = $0 { p.description.hasSuffix("/two") } else { false }
-                }
-            }
+            try watchOneAndTwo(in: folder, with: watcher, until: collector)
             #expect(collector.status?.watches == 1)
             #expect(collector.status?.failedWatches == 1)
         }
@@ -284,16 +291,7 @@ struct InotifyWatcherTests {
             let watcher = InotifyWatcher(maximumWatches: 1, wakePath: folder + "/wake")
             try watcher.start(deliver: collector.deliver)
             defer { watcher.stop() }
-            for name in ["one", "two"] {
-                try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
-                try Data("x".utf8).write(to: URL(fileURLWithPath: folder + "/" + name + "/held.txt"))
-                watcher.watch(try path(folder + "/" + name))
-            }
-            try collector.waitUntil("the failure") {
-                $0.events.contains {
-                    if case .watchFailed(let p, _) = $0 { p.description.hasSuffix("/two") } else { false }
-                }
-            }
+            try watchOneAndTwo(in: folder, with: watcher, until: collector)
             // Until stop 66 the watch let go went to nobody: `two` stayed unwatched while there was room.
             watcher.unwatch(try path(folder + "/one"))
             try collector.waitUntil("two watched") {

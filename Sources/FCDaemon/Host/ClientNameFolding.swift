@@ -1,7 +1,6 @@
 import FCCore
 import FCFileSystemPolicy
 import FCSystem
-import FCToolkit
 
 /// The case folding the daemon does for clients that leave it to the daemon (`Hello.daemon_folds_names`: the preload
 /// library, which has no Unicode tables and no folder probes): each path such a client sends has its names folded
@@ -25,23 +24,27 @@ final class ClientNameFolding {
     init(reading read: (() -> CaseInsensitiveMounts)? = nil) {
         // Opened before the first read: a change after it is told by the first look.
         watch = try? MountTableWatch()
-        // A `fuseblk` mount's type, read once per mount (a boot sector), not at every change of the table.
-        let fuseTypes = Locked([FUSEMount: String?]())
+        // A `fuseblk` mount's type, read once per mount (a boot sector), not at every change of the table. On the
+        // loop, as every read: no lock.
+        let fuseTypes = FUSETypes()
         self.read =
             read ?? {
                 CaseInsensitiveMounts.read { entry in
                     let mount = FUSEMount(id: entry.id, device: entry.device, source: entry.source)
-                    if let known = fuseTypes.withLock({ $0[mount] }) { return known }
+                    if let known = fuseTypes.byMount[mount] { return known }
                     let type = DeviceFileSystem.type(ofFUSEDevice: entry.device)
                     // Bounded: a table holds so many mounts; forgotten whole past 1,024 (mounts come and go).
-                    fuseTypes.withLock { types in
-                        if types.count >= 1_024 { types = [:] }
-                        types[mount] = type
-                    }
+                    if fuseTypes.byMount.count >= 1_024 { fuseTypes.byMount = [:] }
+                    fuseTypes.byMount[mount] = type
                     return type
                 }
             }
         mounts = self.read()
+    }
+
+    /// The `fuseblk` types read so far (``FUSEMount`` to its type, `nil` when it could not be told).
+    private final class FUSETypes {
+        var byMount: [FUSEMount: String?] = [:]
     }
 
     /// A `fuseblk` mount, as its type is kept: a mount id or a device number reused by another mount is another key
