@@ -30,9 +30,16 @@ final class ClientNameFolding {
         self.read =
             read ?? {
                 CaseInsensitiveMounts.read { entry in
-                    let mount = FUSEMount(id: entry.id, device: entry.device, source: entry.source)
+                    let mount = FUSEMount(
+                        id: entry.id,
+                        device: entry.device,
+                        source: entry.source,
+                        mountPoint: entry.mountPoint
+                    )
                     if let known = fuseTypes.byMount[mount] { return known }
-                    let type = DeviceFileSystem.type(ofFUSEDevice: entry.device)
+                    // Not kept when it could not be told: a device read while another mount of it was being let go
+                    // (its id, loop device and source reused at once by a new mount) would stand for the new one.
+                    guard let type = DeviceFileSystem.type(ofFUSEDevice: entry.device) else { return nil }
                     // Bounded: a table holds so many mounts; forgotten whole past 1,024 (mounts come and go).
                     if fuseTypes.byMount.count >= 1_024 { fuseTypes.byMount = [:] }
                     fuseTypes.byMount[mount] = type
@@ -42,17 +49,18 @@ final class ClientNameFolding {
         mounts = self.read()
     }
 
-    /// The `fuseblk` types read so far (``FUSEMount`` to its type, `nil` when it could not be told).
+    /// The `fuseblk` types told so far, by ``FUSEMount``.
     private final class FUSETypes {
-        var byMount: [FUSEMount: String?] = [:]
+        var byMount: [FUSEMount: String] = [:]
     }
 
-    /// A `fuseblk` mount, as its type is kept: a mount id or a device number reused by another mount is another key
-    /// only with the source too.
+    /// A `fuseblk` mount, as its type is kept: mount ids and loop devices are reused at once by new mounts, so the
+    /// key holds where it is mounted too.
     private struct FUSEMount: Hashable {
         var id: UInt64
         var device: UInt64
         var source: String
+        var mountPoint: String
     }
 
     /// Reads the table again when the kernel marked it changed: the mount points whose rule changed (empty when
