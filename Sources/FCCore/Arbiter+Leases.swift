@@ -220,20 +220,41 @@ extension Arbiter {
         }
     }
 
-    /// Recalls at once, minimum hold or not, every lease at, under or above `path`: the host's keys there changed (a
-    /// file system mounted or unmounted at `path` that folds names otherwise), so a holder that compares its own
-    /// spellings with a lease's folder could decide there by keys no longer the others'.
+    /// Recalls at once, minimum hold or not, every lease at, under or above `path`: the host's keys below `path`
+    /// changed (a file system mounted or unmounted at `path` that folds names otherwise), so a holder that compares its
+    /// own spellings with a lease's folder could decide there by keys no longer the others'.
+    ///
+    /// A lease whose folder lies below `path` is keyed by the old table, and its holder may have decided claims in it
+    /// since the change, whatever the state of the lease (a recall it has not read yet decides nothing for it): their
+    /// paths key otherwise now, outside the lease's folder as keyed. So its claim holds `path` too from now on, until
+    /// the lease is returned with its running claims, keyed by the new table (``addStandingEntry(to:at:)``). A lease at
+    /// or above `path` holds every new key below `path` already.
     ///
     /// - Returns: What the host must do (the recalls), in order.
     public func recallLeasesAtOnce(around path: ItemPath) -> [ArbiterEffect] {
         effects = []
         for lease in leases.values.sorted(by: { $0.id < $1.id })
         where lease.subtree == path || path.isDescendant(of: lease.subtree) || lease.subtree.isDescendant(of: path) {
+            if lease.subtree.isDescendant(of: path), let claim = claims[lease.id.claim] {
+                addStandingEntry(to: claim, at: path)
+            }
             requestRecall(lease.id, atOnce: true)
         }
         let out = effects
         effects = []
         return out
+    }
+
+    /// Widens a claim of the arbiter's own making (``enterStandingClaim(_:of:purpose:on:)``) by a
+    /// `.write(.forDeleting)` on `path`, unless it holds that already: what waits for the claim now waits for it at
+    /// `path` too, and ``remove(_:)`` takes every entry with it. Claims granted at `path` before stay granted (the
+    /// change that calls for this came from outside coordination). At most one entry per ancestor of the claim's
+    /// first path.
+    func addStandingEntry(to claim: ClaimRecord, at path: ItemPath) {
+        guard !claim.entries.contains(where: { $0.path == path }) else { return }
+        let node = tree.effectiveNode(path)
+        claim.entries.append(ClaimEntry(path: path, access: .write(.forDeleting), node: node))
+        tree.addEntry(EntryRef(claim: claim.id, index: claim.entries.count - 1), at: node)
     }
 
     /// Asks the holder for the lease back, now, or when its minimum hold time has passed; `atOnce` (a host gate

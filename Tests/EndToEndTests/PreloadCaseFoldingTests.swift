@@ -151,4 +151,71 @@ struct PreloadCaseFoldingTests {
             kill(program.process.processIdentifier, SIGKILL)
         }
     }
+
+    /// A Python program under the preload: writes `argv[1]` twice (the second time in the lease the daemon lends it on
+    /// its folder), prints `idle`; once `argv[2]` exists it opens `argv[3]` for writing and keeps it open, printing
+    /// `opened`, until `argv[4]` exists; then closes it, prints `closed`, and stays alive.
+    static let lateOpener = """
+        import os, sys, time
+        open(sys.argv[1], 'w').write('1')
+        open(sys.argv[1], 'w').write('2')
+        print('idle', flush=True)
+        while not os.path.exists(sys.argv[2]): time.sleep(0.01)
+        f = open(sys.argv[3], 'w'); f.write('3'); f.flush()
+        print('opened', flush=True)
+        while not os.path.exists(sys.argv[4]): time.sleep(0.01)
+        f.close()
+        print('closed', flush=True)
+        while True: time.sleep(1)
+        """
+
+    @Test(
+        "A file a program opens in its lease after a FAT volume is mounted above the lease's folder holds back a Swift writer of it",
+        .enabled(if: ExFATVolume.shouldRun, "DID NOT RUN: needs an exFAT image mounted through FUSE")
+    )
+    func aFileOpenedInALeaseAfterAMountAboveItHoldsBackAWriter() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("x")
+            try FileManager.default.createDirectory(atPath: folder + "/DOCS", withIntermediateDirectories: true)
+            let first = try env.file("x/DOCS/first.txt", "old\n")
+            let (go, release) = (env.path("go"), env.path("release"))
+            let late = folder + "/DOCS/late.txt"
+            let program = try env.startProgram(["python3", "-c", Self.lateOpener, first, go, late, release])
+            try await eventually("the program to print idle") { program.output.contains("idle") }
+            _ = try await PreloadLeaseTests.waitForLease(env, of: program, on: folder + "/DOCS", "held")
+            // A FAT volume comes over the folder: DOCS is now a folder of it, which the daemon keys as `docs`.
+            let volume = try ExFATVolume(at: URL(fileURLWithPath: folder))
+            defer { volume.remove() }
+            try FileManager.default.createDirectory(atPath: folder + "/DOCS", withIntermediateDirectories: false)
+            try FileSystemCalls.writeFile(late, Array("old\n".utf8))
+            // The program opens DOCS/late.txt before the daemon hears of anything: its lease's folder holds the path
+            // by its bytes, so it decides the claim in its own process and counts it in the lease.
+            try writeText("", toFile: go)
+            try await eventually("the program to open its file") { program.output.contains("opened") }
+            // The writer's claim makes the daemon look at the mount table: it recalls the lease, whose claim held only
+            // `DOCS` as keyed before the mount. Until stop 67 the write of `docs/late.txt` went in beside the open file.
+            let writer = try await env.host("W")
+            try writer.send("write \(folder)/docs/late.txt hold")
+            var listing = ""
+            let deadline = ContinuousClock.now + defaultTimeout
+            while ContinuousClock.now < deadline, !writer.lines.contains(where: { $0.text.hasPrefix("holding write") })
+            {
+                listing = try await env.runTool("fcdump", ["clients"]).output
+                if listing.contains("(1 not granted)") { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(listing.contains("(1 not granted)"), "\(listing)")
+            #expect(
+                try await writer.staysWithout("holding write"),
+                "the write went in while the program had the file open: \(listing)"
+            )
+            try writeText("", toFile: release)
+            _ = try await writer.waitFor("holding write \(folder)/docs/late.txt")
+            #expect(program.output.contains("closed"))
+            try writer.send("release")
+            _ = try await writer.waitFor("done write \(folder)/docs/late.txt")
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
 }

@@ -40,4 +40,28 @@ import Testing
         h.finish(h.read("/e/f", client: app))
         #expect(h.lastLeaseGrants.isEmpty)
     }
+
+    /// Keys that changed above a lease's folder (a FAT volume mounted at `/d`, over a lease on `/d/DOCS`): the holder
+    /// may have decided claims whose paths key otherwise now, outside the folder as keyed, so the lease's claim holds
+    /// `/d` too until it is returned; a claim granted there before stays granted.
+    @Test func aLeaseBelowKeysThatChangedHoldsTheirPointUntilReturned() throws {
+        let h = LeaseTests.harness()
+        let app = h.connect("app", answersRecalls: true)
+        let other = h.connect("other")
+        let lease = try LeaseTests.lease(h, app, in: "/d/DOCS")
+        let before = h.read("/d/e", client: other)
+        #expect(h.isGranted(before))
+        let effects = h.arbiter.recallLeasesAtOnce(around: path("/d"))
+        #expect(effects.contains { if case .recallLease(lease, app) = $0 { true } else { false } })
+        #expect(h.isGranted(before))
+        let write = h.write("/d/docs/late.txt", client: other)
+        #expect(!h.isGranted(write))
+        // Told twice (another event before the return): one entry.
+        _ = h.arbiter.recallLeasesAtOnce(around: path("/d"))
+        #expect(
+            h.arbiter.snapshot().claims.first { $0.request.id == lease.claim }?.paths == [path("/d/DOCS"), path("/d")]
+        )
+        h.send(.leaseReturned(lease, client: app, running: []))
+        #expect(h.isGranted(write))
+    }
 }

@@ -166,6 +166,7 @@ struct Simulation {
         self.gatesOn = seed % 5 == 3
         self.holdLimitsOn = seed % 3 == 2
         self.nonblockingOn = seed % 3 == 0
+        self.rekeyOn = leasesOn && seed % 5 == 1
         if leasesOn { configuration.leases = LeasePolicy() }
         self.lagLimit = Int(configuration.echoWaitForWatcher / configuration.coalescingWindow)
         self.retentionTicks = Int(configuration.echoRetention / configuration.coalescingWindow) + 2
@@ -181,6 +182,7 @@ struct Simulation {
             randomStep()
             // From the seed, not the generator, so that each seed's schedule is unchanged.
             if leasesOn, seed % 3 == 1, step == steps / 2 { excludeLeases(around: Self.excludedFromLeases) }
+            if rekeyOn, step == steps / 3 { rekey() }
             try check()
             // A step of its own (the checks compare each step with the one before).
             if holdLimitsOn, rng.chance(10) {
@@ -196,6 +198,14 @@ struct Simulation {
     static let excludedFromLeases = try! ItemPath(absolute: "/r/b")
     /// The subtree excluded from leases so far, if any.
     private var excludedSubtree: ItemPath?
+    /// In one schedule of five with leases, the keys below ``rekeyPoint`` change a third of the way (``rekey()``).
+    private let rekeyOn: Bool
+    /// Leases granted below ``rekeyPoint`` before its keys changed, whose holders' claims key otherwise since.
+    private var staleLeases: Set<LeaseID> = []
+    /// The claims granted when the keys changed.
+    private var grantedBeforeRekey: Set<ClaimID> = []
+    /// Leases recalled when the keys changed, and claims of their holders keyed anew, to show that schedules make some.
+    private(set) var rekeyCounts = (recalls: 0, claims: 0)
 
     /// Excludes `path` from leases (the daemon's document-portal mount, issue 26), recording the recalls it brings.
     private mutating func excludeLeases(around path: ItemPath) {
@@ -206,6 +216,58 @@ struct Simulation {
             record(effect)
             checkLeaseEffect(effect, after: .timerFired(.fileSystemWindow))
         }
+    }
+
+    /// Where some schedules' keys change a third of the way (a FAT volume mounted at `/r`).
+    static let rekeyPoint = try! ItemPath(absolute: "/r")
+
+    /// The key a name below ``rekeyPoint`` has once the keys changed there: the names of `/r/a` and `/r/b` trade
+    /// places, and two names take one key (`x` and `y` of `/r/a`, as case folding makes of `DOCS` and `docs`).
+    static func rekeyed(_ path: ItemPath) -> ItemPath {
+        let table = ["/r/a": "/r/b", "/r/a/x": "/r/b/z", "/r/a/y": "/r/b/z", "/r/b": "/r/a", "/r/b/z": "/r/a/x"]
+        return table[path.description].map { try! ItemPath(absolute: $0) } ?? path
+    }
+
+    /// The keys below ``rekeyPoint`` change, as when a file system that folds names otherwise is mounted there: a
+    /// holder of a lease below it goes on deciding claims in it by its own spellings, which key otherwise now, so its
+    /// claims running there (those decided before, declared once it returns the lease, and those decided after) stand
+    /// at their new keys ((``rekeyed(_:)``), and it may decide some more before the host notices the change and tells
+    /// the arbiter (``Arbiter/recallLeasesAtOnce(around:)``). Claims granted before the change overlapped nothing
+    /// then: their overlaps with the holder's claims are the change's doing.
+    private mutating func rekey() {
+        let point = Self.rekeyPoint
+        if recordTrace { trace.append("step \(step): keys below \(point) change") }
+        grantedBeforeRekey = Set(arbiter.snapshot().claims.filter { $0.phase == .granted }.map(\.request.id))
+        staleLeases = Set(holderLeases.filter { $0.value.subtree.isDescendant(of: point) }.keys)
+        for (id, entry) in inProcess.sorted(by: { $0.key < $1.key }) where staleLeases.contains(entry.lease) {
+            let request = rekeyed(entry.request)
+            inProcess[id]?.request = request
+        }
+        for _ in 0..<Int.random(in: 0...2, using: &rng) { claimInProcess() }
+        // The arbiter widens each such lease's claim to `point` beside what it granted there before the change.
+        for lease in arbiter.leaseSnapshots() where lease.subtree.isDescendant(of: point) {
+            for other in grantedBeforeRekey { excusedPairs.insert([lease.id.claim, other]) }
+        }
+        let effects = arbiter.recallLeasesAtOnce(around: point)
+        for effect in effects {
+            if recordTrace { trace.append("    -> \(effect)") }
+            record(effect)
+            checkLeaseEffect(effect, after: .timerFired(.fileSystemWindow))
+        }
+        rekeyCounts.recalls += effects.filter { if case .recallLease = $0 { return true } else { return false } }.count
+    }
+
+    /// `request` with its paths keyed as after ``rekey()``, and excused beside what was granted before it.
+    private mutating func rekeyed(_ request: ClaimRequest) -> ClaimRequest {
+        var request = request
+        request.items = request.items.map { item in
+            var item = item
+            item.path = Self.rekeyed(item.path)
+            return item
+        }
+        for other in grantedBeforeRekey { excusedPairs.insert([request.id, other]) }
+        rekeyCounts.claims += 1
+        return request
     }
 
     // MARK: Random steps
@@ -707,7 +769,7 @@ struct Simulation {
             rng.chance(50)
             ? .read([])
             : .write([[], [], .forDeleting, .forReplacing].randomElement(using: &rng)!)
-        let request = ClaimRequest(
+        var request = ClaimRequest(
             id: ClaimID(newID()),
             client: lease.client,
             coordinator: CoordinatorID(newID()),
@@ -716,6 +778,8 @@ struct Simulation {
         )
         // A file with other names goes to the arbiter instead (ClaimRequest.mayBeDecided(inLeaseOn:)).
         guard request.mayBeDecided(inLeaseOn: lease.subtree) else { return }
+        // Decided by the holder's spelling, keyed by the host's table (which changed below a stale lease).
+        if staleLeases.contains(leaseID) { request = rekeyed(request) }
         for (_, other) in inProcess where holderLeases[other.lease]?.client == lease.client {
             if requestsConflict(request, other.request) { return }
         }

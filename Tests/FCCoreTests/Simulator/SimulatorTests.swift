@@ -39,6 +39,7 @@ import Testing
         var nonblocking = (granted: 0, refused: 0)
         var lateEchoes = (late: 0, checked: 0, pastRetention: 0)
         var watchesAvailableAgain = 0
+        var rekeys = (recalls: 0, claims: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -60,6 +61,8 @@ import Testing
                 lateEchoes.checked += simulation.lag.counts.checked
                 lateEchoes.pastRetention += simulation.lag.counts.pastRetention
                 watchesAvailableAgain += simulation.watchesAvailableAgain
+                rekeys.recalls += simulation.rekeyCounts.recalls
+                rekeys.claims += simulation.rekeyCounts.claims
             }
             do {
                 try simulation.run()
@@ -81,7 +84,8 @@ import Testing
                 + "failed at a gate; \(holdsEnded) claims ended past their hold limit; claims that must not wait: "
                 + "\(nonblocking.granted) granted, \(nonblocking.refused) refused; \(lateEchoes.late) write echoes read "
                 + "late, \(lateEchoes.checked) of them checked, \(lateEchoes.pastRetention) past the retention; "
-                + "\(watchesAvailableAgain) presenters told a failed watch was added"
+                + "\(watchesAvailableAgain) presenters told a failed watch was added; keys changed under "
+                + "\(rekeys.recalls) leases recalled at once, \(rekeys.claims) claims of their holders keyed anew"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -96,6 +100,10 @@ import Testing
             )
             #expect(lateEchoes.pastRetention > 0, "invariant 11: no write echo read past its retention was checked")
             #expect(watchesAvailableAgain > 0, "no presenter was told that a directory's failed watch was added")
+            #expect(
+                rekeys.recalls > 0 && rekeys.claims > 0,
+                "no lease was recalled when keys changed below it, or no claim of its holder was keyed anew"
+            )
         }
     }
 
