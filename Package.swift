@@ -255,7 +255,7 @@ let package = Package(
         .testTarget(
             name: "FCDaemonTests",
             dependencies: [
-                "FCDaemon", "FCCore", "FCProtocol", "FCSystem", "FCTestSupport", "FCToolkit",
+                "FCDaemon", "FCCore", "FCFileSystemPolicy", "FCProtocol", "FCSystem", "FCTestSupport", "FCToolkit",
                 .product(name: "Logging", package: "swift-log"),
                 // A watcher's inotify descriptor replaced under it (InotifyWatcherTests).
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -77,8 +77,9 @@ final class ArbiterHost {
     /// Host/ArbiterHost+LeaseCounters.swift).
     let leaseCounters: LeaseCounterBoard
     /// The case folding of paths from clients that leave it to the daemon (the preload library), made when the first
-    /// such client connects (``ClientNameFolding``).
-    private(set) lazy var nameFolding = ClientNameFolding()
+    /// such client connects (``ClientNameFolding``); events wait at ``mountTypes`` while it needs types read.
+    private(set) lazy var nameFolding = ClientNameFolding(configuration)
+    let mountTypes: MountTypeGate
 
     init(loop: any EventLoop, configuration: DaemonConfiguration, logger: Logger) {
         self.loop = loop
@@ -96,6 +97,7 @@ final class ArbiterHost {
         )
         self.connections = ConnectionRegistry(maximumConnections: configuration.maximumConnections)
         self.recovery = RecoveryGate(loop: loop, logger: logger)
+        self.mountTypes = MountTypeGate(loop: loop, configuration: configuration)
         self.timers = ArbiterTimers(loop: loop)
         self.flushes = FlushBatcher(loop: loop)
         self.leaseCounters = LeaseCounterBoard(socketPath: configuration.socketPath)
@@ -142,6 +144,8 @@ final class ArbiterHost {
     ) -> ClientID {
         loop.preconditionInEventLoop()
         if foldsNames { _ = nameFolding }
+        // Its events would wait behind those held: not read meanwhile (``refreshNameFolding(holding:from:)``).
+        if mountTypes.isHolding { _ = channel.setOption(ChannelOptions.autoRead, value: false) }
         let namespace = MountNamespaceTranslation.of(pid: pid)
         // A client in another mount namespace gets no lease: a lease is a subtree in the daemon's paths, which the
         // client's library compares with its own, so it would decide in process claims on paths that the daemon
@@ -191,6 +195,8 @@ final class ArbiterHost {
         if portalClients.queueIfWaiting(event, from: client) { return }
         // While the daemon recovers, every event but a claim still held and a lease given back waits, in order.
         if recovery.holdsBack(event, from: client) { return }
+        // Behind an event that waits for the types of new mounts: in order, after it.
+        if mountTypes.holdsBack(event, from: client) { return }
         if shuttingDown, case .claimRequested(let request) = event {
             send(
                 Filecoord_V1_Frame(
@@ -211,7 +217,7 @@ final class ArbiterHost {
             var inDaemonPaths = connections.namespaces[client]?.inbound(event) ?? event
             if connections.anyFoldsNames, event.containsPath(where: { _ in true }) {
                 // Any client's: a lease of a folding client is keyed by the table it was granted under.
-                for point in nameFolding.refresh() { apply(router.recallLeasesAtOnce(around: point)) }
+                guard refreshNameFolding(holding: event, from: client) else { return }
                 if connections.foldsNames(client) { inDaemonPaths = nameFolding.inbound(inDaemonPaths) }
             }
             var translated = inDaemonPaths

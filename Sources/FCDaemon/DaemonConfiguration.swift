@@ -1,4 +1,5 @@
 public import FCCore
+import FCFileSystemPolicy
 import FCProtocol
 import FCSystem
 import Foundation
@@ -57,6 +58,15 @@ public struct DaemonConfiguration: Sendable {
     var documentPortal: DocumentPortalMapping.Portal?
     /// Where the document portal is asked (tests); `nil`: ``DocumentPortalMapping/lookupQueue``.
     var portalLookups: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+    /// How long clients' events wait for the types of new `fuseblk` mounts (``MountTypeGate``): past it, a mount
+    /// whose device did not answer is not folded while it stays mounted.
+    var mountTypeTimeout: Duration = .seconds(2)
+    /// The mount table, whether it changed, where a `fuseblk` type is read and how (tests); `nil`: this process's
+    /// table and ``FCSystem/MountTableWatch``, a global queue, ``ClientNameFolding/readType(of:)``.
+    var mountTable: (@Sendable () -> MountTable?)?
+    var mountTableChanged: (@Sendable () -> Bool)?
+    var mountTypeReads: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+    var mountTypeReader: (@Sendable (ClientNameFolding.FUSEMount) -> String?)?
     /// `true` (the handshake's fuzz target only, ``HandshakeProbe``): the work the daemon does off its event loop
     /// (a dump's encoding, a version store request) runs on the loop's thread at once instead, because an
     /// `EmbeddedEventLoop` may be used from one thread only.

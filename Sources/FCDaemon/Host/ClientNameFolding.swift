@@ -8,77 +8,135 @@ import FCSystem
 /// key has them, so that a program under the preload and a Swift client that spell one item in two cases on a FAT,
 /// exFAT or SMB folder meet (docs/SEMANTICS.md §4 and §15).
 ///
-/// The mount table is read once, and again only after the kernel marked it changed (``MountTableWatch``, one `poll`
-/// that does not wait, per event that carries a path, from any client, while such a client is connected): a USB stick
-/// mounted while the daemon runs is folded from the first claim after it, and the leases around a mount point whose
-/// rule changed are recalled at once (``refresh()``): a holder under the library compares its own spellings with
-/// its lease's folder, keyed before the change.
+/// The mount table is read at the first look, and again only after the kernel marked it changed (``MountTableWatch``,
+/// one `poll` that does not wait, per event that carries a path, from any client, while such a client is connected):
+/// a USB stick mounted while the daemon runs is folded from the first claim after it, and the leases around a mount
+/// point whose rule changed are recalled at once (``refresh()``): a holder under the library compares its own
+/// spellings with its lease's folder, keyed before the change.
+///
+/// A `fuseblk` mount's file system is told by its device's boot sector (``DeviceFileSystem/type(ofFUSEDevice:)``),
+/// which this type never reads: a table with a `fuseblk` mount whose type is not known yet is not taken, and
+/// ``refresh()`` names the mounts whose types the host must read off the loop (``MountTypeGate``) and give back to
+/// ``record(_:unanswered:)``, the events waiting meanwhile. A type is kept by mount while the mount is in the table. A
+/// device that could not be told counts as not case-insensitive until the table changes (then it is asked again: a
+/// mount being let go can hide a new one's device for a moment); one that did not answer in time, while it stays
+/// mounted (it is not asked again: a hung device would take a reader for each).
 ///
 /// - Important: Confined to the arbiter's event loop (``ArbiterHost`` owns it and calls it there); not `Sendable`.
 final class ClientNameFolding {
-    private let watch: MountTableWatch?
-    private var mounts: CaseInsensitiveMounts
-    /// How the mounts are read (tests give a table of their own).
-    private let read: () -> CaseInsensitiveMounts
-
-    init(reading read: (() -> CaseInsensitiveMounts)? = nil) {
-        // Opened before the first read: a change after it is told by the first look.
-        watch = try? MountTableWatch()
-        // A `fuseblk` mount's type, read once per mount (a boot sector), not at every change of the table. On the
-        // loop, as every read: no lock.
-        let fuseTypes = FUSETypes()
-        self.read =
-            read ?? {
-                CaseInsensitiveMounts.read { entry in
-                    let mount = FUSEMount(
-                        id: entry.id,
-                        device: entry.device,
-                        source: entry.source,
-                        mountPoint: entry.mountPoint
-                    )
-                    if let known = fuseTypes.byMount[mount] { return known }
-                    // Not kept when it could not be told: a device read while another mount of it was being let go
-                    // (its id, loop device and source reused at once by a new mount) would stand for the new one.
-                    guard let type = DeviceFileSystem.type(ofFUSEDevice: entry.device) else { return nil }
-                    // Bounded: a table holds so many mounts; forgotten whole past 1,024 (mounts come and go).
-                    if fuseTypes.byMount.count >= 1_024 { fuseTypes.byMount = [:] }
-                    fuseTypes.byMount[mount] = type
-                    return type
-                }
-            }
-        mounts = self.read()
-    }
-
-    /// The `fuseblk` types told so far, by ``FUSEMount``.
-    private final class FUSETypes {
-        var byMount: [FUSEMount: String] = [:]
-    }
-
     /// A `fuseblk` mount, as its type is kept: mount ids and loop devices are reused at once by new mounts, so the
     /// key holds where it is mounted too.
-    private struct FUSEMount: Hashable {
+    struct FUSEMount: Hashable, Sendable {
         var id: UInt64
         var device: UInt64
         var source: String
         var mountPoint: String
+
+        init(_ entry: MountTable.Entry) {
+            id = entry.id
+            device = entry.device
+            source = entry.source
+            mountPoint = entry.mountPoint
+        }
     }
 
-    /// Reads the table again when the kernel marked it changed: the mount points whose rule changed (empty when
-    /// nothing did). Without the watch (no /proc), the table read at start is kept: it cannot be told changed.
-    func refresh() -> [ItemPath] {
-        guard watch?.changed() == true else { return [] }
+    /// What a look at the mount table found.
+    enum Refresh: Equatable {
+        /// The table as the keys use it now: the mount points whose rule changed (empty when none did).
+        case changed([ItemPath])
+        /// `fuseblk` mounts whose types must be read first (``record(_:unanswered:)``); the keys use the table read
+        /// before.
+        case needsTypes([FUSEMount])
+    }
+
+    /// Whether the table changed since the last look (tests give a closure of their own).
+    private let tableChanged: () -> Bool
+    /// The table now (an empty one when it cannot be read).
+    private let table: () -> MountTable?
+    private var mounts = CaseInsensitiveMounts()
+    /// The table is to be read at the next look (at first, and after the kernel said it changed); one was taken.
+    private var stale = true
+    private var taken = false
+    /// Types asked for and not recorded yet: nothing is read again until they are.
+    private var awaitingTypes = false
+    /// The `fuseblk` types told, by mount; the mounts whose type could not be told since the table last changed; and
+    /// those whose device did not answer in time.
+    private var types: [FUSEMount: String] = [:]
+    private var untold: Set<FUSEMount> = []
+    private var unanswered: Set<FUSEMount> = []
+
+    /// `table` and `changed`: this process's mount table and its ``MountTableWatch`` (tests give their own).
+    init(table: (() -> MountTable?)? = nil, changed: (() -> Bool)? = nil) {
+        // Opened before the first read: a change after it is told by the first look.
+        let watch = try? MountTableWatch()
+        self.table = table ?? { MountTable.read() }
+        // Without the watch (no /proc) the table read first is kept: it cannot be told changed.
+        self.tableChanged = changed ?? { watch?.changed() ?? false }
+    }
+
+    /// Looks at the table: reads it again when the kernel marked it changed (or not yet read).
+    func refresh() -> Refresh {
+        if tableChanged() {
+            stale = true
+            untold = []
+        }
+        guard stale, !awaitingTypes else { return .changed([]) }
+        return take()
+    }
+
+    /// Records the types read for ``Refresh/needsTypes(_:)`` (`nil`: could not be told) and the mounts whose device did
+    /// not answer in time, and reads the table again: it may ask for more (mounts made meanwhile).
+    func record(_ read: [(FUSEMount, String?)], unanswered late: [FUSEMount] = []) -> Refresh {
+        awaitingTypes = false
+        for (mount, type) in read {
+            if let type { types[mount] = type } else { untold.insert(mount) }
+        }
+        unanswered.formUnion(late)
+        return take()
+    }
+
+    /// The table now, taken when every `fuseblk` type in it is known or untold.
+    private func take() -> Refresh {
+        let table = self.table() ?? MountTable(parsing: [])
+        var unknown: [FUSEMount] = []
+        let next = CaseInsensitiveMounts(table: table) { entry in
+            let mount = FUSEMount(entry)
+            if let type = types[mount] { return type }
+            if !untold.contains(mount), !unanswered.contains(mount) { unknown.append(mount) }
+            return nil
+        }
+        if !unknown.isEmpty {
+            awaitingTypes = true
+            return .needsTypes(unknown)
+        }
+        stale = false
+        // Bounded by the table: what is kept is of mounts in it.
+        let present = Set(table.entries.map(FUSEMount.init))
+        types = types.filter { present.contains($0.key) }
+        untold = untold.filter { present.contains($0) }
+        unanswered = unanswered.filter { present.contains($0) }
         let old = mounts
-        mounts = read()
-        return mounts.changedPoints(since: old).map(ItemPath.init(components:))
+        mounts = next
+        // The first table changes no key made before: none was made under a table.
+        guard taken else {
+            taken = true
+            return .changed([])
+        }
+        return .changed(mounts.changedPoints(since: old).map(ItemPath.init(components:)))
     }
 
     /// `event`, from a client that leaves folding to the daemon, with its paths' names folded below case-insensitive
-    /// mounts as last read (``refresh()`` comes first).
+    /// mounts as last taken (``refresh()`` comes first).
     func inbound(_ event: ArbiterEvent) -> ArbiterEvent {
         let mounts = mounts
         guard mounts.foldsAny, event.containsPath(where: { mounts.folds($0.components) }) else { return event }
         return event.mappingPaths(sameItems: true) { path, _ in
             mounts.folded(path.components).map(ItemPath.init(components:)) ?? path
         }
+    }
+
+    /// Reads the type of `mount` (off the loop: the table and a boot sector); `nil` when it cannot be told.
+    static func readType(of mount: FUSEMount) -> String? {
+        DeviceFileSystem.type(ofFUSEDevice: mount.device)
     }
 }

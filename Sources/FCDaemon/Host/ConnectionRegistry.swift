@@ -73,6 +73,9 @@ struct ConnectionRegistry {
     /// Every connected client's channel.
     var allChannels: Dictionary<ClientID, any Channel>.Values { channels.values }
 
+    /// Every connected client, with its channel.
+    var all: [ClientID: any Channel] { channels }
+
     /// Marks a connected client's connection as closed by the daemon; its channel the first time only, `nil` after
     /// (or for a client not connected).
     mutating func startClosing(_ client: ClientID) -> (any Channel)? {

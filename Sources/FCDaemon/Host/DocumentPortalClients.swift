@@ -34,6 +34,9 @@ final class DocumentPortalClients {
         return true
     }
 
+    /// Whether `client`'s events wait for the portal.
+    func isWaiting(_ client: ClientID) -> Bool { waits[client] != nil }
+
     /// Makes `client`'s events wait, `events` first, until the answer of ``ask(for:_:then:resume:)``.
     func startWaiting(_ client: ClientID, with events: [ArbiterEvent]) {
         waits[client] = events

@@ -1,0 +1,207 @@
+import FCCore
+import FCFileSystemPolicy
+import FCProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOEmbedded
+import Synchronization
+import Testing
+
+@testable import FCDaemon
+
+/// A `fuseblk` mount's file system is read from its device (a boot sector), which a failing USB stick can take
+/// seconds to give, or never: the daemon reads it off its loop while every client's events wait, in order, for at
+/// most the configured time (``MountTypeGate``, ``ClientNameFolding``). Until stop 67 the loop read it itself.
+@Suite struct MountTypeGateTests {
+    typealias Mount = ClientNameFolding.FUSEMount
+
+    /// A table with an ext4 root and, when `stick`, an exFAT stick through FUSE at /m.
+    static func table(stick: Bool, second: Bool = false) -> MountTable {
+        var text = "21 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+        if stick { text += "41 21 0:51 / /m rw - fuseblk /dev/loop0 rw\n" }
+        if second { text += "42 21 0:52 / /n rw - fuseblk /dev/loop1 rw\n" }
+        return MountTable(parsing: Array(text.utf8))
+    }
+
+    static func path(_ string: String) -> ItemPath {
+        do { return try ItemPath(absolute: string) } catch { preconditionFailure("\(error)") }
+    }
+
+    /// What the test's mount table says, and whether the kernel would say it changed.
+    final class Table: Sendable {
+        private let state = Mutex((table: MountTypeGateTests.table(stick: false), changed: false))
+        func set(_ table: MountTable) { state.withLock { $0 = (table, true) } }
+        func read() -> MountTable? { state.withLock { $0.table } }
+        func changed() -> Bool {
+            state.withLock { state in
+                defer { state.changed = false }
+                return state.changed
+            }
+        }
+    }
+
+    @Test func theTableIsTakenOnceEveryFUSETypeIsReadAndTheRestWaitsForIt() throws {
+        let table = Table()
+        let folding = ClientNameFolding(table: { table.read() }, changed: { table.changed() })
+        #expect(folding.refresh() == .changed([]))  // The first look: nothing to read, nothing folded.
+        table.set(Self.table(stick: true))
+        guard case .needsTypes(let mounts) = folding.refresh() else {
+            Issue.record("a fuseblk mount of unknown type was taken")
+            return
+        }
+        #expect(mounts.map(\.mountPoint) == ["/m"])
+        #expect(folding.refresh() == .changed([]))  // Asked for: not again until recorded.
+        #expect(folding.record([(mounts[0], "exfat")]) == .changed([Self.path("/m")]))
+        let request = ArbiterEvent.claimRequested(
+            ClaimRequest(
+                id: ClaimID(1),
+                client: ClientID(1),
+                coordinator: CoordinatorID(1),
+                purpose: PurposeID("p"),
+                items: [ClaimItem(path: Self.path("/m/DOCS/A.TXT"), access: .write([]))]
+            )
+        )
+        if case .claimRequested(let folded) = folding.inbound(request) {
+            #expect(folded.items.map(\.path) == [Self.path("/m/docs/a.txt")])
+        }
+        // Kept by mount: another change of the table reads only the new mount's type.
+        table.set(Self.table(stick: true, second: true))
+        guard case .needsTypes(let more) = folding.refresh() else {
+            Issue.record("the new mount was not asked for")
+            return
+        }
+        #expect(more.map(\.mountPoint) == ["/n"])
+        // Not answered in time: not folded, and not asked again while it stays mounted.
+        #expect(folding.record([], unanswered: more) == .changed([Self.path("/n")]))
+        table.set(Self.table(stick: true, second: true))
+        #expect(folding.refresh() == .changed([]))
+    }
+
+    @Test func aTypeThatCouldNotBeToldIsAskedAgainOnceTheTableChanges() {
+        let table = Table()
+        let folding = ClientNameFolding(table: { table.read() }, changed: { table.changed() })
+        #expect(folding.refresh() == .changed([]))
+        table.set(Self.table(stick: true))
+        guard case .needsTypes(let mounts) = folding.refresh() else {
+            Issue.record("a fuseblk mount of unknown type was taken")
+            return
+        }
+        #expect(folding.record([(mounts[0], nil)]) == .changed([Self.path("/m")]))
+        #expect(folding.refresh() == .changed([]))
+        // Another mount came or went (the one being let go that hid the device): asked again.
+        table.set(Self.table(stick: true, second: true))
+        guard case .needsTypes(let again) = folding.refresh() else {
+            Issue.record("the untold mount was not asked again")
+            return
+        }
+        #expect(Set(again.map(\.mountPoint)) == ["/m", "/n"])
+    }
+
+    /// The reads the gate asked for, run when the test says.
+    final class Reads: Sendable {
+        private let pending = Mutex<[@Sendable () -> Void]>([])
+        var count: Int { pending.withLock { $0.count } }
+        func ask(_ read: @escaping @Sendable () -> Void) { pending.withLock { $0.append(read) } }
+        func runAll() {
+            let reads = pending.withLock { pending in
+                defer { pending = [] }
+                return pending
+            }
+            for read in reads { read() }
+        }
+    }
+
+    static func host(_ loop: EmbeddedEventLoop, table: Table, reads: Reads) -> ArbiterHost {
+        var configuration = DaemonConfiguration(
+            socketPath: NSTemporaryDirectory() + "fc-mount-types-\(UUID().uuidString)",
+            presenterTimeout: .seconds(30),
+            deadlockDetectionDelay: .seconds(3600)
+        )
+        configuration.watchesFileSystem = false
+        configuration.mapsDocumentPortalPaths = false
+        configuration.versionStoreDirectory = NSTemporaryDirectory() + "fc-mount-types-\(UUID().uuidString)"
+        configuration.mountTable = { table.read() }
+        configuration.mountTableChanged = { table.changed() }
+        configuration.mountTypeReads = { reads.ask($0) }
+        configuration.mountTypeReader = { $0.mountPoint == "/m" ? "exfat" : nil }
+        configuration.mountTypeTimeout = .seconds(2)
+        return ArbiterHost(loop: loop, configuration: configuration, logger: Logger(label: "test"))
+    }
+
+    static func write(_ id: UInt64, _ path: String, by client: ClientID) -> ArbiterEvent {
+        .claimRequested(
+            ClaimRequest(
+                id: ClaimID(id),
+                client: client,
+                coordinator: CoordinatorID(1),
+                purpose: PurposeID("client \(client.rawValue)"),  // One purpose does not conflict with itself.
+                items: [ClaimItem(path: Self.path(path), access: .write([]))]
+            )
+        )
+    }
+
+    static func grants(_ channel: EmbeddedChannel) throws -> [UInt64] {
+        var decoder = FrameDecoder(accepting: .toClient)
+        var frames: [Filecoord_V1_Frame] = []
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
+            frames += try decoder.feed(buffer.readableBytesView)
+        }
+        return DocumentPortalLookupTests.grantedIDs(frames)
+    }
+
+    @Test func everyClientsEventsWaitOffTheLoopForANewSticksTypeThenGoInOrder() throws {
+        let loop = EmbeddedEventLoop()
+        let (table, reads) = (Table(), Reads())
+        let host = Self.host(loop, table: table, reads: reads)
+        let (programChannel, swiftChannel) = (EmbeddedChannel(loop: loop), EmbeddedChannel(loop: loop))
+        let program = host.accept(programChannel, pid: 1, name: "preload:tee", foldsNames: true)
+        let swift = host.accept(swiftChannel, pid: 2, name: "swift")
+        table.set(Self.table(stick: true))
+        // The program's write of DOCS/A.TXT finds the stick: its type is asked for, not read on the loop.
+        host.receive(Self.write(1, "/m/DOCS/A.TXT", by: program), from: program)
+        // The Swift client's write of docs/a.txt (it folds itself) waits behind it, whatever it names.
+        host.receive(Self.write(2, "/m/docs/a.txt", by: swift), from: swift)
+        loop.run()
+        #expect(reads.count == 1)
+        #expect(try Self.grants(programChannel).isEmpty && Self.grants(swiftChannel).isEmpty)
+        #expect(host.mountTypes.heldBack.count == 2)
+        // The device answers (on the reads' thread; its answer goes to the loop).
+        reads.runAll()
+        loop.run()
+        // The stick is exFAT: the program's write keys as docs/a.txt, granted first; the Swift client's waits for it.
+        #expect(try Self.grants(programChannel) == [1])
+        #expect(try Self.grants(swiftChannel).isEmpty)
+        #expect(!host.mountTypes.isHolding)
+        host.receive(.claimFinished(ClaimID(1), created: []), from: program)
+        loop.run()
+        #expect(try Self.grants(swiftChannel) == [2])
+        _ = try programChannel.finish(acceptAlreadyClosed: true)
+        _ = try swiftChannel.finish(acceptAlreadyClosed: true)
+    }
+
+    @Test func aDeviceThatDoesNotAnswerHoldsTheEventsForTheTimeoutOnly() throws {
+        let loop = EmbeddedEventLoop()
+        let (table, reads) = (Table(), Reads())
+        let host = Self.host(loop, table: table, reads: reads)
+        let programChannel = EmbeddedChannel(loop: loop)
+        let program = host.accept(programChannel, pid: 1, name: "preload:tee", foldsNames: true)
+        table.set(Self.table(stick: true))
+        host.receive(Self.write(1, "/m/DOCS/A.TXT", by: program), from: program)
+        loop.run()
+        #expect(try Self.grants(programChannel).isEmpty)
+        loop.advanceTime(by: .milliseconds(1_999))
+        #expect(try Self.grants(programChannel).isEmpty)
+        loop.advanceTime(by: .milliseconds(1))
+        // Given up: the write goes in, its names not folded; the answer that comes late changes nothing.
+        #expect(try Self.grants(programChannel) == [1])
+        reads.runAll()
+        loop.run()
+        #expect(!host.mountTypes.isHolding)
+        host.receive(Self.write(2, "/m/DOCS/B.TXT", by: program), from: program)
+        loop.run()
+        #expect(reads.count == 0)  // Not asked again while it stays mounted.
+        #expect(try Self.grants(programChannel) == [2])
+        _ = try programChannel.finish(acceptAlreadyClosed: true)
+    }
+}
