@@ -224,24 +224,31 @@ extension ClusterHost {
         return folderByName[name]
     }
 
-    /// A change under the cluster's prefix: applied to the folder's copy (``SharedFolderKeys/watched(_:)``: this
-    /// host's key created or gone, another host waiting, the last key ahead gone).
+    /// A change under the cluster's prefix: applied to the folder's copy (``SharedFolderKeys/watched(_:revision:endsBatch:)``:
+    /// this host's key created or gone, another host waiting, the last key ahead gone). Where this host stands is told
+    /// after the last change of the watch message (``EtcdWatchEvent/endsMessage``), in every folder the message
+    /// changed: a revision's changes come in one message.
     func watched(_ event: EtcdWatchEvent) {
-        guard let folder = folder(ofKey: event.key) else { return }
-        let change: SharedFolderKeys.Change =
-            switch event.type {
-            case .put:
-                .put(
-                    .init(
-                        name: event.key,
-                        createRevision: event.createRevision,
-                        host: String(decoding: event.value, as: UTF8.self)
+        if let folder = folder(ofKey: event.key) {
+            let change: SharedFolderKeys.Change =
+                switch event.type {
+                case .put:
+                    .put(
+                        .init(
+                            name: event.key,
+                            createRevision: event.createRevision,
+                            host: String(decoding: event.value, as: UTF8.self)
+                        )
                     )
-                )
-            case .delete: .deleted(name: event.key)
-            }
-        let events = views[folder]?.watched(change, revision: event.modRevision) ?? []
-        if event.type == .put { deleteOrphans(in: folder) } else { sweepReacquirers() }
-        for event in events { handle(event) }
+                case .delete: .deleted(name: event.key)
+                }
+            let events = views[folder]?.watched(change, revision: event.modRevision, endsBatch: false) ?? []
+            if event.type == .put { deleteOrphans(in: folder) } else { sweepReacquirers() }
+            for event in events { handle(event) }
+        }
+        guard event.endsMessage else { return }
+        for folder in views.keys.sorted() {
+            for event in views[folder]?.endBatch() ?? [] { handle(event) }
+        }
     }
 }

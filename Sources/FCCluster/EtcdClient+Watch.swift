@@ -130,10 +130,10 @@ final class EtcdWatchBody: @unchecked Sendable {
     /// its consumer went away (the task was cancelled).
     func pump(into continuation: AsyncThrowingStream<EtcdWatchEvent, any Error>.Continuation) async {
         do {
-            for event in early { continuation.yield(event) }
+            for event in Self.marked(early) { continuation.yield(event) }
             early = []
             while let message = try await nextMessage() {
-                for event in try decode(message).events { continuation.yield(event) }
+                for event in Self.marked(try decode(message).events) { continuation.yield(event) }
             }
             continuation.finish(throwing: error(.watchEnded("the member closed it")))
         } catch {
@@ -144,6 +144,15 @@ final class EtcdWatchBody: @unchecked Sendable {
                     throwing: (error as? EtcdError) ?? self.error(.watchEnded(EtcdClient.describe(error)))
                 )
             }
+        }
+    }
+
+    /// One message's events, the last marked as such (``EtcdWatchEvent/endsMessage``).
+    static func marked(_ events: [EtcdWatchEvent]) -> [EtcdWatchEvent] {
+        events.indices.map { index in
+            var event = events[index]
+            event.endsMessage = index == events.count - 1
+            return event
         }
     }
 

@@ -42,6 +42,9 @@ struct EtcdWatchEvent: Sendable, Hashable {
     var modRevision: Int64
     /// The key's lease (0 for a delete, or a key without lease).
     var lease: Int64
+    /// No other event of the same watch message follows: etcd sends all the changes of one revision (a lease's
+    /// expiry deleting all its keys, a `del --prefix`) in one message, so a revision's changes end no earlier.
+    var endsMessage = true
 }
 
 /// A call of ``EtcdClient`` that failed: which call (its gateway path), which member answered if one did, and why.

@@ -26,7 +26,11 @@
 /// when etcd can no longer serve that revision (compacted), the host lists again and watches from there. A watch
 /// can also stall without ending (a connection that stops moving): while it has a key, the host lists the keys again
 /// every third of its session's time to live. The copy remembers the store revision it reflects (``revision``), so
-/// that a list or a change older than what it shows is ignored: the copy never goes back.
+/// that a list or a change older than what it shows is ignored: the copy never goes back. One revision may carry
+/// several changes (etcd deletes an expired session's keys in one transaction, `del --prefix` deletes many), which
+/// the watch reports one by one: each change of the revision the copy reached is applied, unless a list answered at
+/// that revision already shows them all (``listedAt``). Until stop 67 only the first was: the others' keys stayed
+/// ahead in the copy (claims waited for ever), and a host whose own key went with them did not fence.
 ///
 /// - Important: A value; not thread-safe (its host's loop owns it).
 public struct SharedFolderKeys: Sendable {
@@ -79,6 +83,10 @@ public struct SharedFolderKeys: Sendable {
     public private(set) var known: [Key]?
     /// The store revision the copy reflects: the last list's, or the last change's applied since.
     public private(set) var revision: Int64 = 0
+    /// The revision of the last list the copy took: a change of that revision or earlier is in it.
+    public private(set) var listedAt: Int64 = 0
+    /// A change of the watch message being read moved this host's standing: told after the message's last change.
+    private var standingOwed = false
 
     /// The keys of `folder`, seen by `host`, before they are listed.
     public init(folder: ItemPath, host: String) {
@@ -135,11 +143,14 @@ public struct SharedFolderKeys: Sendable {
     }
 
     /// A list of the cluster's keys, the `serial`th this host issued, answered at store revision `revision` with
-    /// this folder's `keys` (in any order): they replace the copy, unless it already reflects a later revision.
+    /// this folder's `keys` (in any order): they replace the copy, unless it already reflects a later revision (one
+    /// at the copy's revision holds every change of it, some of which the watch may not have reported yet).
     public mutating func listed(_ keys: [Key], serial: Int, revision: Int64) -> [HostLeaseEvent] {
-        guard known == nil || revision > self.revision else { return [] }
+        guard known == nil || revision >= self.revision else { return [] }
         known = keys.sorted { $0.createRevision < $1.createRevision }
         self.revision = revision
+        listedAt = revision
+        standingOwed = false
         guard let mine = own, !mine.leaving, mine.listsFrom != .max else { return [] }
         guard let key = known?.first(where: { $0.name == mine.name }) else {
             // Issued after the put was acknowledged, a list that does not show the key means it is gone: deleted by
@@ -149,10 +160,36 @@ public struct SharedFolderKeys: Sendable {
         return created(key) + standing()
     }
 
-    /// A change the store's watch reported under the folder, made at store revision `revision`.
-    public mutating func watched(_ change: Change, revision: Int64) -> [HostLeaseEvent] {
-        // Not listed yet (the watch starts after the list), or already in the copy (a list answered later).
-        guard known != nil, revision > self.revision else { return [] }
+    /// A change the store's watch reported under the folder, made at store revision `revision`. `endsBatch`: no
+    /// other change of the same watch message follows (etcd sends a revision's changes in one message): until then
+    /// the copy takes the changes but says where this host stands only after the last, so that a revision that
+    /// deletes the keys ahead and this host's own (an expired session's keys, `del --prefix`) fences it without
+    /// telling it holder first.
+    public mutating func watched(_ change: Change, revision: Int64, endsBatch: Bool = true) -> [HostLeaseEvent] {
+        var events = apply(change, revision: revision)
+        if events.contains(where: { if case .sessionLost = $0 { true } else { false } }) {
+            standingOwed = false
+            return events
+        }
+        if events.contains(where: \.isStanding) { standingOwed = true }
+        events.removeAll(where: \.isStanding)
+        return endsBatch ? events + endBatch() : events
+    }
+
+    /// The watch message being read ended (``watched(_:revision:endsBatch:)``): where this host stands, if a change
+    /// of it moved that.
+    public mutating func endBatch() -> [HostLeaseEvent] {
+        guard standingOwed else { return [] }
+        standingOwed = false
+        return standing()
+    }
+
+    /// A change applied to the copy: what it says, where this host stands included.
+    private mutating func apply(_ change: Change, revision: Int64) -> [HostLeaseEvent] {
+        // Not listed yet (the watch starts after the list), already in the copy (a list answered at or after it), or
+        // older than a change applied. A change applied twice does nothing more: a put is known by its name, and a
+        // deleted key is gone.
+        guard known != nil, revision > listedAt, revision >= self.revision else { return [] }
         self.revision = revision
         switch change {
         case .put(let key):
@@ -195,5 +232,16 @@ public struct SharedFolderKeys: Sendable {
     private mutating func fence() -> [HostLeaseEvent] {
         own = nil
         return [.sessionLost("this host's key for \(folder) is gone from the cluster")]
+    }
+}
+
+extension HostLeaseEvent {
+    /// Where a host's key stands in its folder (holder, another host waiting): said after a watch message's last
+    /// change (``SharedFolderKeys/watched(_:revision:endsBatch:)``).
+    var isStanding: Bool {
+        switch self {
+        case .becameHolder, .otherHostWaiting: true
+        default: false
+        }
     }
 }

@@ -226,6 +226,35 @@ struct ClusterEndToEndTests {
         }
     }
 
+    /// An operator deletes every folder key at once (`etcdctl del --prefix`): one revision, whose deletions etcd
+    /// reports in one watch message, host A's key first. Until stop 67 host B took only the first (its copy ignored a
+    /// change of the revision it had reached), was told holder and granted its read beside host A's write, and
+    /// never fenced for its own key. Now it takes the message whole: its own key gone, it fences, and the read fails.
+    @Test func keysDeletedTogetherFenceTheHostWhoseKeyWentWithoutGrantingFirst() async throws {
+        try await withHosts { environment, hosts in
+            let item = try environment.file("share/doc.txt", "v1")
+            let writer = try await holdWrite(of: item, on: hosts.socketA, in: environment)
+            let marker = environment.path("read-ran")
+            let reader = try environment.startTool(
+                "fccoord",
+                ["read", item, "--", "/bin/sh", "-c", "touch '\(marker)'"],
+                environment: ClusterHosts.client(of: hosts.socketB)
+            )
+            try await hosts.a.waitForLog("cluster: another host asks for the shared folder")
+            #expect(try !hosts.keys(of: "hostB").isEmpty, "host B waits behind a key of its own")
+            let deleted = try hosts.etcdctl(["del", "--prefix", "/filecoord/v1/folders/"])
+            #expect(deleted.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(deleted)")
+            try await eventually("the read on host B to end") { !reader.process.stillRuns }
+            reader.process.waitForEnd()
+            #expect(!FileManager.default.fileExists(atPath: marker), "host B read while host A held a write")
+            #expect(reader.process.endStatus != 0)
+            #expect(reader.error.contains("cluster unreachable"), "\(reader.error)")
+            // Host A's key went too: it reports its write lost.
+            try await hosts.a.waitForLog("no longer exclusive across hosts")
+            try writer.send("release")
+        }
+    }
+
     @Test func aDaemonAClientStartsJoinsTheClusterFromTheSettingsFile() async throws {
         try await withHosts { environment, hosts in
             let item = try environment.file("share/doc.txt", "v1")

@@ -29,9 +29,15 @@ import Testing
             store += 1
             return value.listed(keys, serial: serial, revision: revision ?? store)
         }
-        func watched(_ change: SharedFolderKeys.Change, revision: Int64? = nil) -> [HostLeaseEvent] {
+        func watched(
+            _ change: SharedFolderKeys.Change,
+            revision: Int64? = nil,
+            endsBatch: Bool = true
+        )
+            -> [HostLeaseEvent]
+        {
             store += 1
-            return value.watched(change, revision: revision ?? store)
+            return value.watched(change, revision: revision ?? store, endsBatch: endsBatch)
         }
     }
 
@@ -171,5 +177,35 @@ import Testing
         #expect(keys.watched(.put(Self.key("a/1", 5, "a")), revision: now + 5) == [])  // Older: not put back.
         #expect(keys.ahead == ["c/1"])
         #expect(keys.watched(.deleted(name: "c/1"), revision: now + 11) == [Self.held])
+    }
+
+    /// One revision deletes both keys ahead (two keys of one expired session, or `del --prefix`), reported one by one
+    /// in one watch message: the second is applied too, and this host is told holder after the message. Until stop
+    /// 67 a change of the revision already reached was dropped: `c/1` stayed ahead, and the claims waited for ever.
+    @Test func everyChangeOfOneRevisionIsAppliedAndTheStandingToldAfterTheMessage() {
+        let keys = Self.queuedBehindTwo()
+        #expect(keys.watched(.deleted(name: "a/1"), revision: 120, endsBatch: false) == [])
+        #expect(keys.watched(.deleted(name: "c/1"), revision: 120) == [Self.held])
+        #expect(keys.ahead == [])
+        // A change older than what the copy reflects is still ignored.
+        #expect(keys.watched(.put(Self.key("x/1", 7, "x")), revision: 119) == [])
+    }
+
+    /// A revision that deletes the key ahead and this host's own fences it, without telling it holder first.
+    @Test func aRevisionThatDeletesTheKeysAheadAndItsOwnFencesWithoutAHolder() {
+        let keys = Self.queuedBehindTwo()
+        #expect(keys.watched(.deleted(name: "a/1"), revision: 120, endsBatch: false) == [])
+        #expect(keys.watched(.deleted(name: "c/1"), revision: 120, endsBatch: false) == [])
+        #expect(keys.watched(.deleted(name: "b/1"), revision: 120) == [Self.gone])
+    }
+
+    /// A list answered at the revision the copy reached holds every change of it, some not reported yet: taken.
+    @Test func aListAtTheCopysRevisionIsTaken() {
+        let keys = Self.queuedBehindTwo()
+        #expect(keys.watched(.deleted(name: "a/1"), revision: 120, endsBatch: false) == [])
+        #expect(keys.listed([Self.key("b/1", 9, "b")], serial: 3, revision: 120) == [Self.held])
+        // The rest of the message is in the list already.
+        #expect(keys.watched(.deleted(name: "c/1"), revision: 120) == [])
+        #expect(keys.ahead == [])
     }
 }

@@ -45,6 +45,8 @@ struct ClusterSimulation {
         var failed = 0
         /// Puts applied but answered as failed.
         var appliedButFailed = 0
+        /// Keys an operator deleted with others at one revision.
+        var deletedAtOnce = 0
     }
 
     let seed: UInt64
@@ -80,6 +82,8 @@ struct ClusterSimulation {
         case timer(host: Int, HostLeaseTimer, generation: Int)
         case keepAlive(host: Int)
         case expire
+        /// An operator deletes every key of the folder at once (`etcdctl del --prefix`): one revision for them all.
+        case deleteAll(folder: Int)
     }
 
     private enum StoreRequest {
@@ -132,7 +136,7 @@ struct ClusterSimulation {
         /// When the host's watch's last event arrives (the watch is a connection of its own).
         var lastWatched = 0
         /// The watch's reports not delivered yet, in revision order.
-        var watchQueue: [(folder: Int, change: SharedFolderKeys.Change, revision: Int64)] = []
+        var watchQueue: [(folder: Int, change: SharedFolderKeys.Change, revision: Int64, endsBatch: Bool)] = []
     }
 
     init(seed: UInt64) {
@@ -184,6 +188,11 @@ struct ClusterSimulation {
             stoppedUntilPlanned[host] = from + 300 + random(3 * ttl)
             trace.append("host\(host) stopped from \(from) ms to \(stoppedUntilPlanned[host]!) ms")
         }
+        if random(4) == 0 {
+            let at = random(duration)
+            schedule(.deleteAll(folder: random(folders.count)), at: at)
+            trace.append("an operator deletes every key of a folder at \(at) ms")
+        }
         schedule(.expire, at: 0)
         let end = duration + 20 * ttl
         while let (time, _, action) = popNext(), time <= end {
@@ -195,6 +204,8 @@ struct ClusterSimulation {
     }
 
     private var cutOffFrom: [Int: Int] = [:]
+    /// Hosts whose key an operator deleted, until their table fences (``Action/deleteAll(folder:)``).
+    private var deletedUnheard: Set<Int> = []
     private var stoppedFrom: [Int: Int] = [:]
     private var stoppedUntilPlanned: [Int: Int] = [:]
 
@@ -259,6 +270,19 @@ struct ClusterSimulation {
         case .expire:
             expireSessions()
             schedule(.expire, at: now + 50)
+        case .deleteAll(let folder):
+            let keys = store.keys[folder] ?? []
+            guard !keys.isEmpty else { return }
+            trace.append("\(now) ms: an operator deleted every key of \(folders[folder])")
+            counts.deletedAtOnce += keys.count
+            store.revision += 1
+            store.keys[folder] = []
+            for (index, key) in keys.enumerated() {
+                notifyWatchers(folder, .deleted(name: key.name), endsBatch: index == keys.count - 1)
+            }
+            // Deleted under them: until each hears it (and fences), the others may grant beside it (SEMANTICS §14:
+            // a key deleted by hand lets the others proceed).
+            deletedUnheard.formUnion(keys.map(\.host))
         case .arrive(let host, let folder):
             guard deferIfStopped(host, action) else { return }
             try arrive(host, folder)
@@ -277,8 +301,8 @@ struct ClusterSimulation {
             try handle(host, .keyDeleted(folder: folders[folder]))
         case .watched(let host):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
-            let (folder, change, revision) = hosts[host].watchQueue.removeFirst()
-            try watched(host, folder: folder, change, revision: revision)
+            let (folder, change, revision, endsBatch) = hosts[host].watchQueue.removeFirst()
+            try watched(host, folder: folder, change, revision: revision, endsBatch: endsBatch)
         case .opened(let host, let session, let sentAt):
             guard deferIfCutOff(host, action), deferIfStopped(host, action) else { return }
             hosts[host].session = session
@@ -366,27 +390,34 @@ struct ClusterSimulation {
         }
     }
 
-    /// Sessions renewed by nothing for their time to live expire: their keys go, and the watchers hear it.
+    /// Sessions renewed by nothing for their time to live expire: their keys go, all at one revision (etcd deletes a
+    /// lease's keys in one transaction), and the watchers hear each.
     private mutating func expireSessions() {
         for (session, entry) in store.sessions.sorted(by: { $0.key < $1.key }) where entry.expiresAt <= now {
             store.sessions[session] = nil
             trace.append("\(now) ms: the store expired host\(entry.host)'s session \(session)")
+            store.revision += 1
+            var deleted: [(Int, String)] = []
             for folder in folders.indices {
                 for key in store.keys[folder] ?? [] where key.session == session {
-                    store.revision += 1
                     store.keys[folder]?.removeAll { $0.name == key.name }
-                    notifyWatchers(folder, .deleted(name: key.name))
+                    deleted.append((folder, key.name))
                 }
+            }
+            // One watch message for the revision.
+            for (index, (folder, name)) in deleted.enumerated() {
+                notifyWatchers(folder, .deleted(name: name), endsBatch: index == deleted.count - 1)
             }
         }
     }
 
     /// Every host's watch reports `change` (each in order on its own channel; a host with no key there ignores it).
-    private mutating func notifyWatchers(_ folder: Int, _ change: SharedFolderKeys.Change) {
+    /// `endsBatch`: the last change of its watch message (a revision's changes come in one).
+    private mutating func notifyWatchers(_ folder: Int, _ change: SharedFolderKeys.Change, endsBatch: Bool = true) {
         for host in hosts.indices {
             let at = max(now + delay(), hosts[host].lastWatched)
             hosts[host].lastWatched = at
-            hosts[host].watchQueue.append((folder, change, store.revision))
+            hosts[host].watchQueue.append((folder, change, store.revision, endsBatch))
             schedule(.watched(host: host), at: at)
         }
     }
@@ -418,10 +449,16 @@ struct ClusterSimulation {
         _ host: Int,
         folder: Int,
         _ change: SharedFolderKeys.Change,
-        revision: Int64
+        revision: Int64,
+        endsBatch: Bool
     ) throws(Failure) {
-        let events = hosts[host].views[folder]?.watched(change, revision: revision) ?? []
+        // As ClusterHost.watched: where the host stands, after the message's last change, in every folder.
+        let events = hosts[host].views[folder]?.watched(change, revision: revision, endsBatch: false) ?? []
         for event in events { try handle(host, event) }
+        guard endsBatch else { return }
+        for folder in folders.indices {
+            for event in hosts[host].views[folder]?.endBatch() ?? [] { try handle(host, event) }
+        }
     }
 
     // MARK: A host
@@ -446,7 +483,7 @@ struct ClusterSimulation {
         else {
             throw failure("host\(host) granted in f\(folder) while its table does not admit there")
         }
-        for other in hosts.indices where other != host {
+        for other in hosts.indices where other != host && !deletedUnheard.contains(other) {
             // 1. No other host may still grant there.
             if hosts[other].gates[folder] == true, hosts[other].table.admits(folders[folder], at: .milliseconds(now)) {
                 throw failure("host\(host) granted in f\(folder) while host\(other) may still grant there")
@@ -488,6 +525,10 @@ struct ClusterSimulation {
     }
 
     private mutating func handle(_ host: Int, _ event: HostLeaseEvent) throws(Failure) {
+        switch event {
+        case .sessionLost, .keyDeleted: deletedUnheard.remove(host)
+        default: break
+        }
         let effects = hosts[host].table.handle(event, at: .milliseconds(now))
         trace.append("\(now) ms host\(host) \(event) -> \(effects)")
         for effect in effects { try carryOut(effect, on: host) }

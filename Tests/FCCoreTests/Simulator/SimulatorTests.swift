@@ -179,15 +179,18 @@ import Testing
             total.fences += simulation.counts.fences
             total.lost += simulation.counts.lost
             total.failed += simulation.counts.failed
+            total.deletedAtOnce += simulation.counts.deletedAtOnce
             ran += 1
         }
         print(
             "cluster simulator shard \(shard): \(ran) schedules kept every invariant; grants \(total.grants), "
                 + "handovers between hosts \(total.handovers), fences \(total.fences), claims reported lost "
-                + "\(total.lost), claims failed \(total.failed)"
+                + "\(total.lost), claims failed \(total.failed), keys deleted with others at one revision "
+                + "\(total.deletedAtOnce)"
         )
         // A run that never handed a folder over, never fenced or never lost a claim checked nothing of the rules.
         #expect(ran == 0 || (total.handovers > 0 && total.fences > 0 && total.lost > 0 && total.failed > 0))
+        #expect(ran < 50 || total.deletedAtOnce > 1, "no two keys of a folder were deleted at one revision")
     }
 
     @Test(.enabled(if: environment["FC_CLUSTER_SIM_SEED"] != nil, "set FC_CLUSTER_SIM_SEED to replay a seed"))
