@@ -229,6 +229,8 @@ public final class HostLeaseTable {
                 effects.append(.holdBack(folder: folder))
                 effects.append(.claimsLost(folder: folder, reason: message))
             case .draining:
+                // Closed already, but passable by nested claims while it drains: held back whole now.
+                effects.append(.holdBack(folder: folder))
                 effects.append(.claimsLost(folder: folder, reason: message))
             case .idle, .requested, .queued, .releasing:
                 break

@@ -188,6 +188,25 @@ extension HostGateTests {
         #expect(!h.isGranted(late))
     }
 
+    /// A fence while the folder drains holds it back (``HostLeaseTable``): from then on another host may hold it, so
+    /// a nested claim of the claim still granted inside no longer passes. Until stop 67 the drain's exemption stayed.
+    @Test func aGateClosedOverADrainLetsNoNestedClaimPass() {
+        let h = Self.harness()
+        let app = h.connect("app")
+        h.send(.hostGate(path("/share"), .close))
+        h.send(.hostGate(path("/share"), .open(revision: 1)))
+        let coordinator = h.coordinator()
+        let outer = h.write("/share/doc", client: app, coordinator: coordinator)
+        h.send(.hostGate(path("/share"), .drain))
+        h.send(.hostGate(path("/share"), .close))
+        h.send(.hostGate(path("/share"), .claimsLost("cluster unreachable: test")))
+        let nested = h.read("/share/other", client: app, coordinator: coordinator)
+        #expect(!h.isGranted(nested))
+        #expect(Self.wanted(h.lastEffects) == [path("/share")])
+        h.finish(outer)
+        #expect(Self.drained(h.lastEffects).isEmpty)  // No drain any more: the table asks for none.
+    }
+
     @Test func closingTheGateRecallsTheLeasesInsideAtOnceMinimumHoldOrNot() throws {
         let h = Self.harness()
         let app = h.connect("app", answersRecalls: true)

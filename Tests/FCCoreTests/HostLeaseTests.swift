@@ -173,4 +173,17 @@ extension HostLeaseTests {
         #expect(holdBack != nil && fail != nil)
         if let holdBack, let fail { #expect(holdBack < fail, "\(effects)") }
     }
+
+    /// A fence while a folder drains holds it back again: the gate, closed for the drain, still lets nested claims of
+    /// the claims granted inside pass, which another host may now beside. Until stop 67 only `claimsLost` was said.
+    @Test func theFenceHoldsBackAFolderThatDrains() {
+        let table = Self.heldTable()
+        let folder = Self.folder
+        _ = table.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(2))
+        let effects = table.handle(.sessionLost("gone"), at: .seconds(3))
+        let holdBack = effects.firstIndex { if case .holdBack(folder) = $0 { true } else { false } }
+        let lost = effects.firstIndex { if case .claimsLost(folder, _) = $0 { true } else { false } }
+        #expect(holdBack != nil && lost != nil, "\(effects)")
+        if let holdBack, let lost { #expect(holdBack < lost, "\(effects)") }
+    }
 }
