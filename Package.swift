@@ -255,7 +255,8 @@ let package = Package(
         .testTarget(
             name: "FCDaemonTests",
             dependencies: [
-                "FCDaemon", "FCCore", "FCFileSystemPolicy", "FCProtocol", "FCSystem", "FCTestSupport", "FCToolkit",
+                "FCDaemon", "FCCore", "FCDumpModel", "FCFileSystemPolicy", "FCProtocol", "FCSystem", "FCTestSupport",
+                "FCToolkit",
                 .product(name: "Logging", package: "swift-log"),
                 // A watcher's inotify descriptor replaced under it (InotifyWatcherTests).
                 .product(name: "SystemPackage", package: "swift-system"),

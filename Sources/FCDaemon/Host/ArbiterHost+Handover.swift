@@ -68,6 +68,10 @@ extension ArbiterHost {
     }
 
     private func release(_ kept: HeldHandover.Kept, because reason: String, pid: Int32) {
+        // What waited behind the stand-ins may be granted now: past its fence, the host fences first (the check's
+        // timer is NIO's, not ``ArbiterTimers``', so nothing else checked it; a daemon stopped or suspended past its
+        // fence runs overdue tasks in deadline order).
+        cluster?.checkFence()
         for standIn in kept.standIns { apply(router.disconnect(standIn)) }
         if !kept.closedClients.isEmpty {
             let closed = Set(kept.closedClients)

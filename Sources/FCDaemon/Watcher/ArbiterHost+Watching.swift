@@ -16,6 +16,7 @@ extension ArbiterHost {
             // How far the watcher has read, when the arbiter asked (``ArbiterEffect/drainWatcher``) or the watcher
             // stopped: other empty reports (a watch added, a barrier) would cost the arbiter a pass each.
             if let drainedAt = report.drainedAt, router.arbiter.asksWatcherToDrain || drainedAt == .max {
+                cluster?.checkFence()  // Claims that waited for the watcher may end: others may be granted.
                 apply(router.fileSystemChanged([], drainedAt: drainedAt))
             }
             return
