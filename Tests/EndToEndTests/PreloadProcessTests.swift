@@ -333,4 +333,52 @@ import Testing
             kill(holder.process.processIdentifier, SIGKILL)
         }
     }
+
+    /// A `dup2` whose drop of the number's old file finds the connection ended (the daemon restarted): the library
+    /// forgets its table then, and the hold the dup took before names an entry that the next claim takes. Until stop
+    /// 67 the copy kept that entry, and closing it ended the next file's claim while that file was still open: a
+    /// writer went in beside it (found by a read-only review).
+    @Test("A dup2 across a daemon restart does not end another open file's claim when the copy is closed")
+    func aDupAcrossARestartEndsNoOtherFilesClaim() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon()
+            let folder = env.path("d")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            for name in ["a", "b", "c"] { _ = try env.file("d/\(name)", "old\n") }
+            let go = env.path("go")
+            let program = try env.startProgram(
+                [
+                    "python3", "-c",
+                    """
+                    import os, sys, time
+                    d, go = sys.argv[1], sys.argv[2]
+                    a = os.open(d + '/a', os.O_WRONLY); b = os.open(d + '/b', os.O_WRONLY)
+                    print('opened', flush=True)
+                    while not os.path.exists(go): time.sleep(0.01)
+                    os.dup2(a, b)
+                    time.sleep(1.2)
+                    c = os.open(d + '/c', os.O_WRONLY)
+                    os.close(b)
+                    print('c open', flush=True)
+                    time.sleep(60)
+                    """,
+                    folder, go,
+                ],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "600000"]
+            )
+            try await eventually("the program to open a and b") { program.output.contains("opened") }
+            daemon.signal(SIGTERM)
+            #expect(try await daemon.waitForExit() == 0)
+            _ = try await env.startDaemon()
+            try writeText("", toFile: go)
+            try await eventually("the program to open c and close the copy") { program.output.contains("c open") }
+            let writer = try await env.host("W")
+            try writer.send("write \(folder)/c new")
+            #expect(
+                try await writer.staysWithout("granted write"),
+                "a write of c went in while the program had it open"
+            )
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
 }

@@ -28,6 +28,9 @@ struct open_file {
 #define FCP_CLAIM_ENDED UINT64_MAX
 
 static uint16_t table[FCP_MAX_FDS]; /* 1 + index into files, or 0 */
+/* How many times the table was forgotten (fcp_fd_forget_all): a hold taken before carries the count it was taken
+ * under, and is nothing once the table was forgotten since (its open file's entry may belong to another claim). */
+static uint32_t forgotten;
 static uint8_t closing[FCP_MAX_FDS]; /* the entry's descriptor is being closed: dropped by whoever comes first */
 static struct open_file files[FCP_MAX_OPEN_FILES];
 
@@ -94,30 +97,49 @@ void fcp_fd_closed(int fd, int slot) {
     fcp_unlock();
 }
 
+/* A hold as fcp_fd_hold returns it: the entry (1 + index, below 1 << 13) and the table's count of forgettings. */
+#define FCP_HOLD_SLOT(hold) ((uint16_t)((hold) & 0x1FFF))
+#define FCP_HOLD_COUNT(hold) ((uint32_t)(hold) >> 13)
+
+/* The hold's entry, or 0 when the table was forgotten since it was taken. With fcp_lock held. */
+static uint16_t held_slot_locked(int hold) {
+    if (hold == 0 || FCP_HOLD_COUNT(hold) != (forgotten & 0x3FFFF)) return 0;
+    return FCP_HOLD_SLOT(hold);
+}
+
 int fcp_fd_hold(int fd) {
     if (fd < 0 || fd >= FCP_MAX_FDS) return 0;
     if (!fcp_lock_for(fcp_in_signal_handler())) return 0; /* the copy holds nothing; the source keeps its claim */
     int slot = table[fd];
-    if (slot != 0) files[slot - 1].descriptors++;
+    int hold = 0;
+    if (slot != 0) {
+        files[slot - 1].descriptors++;
+        hold = slot | (int)((forgotten & 0x3FFFF) << 13);
+    }
     fcp_unlock();
-    return slot;
+    return hold;
 }
 
-void fcp_fd_place(int to, int slot) {
+void fcp_fd_place(int to, int hold) {
     fcp_lock();
     if (to < 0 || to >= FCP_MAX_FDS) {
-        if (slot != 0) release_locked((uint16_t)slot);
+        uint16_t slot = held_slot_locked(hold);
+        if (slot != 0) release_locked(slot);
     } else {
         drop_locked(to); /* what the number held before: closed by the call itself */
-        if (slot != 0) __atomic_store_n(&table[to], (uint16_t)slot, __ATOMIC_RELAXED);
+        /* Looked at after the drop, whose finish may have found the connection ended and forgotten the table: the
+         * entry the hold names may then be another claim's (until stop 67 the copy ended that claim when closed). */
+        uint16_t slot = held_slot_locked(hold);
+        if (slot != 0) __atomic_store_n(&table[to], slot, __ATOMIC_RELAXED);
     }
     fcp_unlock();
 }
 
-void fcp_fd_unhold(int slot) {
-    if (slot == 0) return;
+void fcp_fd_unhold(int hold) {
+    if (hold == 0) return;
     fcp_lock();
-    release_locked((uint16_t)slot);
+    uint16_t slot = held_slot_locked(hold);
+    if (slot != 0) release_locked(slot);
     fcp_unlock();
 }
 
@@ -144,6 +166,7 @@ void fcp_fd_end_lease_claims(void) {
 }
 
 void fcp_fd_forget_all(void) {
+    forgotten++;
     memset(table, 0, sizeof table);
     memset(closing, 0, sizeof closing);
     memset(files, 0, sizeof files);

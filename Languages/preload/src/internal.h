@@ -133,10 +133,11 @@ int fcp_fd_closing(int fd);
 void fcp_fd_closed(int fd, int slot);
 /* Around a dup of `from` (each takes fcp_lock): fcp_fd_hold takes a hold on from's open file before the real call
  * and returns it (0: none); after it, fcp_fd_place puts the hold on the new number (dropping what the number held),
- * or fcp_fd_unhold gives it back when the call failed. */
+ * or fcp_fd_unhold gives it back when the call failed. A hold taken before the table was forgotten (the connection
+ * ended meanwhile) is nothing. */
 int fcp_fd_hold(int from);
-void fcp_fd_place(int to, int slot);
-void fcp_fd_unhold(int slot);
+void fcp_fd_place(int to, int hold);
+void fcp_fd_unhold(int hold);
 int fcp_fd_has_claim(int fd);                     /* lock-free read, a hint */
 /* The program took a lock of its own (fcntl F_SETLK/F_SETLKW/F_OFD_SETLK/F_OFD_SETLKW, flock) on fd: the claim of
  * fd's open file ends now (issue 42: a database, a log with its own locking, is coordinated by its lock with its
