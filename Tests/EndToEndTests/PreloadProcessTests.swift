@@ -34,7 +34,7 @@ import Testing
                 result.output.split(separator: "\n").compactMap { $0.split(separator: " ").last }.map(String.init)
             )
             let expected = try Self.exportedNames()
-            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 35)
+            #expect(expected.contains("open") && expected.contains("renameat2") && expected.count == 37)
             // Before the version script: 52 symbols, 23 of them the client's own (fcp_claim, fcp_lock, fcp_real...).
             #expect(exported == expected, "exported beyond the list: \(exported.subtracting(expected).sorted())")
         }
@@ -379,6 +379,48 @@ import Testing
                 "a write of c went in while the program had it open"
             )
             kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
+
+    /// `close_range` closes the library's connection with the program's descriptors; the program then opens files
+    /// up to that number. Until stop 67 the library kept the number: its next claim wrote a frame to the program's
+    /// file, failed, and closed the program's descriptor (found by a read-only review).
+    @Test("close_range closes the library's connection: its number, reused by the program, is never the library's")
+    func closeRangeLeavesTheReusedNumberToTheProgram() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let folder = env.path("d")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            for name in ["first", "second", "third"] { _ = try env.file("d/\(name)", "old\n") }
+            let result = try await env.runProgram(
+                [
+                    "python3", "-c",
+                    """
+                    import ctypes, os, sys, time
+                    d = sys.argv[1]
+                    open(d + '/first', 'w').write('1')  # connects
+                    def kind(n):
+                        try: return os.readlink('/proc/self/fd/' + n)
+                        except OSError: return ''  # listdir's own
+                    sockets = [int(n) for n in os.listdir('/proc/self/fd') if kind(n).startswith('socket:')]
+                    number = max(sockets)  # the library moves its own up to 512 (others may be inherited)
+                    assert number >= 512, sockets
+                    assert ctypes.CDLL(None).close_range(3, 0xFFFFFFFF, 0) == 0
+                    opened = []
+                    while not opened or opened[-1] < number:
+                        opened.append(os.open('/dev/null', os.O_RDONLY))
+                    assert opened[-1] == number, (opened[-1], number)
+                    time.sleep(1.1)  # past the library's pause before it connects again
+                    open(d + '/second', 'w').write('2')  # a claim: through a new connection, not the number
+                    os.fstat(number)
+                    print('kept', os.readlink('/proc/self/fd/%d' % number), flush=True)
+                    """,
+                    folder,
+                ],
+                input: ""
+            )
+            #expect(result.status == 0, "\(result.error)")
+            #expect(result.output.contains("kept /dev/null"), "\(result.output) \(result.error)")
         }
     }
 }

@@ -46,6 +46,11 @@ void disconnect_locked(void) {
     forget_connection_locked();
 }
 
+void fcp_descriptors_replaced(unsigned int first, unsigned int last) {
+    int fd = __atomic_load_n(&connection, __ATOMIC_RELAXED);
+    if (fd >= 0 && (unsigned int)fd >= first && (unsigned int)fd <= last) fcp_descriptor_replaced(fd);
+}
+
 void fcp_descriptor_replaced(int fd) {
     /* A vfork child shares the parent's memory but has a descriptor table of its own: its close or dup2 of the
      * number leaves the parent's connection open, which must not be forgotten (nor the parent's lock taken). */

@@ -10,9 +10,9 @@
  * open file before the real call and places it on the new number after (or gives it back when the call failed), so
  * the source closed and its number reused in between changes nothing.
  *
- * A forked child forgets the table (fcp_fd_forget_all): its closes never end its parent's claims. Descriptors a
- * program closes without close/fclose/dup2 (close_range, closefrom, the kernel at exit) keep their claims until
- * the process exits, when the daemon sees its connection close and releases them. */
+ * A forked child forgets the table (fcp_fd_forget_all): its closes never end its parent's claims. close_range and
+ * closefrom end the claims of the numbers they close as close does. Descriptors the kernel closes at exit keep their
+ * claims until the daemon sees the process's connection close, and releases them. */
 #include "internal.h"
 
 #include <string.h>
@@ -105,6 +105,32 @@ void fcp_fd_closed(int fd, int slot) {
 static uint16_t held_slot_locked(int hold) {
     if (hold == 0 || FCP_HOLD_COUNT(hold) != (forgotten & 0x3FFFF)) return 0;
     return FCP_HOLD_SLOT(hold);
+}
+
+void fcp_fd_range_closing(unsigned int first, unsigned int last) {
+    if (first >= FCP_MAX_FDS) return;
+    unsigned int end = last < FCP_MAX_FDS - 1 ? last : FCP_MAX_FDS - 1;
+    /* In a signal handler, with the lock not free at once, the entries stay: each number's next open drops its own. */
+    if (!fcp_lock_for(fcp_in_signal_handler())) return;
+    for (unsigned int fd = first; fd <= end; fd++) {
+        if (table[fd] != 0) closing[fd] = 1;
+    }
+    fcp_unlock();
+}
+
+void fcp_fd_range_closed(unsigned int first, unsigned int last, int closed) {
+    if (first >= FCP_MAX_FDS) return;
+    unsigned int end = last < FCP_MAX_FDS - 1 ? last : FCP_MAX_FDS - 1;
+    if (!fcp_lock_for(fcp_in_signal_handler())) return;
+    for (unsigned int fd = first; fd <= end; fd++) {
+        if (!closing[fd]) continue; /* not marked, or an open or a dup that got the number dropped it already */
+        if (closed) {
+            drop_locked((int)fd);
+        } else {
+            closing[fd] = 0;
+        }
+    }
+    fcp_unlock();
 }
 
 int fcp_fd_hold(int fd) {

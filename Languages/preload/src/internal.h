@@ -60,6 +60,8 @@ struct fcp_real {
     int (*truncate64)(const char *, off_t);
     int (*connect)(int, const void *, unsigned int);
     int (*bind)(int, const void *, unsigned int);
+    int (*close_range)(unsigned int, unsigned int, int); /* NULL in a libc without it (before glibc 2.34) */
+    void (*closefrom)(int);                               /* likewise */
 };
 extern struct fcp_real fcp_real;
 void fcp_resolve_real(void);
@@ -107,6 +109,9 @@ void fcp_moved(uint64_t claim, const char *from, const char *to);
 void fcp_disable_process(void);
 /* Whether the connection's descriptor is fd (so that a program's close/dup2 of it is noticed). */
 void fcp_descriptor_replaced(int fd);
+/* Before a close of the numbers first..last all at once (close_range, closefrom): the connection among them is
+ * forgotten, as fcp_descriptor_replaced does for one. */
+void fcp_descriptors_replaced(unsigned int first, unsigned int last);
 /* Whether `addr` names the daemon's socket. */
 int fcp_is_daemon_address(const void *addr, unsigned int len);
 /* Whether this is the process that loaded the library, and not a vfork child sharing its memory. */
@@ -135,6 +140,11 @@ void fcp_fd_closed(int fd, int slot);
  * and returns it (0: none); after it, fcp_fd_place puts the hold on the new number (dropping what the number held),
  * or fcp_fd_unhold gives it back when the call failed. A hold taken before the table was forgotten (the connection
  * ended meanwhile) is nothing. */
+/* Around a close of the numbers first..last all at once (each takes fcp_lock): fcp_fd_range_closing marks their
+ * entries closing before the real call, fcp_fd_range_closed drops those still marked after it (or unmarks them all
+ * when it failed), as fcp_fd_closing and fcp_fd_closed do for one. */
+void fcp_fd_range_closing(unsigned int first, unsigned int last);
+void fcp_fd_range_closed(unsigned int first, unsigned int last, int closed);
 int fcp_fd_hold(int from);
 void fcp_fd_place(int to, int hold);
 void fcp_fd_unhold(int hold);

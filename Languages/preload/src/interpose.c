@@ -226,6 +226,53 @@ int close(int fd) {
     return result;
 }
 
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* close_range and closefrom close many numbers at once: the library's connection among them is forgotten before
+ * (not closed by the library: the call closes it, and the number may be the program's after), and their claims end
+ * as close's do. With CLOSE_RANGE_CLOEXEC nothing is closed. Until stop 67 the library kept the number, and later
+ * wrote its frames to, read from, and closed whatever the program opened there. */
+int close_range(unsigned int first, unsigned int last, int flags) {
+    if (!fcp_real.close_range) fcp_resolve_real();
+    if (!fcp_real.close_range) {
+        errno = ENOSYS; /* not reached: a program that calls it was linked against a libc that has it */
+        return -1;
+    }
+    if ((flags & CLOSE_RANGE_CLOEXEC) || first > last || !fcp_enter()) return fcp_real.close_range(first, last, flags);
+    int same = fcp_same_process();
+    if (same) {
+        fcp_descriptors_replaced(first, last);
+        fcp_fd_range_closing(first, last);
+    }
+    int result = fcp_real.close_range(first, last, flags);
+    int result_errno = errno;
+    if (same) fcp_fd_range_closed(first, last, result == 0);
+    fcp_leave();
+    errno = result_errno;
+    return result;
+}
+
+void closefrom(int lowfd) {
+    if (!fcp_real.closefrom) fcp_resolve_real();
+    if (!fcp_real.closefrom) return;
+    if (lowfd < 0 || !fcp_enter()) {
+        fcp_real.closefrom(lowfd);
+        return;
+    }
+    int saved = errno;
+    int same = fcp_same_process();
+    if (same) {
+        fcp_descriptors_replaced((unsigned int)lowfd, ~0U);
+        fcp_fd_range_closing((unsigned int)lowfd, ~0U);
+    }
+    fcp_real.closefrom(lowfd); /* closes them all, or aborts the process */
+    if (same) fcp_fd_range_closed((unsigned int)lowfd, ~0U, 1);
+    fcp_leave();
+    errno = saved;
+}
+
 int fclose(FILE *file) {
     if (!fcp_real.fclose) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.fclose(file);

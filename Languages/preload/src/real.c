@@ -48,4 +48,6 @@ void fcp_resolve_real(void) {
     RESOLVE(truncate64, "truncate64");
     RESOLVE(connect, "connect");
     RESOLVE(bind, "bind");
+    RESOLVE(close_range, "close_range");
+    RESOLVE(closefrom, "closefrom");
 }
