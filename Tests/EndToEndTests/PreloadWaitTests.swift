@@ -296,4 +296,62 @@ import Testing
             #expect(refusals.count == 1, "the daemon refused \(refusals.count) connections: \(daemon.log())")
         }
     }
+
+    /// A thread cancelled while its open waits for a claim: the cancel is acted on once the library let go of its
+    /// lock, at the program's own call. Until stop 67 the thread ended inside the library's wait holding the lock
+    /// (`pthread_cond_timedwait` takes it back before the thread unwinds), and every later call of the program's other
+    /// threads waited for it for ever (found by a read-only review).
+    @Test("A thread cancelled while it waits for a claim leaves the library usable by the others")
+    func aThreadCancelledWhileItWaitsLeavesTheLibraryUsable() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let held = try env.file("held.txt", "")
+            let other = try env.file("other.txt", "")
+            let go = env.path("go")
+            let writer = try await env.host("W")
+            try writer.send("write \(held) swift hold")
+            _ = try await writer.waitFor("holding write \(held)")
+            let source = """
+                #define _GNU_SOURCE
+                #include <fcntl.h>
+                #include <pthread.h>
+                #include <stdio.h>
+                #include <unistd.h>
+
+                static void *worker(void *file) {
+                    int fd = open(file, O_WRONLY | O_APPEND);
+                    if (fd >= 0) close(fd);
+                    return NULL;
+                }
+
+                int main(int argc, char **argv) {
+                    if (argc != 4) return 2;
+                    pthread_t thread;
+                    pthread_create(&thread, NULL, worker, argv[1]);
+                    while (access(argv[3], F_OK) != 0) usleep(10000);
+                    pthread_cancel(thread);
+                    printf("cancelled\\n");
+                    fflush(stdout);
+                    pthread_join(thread, NULL);
+                    int fd = open(argv[2], O_WRONLY | O_APPEND);
+                    if (fd >= 0) close(fd);
+                    printf("done\\n");
+                    return 0;
+                }
+                """
+            let program = try await env.compileC(source, named: "cancelled-worker")
+            let running = try env.startProgram([program, held, other, go])
+            let listing = try await env.clientsListing(
+                until: { $0.contains("preload:cancelled-worker pid") && $0.contains("(1 not granted)") },
+                while: running
+            )
+            #expect(listing.contains("(1 not granted)"), "the worker's open never waited: \(listing)")
+            try writeText("", toFile: go)
+            try await eventually("the program to cancel its worker") { running.output.contains("cancelled") }
+            try writer.send("release")
+            _ = try await writer.waitFor("done write \(held)")
+            try await eventually("the program's other open") { running.output.contains("done") }
+            #expect(try await running.waitForExit() == 0, "\(running.error)")
+        }
+    }
 }

@@ -55,16 +55,40 @@ int fcp_enter(void) {
 
 void fcp_leave(void) { busy = 0; }
 
-void fcp_lock(void) { pthread_mutex_lock(&lock); }
-void fcp_unlock(void) { pthread_mutex_unlock(&lock); }
+/* The thread's cancelability before it took the lock: no thread is cancelled while it holds the lock (it would end
+ * holding it, and every other thread's call, and fork, would wait for ever: the lock is held across cancellation
+ * points, the reader's poll and the waiters' pthread_cond_timedwait among them), so a cancel that comes meanwhile
+ * is acted on at the program's own call, after the unlock. Stored once the lock is held: a handler that takes the
+ * lock before then restores what it found. */
+static __thread int cancel_state __attribute__((tls_model("initial-exec")));
+
+void fcp_lock(void) {
+    int state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+    pthread_mutex_lock(&lock);
+    cancel_state = state;
+}
+
+void fcp_unlock(void) {
+    int state = cancel_state;
+    pthread_mutex_unlock(&lock);
+    pthread_setcancelstate(state, NULL);
+}
 
 int fcp_lock_for(int in_handler) {
     if (!in_handler) {
-        pthread_mutex_lock(&lock);
+        fcp_lock();
         return 1;
     }
+    int state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
     struct timespec deadline = after(now(), FCP_SIGNAL_WAIT_MS);
-    return pthread_mutex_clocklock(&lock, CLOCK_MONOTONIC, &deadline) == 0;
+    if (pthread_mutex_clocklock(&lock, CLOCK_MONOTONIC, &deadline) != 0) {
+        pthread_setcancelstate(state, NULL);
+        return 0;
+    }
+    cancel_state = state;
+    return 1;
 }
 
 /* The signals blocked when the library was loaded: a mask the program inherited (a parent may leave nearly every
