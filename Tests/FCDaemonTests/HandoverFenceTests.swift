@@ -106,7 +106,7 @@ import Testing
         #expect(try Self.grants(channel).isEmpty)
         // The host's fence passes (stopped, suspended); the holder declares: the host fences before anything goes in.
         adapter.pastFence = true
-        host.heldDeclared(by: me)
+        host.heldDeclared(by: me, from: reader)
         loop.run()
         #expect(adapter.fenced)
         #expect(try Self.grants(channel).isEmpty, "granted in a shared folder past the host's fence")

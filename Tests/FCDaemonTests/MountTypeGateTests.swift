@@ -1,6 +1,7 @@
 import FCCore
 import FCFileSystemPolicy
 import FCProtocol
+import FCSystem
 import Foundation
 import Logging
 import NIOCore
@@ -203,5 +204,57 @@ import Testing
         #expect(reads.count == 0)  // Not asked again while it stays mounted.
         #expect(try Self.grants(programChannel) == [2])
         _ = try programChannel.finish(acceptAlreadyClosed: true)
+    }
+
+    /// A process the previous daemon handed on declares its held claims again, then pings `held_declared`: the ping
+    /// is taken after the held claims, which wait for a new mount's type. Until stop 67 it overtook them: the
+    /// stand-in went, and the write that waited behind it was granted before the held claim came back, beside it.
+    @Test func aDeclarationWaitsForTheHeldClaimsSentBeforeIt() throws {
+        let loop = EmbeddedEventLoop()
+        let (table, reads) = (Table(), Reads())
+        let host = Self.host(loop, table: table, reads: reads)
+        let me = getpid()
+        let holder = HandedOnHolders.Holder(
+            pid: me,
+            startTime: try #require(ProcessLiveness.startTime(of: me)),
+            name: "holder",
+            items: [HandedOnHolders.Item(path: Self.path("/m/doc"), access: .write([]))],
+            maximumHoldMilliseconds: nil
+        )
+        let json =
+            "{\"holders\": \(String(decoding: try JSONEncoder().encode([holder]), as: UTF8.self)), \"inGrace\": false}"
+        host.takeOver(
+            try JSONDecoder().decode(HandedOnHolders.self, from: Data(json.utf8)),
+            marker: NSTemporaryDirectory() + "fc-mount-types-marker-\(UUID().uuidString)"
+        )
+        let (programChannel, otherChannel) = (EmbeddedChannel(loop: loop), EmbeddedChannel(loop: loop))
+        let program = host.accept(programChannel, pid: me, name: "preload:holder", foldsNames: true)
+        let other = host.accept(otherChannel, pid: 2, name: "other")
+        // Another process's write waits behind the stand-in (the table has no stick yet: nothing to read).
+        host.receive(Self.write(1, "/m/doc", by: other), from: other)
+        loop.run()
+        #expect(try Self.grants(otherChannel).isEmpty)
+        // A stick appears; the process declares its write again (held: it runs), and its ping says it declared all.
+        table.set(Self.table(stick: true))
+        var held = ClaimRequest(
+            id: ClaimID(7),
+            client: program,
+            coordinator: CoordinatorID(1),
+            purpose: PurposeID("client \(program.rawValue)"),
+            items: [ClaimItem(path: Self.path("/m/doc"), access: .write([]))]
+        )
+        held.isHeld = true
+        host.receive(.claimRequested(held), from: program)
+        host.heldDeclared(by: me, from: program)
+        loop.run()
+        #expect(try Self.grants(otherChannel).isEmpty, "granted while the held claim waited to be taken")
+        reads.runAll()
+        loop.run()
+        loop.advanceTime(by: .milliseconds(10))
+        // The held claim is back; the stand-in went after it: the other write still waits, for the held one.
+        #expect(!host.handover.holdsStandIns, "the declaration was never taken")
+        #expect(try Self.grants(otherChannel).isEmpty, "granted beside the held claim")
+        _ = try programChannel.finish(acceptAlreadyClosed: true)
+        _ = try otherChannel.finish(acceptAlreadyClosed: true)
     }
 }

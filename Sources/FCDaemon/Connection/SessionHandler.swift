@@ -62,7 +62,7 @@ final class SessionHandler: ChannelInboundHandler {
             pong.nonce = ping.nonce
             host.writeNow(Filecoord_V1_Frame(.pong(pong)), on: context.channel, pid: pid)
             // After the held claims it declared on this connection, which the arbiter has taken already (in order).
-            if ping.heldDeclared { host.heldDeclared(by: pid) }
+            if ping.heldDeclared { host.heldDeclared(by: pid, from: client) }
         case .progressPublish?, .progressUpdate?, .progressUnpublish?, .progressSubscribe?, .progressUnsubscribe?,
             .progressControl?:
             // File progress (issue 44): the host's progress board, not the arbiter.
