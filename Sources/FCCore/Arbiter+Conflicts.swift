@@ -3,8 +3,17 @@ extension Arbiter {
 
     /// `true` when `a` and `b` never block each other (docs/SEMANTICS.md §2 rule 4).
     func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
-        // Nothing passes a lease (docs/SEMANTICS.md §13) or a host gate (§14).
-        if a.id.isReserved || b.id.isReserved { return false }
+        // Nothing passes a lease (docs/SEMANTICS.md §13) or a host gate (§14), but a claim of the one purpose of a
+        // lease's holder whose claims all have it (the preload library): no claim the holder decides in the lease
+        // could conflict with it (rule 4), and holding it back made the holder wait for its own open files.
+        if a.id.isReserved || b.id.isReserved {
+            let (reserved, other) = a.id.isReserved ? (a, b) : (b, a)
+            // Kept for a holder whose connection closed as well (its process may go on deciding in the lease).
+            guard let lease = reserved.id.lease, !other.id.isReserved, reserved.purpose == other.purpose else {
+                return false
+            }
+            return leases[lease]?.standsWithHolderPurpose == true
+        }
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }
         return a.purpose == b.purpose

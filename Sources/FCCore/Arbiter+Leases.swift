@@ -12,6 +12,8 @@ final class LeaseRecord {
     var grantedAt: Duration?
     var recalledAt: Duration?
     var minimumHoldPassed = false
+    /// The lease's claim stands with its holder's one purpose (``ClientInfo/claimsShareOnePurpose``), which passes it.
+    var standsWithHolderPurpose = false
 
     init(id: LeaseID, client: ClientID, subtree: ItemPath) {
         self.id = id
@@ -70,8 +72,8 @@ extension Arbiter {
     }
 
     /// Grants `client` a lease on the directory of the item `finished` claimed, if the policy allows it and the
-    /// client is alone there (docs/SEMANTICS.md §13.1): called after the client's claim ended.
-    func considerLease(for clientID: ClientID, item path: ItemPath) {
+    /// client is alone there (docs/SEMANTICS.md §13.1): called after the client's claim ended, of `purpose`.
+    func considerLease(for clientID: ClientID, item path: ItemPath, purpose: PurposeID) {
         guard let policy = configuration.leases, let record = clients[clientID], record.info.answersRecalls,
             !record.inBackoff, record.leases.count < policy.maximumLeasesPerClient
         else { return }
@@ -82,7 +84,10 @@ extension Arbiter {
         nextLease += 1
         let lease = LeaseRecord(id: LeaseID(nextLease), client: clientID, subtree: subtree)
         lease.grantedAt = now
-        enterStandingClaim(lease.id.claim, of: clientID, purpose: PurposeID("\(lease.id)"), on: subtree)
+        // A client whose claims all have one purpose: the lease stands with it (``exempt(_:_:)``).
+        let standing = record.info.claimsShareOnePurpose ? purpose : PurposeID("\(lease.id)")
+        enterStandingClaim(lease.id.claim, of: clientID, purpose: standing, on: subtree)
+        lease.standsWithHolderPurpose = record.info.claimsShareOnePurpose
         leases[lease.id] = lease
         record.leases.insert(lease.id)
         statistics.leasesGranted += 1
@@ -136,7 +141,7 @@ extension Arbiter {
             claim.request.items.contains(where: \.hasOtherNames)
         else { return nil }
         for lease in leases.values.sorted(by: { $0.id < $1.id }) {
-            if let record = claims[lease.id.claim] { return record }
+            if let record = claims[lease.id.claim], !exempt(claim.request, record.request) { return record }
         }
         return nil
     }

@@ -109,7 +109,7 @@ public final class Arbiter {
             if let finished, let path = finished.entries.first?.path,
                 !finished.request.items.contains(where: \.hasOtherNames)
             {
-                considerLease(for: finished.request.client, item: path)
+                considerLease(for: finished.request.client, item: path, purpose: finished.request.purpose)
             }
         case .preparationReturned(let id):
             guard !rejectLeaseClaim(id, "batch return") else { break }

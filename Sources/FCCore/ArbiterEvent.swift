@@ -9,13 +9,23 @@ public struct ClientInfo: Hashable, Sendable {
     /// `true` when the client said it answers lease recalls (docs/PROTOCOL.md, `Hello.answers_recalls`): only such
     /// a client is granted leases (docs/SEMANTICS.md §13).
     public var answersRecalls: Bool
+    /// `true` when every claim of the client has one purpose (the preload library: one per process tree), so that a
+    /// lease of its stands with that purpose, and claims of that purpose pass it (docs/SEMANTICS.md §13).
+    public var claimsShareOnePurpose: Bool
 
     /// Creates a client description.
-    public init(id: ClientID, pid: Int32, name: String, answersRecalls: Bool = false) {
+    public init(
+        id: ClientID,
+        pid: Int32,
+        name: String,
+        answersRecalls: Bool = false,
+        claimsShareOnePurpose: Bool = false
+    ) {
         self.id = id
         self.pid = pid
         self.name = name
         self.answersRecalls = answersRecalls
+        self.claimsShareOnePurpose = claimsShareOnePurpose
     }
 }
 

@@ -151,10 +151,12 @@ final class ArbiterHost {
         // client's library compares with its own, so it would decide in process claims on paths that the daemon
         // maps elsewhere (docs/SEMANTICS.md §13), or hand back to the daemon, forever, claims the daemon maps in.
         let counting = leaseCounterHold != nil && namespace == nil
+        // A client that keeps counters is the preload library, whose claims all have its process tree's purpose.
         let client = router.connect(
             pid: pid,
             name: name,
-            answersRecalls: (answersRecalls || counting) && namespace == nil
+            answersRecalls: (answersRecalls || counting) && namespace == nil,
+            claimsShareOnePurpose: counting
         )
         if counting, let hold = leaseCounterHold { leaseCounters.register(client, pid: pid, maximumHold: hold) }
         connections.add(

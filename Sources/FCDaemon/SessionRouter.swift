@@ -116,9 +116,20 @@ public final class SessionRouter {
     }
 
     /// A new client: returns the id the arbiter knows it by.
-    public func connect(pid: Int32, name: String, answersRecalls: Bool = false) -> ClientID {
+    public func connect(
+        pid: Int32,
+        name: String,
+        answersRecalls: Bool = false,
+        claimsShareOnePurpose: Bool = false
+    ) -> ClientID {
         let id = ClientID(newGlobal())
-        let info = ClientInfo(id: id, pid: pid, name: name, answersRecalls: answersRecalls)
+        let info = ClientInfo(
+            id: id,
+            pid: pid,
+            name: name,
+            answersRecalls: answersRecalls,
+            claimsShareOnePurpose: claimsShareOnePurpose
+        )
         sessions[id] = Session(info: info)
         _ = arbiter.handle(.clientConnected(info), at: now())
         return id

@@ -376,4 +376,53 @@ import Testing
             kill(program.process.processIdentifier, SIGKILL)
         }
     }
+
+    /// A program that keeps a file open in its leased folder and moves another file out of it: the move reaches
+    /// outside the lease, so the daemon recalls it, and the lease stays while the open file counts in it. Until stop
+    /// 67 the move waited for that, its own open file, until the program's timeout (found by a read-only review); the
+    /// lease now stands with the program's purpose, which its own claims pass (docs/SEMANTICS.md §13).
+    @Test("A program moving a file out of its leased folder while it keeps another open there does not wait for itself")
+    func aMoveOutOfTheLeaseDoesNotWaitForTheProgramsOwnOpenFile() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            for folder in ["d", "e"] {
+                try FileManager.default.createDirectory(atPath: env.path(folder), withIntermediateDirectories: false)
+            }
+            _ = try env.file("d/a", "a\n")
+            _ = try env.file("d/log", "")
+            let go = env.path("go")
+            let program = try env.startProgram(
+                [
+                    "python3", "-c",
+                    """
+                    import os, sys, time
+                    d, e, go = sys.argv[1], sys.argv[2], sys.argv[3]
+                    open(d + '/a', 'a').close()
+                    open(d + '/a', 'a').close()  # in the lease
+                    log = open(d + '/log', 'a')  # in the lease, kept open
+                    print('idle', flush=True)
+                    while not os.path.exists(go): time.sleep(0.01)
+                    start = time.monotonic()
+                    os.rename(d + '/a', e + '/a')
+                    print('moved in %.3f s' % (time.monotonic() - start), flush=True)
+                    time.sleep(60)
+                    """,
+                    env.path("d"), env.path("e"), go,
+                ],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "20000"]
+            )
+            try await eventually("the program to print idle") { program.output.contains("idle") }
+            _ = try await Self.waitForLease(env, of: program, on: env.path("d"), "held")
+            let start = ContinuousClock.now
+            try writeText("", toFile: go)
+            try await eventually("the program to move the file") { program.output.contains("moved") }
+            let waited = ContinuousClock.now - start
+            #expect(
+                waited < .seconds(5),
+                "the move waited \(waited) for the program's own open file: \(program.output)"
+            )
+            #expect(FileManager.default.fileExists(atPath: env.path("e/a")))
+            kill(program.process.processIdentifier, SIGKILL)
+        }
+    }
 }

@@ -167,6 +167,7 @@ struct Simulation {
         self.holdLimitsOn = seed % 3 == 2
         self.nonblockingOn = seed % 3 == 0
         self.rekeyOn = leasesOn && seed % 5 == 1
+        self.onePurposeOn = leasesOn && seed % 3 == 1
         if leasesOn { configuration.leases = LeasePolicy() }
         self.lagLimit = Int(configuration.echoWaitForWatcher / configuration.coalescingWindow)
         self.retentionTicks = Int(configuration.echoRetention / configuration.coalescingWindow) + 2
@@ -200,6 +201,14 @@ struct Simulation {
     private var excludedSubtree: ItemPath?
     /// In one schedule of five with leases, the keys below ``rekeyPoint`` change a third of the way (``rekey()``).
     private let rekeyOn: Bool
+    /// In the schedules with leases but neither hold limits nor claims that must not wait (whose models know nothing
+    /// of it), half the clients that answer recalls give all their claims one purpose, as the preload library does:
+    /// their leases stand with it, and claims of it pass them (docs/SEMANTICS.md §13).
+    private let onePurposeOn: Bool
+    private var onePurposeOf: [ClientID: PurposeID] = [:]
+    /// Leases granted to such clients, to show that schedules make some.
+    private(set) var onePurposeLeases = 0
+    private var onePurposeClients: Set<ClientID> { Set(onePurposeOf.keys) }
     /// Leases granted below ``rekeyPoint`` before its keys changed, whose holders' claims key otherwise since.
     private var staleLeases: Set<LeaseID> = []
     /// The claims granted when the keys changed.
@@ -290,9 +299,18 @@ struct Simulation {
             coordinators[id] = []
             let answers = rng.chance(70)
             if answers { answering.insert(id) }
+            // One purpose for all its claims (the preload library), in some schedules (``onePurposeOn``).
+            let one = onePurposeOn && answers && rng.chance(50)
+            if one { onePurposeOf[id] = PurposeID("one sim\(id.rawValue)") }
             send(
                 .clientConnected(
-                    ClientInfo(id: id, pid: Int32(id.rawValue), name: "sim\(id.rawValue)", answersRecalls: answers)
+                    ClientInfo(
+                        id: id,
+                        pid: Int32(id.rawValue),
+                        name: "sim\(id.rawValue)",
+                        answersRecalls: answers,
+                        claimsShareOnePurpose: one
+                    )
                 )
             )
         case 6..<8 where !liveClients.isEmpty:
@@ -425,8 +443,10 @@ struct Simulation {
     private func passesDrain(_ request: ClaimRequest, _ id: ClaimID) -> Bool {
         guard drainPending else { return false }
         return arbiter.snapshot().claims.contains { other in
-            other.phase == .granted && !other.request.id.isHostGate && !other.request.id.isLease
-                && other.request.id != id && SpecModel.exempt(request, other.request)
+            // A lease passes nothing but its one-purpose holder's claims (``SpecModel/exempt(_:_:onePurpose:)``),
+            // whose in-process claims it stands for.
+            other.phase == .granted && !other.request.id.isHostGate
+                && other.request.id != id && SpecModel.exempt(request, other.request, onePurpose: onePurposeClients)
                 // Inside through any of its items' names (issue 26: a file's other names count).
                 && zip(other.paths, other.accesses).contains { path, access in
                     path.isEqualOrDescendant(of: Self.gateFolder)
@@ -715,7 +735,8 @@ struct Simulation {
             coordinator = CoordinatorID(newID())
             coordinators[client, default: []].append(coordinator)
         }
-        let purpose = rng.chance(10) ? PurposeID("shared") : PurposeID("p\(client.rawValue)-\(coordinator.rawValue)")
+        var purpose = rng.chance(10) ? PurposeID("shared") : PurposeID("p\(client.rawValue)-\(coordinator.rawValue)")
+        if let one = onePurposeOf[client] { purpose = one }
         let own = presenterInfo.values.filter { $0.client == client }.map(\.id).sorted()
         let filePresenter = rng.chance(30) ? own.randomElement(using: &rng) : nil
         let count = rng.chance(25) ? 2 : 1
@@ -773,7 +794,7 @@ struct Simulation {
             id: ClaimID(newID()),
             client: lease.client,
             coordinator: CoordinatorID(newID()),
-            purpose: PurposeID("in-process \(nextID)"),
+            purpose: onePurposeOf[lease.client] ?? PurposeID("in-process \(nextID)"),
             items: [item(path, access)]
         )
         // A file with other names goes to the arbiter instead (ClaimRequest.mayBeDecided(inLeaseOn:)).
@@ -836,7 +857,7 @@ struct Simulation {
             for claim in snapshot.claims
             where claim.phase == .granted && !claim.request.id.isLease && claim.request.id != declared.id
                 && !running.contains(where: { $0.id == claim.request.id })
-                && !SpecModel.exempt(declared, claim.request)
+                && !SpecModel.exempt(declared, claim.request, onePurpose: onePurposeClients)
                 && pathsConflict(record.paths, record.accesses, claim.paths, claim.accesses)
             {
                 let requested = claim.request.items.count
@@ -872,7 +893,14 @@ struct Simulation {
         coordinators[id] = []
         let answers = answering.contains(old)
         if answers { answering.insert(id) }
-        let info = ClientInfo(id: id, pid: Int32(old.rawValue), name: "sim\(old.rawValue)", answersRecalls: answers)
+        onePurposeOf[id] = onePurposeOf[old]  // The same process: the same purpose.
+        let info = ClientInfo(
+            id: id,
+            pid: Int32(old.rawValue),
+            name: "sim\(old.rawValue)",
+            answersRecalls: answers,
+            claimsShareOnePurpose: onePurposeOf[old] != nil
+        )
         send(.clientConnected(info))
         var declared: [ClaimRequest] = []
         for (claimID, entry) in running {
@@ -914,7 +942,7 @@ struct Simulation {
 
     /// Rules 1 to 4 for two requests, on their items' effective paths.
     private func requestsConflict(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
-        guard !SpecModel.exempt(a, b) else { return false }
+        guard !SpecModel.exempt(a, b, onePurpose: onePurposeClients) else { return false }
         if pathsConflict(a.items.map(\.path), a.items.map(\.access), b.items.map(\.path), b.items.map(\.access)) {
             return true
         }
@@ -978,6 +1006,7 @@ struct Simulation {
             }
             holderLeases[id] = (client, subtree, false)
             leaseCounts.grants += 1
+            if onePurposeOf[client] != nil { onePurposeLeases += 1 }
         case .recallLease(let id, let client):
             guard let lease = holderLeases[id] else {
                 violations.append("recall of \(id), which \(client) does not hold")
@@ -1058,7 +1087,13 @@ struct Simulation {
             let snapshot = arbiter.snapshot()
             if let moving = snapshot.claims.first(where: { $0.request.id == mover }) {
                 for other in snapshot.claims
-                where other.phase == .granted && SpecModel.conflict(moving, other, packageExtensions: packageExtensions)
+                where other.phase == .granted
+                    && SpecModel.conflict(
+                        moving,
+                        other,
+                        packageExtensions: packageExtensions,
+                        onePurpose: onePurposeClients
+                    )
                 {
                     excusedPairs.insert([mover, other.request.id])
                 }
@@ -1376,7 +1411,7 @@ struct Simulation {
         let granted = snapshot.claims.filter { $0.phase == .granted && !$0.request.id.isHostGate }
         for (i, a) in granted.enumerated() {
             for b in granted[(i + 1)...]
-            where SpecModel.conflict(a, b, packageExtensions: packageExtensions)
+            where SpecModel.conflict(a, b, packageExtensions: packageExtensions, onePurpose: onePurposeClients)
                 && !excusedPairs.contains([a.request.id, b.request.id])
             {
                 violations.append(
@@ -1388,7 +1423,8 @@ struct Simulation {
         // holds (deletions and moves act on a name alone), unless a rule exempts them.
         for (i, a) in granted.enumerated() {
             for b in granted[(i + 1)...]
-            where !SpecModel.exempt(a.request, b.request) && !excusedPairs.contains([a.request.id, b.request.id])
+            where !SpecModel.exempt(a.request, b.request, onePurpose: onePurposeClients)
+                && !excusedPairs.contains([a.request.id, b.request.id])
                 && !livedThroughMove.contains(a.request.id) && !livedThroughMove.contains(b.request.id)
             {
                 for itemA in a.request.items {
@@ -1416,7 +1452,7 @@ struct Simulation {
         {
             for other in snapshot.claims
             where other.phase == .waiting && other.sequence < claim.sequence
-                && SpecModel.conflict(claim, other, packageExtensions: packageExtensions)
+                && SpecModel.conflict(claim, other, packageExtensions: packageExtensions, onePurpose: onePurposeClients)
                 && mayHold(claim, back: other, in: snapshot)
                 && previousSnapshot.map({ mayHold(claim, back: other, in: $0) }) != false
             {
@@ -1427,7 +1463,13 @@ struct Simulation {
         previousSnapshot = snapshot
         for claim in snapshot.claims where claim.phase == .preparing && claim.awaiting.isEmpty {
             let held = snapshot.claims.contains {
-                $0.phase == .granted && SpecModel.conflict(claim, $0, packageExtensions: packageExtensions)
+                $0.phase == .granted
+                    && SpecModel.conflict(
+                        claim,
+                        $0,
+                        packageExtensions: packageExtensions,
+                        onePurpose: onePurposeClients
+                    )
             }
             if !held { violations.append("\(claim.request.id) is prepared, owes nothing, and is not granted") }
         }
@@ -1478,7 +1520,7 @@ struct Simulation {
             for claim in snapshot.claims
             where claim.phase == .granted && !claim.request.id.isLease && !claim.request.id.isHostGate
                 && !excusedInProcess.contains([id, claim.request.id]) && !excusedPairs.contains([id, claim.request.id])
-                && !SpecModel.exempt(entry.request, claim.request)
+                && !SpecModel.exempt(entry.request, claim.request, onePurpose: onePurposeClients)
                 && pathsConflict(
                     entry.request.items.map(\.path),
                     entry.request.items.map(\.access),
@@ -1528,11 +1570,13 @@ struct Simulation {
         // Issue 23 with 26: a claim on a file with other names waits for every lease (those names may lie inside
         // one, where only the holder knows its claims).
         if other.request.id.lease != nil, !claim.request.isHeld,
-            claim.request.id.lease == nil, claim.request.items.contains(where: \.hasOtherNames)
+            claim.request.id.lease == nil, claim.request.items.contains(where: \.hasOtherNames),
+            !SpecModel.exempt(claim.request, other.request, onePurpose: onePurposeClients)
         {
             return true
         }
-        guard SpecModel.conflict(claim, other, packageExtensions: packageExtensions) else { return false }
+        guard SpecModel.conflict(claim, other, packageExtensions: packageExtensions, onePurpose: onePurposeClients)
+        else { return false }
         let presenter = claim.request.filePresenter
         let answering =
             claim.madeWhileAnswering && presenter.map { snapshot.outstandingRequests.values.contains($0) } == true
@@ -1545,7 +1589,8 @@ struct Simulation {
         guard other.sequence < claim.sequence, !answering else { return false }
         let holders = Set(
             snapshot.claims.filter {
-                $0.phase == .granted && $0.request.id != claim.request.id && SpecModel.exempt(claim.request, $0.request)
+                $0.phase == .granted && $0.request.id != claim.request.id
+                    && SpecModel.exempt(claim.request, $0.request, onePurpose: onePurposeClients)
             }.map(\.request.id)
         )
         return holders.isEmpty || !waitsTransitively(other, on: holders, in: snapshot)
@@ -1559,8 +1604,13 @@ struct Simulation {
         var stack = [waiting]
         var visited: Set<ClaimID> = [waiting.request.id]
         while let current = stack.popLast() {
-            for other in snapshot.claims where SpecModel.conflict(current, other, packageExtensions: packageExtensions)
-            {
+            for other in snapshot.claims
+            where SpecModel.conflict(
+                current,
+                other,
+                packageExtensions: packageExtensions,
+                onePurpose: onePurposeClients
+            ) {
                 if other.phase != .waiting {
                     if holders.contains(other.request.id) { return true }
                 } else if other.sequence < current.sequence, visited.insert(other.request.id).inserted {

@@ -40,6 +40,7 @@ import Testing
         var lateEchoes = (late: 0, checked: 0, pastRetention: 0)
         var watchesAvailableAgain = 0
         var rekeys = (recalls: 0, claims: 0)
+        var onePurposeLeases = 0
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -63,6 +64,7 @@ import Testing
                 watchesAvailableAgain += simulation.watchesAvailableAgain
                 rekeys.recalls += simulation.rekeyCounts.recalls
                 rekeys.claims += simulation.rekeyCounts.claims
+                onePurposeLeases += simulation.onePurposeLeases
             }
             do {
                 try simulation.run()
@@ -85,7 +87,8 @@ import Testing
                 + "\(nonblocking.granted) granted, \(nonblocking.refused) refused; \(lateEchoes.late) write echoes read "
                 + "late, \(lateEchoes.checked) of them checked, \(lateEchoes.pastRetention) past the retention; "
                 + "\(watchesAvailableAgain) presenters told a failed watch was added; keys changed under "
-                + "\(rekeys.recalls) leases recalled at once, \(rekeys.claims) claims of their holders keyed anew"
+                + "\(rekeys.recalls) leases recalled at once, \(rekeys.claims) claims of their holders keyed anew; "
+                + "\(onePurposeLeases) leases standing with their holder's one purpose"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -100,6 +103,7 @@ import Testing
             )
             #expect(lateEchoes.pastRetention > 0, "invariant 11: no write echo read past its retention was checked")
             #expect(watchesAvailableAgain > 0, "no presenter was told that a directory's failed watch was added")
+            #expect(onePurposeLeases > 0, "no lease was granted to a client whose claims all have one purpose")
             #expect(
                 rekeys.recalls > 0 && rekeys.claims > 0,
                 "no lease was recalled when keys changed below it, or no claim of its holder was keyed anew"

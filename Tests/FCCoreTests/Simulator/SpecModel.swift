@@ -21,9 +21,13 @@ enum SpecModel {
         return false
     }
 
-    /// Rule 4.
-    static func exempt(_ a: ClaimRequest, _ b: ClaimRequest) -> Bool {
-        if a.id.isLease || b.id.isLease { return false }  // Nothing passes a lease (§13).
+    /// Rule 4. `onePurpose`: the clients whose claims all have one purpose, whose leases stand with it (§13).
+    static func exempt(_ a: ClaimRequest, _ b: ClaimRequest, onePurpose: Set<ClientID> = []) -> Bool {
+        if a.id.isLease || b.id.isLease {
+            // Nothing passes a lease (§13) but a claim of its holder's one purpose.
+            let (lease, other) = a.id.isLease ? (a, b) : (b, a)
+            return onePurpose.contains(lease.client) && !other.id.isReserved && lease.purpose == other.purpose
+        }
         if a.client == b.client && a.coordinator == b.coordinator { return true }
         if let pa = a.filePresenter, pa == b.filePresenter { return true }
         return a.purpose == b.purpose
@@ -32,9 +36,10 @@ enum SpecModel {
     static func conflict(
         _ a: ArbiterSnapshot.Claim,
         _ b: ArbiterSnapshot.Claim,
-        packageExtensions: Set<[UInt8]>
+        packageExtensions: Set<[UInt8]>,
+        onePurpose: Set<ClientID> = []
     ) -> Bool {
-        guard a.request.id != b.request.id, !exempt(a.request, b.request) else { return false }
+        guard a.request.id != b.request.id, !exempt(a.request, b.request, onePurpose: onePurpose) else { return false }
         for (pathA, accessA) in zip(a.paths, a.accesses) {
             let effA = effectivePath(pathA, packageExtensions: packageExtensions)
             for (pathB, accessB) in zip(b.paths, b.accesses) {
