@@ -326,13 +326,15 @@ import Testing
 
                 int main(int argc, char **argv) {
                     if (argc != 4) return 2;
-                    pthread_t thread;
-                    pthread_create(&thread, NULL, worker, argv[1]);
+                    /* Two: one reads the daemon's answers (poll, the lock let go), the other waits for its answer
+                     * (pthread_cond_timedwait, which takes the lock back before a cancelled thread unwinds). */
+                    pthread_t threads[2];
+                    for (int i = 0; i < 2; i++) pthread_create(&threads[i], NULL, worker, argv[1]);
                     while (access(argv[3], F_OK) != 0) usleep(10000);
-                    pthread_cancel(thread);
+                    for (int i = 0; i < 2; i++) pthread_cancel(threads[i]);
                     printf("cancelled\\n");
                     fflush(stdout);
-                    pthread_join(thread, NULL);
+                    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
                     int fd = open(argv[2], O_WRONLY | O_APPEND);
                     if (fd >= 0) close(fd);
                     printf("done\\n");
@@ -340,12 +342,16 @@ import Testing
                 }
                 """
             let program = try await env.compileC(source, named: "cancelled-worker")
-            let running = try env.startProgram([program, held, other, go])
+            // A long timeout: without the fix the other open waits for ever, or (the reader cancelled in poll) that.
+            let running = try env.startProgram(
+                [program, held, other, go],
+                environment: ["FILECOORD_PRELOAD_TIMEOUT_MS": "120000"]
+            )
             let listing = try await env.clientsListing(
-                until: { $0.contains("preload:cancelled-worker pid") && $0.contains("(1 not granted)") },
+                until: { $0.contains("preload:cancelled-worker pid") && $0.contains("(2 not granted)") },
                 while: running
             )
-            #expect(listing.contains("(1 not granted)"), "the worker's open never waited: \(listing)")
+            #expect(listing.contains("(2 not granted)"), "the workers' opens never waited: \(listing)")
             try writeText("", toFile: go)
             try await eventually("the program to cancel its worker") { running.output.contains("cancelled") }
             try writer.send("release")

@@ -58,19 +58,29 @@ void fcp_leave(void) { busy = 0; }
 /* The thread's cancelability before it took the lock: no thread is cancelled while it holds the lock (it would end
  * holding it, and every other thread's call, and fork, would wait for ever: the lock is held across cancellation
  * points, the reader's poll and the waiters' pthread_cond_timedwait among them), so a cancel that comes meanwhile
- * is acted on at the program's own call, after the unlock. Stored once the lock is held: a handler that takes the
- * lock before then restores what it found. */
-static __thread int cancel_state __attribute__((tls_model("initial-exec")));
+ * is acted on at the program's own call, after the unlock. One saved state per acquisition, by depth: a signal
+ * handler may take the lock while its thread let the mutex go (the reader's poll, a wait), and must give back what
+ * it found, not the thread's own saved state (a review found that overwriting it left the thread uncancelable). */
+#define FCP_CANCEL_DEPTH 16
+static __thread int cancel_saved[FCP_CANCEL_DEPTH] __attribute__((tls_model("initial-exec")));
+static __thread int cancel_depth __attribute__((tls_model("initial-exec")));
+
+/* After the mutex is taken with the state `state` saved by the caller. */
+static void locked_with(int state) {
+    if (cancel_depth < FCP_CANCEL_DEPTH) cancel_saved[cancel_depth] = state;
+    cancel_depth++;
+}
 
 void fcp_lock(void) {
     int state;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
     pthread_mutex_lock(&lock);
-    cancel_state = state;
+    locked_with(state);
 }
 
 void fcp_unlock(void) {
-    int state = cancel_state;
+    int depth = --cancel_depth;
+    int state = depth < FCP_CANCEL_DEPTH ? cancel_saved[depth] : PTHREAD_CANCEL_DISABLE;
     pthread_mutex_unlock(&lock);
     pthread_setcancelstate(state, NULL);
 }
@@ -87,7 +97,7 @@ int fcp_lock_for(int in_handler) {
         pthread_setcancelstate(state, NULL);
         return 0;
     }
-    cancel_state = state;
+    locked_with(state);
     return 1;
 }
 
