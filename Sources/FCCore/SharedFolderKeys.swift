@@ -117,7 +117,8 @@ public struct SharedFolderKeys: Sendable {
         guard let mine = own, mine.name == name else { return nil }
         own?.listsFrom = serial
         guard !mine.leaving, let key = known?.first(where: { $0.name == name }) else { return [] }
-        return created(key) + standing()
+        // Between two changes of one watch message: where it stands is told after the message's last.
+        return created(key) + (standingOwed ? [] : standing())
     }
 
     /// This host sent the delete of its key: returns its name, or `nil` when it has none.

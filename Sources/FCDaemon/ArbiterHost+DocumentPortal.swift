@@ -84,7 +84,10 @@ extension ArbiterHost {
         portalClients.ask(for: client, question) { answer in
             record(self, answer)
         } resume: { events in
-            _ = self.connections[client]?.setOption(ChannelOptions.autoRead, value: true)
+            // Not while every client waits for a mount's type: read again when that hold ends.
+            if !self.mountTypes.isHolding {
+                _ = self.connections[client]?.setOption(ChannelOptions.autoRead, value: true)
+            }
             for event in events { self.receive(event, from: client) }
         }
     }

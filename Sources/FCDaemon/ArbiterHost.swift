@@ -73,8 +73,7 @@ final class ArbiterHost {
     /// The clients that stand in for other hosts' presenters (issue 41; ``ClusterGates/connectRemoteHost(_:)``):
     /// their effects go to the cluster adapter, not to a connection.
     var remoteClients: Set<ClientID> = []
-    /// The lease counters of clients that keep them instead of answering recalls (the C preload library; issue 42;
-    /// Host/ArbiterHost+LeaseCounters.swift).
+    /// The lease counters of clients that keep them instead of answering recalls (the preload library; issue 42).
     let leaseCounters: LeaseCounterBoard
     /// The case folding of paths from clients that leave it to the daemon (the preload library), made when the first
     /// such client connects (``ClientNameFolding``); events wait at ``mountTypes`` while it needs types read.
@@ -288,6 +287,7 @@ final class ArbiterHost {
     func shutDown() {
         loop.preconditionInEventLoop()
         shuttingDown = true
+        failClaimsHeldForMountTypes()
         for (lease, client) in leaseCounters.shutDown() {
             // Nothing runs in it: returned, not handed on (its client never declares).
             apply((try? router.handle(.leaseReturned(lease, client: client, running: []), from: client)) ?? .init())

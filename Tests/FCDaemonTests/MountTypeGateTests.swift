@@ -206,6 +206,30 @@ import Testing
         _ = try programChannel.finish(acceptAlreadyClosed: true)
     }
 
+    /// A mount made while the events wait needs its own read: the hold still ends 2 s after it began. Until stop 67
+    /// each read had its own 2 s, so a table that kept changing held every client for as long as it did (found by a
+    /// read-only review).
+    @Test func readsChainedInOneHoldShareItsTime() throws {
+        let loop = EmbeddedEventLoop()
+        let (table, reads) = (Table(), Reads())
+        let host = Self.host(loop, table: table, reads: reads)
+        let programChannel = EmbeddedChannel(loop: loop)
+        let program = host.accept(programChannel, pid: 1, name: "preload:tee", foldsNames: true)
+        table.set(Self.table(stick: true))
+        host.receive(Self.write(1, "/m/DOCS/A.TXT", by: program), from: program)
+        loop.run()
+        loop.advanceTime(by: .milliseconds(1_500))
+        // A second stick comes before the first answers: its type is read next, in the same hold.
+        table.set(Self.table(stick: true, second: true))
+        reads.runAll()
+        loop.run()
+        #expect(reads.count == 1)
+        #expect(try Self.grants(programChannel).isEmpty)
+        loop.advanceTime(by: .milliseconds(500))
+        #expect(try Self.grants(programChannel) == [1], "the hold outlived its 2 s")
+        _ = try programChannel.finish(acceptAlreadyClosed: true)
+    }
+
     /// A process the previous daemon handed on declares its held claims again, then pings `held_declared`: the ping
     /// is taken after the held claims, which wait for a new mount's type. Until stop 67 it overtook them: the
     /// stand-in went, and the write that waited behind it was granted before the held claim came back, beside it.

@@ -46,9 +46,11 @@ void disconnect_locked(void) {
     forget_connection_locked();
 }
 
-void fcp_descriptors_replaced(unsigned int first, unsigned int last) {
+int fcp_descriptors_replaced(unsigned int first, unsigned int last) {
     int fd = __atomic_load_n(&connection, __ATOMIC_RELAXED);
-    if (fd >= 0 && (unsigned int)fd >= first && (unsigned int)fd <= last) fcp_descriptor_replaced(fd);
+    if (fd < 0 || (unsigned int)fd < first || (unsigned int)fd > last) return -1;
+    fcp_descriptor_replaced(fd);
+    return fd;
 }
 
 void fcp_descriptor_replaced(int fd) {

@@ -110,8 +110,9 @@ void fcp_disable_process(void);
 /* Whether the connection's descriptor is fd (so that a program's close/dup2 of it is noticed). */
 void fcp_descriptor_replaced(int fd);
 /* Before a close of the numbers first..last all at once (close_range, closefrom): the connection among them is
- * forgotten, as fcp_descriptor_replaced does for one. */
-void fcp_descriptors_replaced(unsigned int first, unsigned int last);
+ * forgotten, as fcp_descriptor_replaced does for one; returns its number (-1: none), which the caller closes itself
+ * when the call fails. */
+int fcp_descriptors_replaced(unsigned int first, unsigned int last);
 /* Whether `addr` names the daemon's socket. */
 int fcp_is_daemon_address(const void *addr, unsigned int len);
 /* Whether this is the process that loaded the library, and not a vfork child sharing its memory. */

@@ -229,6 +229,9 @@ int close(int fd) {
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
 
 /* close_range and closefrom close many numbers at once: the library's connection among them is forgotten before
  * (not closed by the library: the call closes it, and the number may be the program's after), and their claims end
@@ -240,14 +243,19 @@ int close_range(unsigned int first, unsigned int last, int flags) {
         errno = ENOSYS; /* not reached: a program that calls it was linked against a libc that has it */
         return -1;
     }
-    if ((flags & CLOSE_RANGE_CLOEXEC) || first > last || !fcp_enter()) return fcp_real.close_range(first, last, flags);
+    /* CLOSE_RANGE_UNSHARE closes in a table of the calling thread's own: the process's others keep theirs. */
+    if ((flags & (CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE)) || first > last || !fcp_enter()) {
+        return fcp_real.close_range(first, last, flags);
+    }
     int same = fcp_same_process();
+    int forgotten = -1;
     if (same) {
-        fcp_descriptors_replaced(first, last);
+        forgotten = fcp_descriptors_replaced(first, last);
         fcp_fd_range_closing(first, last);
     }
     int result = fcp_real.close_range(first, last, flags);
     int result_errno = errno;
+    if (result != 0 && forgotten >= 0) fcp_real.close(forgotten); /* nothing closed: the socket is still ours */
     if (same) fcp_fd_range_closed(first, last, result == 0);
     fcp_leave();
     errno = result_errno;

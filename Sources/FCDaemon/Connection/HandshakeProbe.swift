@@ -71,6 +71,9 @@ import NIOEmbedded
         configuration.watchesFileSystem = false
         configuration.mapsDocumentPortalPaths = false
         configuration.runsOffLoopWorkInline = true
+        // No mount of the machine's: the fuzzer's results must not depend on them, nor wait for a device.
+        configuration.mountTable = { MountTable(parsing: []) }
+        configuration.mountTableChanged = { false }
         configuration.versionStoreDirectory =
             NSTemporaryDirectory() + "fc-handshake-probe-versions-\(ProcessIdentity.processID)"
         return configuration

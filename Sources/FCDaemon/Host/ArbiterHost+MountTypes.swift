@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 import Foundation
 import Logging
 import NIOCore
@@ -19,6 +20,22 @@ extension ArbiterHost {
             for channel in connections.allChannels { _ = channel.setOption(ChannelOptions.autoRead, value: false) }
             readMountTypes(mounts)
             return false
+        }
+    }
+
+    /// At shut down: the claims held for mounts' types fail as every waiting claim does; the other events held go.
+    func failClaimsHeldForMountTypes() {
+        for (client, event) in mountTypes.release() {
+            guard case .claimRequested(let request) = event, !request.isHeld else { continue }
+            let reason = ClaimFailedReason.shuttingDown(
+                "filecoordd is shutting down; the call failed instead of waiting"
+            )
+            send(
+                Filecoord_V1_Frame(
+                    .claimFailed(Filecoord_V1_ClaimFailed(claim: request.id, reason: reason, message: nil))
+                ),
+                to: client
+            )
         }
     }
 

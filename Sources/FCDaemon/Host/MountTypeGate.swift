@@ -21,13 +21,16 @@ final class MountTypeGate {
     private(set) var heldBack: [(ClientID, ArbiterEvent)] = []
     /// Whether events are held: from ``hold(_:from:)`` to ``release()``.
     private(set) var isHolding = false
+    /// One ``timeout`` per hold, whatever reads it chains (mounts made while it lasts): its timer, and whether it
+    /// fired (a read started after gives up at once).
+    private var holdTimer: Scheduled<Void>?
+    private var timeIsUp = false
     private var current: Round?
 
     /// The reads of one ``read(_:answered:)``.
     private final class Round {
         var told: [(Mount, String?)] = []
         var waiting: Set<Mount>
-        var timer: Scheduled<Void>?
         let answered: ([(Mount, String?)], [Mount]) -> Void
 
         init(waiting: Set<Mount>, answered: @escaping ([(Mount, String?)], [Mount]) -> Void) {
@@ -57,20 +60,32 @@ final class MountTypeGate {
 
     /// Starts holding events, `event` first (the one that found mounts to read).
     func hold(_ event: ArbiterEvent, from client: ClientID) {
+        if !isHolding {
+            let bound = NIOLoopBound(self, eventLoop: loop)
+            holdTimer = loop.scheduleTask(in: timeout) { bound.value.timeUp() }
+        }
         isHolding = true
         heldBack.append((client, event))
     }
 
+    private func timeUp() {
+        timeIsUp = true
+        if let round = current { finish(round) }
+    }
+
     /// Reads the types of `mounts`, then runs `answered` on the loop with the types told (`nil`: could not be told),
-    /// once every read answered or ``timeout`` passed: then with the mounts whose read did not answer, whose answers
-    /// are dropped when they come.
+    /// once every read answered or the hold's ``timeout`` passed (counted from its start, across the reads it chains):
+    /// then with the mounts whose read did not answer, whose answers are dropped when they come.
     func read(_ mounts: [Mount], answered: @escaping (_ told: [(Mount, String?)], _ unanswered: [Mount]) -> Void) {
         loop.preconditionInEventLoop()
         let round = Round(waiting: Set(mounts), answered: answered)
         current = round
+        guard !timeIsUp else {
+            finish(round)  // Past the hold's time: given up at once.
+            return
+        }
         let bound = NIOLoopBound(self, eventLoop: loop)
         let roundBound = NIOLoopBound(round, eventLoop: loop)
-        round.timer = loop.scheduleTask(in: timeout) { bound.value.finish(roundBound.value) }
         let (loop, readType) = (loop, readType)
         for mount in Set(mounts) {
             reads {
@@ -88,13 +103,15 @@ final class MountTypeGate {
     private func finish(_ round: Round) {
         guard current === round else { return }
         current = nil
-        round.timer?.cancel()
         round.answered(round.told, round.waiting.sorted { ($0.mountPoint, $0.id) < ($1.mountPoint, $1.id) })
     }
 
     /// Ends the hold: the events held, in order.
     func release() -> [(ClientID, ArbiterEvent)] {
         isHolding = false
+        holdTimer?.cancel()
+        holdTimer = nil
+        timeIsUp = false
         defer { heldBack = [] }
         return heldBack
     }
