@@ -236,7 +236,7 @@ public final class ClusterHost: ClusterAdapter {
         generation += 1
         let attempt = generation
         let sentAt = now
-        let ttl = max(Int64(configuration.policy.sessionTTL.components.seconds), 1)
+        let ttl = Self.requestedTTLSeconds(for: configuration.policy.sessionTTL)
         let (etcd, bound) = (self.etcd, self.bound)
         Task {
             do {
@@ -248,8 +248,23 @@ public final class ClusterHost: ClusterAdapter {
         }
     }
 
+    /// The whole seconds asked of etcd for a session of `ttl`: rounded up, so that the session etcd keeps outlives the
+    /// host's fence, which counts `ttl` (a 2.5-s policy asked 2 s before, and fenced at 2.375 s, past the expiry).
+    static func requestedTTLSeconds(for ttl: Duration) -> Int64 {
+        let (seconds, attoseconds) = ttl.components
+        return max(seconds + (attoseconds > 0 ? 1 : 0), 1)
+    }
+
     func sessionOpened(_ lease: Int64, ttl: Int64, sentAt: Duration, _ attempt: Int) {
         guard attempt == generation, !stopped else { return }
+        guard Duration.seconds(ttl) >= configuration.policy.sessionTTL else {
+            // Shorter than the fence counts on: it could expire before the host stops granting. Left to expire.
+            sessionFailed(
+                "etcd granted a time to live of \(ttl) s, shorter than the \(configuration.policy.sessionTTL) asked",
+                attempt
+            )
+            return
+        }
         opening = false
         retryDelay = .milliseconds(100)
         lastError = nil
