@@ -360,4 +360,46 @@ import Testing
             #expect(try await running.waitForExit() == 0, "\(running.error)")
         }
     }
+
+    /// A listener at the daemon's socket whose backlog is full (a stopped daemon with connections queued): a connect
+    /// waits the library's 2-s send timeout and fails. Until stop 67 each call a second later tried again and waited
+    /// as long (found by a read-only review); now the socket is not asked again for a while, as a silent daemon's.
+    @Test("A daemon socket whose backlog is full costs a program one connect wait, not one per call")
+    func aFullBacklogCostsOneWait() async throws {
+        try await TestEnvironment.run { env in
+            for name in ["a.txt", "b.txt", "c.txt"] { _ = try env.file(name, "") }
+            let listener = try env.startProgram(
+                [
+                    "python3", "-c",
+                    """
+                    import os, socket, sys, time
+                    path = sys.argv[1]
+                    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                    server = socket.socket(socket.AF_UNIX); server.bind(path); server.listen(0)
+                    queued = []
+                    while True:
+                        c = socket.socket(socket.AF_UNIX); c.setblocking(False)
+                        try: c.connect(path)
+                        except BlockingIOError: break
+                        queued.append(c)
+                    print('full', len(queued), flush=True)
+                    time.sleep(120)
+                    """,
+                    env.socket,
+                ],
+                preloaded: false
+            )
+            try await eventually("the listener's backlog to fill") { listener.output.contains("full") }
+            let start = ContinuousClock.now
+            let result = try await env.runProgram(
+                ["sh", "-c", "echo 1 > a.txt; sleep 1.2; echo 2 > b.txt; sleep 1.2; echo 3 > c.txt"]
+            )
+            let took = ContinuousClock.now - start
+            #expect(result.status == 0, "\(result.error)")
+            #expect(env.contents(env.path("c.txt")) == "3\n")
+            // One 2-s wait and the two pauses (4.4 s); a wait at each write was 8.4 s.
+            #expect(took < .milliseconds(7_500), "three writes took \(took) against a full backlog")
+            kill(listener.process.processIdentifier, SIGKILL)
+        }
+    }
 }

@@ -80,10 +80,15 @@ static int socket_identity(dev_t *device, ino_t *inode) {
     return 1;
 }
 
-void daemon_silent_locked(void) {
-    disconnect_locked();
+/* The daemon behind the socket now is not asked again for a while. */
+static void mark_silent_locked(void) {
     if (!socket_identity(&silent_device, &silent_inode)) return;
     silent_until = after(now(), FCP_SILENT_BACKOFF_MS);
+}
+
+void daemon_silent_locked(void) {
+    disconnect_locked();
+    mark_silent_locked();
 }
 
 /* Whether the daemon behind the socket is one that did not answer a moment ago. */
@@ -200,9 +205,13 @@ int connect_locked(void) {
     do {
         connected = fcp_real.connect(fd, &address, (unsigned)sizeof address);
     } while (connected != 0 && errno == EINTR);
+    int connect_errno = errno;
     if (folder >= 0) fcp_real.close(folder);
     if (connected != 0 || !trusted_peer(fd)) {
         fcp_real.close(fd);
+        /* A listener whose backlog is full (a stopped daemon) kept the connect waiting for the whole send timeout:
+         * not asked again for a while, or every call a second apart would wait as long (found by a review). */
+        if (connected != 0 && (connect_errno == EAGAIN || connect_errno == EWOULDBLOCK)) mark_silent_locked();
         return 0;
     }
     connection = fd;
