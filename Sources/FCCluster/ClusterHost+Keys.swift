@@ -242,12 +242,15 @@ extension ClusterHost {
                     )
                 case .delete: .deleted(name: event.key)
                 }
+            foldersInMessage.insert(folder)
             let events = views[folder]?.watched(change, revision: event.modRevision, endsBatch: false) ?? []
             if event.type == .put { deleteOrphans(in: folder) } else { sweepReacquirers() }
             for event in events { handle(event) }
         }
         guard event.endsMessage else { return }
-        for folder in views.keys.sorted() {
+        let changed = foldersInMessage.sorted()
+        foldersInMessage = []
+        for folder in changed {
             for event in views[folder]?.endBatch() ?? [] { handle(event) }
         }
     }

@@ -48,6 +48,8 @@ public final class ClusterHost: ClusterAdapter {
     /// the list and the watch across sessions, and this host's own key in this session (a new name for every put: a
     /// late delete of an earlier one cannot remove it).
     var views: [ItemPath: SharedFolderKeys]
+    /// The folders the watch message being read changed: where this host stands there is told at its end.
+    var foldersInMessage: Set<ItemPath> = []
     /// Puts made by this adapter, for the keys' names (with the session's lease in the name, unique).
     var puts = 0
     /// Keys of this session that hold a folder for nobody, their delete sent (``deleteOrphans(in:)``).

@@ -62,31 +62,12 @@ import Testing
 
     @Test func aHolderThatDeclaresPastTheFenceLetsNothingInBeforeTheHostFences() throws {
         let loop = EmbeddedEventLoop()
-        var configuration = DaemonConfiguration(
-            socketPath: NSTemporaryDirectory() + "fc-handover-fence-\(UUID().uuidString)",
-            presenterTimeout: .seconds(30),
-            deadlockDetectionDelay: .seconds(3600)
-        )
-        configuration.watchesFileSystem = false
-        configuration.mapsDocumentPortalPaths = false
-        configuration.versionStoreDirectory = NSTemporaryDirectory() + "fc-handover-fence-\(UUID().uuidString)"
-        let host = ArbiterHost(loop: loop, configuration: configuration, logger: Logger(label: "test"))
+        let host = EmbeddedHost.make(loop)
         let adapter = FencedAdapter(gates: ClusterGates(host: host), folder: Self.path("/share"))
         host.cluster = adapter
         adapter.start()
         // This test's process held a write of /share/doc when the previous daemon stopped: a stand-in holds it.
-        let me = getpid()
-        let holder = HandedOnHolders.Holder(
-            pid: me,
-            startTime: try #require(ProcessLiveness.startTime(of: me)),
-            name: "holder",
-            items: [HandedOnHolders.Item(path: Self.path("/share/doc"), access: .write([]))],
-            maximumHoldMilliseconds: nil
-        )
-        let json =
-            "{\"holders\": \(String(decoding: try JSONEncoder().encode([holder]), as: UTF8.self)), \"inGrace\": false}"
-        let handed = try JSONDecoder().decode(HandedOnHolders.self, from: Data(json.utf8))
-        host.takeOver(handed, marker: NSTemporaryDirectory() + "fc-handover-marker-\(UUID().uuidString)")
+        let me = try EmbeddedHost.handOnWrite(of: Self.path("/share/doc"), to: host)
         // Another process's read waits behind it.
         let channel = EmbeddedChannel(loop: loop)
         let reader = host.accept(channel, pid: 2, name: "reader")
@@ -103,22 +84,13 @@ import Testing
             from: reader
         )
         loop.run()
-        #expect(try Self.grants(channel).isEmpty)
+        #expect(try EmbeddedHost.grants(channel).isEmpty)
         // The host's fence passes (stopped, suspended); the holder declares: the host fences before anything goes in.
         adapter.pastFence = true
         host.heldDeclared(by: me, from: reader)
         loop.run()
         #expect(adapter.fenced)
-        #expect(try Self.grants(channel).isEmpty, "granted in a shared folder past the host's fence")
+        #expect(try EmbeddedHost.grants(channel).isEmpty, "granted in a shared folder past the host's fence")
         _ = try channel.finish(acceptAlreadyClosed: true)
-    }
-
-    static func grants(_ channel: EmbeddedChannel) throws -> [UInt64] {
-        var decoder = FrameDecoder(accepting: .toClient)
-        var frames: [Filecoord_V1_Frame] = []
-        while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
-            frames += try decoder.feed(buffer.readableBytesView)
-        }
-        return DocumentPortalLookupTests.grantedIDs(frames)
     }
 }

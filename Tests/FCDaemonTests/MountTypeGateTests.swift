@@ -114,20 +114,13 @@ import Testing
     }
 
     static func host(_ loop: EmbeddedEventLoop, table: Table, reads: Reads) -> ArbiterHost {
-        var configuration = DaemonConfiguration(
-            socketPath: NSTemporaryDirectory() + "fc-mount-types-\(UUID().uuidString)",
-            presenterTimeout: .seconds(30),
-            deadlockDetectionDelay: .seconds(3600)
-        )
-        configuration.watchesFileSystem = false
-        configuration.mapsDocumentPortalPaths = false
-        configuration.versionStoreDirectory = NSTemporaryDirectory() + "fc-mount-types-\(UUID().uuidString)"
-        configuration.mountTable = { table.read() }
-        configuration.mountTableChanged = { table.changed() }
-        configuration.mountTypeReads = { reads.ask($0) }
-        configuration.mountTypeReader = { $0.mountPoint == "/m" ? "exfat" : nil }
-        configuration.mountTypeTimeout = .seconds(2)
-        return ArbiterHost(loop: loop, configuration: configuration, logger: Logger(label: "test"))
+        EmbeddedHost.make(loop) { configuration in
+            configuration.mountTable = { table.read() }
+            configuration.mountTableChanged = { table.changed() }
+            configuration.mountTypeReads = { reads.ask($0) }
+            configuration.mountTypeReader = { $0.mountPoint == "/m" ? "exfat" : nil }
+            configuration.mountTypeTimeout = .seconds(2)
+        }
     }
 
     static func write(_ id: UInt64, _ path: String, by client: ClientID) -> ArbiterEvent {
@@ -140,15 +133,6 @@ import Testing
                 items: [ClaimItem(path: Self.path(path), access: .write([]))]
             )
         )
-    }
-
-    static func grants(_ channel: EmbeddedChannel) throws -> [UInt64] {
-        var decoder = FrameDecoder(accepting: .toClient)
-        var frames: [Filecoord_V1_Frame] = []
-        while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
-            frames += try decoder.feed(buffer.readableBytesView)
-        }
-        return DocumentPortalLookupTests.grantedIDs(frames)
     }
 
     @Test func everyClientsEventsWaitOffTheLoopForANewSticksTypeThenGoInOrder() throws {
@@ -165,44 +149,56 @@ import Testing
         host.receive(Self.write(2, "/m/docs/a.txt", by: swift), from: swift)
         loop.run()
         #expect(reads.count == 1)
-        #expect(try Self.grants(programChannel).isEmpty && Self.grants(swiftChannel).isEmpty)
+        #expect(try EmbeddedHost.grants(programChannel).isEmpty && EmbeddedHost.grants(swiftChannel).isEmpty)
         #expect(host.mountTypes.heldBack.count == 2)
         // The device answers (on the reads' thread; its answer goes to the loop).
         reads.runAll()
         loop.run()
         // The stick is exFAT: the program's write keys as docs/a.txt, granted first; the Swift client's waits for it.
-        #expect(try Self.grants(programChannel) == [1])
-        #expect(try Self.grants(swiftChannel).isEmpty)
+        #expect(try EmbeddedHost.grants(programChannel) == [1])
+        #expect(try EmbeddedHost.grants(swiftChannel).isEmpty)
         #expect(!host.mountTypes.isHolding)
         host.receive(.claimFinished(ClaimID(1), created: []), from: program)
         loop.run()
-        #expect(try Self.grants(swiftChannel) == [2])
+        #expect(try EmbeddedHost.grants(swiftChannel) == [2])
         _ = try programChannel.finish(acceptAlreadyClosed: true)
         _ = try swiftChannel.finish(acceptAlreadyClosed: true)
     }
 
-    @Test func aDeviceThatDoesNotAnswerHoldsTheEventsForTheTimeoutOnly() throws {
-        let loop = EmbeddedEventLoop()
+    /// A host whose table gains a stick at /m, and a program under the preload whose write of `/m/DOCS/A.TXT`
+    /// (claim 1) waits for the stick's type: the read is asked, nothing granted yet.
+    static func programWaitingForAStick(
+        _ loop: EmbeddedEventLoop
+    ) -> (
+        host: ArbiterHost, table: Table, reads: Reads, channel: EmbeddedChannel
+    ) {
         let (table, reads) = (Table(), Reads())
         let host = Self.host(loop, table: table, reads: reads)
-        let programChannel = EmbeddedChannel(loop: loop)
-        let program = host.accept(programChannel, pid: 1, name: "preload:tee", foldsNames: true)
+        let channel = EmbeddedChannel(loop: loop)
+        let program = host.accept(channel, pid: 1, name: "preload:tee", foldsNames: true)
         table.set(Self.table(stick: true))
         host.receive(Self.write(1, "/m/DOCS/A.TXT", by: program), from: program)
         loop.run()
-        #expect(try Self.grants(programChannel).isEmpty)
+        return (host, table, reads, channel)
+    }
+
+    @Test func aDeviceThatDoesNotAnswerHoldsTheEventsForTheTimeoutOnly() throws {
+        let loop = EmbeddedEventLoop()
+        let (host, _, reads, programChannel) = Self.programWaitingForAStick(loop)
+        let program = try #require(host.connections.all.keys.first)
+        #expect(try EmbeddedHost.grants(programChannel).isEmpty)
         loop.advanceTime(by: .milliseconds(1_999))
-        #expect(try Self.grants(programChannel).isEmpty)
+        #expect(try EmbeddedHost.grants(programChannel).isEmpty)
         loop.advanceTime(by: .milliseconds(1))
         // Given up: the write goes in, its names not folded; the answer that comes late changes nothing.
-        #expect(try Self.grants(programChannel) == [1])
+        #expect(try EmbeddedHost.grants(programChannel) == [1])
         reads.runAll()
         loop.run()
         #expect(!host.mountTypes.isHolding)
         host.receive(Self.write(2, "/m/DOCS/B.TXT", by: program), from: program)
         loop.run()
         #expect(reads.count == 0)  // Not asked again while it stays mounted.
-        #expect(try Self.grants(programChannel) == [2])
+        #expect(try EmbeddedHost.grants(programChannel) == [2])
         _ = try programChannel.finish(acceptAlreadyClosed: true)
     }
 
@@ -211,22 +207,16 @@ import Testing
     /// read-only review).
     @Test func readsChainedInOneHoldShareItsTime() throws {
         let loop = EmbeddedEventLoop()
-        let (table, reads) = (Table(), Reads())
-        let host = Self.host(loop, table: table, reads: reads)
-        let programChannel = EmbeddedChannel(loop: loop)
-        let program = host.accept(programChannel, pid: 1, name: "preload:tee", foldsNames: true)
-        table.set(Self.table(stick: true))
-        host.receive(Self.write(1, "/m/DOCS/A.TXT", by: program), from: program)
-        loop.run()
+        let (_, table, reads, programChannel) = Self.programWaitingForAStick(loop)
         loop.advanceTime(by: .milliseconds(1_500))
         // A second stick comes before the first answers: its type is read next, in the same hold.
         table.set(Self.table(stick: true, second: true))
         reads.runAll()
         loop.run()
         #expect(reads.count == 1)
-        #expect(try Self.grants(programChannel).isEmpty)
+        #expect(try EmbeddedHost.grants(programChannel).isEmpty)
         loop.advanceTime(by: .milliseconds(500))
-        #expect(try Self.grants(programChannel) == [1], "the hold outlived its 2 s")
+        #expect(try EmbeddedHost.grants(programChannel) == [1], "the hold outlived its 2 s")
         _ = try programChannel.finish(acceptAlreadyClosed: true)
     }
 
@@ -237,27 +227,14 @@ import Testing
         let loop = EmbeddedEventLoop()
         let (table, reads) = (Table(), Reads())
         let host = Self.host(loop, table: table, reads: reads)
-        let me = getpid()
-        let holder = HandedOnHolders.Holder(
-            pid: me,
-            startTime: try #require(ProcessLiveness.startTime(of: me)),
-            name: "holder",
-            items: [HandedOnHolders.Item(path: Self.path("/m/doc"), access: .write([]))],
-            maximumHoldMilliseconds: nil
-        )
-        let json =
-            "{\"holders\": \(String(decoding: try JSONEncoder().encode([holder]), as: UTF8.self)), \"inGrace\": false}"
-        host.takeOver(
-            try JSONDecoder().decode(HandedOnHolders.self, from: Data(json.utf8)),
-            marker: NSTemporaryDirectory() + "fc-mount-types-marker-\(UUID().uuidString)"
-        )
+        let me = try EmbeddedHost.handOnWrite(of: Self.path("/m/doc"), to: host)
         let (programChannel, otherChannel) = (EmbeddedChannel(loop: loop), EmbeddedChannel(loop: loop))
         let program = host.accept(programChannel, pid: me, name: "preload:holder", foldsNames: true)
         let other = host.accept(otherChannel, pid: 2, name: "other")
         // Another process's write waits behind the stand-in (the table has no stick yet: nothing to read).
         host.receive(Self.write(1, "/m/doc", by: other), from: other)
         loop.run()
-        #expect(try Self.grants(otherChannel).isEmpty)
+        #expect(try EmbeddedHost.grants(otherChannel).isEmpty)
         // A stick appears; the process declares its write again (held: it runs), and its ping says it declared all.
         table.set(Self.table(stick: true))
         var held = ClaimRequest(
@@ -271,13 +248,13 @@ import Testing
         host.receive(.claimRequested(held), from: program)
         host.heldDeclared(by: me, from: program)
         loop.run()
-        #expect(try Self.grants(otherChannel).isEmpty, "granted while the held claim waited to be taken")
+        #expect(try EmbeddedHost.grants(otherChannel).isEmpty, "granted while the held claim waited to be taken")
         reads.runAll()
         loop.run()
         loop.advanceTime(by: .milliseconds(10))
         // The held claim is back; the stand-in went after it: the other write still waits, for the held one.
         #expect(!host.handover.holdsStandIns, "the declaration was never taken")
-        #expect(try Self.grants(otherChannel).isEmpty, "granted beside the held claim")
+        #expect(try EmbeddedHost.grants(otherChannel).isEmpty, "granted beside the held claim")
         _ = try programChannel.finish(acceptAlreadyClosed: true)
         _ = try otherChannel.finish(acceptAlreadyClosed: true)
     }
