@@ -87,6 +87,9 @@ public struct SharedFolderKeys: Sendable {
     public private(set) var listedAt: Int64 = 0
     /// A change of the watch message being read moved this host's standing: told after the message's last change.
     private var standingOwed = false
+    /// A watch message is being read (a change of it came, its last not yet): a put's answer meanwhile leaves where
+    /// this host stands to the message's end too.
+    private var messageOpen = false
 
     /// The keys of `folder`, seen by `host`, before they are listed.
     public init(folder: ItemPath, host: String) {
@@ -118,7 +121,11 @@ public struct SharedFolderKeys: Sendable {
         own?.listsFrom = serial
         guard !mine.leaving, let key = known?.first(where: { $0.name == name }) else { return [] }
         // Between two changes of one watch message: where it stands is told after the message's last.
-        return created(key) + (standingOwed ? [] : standing())
+        guard !messageOpen else {
+            standingOwed = true
+            return created(key)
+        }
+        return created(key) + standing()
     }
 
     /// This host sent the delete of its key: returns its name, or `nil` when it has none.
@@ -168,6 +175,7 @@ public struct SharedFolderKeys: Sendable {
     /// telling it holder first.
     public mutating func watched(_ change: Change, revision: Int64, endsBatch: Bool = true) -> [HostLeaseEvent] {
         var events = apply(change, revision: revision)
+        messageOpen = !endsBatch
         if events.contains(where: { if case .sessionLost = $0 { true } else { false } }) {
             standingOwed = false
             return events
@@ -180,6 +188,7 @@ public struct SharedFolderKeys: Sendable {
     /// The watch message being read ended (``watched(_:revision:endsBatch:)``): where this host stands, if a change
     /// of it moved that.
     public mutating func endBatch() -> [HostLeaseEvent] {
+        messageOpen = false
         guard standingOwed else { return [] }
         standingOwed = false
         return standing()

@@ -208,4 +208,23 @@ import Testing
         #expect(keys.watched(.deleted(name: "c/1"), revision: 120) == [])
         #expect(keys.ahead == [])
     }
+
+    /// The answer to this host's put comes between two changes of one watch message (the answer and the watch are
+    /// two connections): the key's revision is told, where it stands only after the message, so that a message that
+    /// also deletes its key fences it without telling it holder first.
+    @Test func aPutsAnswerInsideAWatchMessageLeavesTheStandingToItsEnd() {
+        for ownKeyGoesToo in [false, true] {
+            let keys = Box(Self.folder)
+            #expect(keys.listed([Self.key("a/1", 5, "a")], serial: 1) == [])
+            keys.putSent(name: "b/1")
+            #expect(keys.watched(.put(Self.key("b/1", 9, "b"))) == [])  // Not acknowledged yet: nothing said.
+            #expect(keys.watched(.deleted(name: "a/1"), revision: 120, endsBatch: false) == [])
+            #expect(keys.putAcknowledged(name: "b/1", listsFrom: 2) == [.keyCreated(folder: Self.folder, revision: 9)])
+            if ownKeyGoesToo {
+                #expect(keys.watched(.deleted(name: "b/1"), revision: 120) == [Self.gone])
+            } else {
+                #expect(keys.value.endBatch() == [.becameHolder(folder: Self.folder, revision: 9)])
+            }
+        }
+    }
 }

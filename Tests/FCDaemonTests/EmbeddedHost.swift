@@ -28,14 +28,19 @@ enum EmbeddedHost {
         return ArbiterHost(loop: loop, configuration: configuration, logger: Logger(label: "test"))
     }
 
-    /// The ids of the claims `channel` was told granted since the last read.
-    static func grants(_ channel: EmbeddedChannel) throws -> [UInt64] {
+    /// The frames `channel` was sent since the last read.
+    static func frames(_ channel: EmbeddedChannel) throws -> [Filecoord_V1_Frame] {
         var decoder = FrameDecoder(accepting: .toClient)
         var frames: [Filecoord_V1_Frame] = []
         while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
             frames += try decoder.feed(buffer.readableBytesView)
         }
-        return DocumentPortalLookupTests.grantedIDs(frames)
+        return frames
+    }
+
+    /// The ids of the claims `channel` was told granted since the last read.
+    static func grants(_ channel: EmbeddedChannel) throws -> [UInt64] {
+        DocumentPortalLookupTests.grantedIDs(try frames(channel))
     }
 
     /// `host` takes over from a stopped daemon that handed on this test's process holding a write of `path`: a

@@ -202,6 +202,21 @@ import Testing
         _ = try programChannel.finish(acceptAlreadyClosed: true)
     }
 
+    /// The daemon shuts down while claims wait for a stick's type: they fail as every waiting claim does, with the
+    /// reason, instead of going with the connection.
+    @Test func claimsHeldForATypeFailAtShutDown() throws {
+        let loop = EmbeddedEventLoop()
+        let (host, _, _, programChannel) = Self.programWaitingForAStick(loop)
+        host.shutDown()
+        loop.run()
+        let failed = try EmbeddedHost.frames(programChannel).compactMap { frame -> UInt64? in
+            if case .claimFailed(let failure)? = frame.payload, failure.kind == .shuttingDown { return failure.claimID }
+            return nil
+        }
+        #expect(failed == [1])
+        #expect(!host.mountTypes.isHolding)
+    }
+
     /// A mount made while the events wait needs its own read: the hold still ends 2 s after it began. Until stop 67
     /// each read had its own 2 s, so a table that kept changing held every client for as long as it did (found by a
     /// read-only review).
