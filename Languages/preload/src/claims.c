@@ -26,6 +26,12 @@ static int await_locked(int slot, struct timespec deadline) {
             if (before(hello_deadline, until)) until = hello_deadline;
         }
         if (!before(now(), deadline)) return WAITING;
+        /* The program's handlers wait until the claim is decided (fcp_defer_signals); a signal without one is let
+         * act at each slice's end. */
+        fcp_defer_signals();
+        fcp_deliver_default_signals();
+        struct timespec slice = after(now(), FCP_WAIT_SLICE_MS);
+        if (before(slice, until)) until = slice;
         if (reader_active) {
             pthread_cond_timedwait(&replied, &lock, &until);
             continue;

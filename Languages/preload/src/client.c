@@ -45,6 +45,9 @@ struct fcp_pending pending[FCP_MAX_PENDING];
 uint8_t receive_buffer[FCP_BUFFER_SIZE];
 size_t received;
 
+/* Set while the thread runs the library's own code, never across the program's real call: a signal handler that
+ * jumps out of that call (siglongjmp, an alarm around a blocking open) leaves nothing set. Until stop 68 it was set
+ * across the real call too, and such a jump left the thread passing straight through from then on. */
 static __thread int busy __attribute__((tls_model("initial-exec")));
 
 int fcp_enter(void) {
@@ -53,7 +56,50 @@ int fcp_enter(void) {
     return 1;
 }
 
-void fcp_leave(void) { busy = 0; }
+void fcp_leave(void) {
+    busy = 0;
+    fcp_release_signals();
+}
+
+void fcp_resume(void) { busy = 1; }
+
+/* The thread's signal mask before the library deferred the program's signals (fcp_defer_signals), while deferred. */
+static __thread sigset_t deferred_from __attribute__((tls_model("initial-exec")));
+static __thread int deferred __attribute__((tls_model("initial-exec")));
+
+void fcp_defer_signals(void) {
+    if (deferred) return;
+    sigset_t all;
+    sigfillset(&all);
+    if (pthread_sigmask(SIG_BLOCK, &all, &deferred_from) == 0) deferred = 1;
+}
+
+void fcp_release_signals(void) {
+    if (!deferred) return;
+    deferred = 0;
+    pthread_sigmask(SIG_SETMASK, &deferred_from, NULL);
+}
+
+void fcp_deliver_default_signals(void) {
+    if (!deferred) return;
+    int saved = errno;
+    sigset_t waiting;
+    if (sigpending(&waiting) == 0 && !sigisemptyset(&waiting)) {
+        for (int number = 1; number < NSIG; number++) {
+            if (sigismember(&waiting, number) != 1 || sigismember(&deferred_from, number) == 1) continue;
+            struct sigaction action;
+            if (sigaction(number, NULL, &action) != 0 || (action.sa_flags & SA_SIGINFO)) continue;
+            if (action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN) continue;
+            /* No code of the program's runs for it: the kernel ends or stops the process, or drops the signal. */
+            sigset_t one;
+            sigemptyset(&one);
+            sigaddset(&one, number);
+            pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+            pthread_sigmask(SIG_BLOCK, &one, NULL);
+        }
+    }
+    errno = saved;
+}
 
 /* The thread's cancelability before it took the lock: no thread is cancelled while it holds the lock (it would end
  * holding it, and every other thread's call, and fork, would wait for ever: the lock is held across cancellation

@@ -49,6 +49,8 @@ FCP_HIDDEN extern char client_name[256];
 /* NOT_SENT: the request could not be sent, the connection having ended (not a refusal): no daemon saw it. */
 enum { WAITING = 0, GRANTED, FAILED, GONE, TIMED_OUT, SILENT, INSIDE_LEASE, NOT_SENT };
 #define FCP_MAX_PENDING 64
+/* A wait for the daemon is cut in slices this long, at whose ends a pending signal without a handler acts. */
+#define FCP_WAIT_SLICE_MS 50
 struct fcp_pending {
     uint64_t claim; /* 0: free */
     int state;

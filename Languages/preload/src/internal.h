@@ -77,9 +77,23 @@ struct fcp_settings {
 };
 extern struct fcp_settings fcp_settings;
 
-/* Per-thread re-entry guard: returns 0 when the caller must pass straight through. */
+/* Per-thread re-entry guard: fcp_enter returns 0 when the caller must pass straight through (the thread is in the
+ * library's own code: a signal handler's call there, or a call the library makes). A wrapper leaves it for the
+ * program's real call (fcp_leave) and takes it back after (fcp_resume), so that a handler that jumps out of the real
+ * call (siglongjmp) leaves the thread coordinated. fcp_leave also gives the thread its signals back. */
 int fcp_enter(void);
 void fcp_leave(void);
+void fcp_resume(void);
+
+/* The program's signals, deferred while the library waits for the daemon (claims.c): a handler that ran there could
+ * jump out of the wait (siglongjmp) and leave the library's state, the reader's role and the claim's slot, taken for
+ * ever. fcp_defer_signals blocks every signal in the calling thread (once: the mask before is kept until released);
+ * fcp_release_signals (fcp_leave, before the program's real call) restores it, and a deferred signal's handler runs
+ * then. While deferred, fcp_deliver_default_signals lets a pending signal without a handler act at once (a Ctrl-C or
+ * SIGTERM still ends the program, SIGTSTP stops it): only handlers wait, and never longer than the claim's wait. */
+void fcp_defer_signals(void);
+void fcp_release_signals(void);
+void fcp_deliver_default_signals(void);
 
 /* A claim's item. */
 struct fcp_item {

@@ -98,8 +98,10 @@ static int coordinated_open(enum open_kind kind, int dirfd, const char *path, in
     int saved = errno;
     uint64_t claim = claim_for_open(dirfd, path, flags, open_intent(dirfd, path, flags), !(flags & O_NOFOLLOW));
     errno = saved;
+    fcp_leave();
     int fd = call_open(kind, dirfd, path, flags, mode);
     int result_errno = errno;
+    fcp_resume();
     opened(fd, claim);
     fcp_leave();
     errno = result_errno;
@@ -172,8 +174,10 @@ static FILE *coordinated_fopen(int large, const char *path, const char *mode) {
     int flags = fopen_flags(mode);
     uint64_t claim = claim_for_open(AT_FDCWD, path, flags, open_intent(AT_FDCWD, path, flags), 1);
     errno = saved;
+    fcp_leave();
     FILE *file = call(path, mode);
     int result_errno = errno;
+    fcp_resume();
     opened(file ? fileno(file) : -1, claim);
     fcp_leave();
     errno = result_errno;
@@ -197,8 +201,10 @@ static FILE *coordinated_freopen(int large, const char *path, const char *mode, 
     int old = fileno(stream);
     int slot = old >= 0 && fcp_fd_has_claim(old) && fcp_same_process() ? fcp_fd_closing(old) : 0;
     errno = saved;
+    fcp_leave();
     FILE *file = call(path, mode, stream);
     int result_errno = errno;
+    fcp_resume();
     if (old >= 0) fcp_fd_closed(old, slot);
     opened(file ? fileno(file) : -1, claim);
     fcp_leave();
@@ -218,8 +224,10 @@ int close(int fd) {
     if (!fcp_enter()) return fcp_real.close(fd);
     fcp_descriptor_replaced(fd);
     int slot = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_closing(fd) : 0;
+    fcp_leave();
     int result = fcp_real.close(fd);
     int result_errno = errno;
+    fcp_resume();
     fcp_fd_closed(fd, slot);
     fcp_leave();
     errno = result_errno;
@@ -253,8 +261,10 @@ int close_range(unsigned int first, unsigned int last, int flags) {
         forgotten = fcp_descriptors_replaced(first, last);
         fcp_fd_range_closing(first, last);
     }
+    fcp_leave();
     int result = fcp_real.close_range(first, last, flags);
     int result_errno = errno;
+    fcp_resume();
     if (result != 0 && forgotten >= 0) fcp_real.close(forgotten); /* nothing closed: the socket is still ours */
     if (same) fcp_fd_range_closed(first, last, result == 0);
     fcp_leave();
@@ -275,7 +285,9 @@ void closefrom(int lowfd) {
         fcp_descriptors_replaced((unsigned int)lowfd, ~0U);
         fcp_fd_range_closing((unsigned int)lowfd, ~0U);
     }
+    fcp_leave();
     fcp_real.closefrom(lowfd); /* closes them all, or aborts the process */
+    fcp_resume();
     if (same) fcp_fd_range_closed((unsigned int)lowfd, ~0U, 1);
     fcp_leave();
     errno = saved;
@@ -289,8 +301,10 @@ int fclose(FILE *file) {
     errno = saved;
     fcp_descriptor_replaced(fd);
     int slot = fcp_fd_has_claim(fd) && fcp_same_process() ? fcp_fd_closing(fd) : 0;
+    fcp_leave();
     int result = fcp_real.fclose(file);
     int result_errno = errno;
+    fcp_resume();
     fcp_fd_closed(fd, slot);
     fcp_leave();
     errno = result_errno;
@@ -313,8 +327,10 @@ int dup(int fd) {
     if (!fcp_real.dup) fcp_resolve_real();
     if (!fcp_enter()) return fcp_real.dup(fd);
     int slot = holding(fd);
+    fcp_leave();
     int result = fcp_real.dup(fd);
     int result_errno = errno;
+    fcp_resume();
     duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
@@ -326,8 +342,10 @@ int dup2(int from, int to) {
     if (!fcp_enter()) return fcp_real.dup2(from, to);
     if (from != to) fcp_descriptor_replaced(to);
     int slot = from != to ? holding(from) : 0;
+    fcp_leave();
     int result = fcp_real.dup2(from, to);
     int result_errno = errno;
+    fcp_resume();
     if (from != to) duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
@@ -339,8 +357,10 @@ int dup3(int from, int to, int flags) {
     if (!fcp_enter()) return fcp_real.dup3(from, to, flags);
     if (from != to) fcp_descriptor_replaced(to);
     int slot = from != to ? holding(from) : 0; /* dup3 fails (EINVAL) when they are equal */
+    fcp_leave();
     int result = fcp_real.dup3(from, to, flags);
     int result_errno = errno;
+    fcp_resume();
     if (from != to) duplicated(slot, result);
     fcp_leave();
     errno = result_errno;
@@ -373,8 +393,10 @@ static int coordinated_fcntl(int large, int fd, int command, void *argument) {
     }
     if ((command != F_DUPFD && command != F_DUPFD_CLOEXEC) || !fcp_enter()) return call(fd, command, argument);
     int slot = holding(fd);
+    fcp_leave();
     int result = call(fd, command, argument);
     int result_errno = errno;
+    fcp_resume();
     duplicated(slot, result);
     fcp_leave();
     errno = result_errno;

@@ -51,10 +51,12 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
     }
     uint64_t claim = count > 0 ? fcp_claim(items, count, 0) : 0;
     errno = saved;
+    fcp_leave();
     int result = kind == 0   ? fcp_real.rename(from, to)
                  : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
                              : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
     int result_errno = errno;
+    fcp_resume();
     if (claim) {
         int moved = have_from && have_to && !exchange && !replaces && !backup && strcmp(from_path, to_path) != 0;
         if (result == 0 && moved) {
@@ -96,8 +98,10 @@ static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t opt
         int saved = errno;                                                                                             \
         uint64_t claim = setup;                                                                                        \
         errno = saved;                                                                                                 \
+        fcp_leave();                                                                                                   \
         int result = call;                                                                                             \
         int result_errno = errno;                                                                                      \
+        fcp_resume();                                                                                                  \
         fcp_finish(claim);                                                                                             \
         fcp_leave();                                                                                                   \
         errno = result_errno;                                                                                          \
