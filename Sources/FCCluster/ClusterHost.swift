@@ -149,6 +149,7 @@ public final class ClusterHost: ClusterAdapter {
         exchange.mailboxWatch?.cancel()
         stopPeerMail()
         exchange.scanTask?.cancel()
+        exchange.mailSweepTask?.cancel()
         for timer in timers.values { timer.cancel() }
         timers = [:]
         let (etcd, httpClient, lease) = (self.etcd, self.httpClient, revoking ? session?.lease : nil)
@@ -408,6 +409,8 @@ public final class ClusterHost: ClusterAdapter {
         }
         cluster.lettersDirect = exchange.lettersDirect
         cluster.lettersThroughEtcd = exchange.lettersThroughEtcd
+        cluster.mailSeriesRead = Set(exchange.expected.keys).union(exchange.early.keys).count
+        cluster.mailSeriesSent = exchange.sequences.count
         return cluster
     }
 

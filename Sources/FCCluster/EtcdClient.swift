@@ -116,6 +116,22 @@ struct EtcdClient: Sendable {
         }
     }
 
+    /// The time to live left to the lease `id`, in seconds; negative when the lease is gone (expired or revoked: etcd
+    /// answers `-1`). 0 is a lease about to expire or be renewed, not yet gone.
+    func leaseTimeToLive(_ id: Int64, timeout: Duration = defaultTimeout) async throws -> Int64 {
+        let path = "/v3/lease/timetolive"
+        let response = try await post(
+            path,
+            EtcdWire.LeaseRequest(ID: .init(id)),
+            as: EtcdWire.LeaseTimeToLiveResponse.self,
+            timeout: timeout
+        )
+        guard let ttl = response.value.TTL?.value else {
+            throw EtcdError(operation: path, endpoint: response.endpoint, reason: .malformedResponse("no TTL"))
+        }
+        return ttl
+    }
+
     /// Revokes the lease `id`, deleting its keys; returns `false` when it was already gone (etcd's `NOT_FOUND`,
     /// also the answer to a revoke retried after one that timed out but was applied).
     @discardableResult

@@ -213,6 +213,13 @@ enum EtcdWire {
         var TTL: Int64Text?
     }
 
+    /// `POST /v3/lease/timetolive`'s answer, `{"header": {...}, "ID": "…", "TTL": "4", "grantedTTL": "5"}`; `TTL` is
+    /// `"-1"` for a lease that is gone.
+    struct LeaseTimeToLiveResponse: Decodable, Sendable {
+        var ID: Int64Text?
+        var TTL: Int64Text?
+    }
+
     /// A response of which only the header is read (put, delete, revoke).
     struct HeaderResponse: Decodable, Sendable {
         var header: Header?

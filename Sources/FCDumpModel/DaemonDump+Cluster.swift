@@ -24,6 +24,10 @@ extension DaemonDump {
         /// older daemons.
         public var lettersDirect: Int?
         public var lettersThroughEtcd: Int?
+        /// The mail's series kept: those this host reads (per pair of its session and a sender's), and those it sends
+        /// (per receiving session); each goes when etcd says its other session ended. Absent from older daemons.
+        public var mailSeriesRead: Int?
+        public var mailSeriesSent: Int?
 
         /// Creates the cluster entry.
         public init(

@@ -145,6 +145,9 @@ struct Renderer {
         if let direct = cluster.lettersDirect, let etcd = cluster.lettersThroughEtcd {
             let mail = cluster.mailAddress.map { "mailbox \($0)" } ?? "no mailbox (letters come through etcd)"
             out += "\(mail); letters sent: \(direct) directly, \(etcd) through etcd\n"
+            if let read = cluster.mailSeriesRead, let sent = cluster.mailSeriesSent {
+                out += "mail series kept: \(read) read, \(sent) sent\n"
+            }
         }
         out += "\n"
         for folder in cluster.folders {

@@ -109,6 +109,43 @@ struct ClusterPresenterEndToEndTests {
         )
     }
 
+    /// What `fcdump --json` on host `socket` says of the mail's series it keeps: read, and sent.
+    private func mailSeries(of socket: String, in environment: TestEnvironment) async throws -> (read: Int, sent: Int) {
+        let dump = try await environment.runTool("fcdump", ["--json"], environment: ClusterHosts.client(of: socket))
+        let json = try JSONSerialization.jsonObject(with: Data(dump.output.utf8)) as? [String: Any]
+        let cluster = try #require(json?["cluster"] as? [String: Any], "\(dump.output)")
+        return (
+            try #require(cluster["mailSeriesRead"] as? Int, "\(cluster)"),
+            try #require(cluster["mailSeriesSent"] as? Int, "\(cluster)")
+        )
+    }
+
+    /// Stop 68: the series of the mail (the next number a host reads from each other host's session, and the last it
+    /// sent each) were kept for the daemon's life, one more for every session of every host that ever mailed it. Now
+    /// a series goes once etcd says its other session ended.
+    @Test func theMailSeriesOfAHostWhoseSessionEndedAreForgotten() async throws {
+        try await withHosts { environment, hosts in
+            let doc = try environment.file("share/doc.txt", "v1")
+            let b = try await client("B", of: hosts.socketB, in: environment)
+            try await presentOnB("P", doc, by: b, hosts: hosts)
+            let a = try await client("A", of: hosts.socketA, in: environment)
+            try a.send("write \(doc) v2")
+            try await a.waitFor("done write \(doc)")
+            // Host A sent host B's presenter its messages and read its replies: a series each way.
+            let kept = try await mailSeries(of: hosts.socketA, in: environment)
+            #expect(kept.read == 1 && kept.sent == 1, "\(kept)")
+            kill(hosts.b.pid, SIGKILL)
+            // Host B's session ends 2 s later; host A checks every 4 s.
+            let deadline = ContinuousClock.now + .seconds(30)
+            var left = kept
+            while left != (0, 0) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(250))
+                left = try await mailSeries(of: hosts.socketA, in: environment)
+            }
+            #expect(left == (0, 0), "host A still keeps the mail series of host B's ended session: \(left)")
+        }
+    }
+
     /// A host that does not listen (`--cluster-listen off`, or a daemon from before direct mail) gets its letters
     /// through etcd, and still answers directly to a host that listens.
     @Test func aHostThatDoesNotListenGetsItsLettersThroughEtcd() async throws {

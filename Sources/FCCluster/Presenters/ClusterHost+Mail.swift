@@ -72,6 +72,7 @@ extension ClusterHost {
         else { return true }
         let number = exchange.sequences[receiver, default: 0] + 1
         exchange.sequences[receiver] = number
+        scheduleMailSweep()
         let key =
             "\(configuration.keyPrefix)mail/\(receiver)/\(hostHex)/\(String(session.lease, radix: 16))."
             + Self.sequence(number)
@@ -189,11 +190,20 @@ extension ClusterHost {
         let expected = exchange.expected[series] ?? 1
         guard number >= expected else { return }  // Given up on, then applied late: dropped.
         exchange.early[series, default: [:]][number] = batch
+        if let waiting = exchange.early[series], waiting.count > PresenterExchange.maximumEarly,
+            let first = waiting.keys.min()
+        {
+            noteError("letters \(expected)..<\(first) from \(sender) never came, \(waiting.count) behind them: skipped")
+            exchange.expected[series] = first
+        }
         readInOrder(series, from: sender)
+        scheduleMailSweep()
     }
 
     /// Reads the batches of `series` that are next in order; if one is missing, waits a second for it, then skips.
     func readInOrder(_ series: String, from sender: String) {
+        // A series forgotten (its sender's session ended: ClusterHost+MailSweep.swift) stays forgotten.
+        guard exchange.early[series] != nil else { return }
         var expected = exchange.expected[series] ?? 1
         while let batch = exchange.early[series]?.removeValue(forKey: expected) {
             read(batch, from: sender)

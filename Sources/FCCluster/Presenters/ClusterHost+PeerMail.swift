@@ -300,6 +300,7 @@ extension ClusterHost {
             if exchange.outbox[receiver]?.isEmpty == true { exchange.outbox[receiver] = nil }
             let number = exchange.sequences[receiver, default: 0] + 1
             exchange.sequences[receiver] = number
+            scheduleMailSweep()
             guard
                 let frame = try? JSONEncoder().encode(
                     PeerFrame(number: number, batch: MailBatch(toLease: String(toLease), items: batch))

@@ -69,7 +69,7 @@ extension ClusterHost {
     /// A new session: every presenter is published again under it (the old session's keys go with it).
     func presenceSessionOpened() {
         guard let lease = session?.lease else { return }
-        exchange.ownLeases.insert(String(lease, radix: 16))
+        ownLeaseOpened(String(lease, radix: 16))
         // A new sender session is a new series at every receiver: it counts from 1 again (without this, a receiver
         // waited a second for the numbers the old session had used, then skipped them).
         exchange.sequences = [:]

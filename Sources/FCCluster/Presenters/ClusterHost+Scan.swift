@@ -53,6 +53,8 @@ extension ClusterHost {
     /// Another host asked or told presenter `id` something: a relinquish holds the scan back from its item until the
     /// other host says what happened; anything else means it heard of the change, so the next scan reports none.
     func scanHeard(_ kind: PresenterMessageKind, for id: PresenterID) {
+        // Only a published presenter is scanned, and only its entries go when it is withdrawn (publish(_:at:)).
+        guard exchange.published[id] != nil else { return }
         switch kind {
         case .relinquishToReader, .relinquishToWriter:
             exchange.scanHeld[id] = .now() + .seconds(60)

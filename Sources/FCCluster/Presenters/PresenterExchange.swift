@@ -5,7 +5,8 @@ import NIOCore
 /// ``ClusterHost``, read and written only on its loop.
 ///
 /// Every table is bounded: by this host's presenters, by the other hosts' published presenters (each host's router
-/// limit applies to its stand-in client), or by ``maximumOpenRelays``.
+/// limit applies to its stand-in client), by ``maximumOpenRelays``, or by the sessions alive in etcd (the mail's
+/// series per session, checked every two times to live: ClusterHost+MailSweep.swift).
 struct PresenterExchange {
     // MARK: This host's presenters, published
 
@@ -55,8 +56,18 @@ struct PresenterExchange {
     /// id the presenter's client knows the reacquirer by, and the presenter.
     var reacquirers: [String: (relay: RequestID, presenter: UInt64)] = [:]
     var sweepScheduled = false
-    /// Every session lease this process opened (hexadecimal): mail for any of them is for its presenters.
+    /// The last ``maximumOwnLeases`` session leases this process opened (hexadecimal), the oldest first: mail for
+    /// any of them is for its presenters (replies to what was asked under an earlier session still come there).
     var ownLeases: Set<String> = []
+    var ownLeaseOrder: [String] = []
+    /// Whether a check of the sessions the mail keeps series for is scheduled or on its way
+    /// (ClusterHost+MailSweep.swift).
+    var mailSweepScheduled = false
+    var mailSweepTask: Scheduled<Void>?
+    /// The most own sessions kept: an earlier one's series go, and mail for it counts as an earlier process's.
+    static let maximumOwnLeases = 16
+    /// The most batches of one series kept ahead of a missing one; past it, the missing ones are skipped at once.
+    static let maximumEarly = 16
     /// The most relayed requests and reacquirers kept; past it, a new one is answered at once (and logged).
     static let maximumOpenRelays = 65_536
     /// The most letters waiting for one receiver; past it, letters are dropped (and logged): the receiver's
