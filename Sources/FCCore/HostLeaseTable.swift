@@ -89,6 +89,8 @@ public final class HostLeaseTable {
             becameHolder(folder, revision: revision, at: now)
         case .otherHostWaiting(let folder, _, let revision):
             otherHostWaiting(folder, after: revision, at: now)
+        case .noHostWaiting(let folder, let revision):
+            noHostWaiting(folder, after: revision)
         case .keyDeleted(let folder):
             guard case .releasing? = folders[folder]?.state else { break }
             folders[folder]?.state = .idle
@@ -188,6 +190,26 @@ public final class HostLeaseTable {
         if case .held(let revision, let since) = record.state {
             recallWhenDue(folder, revision: revision, since: since, at: now)
         }
+    }
+
+    /// Nobody waits after the key `key` any more: the folder is no longer given up for another host, unless its
+    /// drain began (the claims held back then are admitted again when the key is put anew). Until stop 68 the flag
+    /// stayed set, and the host later gave the folder up for nobody: its leases recalled, its key deleted and put
+    /// again.
+    private func noHostWaiting(_ folder: ItemPath, after key: Int64) {
+        guard var record = folders[folder], record.otherHostWaiting else { return }
+        switch record.state {
+        case .queued(let revision), .held(let revision, _), .recallDue(let revision, _), .draining(let revision):
+            guard revision == key else { return }  // About a key of a replaced session.
+        case .idle, .requested, .releasing:
+            return
+        }
+        record.otherHostWaiting = false
+        if case .recallDue(let revision, let since) = record.state {
+            record.state = .held(revision: revision, since: since)
+            effects.append(.cancelTimer(.minimumHold(folder)))
+        }
+        folders[folder] = record
     }
 
     /// Gives `folder` up once it has been held for the minimum hold time.

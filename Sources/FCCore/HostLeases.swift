@@ -60,6 +60,9 @@ public enum HostLeaseEvent: Hashable, Sendable {
     case becameHolder(folder: ItemPath, revision: Int64)
     /// Another host's key for `folder` came after the host's key `revision`: that host waits for it.
     case otherHostWaiting(folder: ItemPath, host: String, after: Int64)
+    /// After ``otherHostWaiting(folder:host:after:)``, the last key after the host's key `revision` went (its claims
+    /// gave up waiting, or its session ended): nobody waits any more, and a recall not yet begun is called off.
+    case noHostWaiting(folder: ItemPath, after: Int64)
     /// The host's key for `folder` was deleted.
     case keyDeleted(folder: ItemPath)
     /// A timer the table started has fired.

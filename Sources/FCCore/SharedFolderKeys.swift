@@ -10,7 +10,8 @@
 ///   put is still out when the host deletes the key);
 /// - that it holds the folder once no key is ahead of its own (``HostLeaseEvent/becameHolder(folder:revision:)``);
 /// - that another host waits once a key comes after its own
-///   (``HostLeaseEvent/otherHostWaiting(folder:host:after:)``);
+///   (``HostLeaseEvent/otherHostWaiting(folder:host:after:)``), and that nobody does once the last such key went
+///   (``HostLeaseEvent/noHostWaiting(folder:after:)``);
 /// - that its key is gone (``HostLeaseEvent/sessionLost(_:)``: the host fences), when the watch reports its delete
 ///   while the host did not delete it, or a list issued after its put was acknowledged lacks it.
 ///
@@ -71,6 +72,8 @@ public struct SharedFolderKeys: Sendable {
         /// Its delete is out (the folder handed back): the copy says nothing more about it, and the delete's answer
         /// reports it gone.
         public var leaving = false
+        /// The host was last told that another host waits after this key (so that it hears when nobody does).
+        public var toldWaiting = false
     }
 
     /// The folder.
@@ -125,7 +128,7 @@ public struct SharedFolderKeys: Sendable {
             standingOwed = true
             return created(key)
         }
-        return created(key) + standing()
+        return telling(created(key) + standing())
     }
 
     /// This host sent the delete of its key: returns its name, or `nil` when it has none.
@@ -165,7 +168,7 @@ public struct SharedFolderKeys: Sendable {
             // hand, or by a late delete. This host cannot tell what another host was granted since: it fences.
             return serial >= mine.listsFrom ? fence() : []
         }
-        return created(key) + standing()
+        return telling(created(key) + standing())
     }
 
     /// A change the store's watch reported under the folder, made at store revision `revision`. `endsBatch`: no
@@ -185,13 +188,25 @@ public struct SharedFolderKeys: Sendable {
         return endsBatch ? events + endBatch() : events
     }
 
+    /// `events`, as told to the host: notes whether it now knows of a host waiting after its key.
+    private mutating func telling(_ events: [HostLeaseEvent]) -> [HostLeaseEvent] {
+        for event in events {
+            switch event {
+            case .otherHostWaiting: own?.toldWaiting = true
+            case .noHostWaiting: own?.toldWaiting = false
+            default: break
+            }
+        }
+        return events
+    }
+
     /// The watch message being read ended (``watched(_:revision:endsBatch:)``): where this host stands, if a change
     /// of it moved that.
     public mutating func endBatch() -> [HostLeaseEvent] {
         messageOpen = false
         guard standingOwed else { return [] }
         standingOwed = false
-        return standing()
+        return telling(standing())
     }
 
     /// A change applied to the copy: what it says, where this host stands included.
@@ -226,16 +241,18 @@ public struct SharedFolderKeys: Sendable {
         return [.keyCreated(folder: folder, revision: key.createRevision)]
     }
 
-    /// Where this host's key stands in ``known``: holder when first, and the host of the key after it.
+    /// Where this host's key stands in ``known``: holder when first, and the host of the key after it, or, when the
+    /// host was told of one and none is left, that nobody waits (said before it is told it holds, so that it holds
+    /// without a recall).
     private func standing() -> [HostLeaseEvent] {
         guard let known, let revision = own?.revision,
             let index = known.firstIndex(where: { $0.name == own?.name })
         else { return [] }
         var events: [HostLeaseEvent] = []
+        let waiting = index + 1 < known.count
+        if !waiting && own?.toldWaiting == true { events.append(.noHostWaiting(folder: folder, after: revision)) }
         if index == 0 { events.append(.becameHolder(folder: folder, revision: revision)) }
-        if index + 1 < known.count {
-            events.append(.otherHostWaiting(folder: folder, host: known[index + 1].host, after: revision))
-        }
+        if waiting { events.append(.otherHostWaiting(folder: folder, host: known[index + 1].host, after: revision)) }
         return events
     }
 
@@ -250,7 +267,7 @@ extension HostLeaseEvent {
     /// change (``SharedFolderKeys/watched(_:revision:endsBatch:)``).
     var isStanding: Bool {
         switch self {
-        case .becameHolder, .otherHostWaiting: true
+        case .becameHolder, .otherHostWaiting, .noHostWaiting: true
         default: false
         }
     }

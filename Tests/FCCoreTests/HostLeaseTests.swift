@@ -61,6 +61,37 @@ import Testing
         #expect(table.snapshot().folders.first?.state == .requested)
     }
 
+    /// Stop 68: a host told that another waits, which then stopped waiting (its claims gave up, its session ended),
+    /// kept the flag, and gave the folder up for nobody: at the end of the minimum hold, or at once when it became
+    /// holder later. Now nobody waiting calls a recall not yet begun off.
+    @Test func aHostThatStoppedWaitingCallsTheRecallOffBeforeItBegins() {
+        let folder = Self.folder
+        let held = Self.heldTable()
+        _ = held.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(1) + .milliseconds(40))
+        #expect(held.snapshot().folders.first?.otherHostWaiting == true)
+        #expect(held.handle(.noHostWaiting(folder: folder, after: 6), at: .seconds(1) + .milliseconds(50)) == [])
+        #expect(
+            held.handle(.noHostWaiting(folder: folder, after: 7), at: .seconds(1) + .milliseconds(50))
+                == [.cancelTimer(.minimumHold(folder))]
+        )
+        #expect(held.snapshot().folders.first?.state == .held(revision: 7, since: .seconds(1)))
+        #expect(held.snapshot().folders.first?.otherHostWaiting == false)
+        #expect(held.handle(.timerFired(.minimumHold(folder)), at: .seconds(1) + .milliseconds(100)) == [])
+        #expect(held.admits(folder, at: .seconds(2)))
+        // Queued behind a third host when the waiting host came and went: holder with no recall.
+        let queued = Self.liveTable()
+        _ = queued.handle(.claimArrived(folder: folder), at: .seconds(1))
+        _ = queued.handle(.keyCreated(folder: folder, revision: 7), at: .seconds(1))
+        _ = queued.handle(.otherHostWaiting(folder: folder, host: "b", after: 7), at: .seconds(1))
+        _ = queued.handle(.noHostWaiting(folder: folder, after: 7), at: .seconds(2))
+        #expect(
+            queued.handle(.becameHolder(folder: folder, revision: 7), at: .seconds(3)) == [
+                .admit(folder: folder, revision: 7)
+            ]
+        )
+        #expect(queued.snapshot().folders.first?.state == .held(revision: 7, since: .seconds(3)))
+    }
+
     @Test func aHostHeldPastTheMinimumHoldDrainsAtOnceAndOneUnwantedStaysIdleAfterRelease() {
         let table = Self.heldTable()
         let folder = Self.folder

@@ -75,6 +75,29 @@ import Testing
         #expect(keys.watched(.deleted(name: "c/1")) == [Self.held, otherWaiting])
     }
 
+    /// Stop 68: the host heard that another host waits, and never that it stopped waiting.
+    @Test func theLastKeyAfterThisHostsGoneSaysNobodyWaitsOnceAndBeforeTheHolding() {
+        let keys = Self.queuedBehindTwo()
+        let nobody = HostLeaseEvent.noHostWaiting(folder: Self.folder, after: 9)
+        #expect(keys.watched(.deleted(name: "c/1")) == [])  // Never told of a host waiting: nothing to call off.
+        #expect(
+            keys.watched(.put(Self.key("d/1", 12, "d")))
+                == [.otherHostWaiting(folder: Self.folder, host: "d", after: 9)]
+        )
+        #expect(keys.watched(.deleted(name: "d/1")) == [nobody])
+        #expect(keys.watched(.put(Self.key("e/1", 13, "e")), endsBatch: false) == [])
+        // Put and gone within one watch message: the host hears nothing of it.
+        #expect(keys.watched(.deleted(name: "e/1")) == [])
+        #expect(keys.watched(.deleted(name: "a/1")) == [Self.held])
+        _ = keys.watched(.put(Self.key("f/1", 14, "f")))
+        // The key ahead and the one after gone in one revision: nobody waits, then this host holds.
+        let (fresh, nobodyAfter) = (Self.queuedBehindTwo(), nobody)
+        _ = fresh.watched(.put(Self.key("d/1", 12, "d")))
+        _ = fresh.watched(.deleted(name: "c/1"))
+        #expect(fresh.watched(.deleted(name: "a/1"), revision: 200, endsBatch: false) == [])
+        #expect(fresh.watched(.deleted(name: "d/1"), revision: 200) == [nobodyAfter, Self.held])
+    }
+
     @Test func thePutsAnswerAndTheWatchComeInEitherOrder() {
         let keys = Box(Self.folder)
         _ = keys.listed([], serial: 1)
