@@ -195,6 +195,19 @@ int fcp_in_signal_handler(void) {
     return in_handler;
 }
 
+int fcp_stack_has_room(void) {
+    int saved = errno;
+    stack_t stack;
+    int room = 1;
+    if (sigaltstack(NULL, &stack) == 0 && (stack.ss_flags & SS_ONSTACK)) {
+        /* The alternate stack grows down to ss_sp: what is left below this frame. */
+        uintptr_t here = (uintptr_t)__builtin_frame_address(0), low = (uintptr_t)stack.ss_sp;
+        room = here > low && here - low >= FCP_STACK_NEEDED;
+    }
+    errno = saved;
+    return room;
+}
+
 int fcp_same_process(void) { return getpid() == own_pid; }
 
 void fcp_disable_process(void) { __atomic_store_n(&fcp_settings.disabled, 1, __ATOMIC_RELAXED); }

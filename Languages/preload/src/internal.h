@@ -187,6 +187,13 @@ void fcp_unlock(void);
  * wait as briefly, never longer than without the library. A handler for a signal blocked at load is not seen. */
 #define FCP_SIGNAL_WAIT_MS 5
 int fcp_in_signal_handler(void);
+/* Whether the thread's stack has room for the library's paths: 0 when it runs on its alternate signal stack (a
+ * handler installed with SA_ONSTACK) with less than FCP_STACK_NEEDED left below the caller. A call that would claim
+ * goes through uncoordinated at once then: the library's paths take about 26 KB of stack, and a crash handler's 8 to
+ * 24 KB alternate stack overflowed, the program dying of a SIGSEGV it never had without the library (until stop 68).
+ * A wrapper asks once it knows it will claim, before any frame that holds a path. One system call; errno kept. */
+#define FCP_STACK_NEEDED (40 * 1024)
+int fcp_stack_has_room(void);
 /* fcp_lock, or in a signal handler the lock within FCP_SIGNAL_WAIT_MS; 0 when not taken. */
 int fcp_lock_for(int in_handler);
 /* Sends FinishClaim with fcp_lock held. */

@@ -46,10 +46,15 @@ static int open_intent(int dirfd, const char *path, int flags) {
     return NONE;
 }
 
+/* `intent`, or NONE in a signal handler whose alternate stack has no room for the claim (fcp_stack_has_room): asked
+ * before claim_for_open's frame, which holds a path. */
+static int with_room(int intent) { return intent != NONE && !fcp_stack_has_room() ? NONE : intent; }
+
 /* The claim an open with `intent` needs, or 0. A write that keeps the file's contents (no O_TRUNC: appending, or
  * editing in place) merges with them, so presenters are asked to save first (forMerging), as before a coordinated
  * read; a write that truncates replaces them, and presenters are asked only to relinquish. */
-static uint64_t claim_for_open(int dirfd, const char *path, int flags, int intent, int follow) {
+static __attribute__((noinline)) uint64_t claim_for_open(int dirfd, const char *path, int flags, int intent,
+                                                          int follow) {
     if (intent == NONE) return 0;
     char canonical[PATH_MAX];
     if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
@@ -96,7 +101,8 @@ static int call_open(enum open_kind kind, int dirfd, const char *path, int flags
 static int coordinated_open(enum open_kind kind, int dirfd, const char *path, int flags, mode_t mode) {
     if (!active() || !fcp_enter()) return call_open(kind, dirfd, path, flags, mode);
     int saved = errno;
-    uint64_t claim = claim_for_open(dirfd, path, flags, open_intent(dirfd, path, flags), !(flags & O_NOFOLLOW));
+    int intent = with_room(open_intent(dirfd, path, flags));
+    uint64_t claim = claim_for_open(dirfd, path, flags, intent, !(flags & O_NOFOLLOW));
     errno = saved;
     fcp_leave();
     int fd = call_open(kind, dirfd, path, flags, mode);
@@ -172,7 +178,7 @@ static FILE *coordinated_fopen(int large, const char *path, const char *mode) {
     if (!active() || !fcp_enter()) return call(path, mode);
     int saved = errno;
     int flags = fopen_flags(mode);
-    uint64_t claim = claim_for_open(AT_FDCWD, path, flags, open_intent(AT_FDCWD, path, flags), 1);
+    uint64_t claim = claim_for_open(AT_FDCWD, path, flags, with_room(open_intent(AT_FDCWD, path, flags)), 1);
     errno = saved;
     fcp_leave();
     FILE *file = call(path, mode);
@@ -197,7 +203,7 @@ static FILE *coordinated_freopen(int large, const char *path, const char *mode, 
     if (!path || !stream || !active() || !fcp_enter()) return call(path, mode, stream);
     int saved = errno;
     int flags = fopen_flags(mode);
-    uint64_t claim = claim_for_open(AT_FDCWD, path, flags, open_intent(AT_FDCWD, path, flags), 1);
+    uint64_t claim = claim_for_open(AT_FDCWD, path, flags, with_room(open_intent(AT_FDCWD, path, flags)), 1);
     int old = fileno(stream);
     int slot = old >= 0 && fcp_fd_has_claim(old) && fcp_same_process() ? fcp_fd_closing(old) : 0;
     errno = saved;

@@ -20,10 +20,16 @@
 
 static int active(void) { return !__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED); }
 
-static int coordinated_rename(int from_dir, const char *from, int to_dir, const char *to, unsigned int flags,
-                              int kind) {
-    if (!fcp_real.rename) fcp_resolve_real();
-    if (!active() || !fcp_enter()) goto pass;
+static int real_rename(int from_dir, const char *from, int to_dir, const char *to, unsigned int flags, int kind) {
+    return kind == 0   ? fcp_real.rename(from, to)
+           : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
+                       : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
+}
+
+/* The rename inside the library (its frame holds two paths: never inlined into the wrapper, which first checks that
+ * a signal handler's stack has room for it). */
+static __attribute__((noinline)) int claimed_rename(int from_dir, const char *from, int to_dir, const char *to,
+                                                     unsigned int flags, int kind) {
     int saved = errno;
     char from_path[PATH_MAX], to_path[PATH_MAX];
     int have_from = fcp_canonical(from_dir, from, 0, from_path);
@@ -52,9 +58,7 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
     uint64_t claim = count > 0 ? fcp_claim(items, count, 0) : 0;
     errno = saved;
     fcp_leave();
-    int result = kind == 0   ? fcp_real.rename(from, to)
-                 : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
-                             : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
+    int result = real_rename(from_dir, from, to_dir, to, flags, kind);
     int result_errno = errno;
     fcp_resume();
     if (claim) {
@@ -67,10 +71,17 @@ static int coordinated_rename(int from_dir, const char *from, int to_dir, const 
     fcp_leave();
     errno = result_errno;
     return result;
-pass:
-    return kind == 0   ? fcp_real.rename(from, to)
-           : kind == 1 ? fcp_real.renameat(from_dir, from, to_dir, to)
-                       : fcp_real.renameat2(from_dir, from, to_dir, to, flags);
+}
+
+static int coordinated_rename(int from_dir, const char *from, int to_dir, const char *to, unsigned int flags,
+                              int kind) {
+    if (!fcp_real.rename) fcp_resolve_real();
+    if (!active() || !fcp_enter()) return real_rename(from_dir, from, to_dir, to, flags, kind);
+    if (!fcp_stack_has_room()) {
+        fcp_leave();
+        return real_rename(from_dir, from, to_dir, to, flags, kind);
+    }
+    return claimed_rename(from_dir, from, to_dir, to, flags, kind);
 }
 
 int rename(const char *from, const char *to) { return coordinated_rename(AT_FDCWD, from, AT_FDCWD, to, 0, 0); }
@@ -84,7 +95,7 @@ int renameat2(int from_dir, const char *from, int to_dir, const char *to, unsign
 }
 
 /* One call on one name under one write claim (`follow`: the call follows a final symbolic link). */
-static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t options) {
+static __attribute__((noinline)) uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t options) {
     char canonical[PATH_MAX];
     if (!fcp_canonical(dirfd, path, follow, canonical)) return 0;
     struct fcp_item item = {.path = canonical, .write = 1, .options = options};
@@ -95,6 +106,10 @@ static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t opt
     do {                                                                                                               \
         if (!fcp_real.unlink) fcp_resolve_real();                                                                      \
         if (!active() || !fcp_enter()) return call;                                                                    \
+        if (!fcp_stack_has_room()) {                                                                                   \
+            fcp_leave();                                                                                               \
+            return call;                                                                                               \
+        }                                                                                                              \
         int saved = errno;                                                                                             \
         uint64_t claim = setup;                                                                                        \
         errno = saved;                                                                                                 \
@@ -108,19 +123,27 @@ static uint64_t claim_name(int dirfd, const char *path, int follow, uint64_t opt
         return result;                                                                                                 \
     } while (0)
 
-int unlink(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.unlink(path)); }
+int unlink(const char *path) {
+    NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.unlink(path));
+}
 
 int unlinkat(int dirfd, const char *path, int flags) {
     NAME_CALL(claim_name(dirfd, path, 0, FCP_FOR_DELETING), fcp_real.unlinkat(dirfd, path, flags));
 }
 
-int rmdir(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.rmdir(path)); }
+int rmdir(const char *path) {
+    NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.rmdir(path));
+}
 
 /* glibc's remove reaches unlink and rmdir through internal calls the library does not see. */
-int remove(const char *path) { NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.remove(path)); }
+int remove(const char *path) {
+    NAME_CALL(claim_name(AT_FDCWD, path, 0, FCP_FOR_DELETING), fcp_real.remove(path));
+}
 
 /* A new name for an existing file: a write claim on the new name (its folder's presenters hear of it). */
-int link(const char *from, const char *to) { NAME_CALL(claim_name(AT_FDCWD, to, 0, 0), fcp_real.link(from, to)); }
+int link(const char *from, const char *to) {
+    NAME_CALL(claim_name(AT_FDCWD, to, 0, 0), fcp_real.link(from, to));
+}
 
 int linkat(int from_dir, const char *from, int to_dir, const char *to, int flags) {
     NAME_CALL(claim_name(to_dir, to, 0, 0), fcp_real.linkat(from_dir, from, to_dir, to, flags));
