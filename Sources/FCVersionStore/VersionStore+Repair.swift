@@ -33,9 +33,18 @@ extension VersionStore {
                 report.orphanContents.append(entry)
             }
             let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
-            // lstat, not stat: a version of a symbolic link whose target is gone still has its contents.
-            for row in rows
-            where (try? manager.attributesOfItem(atPath: "\(contents)/\(row.id)/\(row.name)")) == nil {
+            // lstat, not stat: a version of a symbolic link whose target is gone still has its contents. Only a name
+            // that is not there is missing: any other failure (EACCES, EMFILE, ENOMEM, EIO) says nothing of the
+            // contents, and the row stays (until stop 68 it was deleted, and the contents with it).
+            func missing(_ path: String) -> Bool {
+                do {
+                    _ = try FileSystemCalls.status(path, followingLinks: false)
+                    return false
+                } catch {
+                    return error == .noSuchFileOrDirectory || error == .notDirectory
+                }
+            }
+            for row in rows where missing("\(contents)/\(row.id)/\(row.name)") {
                 try row.delete(db)
                 try? manager.removeItem(atPath: contents + "/" + row.id)
                 report.rowsWithoutContents.append(row.id)

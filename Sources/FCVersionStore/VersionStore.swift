@@ -73,6 +73,10 @@ public final class VersionStore: Sendable {
             // opens without it, as before.
             let opening = try? FileLock.acquire(directory + "/open.lock")
             database = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
+            // Again once the pool is open: GRDB sets `synchronous = NORMAL` on its writer when it turns WAL on, after
+            // prepareDatabase ran (until stop 68 every commit ran so: a power loss could take the last rows while
+            // their contents stayed, and the next repair deleted those as orphans).
+            try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             try Self.createSchema(in: database)
             withExtendedLifetime(opening) {}
         } catch {
@@ -83,6 +87,11 @@ public final class VersionStore: Sendable {
             )
         }
         try repair()
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (2: FULL), for tests.
+    @_spi(Testing) public func writerSynchronous() throws -> Int {
+        try database.write { try Int.fetchOne($0, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     /// The schema this code reads and writes, as `PRAGMA user_version` records it.
@@ -297,44 +306,55 @@ public final class VersionStore: Sendable {
     /// mark of those that exist again, and purges the versions of items gone for longer than ``retention``.
     /// Returns the purged versions. O(items with versions): run at start and on a timer, never per event.
     @discardableResult
+    ///
+    /// Each version is judged by its own mark: one added after its item was marked gone (the item made again, given a
+    /// version, and deleted again before a pass saw it) is marked when a pass finds the item gone, and purged a whole
+    /// retention after that, never with the older ones (until stop 68 the item's oldest mark purged every version of
+    /// it, a version added minutes before included); and a version added by another process between this pass's look
+    /// and its write is unmarked, so it stays.
     public func purgeDeletedItems() throws -> [StoredVersion] {
         let items = try reading { db in
-            try Row.fetchAll(db, sql: "SELECT itemPath, MIN(itemGoneSince) AS gone FROM version GROUP BY itemPath")
-                .map { (path: $0["itemPath"] as String, gone: $0["gone"] as Double?) }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT itemPath, MIN(itemGoneSince) AS gone, SUM(itemGoneSince IS NULL) AS unmarked
+                    FROM version GROUP BY itemPath
+                    """
+            )
+            .map { (path: $0["itemPath"] as String, gone: $0["gone"] as Double?, unmarked: $0["unmarked"] as Int) }
         }
         let current = now().timeIntervalSince1970
         let limit = Double(retention.components.seconds)
         var purged: [VersionRow] = []
         for item in items {
-            let exists = FileManager.default.fileExists(atPath: item.path)
-            switch (exists, item.gone) {
-            case (true, nil):
-                continue
-            case (true, .some):
+            if FileManager.default.fileExists(atPath: item.path) {
+                guard item.gone != nil else { continue }
                 try writing { db in
                     try db.execute(
                         sql: "UPDATE version SET itemGoneSince = NULL WHERE itemPath = ?",
                         arguments: [item.path]
                     )
                 }
-            case (false, nil):
+                continue
+            }
+            if item.unmarked > 0 {
                 try writing { db in
                     try db.execute(
-                        sql: "UPDATE version SET itemGoneSince = ? WHERE itemPath = ?",
+                        sql: "UPDATE version SET itemGoneSince = ? WHERE itemPath = ? AND itemGoneSince IS NULL",
                         arguments: [current, item.path]
                     )
                 }
-            case (false, .some(let since)):
-                guard current - since >= limit else { continue }
-                purged += try writing { db -> [VersionRow] in
-                    let rows = try VersionRow.fetchAll(
-                        db,
-                        sql: "SELECT * FROM version WHERE itemPath = ?",
-                        arguments: [item.path]
-                    )
-                    try db.execute(sql: "DELETE FROM version WHERE itemPath = ?", arguments: [item.path])
-                    return rows
-                }
+            }
+            guard let since = item.gone, current - since >= limit else { continue }
+            purged += try writing { db -> [VersionRow] in
+                let condition = "itemPath = ? AND itemGoneSince IS NOT NULL AND itemGoneSince <= ?"
+                let rows = try VersionRow.fetchAll(
+                    db,
+                    sql: "SELECT * FROM version WHERE \(condition)",
+                    arguments: [item.path, current - limit]
+                )
+                try db.execute(sql: "DELETE FROM version WHERE \(condition)", arguments: [item.path, current - limit])
+                return rows
             }
         }
         for row in purged {
