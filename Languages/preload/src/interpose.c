@@ -9,8 +9,7 @@
  *       open file it locks (databases and logs coordinate with their peers by their locks).
  *   freopen, freopen64: the stream's old descriptor's claim ends, the new open's claim is taken as fopen's.
  *   rename, unlink, rmdir, remove, link, truncate and their variants: names.c.
- *   connect, bind: a process that talks to the daemon itself (a FileCoordination client, fcdump) or serves its
- *       socket stops coordinating through this library, so that it never waits for its own claims.
+ *   connect, bind: sockets.c.
  *
  * Every wrapper passes straight through when the library is disabled or the thread is already inside it, and
  * returns the wrapped call's result with its errno. */
@@ -22,7 +21,6 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static int active(void) { return !__atomic_load_n(&fcp_settings.disabled, __ATOMIC_RELAXED); }
@@ -432,20 +430,4 @@ int flock(int fd, int operation) {
     if (result == 0 && (operation & (LOCK_SH | LOCK_EX))) took_own_lock(fd);
     errno = result_errno;
     return result;
-}
-
-// MARK: The daemon's own socket
-
-int connect(int fd, const struct sockaddr *address, socklen_t length) {
-    if (!fcp_real.connect) fcp_resolve_real();
-    /* Not from a vfork child (shared memory): its connect says nothing of its parent. */
-    if (fcp_is_daemon_address(address, length) && fcp_same_process()) fcp_disable_process();
-    return fcp_real.connect(fd, address, length);
-}
-
-int bind(int fd, const struct sockaddr *address, socklen_t length) {
-    if (!fcp_real.bind) fcp_resolve_real();
-    /* Not from a vfork child (shared memory): its connect says nothing of its parent. */
-    if (fcp_is_daemon_address(address, length) && fcp_same_process()) fcp_disable_process();
-    return fcp_real.bind(fd, address, length);
 }
