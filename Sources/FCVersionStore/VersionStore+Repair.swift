@@ -76,7 +76,12 @@ extension VersionStore {
     /// Replaces the item at `itemPath` with the contents of version `id`, and returns where the item is now: its
     /// path, or, when the version's extension differs, the item's name with the version's extension (the old item
     /// then removed). The new contents are prepared next to the item and renamed over it. With `byMoving`, the
-    /// contents leave the store and the version is removed.
+    /// version is removed once the item is in place.
+    ///
+    /// The contents are copied (reflinked where the file system can), `byMoving` or not: the version leaves the store
+    /// only after the item is in place, so that a failure or a crash on the way leaves it whole. Until stop 68
+    /// `byMoving` moved them out first, and a rename that failed (a package version over what is now a file) or a
+    /// crash then lost the version. A failure also puts a folder set aside back at the item's place.
     public func replaceItem(at itemPath: String, with id: String, byMoving: Bool) throws -> String {
         guard let version = try version(id: id) else {
             throw VersionStoreError(
@@ -96,17 +101,18 @@ extension VersionStore {
         let token = UUID().uuidString.lowercased()
         let prepared = "\(parent)/.\((result as NSString).lastPathComponent).fcversion-\(token)"
         do {
-            if byMoving {
-                try manager.moveItem(atPath: version.contentsPath, toPath: prepared)
-            } else {
-                try Self.copyTree(from: version.contentsPath, to: prepared)
-            }
+            try Self.copyTree(from: version.contentsPath, to: prepared)
             var isDirectory: ObjCBool = false
             if manager.fileExists(atPath: result, isDirectory: &isDirectory), isDirectory.boolValue {
                 // rename(2) replaces only empty directories: set the old tree aside first.
                 let aside = "\(parent)/.\((result as NSString).lastPathComponent).fcold-\(token)"
                 try FileSystemCalls.rename(FilePath(result), to: FilePath(aside))
-                try FileSystemCalls.rename(FilePath(prepared), to: FilePath(result))
+                do {
+                    try FileSystemCalls.rename(FilePath(prepared), to: FilePath(result))
+                } catch {
+                    try? FileSystemCalls.rename(FilePath(aside), to: FilePath(result))
+                    throw error
+                }
                 try? manager.removeItem(atPath: aside)
             } else {
                 try FileSystemCalls.rename(FilePath(prepared), to: FilePath(result))

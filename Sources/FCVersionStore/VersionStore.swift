@@ -191,6 +191,9 @@ public final class VersionStore: Sendable {
             try FileSystemCalls.sync(FilePath(staged))
             try FileSystemCalls.sync(FilePath(directory + "/staging"))
         } catch {
+            // Contents moved in go back where they were: a failed add leaves the caller's file as it found it (until
+            // stop 68 a failure after the move, a flush refused, deleted them).
+            if byMoving { try? manager.moveItem(atPath: staged + "/" + name, toPath: contentsPath) }
             try? manager.removeItem(atPath: staged)
             throw VersionStoreError(.ioFailure, "No version was added: staging the contents failed (\(error)).")
         }
@@ -220,7 +223,12 @@ public final class VersionStore: Sendable {
                 try row.insert(db)
             }
         } catch {
-            // Not added: whatever was renamed goes (repair() would remove it too).
+            // Not added: whatever was renamed goes (repair() would remove it too), contents moved in back first.
+            if byMoving {
+                for place in [final + "/" + name, staged + "/" + name] where manager.fileExists(atPath: place) {
+                    try? manager.moveItem(atPath: place, toPath: contentsPath)
+                }
+            }
             try? manager.removeItem(atPath: final)
             try? manager.removeItem(atPath: staged)
             throw VersionStoreError(

@@ -224,6 +224,27 @@ import Testing
         #expect(try VersionStore(directory: box.storePath).repair().isClean)
     }
 
+    /// Stop 68 (the same review): a replace by moving took the contents out of the store first; when the rename into
+    /// place failed (here a package version over what is a file now), the version was gone.
+    @Test func aReplaceByMovingThatFailsKeepsTheVersion() throws {
+        let box = try Sandbox()
+        let store = try VersionStore(directory: box.storePath)
+        let package = box.root + "/files/doc.pkg"
+        try FileManager.default.createDirectory(atPath: package, withIntermediateDirectories: true)
+        _ = try box.file("doc.pkg/part.txt", "part")
+        let version = try store.add(item: package, contentsOf: package)
+        try FileManager.default.removeItem(atPath: package)
+        _ = try box.file("doc.pkg", "a file now")
+        #expect(throws: VersionStoreError.self) { try store.replaceItem(at: package, with: version.id, byMoving: true) }
+        #expect(try store.version(id: version.id) != nil)
+        #expect(FileManager.default.fileExists(atPath: version.contentsPath + "/part.txt"))
+        #expect((try? String(contentsOfFile: package, encoding: .utf8)) == "a file now")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: box.root + "/files").filter {
+            $0.hasPrefix(".")
+        }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     /// A version of a symbolic link whose target is gone (a link kept as a version, or a dangling one) is whole: the
     /// repair at the next open keeps it (it looked through the link with `stat` and removed the row, issue 36).
     @Test func aVersionOfADanglingSymbolicLinkSurvivesRepair() throws {
