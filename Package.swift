@@ -204,7 +204,7 @@ let package = Package(
         // libfilecoord's functions: `@_cdecl` exports over FCBridge (filecoord.h documents them).
         .target(
             name: "FileCoordinationC",
-            dependencies: ["CFileCoord", "FCBridge", "FileCoordination", "FCToolkit"],
+            dependencies: ["CFileCoord", "FCBridge", "FCSystem", "FileCoordination", "FCToolkit"],
             path: "Languages/c/FileCoordinationC"
         ),
         // Harnesses for tests, benchmarks and the demonstration (not for apps).

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -64,3 +66,16 @@ int cfc_spawn_close_from(void *actions, int from) {
     if (!posix_spawn_file_actions_addclosefrom_np) return ENOSYS;
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }
+
+// MARK: fork
+
+static atomic_int forked_child;
+static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
+
+static void mark_forked_child(void) { atomic_store_explicit(&forked_child, 1, memory_order_relaxed); }
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, mark_forked_child); }
+
+void cfc_watch_fork(void) { pthread_once(&fork_watch, register_fork_handler); }
+
+int cfc_forked_child(void) { return atomic_load_explicit(&forked_child, memory_order_relaxed); }

@@ -308,7 +308,11 @@ public final class UnixSocket: Sendable {
 
     /// Shuts the connection down both ways: a blocked receive returns end of stream, a blocked accept fails. The
     /// descriptor stays open (and owned) until the object goes away. Errors are ignored (the peer may be gone).
+    ///
+    /// Not in a child that `fork()` made (``ForkWatch``): the socket is its parent's too, and shutdown would end the
+    /// parent's connection; the child's descriptor closes with it.
     public func shutdown() {
+        guard !ForkWatch.isForkedChild else { return }
         _ = libcShutdown(rawValue, Int32(SHUT_RDWR))
     }
 

@@ -1,5 +1,6 @@
 import CFileCoord
 import FCBridge
+import FCSystem
 import FCToolkit
 import FileCoordination
 import Foundation
@@ -48,8 +49,11 @@ final class ClaimBox: @unchecked Sendable {
         self.finished = finished
     }
 
-    /// Lets the holding thread's accessor return and waits until the claim is released.
+    /// Lets the holding thread's accessor return and waits until the claim is released. In a child that fork() made
+    /// of the holder (a `with` block left by the child, in Python) it does nothing: the claim and its thread are the
+    /// parent's, the child has no such thread to wait for (until stop 68 the child waited for ever).
     func end() {
+        guard !ForkWatch.isForkedChild else { return }
         release.signal()
         finished.wait()
     }

@@ -209,6 +209,40 @@ def test_a_python_holder_killed_with_kill_9_releases_its_claims(tmp_path, python
     assert item.read_text() == "after"
 
 
+def test_a_forked_child_leaves_its_parents_claim_alone(tmp_path, python_child, testhost):
+    """Stop 68 (a read-only review): a child that fork() made inside a claim ended its parent's claim when it left the
+    `with` block (its finish went out on the parent's connection), and could decide claims in its parent's leases. Now
+    every call in such a child fails (FILECOORD_ERR_INVALID_REQUEST) and it sends nothing."""
+    item = tmp_path / "held.txt"
+    item.write_text("x")
+    other = tmp_path / "other.txt"
+    other.write_text("y")
+    holder = python_child(
+        "import filecoord, os, sys, time\n"
+        "with filecoord.writing(%r):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        try:\n"
+        "            with filecoord.writing(%r, timeout=5):\n"
+        "                print('child granted', flush=True)\n"
+        "        except filecoord.FileCoordinationError as error:\n"
+        "            print('child refused', error.code, flush=True)\n"
+        "        sys.exit(0)\n"  # leaves the parent's `with` block in the child
+        "    os.waitpid(pid, 0)\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(120)\n" % (str(item), str(other))
+    )
+    holder.wait_for("child refused 8", timeout=30)
+    holder.wait_for("held", timeout=30)
+    host = testhost()
+    host.send("write %s after" % item)
+    assert host.stays_without("granted write"), host.lines
+    holder.process.kill()
+    holder.process.wait(10)
+    host.wait_for("done write")
+    assert item.read_text() == "after"
+
+
 def test_a_hundred_threads_keep_mutual_exclusion(tmp_path):
     item = tmp_path / "counter.txt"
     item.write_text("0")

@@ -19,6 +19,13 @@
 /// 0, or -1 with errno.
 static inline int cfc_set_thread_name(const char *name) { return (int)syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0); }
 
+/// Notes from now on, once per process, whether this process is a child that fork() made (a pthread_atfork child
+/// handler, which runs in every forked child of this process and of its own forked children; not for vfork or
+/// posix_spawn, whose children run nothing of this process before exec). CFCLinux.c.
+void cfc_watch_fork(void);
+/// 1 in a forked child of a process that called cfc_watch_fork, else 0 (one relaxed atomic load).
+int cfc_forked_child(void);
+
 /// What the status pipe of `cfc_spawn_detached` carries: a tag and a value.
 struct cfc_spawn_report {
     int tag;    // 1: the daemon's pid; 2: errno of setsid or fork in the middle process; 3: errno of execve

@@ -1,6 +1,7 @@
 import Dispatch
 import FCCore
 import FCProtocol
+import FCSystem
 import FCToolkit
 import Logging
 import Synchronization
@@ -335,7 +336,9 @@ final class LeaseTable: @unchecked Sendable {
     /// The claim table hears of the claim only if it leaves its lease while it runs (``State/remove(_:holdingIn:)``,
     /// under this lock: a connection lost after the grant finds it, and the client declares it to the next daemon).
     func grantAtOnce(_ claim: StraightClaim) -> Lease? {
-        guard heldCount.load(ordering: .relaxed) > 0 else { return nil }
+        // A forked child's copy of the leases is its parent's: it decides nothing (CoordinationClient.submitClaim
+        // fails its claims).
+        guard heldCount.load(ordering: .relaxed) > 0, !ForkWatch.isForkedChild else { return nil }
         return state.withLock { state -> Lease? in
             guard let lease = state.lease(deciding: claim.item), lease.grantedAtOnce == nil,
                 lease.arbiter.arbiter.grantsAtOnce(claim.id, of: claim.client, coordinator: claim.coordinator)

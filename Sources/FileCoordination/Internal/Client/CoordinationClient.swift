@@ -1,6 +1,7 @@
 import Dispatch
 import FCCore
 import FCProtocol
+import FCSystem
 import FCToolkit
 import Foundation
 import Logging
@@ -71,7 +72,18 @@ final class CoordinationClient: Sendable {
         self.progress = ProgressCenter(ids: ids, connection: connection, logger: logger)
         connection.owner = self
         leases.owner = self
+        ForkWatch.start()
     }
+
+    /// What a call made in a child that `fork()` made of this process gets (docs/SEMANTICS.md §7): the child shares
+    /// this process's connection to the daemon and has its claims and leases in memory, none of them its own. Until
+    /// stop 68 such a child decided claims in its parent's leases, and its finishes ended its parent's claims.
+    static let forkedChildError = FileCoordinationError(
+        .invalidRequest,
+        "File coordination cannot be used in a child process that fork made of a process that used it (the child "
+            + "shares its parent's connection to filecoordd and holds none of its claims); a program the child runs "
+            + "with exec may use it from the start."
+    )
 
     func newID() -> UInt64 { ids.next() }
 
@@ -86,6 +98,10 @@ final class CoordinationClient: Sendable {
     /// fails with the reason if no arbiter can be had.
     @discardableResult
     func submitClaim(_ request: ClaimRequest, waiter: ClaimWaiter, route: (any ArbiterTransport)?) -> ClaimWait {
+        if ForkWatch.isForkedChild {
+            fail(request.id, with: Self.forkedChildError)
+            return .onWaiter
+        }
         // Inside a lease held and not recalled: decided here, with no round trip (issue 23).
         if leases.heldCount.load(ordering: .relaxed) > 0, let outcomes = leases.submit(request) {
             deliver(outcomes)
@@ -122,6 +138,8 @@ final class CoordinationClient: Sendable {
     /// `preferring`: the daemon connection the message's claim was sent on, used while it lasts without asking the
     /// connection manager (a live daemon connection is never replaced; once lost, the message goes to the new one).
     func send(_ message: ClientMessage, preferring transport: DaemonTransport? = nil) {
+        // A forked child's messages are about its parent's claims and presenters: they must not reach the daemon.
+        guard !ForkWatch.isForkedChild else { return }
         // A claim that ends is no longer held.
         if case .finishClaim(let claim, _, _) = message { claims.finished(claim) }
         // The held claim holds the new location too, for a declaration to come (a lease's return, a new daemon):
@@ -169,6 +187,10 @@ final class CoordinationClient: Sendable {
     // MARK: Presenters
 
     func addPresenter(_ presenter: any NSFilePresenter) {
+        guard !ForkWatch.isForkedChild else {
+            logger().error("a presenter added in a forked child is not registered: \(Self.forkedChildError.message)")
+            return
+        }
         // Connect first: a new connection registers the presenters already known, and this one must not be among
         // them as well as sent below. Without an arbiter it is kept, and registered when one is reached.
         if case .failure = connection.transport(retrying: false) { connection.startReconnecting() }

@@ -84,6 +84,8 @@ final class ConnectionManager: @unchecked Sendable {
     /// With `retrying` false, one attempt only (a presenter's registration must not block its caller: it is kept,
     /// and registered by the reconnecting thread).
     func transport(retrying: Bool = true) -> Result<any ArbiterTransport, FileCoordinationError> {
+        // A child that fork() made: its parent's connection is not its own, and it may make none (CoordinationClient).
+        if ForkWatch.isForkedChild { return .failure(CoordinationClient.forkedChildError) }
         if let transport = current { return .success(transport) }
         return connecting.withLock {
             if let transport = current { return .success(transport) }
