@@ -30,7 +30,9 @@
  * fork. The library runs threads of its own (its connection to the daemon, presenter callbacks) from the first call
  * on, so after fork() the child of a program that has called it may call no function of this header (nor anything
  * but async-signal-safe functions, as POSIX says of every multithreaded program) until it calls exec; a program it
- * then runs may use the library from the start. The child's descriptor of the daemon connection is closed on exec
+ * then runs may use the library from the start. A child that calls one all the same gets FILECOORD_ERR_INVALID_REQUEST
+ * from every call that can fail, and filecoord_claim_end of a claim its parent holds does nothing there: the child
+ * sends nothing on its parent's connection. The child's descriptor of the daemon connection is closed on exec
  * (it is opened with O_CLOEXEC), and claims held by the parent stay the parent's: a command that must run inside
  * them is given the coordinator's purpose (filecoord_coordinator_copy_purpose).
  *
