@@ -233,6 +233,51 @@ import Testing
         }
     }
 
+    /// Stop 68: a vfork child's record lock (fcntl F_SETLK: the child's own, gone when it exits) on a descriptor it
+    /// shares with its parent ended the parent's claim, and the parent's open file then held nothing.
+    @Test("A vfork child's own lock of a shared descriptor leaves the parent's claim held")
+    func aVforkChildsLockLeavesTheParentsClaim() async throws {
+        try await TestEnvironment.run { env in
+            _ = try await env.startDaemon()
+            let held = try env.file("held.txt", "")
+            let source = """
+                #define _GNU_SOURCE
+                #include <fcntl.h>
+                #include <stdio.h>
+                #include <sys/wait.h>
+                #include <unistd.h>
+
+                int main(int argc, char **argv) {
+                    if (argc != 2) return 1;
+                    int fd = open(argv[1], O_WRONLY | O_APPEND); /* a write claim, held while fd is open */
+                    if (fd < 0) return 2;
+                    pid_t child = vfork();
+                    if (child == 0) {
+                        struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+                        fcntl(fd, F_SETLK, &lock);
+                        _exit(0);
+                    }
+                    waitpid(child, NULL, 0);
+                    printf("locked\\n");
+                    fflush(stdout);
+                    sleep(120);
+                    return 0;
+                }
+                """
+            let program = try await env.compileC(source, named: "vfork-lock")
+            let running = try env.startProgram([program, held])
+            try await eventually("the child's lock") { running.output.contains("locked") }
+            let pid = running.process.processIdentifier
+            let listing = try await env.clientsListing(until: { $0.contains("pid \(pid)") }, while: running)
+            #expect(listing.contains("preload:vfork-lock pid \(pid): 0 presenters, 1 claims"), "\(listing)")
+            let writer = try await env.host("W")
+            try writer.send("write \(held) after")
+            #expect(try await writer.staysWithout("granted write"), "the parent's open file held nothing")
+            kill(pid, SIGKILL)
+            try await writer.waitFor("done write \(held)")
+        }
+    }
+
     /// The same rule for `flock`: a program that flocks a log it keeps open lets the next writer in, and a write
     /// without a lock of its own still holds it back.
     @Test("flock ends the claim of the open file it locks; an open without a lock keeps its claim")

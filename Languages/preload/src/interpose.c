@@ -379,7 +379,9 @@ static int is_lock_command(int command) {
 /* After the program's own lock on fd was taken: the claim of fd's open file ends (fcp_fd_own_lock). A lock's
  * release (F_UNLCK, LOCK_UN) changes nothing. */
 static void took_own_lock(int fd) {
-    if (!fcp_fd_has_claim(fd) || !fcp_enter()) return;
+    /* Not a vfork child's (shared memory): its record lock is its own and goes when it exits, the parent's claim
+     * stays (until stop 68 the child's lock ended the parent's claim, which then held nothing). */
+    if (!fcp_fd_has_claim(fd) || !fcp_same_process() || !fcp_enter()) return;
     fcp_fd_own_lock(fd);
     fcp_leave();
 }
