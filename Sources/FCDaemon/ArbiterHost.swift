@@ -22,7 +22,7 @@ final class ArbiterHost {
     /// The version store (issue 15), served off the loop.
     let versionStore: VersionStoreService
     /// The live connections, and what was read about each client when it connected.
-    private(set) var connections: ConnectionRegistry
+    var connections: ConnectionRegistry
     /// Connections open now, those still in their handshake included (``DaemonConfiguration/maximumConnections``).
     var openConnections: Int { connections.openConnections }
     /// The recovery grace after a crash of the previous daemon (``startRecovery(for:because:marker:)``).
@@ -307,59 +307,6 @@ final class ArbiterHost {
         flushPending()
         for channel in connections.allChannels { channel.close(promise: nil) }
         timers.removeAll()
-    }
-
-    func send(_ frame: Filecoord_V1_Frame, to client: ClientID) {
-        guard let channel = connections.reachable(client) else { return }
-        if case .claimFailed(let failed)? = frame.payload, failed.kind == .timedOut {
-            connections.countTimedOutClaim(of: client)
-        }
-        write(frame, on: channel, for: client)
-        // More than maximumQueuedBytes wait for a client that does not read (11.3): it cannot be reached, so it is
-        // treated like a presenter that does not answer, at once and for all its presenters: disconnected. Its
-        // claims are released, its presenters removed, its pending replies count as answered; its queue is freed.
-        if !channel.isWritable {
-            close(
-                client,
-                because: ProtocolError(
-                    .limitExceeded,
-                    "the client does not read: more than \(configuration.maximumQueuedBytes) bytes of messages wait to "
-                        + "be sent to it, so it is disconnected and its presenters count as gone"
-                )
-            )
-        }
-    }
-
-    /// Writes a frame without flushing; the connection is flushed once at the end of this loop pass, however many
-    /// frames it got (``flushPending()``).
-    private func write(_ frame: Filecoord_V1_Frame, on channel: any Channel, for client: ClientID) {
-        do {
-            let buffer = try encoder.encode(frame, allocator: channel.allocator)
-            channel.write(buffer, promise: nil)
-        } catch {
-            logger.error("could not encode a frame: \(error)", metadata: ["client.id": "\(client.rawValue)"])
-            return
-        }
-        flushes.wrote(on: channel, for: client)
-    }
-
-    /// Writes and flushes at once, outside the batching: for the handshake, dumps and version store replies, which
-    /// are not on the hot path. `pid` names the peer in the log if the frame cannot be encoded.
-    func writeNow(_ frame: Filecoord_V1_Frame, on channel: any Channel, pid: Int32) {
-        let buffer: ByteBuffer
-        do {
-            buffer = try encoder.encode(frame, allocator: channel.allocator)
-        } catch {
-            // Never silent: the peer would wait for an answer that does not come.
-            logger.error("could not encode a frame: \(error)", metadata: ["client.pid": "\(pid)"])
-            return
-        }
-        channel.writeAndFlush(buffer, promise: nil)
-    }
-
-    /// Flushes every connection written to since the last flush, once each.
-    func flushPending() {
-        flushes.flushPending()
     }
 
     func apply(_ routed: SessionRouter.Routed) {

@@ -150,6 +150,27 @@ extension RawClient {
 
 // A client that does not read (issue 11.3).
 @Suite struct SlowReaderTests {
+    /// Stop 68 (a read-only review): replies written at once (Pongs, version store and dump replies) did not look
+    /// at the bound: a client that sent Pings and read nothing grew the daemon's memory without end.
+    @Test("A client that pings and never reads is disconnected once its replies pass the bound")
+    func aClientThatPingsAndNeverReadsIsDisconnected() async throws {
+        try await TestEnvironment.run { env in
+            let daemon = try await env.startDaemon(arguments: ["--max-queued-bytes", "65536"])
+            let deaf = try RawClient(socket: env.socket)
+            try await deaf.handshake(name: "deaf")
+            let ping = Filecoord_V1_Frame(.ping(Filecoord_V1_Ping()))
+            // A few times what the socket's buffers and the bound hold (a Pong is a few bytes): without the bound
+            // they all queue in the daemon.
+            var sent = 0
+            while sent < 200_000 {
+                do { try deaf.send(ping) } catch { break }  // The daemon closed the connection.
+                sent += 1
+            }
+            #expect(try await deaf.waitForClose(timeout: .seconds(20)), "the daemon kept answering \(sent) pings")
+            try await daemon.waitForLog("closing a connection that does not read")
+        }
+    }
+
     @Test("A client that does not read is disconnected once its queue passes the bound; writers never wait for it")
     func aClientThatDoesNotReadIsDisconnected() async throws {
         try await TestEnvironment.run { env in

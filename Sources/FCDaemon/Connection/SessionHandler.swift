@@ -122,8 +122,9 @@ final class SessionHandler: ChannelInboundHandler {
                 let (handler, channel) = bound.value
                 handler.dumpInFlight = false
                 guard channel.isActive else { return }  // fcdump gave up and went away.
-                for reply in replies {
-                    handler.host.writeNow(Filecoord_V1_Frame(.dumpReply(reply)), on: channel, pid: handler.pid)
+                for (index, reply) in replies.enumerated() {
+                    let frame = Filecoord_V1_Frame(.dumpReply(reply))
+                    handler.host.writeNow(frame, on: channel, pid: handler.pid, checkingReads: index == 0)
                 }
             }
         }
