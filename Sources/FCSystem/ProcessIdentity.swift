@@ -1,5 +1,3 @@
-import CFCLinux
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -23,18 +21,4 @@ public enum ProcessIdentity {
     /// The effective user id of this process (`geteuid`): whose permissions its file accesses have; root's (0) when
     /// it may mount, and the user a daemon must run as for a client to trust it (``DaemonTrust``).
     public static var effectiveUserID: UInt32 { geteuid() }
-}
-
-/// Whether this process is a child that `fork()` made of a process that uses the library: such a child shares its
-/// parent's connection to the daemon (one socket), and has its parent's claims, leases and presenters in memory, but
-/// none of its threads. It must use none of it (docs/SEMANTICS.md §7).
-///
-/// - Important: Thread-safe: ``start()`` registers a `pthread_atfork` child handler once per process (it touches
-///   nothing of the program's: its own handlers run as before); ``isForkedChild`` is one atomic load.
-public enum ForkWatch {
-    /// Starts watching (once per process; later calls do nothing).
-    public static func start() { cfc_watch_fork() }
-
-    /// `true` in a forked child of a process that called ``start()``, and in that child's forked children.
-    public static var isForkedChild: Bool { cfc_forked_child() != 0 }
 }

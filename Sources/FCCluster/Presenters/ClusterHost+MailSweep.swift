@@ -23,11 +23,10 @@ extension ClusterHost {
     /// A session of this process opened: mail for it is for this process's presenters. The oldest beyond
     /// ``PresenterExchange/maximumOwnLeases`` is let go, with its series.
     func ownLeaseOpened(_ lease: String) {
-        guard exchange.ownLeases.insert(lease).inserted else { return }
-        exchange.ownLeaseOrder.append(lease)
-        while exchange.ownLeaseOrder.count > PresenterExchange.maximumOwnLeases {
-            let old = exchange.ownLeaseOrder.removeFirst()
-            exchange.ownLeases.remove(old)
+        guard !exchange.ownLeases.contains(lease) else { return }
+        exchange.ownLeases.append(lease)
+        while exchange.ownLeases.count > PresenterExchange.maximumOwnLeases {
+            let old = exchange.ownLeases.removeFirst()
             forgetSeries { $0.hasPrefix("\(old)/") }
         }
     }

@@ -58,8 +58,7 @@ struct PresenterExchange {
     var sweepScheduled = false
     /// The last ``maximumOwnLeases`` session leases this process opened (hexadecimal), the oldest first: mail for
     /// any of them is for its presenters (replies to what was asked under an earlier session still come there).
-    var ownLeases: Set<String> = []
-    var ownLeaseOrder: [String] = []
+    var ownLeases: [String] = []
     /// Whether a check of the sessions the mail keeps series for is scheduled or on its way
     /// (ClusterHost+MailSweep.swift).
     var mailSweepScheduled = false
