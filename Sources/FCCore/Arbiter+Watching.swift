@@ -18,9 +18,10 @@ struct WatchState {
     /// Items written by a coordinated write that ended recently: what tells their echoes from later changes, and
     /// the tick after which their events are no longer echoes of it.
     var echoes: [ItemPath: EchoRecord] = [:]
-    /// Items created recently, to the tick after which they are no longer new: a file's creation and its first
-    /// close after writing are one appearance, and a save through a new temporary renamed over an item is a change.
-    var fresh: [ItemPath: (expiry: Int, written: Bool)] = [:]
+    /// Items created recently, to the tick after which they are no longer new, with their state when the creation was
+    /// read: a file's creation and its first close after writing are one appearance when nothing was written between
+    /// the two reads, and a save through a new temporary renamed over an item is a change.
+    var fresh: [ItemPath: FreshItem] = [:]
     /// Ticks of the window timer so far.
     var tick = 0
     /// How far the watcher has read (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``): `nil` until
@@ -36,6 +37,30 @@ struct WatchState {
     var statistics = WatchStatistics()
 
     var isIdle: Bool { windows.isEmpty && echoes.isEmpty && fresh.isEmpty }
+}
+
+/// An item created recently (``WatchState/fresh``).
+struct FreshItem {
+    /// The tick after which it is no longer new.
+    var expiry: Int
+    /// Its state when its creation was read (``ArbiterEvent/fileSystemChanged(_:observed:readAt:drainedAt:)``);
+    /// `nil` when the watcher could not read it.
+    var stamp: ItemStamp?
+    /// `true` once its first change came.
+    var written = false
+
+    /// Whether `now`, its state at its first change, shows the contents its creation was read with: the same file,
+    /// of the same size (its times may differ: `touch` sets them after its creation, and that is one appearance).
+    /// `true` when either state is unknown, as before stop 69.
+    func hasContents(of now: ItemStamp?) -> Bool {
+        guard let stamp, let now else { return true }
+        switch (stamp, now) {
+        case (.present(let inode, let size, _), .present(let nowInode, let nowSize, _)):
+            return inode == nowInode && size == nowSize
+        default:
+            return stamp == now
+        }
+    }
 }
 
 extension Arbiter {
@@ -103,12 +128,15 @@ extension Arbiter {
                 guard reported(path, event) else { continue }
                 if let fresh = watching.fresh[path], !fresh.written {
                     watching.fresh[path]?.written = true
-                    continue  // Its first contents: its creation was reported.
+                    // Its first contents, when they are as its creation was read: what its presenters were told of.
+                    // Written after that read (a copy of some size, an append right after a move in), they are a
+                    // change: until stop 69 they were dropped, and presenters read the file as it was at creation.
+                    if fresh.hasContents(of: observed[path]) { continue }
                 }
                 itemChanged(path)
             case .created(let path, let isDirectory):
                 guard reported(path, event) else { continue }
-                itemAppeared(path, isDirectory: isDirectory)
+                itemAppeared(path, isDirectory: isDirectory, stamp: observed[path])
             case .deleted(let path):
                 guard reported(path, event) else { continue }
                 itemDeleted(path)
@@ -126,7 +154,8 @@ extension Arbiter {
                 }
             case .movedTo(let path, _, let isDirectory):
                 guard reported(path, event) else { continue }
-                itemAppeared(path, isDirectory: isDirectory)  // Moved in from somewhere unwatched.
+                // Moved in from somewhere unwatched.
+                itemAppeared(path, isDirectory: isDirectory, stamp: observed[path])
             case .overflow:
                 queueOverflowed()
             case .watchFailed(let directory, let reason):
@@ -168,8 +197,8 @@ extension Arbiter {
         notifyEnclosingDirectories(of: path, appeared: false)
     }
 
-    private func itemAppeared(_ path: ItemPath, isDirectory: Bool) {
-        watching.fresh[path] = (watching.tick + 2, false)
+    private func itemAppeared(_ path: ItemPath, isDirectory: Bool, stamp: ItemStamp?) {
+        watching.fresh[path] = FreshItem(expiry: watching.tick + 2, stamp: stamp)
         // A presenter of an item that did not exist yet hears that it does now.
         notifyPresenters(at: path, .presentedItemDidChange)
         notifyEnclosingDirectories(of: path, appeared: true)

@@ -148,6 +148,41 @@ struct WatchingTests {
         )
     }
 
+    @Test func aNewFileWrittenAfterItsCreationWasReadIsAChangeToo() {
+        // Its creation was read empty; its first close found contents: its presenters were told of an empty file,
+        // and hear of the contents (until stop 69 the close was dropped as the creation's own).
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let folder = h.present("/d", client: app)
+        let file = h.present("/d/n", client: app)
+        let empty = ItemStamp.present(inode: 7, size: 0, changeTime: 1_000)
+        let written = ItemStamp.present(inode: 7, size: 8, changeTime: 1_050)
+        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): empty]))
+        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): written]))
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange, .presentedItemDidChange])
+        #expect(
+            h.messages(to: folder) == [
+                .presentedSubitemDidChange(at: path("/d/n")), .presentedSubitemDidAppear(at: path("/d/n")),
+                .presentedSubitemDidChange(at: path("/d/n")),
+            ]
+        )
+    }
+
+    @Test func aNewFileClosedAsItsCreationWasReadAppearsOnce() {
+        // The same contents at both reads (its times set in between, as `touch` sets them): what its presenters were
+        // told of is what the close left.
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/d/n", client: app)
+        let created = ItemStamp.present(inode: 7, size: 8, changeTime: 1_000)
+        let closed = ItemStamp.present(inode: 7, size: 8, changeTime: 1_020)
+        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): created]))
+        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): closed]))
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+    }
+
     @Test func aRenameMovesThePresenterAndTellsTheFolder() {
         let h = watchingHarness()
         let app = h.connect("app")
