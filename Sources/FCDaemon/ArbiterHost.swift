@@ -104,7 +104,8 @@ final class ArbiterHost {
             directory: configuration.versionStoreDirectory,
             retention: configuration.versionRetention,
             logger: logger,
-            answersInline: configuration.runsOffLoopWorkInline
+            answersInline: configuration.runsOffLoopWorkInline,
+            maximumReplySize: configuration.maximumFrameSize
         )
         self.router = SessionRouter(
             configuration: configuration.arbiterConfiguration,

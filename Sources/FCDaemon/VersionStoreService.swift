@@ -21,17 +21,22 @@ final class VersionStoreService: @unchecked Sendable {
     /// Requests answered on the caller's thread (``DaemonConfiguration/runsOffLoopWorkInline``: the handshake's
     /// fuzz target, whose one thread is everything's).
     private let answersInline: Bool
+    /// The largest reply one frame carries (``DaemonConfiguration/maximumFrameSize``): a larger one could not be
+    /// sent, and its caller would wait for it until its timeout (``fitted(_:to:)``).
+    let maximumReplySize: Int
 
     init(
         directory: String,
         retention: Duration = .seconds(30 * 24 * 3600),
         logger: Logger,
-        answersInline: Bool = false
+        answersInline: Bool = false,
+        maximumReplySize: Int = 1 << 20
     ) {
         self.directory = directory
         self.retention = retention
         self.logger = logger
         self.answersInline = answersInline
+        self.maximumReplySize = maximumReplySize
     }
 
     /// An item moved without coordination (the watcher of issue 13 saw a rename): its versions, and those of
@@ -147,7 +152,45 @@ final class VersionStoreService: @unchecked Sendable {
             reply.errorCode = 3
             reply.errorMessage = "The version store failed: \(error)"
         }
-        return reply
+        return fitted(reply, to: request)
+    }
+
+    /// `reply`, made to fit in one frame: the versions a removal of all took away are named by their ids alone (all
+    /// their caller uses), and a listing too long for a frame is refused with a clear error. Until stop 69 such a
+    /// reply could not be encoded, was logged and dropped, and its caller waited the call's timeout (120 s).
+    private func fitted(
+        _ reply: Filecoord_V1_VersionStoreReply,
+        to request: Filecoord_V1_VersionStoreRequest
+    ) -> Filecoord_V1_VersionStoreReply {
+        // Room for the frame's own fields and the reply's; each record's fields and their tags and lengths.
+        let room = maximumReplySize - 256 - reply.path.count - reply.errorMessage.utf8.count
+        func size(of record: Filecoord_V1_StoredVersionRecord) -> Int {
+            64 + record.id.utf8.count + record.itemPath.count + record.name.utf8.count + record.contentsPath.count
+                + record.savingComputer.utf8.count + record.originator.utf8.count
+        }
+        guard reply.versions.reduce(0, { $0 + size(of: $1) }) > room else { return reply }
+        var fitted = reply
+        if request.operation == .removeAll {
+            fitted.versions = reply.versions.map { version in
+                var record = Filecoord_V1_StoredVersionRecord()
+                record.id = version.id
+                return record
+            }
+            if fitted.versions.reduce(0, { $0 + size(of: $1) }) <= room { return fitted }
+        }
+        fitted.versions = []
+        fitted.errorCode = 4
+        fitted.errorMessage =
+            request.operation == .removeAll
+            ? "The \(reply.versions.count) versions were removed, but their ids are more than one reply of filecoordd "
+                + "holds (\(maximumReplySize) bytes): presenters of the item were not told of each."
+            : "The item has \(reply.versions.count) versions, more than one reply of filecoordd holds "
+                + "(\(maximumReplySize) bytes); remove some (NSFileVersion.removeOtherVersionsOfItem(at:))."
+        logger.warning(
+            "a version store reply was too large for a frame",
+            metadata: ["versions": "\(reply.versions.count)"]
+        )
+        return fitted
     }
 
     static func record(_ version: StoredVersion) -> Filecoord_V1_StoredVersionRecord {

@@ -91,4 +91,39 @@ import Testing
         #expect(gone.errorCode == 2)
         #expect(try String(contentsOfFile: moved, encoding: .utf8) == "one")
     }
+
+    @Test func aReplyLargerThanAFrameIsAnErrorOrIdsNeverADroppedReply() throws {
+        // Until stop 69 a listing of more versions than a frame holds could not be encoded, was dropped, and its
+        // caller waited 120 s; a removal of them all removed them and answered nothing.
+        let root = NSTemporaryDirectory() + "fcversions-large-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/files", withIntermediateDirectories: true)
+        let item = root + "/files/doc.txt"
+        try Data("one".utf8).write(to: URL(fileURLWithPath: item))
+        let service = VersionStoreService(
+            directory: root + "/store",
+            logger: Logger(label: "test"),
+            maximumReplySize: 4_096
+        )
+        var added: [String] = []
+        for _ in 0..<30 {
+            let reply = service.handle(
+                request(.add) {
+                    $0.itemPath = Data(item.utf8)
+                    $0.contentsPath = Data(item.utf8)
+                }
+            )
+            try #require(reply.errorCode == 0)
+            added.append(try #require(reply.versions.first).id)
+        }
+
+        let listed = service.handle(request(.list) { $0.itemPath = Data(item.utf8) })
+        #expect(listed.errorCode == 4 && listed.versions.isEmpty)
+        #expect(listed.errorMessage.contains("30 versions"), "\(listed.errorMessage)")
+        let removed = service.handle(request(.removeAll) { $0.itemPath = Data(item.utf8) })
+        #expect(removed.errorCode == 0)
+        #expect(Set(removed.versions.map(\.id)) == Set(added))
+        #expect(removed.versions.allSatisfy { $0.itemPath.isEmpty && $0.contentsPath.isEmpty })
+        #expect(service.handle(request(.list) { $0.itemPath = Data(item.utf8) }).versions.isEmpty)
+    }
 }
