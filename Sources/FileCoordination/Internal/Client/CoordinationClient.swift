@@ -382,17 +382,20 @@ extension CoordinationClient: ConnectionOwner {
     /// Registers every presenter of this client with `transport`, just put in charge, and declares again the
     /// claims whose accessors still run: a new daemon (after a crash) knew nothing of them.
     func connected(to transport: any ArbiterTransport, install: () -> Void) {
-        let registrations = registering.withLock {
+        // The claims held are read before the transport is put in charge: a claim granted on it once it is (another
+        // thread's, while the presenters below are registered) is the new daemon's already, and declaring it too
+        // made the daemon close the connection ("claim id reused while live"; CI, stop 68).
+        let (registrations, holding) = registering.withLock {
+            let holding = claims.heldRequests
             install()
             claims.route(to: transport)
-            return presenters.registrations
+            return (presenters.registrations, holding)
         }
         for registration in registrations { transport.send(.addPresenter(registration)) }
         if let daemon = transport as? DaemonTransport {
             progress.connected(to: daemon)
             queries.connected(to: daemon)
         }
-        let holding = claims.heldRequests
         for request in holding {
             var declared = request
             declared.isHeld = true
