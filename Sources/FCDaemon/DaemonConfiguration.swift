@@ -119,4 +119,13 @@ public struct DaemonConfiguration: Sendable {
         configuration.leases = grantsLeases ? leasePolicy : nil
         return configuration
     }
+
+    /// The limits a connection is held to, as `HelloReply.limits` announces them (docs/PROTOCOL.md §5).
+    var protocolLimits: ProtocolLimits {
+        ProtocolLimits(
+            maximumFrameSize: maximumFrameSize,
+            maximumClaimsPerClient: maximumClaimsPerClient,
+            maximumPresentersPerClient: maximumPresentersPerClient
+        )
+    }
 }

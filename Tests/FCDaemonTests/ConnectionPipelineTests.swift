@@ -222,6 +222,14 @@ struct EmbeddedConnection {
         }
         #expect(reply.protocolVersion == ProtocolVersion.current)
         #expect(reply.daemonPid == ProcessIdentity.processID)
+        // The limits it enforces, announced (left out until stop 69).
+        let configuration = connection.host.configuration
+        #expect(reply.hasLimits)
+        #expect(reply.limits.maximumFrameSize == UInt32(configuration.maximumFrameSize))
+        #expect(reply.limits.maximumClaimsPerClient == UInt32(configuration.maximumClaimsPerClient))
+        #expect(reply.limits.maximumPresentersPerClient == UInt32(configuration.maximumPresentersPerClient))
+        #expect(reply.limits.maximumItemsPerClaim == UInt32(ProtocolLimits.defaultMaximumItemsPerClaim))
+        #expect(reply.limits.maximumPathLength == UInt32(ProtocolLimits.defaultMaximumPathLength))
         #expect(
             try connection.channel.pipeline.syncOperations.handler(type: SessionHandler.self).pid
                 == ProcessIdentity.processID

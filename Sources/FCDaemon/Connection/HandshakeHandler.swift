@@ -181,6 +181,9 @@ final class HandshakeHandler: ChannelInboundHandler {
             reply.protocolVersion = version
             reply.daemonPid = ProcessIdentity.processID
             reply.revision = ProtocolVersion.revision
+            // What this daemon enforces (docs/PROTOCOL.md §2): until stop 69 the reply left them out, and a client
+            // took the defaults for them whatever the daemon's options said.
+            reply.limits = Filecoord_V1_Limits(host.configuration.protocolLimits)
             host.writeNow(Filecoord_V1_Frame(.helloReply(reply)), on: context.channel, pid: peerPID)
         }
     }

@@ -31,11 +31,7 @@ final class SessionHandler: ChannelInboundHandler {
         self.host = host
         self.client = client
         self.pid = pid
-        self.limits = ProtocolLimits(
-            maximumFrameSize: host.configuration.maximumFrameSize,
-            maximumClaimsPerClient: host.configuration.maximumClaimsPerClient,
-            maximumPresentersPerClient: host.configuration.maximumPresentersPerClient
-        )
+        self.limits = host.configuration.protocolLimits
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
