@@ -1,6 +1,7 @@
 import FCCore
 import FCProtocol
 import Logging
+import Synchronization
 import Testing
 
 @testable import FileCoordination
@@ -215,5 +216,27 @@ import Testing
         #expect(claims.heldRequests.map(\.id) == [ClaimID(1)])
         let after = try #require(table.handle(.finishClaim(ClaimID(1), created: [])))
         #expect(after.map(\.0) == [ClaimID(2)])
+    }
+
+    /// A recall's return declares the claims still running in the lease; a finish of one of them that reads no lease
+    /// held goes straight to the daemon without the table's lock (CoordinationClient.send). Until stop 69 the count
+    /// fell before the return was written, so such a finish could reach the daemon first: dropped there as unknown,
+    /// and the return then made the claim run for good (OppositeOrderEndToEndTests hung once under load).
+    @Test func aRecallsReturnIsWrittenWhileTheLeaseStillCounts() throws {
+        let table = table()
+        var write = read(1)
+        write.items = [ClaimItem(path: write.items[0].path, access: .write([]))]
+        let granted = try #require(table.submit(write))
+        #expect(granted.map(\.0) == [ClaimID(1)])
+        var countWhileWriting = -1
+        var declared: [ClaimID] = []
+        _ = table.recall(LeaseTable.Key(connection: connection, lease: lease)) { running in
+            declared = running.map(\.id)
+            countWhileWriting = table.heldCount.load(ordering: .acquiring)
+        }
+        #expect(declared == [ClaimID(1)])
+        #expect(countWhileWriting == 1, "a finish could go to the daemon before the return declaring its claim")
+        #expect(table.heldCount.load(ordering: .acquiring) == 0)
+        #expect(table.handle(.finishClaim(ClaimID(1), created: [])) == nil, "the finish must go to the daemon")
     }
 }

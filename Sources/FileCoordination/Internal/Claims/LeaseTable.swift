@@ -90,7 +90,9 @@ final class LeaseTable: @unchecked Sendable {
     /// `state.leases.count`, stored under the lock whenever it changes, read without it: the listener asks
     /// ``holdsLeases(on:)`` on every loop, and every claim and message asks ``submit(_:)`` and ``handle(_:)``; with
     /// no lease held (most of the time) that costs one load. A claim a lease decides is forgotten before its lease
-    /// is (a recall, a drop, an idle return of a lease running nothing), so with none held no claim is a lease's.
+    /// is (a recall, a drop, an idle return of a lease running nothing), so with none held no claim is a lease's. A
+    /// recall lowers it only after the return is written (released; loads acquire): whoever reads the lower count
+    /// sends after the return, and whoever reads the higher one waits for the lock.
     /// How many leases are held (stored under `state` at each change): the client looks at it before it offers a
     /// claim or a message, so that with none held (always so in process) neither costs more than this load.
     let heldCount = Atomic<Int>(0)
@@ -138,7 +140,7 @@ final class LeaseTable: @unchecked Sendable {
                 subtree: subtree,
                 arbiter: InProcessArbiter(configuration: configuration)
             )
-            heldCount.store(state.leases.count, ordering: .relaxed)
+            heldCount.store(state.leases.count, ordering: .releasing)
             return true
         }
         guard taken else { return }
@@ -166,7 +168,6 @@ final class LeaseTable: @unchecked Sendable {
                 state.requests[request.id] = nil
             }
             state.remove(key, holdingIn: claims)
-            heldCount.store(state.leases.count, ordering: .relaxed)
             returning(
                 running.map {
                     var held = $0
@@ -175,6 +176,11 @@ final class LeaseTable: @unchecked Sendable {
                     return held
                 }
             )
+            // Only once the return is written: a finish that reads no lease held goes straight to the daemon, and
+            // must not overtake the return that declares its claim (until stop 69 the count fell first; the daemon
+            // dropped such a finish as unknown, then took the claim as running for good: every claim that
+            // conflicted with it waited for ever).
+            heldCount.store(state.leases.count, ordering: .releasing)
             return waiting
         }
     }
@@ -182,7 +188,7 @@ final class LeaseTable: @unchecked Sendable {
     /// Whether the daemon of `connection` granted a lease this client still holds: its listener then sweeps for
     /// idle ones every ``idleReturn``.
     func holdsLeases(on connection: UInt64) -> Bool {
-        guard heldCount.load(ordering: .relaxed) > 0 else { return false }
+        guard heldCount.load(ordering: .acquiring) > 0 else { return false }
         return state.withLock { state in state.leases.keys.contains { $0.connection == connection } }
     }
 
@@ -213,7 +219,7 @@ final class LeaseTable: @unchecked Sendable {
                 state.remove(key, holdingIn: claims)
                 returned.append(key)
             }
-            heldCount.store(state.leases.count, ordering: .relaxed)
+            heldCount.store(state.leases.count, ordering: .releasing)
             return returned
         }
         for key in returned {
@@ -228,7 +234,7 @@ final class LeaseTable: @unchecked Sendable {
         state.withLock { state in
             let dropped = state.leases.keys.filter { $0.connection == connection }
             for key in dropped { state.remove(key, holdingIn: claims) }
-            heldCount.store(state.leases.count, ordering: .relaxed)
+            heldCount.store(state.leases.count, ordering: .releasing)
             for (claim, key) in state.owner where key.connection == connection {
                 state.owner[claim] = nil
                 state.requests[claim] = nil
@@ -242,7 +248,7 @@ final class LeaseTable: @unchecked Sendable {
     /// (``ClaimRequest/mayBeDecided(inLeaseOn:)``); `nil` when none may (the claim goes to the daemon, which recalls
     /// this client's own lease first when the claim lies inside it).
     func submit(_ request: ClaimRequest) -> Outcomes? {
-        guard heldCount.load(ordering: .relaxed) > 0, request.filePresenter == nil, request.fromPresenterQueue == nil
+        guard heldCount.load(ordering: .acquiring) > 0, request.filePresenter == nil, request.fromPresenterQueue == nil
         else { return nil }
         return state.withLock { state -> Outcomes? in
             guard !state.leases.isEmpty else { return nil }
@@ -265,7 +271,7 @@ final class LeaseTable: @unchecked Sendable {
     /// Hands a message about a claim a lease decides to that lease's arbiter; `nil` when no lease decides it (the
     /// message goes to the daemon). A coordinator's cancel goes to every lease, and to the daemon too.
     func handle(_ message: ClientMessage) -> Outcomes? {
-        guard heldCount.load(ordering: .relaxed) > 0 else { return nil }
+        guard heldCount.load(ordering: .acquiring) > 0 else { return nil }
         return state.withLock { state -> Outcomes? in
             let claim: ClaimID
             switch message {
@@ -322,7 +328,7 @@ final class LeaseTable: @unchecked Sendable {
     func grantAtOnce(_ claim: StraightClaim) -> Lease? {
         // A forked child's copy of the leases is its parent's: it decides nothing (CoordinationClient.submitClaim
         // fails its claims).
-        guard heldCount.load(ordering: .relaxed) > 0, !ForkWatch.isForkedChild else { return nil }
+        guard heldCount.load(ordering: .acquiring) > 0, !ForkWatch.isForkedChild else { return nil }
         return state.withLock { state -> Lease? in
             guard let lease = state.lease(deciding: claim.item), lease.grantedAtOnce == nil,
                 lease.arbiter.arbiter.grantsAtOnce(claim.id, of: claim.client, coordinator: claim.coordinator)

@@ -30,7 +30,7 @@ extension NSFileCoordinator {
     ///   table's locks, one at a time, never while `body` runs.
     func accessInLease(_ url: URL, _ access: Access, _ body: (URL) -> Void) -> LeasedAccess {
         let client = self.client
-        guard client.leases.heldCount.load(ordering: .relaxed) > 0, presenter == nil, access.isDecidedAtOnceInLease,
+        guard client.leases.heldCount.load(ordering: .acquiring) > 0, presenter == nil, access.isDecidedAtOnceInLease,
             settingsUnchanged.load(ordering: .acquiring), type(of: self) == NSFileCoordinator.self
         else { return .notTaken }
         let mine = ObjectIdentifier(self)

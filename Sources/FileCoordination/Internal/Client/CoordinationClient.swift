@@ -103,7 +103,7 @@ final class CoordinationClient: Sendable {
             return .onWaiter
         }
         // Inside a lease held and not recalled: decided here, with no round trip (issue 23).
-        if leases.heldCount.load(ordering: .relaxed) > 0, let outcomes = leases.submit(request) {
+        if leases.heldCount.load(ordering: .acquiring) > 0, let outcomes = leases.submit(request) {
             deliver(outcomes)
             return .onWaiter
         }
@@ -142,7 +142,7 @@ final class CoordinationClient: Sendable {
         guard !ForkWatch.isForkedChild else { return }
         // A claim that ends is no longer held.
         if case .finishClaim(let claim, _, _) = message { claims.finished(claim) }
-        if leases.heldCount.load(ordering: .relaxed) > 0, let outcomes = leases.handle(message) {
+        if leases.heldCount.load(ordering: .acquiring) > 0, let outcomes = leases.handle(message) {
             deliver(outcomes)
             // A coordinator's cancel reaches its claims at the daemon too.
             guard case .cancelCoordinator = message else { return }
