@@ -184,6 +184,32 @@ final class Host: @unchecked Sendable {
                     return "\(error)"
                 }
             }
+        case "write-move" where arguments.count >= 2:
+            // One write (forMoving) of the source alone, whose accessor renames it and reports the move (a move a
+            // lease's claim reports, stop 69); `hold` keeps the accessor running until `release`.
+            let from = URL(fileURLWithPath: arguments[0])
+            let to = URL(fileURLWithPath: arguments[1])
+            let hold = arguments.dropFirst(2).contains("hold") ? DispatchSemaphore(value: 0) : nil
+            background {
+                var error: NSError?
+                let coordinator = NSFileCoordinator()
+                coordinator.coordinate(writingItemAt: from, options: .forMoving, error: &error) { source in
+                    say("granted write-move \(from.path)")
+                    do {
+                        try FileSystemCalls.rename(FilePath(source.path), to: FilePath(to.path))
+                        coordinator.item(at: source, didMoveTo: to)
+                    } catch {
+                        say("failed write-move \(from.path) \(error)")
+                    }
+                    if let hold {
+                        self.lock.withLock { self.held.append(hold) }
+                        say("holding write-move \(from.path)")
+                        hold.wait()
+                    }
+                    say("done write-move \(from.path)")
+                }
+                self.report("write-move", from.path, error)
+            }
         case "write2" where arguments.count >= 2:
             let first = URL(fileURLWithPath: arguments[0])
             let second = URL(fileURLWithPath: arguments[1])

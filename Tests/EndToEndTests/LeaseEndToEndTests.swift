@@ -97,6 +97,57 @@ struct LeaseEndToEndTests {
         }
     }
 
+    /// Stop 68 (a read-only review): a move reported inside a claim its lease decided stayed in the lease's arbiter.
+    /// Moved out of the lease, the item's new place was unknown to the daemon, which granted it to another process
+    /// beside the running write. Now the lease is returned first (its running claims declared), and the move goes to
+    /// the daemon.
+    @Test("a move out of the lease, reported inside a claim the lease decided, holds the new place against others")
+    func aMoveOutOfTheLeaseHoldsTheNewPlace() async throws {
+        try await TestEnvironment.run { env in
+            let (file, a, _) = try await leasedSetUp(env)
+            let outside = env.path("elsewhere")
+            try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+            let moved = outside + "/f.txt"
+            // A's write is decided in its lease (the move, reported inside it, returns the lease: the daemon counts
+            // the claim declared then, so its statistics cannot tell; without the fix B is granted at once).
+            try a.send("write-move \(file) \(moved) hold")
+            try await a.waitFor("holding write-move \(file)")
+            let b = try await env.host("B")
+            try b.send("write \(moved) v2")
+            #expect(try await b.staysWithout("granted write"), "B wrote the moved file while A's write ran there")
+            try a.send("release")
+            try await a.waitFor("done write-move \(file)")
+            try await b.waitFor("done write \(moved)")
+        }
+    }
+
+    /// Stop 68 (the same review): a lease recalled while a claim inside it ran declared the claim as it was asked,
+    /// without the places its moves took its items to: a folder moved inside the lease (folders are met by path
+    /// only) was granted to another process at its new place.
+    @Test("a lease recalled while a claim inside it runs declares where that claim's moves took its items")
+    func aRecalledLeaseDeclaresTheMovedPlaces() async throws {
+        try await TestEnvironment.run { env in
+            let (_, a, _) = try await leasedSetUp(env)
+            let folder = env.path("tree/sub")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            _ = try env.file("tree/sub/g.txt", "g")
+            let renamed = env.path("tree/sub2")
+            let before = try await claimsRequested(env)
+            try a.send("write-move \(folder) \(renamed) hold")
+            try await a.waitFor("holding write-move \(folder)")
+            #expect(try await claimsRequested(env) == before, "the write went to the daemon: no lease decided it")
+            let b = try await env.host("B")
+            try b.send("write \(renamed)/g.txt v2")
+            #expect(
+                try await b.staysWithout("granted write"),
+                "B wrote inside the moved folder while A's write of it ran"
+            )
+            try a.send("release")
+            try await a.waitFor("done write-move \(folder)")
+            try await b.waitFor("done write \(renamed)/g.txt")
+        }
+    }
+
     @Test("a process that reads in a tight loop from the start takes the lease on the way, without bouncing it")
     func aTightLoopTakesTheLeaseOnTheWay() async throws {
         try await TestEnvironment.run { env in

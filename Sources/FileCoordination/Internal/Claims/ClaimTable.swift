@@ -58,6 +58,37 @@ final class ClaimTable: Sendable {
         state.withLock { $0.held[request.id] = request }
     }
 
+    /// An item of the held claim `claim` moved from `from` to `to` (`item(at:didMoveTo:)`): the claim holds the new
+    /// location too, as the arbiter's rule has it (its items at or inside `from`, relocated, with their access), so
+    /// that a declaration of the claim to a daemon (after a crash, or with a lease's return) covers where the item is
+    /// now. Until stop 69 a declared claim named only its first locations, and the next daemon granted the new one
+    /// beside it. O(the claim's items).
+    func moved(_ claim: ClaimID, from: ItemPath, to: ItemPath) {
+        guard from != to, !to.isDescendant(of: from) else { return }
+        state.withLock { state in
+            guard var request = state.held[claim], request.items.contains(where: { $0.access.isWrite }) else { return }
+            for item in request.items {
+                guard let new = item.path.relocated(from: from, to: to),
+                    !request.items.contains(where: { $0.path == new && $0.access == item.access })
+                else { continue }
+                request.items.append(
+                    ClaimItem(
+                        path: new,
+                        access: item.access,
+                        identity: item.identity,
+                        hasOtherNames: item.hasOtherNames
+                    )
+                )
+            }
+            state.held[claim] = request
+        }
+    }
+
+    /// The request of the held claim `claim` as it stands (its moves included), if it is held.
+    func heldRequest(of claim: ClaimID) -> ClaimRequest? {
+        state.withLock { $0.held[claim] }
+    }
+
     /// `claim` failed: returns its waiter, to be resumed.
     func failed(_ claim: ClaimID) -> ClaimWaiter? {
         state.withLock {

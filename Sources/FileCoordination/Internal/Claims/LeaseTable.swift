@@ -170,7 +170,8 @@ final class LeaseTable: @unchecked Sendable {
             state.remove(key, holdingIn: claims)
             returning(
                 running.map {
-                    var held = $0
+                    // As it stands: the places its moves took its items to too (``ClaimTable/moved(_:from:to:)``).
+                    var held = claims.heldRequest(of: $0.id) ?? $0
                     held.isHeld = true
                     held.timeout = nil
                     return held
@@ -190,6 +191,21 @@ final class LeaseTable: @unchecked Sendable {
     func holdsLeases(on connection: UInt64) -> Bool {
         guard heldCount.load(ordering: .acquiring) > 0 else { return false }
         return state.withLock { state in state.leases.keys.contains { $0.connection == connection } }
+    }
+
+    /// The lease that decides `claim`, when a move reported inside it (`item(at:didMoveTo:)`) takes an item to `to`,
+    /// outside that lease: the lease cannot decide the new location, which the daemon must know this claim holds. The
+    /// caller returns the lease first (``recall(_:returning:)``, declaring its running claims, this one included), then
+    /// sends the move to the daemon. Until stop 69 such a move stayed in the lease's arbiter, and the daemon granted
+    /// the new location to another process beside it.
+    func leaseLeft(by claim: ClaimID, movingTo to: ItemPath) -> Key? {
+        guard heldCount.load(ordering: .acquiring) > 0 else { return nil }
+        return state.withLock { state in
+            guard let key = state.owner[claim] ?? state.straightPathLease(of: claim), let lease = state.leases[key],
+                !to.isEqualOrDescendant(of: lease.subtree)
+            else { return nil }
+            return key
+        }
     }
 
     /// Whether lease `key` is held and may decide claims.

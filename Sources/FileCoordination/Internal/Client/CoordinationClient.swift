@@ -142,6 +142,21 @@ final class CoordinationClient: Sendable {
         guard !ForkWatch.isForkedChild else { return }
         // A claim that ends is no longer held.
         if case .finishClaim(let claim, _, _) = message { claims.finished(claim) }
+        // The held claim holds the new location too, for a declaration to come (a lease's return, a new daemon):
+        // noted before a recall can take the claim's lease, and again after (a claim a lease granted at once is
+        // entered as held only when its lease hears of the move).
+        if case .itemMoved(let claim, let from, let to, _) = message { claims.moved(claim, from: from, to: to) }
+        if case .itemMoved(let claim, _, let to, _) = message, let lease = leases.leaseLeft(by: claim, movingTo: to),
+            let daemon = (transport ?? connection.current) as? DaemonTransport, daemon.serial == lease.connection,
+            !daemon.isLost
+        {
+            // The move takes an item out of the lease that decided the claim: the lease is returned with its running
+            // claims declared, then the move goes to the daemon, which holds the new location for the claim.
+            recall(lease.lease, on: daemon)
+        }
+        defer {
+            if case .itemMoved(let claim, let from, let to, _) = message { claims.moved(claim, from: from, to: to) }
+        }
         if leases.heldCount.load(ordering: .acquiring) > 0, let outcomes = leases.handle(message) {
             deliver(outcomes)
             // A coordinator's cancel reaches its claims at the daemon too.
