@@ -50,13 +50,14 @@ struct FreshItem {
     var written = false
 
     /// Whether `now`, its state at its first change, shows the contents its creation was read with: the same file,
-    /// of the same size (its times may differ: `touch` sets them after its creation, and that is one appearance).
-    /// `true` when either state is unknown, as before stop 69.
+    /// of the same size, and, unless empty, changed no later (an empty file's times may differ: `touch` sets them
+    /// after its creation, and that is one appearance; a file sized first and filled after, as downloaders do, is
+    /// not). `true` when either state is unknown, as before stop 69.
     func hasContents(of now: ItemStamp?) -> Bool {
         guard let stamp, let now else { return true }
         switch (stamp, now) {
-        case (.present(let inode, let size, _), .present(let nowInode, let nowSize, _)):
-            return inode == nowInode && size == nowSize
+        case (.present(let inode, let size, let time), .present(let nowInode, let nowSize, let nowTime)):
+            return inode == nowInode && size == nowSize && (size == 0 || time == nowTime)
         default:
             return stamp == now
         }

@@ -169,14 +169,38 @@ struct WatchingTests {
         )
     }
 
+    @Test func aNewFileSizedFirstAndFilledAfterIsAChangeToo() {
+        // A downloader's way: the file made at its final size (ftruncate), then filled in place before its close.
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/d/n", client: app)
+        let sized = ItemStamp.present(inode: 7, size: 8, changeTime: 1_000)
+        let filled = ItemStamp.present(inode: 7, size: 8, changeTime: 1_050)
+        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): sized]))
+        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): filled]))
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange, .presentedItemDidChange])
+    }
+
     @Test func aNewFileClosedAsItsCreationWasReadAppearsOnce() {
-        // The same contents at both reads (its times set in between, as `touch` sets them): what its presenters were
-        // told of is what the close left.
+        // The same contents at both reads: what its presenters were told of is what the close left.
         let h = watchingHarness()
         let app = h.connect("app")
         let file = h.present("/d/n", client: app)
         let created = ItemStamp.present(inode: 7, size: 8, changeTime: 1_000)
-        let closed = ItemStamp.present(inode: 7, size: 8, changeTime: 1_020)
+        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): created]))
+        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): created]))
+        h.settle()
+        #expect(h.messages(to: file) == [.presentedItemDidChange])
+    }
+
+    @Test func aNewEmptyFileTouchedAppearsOnce() {
+        // `touch`: made empty, its times set after the creation was read, then closed: one appearance.
+        let h = watchingHarness()
+        let app = h.connect("app")
+        let file = h.present("/d/n", client: app)
+        let created = ItemStamp.present(inode: 7, size: 0, changeTime: 1_000)
+        let closed = ItemStamp.present(inode: 7, size: 0, changeTime: 1_020)
         h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): created]))
         h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): closed]))
         h.settle()
