@@ -351,7 +351,8 @@ extension Arbiter {
         if let subtree,
             request.items.contains(where: { $0.path != subtree && !$0.path.isDescendant(of: subtree) })
         {
-            log(.warning, "claim declared with a lease reaches outside it", ["claim.id": "\(request.id.rawValue)"])
+            // A move its accessor reported took an item out (the client returns the lease for it first).
+            log(.debug, "claim declared with a lease reaches outside it", ["claim.id": "\(request.id.rawValue)"])
         }
         // As any claim: its files' other names in use are met too (issue 26), so a running claim through one name
         // keeps holding back claims through another once the lease is returned.

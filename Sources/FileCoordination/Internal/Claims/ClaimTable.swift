@@ -1,4 +1,5 @@
 import FCCore
+import FCProtocol
 import FCToolkit
 
 /// A client's claims between request and finish: the callers waiting for an outcome, the requests sent and not
@@ -62,14 +63,26 @@ final class ClaimTable: Sendable {
     /// location too, as the arbiter's rule has it (its items at or inside `from`, relocated, with their access), so
     /// that a declaration of the claim to a daemon (after a crash, or with a lease's return) covers where the item is
     /// now. Until stop 69 a declared claim named only its first locations, and the next daemon granted the new one
-    /// beside it. O(the claim's items).
+    /// beside it. O(the claim's items^2).
+    ///
+    /// Bounded as a request is (``ProtocolLimits``): a relocated item that an item of the claim already covers (a
+    /// written folder holds its contents) is not added, nor one whose path is too long, and none past the most items
+    /// a claim may carry, so that the declaration stays one the daemon takes (a refused one closed the connection).
     func moved(_ claim: ClaimID, from: ItemPath, to: ItemPath) {
         guard from != to, !to.isDescendant(of: from) else { return }
         state.withLock { state in
             guard var request = state.held[claim], request.items.contains(where: { $0.access.isWrite }) else { return }
-            for item in request.items {
-                guard let new = item.path.relocated(from: from, to: to),
-                    !request.items.contains(where: { $0.path == new && $0.access == item.access })
+            // Shallowest first: a folder's new place is added before its contents, which it then covers.
+            let relocated = request.items.compactMap { item in
+                item.path.relocated(from: from, to: to).map { (item, $0) }
+            }.sorted { $0.1.bytes.count < $1.1.bytes.count }
+            for (item, new) in relocated {
+                guard request.items.count < ProtocolLimits.defaultMaximumItemsPerClaim,
+                    new.bytes.count <= ProtocolLimits.defaultMaximumPathLength,
+                    !request.items.contains(where: { held in
+                        (held.path == new && held.access == item.access)
+                            || (held.access.coversSubtree && new.isDescendant(of: held.path))
+                    })
                 else { continue }
                 request.items.append(
                     ClaimItem(
