@@ -105,7 +105,8 @@ final class ArbiterHost {
             retention: configuration.versionRetention,
             logger: logger,
             answersInline: configuration.runsOffLoopWorkInline,
-            maximumReplySize: configuration.maximumFrameSize
+            // What a client reads: its decoder takes the default (it does not read HelloReply.limits).
+            maximumReplySize: min(configuration.maximumFrameSize, ProtocolLimits.defaultMaximumFrameSize)
         )
         self.router = SessionRouter(
             configuration: configuration.arbiterConfiguration,

@@ -124,6 +124,10 @@ import Testing
         #expect(removed.errorCode == 0)
         #expect(Set(removed.versions.map(\.id)) == Set(added))
         #expect(removed.versions.allSatisfy { $0.itemPath.isEmpty && $0.contentsPath.isEmpty })
+        // Both replies fit in a frame of that size as they are encoded.
+        let encoder = FrameEncoder(maximumFrameSize: 4_096)
+        #expect(throws: Never.self) { _ = try encoder.encode(Filecoord_V1_Frame(.versionStoreReply(listed))) }
+        #expect(throws: Never.self) { _ = try encoder.encode(Filecoord_V1_Frame(.versionStoreReply(removed))) }
         #expect(service.handle(request(.list) { $0.itemPath = Data(item.utf8) }).versions.isEmpty)
     }
 }
