@@ -169,42 +169,36 @@ struct WatchingTests {
         )
     }
 
-    @Test func aNewFileSizedFirstAndFilledAfterIsAChangeToo() {
-        // A downloader's way: the file made at its final size (ftruncate), then filled in place before its close.
+    /// What a presenter of `/d/n` hears when the file appears in one batch, read as `created`, and is closed in the
+    /// next, read as `closed`.
+    private func newFileClosed(created: ItemStamp, closed: ItemStamp) -> [PresenterMessageKind] {
         let h = watchingHarness()
         let app = h.connect("app")
         let file = h.present("/d/n", client: app)
+        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): created]))
+        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): closed]))
+        h.settle()
+        return h.messages(to: file)
+    }
+
+    @Test func aNewFileSizedFirstAndFilledAfterIsAChangeToo() {
+        // A downloader's way: the file made at its final size (ftruncate), then filled in place before its close.
         let sized = ItemStamp.present(inode: 7, size: 8, changeTime: 1_000)
         let filled = ItemStamp.present(inode: 7, size: 8, changeTime: 1_050)
-        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): sized]))
-        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): filled]))
-        h.settle()
-        #expect(h.messages(to: file) == [.presentedItemDidChange, .presentedItemDidChange])
+        #expect(newFileClosed(created: sized, closed: filled) == [.presentedItemDidChange, .presentedItemDidChange])
     }
 
     @Test func aNewFileClosedAsItsCreationWasReadAppearsOnce() {
         // The same contents at both reads: what its presenters were told of is what the close left.
-        let h = watchingHarness()
-        let app = h.connect("app")
-        let file = h.present("/d/n", client: app)
         let created = ItemStamp.present(inode: 7, size: 8, changeTime: 1_000)
-        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): created]))
-        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): created]))
-        h.settle()
-        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(newFileClosed(created: created, closed: created) == [.presentedItemDidChange])
     }
 
     @Test func aNewEmptyFileTouchedAppearsOnce() {
         // `touch`: made empty, its times set after the creation was read, then closed: one appearance.
-        let h = watchingHarness()
-        let app = h.connect("app")
-        let file = h.present("/d/n", client: app)
         let created = ItemStamp.present(inode: 7, size: 0, changeTime: 1_000)
         let closed = ItemStamp.present(inode: 7, size: 0, changeTime: 1_020)
-        h.send(.fileSystemChanged([.created(path("/d/n"), isDirectory: false)], observed: [path("/d/n"): created]))
-        h.send(.fileSystemChanged([.changed(path("/d/n"))], observed: [path("/d/n"): closed]))
-        h.settle()
-        #expect(h.messages(to: file) == [.presentedItemDidChange])
+        #expect(newFileClosed(created: created, closed: closed) == [.presentedItemDidChange])
     }
 
     @Test func aRenameMovesThePresenterAndTellsTheFolder() {

@@ -19,13 +19,27 @@ import Testing
         return request
     }
 
-    @Test func answersEveryOperationAndRefusesBadRequests() throws {
-        let root = NSTemporaryDirectory() + "fcversions-service-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: root) }
+    /// A folder of the test's own (`root`, removed by the caller) with `root/files/doc.txt` holding "one", and a
+    /// service whose store is `root/store`.
+    private func folderAndService(
+        _ name: String,
+        maximumReplySize: Int = 1 << 20
+    ) throws -> (root: String, item: String, service: VersionStoreService) {
+        let root = NSTemporaryDirectory() + "fcversions-\(name)-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: root + "/files", withIntermediateDirectories: true)
         let item = root + "/files/doc.txt"
         try Data("one".utf8).write(to: URL(fileURLWithPath: item))
-        let service = VersionStoreService(directory: root + "/store", logger: Logger(label: "test"))
+        let service = VersionStoreService(
+            directory: root + "/store",
+            logger: Logger(label: "test"),
+            maximumReplySize: maximumReplySize
+        )
+        return (root, item, service)
+    }
+
+    @Test func answersEveryOperationAndRefusesBadRequests() throws {
+        let (root, item, service) = try folderAndService("service")
+        defer { try? FileManager.default.removeItem(atPath: root) }
 
         let added = service.handle(
             request(.add) {
@@ -95,16 +109,8 @@ import Testing
     @Test func aReplyLargerThanAFrameIsAnErrorOrIdsNeverADroppedReply() throws {
         // Until stop 69 a listing of more versions than a frame holds could not be encoded, was dropped, and its
         // caller waited 120 s; a removal of them all removed them and answered nothing.
-        let root = NSTemporaryDirectory() + "fcversions-large-" + UUID().uuidString
+        let (root, item, service) = try folderAndService("large", maximumReplySize: 4_096)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        try FileManager.default.createDirectory(atPath: root + "/files", withIntermediateDirectories: true)
-        let item = root + "/files/doc.txt"
-        try Data("one".utf8).write(to: URL(fileURLWithPath: item))
-        let service = VersionStoreService(
-            directory: root + "/store",
-            logger: Logger(label: "test"),
-            maximumReplySize: 4_096
-        )
         var added: [String] = []
         for _ in 0..<30 {
             let reply = service.handle(

@@ -132,6 +132,19 @@ final class CoordinationClient: Sendable {
         return transport.submitClaim(request, waiter: waiter)
     }
 
+    /// A move reported inside `claim` (before its message goes): the held claim holds the new location too, for a
+    /// declaration to come (a lease's return, a new daemon), noted before a recall can take the claim's lease. When
+    /// the move takes an item out of the lease that decided the claim, the lease is returned with its running claims
+    /// declared, so that the move then goes to the daemon, which holds the new location for the claim.
+    private func reportMove(of claim: ClaimID, from: ItemPath, to: ItemPath, preferring transport: DaemonTransport?) {
+        claims.moved(claim, from: from, to: to)
+        guard let lease = leases.leaseLeft(by: claim, movingTo: to),
+            let daemon = (transport ?? connection.current) as? DaemonTransport, daemon.serial == lease.connection,
+            !daemon.isLost
+        else { return }
+        recall(lease.lease, on: daemon)
+    }
+
     /// Sends a message to the arbiter, through a live transport only: without one it belongs to a connection that
     /// is gone (its claims and presenters went with it), and the next connection registers every presenter again.
     ///
@@ -142,19 +155,11 @@ final class CoordinationClient: Sendable {
         guard !ForkWatch.isForkedChild else { return }
         // A claim that ends is no longer held.
         if case .finishClaim(let claim, _, _) = message { claims.finished(claim) }
-        // The held claim holds the new location too, for a declaration to come (a lease's return, a new daemon):
-        // noted before a recall can take the claim's lease, and again after (a claim a lease granted at once is
-        // entered as held only when its lease hears of the move).
-        if case .itemMoved(let claim, let from, let to, _) = message { claims.moved(claim, from: from, to: to) }
-        if case .itemMoved(let claim, _, let to, _) = message, let lease = leases.leaseLeft(by: claim, movingTo: to),
-            let daemon = (transport ?? connection.current) as? DaemonTransport, daemon.serial == lease.connection,
-            !daemon.isLost
-        {
-            // The move takes an item out of the lease that decided the claim: the lease is returned with its running
-            // claims declared, then the move goes to the daemon, which holds the new location for the claim.
-            recall(lease.lease, on: daemon)
+        if case .itemMoved(let claim, let from, let to, _) = message {
+            reportMove(of: claim, from: from, to: to, preferring: transport)
         }
         defer {
+            // Again once the lease heard of it: a claim a lease granted at once is entered as held only then.
             if case .itemMoved(let claim, let from, let to, _) = message { claims.moved(claim, from: from, to: to) }
         }
         if leases.heldCount.load(ordering: .acquiring) > 0, let outcomes = leases.handle(message) {
