@@ -125,16 +125,21 @@ extension Arbiter {
     ///   claims it is answering (rule 5);
     /// - a claim exempt from a granted claim (a nested access by the same coordinator, or the same presenter or
     ///   purpose) passes waiting claims that wait for that granted claim, directly or transitively (§5).
-    public func blockers(of id: ClaimID) -> [ClaimID] {
+    ///
+    /// At most `limit`, the first found (the claims holding its items come before those queued behind them): a dump
+    /// lists a few of each waiting claim's blockers, so that a queue of n claims costs O(n), not O(n²).
+    public func blockers(of id: ClaimID, limit: Int = .max) -> [ClaimID] {
         guard let claim = claims[id] else { return [] }
-        return startBlockers(claim).map(\.id)
+        return startBlockers(claim, limit: limit).map(\.id)
     }
 
-    func startBlockers(_ claim: ClaimRecord, stopAtFirst: Bool = false) -> [ClaimRecord] {
+    /// The claims that keep `claim` from starting (``blockers(of:limit:)``), at most `limit`.
+    func startBlockers(_ claim: ClaimRecord, limit: Int = .max) -> [ClaimRecord] {
+        guard limit > 0 else { return [] }
         var result: [ClaimRecord] = []
         if let lease = leaseHoldingBackOtherNames(claim) {
             result.append(lease)
-            if stopAtFirst { return result }
+            if result.count >= limit { return result }
         }
         var seen: Set<ClaimID> = []
         let answering = claim.madeWhileAnswering && isAnsweringRequest(claim)
@@ -154,13 +159,13 @@ extension Arbiter {
                     if let holders, !holders.isEmpty, waitsTransitively(other, on: holders) { return true }
                     result.append(other)
                 }
-                return !(stopAtFirst && !result.isEmpty)
+                return result.count < limit
             }
         )
         return result
     }
 
-    /// `true` when something keeps `claim` from starting: ``startBlockers(_:stopAtFirst:)`` without building the list,
+    /// `true` when something keeps `claim` from starting: ``startBlockers(_:limit:)`` without building the list,
     /// for the re-evaluation of every waiting claim on every event (issue 11.2): it allocates nothing and usually
     /// stops at the first entry of the item, the claim that holds it.
     func hasStartBlocker(_ claim: ClaimRecord) -> Bool { firstStartBlocker(claim) != nil }

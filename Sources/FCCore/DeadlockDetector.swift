@@ -98,8 +98,8 @@ extension Arbiter {
         if let waiting = claims[id], waiting.parkedOn != nil { armDeadlockCheck(waiting) }
     }
 
-    /// The edges leaving a node.
-    func edges(from node: WaitNode) -> [WaitEdge] {
+    /// The edges leaving a node, at most `limit` of a claim's (a dump's bound, ``waitForEdges(limitPerNode:)``).
+    func edges(from node: WaitNode, limit: Int = .max) -> [WaitEdge] {
         switch node {
         case .claim(let id):
             guard let claim = claims[id] else { return [] }
@@ -107,7 +107,7 @@ extension Arbiter {
             case .granted:
                 return []
             case .waiting:
-                return startBlockers(claim).map { blocker in
+                return startBlockers(claim, limit: limit).map { blocker in
                     WaitEdge(
                         from: node,
                         to: .claim(blocker.id),
@@ -117,7 +117,7 @@ extension Arbiter {
                 }
             case .preparing:
                 var out: [WaitEdge] = []
-                for (request, presenterID) in claim.outstanding.sorted(by: { $0.key < $1.key }) {
+                for (request, presenterID) in claim.outstanding.sorted(by: { $0.key < $1.key }).prefix(limit) {
                     let pending = requests[request]
                     let kind = pending.map { "\($0.kind)" } ?? "a request"
                     out.append(
@@ -132,7 +132,8 @@ extension Arbiter {
                 }
                 if claim.outstanding.isEmpty {
                     forEachConflicting(claim) { other in
-                        guard other.phase == .granted, !exempt(claim.request, other.request) else { return }
+                        guard out.count < limit, other.phase == .granted, !exempt(claim.request, other.request)
+                        else { return }
                         out.append(
                             WaitEdge(
                                 from: node,
@@ -157,18 +158,23 @@ extension Arbiter {
                 return other.client == queue.client && other.serialQueue == queue.id
             }
             .sorted { $0.sequence < $1.sequence }
-            .map { held in
-                let holder = held.request.fromPresenterQueue ?? presenterID
-                let shared = holder == presenterID ? "" : " (a serial queue it shares with \(holder))"
-                return WaitEdge(
-                    from: node,
-                    to: .claim(held.id),
-                    line:
-                        "the queue of \(self.describe(presenterID))\(shared) is held by \(self.heldBy(held.request, queueOf: presenterID)), "
-                        + "which \(self.waits(since: held.arrivedAt)) in \(self.describe(held))"
-                )
-            }
+            .prefix(limit)
+            .map { queueEdge(of: presenterID, heldBy: $0) }
         }
+    }
+
+    /// The edge from a presenter to `held`, a claim not granted yet that was made on its queue (or on a serial queue
+    /// it shares).
+    func queueEdge(of presenterID: PresenterID, heldBy held: ClaimRecord) -> WaitEdge {
+        let holder = held.request.fromPresenterQueue ?? presenterID
+        let shared = holder == presenterID ? "" : " (a serial queue it shares with \(holder))"
+        return WaitEdge(
+            from: .presenter(presenterID),
+            to: .claim(held.id),
+            line:
+                "the queue of \(self.describe(presenterID))\(shared) is held by \(self.heldBy(held.request, queueOf: presenterID)), "
+                + "which \(self.waits(since: held.arrivedAt)) in \(self.describe(held))"
+        )
     }
 
     /// What holds a presenter's queue: the callback that made the call, when the client said which.

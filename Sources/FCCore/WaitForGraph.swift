@@ -1,18 +1,65 @@
 /// A read-only view of the deadlock detector's wait-for graph (docs/SEMANTICS.md §6), for `fcdump --graph`.
 extension Arbiter {
-    /// Every edge of the wait-for graph now: from each live claim that is not granted, then from each presenter whose
-    /// queue is held by a coordinated call made on it. Nodes are named `claim#N` and `presenter#N`; the label is the
-    /// detector's sentence for the edge. Costs O(state): for dumps, not for the hot path.
-    public func waitForEdges() -> [(from: String, to: String, label: String)] {
+    /// The most edges a dump lists from one node, and the most blockers it lists for one waiting claim: the first
+    /// found (a claim's holders before the claims queued ahead of it). A queue of n conflicting claims has about n²/2
+    /// edges; a dump of ten thousand writers queued on one file would stall the daemon's loop for minutes and write
+    /// gigabytes (until stop 70).
+    public static let dumpedEdgesPerNode = 16
+
+    /// The edges of the wait-for graph now, at most `limitPerNode` from each node: from each live claim that is not
+    /// granted, then from each presenter whose queue is held by a coordinated call made on it. Nodes are named
+    /// `claim#N` and `presenter#N`; the label is the detector's sentence for the edge. Costs O(state ×
+    /// `limitPerNode`): for dumps, not for the hot path.
+    public func waitForEdges(limitPerNode: Int = dumpedEdgesPerNode) -> [(from: String, to: String, label: String)] {
         func name(_ node: WaitNode) -> String {
             switch node {
             case .claim(let id): "\(id)"
             case .presenter(let id): "\(id)"
             }
         }
-        var nodes: [WaitNode] = claims.values.filter { $0.phase != .granted }.sorted { $0.sequence < $1.sequence }
-            .map { .claim($0.id) }
-        nodes += presenters.keys.sorted().map { .presenter($0) }
-        return nodes.flatMap { node in edges(from: node).map { (name($0.from), name($0.to), $0.line) } }
+        var edges: [WaitEdge] = []
+        for claim in claims.values.filter({ $0.phase != .granted }).sorted(by: { $0.sequence < $1.sequence }) {
+            edges += self.edges(from: .claim(claim.id), limit: limitPerNode)
+        }
+        edges += presenterQueueEdges(limitPerNode: limitPerNode)
+        return edges.map { (name($0.from), name($0.to), $0.line) }
+    }
+
+    /// ``edges(from:limit:)`` of every presenter, from one pass over the claims (asked presenter by presenter, each
+    /// read every claim: O(presenters × claims)).
+    private func presenterQueueEdges(limitPerNode: Int) -> [WaitEdge] {
+        struct SerialQueue: Hashable {
+            var client: ClientID
+            var id: UInt64
+        }
+        func serialQueue(of presenter: PresenterID) -> SerialQueue? {
+            presenters[presenter].flatMap { record in
+                record.registration.serialQueue.map { SerialQueue(client: record.registration.client, id: $0) }
+            }
+        }
+        // The claims not granted made on a presenter's queue, by that presenter, and by its serial queue if it
+        // shares one (then every presenter on that queue waits for them).
+        var byHolder: [PresenterID: [ClaimRecord]] = [:]
+        var byQueue: [SerialQueue: [ClaimRecord]] = [:]
+        for claim in claims.values where claim.phase != .granted {
+            guard let holder = claim.request.fromPresenterQueue else { continue }
+            if let queue = serialQueue(of: holder) {
+                byQueue[queue, default: []].append(claim)
+            } else {
+                byHolder[holder, default: []].append(claim)
+            }
+        }
+        // Each list once, in arrival order, cut to what a node lists.
+        func first(_ claims: [ClaimRecord]) -> [ClaimRecord] {
+            Array(claims.sorted { $0.sequence < $1.sequence }.prefix(limitPerNode))
+        }
+        byHolder = byHolder.mapValues(first)
+        byQueue = byQueue.mapValues(first)
+        var edges: [WaitEdge] = []
+        for presenter in presenters.keys.sorted() {
+            let held = serialQueue(of: presenter).map { byQueue[$0] ?? [] } ?? byHolder[presenter] ?? []
+            edges += held.map { queueEdge(of: presenter, heldBy: $0) }
+        }
+        return edges
     }
 }

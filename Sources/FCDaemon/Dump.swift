@@ -38,7 +38,7 @@ extension ArbiterHost {
         var handlerWaits: [ClaimID: Double] = [:]
         for claim in snapshot.claims {
             let id = claim.request.id
-            if claim.phase == .waiting { blockers[id] = arbiter.blockers(of: id) }
+            if claim.phase == .waiting { blockers[id] = arbiter.blockers(of: id, limit: Arbiter.dumpedEdgesPerNode) }
             ages[id] = claim.arrivedAt.map { (now - $0).secondsValue } ?? 0
             if let returned = claim.batchReturnedAt { handlerWaits[id] = (now - returned).secondsValue }
         }

@@ -177,6 +177,27 @@ private func detectorHarness() -> ArbiterHarness {
         #expect(h.arbiter.statistics.deadlocksBroken == 0)
     }
 
+    /// The wait-for graph a dump shows (made from one pass over the claims since stop 70, where each presenter read
+    /// every claim): an edge from each presenter of a serial queue a waiting call holds, none from a queue of the
+    /// same id in another process, and one from a presenter without a serial queue to the call made on its own.
+    @Test func theGraphHasAnEdgeFromEveryPresenterOfAHeldQueue() throws {
+        let h = detectorHarness()
+        let app = h.connect("editor", pid: 77)
+        let other = h.connect("viewer", pid: 78)
+        let sidebar = h.present("/d/other.txt", client: app, serialQueue: 0xAA)
+        let doc = h.present("/d/doc.txt", client: app, serialQueue: 0xAA)
+        _ = h.present("/d/third.txt", client: other, serialQueue: 0xAA)
+        let alone = h.present("/e/alone.txt", client: other)
+        let write = h.claim([ArbiterHarness.write("/d/doc.txt")], client: app, fromPresenterQueue: sidebar)
+        _ = h.write("/e/x.txt", client: h.connect("holder"))
+        let queued = h.claim([ArbiterHarness.write("/e/x.txt")], client: other, fromPresenterQueue: alone)
+        let edges = h.arbiter.waitForEdges().filter { $0.from.hasPrefix("presenter") }
+        #expect(
+            Set(edges.map { "\($0.from) -> \($0.to)" })
+                == ["\(sidebar) -> \(write)", "\(doc) -> \(write)", "\(alone) -> \(queued)"]
+        )
+    }
+
     /// Presenters on two different serial queues of one process: no cycle.
     @Test func twoSerialQueuesOfOneClientAreNotShared() throws {
         let h = detectorHarness()

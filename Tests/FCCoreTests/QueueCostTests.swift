@@ -32,6 +32,24 @@ import Testing
         #expect(h.arbiter.snapshot().claims.count == Self.queued + 1)
     }
 
+    /// A dump (`fcdump`: the blockers of each waiting claim, and the wait-for graph) of a queue costs O(queue): until
+    /// stop 70 each waiting claim listed every claim ahead of it, about queued²/2 blockers and as many edges, each a
+    /// sentence, all on the daemon's loop.
+    @Test func aDumpOfAQueueListsAFewBlockersOfEachClaim() {
+        let h = ArbiterHarness()
+        let (holder, waiters) = Self.busyItem(h)
+        let limit = Arbiter.dumpedEdgesPerNode
+        let before = h.arbiter.statistics.conflictVisits
+        let blockers = waiters.map { h.arbiter.blockers(of: $0, limit: limit) }
+        let edges = h.arbiter.waitForEdges()
+        let cost = h.arbiter.statistics.conflictVisits - before
+        #expect(blockers.first == [holder])
+        // The holder first, then the claims queued first.
+        #expect(blockers.last == [holder] + waiters.prefix(limit - 1))
+        #expect(edges.count <= limit * waiters.count, "\(edges.count) edges")
+        #expect(cost < 4 * (limit + 1) * Self.queued, "\(cost) conflict visits for one dump")
+    }
+
     @Test func theQueueDrainsInOrderAtLinearCostPerGrant() {
         let h = ArbiterHarness()
         let (holder, waiters) = Self.busyItem(h)
