@@ -185,15 +185,17 @@ final class Host: @unchecked Sendable {
                 }
             }
         case "write-move" where arguments.count >= 2:
-            // One write (forMoving) of the source alone, whose accessor renames it and reports the move (a move a
-            // lease's claim reports, stop 69); `hold` keeps the accessor running until `release`.
+            // One write (forMoving; with `plain`, no option: a lease grants it on its straight path) of the source
+            // alone, whose accessor renames it and reports the move (a move a lease's claim reports, stop 69);
+            // `hold` keeps the accessor running until `release`.
             let from = URL(fileURLWithPath: arguments[0])
             let to = URL(fileURLWithPath: arguments[1])
             let hold = arguments.dropFirst(2).contains("hold") ? DispatchSemaphore(value: 0) : nil
+            let options: NSFileCoordinator.WritingOptions = arguments.dropFirst(2).contains("plain") ? [] : .forMoving
             background {
                 var error: NSError?
                 let coordinator = NSFileCoordinator()
-                coordinator.coordinate(writingItemAt: from, options: .forMoving, error: &error) { source in
+                coordinator.coordinate(writingItemAt: from, options: options, error: &error) { source in
                     say("granted write-move \(from.path)")
                     do {
                         try FileSystemCalls.rename(FilePath(source.path), to: FilePath(to.path))
