@@ -1,5 +1,8 @@
 import Dispatch
+import FCCore
+import FCProtocol
 import Foundation
+import Logging
 import Testing
 
 @testable import FileCoordination
@@ -55,5 +58,75 @@ import Testing
         #expect(read() == nil)
         #expect(!transport.isLost, "the daemon closed the connection")
         #expect(client.connection.current === transport)
+    }
+
+    /// Stop 69's review: a move that an accessor reports while its client declares its held claims to a new daemon
+    /// may reach that daemon before the declaration, which ignores a move of a claim it does not know; the
+    /// declaration named the claim's first place only, and the new daemon granted the new place to another process
+    /// beside the running write. The moves reported meanwhile are sent again after the declarations.
+    @Test func aMoveReportedWhileHeldClaimsAreDeclaredReachesTheNewDaemon() throws {
+        let dir = try TempDirectory()
+        defer { dir.remove() }
+        let file = try dir.file("doc.txt")
+        let moved = dir.url.appendingPathComponent("moved.txt")
+        let first = try TestDaemon()
+        defer { first.stop() }
+        let second = try TestDaemon()
+        defer { second.stop() }
+        var policy = ConnectionPolicy.daemon(at: first.socket)
+        policy.answersRecalls = false
+        var secondPolicy = ConnectionPolicy.daemon(at: second.socket)
+        secondPolicy.answersRecalls = false
+        let client = CoordinationClient(policy: policy)
+
+        // A write runs, granted by the first daemon.
+        let granted = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let holder = spawn {
+            var error: NSError?
+            NSFileCoordinator(filePresenter: nil, client: client).coordinate(
+                writingItemAt: file,
+                options: .forMoving,
+                error: &error
+            ) { _ in
+                granted.signal()
+                _ = release.wait(seconds: patience)
+            }
+        }
+        defer { release.signal() }  // Were the test to stop early (the holder is waited for below).
+        #expect(granted.wait(seconds: patience), "the write was not granted")
+        let request = try #require(client.claims.heldRequests.first)
+        let from = try #require(request.items.first?.path)
+        let to = try ItemPath(absolute: moved.path)
+
+        // A connection to the second daemon is put in charge; once it is, and before the held write is declared
+        // there, the accessor reports its move, which reaches the second daemon first.
+        let transport = try DaemonTransport.connect(
+            policy: secondPolicy,
+            mayStart: false,
+            client: client.clientID,
+            delegate: client,
+            logger: { Logger(label: "test") }
+        ).get()
+        client.connected(to: transport) {
+            client.send(.itemMoved(request.id, from: from, to: to, fromName: nil), preferring: transport)
+        }
+
+        // Another process's write of the new place waits on the second daemon while the write runs.
+        let other = CoordinationClient(policy: secondPolicy)
+        let otherGranted = DispatchSemaphore(value: 0)
+        let otherDone = spawn {
+            var error: NSError?
+            NSFileCoordinator(filePresenter: nil, client: other).coordinate(writingItemAt: moved, error: &error) {
+                _ in otherGranted.signal()
+            }
+        }
+        #expect(!otherGranted.wait(seconds: 0.5), "the second daemon granted the moved file beside the running write")
+        // The write ends; its finish goes to the daemon that granted it, and here to the second one too.
+        release.signal()
+        _ = holder.wait(seconds: patience)
+        transport.send(.finishClaim(request.id, created: []))
+        #expect(otherGranted.wait(seconds: patience), "the other write was never granted")
+        _ = otherDone.wait(seconds: patience)
     }
 }

@@ -20,7 +20,21 @@ final class ClaimTable: Sendable {
         /// The transport in charge, as the client's connection manager has it (set when one is put in charge,
         /// cleared when it is lost): a claim registered here learns where it goes in the same lock.
         var route: (any ArbiterTransport)?
+        /// While the held claims read by ``heldRequestsToDeclare()`` are being declared to a new connection: the
+        /// moves reported since, which the declarations do not name (``movesWhileDeclaring()``).
+        var movesWhileDeclaring: [Move]?
     }
+
+    /// A move of a held claim's item (`item(at:didMoveTo:)`).
+    struct Move: Equatable {
+        var claim: ClaimID
+        var from: ItemPath
+        var to: ItemPath
+    }
+
+    /// The most moves kept while held claims are declared (a declaration takes milliseconds; one move per
+    /// accessor is usual).
+    static let maximumMovesWhileDeclaring = 1_000
     private let state = Locked(State())
     /// This client's version store calls waiting for the daemon's replies (issue 15).
     let versionRequests = VersionRequestTable()
@@ -72,6 +86,12 @@ final class ClaimTable: Sendable {
         guard from != to, !to.isDescendant(of: from) else { return }
         state.withLock { state in
             guard var request = state.held[claim], request.items.contains(where: { $0.access.isWrite }) else { return }
+            let move = Move(claim: claim, from: from, to: to)
+            if let moves = state.movesWhileDeclaring, moves.count < Self.maximumMovesWhileDeclaring,
+                !moves.contains(move)
+            {
+                state.movesWhileDeclaring?.append(move)
+            }
             // Shallowest first: a folder's new place is added before its contents, which it then covers.
             let relocated = request.items.compactMap { item in
                 item.path.relocated(from: from, to: to).map { (item, $0) }
@@ -128,6 +148,27 @@ final class ClaimTable: Sendable {
     /// The claims held now, in the order they were made.
     var heldRequests: [ClaimRequest] {
         state.withLock { $0.held.values.sorted { $0.id < $1.id } }
+    }
+
+    /// ``heldRequests``, to be declared to a new connection: the moves reported from now on are kept until
+    /// ``movesWhileDeclaring()``. A move reported meanwhile may reach the new daemon before the declaration, which
+    /// ignores a move of a claim it does not know (the next daemon then granted the new place beside the running
+    /// claim).
+    func heldRequestsToDeclare() -> [ClaimRequest] {
+        state.withLock {
+            $0.movesWhileDeclaring = []
+            return $0.held.values.sorted { $0.id < $1.id }
+        }
+    }
+
+    /// The moves of held claims reported since ``heldRequestsToDeclare()``, in order, once the declarations are
+    /// sent: to be sent again after them (a second report of a move the daemon has is harmless: it finds nothing
+    /// left to move). Ends the keeping.
+    func movesWhileDeclaring() -> [Move] {
+        state.withLock { state in
+            defer { state.movesWhileDeclaring = nil }
+            return (state.movesWhileDeclaring ?? []).filter { state.held[$0.claim] != nil }
+        }
     }
 
     /// Those of `requests` no longer held.

@@ -406,7 +406,7 @@ extension CoordinationClient: ConnectionOwner {
         // thread's, while the presenters below are registered) is the new daemon's already, and declaring it too
         // made the daemon close the connection ("claim id reused while live"; CI, stop 68).
         let (registrations, holding) = registering.withLock {
-            let holding = claims.heldRequests
+            let holding = claims.heldRequestsToDeclare()
             install()
             claims.route(to: transport)
             return (presenters.registrations, holding)
@@ -421,6 +421,11 @@ extension CoordinationClient: ConnectionOwner {
             declared.isHeld = true
             declared.timeout = nil
             transport.send(.declareHeldClaim(declared))
+        }
+        // A move reported while the claims were being declared may have reached the daemon first, which ignored it:
+        // sent again after them.
+        for move in claims.movesWhileDeclaring() {
+            transport.send(.itemMoved(move.claim, from: move.from, to: move.to, fromName: nil))
         }
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
