@@ -31,6 +31,9 @@ final class ArbiterHost {
     let timers: ArbiterTimers
     /// The connections written to in this loop pass, each flushed once at its end (``flushPending()``, issue 12).
     let flushes: FlushBatcher
+    /// The connections whose queue is past the bound, each with the check that judges it (``judgeReading(on:close:)``).
+    var readingChecks: [ObjectIdentifier: UInt64] = [:]
+    var readingCheckCount: UInt64 = 0
     /// Frames flushed and flushes made (for tests and dumps: frames per flush is the batching).
     var flushStatistics: (frames: Int, flushes: Int) { flushes.statistics }
     let encoder: FrameEncoder

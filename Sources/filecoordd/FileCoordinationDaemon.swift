@@ -42,7 +42,12 @@ struct FileCoordinationDaemon: AsyncParsableCommand {
     @Option(help: "Seconds a frame may stay incomplete before its connection is closed.")
     var partialFrameTimeout: Double = 10
 
-    @Option(help: "Bytes of messages that may wait for a client that does not read before it is disconnected.")
+    @Option(
+        help: """
+            Bytes of messages that may wait for a client for 2 s (8 times as many at any moment) before it counts as \
+            one that does not read and is disconnected.
+            """
+    )
     var maxQueuedBytes: Int = 4 << 20
 
     @Option(

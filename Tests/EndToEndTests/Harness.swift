@@ -886,6 +886,22 @@ final class RawClient {
         }
     }
 
+    /// Reads until `count` of the frames received so far satisfy `matching`; false if the connection closes or
+    /// `timeout` passes first.
+    func waitForFrames(
+        _ count: Int,
+        timeout: Duration = defaultTimeout,
+        matching: (Filecoord_V1_Frame) -> Bool
+    ) async throws -> Bool {
+        var seen = 0
+        var read = 0
+        return try await readUntil(timeout: timeout) { client in
+            seen += client.frames[read...].count(where: matching)
+            read = client.frames.count
+            return seen >= count
+        } == .done
+    }
+
     /// Reads until the daemon closes the connection (EOF or reset); false if it is still open after `timeout`.
     func waitForClose(timeout: Duration = defaultTimeout) async throws -> Bool {
         try await readUntil(timeout: timeout, { _ in false }) == .closed

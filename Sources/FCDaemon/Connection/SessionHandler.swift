@@ -140,6 +140,11 @@ final class SessionHandler: ChannelInboundHandler {
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { host.becameWritable(context.channel) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         // However the connection ended, what it held is released now (docs/SEMANTICS.md §7).
         closing = true
