@@ -62,6 +62,9 @@ public struct WatchStatistics: Hashable, Sendable {
     /// Events on an item a coordinated write had just written that showed a change made after it (issue 37):
     /// reported, not dropped.
     public var changesAfterWrites = 0
+    /// A new file's first change taken as part of its appearance (the file as its creation was read, docs/SEMANTICS.md
+    /// §3): not told again.
+    public var closesOfAppearances = 0
     /// Notifications held back by the coalescing window (each burst still ends with one after it).
     public var coalesced = 0
     /// Notifications sent for file-system events.

@@ -35,6 +35,8 @@ import FCTestSupport
 /// 12. Failed watches: a presenter is told a directory is watched again (`watchAvailable`) only after it was told it
 ///    could not be (`watchUnavailable`), once per such telling; a directory whose last event in a batch is
 ///    `watchAdded` shows no failure after it (a batch may hold both, in either order, as the watcher reads them).
+/// 13. New files (stop 69): a new file's first change is taken as part of its appearance only when the file is as
+///    its appearance was read (the same file, of the same size, changed no later unless empty): AppearanceModel.swift.
 struct Simulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -115,6 +117,8 @@ struct Simulation {
     private(set) var nonblocking = NonblockingModel()
     /// Invariant 11: the watcher's queue of write echoes not read yet.
     private(set) var lag = WatcherLagModel()
+    /// Invariant 13: the items that appeared, with the state their appearance was read with.
+    private(set) var appearances = AppearanceModel()
     /// The most windows a write's record waits for the watcher (``ArbiterConfiguration/echoWaitForWatcher``).
     private let lagLimit: Int
     /// The windows a write's record lives by itself (``ArbiterConfiguration/echoRetention``, plus the arbiter's two).
@@ -682,10 +686,20 @@ struct Simulation {
             claim.phase == .granted && claim.request.items.contains { $0.access.isWrite }
         }
         let before = arbiter.watchingSnapshot().statistics
+        var mayTakeAsAppearance = true
+        if events.count == 1, case .changed(let path) = events[0] {
+            mayTakeAsAppearance = appearances.mayTakeAsAppearance(path, observed: observed)
+        }
         // Read after the model moved on: later than every write that ended (each change advances the clock).
         send(.fileSystemChanged(events, observed: observed, readAt: clock, drainedAt: lag.drainedAt(now: clock)))
         let watching = arbiter.watchingSnapshot()
         let after = watching.statistics
+        // Invariant 13: a new file's change with other contents than its appearance was read with is told.
+        if !mayTakeAsAppearance, !writing, after.closesOfAppearances != before.closesOfAppearances {
+            violations.append("invariant 13: \(events[0]) changed a new file's contents and was taken as its appearance")
+        }
+        let unknown = Set(events.flatMap(\.items).filter { writing || endedUnsaid($0) })
+        appearances.read(events, observed: observed) { unknown.contains($0) }
         echoCounts.laterChanges += after.changesAfterWrites - before.changesAfterWrites
         // Invariant 12: a directory whose last word in the batch was "watched" shows no failure.
         var lastWord: [ItemPath: Bool] = [:]

@@ -41,6 +41,7 @@ import Testing
         var watchesAvailableAgain = 0
         var rekeys = (recalls: 0, claims: 0)
         var onePurposeLeases = 0
+        var appearancesChecked = 0
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -65,6 +66,7 @@ import Testing
                 rekeys.recalls += simulation.rekeyCounts.recalls
                 rekeys.claims += simulation.rekeyCounts.claims
                 onePurposeLeases += simulation.onePurposeLeases
+                appearancesChecked += simulation.appearances.checked
             }
             do {
                 try simulation.run()
@@ -88,7 +90,8 @@ import Testing
                 + "late, \(lateEchoes.checked) of them checked, \(lateEchoes.pastRetention) past the retention; "
                 + "\(watchesAvailableAgain) presenters told a failed watch was added; keys changed under "
                 + "\(rekeys.recalls) leases recalled at once, \(rekeys.claims) claims of their holders keyed anew; "
-                + "\(onePurposeLeases) leases standing with their holder's one purpose"
+                + "\(onePurposeLeases) leases standing with their holder's one purpose; \(appearancesChecked) first "
+                + "changes of new files checked against their appearance"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -104,6 +107,7 @@ import Testing
             #expect(lateEchoes.pastRetention > 0, "invariant 11: no write echo read past its retention was checked")
             #expect(watchesAvailableAgain > 0, "no presenter was told that a directory's failed watch was added")
             #expect(onePurposeLeases > 0, "no lease was granted to a client whose claims all have one purpose")
+            #expect(appearancesChecked > 0, "invariant 13: no new file's first change was checked")
             #expect(
                 rekeys.recalls > 0 && rekeys.claims > 0,
                 "no lease was recalled when keys changed below it, or no claim of its holder was keyed anew"
