@@ -63,7 +63,8 @@ import Testing
     /// Stop 69's review: a move that an accessor reports while its client declares its held claims to a new daemon
     /// may reach that daemon before the declaration, which ignores a move of a claim it does not know; the
     /// declaration named the claim's first place only, and the new daemon granted the new place to another process
-    /// beside the running write. The moves reported meanwhile are sent again after the declarations.
+    /// beside the running write. The moves reported meanwhile are held back and sent once, after the declarations
+    /// (sent twice, a second `itemMoved` moves whatever stands at its source by then: a save's new file put there).
     @Test func aMoveReportedWhileHeldClaimsAreDeclaredReachesTheNewDaemon() throws {
         let dir = try TempDirectory()
         defer { dir.remove() }

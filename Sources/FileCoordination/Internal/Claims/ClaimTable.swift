@@ -20,20 +20,21 @@ final class ClaimTable: Sendable {
         /// The transport in charge, as the client's connection manager has it (set when one is put in charge,
         /// cleared when it is lost): a claim registered here learns where it goes in the same lock.
         var route: (any ArbiterTransport)?
-        /// While the held claims read by ``heldRequestsToDeclare()`` are being declared to a new connection: the
-        /// moves reported since, which the declarations do not name (``movesWhileDeclaring()``).
-        var movesWhileDeclaring: [Move]?
+        /// While the held claims read by ``heldRequestsToDeclare()`` are being declared to a new connection: those
+        /// claims, and their moves reported since, held back until the declarations are sent (``deferMove(_:)``).
+        var declaring: (claims: Set<ClaimID>, moves: [Move])?
     }
 
-    /// A move of a held claim's item (`item(at:didMoveTo:)`).
+    /// A move of a held claim's item (`item(at:didMoveTo:)`), as its `itemMoved` message has it.
     struct Move: Equatable {
         var claim: ClaimID
         var from: ItemPath
         var to: ItemPath
+        var fromName: [UInt8]?
     }
 
-    /// The most moves kept while held claims are declared (a declaration takes milliseconds; one move per
-    /// accessor is usual).
+    /// The most moves held back while held claims are declared (a declaration takes milliseconds; one move per
+    /// accessor is usual); past it a move is sent at once, as before stop 70.
     static let maximumMovesWhileDeclaring = 1_000
     private let state = Locked(State())
     /// This client's version store calls waiting for the daemon's replies (issue 15).
@@ -86,12 +87,6 @@ final class ClaimTable: Sendable {
         guard from != to, !to.isDescendant(of: from) else { return }
         state.withLock { state in
             guard var request = state.held[claim], request.items.contains(where: { $0.access.isWrite }) else { return }
-            let move = Move(claim: claim, from: from, to: to)
-            if let moves = state.movesWhileDeclaring, moves.count < Self.maximumMovesWhileDeclaring,
-                !moves.contains(move)
-            {
-                state.movesWhileDeclaring?.append(move)
-            }
             // Shallowest first: a folder's new place is added before its contents, which it then covers.
             let relocated = request.items.compactMap { item in
                 item.path.relocated(from: from, to: to).map { (item, $0) }
@@ -150,24 +145,37 @@ final class ClaimTable: Sendable {
         state.withLock { $0.held.values.sorted { $0.id < $1.id } }
     }
 
-    /// ``heldRequests``, to be declared to a new connection: the moves reported from now on are kept until
-    /// ``movesWhileDeclaring()``. A move reported meanwhile may reach the new daemon before the declaration, which
-    /// ignores a move of a claim it does not know (the next daemon then granted the new place beside the running
-    /// claim).
+    /// ``heldRequests``, to be declared to a new connection: from now on, until ``movesWhileDeclaring()``, their
+    /// moves are held back (``deferMove(_:)``). A move sent meanwhile could reach the new daemon before the
+    /// declaration, which ignores a move of a claim it does not know (it then granted the new place beside the
+    /// running claim).
     func heldRequestsToDeclare() -> [ClaimRequest] {
-        state.withLock {
-            $0.movesWhileDeclaring = []
-            return $0.held.values.sorted { $0.id < $1.id }
+        state.withLock { state in
+            let held = state.held.values.sorted { $0.id < $1.id }
+            state.declaring = (Set(held.map(\.id)), [])
+            return held
         }
     }
 
-    /// The moves of held claims reported since ``heldRequestsToDeclare()``, in order, once the declarations are
-    /// sent: to be sent again after them (a second report of a move the daemon has is harmless: it finds nothing
-    /// left to move). Ends the keeping.
+    /// Holds `move` back if its claim is being declared to a new connection: `true` then (the caller does not send
+    /// it; ``CoordinationClient/connected(to:install:)`` does, after the declarations).
+    func deferMove(_ move: Move) -> Bool {
+        state.withLock { state in
+            guard var declaring = state.declaring, declaring.claims.contains(move.claim),
+                declaring.moves.count < Self.maximumMovesWhileDeclaring
+            else { return false }
+            declaring.moves.append(move)
+            state.declaring = declaring
+            return true
+        }
+    }
+
+    /// The moves held back since ``heldRequestsToDeclare()``, in the order they were reported, once the
+    /// declarations are sent: each is to be sent once, now. Ends the holding back.
     func movesWhileDeclaring() -> [Move] {
         state.withLock { state in
-            defer { state.movesWhileDeclaring = nil }
-            return (state.movesWhileDeclaring ?? []).filter { state.held[$0.claim] != nil }
+            defer { state.declaring = nil }
+            return state.declaring?.moves ?? []
         }
     }
 

@@ -167,6 +167,12 @@ final class CoordinationClient: Sendable {
             // A coordinator's cancel reaches its claims at the daemon too.
             guard case .cancelCoordinator = message else { return }
         }
+        // A move of a claim being declared to a new connection goes after the declaration (``connected(to:)``).
+        if case .itemMoved(let claim, let from, let to, let fromName) = message,
+            claims.deferMove(.init(claim: claim, from: from, to: to, fromName: fromName))
+        {
+            return
+        }
         if let transport, !transport.isLost {
             transport.send(message)
             return
@@ -422,10 +428,10 @@ extension CoordinationClient: ConnectionOwner {
             declared.timeout = nil
             transport.send(.declareHeldClaim(declared))
         }
-        // A move reported while the claims were being declared may have reached the daemon first, which ignored it:
-        // sent again after them.
+        // The moves of these claims reported meanwhile were held back (sent before, the new daemon would have
+        // ignored them, not knowing the claim yet): sent now, once each, in order.
         for move in claims.movesWhileDeclaring() {
-            transport.send(.itemMoved(move.claim, from: move.from, to: move.to, fromName: nil))
+            transport.send(.itemMoved(move.claim, from: move.from, to: move.to, fromName: move.fromName))
         }
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
