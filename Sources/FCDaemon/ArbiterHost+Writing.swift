@@ -42,8 +42,8 @@ extension ArbiterHost {
     static let burstFactor = 8
 
     /// `channel`'s queue is past the bound (not writable): its peer is closed by `close` (with what waited) once the
-    /// queue holds more than ``burstFactor`` times the bound, or stays past the bound for ``readingGrace`` without
-    /// coming back under half of it (``becameWritable(_:)``).
+    /// queue holds more than ``burstFactor`` times the bound, or stays past the bound for ``readingGrace`` after this
+    /// pass's flush without coming back under half of it (``becameWritable(_:)``) or shrinking.
     func judgeReading(on channel: any Channel, close: @escaping (_ waited: String) -> Void) {
         let limit = configuration.maximumQueuedBytes
         let most = limit.multipliedReportingOverflow(by: Self.burstFactor)
@@ -59,12 +59,41 @@ extension ArbiterHost {
         let check = readingCheckCount
         readingChecks[key] = check
         let bound = NIOLoopBound((host: self, channel: channel, close: close), eventLoop: loop)
+        // Timed from after this pass's flush (queued before this task): a pass that took longer than the grace
+        // (60,000 presenters asked) gave its client no time at all (found by a read-only review).
+        loop.assumeIsolated().execute {
+            let (host, channel, close) = bound.value
+            host.scheduleReadingCheck(check, of: channel, close: close)
+        }
+    }
+
+    /// Looks at `channel` after ``readingGrace``: closed by `close` if it has stayed past the bound and its queue has
+    /// not shrunk meanwhile (a peer that reads a large burst slowly is given another grace each time it made some
+    /// way; the queue stays under ``burstFactor`` times the bound).
+    private func scheduleReadingCheck(
+        _ check: UInt64,
+        of channel: any Channel,
+        close: @escaping (_ waited: String) -> Void
+    ) {
+        let key = ObjectIdentifier(channel)
+        guard readingChecks[key] == check else { return }
+        let before = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        let limit = configuration.maximumQueuedBytes
+        let bound = NIOLoopBound((host: self, channel: channel, close: close), eventLoop: loop)
         loop.assumeIsolated().scheduleTask(in: Self.readingGrace) {
             let (host, channel, close) = bound.value
             // Came under half the bound since (``becameWritable(_:)``), or closed: nothing to do.
             guard host.readingChecks[key] == check else { return }
+            guard channel.isActive, !channel.isWritable else {
+                host.readingChecks[key] = nil
+                return
+            }
+            let now = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+            if now < before {
+                host.scheduleReadingCheck(check, of: channel, close: close)
+                return
+            }
             host.readingChecks[key] = nil
-            guard channel.isActive, !channel.isWritable else { return }
             let seconds = Self.readingGrace.nanoseconds / 1_000_000_000
             close("more than \(limit) bytes of messages have waited for \(seconds) s")
         }
