@@ -696,7 +696,9 @@ struct Simulation {
         let after = watching.statistics
         // Invariant 13: a new file's change with other contents than its appearance was read with is told.
         if !mayTakeAsAppearance, !writing, after.closesOfAppearances != before.closesOfAppearances {
-            violations.append("invariant 13: \(events[0]) changed a new file's contents and was taken as its appearance")
+            violations.append(
+                "invariant 13: \(events[0]) changed a new file's contents and was taken as its appearance"
+            )
         }
         let unknown = Set(events.flatMap(\.items).filter { writing || endedUnsaid($0) })
         appearances.read(events, observed: observed) { unknown.contains($0) }
