@@ -131,19 +131,22 @@ extension Arbiter {
                     )
                 }
                 if claim.outstanding.isEmpty {
-                    forEachConflicting(claim) { other in
-                        guard out.count < limit, other.phase == .granted, !exempt(claim.request, other.request)
-                        else { return }
-                        out.append(
-                            WaitEdge(
-                                from: node,
-                                to: .claim(other.id),
-                                line:
-                                    "\(self.describe(claim)) \(self.waits(since: claim.arrivedAt)) for \(self.describe(other)), which is "
-                                    + "granted\(self.held(other))"
+                    forEachConflicting(
+                        claim,
+                        until: { other in
+                            guard other.phase == .granted, !exempt(claim.request, other.request) else { return true }
+                            out.append(
+                                WaitEdge(
+                                    from: node,
+                                    to: .claim(other.id),
+                                    line:
+                                        "\(self.describe(claim)) \(self.waits(since: claim.arrivedAt)) for \(self.describe(other)), which is "
+                                        + "granted\(self.held(other))"
+                                )
                             )
-                        )
-                    }
+                            return out.count < limit
+                        }
+                    )
                 }
                 return out
             }
