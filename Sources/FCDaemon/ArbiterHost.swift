@@ -200,7 +200,20 @@ final class ArbiterHost {
         // Behind an event that waits for the document portal: in order, after it.
         if portalClients.queueIfWaiting(event, from: client) { return }
         // While the daemon recovers, every event but a claim still held and a lease given back waits, in order.
-        if recovery.holdsBack(event, from: client) { return }
+        if recovery.holdsBack(event, from: client) {
+            if recovery.heldBackBytes(of: client) > RecoveryGate.maximumHeldBackBytesPerClient {
+                recovery.forget(client)
+                close(
+                    client,
+                    because: ProtocolError(
+                        .limitExceeded,
+                        "more than \(RecoveryGate.maximumHeldBackBytesPerClient) bytes of messages sent while filecoordd "
+                            + "recovers from a crash: the client sends without end"
+                    )
+                )
+            }
+            return
+        }
         // Behind an event that waits for the types of new mounts: in order, after it.
         if mountTypes.holdsBack(event, from: client) { return }
         if shuttingDown, case .claimRequested(let request) = event {

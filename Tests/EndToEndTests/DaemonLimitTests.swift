@@ -203,6 +203,35 @@ extension RawClient {
         }
     }
 
+    /// Stop 70: while a daemon recovers from its predecessor's crash, everything a client sends but held claims
+    /// waits for the grace to end; a client that sent without end grew the daemon's memory without bound. Past
+    /// 64 MiB of such messages it is disconnected.
+    @Test("A client that sends without end during the recovery grace is disconnected")
+    func aClientThatFloodsTheRecoveryGraceIsDisconnected() async throws {
+        try await TestEnvironment.run { env in
+            let crashed = try await env.startDaemon()
+            crashed.signal(SIGKILL)
+            _ = try await crashed.waitForExit()
+            let daemon = try await env.startDaemon(arguments: ["--recovery-grace", "60"])
+            try await daemon.waitForLog("only claims still held are taken")
+            let flood = try RawClient(socket: env.socket)
+            try await flood.handshake(name: "flood")
+            // Presenters of a 4 KiB path, more than 64 MiB of them.
+            let long = env.path(Array(repeating: String(repeating: "n", count: 200), count: 20).joined(separator: "/"))
+            var sent = 0
+            while sent < 20_000 {
+                var register = Filecoord_V1_RegisterPresenter()
+                register.presenterID = UInt64(sent + 1)
+                register.path = Data(long.utf8)
+                register.callbacks = PresenterCallbacks.presentedItemDidChange.rawValue
+                do { try flood.send(Filecoord_V1_Frame(.registerPresenter(register))) } catch { break }
+                sent += 1
+            }
+            #expect(try await flood.waitForClose(timeout: .seconds(20)), "the daemon kept \(sent) registrations")
+            try await daemon.waitForLog("sent while filecoordd recovers from a crash")
+        }
+    }
+
     @Test("A client that does not read is disconnected once its queue passes the bound; writers never wait for it")
     func aClientThatDoesNotReadIsDisconnected() async throws {
         try await TestEnvironment.run { env in

@@ -59,6 +59,38 @@ import Testing
         #expect(!gate.holdsBack(Self.claim(5, held: false), from: ClientID(1)))
     }
 
+    /// Stop 70: every event a client sent during the grace was kept, without bound. The gate counts about what each
+    /// client's take (their paths' bytes), and forgets a client's when the host closes it.
+    @Test func whatEachClientSentIsCountedAndForgottenWhenItIsClosed() {
+        let loop = EmbeddedEventLoop()
+        let gate = RecoveryGate(loop: loop, logger: Logger(label: "test"))
+        var handedBack: [(ClientID, ArbiterEvent)]?
+        gate.start(for: .seconds(10), because: "test", marker: nil) { handedBack = $0 }
+        let component = String(repeating: "n", count: 200)
+        let long = Self.path("/" + Array(repeating: component, count: 20).joined(separator: "/"))
+        var sent = 0
+        while gate.heldBackBytes(of: ClientID(1)) <= RecoveryGate.maximumHeldBackBytesPerClient {
+            var request = ClaimRequest(
+                id: ClaimID(UInt64(sent + 10)),
+                client: ClientID(1),
+                coordinator: CoordinatorID(1),
+                purpose: PurposeID("test"),
+                items: [ClaimItem(path: long, access: .write([]))]
+            )
+            request.isHeld = false
+            #expect(gate.holdsBack(.claimRequested(request), from: ClientID(1)))
+            sent += 1
+        }
+        // About the limit over a path's 4 KiB: each claim counted with its path, none for nothing.
+        #expect(sent > RecoveryGate.maximumHeldBackBytesPerClient / 8_192)
+        #expect(sent <= RecoveryGate.maximumHeldBackBytesPerClient / long.bytes.count + 1)
+        #expect(gate.holdsBack(Self.claim(2, held: false), from: ClientID(2)))
+        gate.forget(ClientID(1))
+        #expect(gate.heldBackBytes(of: ClientID(1)) == 0)
+        loop.advanceTime(by: .seconds(10))
+        #expect(handedBack.map(Self.claimIDs) == [2])
+    }
+
     @Test func theMarkerIsRemovedWhenTheGraceEnds() throws {
         let loop = EmbeddedEventLoop()
         let gate = RecoveryGate(loop: loop, logger: Logger(label: "test"))

@@ -15,8 +15,14 @@ final class RecoveryGate {
     let logger: Logger
     /// Whether the grace runs.
     private(set) var isRecovering = false
-    /// Events held back while the daemon recovers, in order.
+    /// Events held back while the daemon recovers, in order, and about how many bytes each client's take
+    /// (``estimatedBytes(of:)``).
     private var heldBack: [(ClientID, ArbiterEvent)] = []
+    private var heldBytes: [ClientID: Int] = [:]
+    /// The most bytes of one client's events held back (``heldBackBytes(of:)``): a client past it sends without end,
+    /// and the host closes its connection (until stop 70 the daemon kept whatever came during the grace). Far above
+    /// what a client that reconnects sends: its presenters (at most 100,000) and claims (10,000) again.
+    static let maximumHeldBackBytesPerClient = 64 << 20
     /// The marker that started this daemon's recovery, removed when the grace ends: a daemon stopped or crashed
     /// before then leaves it to the next.
     private var marker: String?
@@ -58,7 +64,36 @@ final class RecoveryGate {
             return false
         }
         heldBack.append((client, event))
+        heldBytes[client, default: 0] += Self.estimatedBytes(of: event)
         return true
+    }
+
+    /// About how many bytes of `client`'s events are held back.
+    func heldBackBytes(of client: ClientID) -> Int { heldBytes[client] ?? 0 }
+
+    /// Drops what `client` sent during the grace (its connection is closed).
+    func forget(_ client: ClientID) {
+        guard heldBytes.removeValue(forKey: client) != nil else { return }
+        heldBack.removeAll { $0.0 == client }
+    }
+
+    /// About what `event` takes in memory: its paths' bytes and a fixed part.
+    static func estimatedBytes(of event: ArbiterEvent) -> Int {
+        let fixed = 128
+        switch event {
+        case .claimRequested(let request):
+            return fixed + request.items.reduce(0) { $0 + 64 + $1.path.bytes.count }
+        case .presenterAdded(let registration):
+            return fixed + (registration.path?.bytes.count ?? 0)
+        case .presenterURLChanged(_, let path):
+            return fixed + (path?.bytes.count ?? 0)
+        case .itemMoved(_, let from, let to, let name):
+            return fixed + from.bytes.count + to.bytes.count + (name?.count ?? 0)
+        case .claimFinished(_, let created, _):
+            return fixed + created.reduce(0) { $0 + $1.bytes.count }
+        default:
+            return fixed
+        }
     }
 
     /// Ends the grace: removes the marker, returns the events held back.
@@ -76,6 +111,7 @@ final class RecoveryGate {
         }
         let events = heldBack
         heldBack = []
+        heldBytes = [:]
         logger.info("recovery over", metadata: ["events.heldBack": "\(events.count)"])
         return events
     }
