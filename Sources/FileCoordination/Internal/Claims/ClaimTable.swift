@@ -21,21 +21,14 @@ final class ClaimTable: Sendable {
         /// cleared when it is lost): a claim registered here learns where it goes in the same lock.
         var route: (any ArbiterTransport)?
         /// While the held claims read by ``heldRequestsToDeclare()`` are being declared to a new connection: those
-        /// claims, and their moves reported since, held back until the declarations are sent (``deferMove(_:)``).
-        var declaring: (claims: Set<ClaimID>, moves: [Move])?
+        /// claims, and their messages sent since (a move, a version change, a finish), held back in order until the
+        /// declarations are sent (``holdBack(_:)``).
+        var declaring: (claims: Set<ClaimID>, messages: [ClientMessage])?
     }
 
-    /// A move of a held claim's item (`item(at:didMoveTo:)`), as its `itemMoved` message has it.
-    struct Move: Equatable {
-        var claim: ClaimID
-        var from: ItemPath
-        var to: ItemPath
-        var fromName: [UInt8]?
-    }
-
-    /// The most moves held back while held claims are declared (a declaration takes milliseconds; one move per
-    /// accessor is usual); past it a move is sent at once, as before stop 70.
-    static let maximumMovesWhileDeclaring = 1_000
+    /// The most messages held back while held claims are declared (a declaration takes milliseconds; a move and a
+    /// finish per accessor are usual); past it a message is sent at once, as before stop 70.
+    static let maximumMessagesWhileDeclaring = 1_000
     private let state = Locked(State())
     /// This client's version store calls waiting for the daemon's replies (issue 15).
     let versionRequests = VersionRequestTable()
@@ -145,10 +138,10 @@ final class ClaimTable: Sendable {
         state.withLock { $0.held.values.sorted { $0.id < $1.id } }
     }
 
-    /// ``heldRequests``, to be declared to a new connection: from now on, until ``movesWhileDeclaring()``, their
-    /// moves are held back (``deferMove(_:)``). A move sent meanwhile could reach the new daemon before the
-    /// declaration, which ignores a move of a claim it does not know (it then granted the new place beside the
-    /// running claim).
+    /// ``heldRequests``, to be declared to a new connection: from now on, until ``heldBackWhileDeclaring()`` finds
+    /// nothing more, their messages are held back (``holdBack(_:)``). A move sent meanwhile could reach the new daemon
+    /// before the declaration, which ignores a move of a claim it does not know (it then granted the new place beside
+    /// the running claim); a later message of the same claim must not overtake it.
     func heldRequestsToDeclare() -> [ClaimRequest] {
         state.withLock { state in
             let held = state.held.values.sorted { $0.id < $1.id }
@@ -157,25 +150,39 @@ final class ClaimTable: Sendable {
         }
     }
 
-    /// Holds `move` back if its claim is being declared to a new connection: `true` then (the caller does not send
-    /// it; ``CoordinationClient/connected(to:install:)`` does, after the declarations).
-    func deferMove(_ move: Move) -> Bool {
-        state.withLock { state in
-            guard var declaring = state.declaring, declaring.claims.contains(move.claim),
-                declaring.moves.count < Self.maximumMovesWhileDeclaring
+    /// Holds `message` back if it is about a claim being declared to a new connection (its move, version change or
+    /// finish): `true` then (the caller does not send it; ``CoordinationClient/connected(to:install:)`` does, after
+    /// the declarations, in order).
+    func holdBack(_ message: ClientMessage) -> Bool {
+        let claim: ClaimID
+        switch message {
+        case .itemMoved(let id, _, _, _), .versionChanged(let id, _, _), .finishClaim(let id, _, _),
+            .preparationReturned(let id):
+            claim = id
+        default:
+            return false
+        }
+        return state.withLock { state in
+            guard var declaring = state.declaring, declaring.claims.contains(claim),
+                declaring.messages.count < Self.maximumMessagesWhileDeclaring
             else { return false }
-            declaring.moves.append(move)
+            declaring.messages.append(message)
             state.declaring = declaring
             return true
         }
     }
 
-    /// The moves held back since ``heldRequestsToDeclare()``, in the order they were reported, once the
-    /// declarations are sent: each is to be sent once, now. Ends the holding back.
-    func movesWhileDeclaring() -> [Move] {
+    /// The messages held back since ``heldRequestsToDeclare()`` or the last call, in the order they were sent, to be
+    /// sent now, after the declarations; `nil` once there are none, which ends the holding back (so a message held
+    /// back while the caller sends these is in the next call's, never sent ahead of them).
+    func heldBackWhileDeclaring() -> [ClientMessage]? {
         state.withLock { state in
-            defer { state.declaring = nil }
-            return state.declaring?.moves ?? []
+            guard let messages = state.declaring?.messages, !messages.isEmpty else {
+                state.declaring = nil
+                return nil
+            }
+            state.declaring?.messages = []
+            return messages
         }
     }
 

@@ -167,12 +167,8 @@ final class CoordinationClient: Sendable {
             // A coordinator's cancel reaches its claims at the daemon too.
             guard case .cancelCoordinator = message else { return }
         }
-        // A move of a claim being declared to a new connection goes after the declaration (``connected(to:)``).
-        if case .itemMoved(let claim, let from, let to, let fromName) = message,
-            claims.deferMove(.init(claim: claim, from: from, to: to, fromName: fromName))
-        {
-            return
-        }
+        // A message of a claim being declared to a new connection goes after the declaration (``connected(to:)``).
+        if claims.holdBack(message) { return }
         if let transport, !transport.isLost {
             transport.send(message)
             return
@@ -428,10 +424,10 @@ extension CoordinationClient: ConnectionOwner {
             declared.timeout = nil
             transport.send(.declareHeldClaim(declared))
         }
-        // The moves of these claims reported meanwhile were held back (sent before, the new daemon would have
-        // ignored them, not knowing the claim yet): sent now, once each, in order.
-        for move in claims.movesWhileDeclaring() {
-            transport.send(.itemMoved(move.claim, from: move.from, to: move.to, fromName: move.fromName))
+        // The messages of these claims sent meanwhile were held back (a move sent before, the new daemon would have
+        // ignored it, not knowing the claim yet): sent now, once each, in order, until none is left.
+        while let held = claims.heldBackWhileDeclaring() {
+            for message in held { transport.send(message) }
         }
         // A claim that finished while it was being declared may have sent its finish first: send it again (a second
         // finish of a claim the daemon no longer has is ignored).
