@@ -280,6 +280,7 @@ final class ArbiterHost {
     func closed(_ client: ClientID) {
         loop.preconditionInEventLoop()
         guard let closedHere = connections.forget(client) else { return }
+        recovery.forget(client)  // What it sent during a recovery grace is handed back to nobody.
         portalClients.forget(client)
         progressClientLeft(client)
         queryClientLeft(client)

@@ -18,7 +18,11 @@ final class RecoveryGate {
     /// Events held back while the daemon recovers, in order, and about how many bytes each client's take
     /// (``estimatedBytes(of:)``).
     private var heldBack: [(ClientID, ArbiterEvent)] = []
-    private var heldBytes: [ClientID: Int] = [:]
+    private var heldBytes: [ClientID: (bytes: Int, events: Int)] = [:]
+    /// Clients whose connection ended during the grace (``forget(_:)``), and how many of their events are still in
+    /// ``heldBack``: removed once they are half of it (a removal per connection ended would cost O(events) each).
+    private var forgotten: Set<ClientID> = []
+    private var forgottenEvents = 0
     /// The most bytes of one client's events held back (``heldBackBytes(of:)``): a client past it sends without end,
     /// and the host closes its connection (until stop 70 the daemon kept whatever came during the grace). Far above
     /// what a client that reconnects sends: its presenters (at most 100,000) and claims (10,000) again.
@@ -64,17 +68,23 @@ final class RecoveryGate {
             return false
         }
         heldBack.append((client, event))
-        heldBytes[client, default: 0] += Self.estimatedBytes(of: event)
+        heldBytes[client, default: (0, 0)].bytes += Self.estimatedBytes(of: event)
+        heldBytes[client, default: (0, 0)].events += 1
         return true
     }
 
     /// About how many bytes of `client`'s events are held back.
-    func heldBackBytes(of client: ClientID) -> Int { heldBytes[client] ?? 0 }
+    func heldBackBytes(of client: ClientID) -> Int { heldBytes[client]?.bytes ?? 0 }
 
-    /// Drops what `client` sent during the grace (its connection is closed).
+    /// Drops what `client` sent during the grace: its connection ended (closed by the host for sending too much, or
+    /// by the client, which may connect again and send as much again). Amortised O(1) per event held back.
     func forget(_ client: ClientID) {
-        guard heldBytes.removeValue(forKey: client) != nil else { return }
-        heldBack.removeAll { $0.0 == client }
+        guard let held = heldBytes.removeValue(forKey: client) else { return }
+        forgotten.insert(client)
+        forgottenEvents += held.events
+        guard forgottenEvents * 2 > heldBack.count else { return }
+        heldBack.removeAll { forgotten.contains($0.0) }
+        (forgotten, forgottenEvents) = ([], 0)
     }
 
     /// About what `event` takes in memory: its paths' bytes and a fixed part.
@@ -109,9 +119,10 @@ final class RecoveryGate {
                 }
             }
         }
-        let events = heldBack
+        let events = forgotten.isEmpty ? heldBack : heldBack.filter { !forgotten.contains($0.0) }
         heldBack = []
         heldBytes = [:]
+        (forgotten, forgottenEvents) = ([], 0)
         logger.info("recovery over", metadata: ["events.heldBack": "\(events.count)"])
         return events
     }
