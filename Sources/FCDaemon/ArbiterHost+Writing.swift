@@ -47,7 +47,7 @@ extension ArbiterHost {
     func judgeReading(on channel: any Channel, close: @escaping (_ waited: String) -> Void) {
         let limit = configuration.maximumQueuedBytes
         let most = limit.multipliedReportingOverflow(by: Self.burstFactor)
-        let buffered = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        let buffered = Self.queuedBytes(of: channel)
         if !most.overflow, buffered > most.partialValue {
             readingChecks[ObjectIdentifier(channel)] = nil
             close("\(buffered) bytes of messages wait (more than \(most.partialValue))")
@@ -77,7 +77,7 @@ extension ArbiterHost {
     ) {
         let key = ObjectIdentifier(channel)
         guard readingChecks[key] == check else { return }
-        let before = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        let before = Self.queuedBytes(of: channel)
         let limit = configuration.maximumQueuedBytes
         let bound = NIOLoopBound((host: self, channel: channel, close: close), eventLoop: loop)
         loop.assumeIsolated().scheduleTask(in: Self.readingGrace) {
@@ -88,7 +88,7 @@ extension ArbiterHost {
                 host.readingChecks[key] = nil
                 return
             }
-            let now = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+            let now = Self.queuedBytes(of: channel)
             if now < before {
                 host.scheduleReadingCheck(check, of: channel, close: close)
                 return
@@ -97,6 +97,11 @@ extension ArbiterHost {
             let seconds = Self.readingGrace.nanoseconds / 1_000_000_000
             close("more than \(limit) bytes of messages have waited for \(seconds) s")
         }
+    }
+
+    /// The bytes written to `channel` and not yet taken by its peer (0 for a channel that does not say).
+    private static func queuedBytes(of channel: any Channel) -> Int {
+        (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
     }
 
     /// `channel`'s queue came back under half the bound: its peer reads.

@@ -183,13 +183,7 @@ extension RawClient {
             let reader = try RawClient(socket: env.socket)
             try await reader.handshake(name: "reader")
             let presenters = 2_000
-            for index in 1...presenters {
-                var register = Filecoord_V1_RegisterPresenter()
-                register.presenterID = UInt64(index)
-                register.path = Data(file.utf8)
-                register.callbacks = PresenterCallbacks.presentedItemDidChange.rawValue
-                try reader.send(Filecoord_V1_Frame(.registerPresenter(register)))
-            }
+            for index in 1...presenters { try reader.registerDidChangePresenter(UInt64(index), of: file) }
             let writer = try await env.host("W")
             try writer.send("write \(file) burst")
             try await writer.waitFor("done write \(file)")
@@ -220,11 +214,7 @@ extension RawClient {
             let long = env.path(Array(repeating: String(repeating: "n", count: 200), count: 20).joined(separator: "/"))
             var sent = 0
             while sent < 20_000 {
-                var register = Filecoord_V1_RegisterPresenter()
-                register.presenterID = UInt64(sent + 1)
-                register.path = Data(long.utf8)
-                register.callbacks = PresenterCallbacks.presentedItemDidChange.rawValue
-                do { try flood.send(Filecoord_V1_Frame(.registerPresenter(register))) } catch { break }
+                do { try flood.registerDidChangePresenter(UInt64(sent + 1), of: long) } catch { break }
                 sent += 1
             }
             #expect(try await flood.waitForClose(timeout: .seconds(20)), "the daemon kept \(sent) registrations")
@@ -240,13 +230,7 @@ extension RawClient {
             // 500 presenters of the file that only want did-change notifications, on a connection never read.
             let deaf = try RawClient(socket: env.socket)
             try await deaf.handshake(name: "deaf")
-            for index in 1...500 {
-                var register = Filecoord_V1_RegisterPresenter()
-                register.presenterID = UInt64(index)
-                register.path = Data(file.utf8)
-                register.callbacks = PresenterCallbacks.presentedItemDidChange.rawValue
-                try deaf.send(Filecoord_V1_Frame(.registerPresenter(register)))
-            }
+            for index in 1...500 { try deaf.registerDidChangePresenter(UInt64(index), of: file) }
             let writer = try await env.host("W")
             // Writes go on until the daemon gives up on the deaf client (its queue then stays past the bound for
             // the reading grace: since stop 70 a queue that passes it only within a loop pass is no sign).

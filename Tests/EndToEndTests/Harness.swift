@@ -856,6 +856,15 @@ final class RawClient {
     /// Sends one frame, encoded as the library would.
     func send(_ frame: Filecoord_V1_Frame) throws { try send(try encoder.encode(frame)) }
 
+    /// Registers presenter `id` of `path` that wants only did-change notifications.
+    func registerDidChangePresenter(_ id: UInt64, of path: String) throws {
+        var register = Filecoord_V1_RegisterPresenter()
+        register.presenterID = id
+        register.path = Data(path.utf8)
+        register.callbacks = PresenterCallbacks.presentedItemDidChange.rawValue
+        try send(Filecoord_V1_Frame(.registerPresenter(register)))
+    }
+
     /// Says hello and waits for the daemon's reply.
     func handshake(name: String = "raw-client", answersRecalls: Bool = false) async throws {
         do {

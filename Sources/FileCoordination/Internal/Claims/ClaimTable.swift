@@ -163,11 +163,11 @@ final class ClaimTable: Sendable {
             return false
         }
         return state.withLock { state in
-            guard var declaring = state.declaring, declaring.claims.contains(claim),
-                declaring.messages.count < Self.maximumMessagesWhileDeclaring
+            // Read through `state` without a copy: a copy held while appending made each append copy the list.
+            guard state.declaring?.claims.contains(claim) == true,
+                (state.declaring?.messages.count ?? .max) < Self.maximumMessagesWhileDeclaring
             else { return false }
-            declaring.messages.append(message)
-            state.declaring = declaring
+            state.declaring?.messages.append(message)
             return true
         }
     }
