@@ -322,6 +322,9 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var conflictVisits = 0
     /// Wait-for graph nodes whose edges the deadlock detector computed.
     public var waitNodesExplored = 0
+    /// Claims read to find which presenters' queues are held (``Arbiter/PresenterQueueHolds``): once per search of
+    /// the wait-for graph that reaches a presenter, not once per presenter reached.
+    public var queueHoldClaimsRead = 0
     /// Leases granted (docs/SEMANTICS.md §13).
     public var leasesGranted = 0
     /// Recalls sent.

@@ -151,19 +151,13 @@ extension Arbiter {
                 return out
             }
         case .presenter(let presenterID):
-            let queue = presenters[presenterID].flatMap { record in
-                record.registration.serialQueue.map { (client: record.registration.client, id: $0) }
-            }
-            return claims.values.filter { claim in
-                guard claim.phase != .granted, let holder = claim.request.fromPresenterQueue else { return false }
-                if holder == presenterID { return true }
-                guard let queue, let other = presenters[holder]?.registration else { return false }
-                return other.client == queue.client && other.serialQueue == queue.id
-            }
-            .sorted { $0.sequence < $1.sequence }
-            .prefix(limit)
-            .map { queueEdge(of: presenterID, heldBy: $0) }
+            return edges(from: presenterID, holds: PresenterQueueHolds(self), limit: limit)
         }
+    }
+
+    /// The edges leaving a presenter: to the claims not granted that hold its queue, at most `limit`.
+    func edges(from presenter: PresenterID, holds: PresenterQueueHolds, limit: Int = .max) -> [WaitEdge] {
+        holds.claims(holding: presenter).prefix(limit).map { queueEdge(of: presenter, heldBy: $0) }
     }
 
     /// The edge from a presenter to `held`, a claim not granted yet that was made on its queue (or on a serial queue
@@ -229,6 +223,16 @@ extension Arbiter {
             acyclicGeneration = graphGeneration
         }
         if done.contains(start) { return nil }
+        // Which claims hold which presenter's queue, found once for the search (the graph does not change during
+        // it) when it first reaches a presenter: asked presenter by presenter, a search through n presenters read
+        // every claim n times.
+        var holds: PresenterQueueHolds?
+        func edges(from node: WaitNode) -> [WaitEdge] {
+            guard case .presenter(let presenter) = node else { return self.edges(from: node) }
+            let found = holds ?? PresenterQueueHolds(self)
+            holds = found
+            return self.edges(from: presenter, holds: found)
+        }
         func visit(_ node: WaitNode) -> [WaitEdge]? {
             statistics.waitNodesExplored += 1
             onPath[node] = path.count

@@ -28,38 +28,52 @@ extension Arbiter {
     /// ``edges(from:limit:)`` of every presenter, from one pass over the claims (asked presenter by presenter, each
     /// read every claim: O(presenters × claims)).
     private func presenterQueueEdges(limitPerNode: Int) -> [WaitEdge] {
-        struct SerialQueue: Hashable {
+        let holds = PresenterQueueHolds(self)
+        var edges: [WaitEdge] = []
+        for presenter in presenters.keys.sorted() {
+            edges += holds.claims(holding: presenter).prefix(limitPerNode).map { queueEdge(of: presenter, heldBy: $0) }
+        }
+        return edges
+    }
+
+    /// The claims not granted that hold each presenter's queue (``ClaimRequest/fromPresenterQueue``), found in one
+    /// pass over the claims: by the presenter they were made on, and by the serial queue of that presenter when it
+    /// shares one (then every presenter on that queue waits for them). A view of the arbiter at one moment: made
+    /// again after anything changes.
+    struct PresenterQueueHolds {
+        private struct SerialQueue: Hashable {
             var client: ClientID
             var id: UInt64
         }
-        func serialQueue(of presenter: PresenterID) -> SerialQueue? {
+        private let presenters: [PresenterID: PresenterRecord]
+        private var byHolder: [PresenterID: [ClaimRecord]] = [:]
+        private var byQueue: [SerialQueue: [ClaimRecord]] = [:]
+
+        init(_ arbiter: Arbiter) {
+            presenters = arbiter.presenters
+            arbiter.statistics.queueHoldClaimsRead += arbiter.claims.count
+            for claim in arbiter.claims.values where claim.phase != .granted {
+                guard let holder = claim.request.fromPresenterQueue else { continue }
+                if let queue = serialQueue(of: holder) {
+                    byQueue[queue, default: []].append(claim)
+                } else {
+                    byHolder[holder, default: []].append(claim)
+                }
+            }
+            // Each list in arrival order, sorted once.
+            byHolder = byHolder.mapValues { $0.sorted { $0.sequence < $1.sequence } }
+            byQueue = byQueue.mapValues { $0.sorted { $0.sequence < $1.sequence } }
+        }
+
+        private func serialQueue(of presenter: PresenterID) -> SerialQueue? {
             presenters[presenter].flatMap { record in
                 record.registration.serialQueue.map { SerialQueue(client: record.registration.client, id: $0) }
             }
         }
-        // The claims not granted made on a presenter's queue, by that presenter, and by its serial queue if it
-        // shares one (then every presenter on that queue waits for them).
-        var byHolder: [PresenterID: [ClaimRecord]] = [:]
-        var byQueue: [SerialQueue: [ClaimRecord]] = [:]
-        for claim in claims.values where claim.phase != .granted {
-            guard let holder = claim.request.fromPresenterQueue else { continue }
-            if let queue = serialQueue(of: holder) {
-                byQueue[queue, default: []].append(claim)
-            } else {
-                byHolder[holder, default: []].append(claim)
-            }
+
+        /// The claims not granted made on `presenter`'s queue, or on the serial queue it shares, in arrival order.
+        func claims(holding presenter: PresenterID) -> [ClaimRecord] {
+            serialQueue(of: presenter).map { byQueue[$0] ?? [] } ?? byHolder[presenter] ?? []
         }
-        // Each list once, in arrival order, cut to what a node lists.
-        func first(_ claims: [ClaimRecord]) -> [ClaimRecord] {
-            Array(claims.sorted { $0.sequence < $1.sequence }.prefix(limitPerNode))
-        }
-        byHolder = byHolder.mapValues(first)
-        byQueue = byQueue.mapValues(first)
-        var edges: [WaitEdge] = []
-        for presenter in presenters.keys.sorted() {
-            let held = serialQueue(of: presenter).map { byQueue[$0] ?? [] } ?? byHolder[presenter] ?? []
-            edges += held.map { queueEdge(of: presenter, heldBy: $0) }
-        }
-        return edges
     }
 }

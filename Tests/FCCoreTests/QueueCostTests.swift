@@ -50,6 +50,34 @@ import Testing
         #expect(cost < 4 * (limit + 1) * Self.queued, "\(cost) conflict visits for one dump")
     }
 
+    /// A deadlock search that reaches many presenters reads the claims once: until stop 71 each presenter it reached
+    /// read every claim to find those made on its queue, O(presenters × claims) in one loop pass.
+    @Test func aSearchThroughManyPresentersReadsTheClaimsOnce() {
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
+        )
+        _ = h.write("/busy", client: h.connect("holder"))
+        // Each presenter's queue is held by a write made on it, queued behind the holder: no cycle.
+        let presenters = (0..<Self.queued).map { index in
+            let client = h.connect("app-\(index)")
+            let presenter = h.present("/d/f.txt", client: client)
+            h.claim([ArbiterHarness.write("/busy")], client: client, fromPresenterQueue: presenter)
+            return presenter
+        }
+        // A write of the presented file asks every presenter, none of which can answer.
+        let write = h.write("/d/f.txt", client: h.connect("writer"))
+        #expect(h.openRequests().count == presenters.count)
+        let before = h.arbiter.statistics
+        h.send(.timerFired(.deadlockCheck(write)))
+        let read = h.arbiter.statistics.queueHoldClaimsRead - before.queueHoldClaimsRead
+        let explored = h.arbiter.statistics.waitNodesExplored - before.waitNodesExplored
+        #expect(h.failure(write) == nil)
+        #expect(h.arbiter.statistics.longWaits == before.longWaits + 1)
+        // The write, every presenter and the write on its queue, and the holder.
+        #expect(explored == 2 * Self.queued + 2, "\(explored) wait-for nodes explored")
+        #expect(read <= 2 * (Self.queued + 2), "\(read) claims read for one search through \(Self.queued) presenters")
+    }
+
     @Test func theQueueDrainsInOrderAtLinearCostPerGrant() {
         let h = ArbiterHarness()
         let (holder, waiters) = Self.busyItem(h)
