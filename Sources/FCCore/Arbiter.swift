@@ -35,6 +35,8 @@ public final class Arbiter {
     /// Wait-for nodes from which no cycle is reachable, valid while `acyclicGeneration == graphGeneration`.
     var acyclicNodes: Set<WaitNode> = []
     var acyclicGeneration = -1
+    /// The generation in which no claim held a presenter's queue, so that the graph had no cycle (``findCycle(from:)``).
+    var noCycleGeneration = -1
     var requests: [RequestID: PendingRequest] = [:]
     /// Requests whose presenter timed out; a late reply may still hand back a reacquirer.
     var timedOutRequests: [RequestID: PendingRequest] = [:]
@@ -323,7 +325,7 @@ public struct ArbiterStatistics: Hashable, Sendable {
     /// Wait-for graph nodes whose edges the deadlock detector computed.
     public var waitNodesExplored = 0
     /// Claims read to find which presenters' queues are held (``Arbiter/PresenterQueueHolds``): once per search of
-    /// the wait-for graph that reaches a presenter, not once per presenter reached.
+    /// the wait-for graph, not once per presenter it reaches.
     public var queueHoldClaimsRead = 0
     /// Leases granted (docs/SEMANTICS.md §13).
     public var leasesGranted = 0

@@ -71,6 +71,9 @@ extension Arbiter {
             }
         }
 
+        /// `true` when some claim not granted holds a presenter's queue.
+        var holdAny: Bool { !byHolder.isEmpty || !byQueue.isEmpty }
+
         /// The claims not granted made on `presenter`'s queue, or on the serial queue it shares, in arrival order.
         func claims(holding presenter: PresenterID) -> [ClaimRecord] {
             serialQueue(of: presenter).map { byQueue[$0] ?? [] } ?? byHolder[presenter] ?? []

@@ -50,6 +50,21 @@ import Testing
         #expect(cost < 4 * (limit + 1) * Self.queued, "\(cost) conflict visits for one dump")
     }
 
+    /// The first deadlock check of a plain queue (no claim made on a presenter's queue, so no cycle can form) costs
+    /// O(queue): until stop 71 its search walked the queue from every claim in it, O(queue²) in one loop pass.
+    @Test func aCheckOfAQueueWithNoPresenterQueueHeldDoesNotSearchIt() {
+        let h = ArbiterHarness(
+            configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
+        )
+        let (_, waiters) = Self.busyItem(h)
+        let before = h.arbiter.statistics
+        h.send(.timerFired(.deadlockCheck(waiters[waiters.count - 1])))
+        let visits = h.arbiter.statistics.conflictVisits - before.conflictVisits
+        #expect(h.arbiter.statistics.longWaits == before.longWaits + 1)
+        // The long-wait line's blockers: one walk of the queue.
+        #expect(visits <= 2 * (Self.queued + 1), "\(visits) conflict visits for one check")
+    }
+
     /// A deadlock search that reaches many presenters reads the claims once: until stop 71 each presenter it reached
     /// read every claim to find those made on its queue, O(presenters × claims) in one loop pass.
     @Test func aSearchThroughManyPresentersReadsTheClaimsOnce() {

@@ -212,6 +212,8 @@ struct Simulation {
     private var onePurposeOf: [ClientID: PurposeID] = [:]
     /// Leases granted to such clients, to show that schedules make some.
     private(set) var onePurposeLeases = 0
+    /// Deadlock checks of claims with a cycle reachable in the wait-for graph, and without (invariant 14).
+    private(set) var deadlockChecks = (cycles: 0, acyclic: 0)
     private var onePurposeClients: Set<ClientID> { Set(onePurposeOf.keys) }
     /// Leases granted below ``rekeyPoint`` before its keys changed, whose holders' claims key otherwise since.
     private var staleLeases: Set<LeaseID> = []
@@ -379,8 +381,21 @@ struct Simulation {
             send(.timerFired(.presenterReply(openRequests.randomElement(using: &rng)!)))
         case 95..<96:
             // The deadlock detector looks at a random claim: whatever it breaks, every invariant must still hold.
+            // Invariant 14: it breaks a cycle exactly when the whole wait-for graph, searched here without the
+            // detector's shortcuts (the nodes an earlier search found acyclic, no search without a presenter's
+            // queue held), has one reachable from the claim.
             if let claim = claimInfo.keys.sorted().randomElement(using: &rng) {
+                let reaches = Self.cycleReachable(from: "\(claim)", arbiter.waitForEdges(limitPerNode: .max))
+                let broken = arbiter.statistics.deadlocksBroken
                 send(.timerFired(.deadlockCheck(claim)))
+                let broke = arbiter.statistics.deadlocksBroken > broken
+                if reaches { deadlockChecks.cycles += 1 } else { deadlockChecks.acyclic += 1 }
+                if broke != reaches {
+                    violations.append(
+                        "invariant 14: the check of \(claim) \(broke ? "broke" : "broke no") cycle; the wait-for "
+                            + "graph \(reaches ? "has" : "has no") cycle reachable from it"
+                    )
+                }
             }
         case 96..<97:
             // A claim's own deadline, due or not (a late timer must change nothing).
@@ -505,6 +520,22 @@ struct Simulation {
     // MARK: The model file system (issue 37)
 
     /// An event as the trace shows it: the same for the same seed (dictionaries sorted by path).
+    /// `true` when a cycle of `edges` (a wait-for graph's, ``Arbiter/waitForEdges(limitPerNode:)``) is reachable
+    /// from `start`: a plain depth-first search of every edge.
+    static func cycleReachable(from start: String, _ edges: [(from: String, to: String, label: String)]) -> Bool {
+        var next: [String: [String]] = [:]
+        for edge in edges { next[edge.from, default: []].append(edge.to) }
+        var state: [String: Bool] = [:]  // false: on the path; true: done, no cycle from it.
+        func visit(_ node: String) -> Bool {
+            if let known = state[node] { return !known }
+            state[node] = false
+            for to in next[node] ?? [] where visit(to) { return true }
+            state[node] = true
+            return false
+        }
+        return visit(start)
+    }
+
     private static func traced(_ event: ArbiterEvent) -> String {
         func sorted(_ stamps: [ItemPath: ItemStamp]) -> String {
             stamps.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")

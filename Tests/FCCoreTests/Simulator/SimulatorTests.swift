@@ -42,6 +42,7 @@ import Testing
         var rekeys = (recalls: 0, claims: 0)
         var onePurposeLeases = 0
         var appearancesChecked = 0
+        var deadlockChecks = (cycles: 0, acyclic: 0)
         for index in stride(from: shard, to: schedules, by: Self.shards) {
             var simulation = Simulation(seed: Self.baseSeed + UInt64(index), steps: Self.steps)
             defer {
@@ -67,6 +68,8 @@ import Testing
                 rekeys.claims += simulation.rekeyCounts.claims
                 onePurposeLeases += simulation.onePurposeLeases
                 appearancesChecked += simulation.appearances.checked
+                deadlockChecks.cycles += simulation.deadlockChecks.cycles
+                deadlockChecks.acyclic += simulation.deadlockChecks.acyclic
             }
             do {
                 try simulation.run()
@@ -91,7 +94,8 @@ import Testing
                 + "\(watchesAvailableAgain) presenters told a failed watch was added; keys changed under "
                 + "\(rekeys.recalls) leases recalled at once, \(rekeys.claims) claims of their holders keyed anew; "
                 + "\(onePurposeLeases) leases standing with their holder's one purpose; \(appearancesChecked) first "
-                + "changes of new files checked against their appearance"
+                + "changes of new files checked against their appearance; deadlock checks: \(deadlockChecks.cycles) "
+                + "with a cycle, \(deadlockChecks.acyclic) without"
         )
         // Issue 23: a run that never granted, recalled or returned a lease with claims running checked nothing of it.
         if schedules >= 400 {
@@ -108,6 +112,7 @@ import Testing
             #expect(watchesAvailableAgain > 0, "no presenter was told that a directory's failed watch was added")
             #expect(onePurposeLeases > 0, "no lease was granted to a client whose claims all have one purpose")
             #expect(appearancesChecked > 0, "invariant 13: no new file's first change was checked")
+            #expect(deadlockChecks.cycles > 0, "invariant 14: no deadlock check met a cycle")
             #expect(
                 rekeys.recalls > 0 && rekeys.claims > 0,
                 "no lease was recalled when keys changed below it, or no claim of its holder was keyed anew"
