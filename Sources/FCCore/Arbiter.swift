@@ -30,12 +30,15 @@ public final class Arbiter {
     /// waiting claim found, to end once the current pass is over.
     var overdueHolds: Set<ClaimID> = []
     var holdsToEnd: [ClaimID] = []
-    /// Bumped by every event that can change the wait-for graph (all but a deadlock check's timer).
+    /// Bumped by every event that can change the wait-for graph (all but a deadlock check's timer that broke no
+    /// cycle).
     var graphGeneration = 0
     /// Wait-for nodes from which no cycle is reachable, valid while `acyclicGeneration == graphGeneration`.
     var acyclicNodes: Set<WaitNode> = []
     var acyclicGeneration = -1
     /// The generation in which no claim held a presenter's queue, so that the graph had no cycle (``findCycle(from:)``).
+    /// It stays true for the rest of the generation: a deadlock check adds no claim and makes none not granted again,
+    /// so the claims that hold a queue can only go.
     var noCycleGeneration = -1
     var requests: [RequestID: PendingRequest] = [:]
     /// Requests whose presenter timed out; a late reply may still hand back a reacquirer.
@@ -80,8 +83,10 @@ public final class Arbiter {
     public func handle(_ event: ArbiterEvent, at now: Duration? = nil) -> [ArbiterEffect] {
         effects = []
         self.now = now
-        // The wait-for graph changes with every event but a deadlock check's own timer (issue 11.2).
+        // The wait-for graph changes with every event but a deadlock check's own timer (issue 11.2), and with that
+        // too when it breaks a cycle (below).
         if case .timerFired(.deadlockCheck) = event {} else { graphGeneration &+= 1 }
+        let deadlocksBroken = statistics.deadlocksBroken
         noteMoves(event)
         switch event {
         case .clientConnected(let info):
@@ -145,6 +150,9 @@ public final class Arbiter {
         checkDrainingHostGates()
         armDeadlockChecks()
         flushWatchChanges()
+        // A check that broke a cycle changed the graph after its last search (the failed claim's end started the
+        // claims it held back, which may close a new cycle): what that search found cycle-free is not known to be.
+        if statistics.deadlocksBroken != deadlocksBroken { graphGeneration &+= 1 }
         let out = effects
         effects = []
         return out
@@ -324,8 +332,8 @@ public struct ArbiterStatistics: Hashable, Sendable {
     public var conflictVisits = 0
     /// Wait-for graph nodes whose edges the deadlock detector computed.
     public var waitNodesExplored = 0
-    /// Claims read to find which presenters' queues are held (``Arbiter/PresenterQueueHolds``): once per search of
-    /// the wait-for graph, not once per presenter it reaches.
+    /// Claims read to find which presenters' queues are held (``Arbiter/PresenterQueueHolds``): by each search of
+    /// the wait-for graph once, not once per presenter it reaches (and by each dump of the graph).
     public var queueHoldClaimsRead = 0
     /// Leases granted (docs/SEMANTICS.md §13).
     public var leasesGranted = 0

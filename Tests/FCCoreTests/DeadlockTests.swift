@@ -209,6 +209,47 @@ private func detectorHarness() -> ArbiterHarness {
         #expect(h.failure(write) == nil)
         #expect(h.arbiter.statistics.deadlocksBroken == 0)
     }
+
+    /// A check that breaks a cycle changes the graph after its search: the failed claim's end starts the claims it
+    /// held back, and a claim that starts may close a new cycle. What that search found cycle-free was reused by the
+    /// next check all the same (the generation was bumped only by other events), so the new cycle was logged as a
+    /// long wait, check after check, until some other event came (until stop 71).
+    @Test func aCycleClosedByBreakingAnotherIsFoundByTheNextCheck() throws {
+        let h = detectorHarness()
+        let (editor, sync) = (h.connect("editor", pid: 1), h.connect("sync", pid: 2))
+        let first = h.present("/a", client: editor)
+        let second = h.present("/b", client: sync)
+        let held = h.write("/a", client: h.connect("holder"))
+        h.answerAll(reacquirer: false)
+        #expect(h.isGranted(held))
+        let queued = h.write("/a", client: h.connect("queued"))
+        // Made on the first presenter's queue: it waits for the held write and the queued one.
+        let onFirst = h.claim(
+            [ArbiterHarness.write("/a"), ArbiterHarness.write("/c")],
+            client: editor,
+            fromPresenterQueue: first
+        )
+        let later = h.claim([ArbiterHarness.write("/c"), ArbiterHarness.write("/b")], client: h.connect("later"))
+        // Made on the second presenter's queue: it waits for both claims on /c.
+        let onSecond = h.claim([ArbiterHarness.write("/c")], client: sync, fromPresenterQueue: second)
+        // The queued write starts and asks the first presenter, whose queue is held: a cycle.
+        h.finish(held)
+        #expect(h.openRequests(of: first).count == 1)
+        h.send(.timerFired(.deadlockCheck(later)))
+        guard case .deadlock? = h.failure(onFirst) else {
+            Issue.record("the claim on the first queue did not fail: \(String(describing: h.failure(onFirst)))")
+            return
+        }
+        // Its end starts `later`, which asks the second presenter, whose queue is held by a claim waiting for it.
+        #expect(h.openRequests(of: second).count == 1)
+        h.send(.timerFired(.deadlockCheck(onSecond)))
+        guard case .deadlock? = h.failure(onSecond) else {
+            Issue.record("the new cycle was not found: \(String(describing: h.failure(onSecond)))")
+            return
+        }
+        #expect(h.arbiter.statistics.deadlocksBroken == 2)
+        #expect(h.failure(later) == nil && h.failure(queued) == nil)
+    }
 }
 
 /// Wait times in reports, from the host's timestamps (`Arbiter.handle(_:at:)`).

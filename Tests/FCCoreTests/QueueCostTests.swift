@@ -109,6 +109,10 @@ import Testing
             configuration: ArbiterConfiguration(presenterTimeout: nil, deadlockDetectionDelay: .seconds(1))
         )
         let (_, waiters) = Self.busyItem(h)
+        // A claim made on a presenter's queue elsewhere, not granted: the checks search the graph.
+        let app = h.connect("app")
+        _ = h.write("/other", client: h.connect("other"))
+        h.claim([ArbiterHarness.write("/other")], client: app, fromPresenterQueue: h.present("/p", client: app))
         h.clearEffects()
         let before = h.arbiter.statistics.waitNodesExplored
         for waiter in waiters { _ = h.send(.timerFired(.deadlockCheck(waiter))) }

@@ -381,21 +381,10 @@ struct Simulation {
             send(.timerFired(.presenterReply(openRequests.randomElement(using: &rng)!)))
         case 95..<96:
             // The deadlock detector looks at a random claim: whatever it breaks, every invariant must still hold.
-            // Invariant 14: it breaks a cycle exactly when the whole wait-for graph, searched here without the
-            // detector's shortcuts (the nodes an earlier search found acyclic, no search without a presenter's
-            // queue held), has one reachable from the claim.
-            if let claim = claimInfo.keys.sorted().randomElement(using: &rng) {
-                let reaches = Self.cycleReachable(from: "\(claim)", arbiter.waitForEdges(limitPerNode: .max))
-                let broken = arbiter.statistics.deadlocksBroken
-                send(.timerFired(.deadlockCheck(claim)))
-                let broke = arbiter.statistics.deadlocksBroken > broken
-                if reaches { deadlockChecks.cycles += 1 } else { deadlockChecks.acyclic += 1 }
-                if broke != reaches {
-                    violations.append(
-                        "invariant 14: the check of \(claim) \(broke ? "broke" : "broke no") cycle; the wait-for "
-                            + "graph \(reaches ? "has" : "has no") cycle reachable from it"
-                    )
-                }
+            // When it breaks a cycle, every claim is looked at next, in the same state of the graph (what the
+            // broken cycle's end started may close another).
+            if let claim = claimInfo.keys.sorted().randomElement(using: &rng), checkDeadlocks(of: claim) {
+                for other in claimInfo.keys.sorted() where !ended.contains(other) { checkDeadlocks(of: other) }
             }
         case 96..<97:
             // A claim's own deadline, due or not (a late timer must change nothing).
@@ -517,9 +506,25 @@ struct Simulation {
         return events
     }
 
-    // MARK: The model file system (issue 37)
+    /// Sends `claim`'s deadlock check. Invariant 14: it breaks a cycle exactly when the whole wait-for graph,
+    /// searched here without the detector's shortcuts (the nodes an earlier search found acyclic, no search while no
+    /// claim holds a presenter's queue), has one reachable from the claim. Returns whether it broke one.
+    @discardableResult
+    private mutating func checkDeadlocks(of claim: ClaimID) -> Bool {
+        let reaches = Self.cycleReachable(from: "\(claim)", arbiter.waitForEdges(limitPerNode: .max))
+        let broken = arbiter.statistics.deadlocksBroken
+        send(.timerFired(.deadlockCheck(claim)))
+        let broke = arbiter.statistics.deadlocksBroken > broken
+        if reaches { deadlockChecks.cycles += 1 } else { deadlockChecks.acyclic += 1 }
+        if broke != reaches {
+            violations.append(
+                "invariant 14: the check of \(claim) \(broke ? "broke" : "broke no") cycle; the wait-for graph "
+                    + "\(reaches ? "has" : "has no") cycle reachable from it"
+            )
+        }
+        return broke
+    }
 
-    /// An event as the trace shows it: the same for the same seed (dictionaries sorted by path).
     /// `true` when a cycle of `edges` (a wait-for graph's, ``Arbiter/waitForEdges(limitPerNode:)``) is reachable
     /// from `start`: a plain depth-first search of every edge.
     static func cycleReachable(from start: String, _ edges: [(from: String, to: String, label: String)]) -> Bool {
@@ -536,6 +541,9 @@ struct Simulation {
         return visit(start)
     }
 
+    // MARK: The model file system (issue 37)
+
+    /// An event as the trace shows it: the same for the same seed (dictionaries sorted by path).
     private static func traced(_ event: ArbiterEvent) -> String {
         func sorted(_ stamps: [ItemPath: ItemStamp]) -> String {
             stamps.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
