@@ -36,9 +36,8 @@ public final class Arbiter {
     /// Wait-for nodes from which no cycle is reachable, valid while `acyclicGeneration == graphGeneration`.
     var acyclicNodes: Set<WaitNode> = []
     var acyclicGeneration = -1
-    /// The generation in which no claim held a presenter's queue, so that the graph had no cycle (``findCycle(from:)``).
-    /// It stays true for the rest of the generation: a deadlock check adds no claim and makes none not granted again,
-    /// so the claims that hold a queue can only go.
+    /// The generation in which a search from the claims that hold a presenter's queue found no cycle, so that the
+    /// graph had none (``findCycle(from:)``): valid, like ``acyclicNodes``, while the generation is unchanged.
     var noCycleGeneration = -1
     var requests: [RequestID: PendingRequest] = [:]
     /// Requests whose presenter timed out; a late reply may still hand back a reacquirer.

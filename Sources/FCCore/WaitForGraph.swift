@@ -71,8 +71,10 @@ extension Arbiter {
             }
         }
 
-        /// `true` when some claim not granted holds a presenter's queue.
-        var holdAny: Bool { !byHolder.isEmpty || !byQueue.isEmpty }
+        /// Every claim not granted that holds a presenter's queue, in arrival order.
+        var holdingClaims: [ClaimRecord] {
+            (Array(byHolder.values.joined()) + Array(byQueue.values.joined())).sorted { $0.sequence < $1.sequence }
+        }
 
         /// The claims not granted made on `presenter`'s queue, or on the serial queue it shares, in arrival order.
         func claims(holding presenter: PresenterID) -> [ClaimRecord] {

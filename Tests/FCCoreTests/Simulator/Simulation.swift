@@ -507,8 +507,8 @@ struct Simulation {
     }
 
     /// Sends `claim`'s deadlock check. Invariant 14: it breaks a cycle exactly when the whole wait-for graph,
-    /// searched here without the detector's shortcuts (the nodes an earlier search found acyclic, no search while no
-    /// claim holds a presenter's queue), has one reachable from the claim. Returns whether it broke one.
+    /// searched here without the detector's shortcuts (the nodes an earlier search found acyclic, the search from the
+    /// claims that hold a presenter's queue first), has one reachable from the claim. Returns whether it broke one.
     @discardableResult
     private mutating func checkDeadlocks(of claim: ClaimID) -> Bool {
         let reaches = Self.cycleReachable(from: "\(claim)", arbiter.waitForEdges(limitPerNode: .max))
