@@ -29,11 +29,7 @@ extension Arbiter {
     /// read every claim: O(presenters × claims)).
     private func presenterQueueEdges(limitPerNode: Int) -> [WaitEdge] {
         let holds = PresenterQueueHolds(self)
-        var edges: [WaitEdge] = []
-        for presenter in presenters.keys.sorted() {
-            edges += holds.claims(holding: presenter).prefix(limitPerNode).map { queueEdge(of: presenter, heldBy: $0) }
-        }
-        return edges
+        return presenters.keys.sorted().flatMap { edges(from: $0, holds: holds, limit: limitPerNode) }
     }
 
     /// The claims not granted that hold each presenter's queue (``ClaimRequest/fromPresenterQueue``), found in one
@@ -46,13 +42,20 @@ extension Arbiter {
             var id: UInt64
         }
         private let presenters: [PresenterID: PresenterRecord]
+        /// Every claim not granted that holds a presenter's queue, in arrival order.
+        let holdingClaims: [ClaimRecord]
         private var byHolder: [PresenterID: [ClaimRecord]] = [:]
         private var byQueue: [SerialQueue: [ClaimRecord]] = [:]
 
         init(_ arbiter: Arbiter) {
             presenters = arbiter.presenters
             arbiter.statistics.queueHoldClaimsRead += arbiter.claims.count
-            for claim in arbiter.claims.values where claim.phase != .granted {
+            holdingClaims = arbiter.claims.values.filter {
+                $0.phase != .granted && $0.request.fromPresenterQueue != nil
+            }
+            .sorted { $0.sequence < $1.sequence }
+            // Filled in arrival order, so each list is too.
+            for claim in holdingClaims {
                 guard let holder = claim.request.fromPresenterQueue else { continue }
                 if let queue = serialQueue(of: holder) {
                     byQueue[queue, default: []].append(claim)
@@ -60,20 +63,12 @@ extension Arbiter {
                     byHolder[holder, default: []].append(claim)
                 }
             }
-            // Each list in arrival order, sorted once.
-            byHolder = byHolder.mapValues { $0.sorted { $0.sequence < $1.sequence } }
-            byQueue = byQueue.mapValues { $0.sorted { $0.sequence < $1.sequence } }
         }
 
         private func serialQueue(of presenter: PresenterID) -> SerialQueue? {
             presenters[presenter].flatMap { record in
                 record.registration.serialQueue.map { SerialQueue(client: record.registration.client, id: $0) }
             }
-        }
-
-        /// Every claim not granted that holds a presenter's queue, in arrival order.
-        var holdingClaims: [ClaimRecord] {
-            (Array(byHolder.values.joined()) + Array(byQueue.values.joined())).sorted { $0.sequence < $1.sequence }
         }
 
         /// The claims not granted made on `presenter`'s queue, or on the serial queue it shares, in arrival order.
