@@ -12,23 +12,38 @@ public struct RepairReport: Sendable, Equatable {
     public var rowsWithoutContents: [String] = []
     /// Staging and temporary directories of processes that ended: removed.
     public var leftovers: [String] = []
+    /// Contents of adds by moving cut short, put back where they were moved from.
+    public var restoredContents: [String] = []
+    /// Contents of adds by moving cut short whose place was taken since: moved to `recovered/` in the store.
+    public var recoveredContents: [String] = []
 
-    public var isClean: Bool { orphanContents.isEmpty && rowsWithoutContents.isEmpty && leftovers.isEmpty }
+    public var isClean: Bool {
+        orphanContents.isEmpty && rowsWithoutContents.isEmpty && leftovers.isEmpty && restoredContents.isEmpty
+            && recoveredContents.isEmpty
+    }
 }
 
 extension VersionStore {
     /// Checks the store against its index and mends it: contents without a row are removed, rows without contents
-    /// are removed, and staging and temporary directories of ended processes are removed. Runs inside one write
+    /// are removed, and staging and temporary directories of ended processes are removed. Contents an add by moving
+    /// took from the caller are given back first, never removed (VersionStore+ByMoving.swift). Runs inside one write
     /// transaction, so no add or removal of another process is half-seen. Run at start (``init(directory:retention:logger:now:)``).
     @discardableResult
     public func repair() throws -> RepairReport {
         let manager = FileManager.default
         var report = RepairReport()
         let contents = directory + "/contents"
+        var origins = originRecordsOfEndedProcesses()
         try writing { db in
             let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
             let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
             for entry in present.subtracting(ids).sorted() {
+                if let origin = origins.removeValue(forKey: entry) {
+                    // Cut short between the rename and the commit: the contents go back before the folder goes.
+                    guard restoreOrigin(of: entry, from: contents + "/" + entry, record: origin.record, report: &report)
+                    else { continue }
+                    try? manager.removeItem(atPath: origin.file)
+                }
                 try? manager.removeItem(atPath: contents + "/" + entry)
                 report.orphanContents.append(entry)
             }
@@ -54,10 +69,29 @@ extension VersionStore {
             let folder = directory + "/" + sub
             for entry in (try? manager.contentsOfDirectory(atPath: folder)) ?? [] {
                 let pid = entry.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
-                guard pid != ProcessIdentity.processID, !ProcessLiveness.isAlive(pid) else { continue }
+                guard pid != ProcessIdentity.processID, !ProcessLiveness.isAlive(pid), !entry.hasSuffix(".origin")
+                else { continue }
+                if sub == "staging", let id = entry.split(separator: "-", maxSplits: 1).last,
+                    let origin = origins.removeValue(forKey: String(id))
+                {
+                    // Cut short before the rename: the contents go back before the staging folder goes.
+                    guard
+                        restoreOrigin(
+                            of: String(id),
+                            from: folder + "/" + entry,
+                            record: origin.record,
+                            report: &report
+                        )
+                    else { continue }
+                    try? manager.removeItem(atPath: origin.file)
+                }
                 try? manager.removeItem(atPath: folder + "/" + entry)
                 report.leftovers.append(sub + "/" + entry)
             }
+        }
+        // Records of adds that committed (the process ended before removing its record) or left nothing to give back.
+        for origin in origins.values {
+            try? manager.removeItem(atPath: origin.file)
         }
         if !report.isClean {
             logger.warning(
@@ -67,6 +101,8 @@ extension VersionStore {
                     "orphan.contents": "\(report.orphanContents.count)",
                     "rows.without.contents": "\(report.rowsWithoutContents.count)",
                     "leftovers": "\(report.leftovers.count)",
+                    "restored.contents": "\(report.restoredContents)",
+                    "recovered.contents": "\(report.recoveredContents)",
                 ]
             )
         }

@@ -9,13 +9,15 @@ import SystemPackage
 /// the daemon and for the library's in-process mode alike).
 ///
 /// Layout: `index.sqlite` (with its WAL; `open.lock` serialises opening it), `contents/<id>/<name>` (a version's contents under the item's name when it
-/// was added), `staging/<pid>-<id>/<name>` (contents being added), `tmp/<pid>-<uuid>/` (directories handed out by
-/// ``makeTemporaryDirectory()``).
+/// was added), `staging/<pid>-<id>/<name>` (contents being added; with `staging/<pid>-<id>.origin` for an add by
+/// moving), `tmp/<pid>-<uuid>/` (directories handed out by ``makeTemporaryDirectory(owner:)``), `recovered/<id>/`
+/// (moved contents a crash cut short whose place was taken since).
 ///
 /// Crash-safe ordering (docs/ARCHITECTURE.md, "Version store"):
 /// - adding: the contents are copied (reflinked where the file system can) or moved into `staging/` and flushed; then,
 ///   inside one write transaction, renamed to `contents/<id>` (the directory flushed) and the row inserted. A crash
 ///   before the commit leaves contents without a row, which ``repair()`` removes: a version is either whole or absent.
+///   Contents moved in are given back first, to where they came from (VersionStore+ByMoving.swift).
 /// - removing: the row is deleted (committed) before the contents, so no row ever names missing contents except after
 ///   a crash in the middle of a removal, which ``repair()`` finishes.
 ///
@@ -183,6 +185,7 @@ public final class VersionStore: Sendable {
         do {
             try manager.createDirectory(atPath: staged, withIntermediateDirectories: false)
             if byMoving {
+                try recordOrigin(of: contentsPath, for: staged)
                 try manager.moveItem(atPath: contentsPath, toPath: staged + "/" + name)
                 try Self.syncTree(staged + "/" + name)
             } else {
@@ -195,6 +198,7 @@ public final class VersionStore: Sendable {
             // stop 68 a failure after the move, a flush refused, deleted them).
             if byMoving { try? manager.moveItem(atPath: staged + "/" + name, toPath: contentsPath) }
             try? manager.removeItem(atPath: staged)
+            try? manager.removeItem(atPath: Self.originRecordPath(of: staged))
             throw VersionStoreError(.ioFailure, "No version was added: staging the contents failed (\(error)).")
         }
         TestFaults.pause(at: "staged", in: directory)
@@ -231,11 +235,14 @@ public final class VersionStore: Sendable {
             }
             try? manager.removeItem(atPath: final)
             try? manager.removeItem(atPath: staged)
+            try? manager.removeItem(atPath: Self.originRecordPath(of: staged))
             throw VersionStoreError(
                 .storeUnavailable,
                 "No version was added: the index could not be written (\(error))."
             )
         }
+        // Committed: the record of where moved contents came from has done its work (a repair removes one left).
+        if byMoving { try? manager.removeItem(atPath: Self.originRecordPath(of: staged)) }
         return stored(row)
     }
 
@@ -373,22 +380,6 @@ public final class VersionStore: Sendable {
             )
         }
         return purged.map(stored)
-    }
-
-    /// A new, empty directory inside the store, for preparing contents to add with `byMoving` (then on the store's
-    /// file system, so the move is a rename). The caller removes it; ``repair()`` removes those of ended processes.
-    ///
-    /// The directory is named after `owner`, the process that prepares contents in it (default: this one; a daemon
-    /// names the client it makes it for): ``repair()`` removes it only once that process has ended, so a daemon that restarts
-    /// never takes away a directory a live client is still filling.
-    public func makeTemporaryDirectory(owner: Int32? = nil) throws -> String {
-        let path = "\(directory)/tmp/\(owner ?? ProcessIdentity.processID)-\(UUID().uuidString.lowercased())"
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        } catch {
-            throw VersionStoreError(.ioFailure, "No temporary directory could be made in the version store (\(error)).")
-        }
-        return path
     }
 
     // MARK: Internals
