@@ -1,3 +1,4 @@
+import CFCLinux
 public import SystemPackage
 
 #if canImport(Glibc)
@@ -10,6 +11,15 @@ extension FileSystemCalls {
     /// Renames `source` to `destination`, atomically replacing a file (or an empty directory) there (`rename(2)`).
     public static func rename(_ source: FilePath, to destination: FilePath) throws(Errno) {
         _ = try retryOnInterrupt { libcRename(source.string, destination.string) }
+    }
+
+    /// Renames `source` to `destination` only when nothing is at `destination` (`renameat2` with
+    /// `RENAME_NOREPLACE`): the check and the rename are one step, so nothing made there meanwhile is replaced.
+    ///
+    /// - Throws: `.fileExists` when something is there; `.invalidArgument` where the file system cannot rename
+    ///   this way; `.improperLink` (`EXDEV`) across file systems; any other `Errno` of `renameat2`.
+    public static func renameWithoutReplacing(_ source: String, to destination: String) throws(Errno) {
+        _ = try retryOnInterrupt { cfc_rename_noreplace(source, destination) }
     }
 
     /// Flushes the file or directory at `path` to disk (`fsync`): for a directory, the names created, renamed or

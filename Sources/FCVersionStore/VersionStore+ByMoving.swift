@@ -3,43 +3,17 @@ import Foundation
 import Logging
 import SystemPackage
 
-// Adds by moving: the folders in which a caller prepares contents to move into the store, and the record of where
-// the contents of an add by moving came from, kept until the add is committed or undone, so that a crash in
-// between gives the caller's contents back instead of removing them with the staging (stop 72; until then a `kill -9`
-// of the adding process after its move lost them at the next repair).
+// Adds by moving: the folders in which a caller prepares contents to move into the store, and the record of where the
+// contents of an add by moving came from, kept until the add is committed or undone, so that a crash in between gives
+// the caller's contents back instead of removing them with the staging (until stop 72 a `kill -9` of the adding
+// process after its move lost them at the next repair).
 //
-// The record is `staging/<pid>-<id>.origin`, beside the staging folder, made and flushed before the move: the path the
-// contents were moved from and their `(st_dev, st_ino)` then. `repair()` reads the records of ended processes and
-// gives each add's contents back (``restoreOrigin(of:from:record:report:)``): to where they came from when nothing is there
-// now, else to `recovered/<id>/<name>` in the store (named in the log). The contents are never removed: a folder whose
-// contents could not be put anywhere is kept, with its record, for the next repair.
-
-/// An add by moving's record of where its contents came from.
-struct OriginRecord: Equatable {
-    /// The path the contents were moved from.
-    var path: String
-    /// What was at `path` before the move: the contents themselves.
-    var identity: FileIdentity
-
-    /// The record's bytes: `<st_dev> <st_ino>`, a newline, the path (which may itself hold newlines).
-    var bytes: Data { Data("\(identity.device) \(identity.inode)\n\(path)".utf8) }
-
-    init(path: String, identity: FileIdentity) {
-        self.path = path
-        self.identity = identity
-    }
-
-    init?(_ data: Data) {
-        guard let text = String(data: data, encoding: .utf8), let newline = text.firstIndex(of: "\n") else {
-            return nil
-        }
-        let numbers = text[..<newline].split(separator: " ")
-        guard numbers.count == 2, let device = UInt64(numbers[0]), let inode = UInt64(numbers[1]) else { return nil }
-        let path = String(text[text.index(after: newline)...])
-        guard path.hasPrefix("/") else { return nil }
-        self.init(path: path, identity: FileIdentity(device: device, inode: inode))
-    }
-}
+// The record is `staging/<pid>-<id>.origin`, beside the staging folder: the path the contents were moved from, made
+// and flushed before the move. ``VersionStore/repair()`` gives back the contents an add cut short left (in its
+// staging folder, or in `contents/<id>` without a row), each at the moment it decides on that folder: renamed to
+// where they came from when nothing is there (never replacing what is), else renamed to `recovered/<id>/<name>` in
+// the store (logged and reported). Contents are never removed: a folder whose contents could be put nowhere, or whose
+// record cannot be read, is kept with its record for the next repair.
 
 extension VersionStore {
     /// A new, empty directory inside the store, for preparing contents to add with `byMoving` (then on the store's
@@ -61,71 +35,114 @@ extension VersionStore {
     /// The record of an add by moving whose staging folder is `staged`.
     static func originRecordPath(of staged: String) -> String { staged + ".origin" }
 
-    /// Makes and flushes the record of moving `contentsPath` into `staged` (before the move; the staging folder is
-    /// flushed by the caller before the move too). Throws when the contents cannot be looked at or the record written.
+    /// Makes and flushes the record of moving `contentsPath` into `staged`, before the move.
     func recordOrigin(of contentsPath: String, for staged: String) throws {
-        let status = try FileSystemCalls.status(contentsPath, followingLinks: false, readingMount: false)
-        let record = OriginRecord(path: contentsPath, identity: status.identity)
         let path = Self.originRecordPath(of: staged)
-        try record.bytes.write(to: URL(fileURLWithPath: path))
+        try FileSystemCalls.writeFile(path, Array(contentsPath.utf8), permissions: 0o600)
         try FileSystemCalls.sync(FilePath(path))
         try FileSystemCalls.sync(FilePath(directory + "/staging"))
     }
 
-    /// The records of adds by moving of processes that ended, by the id of their add (``repair()``).
-    func originRecordsOfEndedProcesses() -> [String: (file: String, record: OriginRecord?)] {
+    /// The record of the add `id` left in `staging/` by any process (`<pid>-<id>.origin`), or `nil` when there is
+    /// none. Called with the index's write lock held, for contents without a row: no live add has such contents.
+    func originRecordPath(forID id: String) -> String? {
         let staging = directory + "/staging"
-        var records: [String: (file: String, record: OriginRecord?)] = [:]
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
-        where entry.hasSuffix(".origin") {
-            let name = entry.dropLast(".origin".count)
-            let parts = name.split(separator: "-", maxSplits: 1)
-            guard parts.count == 2, let pid = Int32(parts[0]), pid != ProcessIdentity.processID,
-                !ProcessLiveness.isAlive(pid)
-            else { continue }
-            let file = staging + "/" + entry
-            records[String(parts[1])] = (
-                file, (try? Data(contentsOf: URL(fileURLWithPath: file))).flatMap(OriginRecord.init)
-            )
-        }
-        return records
+        let suffix = "-\(id).origin"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).first { $0.hasSuffix(suffix) }
+            .map { staging + "/" + $0 }
     }
 
-    /// Gives back the contents an add by moving left in `folder` (its staging folder, or its folder in `contents/`
-    /// without a row) to where `record` says they came from, or to `recovered/<id>/` when something else is there
-    /// now. Returns whether `folder` may be removed: `false` when its contents could be put nowhere.
-    func restoreOrigin(of id: String, from folder: String, record: OriginRecord?, report: inout RepairReport) -> Bool {
-        let manager = FileManager.default
-        guard let record, let name = ((try? manager.contentsOfDirectory(atPath: folder)) ?? []).first else {
-            return true
-        }
-        let source = folder + "/" + name
-        let there: FileStatus?
-        do {
-            there = try FileSystemCalls.status(record.path, followingLinks: false, readingMount: false)
-        } catch {
-            there = nil
-            // Only a name that is not there is free to take back: any other failure goes to `recovered/`.
-            if error == .noSuchFileOrDirectory, (try? manager.moveItem(atPath: source, toPath: record.path)) != nil {
-                try? FileSystemCalls.sync(FilePath((record.path as NSString).deletingLastPathComponent))
-                report.restoredContents.append(record.path)
-                return true
+    /// Removes the records of ended processes' adds that have nothing left to give back: no staging folder, and
+    /// contents in `contents/<id>` with their row (`committed`) or none. Called with the index's write lock held,
+    /// after the contents without a row were given back. A name whose lookup fails otherwise than with `ENOENT`
+    /// keeps its record.
+    func removeSpentOriginRecords(committed: Set<String>) {
+        let staging = directory + "/staging"
+        func absent(_ path: String) -> Bool {
+            do {
+                _ = try FileSystemCalls.status(path, followingLinks: false, readingMount: false)
+                return false
+            } catch {
+                return error == .noSuchFileOrDirectory
             }
         }
-        // The move never took them away (a copy across file systems cut short before its removal): the folder holds
-        // a copy.
-        if there?.identity == record.identity { return true }
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
+        where entry.hasSuffix(".origin") {
+            let folder = String(entry.dropLast(".origin".count))
+            let parts = folder.split(separator: "-", maxSplits: 1)
+            guard parts.count == 2, let pid = Int32(parts[0]), pid != ProcessIdentity.processID,
+                !ProcessLiveness.isAlive(pid), absent(staging + "/" + folder)
+            else { continue }
+            let id = String(parts[1])
+            if committed.contains(id) || absent("\(directory)/contents/\(id)") {
+                try? FileManager.default.removeItem(atPath: staging + "/" + entry)
+            }
+        }
+    }
+
+    /// Undoes an add by moving that failed in this process: the contents in `folders` (the staging folder, and the
+    /// add's folder in `contents/` when the rename was made) go back to `contentsPath` (moved, across file systems
+    /// too), else to `recovered/<id>/`; then the folders and the record go. A folder whose contents could be put
+    /// nowhere stays, with the record, for a repair (of the staging, once this process has ended).
+    func undoAdd(byMoving contentsPath: String, from folders: [String], staged: String, id: String) {
+        let manager = FileManager.default
+        var kept = false
+        for folder in folders where manager.fileExists(atPath: folder) {
+            if let name = (try? manager.contentsOfDirectory(atPath: folder))?.first,
+                (try? manager.moveItem(atPath: folder + "/" + name, toPath: contentsPath)) == nil
+            {
+                var report = RepairReport()
+                guard giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report) else {
+                    kept = true
+                    continue
+                }
+            }
+            try? manager.removeItem(atPath: folder)
+        }
+        if !kept { try? manager.removeItem(atPath: Self.originRecordPath(of: staged)) }
+    }
+
+    /// Gives back the contents the add `id` moved into `folder` (its staging folder, or its folder in `contents/`
+    /// without a row) to the path its record at `recordPath` names, or to `recovered/<id>/` when that cannot be done.
+    /// Returns whether `folder` and the record may be removed: `false` when the folder cannot be listed, the record
+    /// cannot be read, or the contents could be put nowhere.
+    func giveBack(_ id: String, from folder: String, recordPath: String, report: inout RepairReport) -> Bool {
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: folder) } catch { return false }
+        // Empty: cut short before the move, the contents never left.
+        guard let name = names.first else { return true }
+        let source = folder + "/" + name
+        guard let bytes = try? Data(contentsOf: URL(fileURLWithPath: recordPath)), !bytes.isEmpty,
+            let origin = String(data: bytes, encoding: .utf8), origin.hasPrefix("/")
+        else {
+            logger.error(
+                "version store: the record of an add by moving cannot be read; its contents are kept for the next repair",
+                metadata: ["contents.path": "\(source)", "record.path": "\(recordPath)"]
+            )
+            return false
+        }
+        if (try? FileSystemCalls.renameWithoutReplacing(source, to: origin)) != nil {
+            try? FileSystemCalls.sync(FilePath((origin as NSString).deletingLastPathComponent))
+            report.restoredContents.append(origin)
+            return true
+        }
+        // Taken since, gone, or on another file system: kept in the store, under the add's id.
         let recovered = "\(directory)/recovered/\(id)"
         do {
-            try manager.createDirectory(atPath: recovered, withIntermediateDirectories: true)
-            try manager.moveItem(atPath: source, toPath: recovered + "/" + name)
-            try? FileSystemCalls.sync(FilePath(recovered))
+            for folder in [directory + "/recovered", recovered] {
+                do { try FileSystemCalls.makeDirectory(folder, permissions: 0o700) } catch  where error == .fileExists {
+                }
+            }
+            try FileSystemCalls.rename(FilePath(source), to: FilePath(recovered + "/" + name))
+            for folder in [recovered, directory + "/recovered", directory] {
+                try? FileSystemCalls.sync(FilePath(folder))
+            }
             report.recoveredContents.append(recovered + "/" + name)
             return true
         } catch {
             logger.error(
-                "version store: contents of an add by moving cut short could not be given back; kept for the next repair",
-                metadata: ["contents.path": "\(source)", "origin.path": "\(record.path)", "error": "\(error)"]
+                "version store: the contents of an add by moving cut short could not be given back; kept for the next repair",
+                metadata: ["contents.path": "\(source)", "origin.path": "\(origin)", "error": "\(error)"]
             )
             return false
         }

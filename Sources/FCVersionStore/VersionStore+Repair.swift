@@ -12,9 +12,10 @@ public struct RepairReport: Sendable, Equatable {
     public var rowsWithoutContents: [String] = []
     /// Staging and temporary directories of processes that ended: removed.
     public var leftovers: [String] = []
-    /// Contents of adds by moving cut short, put back where they were moved from.
+    /// Contents of adds by moving cut short, put back where they were moved from (their paths).
     public var restoredContents: [String] = []
-    /// Contents of adds by moving cut short whose place was taken since: moved to `recovered/` in the store.
+    /// Contents of adds by moving cut short that could not go back (their place taken since, or on another file
+    /// system): moved to `recovered/<id>/` in the store (their paths there).
     public var recoveredContents: [String] = []
 
     public var isClean: Bool {
@@ -33,20 +34,22 @@ extension VersionStore {
         let manager = FileManager.default
         var report = RepairReport()
         let contents = directory + "/contents"
-        var origins = originRecordsOfEndedProcesses()
         try writing { db in
             let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
             let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
             for entry in present.subtracting(ids).sorted() {
-                if let origin = origins.removeValue(forKey: entry) {
-                    // Cut short between the rename and the commit: the contents go back before the folder goes.
-                    guard restoreOrigin(of: entry, from: contents + "/" + entry, record: origin.record, report: &report)
-                    else { continue }
-                    try? manager.removeItem(atPath: origin.file)
+                // Cut short between the rename and the commit (with the write lock held here, no live add has
+                // contents without their row): contents moved in go back before the folder goes.
+                if let record = originRecordPath(forID: entry) {
+                    guard giveBack(entry, from: contents + "/" + entry, recordPath: record, report: &report) else {
+                        continue
+                    }
+                    try? manager.removeItem(atPath: record)
                 }
                 try? manager.removeItem(atPath: contents + "/" + entry)
                 report.orphanContents.append(entry)
             }
+            removeSpentOriginRecords(committed: ids)
             let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
             // lstat, not stat: a version of a symbolic link whose target is gone still has its contents. Only a name
             // that is not there is missing: any other failure (EACCES, EMFILE, ENOMEM, EIO) says nothing of the
@@ -71,27 +74,18 @@ extension VersionStore {
                 let pid = entry.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
                 guard pid != ProcessIdentity.processID, !ProcessLiveness.isAlive(pid), !entry.hasSuffix(".origin")
                 else { continue }
-                if sub == "staging", let id = entry.split(separator: "-", maxSplits: 1).last,
-                    let origin = origins.removeValue(forKey: String(id))
-                {
+                let record = Self.originRecordPath(of: folder + "/" + entry)
+                if sub == "staging", manager.fileExists(atPath: record) {
                     // Cut short before the rename: the contents go back before the staging folder goes.
-                    guard
-                        restoreOrigin(
-                            of: String(id),
-                            from: folder + "/" + entry,
-                            record: origin.record,
-                            report: &report
-                        )
-                    else { continue }
-                    try? manager.removeItem(atPath: origin.file)
+                    let id = String(entry.split(separator: "-", maxSplits: 1).last ?? "")
+                    guard giveBack(id, from: folder + "/" + entry, recordPath: record, report: &report) else {
+                        continue
+                    }
+                    try? manager.removeItem(atPath: record)
                 }
                 try? manager.removeItem(atPath: folder + "/" + entry)
                 report.leftovers.append(sub + "/" + entry)
             }
-        }
-        // Records of adds that committed (the process ended before removing its record) or left nothing to give back.
-        for origin in origins.values {
-            try? manager.removeItem(atPath: origin.file)
         }
         if !report.isClean {
             logger.warning(

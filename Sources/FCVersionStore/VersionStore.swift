@@ -196,9 +196,11 @@ public final class VersionStore: Sendable {
         } catch {
             // Contents moved in go back where they were: a failed add leaves the caller's file as it found it (until
             // stop 68 a failure after the move, a flush refused, deleted them).
-            if byMoving { try? manager.moveItem(atPath: staged + "/" + name, toPath: contentsPath) }
-            try? manager.removeItem(atPath: staged)
-            try? manager.removeItem(atPath: Self.originRecordPath(of: staged))
+            if byMoving {
+                undoAdd(byMoving: contentsPath, from: [staged], staged: staged, id: id)
+            } else {
+                try? manager.removeItem(atPath: staged)
+            }
             throw VersionStoreError(.ioFailure, "No version was added: staging the contents failed (\(error)).")
         }
         TestFaults.pause(at: "staged", in: directory)
@@ -229,13 +231,11 @@ public final class VersionStore: Sendable {
         } catch {
             // Not added: whatever was renamed goes (repair() would remove it too), contents moved in back first.
             if byMoving {
-                for place in [final + "/" + name, staged + "/" + name] where manager.fileExists(atPath: place) {
-                    try? manager.moveItem(atPath: place, toPath: contentsPath)
-                }
+                undoAdd(byMoving: contentsPath, from: [final, staged], staged: staged, id: id)
+            } else {
+                try? manager.removeItem(atPath: final)
+                try? manager.removeItem(atPath: staged)
             }
-            try? manager.removeItem(atPath: final)
-            try? manager.removeItem(atPath: staged)
-            try? manager.removeItem(atPath: Self.originRecordPath(of: staged))
             throw VersionStoreError(
                 .storeUnavailable,
                 "No version was added: the index could not be written (\(error))."

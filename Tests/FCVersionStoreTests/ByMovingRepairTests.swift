@@ -1,0 +1,97 @@
+@_spi(Testing) import FCVersionStore
+import Foundation
+import Testing
+
+/// The repair's side of an add by moving cut short (VersionStore+ByMoving.swift), on folders laid out as a process
+/// that ended would have left them: the contents go back to where their record says they came from, or to
+/// `recovered/<id>/` when that place is taken, and are never removed, even when the record cannot be read.
+@Suite struct ByMovingRepairTests {
+    /// A process id above Linux's largest `pid_max` (2^22): never a running process.
+    static let endedProcess: Int32 = 2_000_000_000
+
+    /// A fresh store with the user's folder beside it; `leave` lays out what an ended adder left.
+    final class Sandbox {
+        let root = NSTemporaryDirectory() + "fcbymoving-" + UUID().uuidString
+        var store: String { root + "/store" }
+        var userFile: String { root + "/files/prepared.txt" }
+        /// The store, open before anything is laid out: its `repair()` reports what it did.
+        let opened: VersionStore
+        init() throws {
+            try FileManager.default.createDirectory(atPath: root + "/files", withIntermediateDirectories: true)
+            opened = try VersionStore(directory: root + "/store")
+        }
+        deinit { try? FileManager.default.removeItem(atPath: root) }
+
+        /// Contents named `doc.txt` in `folder` (created), and the add's origin record holding `record`.
+        func leave(in folder: String, id: String, record: String) throws {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Data("the prepared contents".utf8).write(to: URL(fileURLWithPath: folder + "/doc.txt"))
+            let origin = "\(store)/staging/\(ByMovingRepairTests.endedProcess)-\(id).origin"
+            try Data(record.utf8).write(to: URL(fileURLWithPath: origin))
+        }
+        func text(_ path: String) -> String? {
+            (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
+        }
+        func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+    }
+
+    @Test("Staging left after the move: the contents go back to their old path, and nothing is left")
+    func stagingGoesBackToAFreePlace() throws {
+        let box = try Sandbox()
+        let staged = "\(box.store)/staging/\(Self.endedProcess)-a1"
+        try box.leave(in: staged, id: "a1", record: box.userFile)
+        let report = try box.opened.repair()
+        #expect(box.text(box.userFile) == "the prepared contents")
+        #expect(report.restoredContents == [box.userFile])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: box.store + "/staging").isEmpty)
+    }
+
+    @Test("Contents renamed in without their row, their place taken since: kept in recovered/, the new file untouched")
+    func orphanContentsGoToRecoveredWhenThePlaceIsTaken() throws {
+        let box = try Sandbox()
+        try Data("written there since".utf8).write(to: URL(fileURLWithPath: box.userFile))
+        try box.leave(in: "\(box.store)/contents/b2", id: "b2", record: box.userFile)
+        let report = try box.opened.repair()
+        #expect(box.text(box.userFile) == "written there since")
+        #expect(box.text("\(box.store)/recovered/b2/doc.txt") == "the prepared contents")
+        #expect(report.recoveredContents == ["\(box.store)/recovered/b2/doc.txt"])
+        #expect(!box.exists("\(box.store)/contents/b2"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: box.store + "/staging").isEmpty)
+    }
+
+    @Test(
+        "A record that cannot be read keeps the contents and the record for the next repair",
+        arguments: ["", "relative"]
+    )
+    func anUnreadableRecordKeepsEverything(record: String) throws {
+        let box = try Sandbox()
+        let staged = "\(box.store)/staging/\(Self.endedProcess)-c3"
+        try box.leave(in: staged, id: "c3", record: record)
+        try box.leave(in: "\(box.store)/contents/c4", id: "c4", record: record)
+        let report = try box.opened.repair()
+        #expect(box.text(staged + "/doc.txt") == "the prepared contents")
+        #expect(box.text("\(box.store)/contents/c4/doc.txt") == "the prepared contents")
+        #expect(box.exists(staged + ".origin"))
+        #expect(box.exists("\(box.store)/staging/\(Self.endedProcess)-c4.origin"))
+        #expect(report.leftovers.isEmpty && report.orphanContents.isEmpty)
+    }
+
+    @Test("The record of an add that committed, left by a process that ended, is removed; the version stays")
+    func aSpentRecordIsRemoved() throws {
+        let box = try Sandbox()
+        let store = box.opened
+        let contents = box.root + "/files/contents.txt"
+        try Data("a version".utf8).write(to: URL(fileURLWithPath: contents))
+        let version = try store.add(item: box.root + "/files/doc.txt", contentsOf: contents, byMoving: true)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: box.store + "/staging").isEmpty,
+            "its own record went"
+        )
+        let record = "\(box.store)/staging/\(Self.endedProcess)-\(version.id).origin"
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: record))
+        _ = try store.repair()
+        #expect(!box.exists(record))
+        #expect(!box.exists(contents), "the version's contents stay in the store")
+        #expect(box.text(version.contentsPath) == "a version")
+    }
+}
