@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "FCDaemon", targets: ["FCDaemon"]),
         // The syscall layer: the benchmarks' bare sockets use the package's one socket type.
         .library(name: "FCSystem", targets: ["FCSystem"]),
+        // The case rule and device parsers: the thread sanitizer's package of the library's tests (Tests/ThreadSanitizer)
+        // tests them directly, as FileCoordinationTests does here.
+        .library(name: "FCFileSystemPolicy", targets: ["FCFileSystemPolicy"]),
         // Cluster mode's adapter and etcd client (issue 40): the cluster benchmarks run two hosts' daemons (FCDaemon with
         // its ClusterHost, in helper processes) and time a bare etcd put and watch through the daemon's own client
         // (Benchmarks/; the client is SPI, `EtcdRoundTrip`).
