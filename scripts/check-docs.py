@@ -303,14 +303,22 @@ def count_tests(paths):
     return total
 
 
+def swift_files_under(folder, base="*"):
+    """The .swift files named `base` under `folder`, recursively, without those seen again through
+    Tests/ThreadSanitizer, whose test-target folders are links to Tests/FileCoordinationTests and
+    Tests/SourceCompatibilityTests (glob follows links: each file would count twice)."""
+    files = glob.glob(os.path.join(folder, "**", base + ".swift"), recursive=True)
+    return [path for path in files if "/Tests/ThreadSanitizer/" not in path]
+
+
 def test_files_named(name):
     base = name[:-6] if name.endswith(".swift") else name
-    files = glob.glob(os.path.join(ROOT, "Tests", "**", base + ".swift"), recursive=True)
+    files = swift_files_under(os.path.join(ROOT, "Tests"), base)
     if files:
         return files
     # A suite declared in a file of another name.
     found = []
-    for path in glob.glob(os.path.join(ROOT, "Tests", "**", "*.swift"), recursive=True):
+    for path in swift_files_under(os.path.join(ROOT, "Tests")):
         with open(path, encoding="utf-8") as f:
             if re.search(r"\b(?:struct|class|final class|enum)\s+" + re.escape(base) + r"\b", f.read()):
                 found.append(path)
@@ -340,7 +348,7 @@ def check_test_counts():
                 stated = int(match.group(1).replace(",", ""))
                 folder = re.search(r"`(Tests/[\w/]+)`", line)
                 if folder and os.path.isdir(os.path.join(ROOT, folder.group(1))):
-                    files = glob.glob(os.path.join(ROOT, folder.group(1), "**", "*.swift"), recursive=True)
+                    files = swift_files_under(os.path.join(ROOT, folder.group(1)))
                     actual = count_tests(files)
                     if actual != stated:
                         error(path, number, f"states {stated} tests in {folder.group(1)}; it has {actual}")
