@@ -38,85 +38,110 @@ extension VersionStore {
     /// Makes and flushes the record of moving `contentsPath` into `staged`, before the move.
     func recordOrigin(of contentsPath: String, for staged: String) throws {
         let path = Self.originRecordPath(of: staged)
-        try FileSystemCalls.writeFile(path, Array(contentsPath.utf8), permissions: 0o600)
+        // A relative path is this process's; the record must name the place for any process.
+        let origin =
+            contentsPath.hasPrefix("/") ? contentsPath : FileManager.default.currentDirectoryPath + "/" + contentsPath
+        try FileSystemCalls.writeFile(path, Array(origin.utf8), permissions: 0o600)
         try FileSystemCalls.sync(FilePath(path))
         try FileSystemCalls.sync(FilePath(directory + "/staging"))
     }
 
-    /// The record of the add `id` left in `staging/` by any process (`<pid>-<id>.origin`), or `nil` when there is
-    /// none. Called with the index's write lock held, for contents without a row: no live add has such contents.
-    func originRecordPath(forID id: String) -> String? {
-        let staging = directory + "/staging"
-        let suffix = "-\(id).origin"
-        return ((try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []).first { $0.hasSuffix(suffix) }
-            .map { staging + "/" + $0 }
+    /// The end of a failed add's error when the contents it moved in are not back at `contentsPath`.
+    static func keptNote(_ elsewhere: String?, _ contentsPath: String) -> String {
+        guard let elsewhere else { return "" }
+        return " The contents moved in from \(contentsPath) could not go back there; they are kept at \(elsewhere)."
     }
 
-    /// Removes the records of ended processes' adds that have nothing left to give back: no staging folder, and
-    /// contents in `contents/<id>` with their row (`committed`) or none. Called with the index's write lock held,
-    /// after the contents without a row were given back. A name whose lookup fails otherwise than with `ENOENT`
-    /// keeps its record.
-    func removeSpentOriginRecords(committed: Set<String>) {
-        let staging = directory + "/staging"
-        func absent(_ path: String) -> Bool {
-            do {
-                _ = try FileSystemCalls.status(path, followingLinks: false, readingMount: false)
-                return false
-            } catch {
-                return error == .noSuchFileOrDirectory
-            }
+    /// Whether nothing is at `path`: `true` only for `ENOENT`; any other failure to look says nothing, and counts as
+    /// something there (what the caller would remove or lose is kept).
+    static func isAbsent(_ path: String) -> Bool {
+        do {
+            _ = try FileSystemCalls.status(path, followingLinks: false, readingMount: false)
+            return false
+        } catch {
+            return error == .noSuchFileOrDirectory
         }
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
-        where entry.hasSuffix(".origin") {
+    }
+
+    /// The names in `staging/`, or `nil` when it cannot be listed (then nothing that a record might protect is
+    /// removed).
+    func stagingNames() -> [String]? {
+        try? FileManager.default.contentsOfDirectory(atPath: directory + "/staging")
+    }
+
+    /// The record of the add `id` among `names` (of `staging/`, left by any process: `<pid>-<id>.origin`), or `nil`.
+    func originRecordPath(forID id: String, among names: [String]) -> String? {
+        let suffix = "-\(id).origin"
+        return names.first { $0.hasSuffix(suffix) }.map { directory + "/staging/" + $0 }
+    }
+
+    /// Removes the records, among `names` (of `staging/`), of ended processes' adds that have nothing left to give
+    /// back: no staging folder, and contents in `contents/<id>` with their row (`committed`) or none. Called with the
+    /// index's write lock held, after the contents without a row were given back.
+    func removeSpentOriginRecords(among names: [String], committed: Set<String>) {
+        let staging = directory + "/staging"
+        for entry in names where entry.hasSuffix(".origin") {
             let folder = String(entry.dropLast(".origin".count))
             let parts = folder.split(separator: "-", maxSplits: 1)
             guard parts.count == 2, let pid = Int32(parts[0]), pid != ProcessIdentity.processID,
-                !ProcessLiveness.isAlive(pid), absent(staging + "/" + folder)
+                !ProcessLiveness.isAlive(pid), Self.isAbsent(staging + "/" + folder)
             else { continue }
             let id = String(parts[1])
-            if committed.contains(id) || absent("\(directory)/contents/\(id)") {
+            if committed.contains(id) || Self.isAbsent("\(directory)/contents/\(id)") {
                 try? FileManager.default.removeItem(atPath: staging + "/" + entry)
             }
         }
     }
 
-    /// Undoes an add by moving that failed in this process: the contents in `folders` (the staging folder, and the
-    /// add's folder in `contents/` when the rename was made) go back to `contentsPath` (moved, across file systems
-    /// too), else to `recovered/<id>/`; then the folders and the record go. A folder whose contents could be put
-    /// nowhere stays, with the record, for a repair (of the staging, once this process has ended).
-    func undoAdd(byMoving contentsPath: String, from folders: [String], staged: String, id: String) {
-        let manager = FileManager.default
-        var kept = false
-        for folder in folders where manager.fileExists(atPath: folder) {
-            if let name = (try? manager.contentsOfDirectory(atPath: folder))?.first,
-                (try? manager.moveItem(atPath: folder + "/" + name, toPath: contentsPath)) == nil
-            {
-                var report = RepairReport()
-                guard giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report) else {
-                    kept = true
-                    continue
-                }
+    /// Removes the records of adds of `ids` (versions being removed, so never to be given back), among the names of
+    /// `staging/`. Called inside the removal's write transaction: a record left by a crash right after its add's
+    /// commit would otherwise make the removed contents look like an add cut short to a repair in between.
+    func removeOriginRecords(of ids: [String]) {
+        guard !ids.isEmpty, let names = stagingNames() else { return }
+        for id in ids {
+            if let record = originRecordPath(forID: id, among: names) {
+                try? FileManager.default.removeItem(atPath: record)
             }
-            try? manager.removeItem(atPath: folder)
         }
-        if !kept { try? manager.removeItem(atPath: Self.originRecordPath(of: staged)) }
+    }
+
+    /// Undoes an add by moving that failed in this process: the contents in `folders` (the staging folder, and the
+    /// add's folder in `contents/` when the rename was made) go back to `contentsPath` by a rename that replaces
+    /// nothing, else to `recovered/<id>/`; then the folders and the record go. A folder that cannot be looked at, or
+    /// whose contents could be put nowhere, stays with the record, for a repair (of the staging, once this process has
+    /// ended). Returns where the contents are when that is not `contentsPath`, for the caller's error.
+    func undoAdd(byMoving contentsPath: String, from folders: [String], staged: String, id: String) -> String? {
+        var keptForRepair = false
+        var elsewhere: String?
+        for folder in folders where !Self.isAbsent(folder) {
+            var report = RepairReport()
+            if giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report) {
+                try? FileManager.default.removeItem(atPath: folder)
+                elsewhere = report.recoveredContents.first ?? elsewhere
+            } else {
+                keptForRepair = true
+                elsewhere = folder
+            }
+        }
+        if !keptForRepair { try? FileManager.default.removeItem(atPath: Self.originRecordPath(of: staged)) }
+        return elsewhere
     }
 
     /// Gives back the contents the add `id` moved into `folder` (its staging folder, or its folder in `contents/`
     /// without a row) to the path its record at `recordPath` names, or to `recovered/<id>/` when that cannot be done.
-    /// Returns whether `folder` and the record may be removed: `false` when the folder cannot be listed, the record
-    /// cannot be read, or the contents could be put nowhere.
+    /// Returns whether `folder` and the record may be removed: `false` when the folder cannot be listed or holds more
+    /// than the one entry an add puts there, the record cannot be read, or the contents could be put nowhere.
     func giveBack(_ id: String, from folder: String, recordPath: String, report: inout RepairReport) -> Bool {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder) } catch { return false }
         // Empty: cut short before the move, the contents never left.
         guard let name = names.first else { return true }
         let source = folder + "/" + name
-        guard let bytes = try? Data(contentsOf: URL(fileURLWithPath: recordPath)), !bytes.isEmpty,
+        guard names.count == 1, let bytes = try? Data(contentsOf: URL(fileURLWithPath: recordPath)), !bytes.isEmpty,
             let origin = String(data: bytes, encoding: .utf8), origin.hasPrefix("/")
         else {
             logger.error(
-                "version store: the record of an add by moving cannot be read; its contents are kept for the next repair",
+                "version store: an add by moving cut short left what cannot be given back (its record unreadable, or more than its contents); kept for the next repair",
                 metadata: ["contents.path": "\(source)", "record.path": "\(recordPath)"]
             )
             return false
@@ -126,7 +151,8 @@ extension VersionStore {
             report.restoredContents.append(origin)
             return true
         }
-        // Taken since, gone, or on another file system: kept in the store, under the add's id.
+        // Taken since, gone, on another file system, or where renames cannot refuse to replace: kept in the store,
+        // under the add's id.
         let recovered = "\(directory)/recovered/\(id)"
         do {
             for folder in [directory + "/recovered", recovered] {
@@ -138,6 +164,10 @@ extension VersionStore {
                 try? FileSystemCalls.sync(FilePath(folder))
             }
             report.recoveredContents.append(recovered + "/" + name)
+            logger.warning(
+                "version store: contents of an add by moving cut short could not go back; kept in the store",
+                metadata: ["contents.path": "\(recovered)/\(name)", "origin.path": "\(origin)"]
+            )
             return true
         } catch {
             logger.error(

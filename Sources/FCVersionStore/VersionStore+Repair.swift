@@ -6,11 +6,12 @@ import SystemPackage
 
 /// What ``VersionStore/repair()`` found and mended.
 public struct RepairReport: Sendable, Equatable {
-    /// Contents without an index row (an add or a removal cut short): removed.
+    /// Contents without an index row (an add or a removal cut short): removed (those an add by moving took from its
+    /// caller given back first: ``restoredContents``, ``recoveredContents``).
     public var orphanContents: [String] = []
     /// Index rows whose contents are missing: removed.
     public var rowsWithoutContents: [String] = []
-    /// Staging and temporary directories of processes that ended: removed.
+    /// Staging and temporary directories of processes that ended: removed (contents moved in given back first).
     public var leftovers: [String] = []
     /// Contents of adds by moving cut short, put back where they were moved from (their paths).
     public var restoredContents: [String] = []
@@ -37,10 +38,14 @@ extension VersionStore {
         try writing { db in
             let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM version"))
             let present = Set((try? manager.contentsOfDirectory(atPath: contents)) ?? [])
+            // Without a listing of staging/ no record can be ruled out: contents without a row wait for a repair
+            // that can list it.
+            let names = stagingNames()
             for entry in present.subtracting(ids).sorted() {
+                guard let names else { break }
                 // Cut short between the rename and the commit (with the write lock held here, no live add has
                 // contents without their row): contents moved in go back before the folder goes.
-                if let record = originRecordPath(forID: entry) {
+                if let record = originRecordPath(forID: entry, among: names) {
                     guard giveBack(entry, from: contents + "/" + entry, recordPath: record, report: &report) else {
                         continue
                     }
@@ -49,7 +54,7 @@ extension VersionStore {
                 try? manager.removeItem(atPath: contents + "/" + entry)
                 report.orphanContents.append(entry)
             }
-            removeSpentOriginRecords(committed: ids)
+            if let names { removeSpentOriginRecords(among: names, committed: ids) }
             let rows = try VersionRow.fetchAll(db, sql: "SELECT * FROM version")
             // lstat, not stat: a version of a symbolic link whose target is gone still has its contents. Only a name
             // that is not there is missing: any other failure (EACCES, EMFILE, ENOMEM, EIO) says nothing of the
@@ -75,7 +80,7 @@ extension VersionStore {
                 guard pid != ProcessIdentity.processID, !ProcessLiveness.isAlive(pid), !entry.hasSuffix(".origin")
                 else { continue }
                 let record = Self.originRecordPath(of: folder + "/" + entry)
-                if sub == "staging", manager.fileExists(atPath: record) {
+                if sub == "staging", !Self.isAbsent(record) {
                     // Cut short before the rename: the contents go back before the staging folder goes.
                     let id = String(entry.split(separator: "-", maxSplits: 1).last ?? "")
                     guard giveBack(id, from: folder + "/" + entry, recordPath: record, report: &report) else {

@@ -194,14 +194,18 @@ public final class VersionStore: Sendable {
             try FileSystemCalls.sync(FilePath(staged))
             try FileSystemCalls.sync(FilePath(directory + "/staging"))
         } catch {
-            // Contents moved in go back where they were: a failed add leaves the caller's file as it found it (until
-            // stop 68 a failure after the move, a flush refused, deleted them).
+            // Contents moved in go back where they were, by a rename that replaces nothing; else they are kept in
+            // `recovered/`, and the error says where (until stop 68 a failure after the move deleted them).
+            var elsewhere: String?
             if byMoving {
-                undoAdd(byMoving: contentsPath, from: [staged], staged: staged, id: id)
+                elsewhere = undoAdd(byMoving: contentsPath, from: [staged], staged: staged, id: id)
             } else {
                 try? manager.removeItem(atPath: staged)
             }
-            throw VersionStoreError(.ioFailure, "No version was added: staging the contents failed (\(error)).")
+            throw VersionStoreError(
+                .ioFailure,
+                "No version was added: staging the contents failed (\(error))." + Self.keptNote(elsewhere, contentsPath)
+            )
         }
         TestFaults.pause(at: "staged", in: directory)
         let row = VersionRow(
@@ -230,8 +234,9 @@ public final class VersionStore: Sendable {
             }
         } catch {
             // Not added: whatever was renamed goes (repair() would remove it too), contents moved in back first.
+            var elsewhere: String?
             if byMoving {
-                undoAdd(byMoving: contentsPath, from: [final, staged], staged: staged, id: id)
+                elsewhere = undoAdd(byMoving: contentsPath, from: [final, staged], staged: staged, id: id)
             } else {
                 try? manager.removeItem(atPath: final)
                 try? manager.removeItem(atPath: staged)
@@ -239,6 +244,7 @@ public final class VersionStore: Sendable {
             throw VersionStoreError(
                 .storeUnavailable,
                 "No version was added: the index could not be written (\(error))."
+                    + Self.keptNote(elsewhere, contentsPath)
             )
         }
         // Committed: the record of where moved contents came from has done its work (a repair removes one left).
@@ -251,6 +257,7 @@ public final class VersionStore: Sendable {
     public func remove(id: String) throws -> StoredVersion? {
         let removed = try writing { db -> VersionRow? in
             guard let row = try VersionRow.fetchOne(db, key: id) else { return nil }
+            removeOriginRecords(of: [row.id])
             try row.delete(db)
             return row
         }
@@ -267,6 +274,7 @@ public final class VersionStore: Sendable {
                 sql: "SELECT * FROM version WHERE itemPath = ?",
                 arguments: [itemPath]
             )
+            removeOriginRecords(of: rows.map(\.id))
             try db.execute(sql: "DELETE FROM version WHERE itemPath = ?", arguments: [itemPath])
             return rows
         }
@@ -368,6 +376,7 @@ public final class VersionStore: Sendable {
                     sql: "SELECT * FROM version WHERE \(condition)",
                     arguments: [item.path, current - limit]
                 )
+                removeOriginRecords(of: rows.map(\.id))
                 try db.execute(sql: "DELETE FROM version WHERE \(condition)", arguments: [item.path, current - limit])
                 return rows
             }

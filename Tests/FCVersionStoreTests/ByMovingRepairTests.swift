@@ -76,6 +76,43 @@ import Testing
         #expect(report.leftovers.isEmpty && report.orphanContents.isEmpty)
     }
 
+    @Test("A staging folder holding more than the one entry an add puts there is kept whole, with its record")
+    func aFolderWithMoreThanTheContentsIsKept() throws {
+        let box = try Sandbox()
+        let staged = "\(box.store)/staging/\(Self.endedProcess)-d5"
+        try box.leave(in: staged, id: "d5", record: box.userFile)
+        try Data("another".utf8).write(to: URL(fileURLWithPath: staged + "/other.txt"))
+        let report = try box.opened.repair()
+        #expect(box.text(staged + "/doc.txt") == "the prepared contents")
+        #expect(box.text(staged + "/other.txt") == "another")
+        #expect(box.exists(staged + ".origin"))
+        #expect(!box.exists(box.userFile))
+        #expect(report.leftovers.isEmpty)
+    }
+
+    @Test("Removing a version removes a record its add left behind: a later repair gives nothing back")
+    func removingAVersionRemovesItsRecord() throws {
+        let box = try Sandbox()
+        let contents = box.root + "/files/contents.txt"
+        try Data("a version".utf8).write(to: URL(fileURLWithPath: contents))
+        let version = try box.opened.add(item: box.root + "/files/doc.txt", contentsOf: contents, byMoving: true)
+        // As a crash right after the commit leaves it, by a process that has ended.
+        let record = "\(box.store)/staging/\(Self.endedProcess)-\(version.id).origin"
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: record))
+        try box.opened.remove(id: version.id)
+        #expect(!box.exists(record))
+        // As a removal cut short between its commit and the contents' removal leaves them (or as a repair of another
+        // process sees them in that window).
+        try FileManager.default.createDirectory(
+            atPath: "\(box.store)/contents/\(version.id)",
+            withIntermediateDirectories: false
+        )
+        try Data("a version".utf8).write(to: URL(fileURLWithPath: "\(box.store)/contents/\(version.id)/doc.txt"))
+        let report = try box.opened.repair()
+        #expect(!box.exists(contents), "the removed version's contents did not come back")
+        #expect(report.restoredContents.isEmpty && report.recoveredContents.isEmpty)
+    }
+
     @Test("The record of an add that committed, left by a process that ended, is removed; the version stays")
     func aSpentRecordIsRemoved() throws {
         let box = try Sandbox()
