@@ -72,6 +72,13 @@ extension FileSystemCalls {
         _ = try retryOnInterrupt { unlink(path) }
     }
 
+    /// Removes the empty directory `path` (`rmdir`).
+    ///
+    /// - Throws: `.directoryNotEmpty` when something is in it, or any other `Errno` of `rmdir`.
+    public static func removeEmptyDirectory(_ path: String) throws(Errno) {
+        _ = try retryOnInterrupt { rmdir(path) }
+    }
+
     /// Sets the length of the file at `path` (`truncate`): cut, or extended with zeros.
     public static func setLength(_ path: String, to length: Int64) throws(Errno) {
         _ = try retryOnInterrupt { truncate(path, off_t(length)) }

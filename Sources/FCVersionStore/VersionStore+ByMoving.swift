@@ -52,6 +52,16 @@ extension VersionStore {
         return " The contents moved in from \(contentsPath) could not go back there; they are kept at \(elsewhere)."
     }
 
+    /// Whether `path` is inside a folder of the store's `tmp/` (``makeTemporaryDirectory(owner:)``) whose owner has
+    /// ended (not this process).
+    static func isInEndedProcessesTemporaryFolder(_ path: String, store: String) -> Bool {
+        let prefix = store + "/tmp/"
+        guard path.hasPrefix(prefix) else { return false }
+        let folder = path.dropFirst(prefix.count).prefix { $0 != "/" }
+        guard let pid = folder.split(separator: "-", maxSplits: 1).first.flatMap({ Int32($0) }) else { return false }
+        return pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid)
+    }
+
     /// Whether nothing is at `path`: `true` only for `ENOENT`; any other failure to look says nothing, and counts as
     /// something there (what the caller would remove or lose is kept).
     static func isAbsent(_ path: String) -> Bool {
@@ -96,8 +106,15 @@ extension VersionStore {
     /// Removes the records of adds of `ids` (versions being removed, so never to be given back), among the names of
     /// `staging/`. Called inside the removal's write transaction: a record left by a crash right after its add's
     /// commit would otherwise make the removed contents look like an add cut short to a repair in between.
-    func removeOriginRecords(of ids: [String]) {
-        guard !ids.isEmpty, let names = stagingNames() else { return }
+    func removeOriginRecords(of ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        guard let names = stagingNames() else {
+            throw VersionStoreError(
+                .ioFailure,
+                "No version was removed: the store's staging folder cannot be listed, so a record that could give the "
+                    + "version's contents back to where they were added from cannot be ruled out."
+            )
+        }
         for id in ids {
             if let record = originRecordPath(forID: id, among: names) {
                 try? FileManager.default.removeItem(atPath: record)
@@ -115,8 +132,9 @@ extension VersionStore {
         var elsewhere: String?
         for folder in folders where !Self.isAbsent(folder) {
             var report = RepairReport()
-            if giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report) {
-                try? FileManager.default.removeItem(atPath: folder)
+            if giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report),
+                (try? FileSystemCalls.removeEmptyDirectory(folder)) != nil
+            {
                 elsewhere = report.recoveredContents.first ?? elsewhere
             } else {
                 keptForRepair = true
@@ -129,8 +147,10 @@ extension VersionStore {
 
     /// Gives back the contents the add `id` moved into `folder` (its staging folder, or its folder in `contents/`
     /// without a row) to the path its record at `recordPath` names, or to `recovered/<id>/` when that cannot be done.
-    /// Returns whether `folder` and the record may be removed: `false` when the folder cannot be listed or holds more
-    /// than the one entry an add puts there, the record cannot be read, or the contents could be put nowhere.
+    /// Returns whether `folder` is left empty, and may go (with `rmdir`, which fails if anything came in since) with
+    /// the record: `false` when the folder cannot be listed or holds more than the one entry an add puts there, the
+    /// record cannot be read, or the contents could be put nowhere. Contents moved from a folder of the store's
+    /// `tmp/` whose process has ended go to `recovered/`: that folder is removed by the same repair.
     func giveBack(_ id: String, from folder: String, recordPath: String, report: inout RepairReport) -> Bool {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder) } catch { return false }
@@ -146,7 +166,9 @@ extension VersionStore {
             )
             return false
         }
-        if (try? FileSystemCalls.renameWithoutReplacing(source, to: origin)) != nil {
+        if !Self.isInEndedProcessesTemporaryFolder(origin, store: directory),
+            (try? FileSystemCalls.renameWithoutReplacing(source, to: origin)) != nil
+        {
             try? FileSystemCalls.sync(FilePath((origin as NSString).deletingLastPathComponent))
             report.restoredContents.append(origin)
             return true

@@ -46,10 +46,12 @@ extension VersionStore {
                 // Cut short between the rename and the commit (with the write lock held here, no live add has
                 // contents without their row): contents moved in go back before the folder goes.
                 if let record = originRecordPath(forID: entry, among: names) {
-                    guard giveBack(entry, from: contents + "/" + entry, recordPath: record, report: &report) else {
-                        continue
-                    }
+                    guard giveBack(entry, from: contents + "/" + entry, recordPath: record, report: &report),
+                        (try? FileSystemCalls.removeEmptyDirectory(contents + "/" + entry)) != nil
+                    else { continue }
                     try? manager.removeItem(atPath: record)
+                    report.orphanContents.append(entry)
+                    continue
                 }
                 try? manager.removeItem(atPath: contents + "/" + entry)
                 report.orphanContents.append(entry)
@@ -83,10 +85,12 @@ extension VersionStore {
                 if sub == "staging", !Self.isAbsent(record) {
                     // Cut short before the rename: the contents go back before the staging folder goes.
                     let id = String(entry.split(separator: "-", maxSplits: 1).last ?? "")
-                    guard giveBack(id, from: folder + "/" + entry, recordPath: record, report: &report) else {
-                        continue
-                    }
+                    guard giveBack(id, from: folder + "/" + entry, recordPath: record, report: &report),
+                        (try? FileSystemCalls.removeEmptyDirectory(folder + "/" + entry)) != nil
+                    else { continue }
                     try? manager.removeItem(atPath: record)
+                    report.leftovers.append(sub + "/" + entry)
+                    continue
                 }
                 try? manager.removeItem(atPath: folder + "/" + entry)
                 report.leftovers.append(sub + "/" + entry)

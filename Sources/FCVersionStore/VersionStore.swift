@@ -257,7 +257,7 @@ public final class VersionStore: Sendable {
     public func remove(id: String) throws -> StoredVersion? {
         let removed = try writing { db -> VersionRow? in
             guard let row = try VersionRow.fetchOne(db, key: id) else { return nil }
-            removeOriginRecords(of: [row.id])
+            try removeOriginRecords(of: [row.id])
             try row.delete(db)
             return row
         }
@@ -274,7 +274,7 @@ public final class VersionStore: Sendable {
                 sql: "SELECT * FROM version WHERE itemPath = ?",
                 arguments: [itemPath]
             )
-            removeOriginRecords(of: rows.map(\.id))
+            try removeOriginRecords(of: rows.map(\.id))
             try db.execute(sql: "DELETE FROM version WHERE itemPath = ?", arguments: [itemPath])
             return rows
         }
@@ -376,7 +376,7 @@ public final class VersionStore: Sendable {
                     sql: "SELECT * FROM version WHERE \(condition)",
                     arguments: [item.path, current - limit]
                 )
-                removeOriginRecords(of: rows.map(\.id))
+                try removeOriginRecords(of: rows.map(\.id))
                 try db.execute(sql: "DELETE FROM version WHERE \(condition)", arguments: [item.path, current - limit])
                 return rows
             }

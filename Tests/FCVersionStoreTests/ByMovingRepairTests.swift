@@ -76,6 +76,20 @@ import Testing
         #expect(report.leftovers.isEmpty && report.orphanContents.isEmpty)
     }
 
+    @Test("Contents moved from a temporary folder of the store whose process ended go to recovered/, not back there")
+    func contentsFromAnEndedProcessesTemporaryFolderAreRecovered() throws {
+        let box = try Sandbox()
+        // What temporaryDirectoryURLForNewVersionOfItem handed the ended process, emptied by its add's move.
+        let temporary = "\(box.store)/tmp/\(Self.endedProcess)-e6"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false)
+        let staged = "\(box.store)/staging/\(Self.endedProcess)-e7"
+        try box.leave(in: staged, id: "e7", record: temporary + "/prepared.txt")
+        let report = try box.opened.repair()
+        #expect(box.text("\(box.store)/recovered/e7/doc.txt") == "the prepared contents")
+        #expect(report.recoveredContents == ["\(box.store)/recovered/e7/doc.txt"])
+        #expect(!box.exists(temporary), "the ended process's temporary folder goes, as before")
+    }
+
     @Test("A staging folder holding more than the one entry an add puts there is kept whole, with its record")
     func aFolderWithMoreThanTheContentsIsKept() throws {
         let box = try Sandbox()
