@@ -52,14 +52,27 @@ extension VersionStore {
         return " The contents moved in from \(contentsPath) could not go back there; they are kept at \(elsewhere)."
     }
 
-    /// Whether `path` is inside a folder of the store's `tmp/` (``makeTemporaryDirectory(owner:)``) whose owner has
-    /// ended (not this process).
-    static func isInEndedProcessesTemporaryFolder(_ path: String, store: String) -> Bool {
-        let prefix = store + "/tmp/"
-        guard path.hasPrefix(prefix) else { return false }
-        let folder = path.dropFirst(prefix.count).prefix { $0 != "/" }
-        guard let pid = folder.split(separator: "-", maxSplits: 1).first.flatMap({ Int32($0) }) else { return false }
-        return pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid)
+    /// Whether `path` is inside a folder of the store's `tmp/` (``makeTemporaryDirectory(owner:)``) that a repair
+    /// removes: its owner has ended (not this process), or its name names no process, as the repair's loop reads it.
+    /// The store's `tmp/` is found among `path`'s ancestors by identity, not by spelling (a relative store directory, a
+    /// link, a doubled slash spell it otherwise than `path` does).
+    func isInRemovableTemporaryFolder(_ path: String) -> Bool {
+        guard let temporary = try? FileSystemCalls.status(directory + "/tmp", followingLinks: true, readingMount: false)
+        else { return false }
+        var child = path
+        var ancestor = (path as NSString).deletingLastPathComponent
+        while ancestor.count > 1, ancestor != child {
+            if (try? FileSystemCalls.status(ancestor, followingLinks: true, readingMount: false))?.identity
+                == temporary.identity
+            {
+                let folder = (child as NSString).lastPathComponent
+                let pid = folder.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
+                return pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid)
+            }
+            child = ancestor
+            ancestor = (ancestor as NSString).deletingLastPathComponent
+        }
+        return false
     }
 
     /// Whether nothing is at `path`: `true` only for `ENOENT`; any other failure to look says nothing, and counts as
@@ -76,7 +89,9 @@ extension VersionStore {
     /// The names in `staging/`, or `nil` when it cannot be listed (then nothing that a record might protect is
     /// removed).
     func stagingNames() -> [String]? {
-        try? FileManager.default.contentsOfDirectory(atPath: directory + "/staging")
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: directory + "/staging") { return names }
+        // No staging folder (removed by hand while the store is open): no record either.
+        return Self.isAbsent(directory + "/staging") ? [] : nil
     }
 
     /// The record of the add `id` among `names` (of `staging/`, left by any process: `<pid>-<id>.origin`), or `nil`.
@@ -133,16 +148,33 @@ extension VersionStore {
         for folder in folders where !Self.isAbsent(folder) {
             var report = RepairReport()
             if giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report),
-                (try? FileSystemCalls.removeEmptyDirectory(folder)) != nil
+                removeEmptiedFolder(folder)
             {
                 elsewhere = report.recoveredContents.first ?? elsewhere
             } else {
                 keptForRepair = true
-                elsewhere = folder
+                elsewhere = report.recoveredContents.first ?? elsewhere ?? folder
             }
         }
         if !keptForRepair { try? FileManager.default.removeItem(atPath: Self.originRecordPath(of: staged)) }
         return elsewhere
+    }
+
+    /// Removes `folder`, emptied by ``giveBack(_:from:recordPath:report:)``, with `rmdir`: `true` once it is gone
+    /// (also when another process's repair removed it first), `false` when anything came in since or it cannot go
+    /// (logged: the folder and its record stay for the next repair).
+    func removeEmptiedFolder(_ folder: String) -> Bool {
+        do {
+            try FileSystemCalls.removeEmptyDirectory(folder)
+            return true
+        } catch {
+            if error == .noSuchFileOrDirectory { return true }
+            logger.warning(
+                "version store: a folder whose moved-in contents were given back cannot be removed; kept with its record",
+                metadata: ["folder.path": "\(folder)", "error": "\(error)"]
+            )
+            return false
+        }
     }
 
     /// Gives back the contents the add `id` moved into `folder` (its staging folder, or its folder in `contents/`
@@ -166,7 +198,7 @@ extension VersionStore {
             )
             return false
         }
-        if !Self.isInEndedProcessesTemporaryFolder(origin, store: directory),
+        if !isInRemovableTemporaryFolder(origin),
             (try? FileSystemCalls.renameWithoutReplacing(source, to: origin)) != nil
         {
             try? FileSystemCalls.sync(FilePath((origin as NSString).deletingLastPathComponent))

@@ -47,7 +47,7 @@ extension VersionStore {
                 // contents without their row): contents moved in go back before the folder goes.
                 if let record = originRecordPath(forID: entry, among: names) {
                     guard giveBack(entry, from: contents + "/" + entry, recordPath: record, report: &report),
-                        (try? FileSystemCalls.removeEmptyDirectory(contents + "/" + entry)) != nil
+                        removeEmptiedFolder(contents + "/" + entry)
                     else { continue }
                     try? manager.removeItem(atPath: record)
                     report.orphanContents.append(entry)
@@ -86,7 +86,7 @@ extension VersionStore {
                     // Cut short before the rename: the contents go back before the staging folder goes.
                     let id = String(entry.split(separator: "-", maxSplits: 1).last ?? "")
                     guard giveBack(id, from: folder + "/" + entry, recordPath: record, report: &report),
-                        (try? FileSystemCalls.removeEmptyDirectory(folder + "/" + entry)) != nil
+                        removeEmptiedFolder(folder + "/" + entry)
                     else { continue }
                     try? manager.removeItem(atPath: record)
                     report.leftovers.append(sub + "/" + entry)

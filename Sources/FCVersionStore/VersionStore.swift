@@ -441,6 +441,8 @@ public final class VersionStore: Sendable {
     func writing<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try exclusively(body)
+        } catch let error as VersionStoreError {  // the store's own refusal, from inside: as it was said
+            throw error
         } catch {
             throw VersionStoreError(.storeUnavailable, "The version store's index could not be written (\(error)).")
         }

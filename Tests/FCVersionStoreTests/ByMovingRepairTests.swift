@@ -76,18 +76,27 @@ import Testing
         #expect(report.leftovers.isEmpty && report.orphanContents.isEmpty)
     }
 
-    @Test("Contents moved from a temporary folder of the store whose process ended go to recovered/, not back there")
-    func contentsFromAnEndedProcessesTemporaryFolderAreRecovered() throws {
+    @Test(
+        "Contents moved from a temporary folder of the store that the repair removes go to recovered/, not back there",
+        arguments: ["its name", "a link to the store", "a folder named for no process"]
+    )
+    func contentsFromARemovableTemporaryFolderAreRecovered(spelling: String) throws {
         let box = try Sandbox()
         // What temporaryDirectoryURLForNewVersionOfItem handed the ended process, emptied by its add's move.
-        let temporary = "\(box.store)/tmp/\(Self.endedProcess)-e6"
+        let name = spelling == "a folder named for no process" ? "work" : "\(Self.endedProcess)-e6"
+        let temporary = "\(box.store)/tmp/\(name)"
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false)
+        var recorded = temporary + "/prepared.txt"
+        if spelling == "a link to the store" {
+            try FileManager.default.createSymbolicLink(atPath: box.root + "/link", withDestinationPath: box.store)
+            recorded = "\(box.root)/link/tmp/\(name)/prepared.txt"
+        }
         let staged = "\(box.store)/staging/\(Self.endedProcess)-e7"
-        try box.leave(in: staged, id: "e7", record: temporary + "/prepared.txt")
+        try box.leave(in: staged, id: "e7", record: recorded)
         let report = try box.opened.repair()
         #expect(box.text("\(box.store)/recovered/e7/doc.txt") == "the prepared contents")
         #expect(report.recoveredContents == ["\(box.store)/recovered/e7/doc.txt"])
-        #expect(!box.exists(temporary), "the ended process's temporary folder goes, as before")
+        #expect(!box.exists(temporary), "the temporary folder goes, as before")
     }
 
     @Test("A staging folder holding more than the one entry an add puts there is kept whole, with its record")
