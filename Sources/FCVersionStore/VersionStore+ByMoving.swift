@@ -59,18 +59,25 @@ extension VersionStore {
     func isInRemovableTemporaryFolder(_ path: String) -> Bool {
         guard let temporary = try? FileSystemCalls.status(directory + "/tmp", followingLinks: true, readingMount: false)
         else { return false }
-        var child = path
-        var ancestor = (path as NSString).deletingLastPathComponent
-        while ancestor.count > 1, ancestor != child {
-            if (try? FileSystemCalls.status(ancestor, followingLinks: true, readingMount: false))?.identity
-                == temporary.identity
-            {
-                let folder = (child as NSString).lastPathComponent
-                let pid = folder.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
-                return pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid)
+        // The path as written, and with its links resolved (a link to a folder inside tmp/ is no ancestor of it as
+        // written): either way, the folder right below tmp/.
+        let parent = (path as NSString).deletingLastPathComponent
+        let resolved =
+            URL(fileURLWithPath: parent).resolvingSymlinksInPath().path + "/" + (path as NSString).lastPathComponent
+        for spelling in [path, resolved] {
+            var child = spelling
+            var ancestor = (spelling as NSString).deletingLastPathComponent
+            while ancestor.count > 1, ancestor != child {
+                if (try? FileSystemCalls.status(ancestor, followingLinks: true, readingMount: false))?.identity
+                    == temporary.identity
+                {
+                    let folder = (child as NSString).lastPathComponent
+                    let pid = folder.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
+                    return pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid)
+                }
+                child = ancestor
+                ancestor = (ancestor as NSString).deletingLastPathComponent
             }
-            child = ancestor
-            ancestor = (ancestor as NSString).deletingLastPathComponent
         }
         return false
     }
@@ -147,14 +154,10 @@ extension VersionStore {
         var elsewhere: String?
         for folder in folders where !Self.isAbsent(folder) {
             var report = RepairReport()
-            if giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report),
-                removeEmptiedFolder(folder)
-            {
-                elsewhere = report.recoveredContents.first ?? elsewhere
-            } else {
-                keptForRepair = true
-                elsewhere = report.recoveredContents.first ?? elsewhere ?? folder
-            }
+            let gaveBack = giveBack(id, from: folder, recordPath: Self.originRecordPath(of: staged), report: &report)
+            if !gaveBack || !removeEmptiedFolder(folder) { keptForRepair = true }
+            // Where the contents are when not back at `contentsPath`: recovered/, or still in the folder.
+            elsewhere = gaveBack ? (report.recoveredContents.first ?? elsewhere) : (elsewhere ?? folder)
         }
         if !keptForRepair { try? FileManager.default.removeItem(atPath: Self.originRecordPath(of: staged)) }
         return elsewhere

@@ -78,7 +78,7 @@ import Testing
 
     @Test(
         "Contents moved from a temporary folder of the store that the repair removes go to recovered/, not back there",
-        arguments: ["its name", "a link to the store", "a folder named for no process"]
+        arguments: ["its name", "a link to the store", "a link to the folder", "a folder named for no process"]
     )
     func contentsFromARemovableTemporaryFolderAreRecovered(spelling: String) throws {
         let box = try Sandbox()
@@ -90,6 +90,9 @@ import Testing
         if spelling == "a link to the store" {
             try FileManager.default.createSymbolicLink(atPath: box.root + "/link", withDestinationPath: box.store)
             recorded = "\(box.root)/link/tmp/\(name)/prepared.txt"
+        } else if spelling == "a link to the folder" {
+            try FileManager.default.createSymbolicLink(atPath: box.root + "/link", withDestinationPath: temporary)
+            recorded = "\(box.root)/link/prepared.txt"
         }
         let staged = "\(box.store)/staging/\(Self.endedProcess)-e7"
         try box.leave(in: staged, id: "e7", record: recorded)
