@@ -60,7 +60,7 @@ extension VersionStore {
         guard let temporary = try? FileSystemCalls.status(directory + "/tmp", followingLinks: true, readingMount: false)
         else { return false }
         // The path as written, and with its links resolved (a link to a folder inside tmp/ is no ancestor of it as
-        // written): either way, the folder right below tmp/.
+        // written): removable if either spelling's folder right below tmp/ is.
         let parent = (path as NSString).deletingLastPathComponent
         let resolved =
             URL(fileURLWithPath: parent).resolvingSymlinksInPath().path + "/" + (path as NSString).lastPathComponent
@@ -73,7 +73,10 @@ extension VersionStore {
                 {
                     let folder = (child as NSString).lastPathComponent
                     let pid = folder.split(separator: "-", maxSplits: 1).first.flatMap { Int32($0) } ?? 0
-                    return pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid)
+                    if pid != ProcessIdentity.processID && !ProcessLiveness.isAlive(pid) { return true }
+                    // Not this spelling's folder; the other spelling may still reach one (a link inside a live
+                    // folder to an ended one's).
+                    break
                 }
                 child = ancestor
                 ancestor = (ancestor as NSString).deletingLastPathComponent

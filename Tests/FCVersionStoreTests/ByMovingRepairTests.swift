@@ -78,7 +78,10 @@ import Testing
 
     @Test(
         "Contents moved from a temporary folder of the store that the repair removes go to recovered/, not back there",
-        arguments: ["its name", "a link to the store", "a link to the folder", "a folder named for no process"]
+        arguments: [
+            "its name", "a link to the store", "a link to the folder", "a link inside a live folder",
+            "a folder named for no process",
+        ]
     )
     func contentsFromARemovableTemporaryFolderAreRecovered(spelling: String) throws {
         let box = try Sandbox()
@@ -90,6 +93,12 @@ import Testing
         if spelling == "a link to the store" {
             try FileManager.default.createSymbolicLink(atPath: box.root + "/link", withDestinationPath: box.store)
             recorded = "\(box.root)/link/tmp/\(name)/prepared.txt"
+        } else if spelling == "a link inside a live folder" {
+            // This process's own folder (alive), holding a link to the ended process's.
+            let live = "\(box.store)/tmp/\(ProcessInfo.processInfo.processIdentifier)-live"
+            try FileManager.default.createDirectory(atPath: live, withIntermediateDirectories: false)
+            try FileManager.default.createSymbolicLink(atPath: live + "/link", withDestinationPath: temporary)
+            recorded = live + "/link/prepared.txt"
         } else if spelling == "a link to the folder" {
             try FileManager.default.createSymbolicLink(atPath: box.root + "/link", withDestinationPath: temporary)
             recorded = "\(box.root)/link/prepared.txt"
