@@ -299,7 +299,8 @@ let package = Package(
 // --- Strict settings for every Swift target, in one place (swift-log / swift-nio style). --- //
 // Nothing here may be something SwiftPM refuses in a dependency fetched by URL (no unsafe flags): apps depend on
 // this package by version. Stricter flags that have no setting (`-require-explicit-sendable`, warnings as errors)
-// are passed by scripts/build-flags.sh to every build of ours, never by the manifest.
+// are passed by scripts/build-flags.sh to every build of ours, never by the manifest. Tests/ThreadSanitizer/Package.swift
+// repeats these features for the test targets it builds (a manifest cannot read another's): change both.
 for target in package.targets
 where [.executable, .test, .regular].contains(target.type)
     && !["CFCLinux", "CFileCoord", "CNotesTerminal"].contains(target.name)

@@ -12,16 +12,17 @@ import SystemPackage
 // and flushed before the move. ``VersionStore/repair()`` gives back the contents an add cut short left (in its
 // staging folder, or in `contents/<id>` without a row), each at the moment it decides on that folder: renamed to
 // where they came from when nothing is there (never replacing what is), else renamed to `recovered/<id>/<name>` in
-// the store (logged and reported). Contents are never removed: a folder whose contents could be put nowhere, or whose
-// record cannot be read, is kept with its record for the next repair.
+// the store (logged and reported). Contents are never removed: a folder that cannot be listed or holds more than its
+// contents, whose record cannot be read, or whose contents could be put nowhere, is kept with its record for the next
+// repair.
 
 extension VersionStore {
     /// A new, empty directory inside the store, for preparing contents to add with `byMoving` (then on the store's
     /// file system, so the move is a rename). The caller removes it; ``repair()`` removes those of ended processes.
     ///
     /// The directory is named after `owner`, the process that prepares contents in it (default: this one; a daemon
-    /// names the client it makes it for): ``repair()`` removes it only once that process has ended, so a daemon that restarts
-    /// never takes away a directory a live client is still filling.
+    /// names the client it makes it for): ``repair()`` removes it only once that process has ended, so a daemon that
+    /// restarts never takes away a directory a live client is still filling.
     public func makeTemporaryDirectory(owner: Int32? = nil) throws -> String {
         let path = "\(directory)/tmp/\(owner ?? ProcessIdentity.processID)-\(UUID().uuidString.lowercased())"
         do {
@@ -188,7 +189,7 @@ extension VersionStore {
     /// Returns whether `folder` is left empty, and may go (with `rmdir`, which fails if anything came in since) with
     /// the record: `false` when the folder cannot be listed or holds more than the one entry an add puts there, the
     /// record cannot be read, or the contents could be put nowhere. Contents moved from a folder of the store's
-    /// `tmp/` whose process has ended go to `recovered/`: that folder is removed by the same repair.
+    /// `tmp/` that the same repair removes (``isInRemovableTemporaryFolder(_:)``) go to `recovered/`.
     func giveBack(_ id: String, from folder: String, recordPath: String, report: inout RepairReport) -> Bool {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder) } catch { return false }
@@ -217,6 +218,7 @@ extension VersionStore {
         do {
             for folder in [directory + "/recovered", recovered] {
                 do { try FileSystemCalls.makeDirectory(folder, permissions: 0o700) } catch  where error == .fileExists {
+                    // Made by an earlier give-back.
                 }
             }
             try FileSystemCalls.rename(FilePath(source), to: FilePath(recovered + "/" + name))

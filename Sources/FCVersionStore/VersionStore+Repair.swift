@@ -15,8 +15,8 @@ public struct RepairReport: Sendable, Equatable {
     public var leftovers: [String] = []
     /// Contents of adds by moving cut short, put back where they were moved from (their paths).
     public var restoredContents: [String] = []
-    /// Contents of adds by moving cut short that could not go back (their place taken since, or on another file
-    /// system): moved to `recovered/<id>/` in the store (their paths there).
+    /// Contents of adds by moving cut short that could not go back (their place taken since, on another file system,
+    /// or in a temporary folder of the store this repair removes): moved to `recovered/<id>/` (their paths there).
     public var recoveredContents: [String] = []
 
     public var isClean: Bool {

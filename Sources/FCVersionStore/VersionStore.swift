@@ -11,7 +11,7 @@ import SystemPackage
 /// Layout: `index.sqlite` (with its WAL; `open.lock` serialises opening it), `contents/<id>/<name>` (a version's contents under the item's name when it
 /// was added), `staging/<pid>-<id>/<name>` (contents being added; with `staging/<pid>-<id>.origin` for an add by
 /// moving), `tmp/<pid>-<uuid>/` (directories handed out by ``makeTemporaryDirectory(owner:)``), `recovered/<id>/`
-/// (moved contents a crash cut short whose place was taken since).
+/// (contents of an add by moving cut short that could not go back where they came from).
 ///
 /// Crash-safe ordering (docs/ARCHITECTURE.md, "Version store"):
 /// - adding: the contents are copied (reflinked where the file system can) or moved into `staging/` and flushed; then,
